@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One-time set-up on a fresh Debian machine: system packages, a venv, the package + test deps.
+# Idempotent: re-running only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+dpkg -s mesa-vulkan-drivers >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
+dpkg -s libvulkan1 >/dev/null 2>&1 || need_apt+=(libvulkan1)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.scellis-deps
+want=$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  # torch is a test oracle only; the pinned CPU build lies on this machine's disk
+  .venv/bin/python -m pip install -q "torch==2.13.0"
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,23 @@
+"""Scellis: train neural networks on your own GPU, natively or in a browser tab.
+
+The public surface; everything here is a re-export.
+"""
+
+from . import rng  # noqa: F401
+from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: F401
+from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
+from .base.errors import ScellisError, ShapeError  # noqa: F401
+from .runtime import (  # noqa: F401
+    Tensor,
+    arange,
+    default_device,
+    full,
+    ones,
+    rand,
+    set_default_device,
+    tensor,
+    zeros,
+)
+from .runtime import functional  # noqa: F401
+from .runtime.creation import from_bytes, generator, manual_seed, randn  # noqa: F401
+from .version import __version__  # noqa: F401

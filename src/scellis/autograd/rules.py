@@ -1,0 +1,224 @@
+"""VJP rules (autograd layer), keyed by op name: ``rule(node, g) -> grads per input``.
+
+Rules are written with tensor methods only, so they run on every device and under
+the tracer. ``node.saved`` holds ``out`` (the detached result) when the rule uses it.
+A rule may return None for an input that needs no gradient.
+"""
+
+from __future__ import annotations
+
+import math
+
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+
+# ops whose rule reads the forward result: the runtime saves it as node.saved["out"]
+SAVES_OUTPUT = frozenset({"exp", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "max", "min"})
+
+
+def _x(node, i=0):
+    return node.inputs[i]
+
+
+def _out(node):
+    return node.saved["out"]
+
+
+def _gelu_tanh(node, g):
+    x = _x(node).detach()
+    inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
+    t = inner.tanh()
+    dinner = (x * x * (3 * 0.044715) + 1.0) * _SQRT_2_PI
+    return (g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * dinner),)
+
+
+def _gelu_erf(node, g):
+    x = _x(node).detach()
+    cdf = ((x * _INV_SQRT_2).erf() + 1.0) * 0.5
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return (g * (cdf + x * pdf),)
+
+
+def _silu(node, g):
+    x = _x(node).detach()
+    s = x.sigmoid()
+    return (g * (s * (x * (1.0 - s) + 1.0)),)
+
+
+def _softplus(node, g):
+    x = _x(node).detach()
+    return (g.where(x > 20.0, g * x.sigmoid()),)
+
+
+def _clamp(node, g):
+    x = _x(node).detach()
+    lo, hi = node.attrs.get("lo"), node.attrs.get("hi")
+    keep = None
+    if lo is not None:
+        keep = x >= lo
+    if hi is not None:
+        below = x <= hi
+        keep = below if keep is None else keep.logical_and(below)
+    return (g if keep is None else g.where(keep, 0.0),)
+
+
+def _pow(node, g):
+    a, b = _x(node, 0).detach(), _x(node, 1).detach()
+    ga = gb = None
+    if node.needs[0]:
+        ga = g * b * a.pow(b - 1.0)
+    if node.needs[1]:
+        # d/db a^b = a^b log a; defined as 0 where a == 0 (torch's convention)
+        gb = (g * _out(node) * a.log()).where(a != 0.0, 0.0)
+    return ga, gb
+
+
+def _minmax_binary(pick_a):
+    def rule(node, g):
+        a, b = _x(node, 0).detach(), _x(node, 1).detach()
+        wins = pick_a(a, b)
+        tie = a == b
+        half = g * 0.5
+        ga = g.where(wins, half.where(tie, 0.0)) if node.needs[0] else None
+        gb = half.where(tie, g).where(wins.logical_not(), 0.0) if node.needs[1] else None
+        return ga, gb
+
+    return rule
+
+
+def _sum(node, g):
+    x = _x(node)
+    axes, keepdim = node.attrs["axes"], node.attrs["keepdim"]
+    if not keepdim:
+        g = g.reshape(tuple(1 if i in axes else s for i, s in enumerate(x.shape)))
+    return (g.expand(x.shape),)
+
+
+def _max_reduce(node, g):
+    # gradient shared evenly between tied extrema, as torch.amax does
+    x = _x(node).detach()
+    axes, keepdim = node.attrs["axes"], node.attrs["keepdim"]
+    kshape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+    out = _out(node).reshape(kshape)
+    mask = (x == out.expand(x.shape)).cast(x.dtype)
+    count = mask.sum(axes, keepdim=True)
+    return (g.reshape(kshape).expand(x.shape) * mask / count.expand(x.shape),)
+
+
+def _matmul(node, g):
+    a, b = _x(node, 0).detach(), _x(node, 1).detach()
+    ga = g @ b.mT if node.needs[0] else None
+    gb = a.mT @ g if node.needs[1] else None
+    return ga, gb
+
+
+def _permute(node, g):
+    perm = node.attrs["perm"]
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return (g.permute(inv),)
+
+
+def _expand(node, g):
+    x = _x(node)
+    lead = len(g.shape) - len(x.shape)
+    if lead:
+        g = g.sum(tuple(range(lead)))
+    axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, g.shape)) if a == 1 and b != 1)
+    if axes:
+        g = g.sum(axes, keepdim=True)
+    return (g,)
+
+
+def _slice(node, g):
+    x = _x(node)
+    starts, steps = node.attrs["starts"], node.attrs["steps"]
+    if g.numel == 0:
+        return (x.zeros_like(),)
+    hi = [d - (a + (n - 1) * s + 1) for d, a, n, s in zip(x.shape, starts, g.shape, steps)]
+    return (g.pad(list(starts), hi, [s - 1 for s in steps]),)
+
+
+def _pad(node, g):
+    x = _x(node)
+    lo, interior = node.attrs["lo"], node.attrs["interior"]
+    stops = [a + max(d - 1, 0) * (i + 1) + (1 if d else 0)
+             for d, a, i in zip(x.shape, lo, interior)]
+    return (g.slice(list(lo), stops, [i + 1 for i in interior]),)
+
+
+def _concat(node, g):
+    axis = node.attrs["axis"]
+    out, at = [], 0
+    for x in node.inputs:
+        n = x.shape[axis]
+        starts = [0] * len(g.shape)
+        stops = list(g.shape)
+        starts[axis], stops[axis] = at, at + n
+        out.append(g.slice(starts, stops, [1] * len(g.shape)))
+        at += n
+    return tuple(out)
+
+
+def _gather(node, g):
+    x, idx = _x(node, 0), _x(node, 1)
+    return g.scatter_add(idx, node.attrs["axis"], x.shape), None
+
+
+def _scatter_add(node, g):
+    return g.gather(_x(node, 1), node.attrs["axis"]), None
+
+
+def _rsqrt(node, g):
+    y = _out(node)
+    return (g * y * y * y * -0.5,)
+
+
+VJP = {
+    "add": lambda n, g: (g, g),
+    "sub": lambda n, g: (g, -g),
+    "mul": lambda n, g: (g * _x(n, 1).detach() if n.needs[0] else None,
+                         g * _x(n, 0).detach() if n.needs[1] else None),
+    "div": lambda n, g: (g / _x(n, 1).detach() if n.needs[0] else None,
+                         -g * _x(n, 0).detach() / (_x(n, 1).detach() * _x(n, 1).detach())
+                         if n.needs[1] else None),
+    "pow": _pow,
+    "maximum": _minmax_binary(lambda a, b: a > b),
+    "minimum": _minmax_binary(lambda a, b: a < b),
+    "neg": lambda n, g: (-g,),
+    "exp": lambda n, g: (g * _out(n),),
+    "log": lambda n, g: (g / _x(n).detach(),),
+    "sqrt": lambda n, g: (g * 0.5 / _out(n),),
+    "rsqrt": _rsqrt,
+    "abs": lambda n, g: (g * _x(n).detach().sign(),),
+    "relu": lambda n, g: (g.where(_x(n).detach() > 0.0, 0.0),),
+    "tanh": lambda n, g: (g * (1.0 - _out(n) * _out(n)),),
+    "sigmoid": lambda n, g: (g * _out(n) * (1.0 - _out(n)),),
+    "gelu_tanh": _gelu_tanh,
+    "gelu_erf": _gelu_erf,
+    "silu": _silu,
+    "softplus": _softplus,
+    "erf": lambda n, g: (g * (_x(n).detach().square() * -1.0).exp() * (2.0 / math.sqrt(math.pi)),),
+    "sin": lambda n, g: (g * _x(n).detach().cos(),),
+    "cos": lambda n, g: (-g * _x(n).detach().sin(),),
+    "clamp": _clamp,
+    "cast": lambda n, g: (g.cast(_x(n).dtype),),
+    "copy": lambda n, g: (g,),
+    "where": lambda n, g: (None,
+                           g.where(_x(n, 0), 0.0) if n.needs[1] else None,
+                           g.where(_x(n, 0).logical_not(), 0.0) if n.needs[2] else None),
+    "sum": _sum,
+    "max": _max_reduce,
+    "min": _max_reduce,
+    "matmul": _matmul,
+    "permute": _permute,
+    "expand": _expand,
+    "reshape": lambda n, g: (g.reshape(_x(n).shape),),
+    "slice": _slice,
+    "pad": _pad,
+    "concat": _concat,
+    "gather": _gather,
+    "scatter_add": _scatter_add,
+}

@@ -1,0 +1,85 @@
+"""The tape (autograd layer): nodes as data, and reverse-mode accumulation over them.
+
+A node records one primitive application: op name, input tensors, attrs and the
+values its VJP needs (``saved``: detached tensors, so the graph holds no cycles).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base.errors import AutogradError
+from .mode import no_grad
+
+
+class Node:
+    __slots__ = ("op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype")
+
+    def __init__(self, op: str, inputs: tuple, attrs: dict, needs: tuple[bool, ...],
+                 out_shape: tuple[int, ...], out_dtype: Any):
+        self.op, self.inputs, self.attrs, self.needs = op, inputs, attrs, needs
+        self.out_shape, self.out_dtype = out_shape, out_dtype
+        self.saved: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"Node({self.op}, {self.out_shape}, {self.out_dtype})"
+
+
+def _topo(root) -> list:
+    """Tensors with a node, in an order where every tensor precedes its inputs."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        t, done = stack.pop()
+        if done:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        node = t._node
+        if node is None:
+            continue
+        if node.inputs is None:
+            raise AutogradError("backward through a graph that was already freed; "
+                                "pass retain_graph=True to the first backward")
+        for x in node.inputs:
+            if x is not None and x.requires_grad and id(x) not in seen:
+                stack.append((x, False))
+    order.reverse()
+    return order
+
+
+def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
+    """Accumulate d(root)/d(leaf) into every leaf's ``.grad``."""
+    if not root.requires_grad:
+        raise AutogradError("backward() on a tensor that does not require grad")
+    if grad is None:
+        if root.numel != 1:
+            raise AutogradError(f"backward() on a tensor of shape {root.shape} needs a "
+                                "gradient argument (only scalars get an implicit 1)")
+        grad = root.ones_like()
+    grads: dict[int, Any] = {id(root): grad}
+    with no_grad():
+        for t in _topo(root):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            node = t._node
+            if node is None or t._retains_grad:
+                t.grad = g if t.grad is None else t.grad + g
+            if node is None:
+                continue
+            gins = rules[node.op](node, g)
+            for x, gx, need in zip(node.inputs, gins, node.needs):
+                if not need or gx is None:
+                    continue
+                if gx.shape != x.shape:
+                    raise AutogradError(f"VJP of {node.op} gave shape {gx.shape} for an "
+                                        f"input of shape {x.shape}")
+                prev = grads.get(id(x))
+                grads[id(x)] = gx if prev is None else prev + gx
+            if not retain_graph:
+                node.inputs = None
+                node.saved = {}

@@ -1,0 +1,1 @@
+"""Foundation layer: dtypes, shapes, errors, hashing and the Philox RNG (pure Python)."""

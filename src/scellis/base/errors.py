@@ -1,0 +1,41 @@
+"""User-facing error types (base layer): every user-caused failure is one of these."""
+
+from __future__ import annotations
+
+
+class ScellisError(Exception):
+    """An error caused by user input; the CLI prints it as one line and exits 2."""
+
+    exit_code = 2
+
+
+class ShapeError(ScellisError):
+    """Shapes that do not fit an op (broadcasting, matmul, reshape...)."""
+
+
+class DTypeError(ScellisError):
+    """A dtype an op or a device does not support."""
+
+
+class DeviceError(ScellisError):
+    """A device that is missing, or asked to do what it cannot."""
+
+
+class LimitError(DeviceError):
+    """A request that would exceed a device limit; names the limit."""
+
+
+class AutogradError(ScellisError):
+    """Misuse of backward (non-scalar root without a gradient, no graph...)."""
+
+
+class Diagnostic(ScellisError):
+    """An error located in a source file: printed as ``file:line:col: message``."""
+
+    def __init__(self, message: str, file: str = "<input>", line: int = 1, col: int = 1,
+                 fix: str | None = None):
+        self.message, self.file, self.line, self.col, self.fix = message, file, line, col, fix
+        text = f"{file}:{line}:{col}: {message}"
+        if fix:
+            text += f" ({fix})"
+        super().__init__(text)

@@ -1,0 +1,1 @@
+"""The command line (cli layer): imports only the public API."""

@@ -1,0 +1,46 @@
+"""``scellis`` entry point (cli layer): sub-commands, one clear line and exit 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import ScellisError, __version__
+from . import demo
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="scellis", description="Train neural networks on your GPU.")
+    p.add_argument("--version", action="version", version=f"scellis {__version__}")
+    sub = p.add_subparsers(dest="command")
+    d = sub.add_parser("demo", help="train a tiny model end to end with the engine")
+    d.add_argument("--device", default="reference", help="reference | webgpu")
+    d.add_argument("--steps", type=int, default=200)
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(func=demo.run)
+    return p
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse prints its own message; usage errors are exit 2
+        return int(e.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except ScellisError as e:
+        print(f"scellis: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("scellis: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

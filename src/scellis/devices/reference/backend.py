@@ -1,0 +1,78 @@
+"""Reference backend (devices layer): buffers are 1-D NumPy arrays; kernels in a table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...base.dtypes import DType
+from ...base.errors import DeviceError
+from ..base import Buffer, View
+from .kernels import KERNELS
+
+NP_DTYPES = {
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+    "i32": np.int32, "u32": np.uint32, "bool": np.bool_,
+}
+
+
+def as_array(v: View) -> np.ndarray:
+    """The NumPy view a strided View describes (no copy)."""
+    base = v.buf.handle
+    item = base.itemsize
+    return np.lib.stride_tricks.as_strided(
+        base[v.offset:], shape=v.shape, strides=tuple(s * item for s in v.strides),
+        writeable=False,
+    )
+
+
+class ReferenceBackend:
+    name = "reference"
+
+    def __init__(self):
+        self.live_bytes = 0
+        self.peak_bytes = 0
+
+    def supports(self, dtype: DType) -> bool:
+        return dtype.name in NP_DTYPES
+
+    def alloc(self, numel: int, dtype: DType) -> Buffer:
+        arr = np.empty(max(numel, 1), dtype=NP_DTYPES[dtype.name])
+        self.live_bytes += arr.nbytes
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        return Buffer(self, arr, numel, dtype)
+
+    def release(self, buf: Buffer) -> None:
+        self.live_bytes -= buf.handle.nbytes
+        buf.handle = None
+
+    def upload(self, buf: Buffer, data: bytes) -> None:
+        arr = np.frombuffer(data, dtype=buf.handle.dtype)
+        if arr.size != buf.numel:
+            raise DeviceError(f"upload of {arr.size} elements into a buffer of {buf.numel}")
+        buf.handle[: buf.numel] = arr
+
+    async def read(self, buf: Buffer) -> bytes:
+        return buf.handle[: buf.numel].tobytes()
+
+    def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
+        kernel = KERNELS.get(op)
+        if kernel is None:
+            raise DeviceError(f"the reference backend has no kernel for {op!r}")
+        arrays = [as_array(v) for v in inputs]
+        out_dtypes = [NP_DTYPES[o.dtype.name] for o in outputs]
+        results = kernel(arrays, attrs, out_dtypes)
+        if not isinstance(results, (list, tuple)):
+            results = [results]
+        for o, r in zip(outputs, results):
+            r = np.asarray(r)
+            if r.shape != o.shape:
+                r = np.broadcast_to(r, o.shape)
+            n = int(np.prod(o.shape, dtype=np.int64))
+            o.buf.handle[o.offset:o.offset + n] = r.astype(out_dtypes[0], copy=False).reshape(-1)
+
+    # -- memory accounting, the same names every backend reports --
+    def memory(self) -> dict:
+        return {"live_bytes": self.live_bytes, "peak_bytes": self.peak_bytes}
+
+    def reset_peak(self) -> None:
+        self.peak_bytes = self.live_bytes

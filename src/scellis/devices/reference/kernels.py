@@ -1,0 +1,208 @@
+"""Reference kernels (devices layer): one small NumPy function per primitive.
+
+Floats compute in their own dtype, except f16, which computes in f32 and rounds once
+(what the WebGPU path does with f32 accumulation).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _f(fn):
+    """Wrap a float unary so f16 computes in f32."""
+
+    def run(xs, attrs, out):
+        x = xs[0]
+        if x.dtype == np.float16:
+            return fn(x.astype(np.float32)).astype(np.float16)
+        return fn(x)
+
+    return run
+
+
+def _gelu_tanh(x):
+    c = x.dtype.type(math.sqrt(2.0 / math.pi))
+    return 0.5 * x * (1.0 + np.tanh(c * (x + x.dtype.type(0.044715) * x * x * x)))
+
+
+def _gelu_erf(x):
+    return 0.5 * x * (1.0 + _erf(x / x.dtype.type(math.sqrt(2.0))).astype(x.dtype))
+
+
+def _softplus(x):
+    # torch's threshold: linear above 20 (beta = 1)
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _pow(a, b):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.power(a, b)
+
+
+UNARY = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh, "sigmoid": _sigmoid, "gelu_tanh": _gelu_tanh, "gelu_erf": _gelu_erf,
+    "silu": lambda x: x * _sigmoid(x), "softplus": _softplus,
+    "erf": lambda x: _erf(x).astype(x.dtype), "sin": np.sin, "cos": np.cos,
+}
+SIMPLE_UNARY = {
+    "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, 0), "sign": np.sign,
+    "logical_not": np.logical_not, "copy": lambda x: x.copy(),
+}
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "pow": _pow,
+    "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+}
+
+
+def _div(xs, attrs, out):
+    a, b = xs
+    if a.dtype.kind in "iu":
+        return np.floor_divide(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(a, b)
+
+
+def _clamp(xs, attrs, out):
+    x = xs[0]
+    lo, hi = attrs.get("lo"), attrs.get("hi")
+    if lo is not None:
+        x = np.maximum(x, x.dtype.type(lo))
+    if hi is not None:
+        x = np.minimum(x, x.dtype.type(hi))
+    return x
+
+
+def _reduce(fn):
+    def run(xs, attrs, out):
+        x = xs[0]
+        acc = np.float32 if x.dtype == np.float16 else None
+        kw = {"dtype": acc} if acc is not None and fn is np.sum else {}
+        return fn(x, axis=tuple(attrs["axes"]), keepdims=attrs["keepdim"], **kw)
+
+    return run
+
+
+def _argmax(xs, attrs, out):
+    x = xs[0]
+    axes = tuple(attrs["axes"])
+    if len(axes) != 1:
+        raise ValueError("argmax takes one axis")
+    return np.argmax(x, axis=axes[0], keepdims=attrs["keepdim"]).astype(np.int32)
+
+
+def _matmul(xs, attrs, out):
+    a, b = xs
+    if a.dtype == np.float16:
+        return np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return np.matmul(a, b)
+
+
+def _pad(xs, attrs, out):
+    x = xs[0]
+    lo, hi, interior = attrs["lo"], attrs["hi"], attrs["interior"]
+    shape = [a + b + d + max(d - 1, 0) * i for d, a, b, i in zip(x.shape, lo, hi, interior)]
+    y = np.full(shape, attrs.get("value", 0), dtype=x.dtype)
+    idx = tuple(slice(a, a + max(d - 1, 0) * (i + 1) + 1 if d else a, i + 1)
+                for d, a, i in zip(x.shape, lo, interior))
+    y[idx] = x
+    return y
+
+
+def _concat(xs, attrs, out):
+    return np.concatenate(xs, axis=attrs["axis"])
+
+
+def _gather(xs, attrs, out):
+    x, idx = xs
+    axis = attrs["axis"]
+    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[axis]):
+        raise IndexError(f"gather index out of range for a dim of {x.shape[axis]}")
+    # gather only indexes the leading region of x on off-axis dims
+    region = tuple(slice(0, n) if i != axis else slice(None) for i, n in enumerate(idx.shape))
+    return np.take_along_axis(x[region], idx.astype(np.int64), axis=axis)
+
+
+def _scatter_add(xs, attrs, out):
+    src, idx = xs
+    axis = attrs["axis"]
+    y = np.zeros(attrs["shape"], dtype=src.dtype)
+    grids = list(np.indices(idx.shape, sparse=False))
+    grids[axis] = idx.astype(np.int64)
+    np.add.at(y, tuple(grids), src)
+    return y
+
+
+def _full(xs, attrs, out):
+    return np.full(attrs["shape"], attrs["value"], dtype=out[0])
+
+
+def _arange(xs, attrs, out):
+    return np.arange(attrs["n"], dtype=out[0])
+
+
+M0, M1, W0, W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+
+
+def philox_np(n: int, key, draw: int, step: int) -> np.ndarray:
+    """Vectorised Philox4x32-10 over blocks 0..ceil(n/4)-1; equals base.rng.raw_u32."""
+    nb = (n + 3) // 4
+    mask = np.uint64(0xFFFFFFFF)
+    c0 = np.arange(nb, dtype=np.uint64)
+    c1 = np.full(nb, draw & 0xFFFFFFFF, dtype=np.uint64)
+    c2 = np.full(nb, step & 0xFFFFFFFF, dtype=np.uint64)
+    c3 = np.full(nb, (step >> 32) & 0xFFFFFFFF, dtype=np.uint64)
+    k0, k1 = int(key[0]), int(key[1])
+    for r in range(10):
+        if r:
+            k0 = (k0 + W0) & 0xFFFFFFFF
+            k1 = (k1 + W1) & 0xFFFFFFFF
+        p0 = np.uint64(M0) * c0
+        p1 = np.uint64(M1) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0), p1 & mask,
+                          (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1), p0 & mask)
+    return np.stack([c0, c1, c2, c3], axis=1).reshape(-1)[:n].astype(np.uint32)
+
+
+def _rand_uniform(xs, attrs, out):
+    n = int(np.prod(attrs["shape"], dtype=np.int64))
+    u = philox_np(n, attrs["key"], attrs["draw"], attrs["step"])
+    return ((u >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)).reshape(attrs["shape"])
+
+
+def _bernoulli(xs, attrs, out):
+    n = int(np.prod(attrs["shape"], dtype=np.int64))
+    u = philox_np(n, attrs["key"], attrs["draw"], attrs["step"])
+    t = np.uint32(int(attrs["keep"] * 16777216.0))
+    return ((u >> np.uint32(8)) < t).reshape(attrs["shape"])
+
+
+def _where(xs, attrs, out):
+    return np.where(*xs)
+
+
+def _cast(xs, attrs, out):
+    return xs[0].astype(out[0])
+
+
+KERNELS = {
+    **{k: _f(v) for k, v in UNARY.items()},
+    **{k: (lambda fn: lambda xs, a, o: fn(xs[0]))(v) for k, v in SIMPLE_UNARY.items()},
+    **{k: (lambda fn: lambda xs, a, o: fn(xs[0], xs[1]))(v) for k, v in BINARY.items()},
+    "div": _div, "clamp": _clamp, "where": _where, "cast": _cast,
+    "sum": _reduce(np.sum), "max": _reduce(np.max), "min": _reduce(np.min), "argmax": _argmax,
+    "matmul": _matmul, "pad": _pad, "concat": _concat, "gather": _gather,
+    "scatter_add": _scatter_add, "full": _full, "arange": _arange,
+    "rand_uniform": _rand_uniform, "bernoulli": _bernoulli,
+}

@@ -1,0 +1,99 @@
+"""Elementwise primitives (ops layer): unary, binary, comparisons, where, cast.
+
+Broadcasting happens before these ops (inputs arrive expanded to one shape as
+stride-0 views), so each shape rule only checks that the shapes agree.
+"""
+
+from __future__ import annotations
+
+from ..base.dtypes import as_dtype, bool_, promote
+from ..base.errors import DTypeError, ShapeError
+from .table import OpDef, Spec, register
+
+UNARY_FLOAT = (
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu_tanh", "gelu_erf", "silu",
+    "softplus", "erf", "sin", "cos",
+)
+UNARY_ANY = ("neg", "abs", "relu", "sign")
+BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGICAL = ("logical_and", "logical_or")
+
+
+def _same(specs: list[Spec]) -> tuple[int, ...]:
+    shape = specs[0].shape
+    for s in specs[1:]:
+        if s.shape != shape:
+            raise ShapeError(f"elementwise inputs differ in shape: {shape} vs {s.shape}")
+    return shape
+
+
+def _unary_float(specs, attrs):
+    if not specs[0].dtype.is_float:
+        raise DTypeError(f"this op needs a float tensor, got {specs[0].dtype}")
+    return [specs[0]]
+
+
+def _unary_any(specs, attrs):
+    if specs[0].dtype == bool_:
+        raise DTypeError("this op does not take bool tensors")
+    return [specs[0]]
+
+
+def _binary(specs, attrs):
+    a, b = specs
+    if a.dtype != b.dtype:
+        raise DTypeError(f"binary op inputs differ in dtype: {a.dtype} vs {b.dtype}")
+    return [Spec(_same(specs), a.dtype)]
+
+
+def _compare(specs, attrs):
+    _binary(specs, attrs)
+    return [Spec(_same(specs), bool_)]
+
+
+def _logical(specs, attrs):
+    if specs[0].dtype != bool_ or specs[1].dtype != bool_:
+        raise DTypeError("logical ops take bool tensors")
+    return [Spec(_same(specs), bool_)]
+
+
+def _where(specs, attrs):
+    c, a, b = specs
+    if c.dtype != bool_:
+        raise DTypeError(f"where's condition must be bool, got {c.dtype}")
+    if a.dtype != b.dtype:
+        raise DTypeError(f"where's branches differ in dtype: {a.dtype} vs {b.dtype}")
+    return [Spec(_same(specs), a.dtype)]
+
+
+def _cast(specs, attrs):
+    return [Spec(specs[0].shape, as_dtype(attrs["dtype"]))]
+
+
+def _clamp(specs, attrs):
+    if specs[0].dtype == bool_:
+        raise DTypeError("clamp does not take bool tensors")
+    return [specs[0]]
+
+
+for _n in UNARY_FLOAT:
+    register(OpDef(_n, "unary", 1, _unary_float, diff_inputs=(0,)))
+for _n in UNARY_ANY:
+    register(OpDef(_n, "unary", 1, _unary_any, diff_inputs=(0,) if _n != "sign" else ()))
+for _n in BINARY:
+    register(OpDef(_n, "binary", 2, _binary, diff_inputs=(0, 1)))
+for _n in COMPARE:
+    register(OpDef(_n, "compare", 2, _compare))
+for _n in LOGICAL:
+    register(OpDef(_n, "compare", 2, _logical))
+register(OpDef("logical_not", "unary", 1, lambda s, a: [Spec(s[0].shape, bool_)]))
+register(OpDef("where", "where", 3, _where, diff_inputs=(1, 2)))
+register(OpDef("cast", "unary", 1, _cast, attrs=("dtype",), diff_inputs=(0,)))
+register(OpDef("clamp", "unary", 1, _clamp, attrs=("lo", "hi"), diff_inputs=(0,),
+               doc="clamp to [lo, hi]; either bound may be None"))
+register(OpDef("copy", "unary", 1, lambda s, a: [s[0]], diff_inputs=(0,),
+               doc="materialise a (strided) view as a contiguous tensor"))
+
+# dtype rule for mixed-dtype user calls; the runtime casts before dispatch
+result_dtype = promote

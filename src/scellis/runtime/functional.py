@@ -1,0 +1,89 @@
+"""Functional API (runtime layer): free functions over tensors, torch.nn.functional-like."""
+
+from __future__ import annotations
+
+from ..base.errors import ScellisError
+from ..ops import composites as C
+from .creation import generator
+from .dispatch import apply
+from .methods import _where
+from .tensor import Tensor
+
+softmax, log_softmax, logsumexp, layer_norm, gelu = (
+    C.softmax, C.log_softmax, C.logsumexp, C.layer_norm, C.gelu)
+one_hot, stack, take = C.one_hot, C.stack, C.take
+cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss = (
+    C.cross_entropy, C.nll_loss, C.mse, C.l1, C.huber)
+binary_cross_entropy_with_logits = C.bce_with_logits
+mean, var = C.mean, C.var
+
+
+def where(cond: Tensor, a, b) -> Tensor:
+    if isinstance(a, Tensor):
+        return _where(a, cond, b)
+    if isinstance(b, Tensor):
+        return _where(b, cond.logical_not(), a)
+    raise ScellisError("where needs at least one tensor branch")
+
+
+def maximum(a, b):
+    return a.maximum(b) if isinstance(a, Tensor) else b.maximum(a)
+
+
+def minimum(a, b):
+    return a.minimum(b) if isinstance(a, Tensor) else b.minimum(a)
+
+
+def concat(xs, axis=0) -> Tensor:
+    xs = list(xs)
+    if not xs:
+        raise ScellisError("concat needs at least one tensor")
+    return xs[0].cat(xs[1:], axis)
+
+
+cat = concat
+
+
+def embedding(idx: Tensor, weight: Tensor) -> Tensor:
+    return C.take(weight, idx, 0)
+
+
+def relu(x):
+    return x.relu()
+
+
+def silu(x):
+    return x.silu()
+
+
+def sigmoid(x):
+    return x.sigmoid()
+
+
+def tanh(x):
+    return x.tanh()
+
+
+def softplus(x):
+    return x.softplus()
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, gen=None) -> Tensor:
+    """Inverted dropout with a Philox mask from the ``dropout`` stream (or ``gen``)."""
+    if not 0.0 <= p < 1.0:
+        raise ScellisError(f"dropout probability must lie in [0, 1), got {p}")
+    if not training or p == 0.0:
+        return x
+    g = gen or generator("dropout")
+    key, draw, step = g.next_draw()
+    mask = apply("bernoulli", (), device=x.device, shape=x.shape, key=key, draw=draw,
+                 step=step, keep=1.0 - p)
+    return C.dropout(x, p, mask)
+
+
+def pad(x: Tensor, lo, hi, value=0.0) -> Tensor:
+    return x.pad(lo, hi, None, value)
+
+
+def matmul(a, b):
+    return a @ b

@@ -1,0 +1,153 @@
+"""The Tensor (runtime layer): data handle, geometry and autograd slots; no op bodies.
+
+Op methods are attached by ``runtime.methods`` from the op table, so this file stays
+a small record. Values reach the host only through ``await t.read()`` (and the sync
+``tolist``/``item`` built on it where no event loop is running).
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import struct
+
+from ..base.dtypes import DType
+from ..base.errors import ScellisError
+from ..base.shapes import is_contiguous, numel
+from ..devices.base import Backend, Buffer, View
+
+_loop: list = []
+
+
+def run_sync(coro):
+    """Drive ``coro`` to completion from synchronous code (never inside a running loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        coro.close()
+        raise ScellisError("a tensor's values were asked for synchronously inside an event "
+                           "loop; use `await t.read()` there")
+    if not _loop:
+        _loop.append(asyncio.new_event_loop())
+    return _loop[0].run_until_complete(coro)
+
+
+def decode(data: bytes, dtype: DType) -> list:
+    if dtype.code == "e":
+        return list(struct.unpack(f"<{len(data) // 2}e", data))
+    values = array.array(dtype.code)
+    values.frombytes(data)
+    if dtype.kind == "b":
+        return [bool(v) for v in values]
+    return values.tolist()
+
+
+def nest(flat: list, shape: tuple[int, ...]):
+    if not shape:
+        return flat[0]
+    for d in reversed(shape[1:]):
+        flat = [flat[i:i + d] for i in range(0, len(flat), d)] if d else [[]] * (len(flat))
+    if shape[0] == 0:
+        return []
+    return flat
+
+
+class Tensor:
+    __slots__ = ("_buf", "shape", "strides", "offset", "dtype", "device", "requires_grad",
+                 "grad", "_node", "_retains_grad", "__weakref__")
+
+    def __init__(self, buf: Buffer, shape, strides, offset: int, dtype: DType, device: Backend):
+        self._buf = buf
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+        self.offset = offset
+        self.dtype = dtype
+        self.device = device
+        self.requires_grad = False
+        self.grad: Tensor | None = None
+        self._node = None
+        self._retains_grad = False
+
+    # -- geometry --
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return numel(self.shape)
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def view(self) -> View:
+        return View(self._buf, self.shape, self.strides, self.offset, self.dtype)
+
+    def is_contiguous(self) -> bool:
+        return is_contiguous(self.shape, self.strides)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    # -- autograd --
+    def detach(self) -> Tensor:
+        return Tensor(self._buf, self.shape, self.strides, self.offset, self.dtype, self.device)
+
+    def requires_grad_(self, flag: bool = True) -> Tensor:
+        if flag and not self.dtype.is_float:
+            raise ScellisError(f"only float tensors can require grad, not {self.dtype}")
+        self.requires_grad = flag
+        return self
+
+    def retain_grad(self) -> None:
+        self._retains_grad = True
+
+    # -- host values --
+    async def read(self):
+        """The values as nested Python lists (a float/int/bool for a 0-d tensor)."""
+        t = self if self.is_contiguous() and self.offset == 0 else self.contiguous()
+        data = await t.device.read(t._buf)
+        flat = decode(data[: self.numel * self.dtype.itemsize], self.dtype)
+        return nest(flat, self.shape)
+
+    def tolist(self):
+        return run_sync(self.read())
+
+    def item(self):
+        if self.numel != 1:
+            raise ScellisError(f"item() needs a tensor of one element, got shape {self.shape}")
+        v = self.tolist()
+        while isinstance(v, list):
+            v = v[0]
+        return v
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        if self.device.name == "null" or self.numel > 64:
+            body = f"shape={self.shape}"
+        else:
+            try:
+                body = repr(self.tolist())
+            except ScellisError:
+                body = f"shape={self.shape}"
+        return f"tensor({body}, dtype={self.dtype}, device={self.device.name}{grad})"
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    __hash__ = object.__hash__
