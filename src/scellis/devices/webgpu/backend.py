@@ -1,0 +1,218 @@
+"""WebGPU backend (devices layer): the Backend protocol over a ``GPU`` adapter.
+
+It owns the buffer pool (live/peak accounting), the pipeline cache (one compile per
+kernel source per device) and the meta-buffer cache, and turns ``run(op, ...)``
+into one or more dispatches through the kernel builders. Limits come from the
+adapter and may be lowered (never raised) by ``limits=`` for testing.
+"""
+
+from __future__ import annotations
+
+import array
+import time
+from collections import OrderedDict
+
+from ...base.dtypes import DType
+from ...base.errors import DeviceError, LimitError
+from ..base import Buffer, View
+from .gpu import GPU
+from .kernels import KERNELS
+from .kernels.common import Source, Storage, storage_itemsize
+
+
+def _size_class(nbytes: int) -> int:
+    """Pool bucket: powers of two from 256 B, then 1/8 steps above 1 MiB."""
+    n = max(256, nbytes)
+    p = 1 << (n - 1).bit_length()
+    if p <= 1 << 20:
+        return p
+    step = p // 16
+    return -(-n // step) * step
+
+
+class WebGPUBackend:
+    name = "webgpu"
+
+    def __init__(self, gpu: GPU | None = None, limits: dict | None = None,
+                 adapter: str | None = None):
+        if gpu is None:
+            from_native = _native_gpu()
+            gpu = from_native(adapter)
+        self.gpu = gpu
+        self.info = gpu.info
+        self.limits = dict(gpu.limits)
+        for k, v in (limits or {}).items():
+            if k not in self.limits:
+                raise DeviceError(f"unknown limit {k!r}")
+            if v > self.limits[k]:
+                raise DeviceError(f"limit {k} can be lowered, not raised above "
+                                  f"{self.limits[k]}")
+            self.limits[k] = int(v)
+        align = self.limits.get("min_storage_buffer_offset_alignment", 256)
+        bind = self.limits["max_storage_buffer_binding_size"]
+        # windows are whole multiples of the offset alignment (and of 16 bytes)
+        self.window_bytes = max(align, bind // max(align, 16) * max(align, 16))
+        self.chunk_bytes = (min(self.limits["max_buffer_size"], 1 << 62)
+                            // self.window_bytes * self.window_bytes)
+        self._pool: dict[int, list[Storage]] = {}
+        self._pipelines: dict[str, object] = {}
+        self._meta: OrderedDict[bytes, object] = OrderedDict()
+        self.live_bytes = 0
+        self.peak_bytes = 0
+        self.pooled_bytes = 0
+        self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0,
+                      "reuses": 0}
+
+    # -- the Backend protocol --
+    def supports(self, dtype: DType) -> bool:
+        if dtype.name == "f64":
+            return False
+        return dtype.name != "f16" or self.info.has_f16
+
+    def alloc(self, numel: int, dtype: DType) -> Buffer:
+        if not self.supports(dtype):
+            raise DeviceError(f"WebGPU on {self.info.name} has no {dtype}")
+        nbytes = max(4, numel * storage_itemsize(dtype))
+        nbytes = (nbytes + 3) // 4 * 4
+        key = _size_class(nbytes)
+        windows = -(-key // self.window_bytes)
+        if windows + 1 > self.limits["max_storage_buffers_per_shader_stage"]:
+            raise LimitError(
+                f"a tensor of {nbytes} bytes needs {windows} bindings of "
+                f"maxStorageBufferBindingSize={self.limits['max_storage_buffer_binding_size']}"
+                f", over maxStorageBuffersPerShaderStage="
+                f"{self.limits['max_storage_buffers_per_shader_stage']}")
+        free = self._pool.get(key)
+        if free:
+            st = free.pop()
+            self.pooled_bytes -= key
+            self.stats["reuses"] += 1
+        else:
+            st = self._new_storage(key)
+        st.nbytes = nbytes
+        self.live_bytes += key
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        return Buffer(self, st, numel, dtype)
+
+    def _new_storage(self, size: int) -> Storage:
+        chunks, left = [], size
+        while left > 0:
+            n = min(left, self.chunk_bytes)
+            chunks.append(self.gpu.create_buffer(n))
+            left -= n
+        self.stats["allocs"] += 1
+        return Storage(chunks, self.chunk_bytes, size, self.window_bytes, pool_key=size)
+
+    def release(self, buf: Buffer) -> None:
+        st: Storage = buf.handle
+        buf.handle = None
+        self.live_bytes -= st.pool_key
+        self._pool.setdefault(st.pool_key, []).append(st)
+        self.pooled_bytes += st.pool_key
+
+    def empty_pool(self) -> None:
+        for lst in self._pool.values():
+            for st in lst:
+                for c in st.chunks:
+                    self.gpu.destroy_buffer(c)
+        self._pool.clear()
+        self.pooled_bytes = 0
+
+    def upload(self, buf: Buffer, data: bytes) -> None:
+        if buf.dtype.name == "bool":
+            data = array.array("I", data).tobytes()
+        st: Storage = buf.handle
+        if len(data) > st.nbytes:
+            raise DeviceError("upload larger than the buffer")
+        at = 0
+        for c in st.chunks:
+            part = data[at:at + st.chunk_bytes]
+            if not part:
+                break
+            self.gpu.write_buffer(c, 0, part)
+            at += len(part)
+
+    async def read(self, buf: Buffer) -> bytes:
+        st: Storage = buf.handle
+        n = buf.numel * storage_itemsize(buf.dtype)
+        parts, at = [], 0
+        for c in st.chunks:
+            size = min(st.chunk_bytes, n - at)
+            if size <= 0:
+                break
+            parts.append(await self.gpu.read_buffer(c, 0, size))
+            at += size
+        data = b"".join(parts)
+        if buf.dtype.name == "bool":
+            words = array.array("I")
+            words.frombytes(data)
+            data = bytes(1 if w else 0 for w in words)
+        return data
+
+    def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
+        builder = KERNELS.get(op)
+        if builder is None:
+            raise DeviceError(f"the WebGPU backend has no kernel for {op!r}")
+        if any(o.buf.numel == 0 for o in outputs):
+            return
+        src = self._source()
+        result = builder(src, op, inputs, outputs, attrs)
+        # a builder fills ``src`` and returns its grid, or returns [(Source, grid), ...]
+        launches = result if isinstance(result, list) else [(src, result)]
+        for one_src, grid in launches:
+            self.launch(one_src, grid)
+
+    # -- kernels --
+    def _source(self) -> Source:
+        return Source(self.limits, self.info.has_f16)
+
+    def launch(self, src: Source, grid) -> None:
+        src.check_bindings()
+        pipeline = self.pipeline(src.text())
+        meta = self._meta_buffer(src.meta)
+        bindings = list(src.bindings) + [(meta, 0, max(4, len(src.meta) * 4))]
+        self.gpu.dispatch(pipeline, bindings, grid)
+        self.stats["dispatches"] += 1
+
+    def pipeline(self, code: str):
+        p = self._pipelines.get(code)
+        if p is None:
+            t0 = time.perf_counter()
+            p = self.gpu.create_pipeline(code)
+            self.stats["compile_s"] += time.perf_counter() - t0
+            self.stats["pipelines"] += 1
+            self._pipelines[code] = p
+        return p
+
+    def _meta_buffer(self, words: list[int]):
+        data = array.array("I", words or [0]).tobytes()
+        buf = self._meta.get(data)
+        if buf is None:
+            buf = self.gpu.create_buffer(len(data), data=data)
+            self._meta[data] = buf
+            if len(self._meta) > 4096:
+                _, old = self._meta.popitem(last=False)
+                self.gpu.flush()  # the evicted buffer may still be in unsubmitted work
+                self.gpu.destroy_buffer(old)
+        else:
+            self._meta.move_to_end(data)
+        return buf
+
+    def sync(self) -> None:
+        self.gpu.flush()
+
+    # -- accounting --
+    def memory(self) -> dict:
+        return {"live_bytes": self.live_bytes, "peak_bytes": self.peak_bytes,
+                "pooled_bytes": self.pooled_bytes}
+
+    def reset_peak(self) -> None:
+        self.peak_bytes = self.live_bytes
+
+
+def _native_gpu():
+    # the wgpu-backed adapter is loaded only when no GPU object is handed in, so the
+    # browser (which passes its own) never imports wgpu
+    import importlib
+
+    return importlib.import_module("scellis.devices.webgpu.native").NativeGPU

@@ -1,0 +1,71 @@
+"""The GPU adapter protocol (devices layer): the slice of WebGPU the backend uses.
+
+Two implementations: ``native`` (wgpu-py, the only file that imports wgpu) and, in the
+browser, one over Pyodide's ``js`` FFI. Nothing above this protocol touches either.
+Buffers here are opaque handles; sizes and offsets are in bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# the limits the backend reads, by their WebGPU names
+LIMIT_NAMES = (
+    "max_storage_buffer_binding_size",
+    "max_buffer_size",
+    "max_compute_workgroup_storage_size",
+    "max_compute_invocations_per_workgroup",
+    "max_compute_workgroups_per_dimension",
+    "max_storage_buffers_per_shader_stage",
+    "min_storage_buffer_offset_alignment",
+    "max_compute_workgroup_size_x",
+)
+
+
+@dataclass
+class AdapterInfo:
+    name: str
+    vendor: str
+    backend: str
+    adapter_type: str
+    limits: dict[str, int]
+    features: list[str]
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_f16(self) -> bool:
+        return "shader-f16" in self.features
+
+    @property
+    def has_subgroups(self) -> bool:
+        return "subgroup" in self.features or "subgroups" in self.features
+
+
+class GPU(Protocol):
+    """One opened device: buffers, pipelines, dispatches, submission, async reads."""
+
+    info: AdapterInfo
+    limits: dict[str, int]
+
+    def create_buffer(self, size: int, *, storage: bool = True, data: bytes | None = None) -> Any:
+        """A storage buffer of ``size`` bytes (filled with ``data`` when given)."""
+
+    def destroy_buffer(self, buf: Any) -> None: ...
+
+    def write_buffer(self, buf: Any, offset: int, data: bytes) -> None:
+        """Queue a write; ordered after all work already submitted or encoded."""
+
+    async def read_buffer(self, buf: Any, offset: int, size: int) -> bytes:
+        """Bytes of ``buf`` after all encoded work has run."""
+
+    def create_pipeline(self, code: str, entry: str = "main") -> Any:
+        """Compile one WGSL compute shader; errors become DeviceError with the log."""
+
+    def dispatch(self, pipeline: Any, bindings: list[tuple[Any, int, int]],
+                 grid: tuple[int, int, int]) -> None:
+        """Encode one dispatch; ``bindings[i]`` = (buffer, byte offset, byte size)."""
+
+    def flush(self) -> None:
+        """Submit everything encoded so far."""

@@ -1,0 +1,186 @@
+"""Shared WGSL generation (devices layer): bindings, windowed accessors, meta, grids.
+
+Every kernel reads and writes tensors only through generated accessors
+``ld_<name>(e)`` / ``st_<name>(e, v)`` that take an element index into the
+operand's buffer. An operand larger than one storage binding is bound as several
+windows of ``W`` elements (``W`` a multiple of the offset alignment) and the
+accessor switches on ``e / W``; kernels never see the split. Shapes, strides and
+offsets travel in a read-only ``meta: array<u32>`` so one pipeline serves every
+shape of a given rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ....base.dtypes import DType
+from ....base.errors import DTypeError, LimitError
+
+WG = 256  # default workgroup size of 1-D kernels
+
+WGSL_TYPES = {"f32": "f32", "f16": "f16", "i32": "i32", "u32": "u32", "bool": "u32"}
+
+
+def wgsl_type(dtype: DType) -> str:
+    t = WGSL_TYPES.get(dtype.name)
+    if t is None:
+        raise DTypeError(f"WebGPU has no {dtype} (WGSL has no 64-bit floats)")
+    return t
+
+
+def storage_itemsize(dtype: DType) -> int:
+    """Bytes per element on the GPU: bool is stored as u32."""
+    return 4 if dtype.name == "bool" else dtype.itemsize
+
+
+@dataclass
+class Storage:
+    """A logical buffer: one or more GPU buffers (chunks), each a whole number of windows."""
+
+    chunks: list  # GPU buffer handles
+    chunk_bytes: int
+    nbytes: int
+    window_bytes: int
+    pool_key: int = 0
+
+    def windows(self) -> list[tuple[object, int, int]]:
+        """(gpu buffer, byte offset, byte size) of every binding window, in order."""
+        out = []
+        left = self.nbytes
+        for buf in self.chunks:
+            off = 0
+            while off < self.chunk_bytes and left > 0:
+                size = min(self.window_bytes, left)
+                out.append((buf, off, (size + 3) // 4 * 4))
+                off += self.window_bytes
+                left -= size
+        return out
+
+
+@dataclass
+class Source:
+    """A kernel under construction: its bindings, meta words and WGSL text."""
+
+    limits: dict
+    has_f16: bool = False
+    decls: list[str] = field(default_factory=list)
+    fns: list[str] = field(default_factory=list)
+    bindings: list = field(default_factory=list)
+    meta: list[int] = field(default_factory=list)
+    body: str = ""
+
+    def _bind(self, storage: Storage, name: str, ty: str, access: str) -> list[str]:
+        names = []
+        for k, win in enumerate(storage.windows()):
+            b = len(self.bindings)
+            self.bindings.append(win)
+            n = f"{name}_w{k}"
+            self.decls.append(f"@group(0) @binding({b}) var<storage, {access}> {n}: array<{ty}>;")
+            names.append(n)
+        return names
+
+    def _window_elems(self, storage: Storage, itemsize: int) -> int:
+        return storage.window_bytes // itemsize
+
+    def operand(self, name: str, view, write: bool = False) -> str:
+        """Declare ``view``'s buffer and its accessor; returns the WGSL element type."""
+        ty = wgsl_type(view.dtype)
+        if ty == "f16" and not self.has_f16:
+            raise DTypeError("this adapter lacks shader-f16, so f16 tensors cannot run here")
+        storage: Storage = view.buf.handle
+        names = self._bind(storage, name, ty, "read_write" if write else "read")
+        w = self._window_elems(storage, storage_itemsize(view.dtype))
+        if write:
+            sig, ret = f"fn st_{name}(e: u32, v: {ty})", "{n}[{i}] = v;"
+        else:
+            sig, ret = f"fn ld_{name}(e: u32) -> {ty}", "return {n}[{i}];"
+        if len(names) == 1:
+            self.fns.append(f"{sig} {{ {ret.format(n=names[0], i='e')} }}")
+            return ty
+        cases = "".join(f" case {k}u: {{ {ret.format(n=n, i='l')} }}" for k, n in enumerate(names[:-1]))
+        last = ret.format(n=names[-1], i="l")
+        self.fns.append(f"{sig} {{ let w = e / {w}u; let l = e - w * {w}u; switch w {{{cases}"
+                        f" default: {{ {last} }} }} }}")
+        return ty
+
+    def add_meta(self, *values: int) -> int:
+        """Append u32 words to meta; returns the index of the first."""
+        at = len(self.meta)
+        for v in values:
+            self.meta.append(int(v) & 0xFFFFFFFF)
+        return at
+
+    def text(self) -> str:
+        enable = "enable f16;\n" if self.has_f16 and any("f16" in d for d in self.decls) else ""
+        meta_b = len(self.bindings)
+        return (enable + "\n".join(self.decls) +
+                f"\n@group(0) @binding({meta_b}) var<storage, read> mt: array<u32>;\n" +
+                "\n".join(self.fns) + "\n" + self.body)
+
+    def check_bindings(self) -> None:
+        limit = self.limits["max_storage_buffers_per_shader_stage"]
+        if len(self.bindings) + 1 > limit:
+            raise LimitError(
+                f"this op needs {len(self.bindings) + 1} storage bindings, over the device's "
+                f"maxStorageBuffersPerShaderStage of {limit}; the tensors are too large for "
+                "its maxStorageBufferBindingSize"
+            )
+
+
+def grid_1d(threads: int, limits: dict, wg: int = WG) -> tuple[int, int, int]:
+    """Workgroup counts for ``threads`` invocations; 2-D past the per-dimension limit."""
+    n = max(1, -(-threads // wg))
+    cap = limits["max_compute_workgroups_per_dimension"]
+    if n <= cap:
+        return n, 1, 1
+    y = -(-n // cap)
+    if y > cap:
+        raise LimitError(f"{threads} invocations exceed maxComputeWorkgroupsPerDimension^2")
+    return cap, y, 1
+
+
+def main_1d(body: str, wg: int = WG) -> str:
+    """A compute entry whose flat invocation index is ``i``, guarded by ``n`` = mt[0]."""
+    return (
+        f"@compute @workgroup_size({wg})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>, "
+        "@builtin(local_invocation_index) lid: u32) {\n"
+        f"  let i = (wid.x + wid.y * nwg.x) * {wg}u + lid;\n"
+        "  let n = mt[0];\n"
+        "  if (i >= n) { return; }\n"
+        f"{body}\n}}\n"
+    )
+
+
+def strided_index(src: Source, view, out_shape, var: str) -> str:
+    """WGSL computing ``var`` = element index in ``view`` for flat output index ``i``.
+
+    ``view`` is laid over ``out_shape`` (same rank). Contiguous views skip the divmods.
+    """
+    from_contig = tuple(view.shape) == tuple(out_shape) and _contiguous(view)
+    if from_contig:
+        at = src.add_meta(view.offset)
+        return f"  let {var} = mt[{at}u] + i;"
+    nd = len(out_shape)
+    if nd == 0:
+        at = src.add_meta(view.offset)
+        return f"  let {var} = mt[{at}u];"
+    at = src.add_meta(view.offset, *out_shape, *view.strides)
+    lines = [f"  var {var}_r = i;", f"  var {var} = mt[{at}u];"]
+    for d in range(nd - 1, -1, -1):
+        size, stride = f"mt[{at + 1 + d}u]", f"mt[{at + 1 + nd + d}u]"
+        if d:
+            lines.append(f"  {var} += ({var}_r % {size}) * {stride}; {var}_r = {var}_r / {size};")
+        else:
+            lines.append(f"  {var} += {var}_r * {stride};")
+    return "\n".join(lines)
+
+
+def _contiguous(view) -> bool:
+    expect = 1
+    for s, st in zip(reversed(view.shape), reversed(view.strides)):
+        if s != 1 and st != expect:
+            return False
+        expect *= s
+    return True
