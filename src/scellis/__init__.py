@@ -7,6 +7,7 @@ from . import rng  # noqa: F401
 from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: F401
 from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
+from .devices.adapters import list_adapters  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,
     arange,

@@ -25,8 +25,12 @@ def run(args) -> int:
     x = sc.tensor([[-3.0 + 6.0 * i / (n - 1)] for i in range(n)])
     noise = sc.randn((n, 1), gen=sc.generator("augment")) * 0.05
     y = (x.sin() + noise).detach()
-    params = [_init((1, hidden), 1, gen), _init((hidden,), 1, gen),
-              _init((hidden, 1), hidden, gen), _init((1,), hidden, gen)]
+    params = [
+        _init((1, hidden), 1, gen),
+        _init((hidden,), 1, gen),
+        _init((hidden, 1), hidden, gen),
+        _init((1,), hidden, gen),
+    ]
     w1, b1, w2, b2 = params
     lr, beta = 0.05, 0.9
     moms = [p.zeros_like() for p in params]

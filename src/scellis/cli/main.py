@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import ScellisError, __version__
-from . import demo
+from . import demo, devices
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,9 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--steps", type=int, default=200)
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=demo.run)
+    v = sub.add_parser("devices", help="list WebGPU adapters, their limits and features")
+    v.add_argument("--json", action="store_true", help="machine-readable output")
+    v.set_defaults(func=devices.run)
     return p
-
-
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _f(fn):
@@ -26,12 +27,16 @@ def _f(fn):
 
 
 def _gelu_tanh(x):
+    # 0.5 (1 + tanh z) = 1 / (1 + exp(-2z)): the same value without the left-tail cancellation
     c = x.dtype.type(math.sqrt(2.0 / math.pi))
-    return 0.5 * x * (1.0 + np.tanh(c * (x + x.dtype.type(0.044715) * x * x * x)))
+    z = c * (x + x.dtype.type(0.044715) * x * x * x)
+    with np.errstate(over="ignore"):
+        return x / (1.0 + np.exp(-2.0 * z))
 
 
 def _gelu_erf(x):
-    return 0.5 * x * (1.0 + _erf(x / x.dtype.type(math.sqrt(2.0))).astype(x.dtype))
+    # erfc(-v) = 1 + erf(v) without the cancellation of the left tail
+    return 0.5 * x * _erfc(-x / x.dtype.type(math.sqrt(2.0))).astype(x.dtype)
 
 
 def _softplus(x):
@@ -49,20 +54,43 @@ def _pow(a, b):
 
 
 UNARY = {
-    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
-    "tanh": np.tanh, "sigmoid": _sigmoid, "gelu_tanh": _gelu_tanh, "gelu_erf": _gelu_erf,
-    "silu": lambda x: x * _sigmoid(x), "softplus": _softplus,
-    "erf": lambda x: _erf(x).astype(x.dtype), "sin": np.sin, "cos": np.cos,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "gelu_tanh": _gelu_tanh,
+    "gelu_erf": _gelu_erf,
+    "silu": lambda x: x * _sigmoid(x),
+    "softplus": _softplus,
+    "erf": lambda x: _erf(x).astype(x.dtype),
+    "sin": np.sin,
+    "cos": np.cos,
 }
 SIMPLE_UNARY = {
-    "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, 0), "sign": np.sign,
-    "logical_not": np.logical_not, "copy": lambda x: x.copy(),
+    "neg": np.negative,
+    "abs": np.abs,
+    "relu": lambda x: np.maximum(x, 0),
+    "sign": np.sign,
+    "logical_not": np.logical_not,
+    "copy": lambda x: x.copy(),
 }
 BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "pow": _pow,
-    "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "pow": _pow,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
 }
 
 
@@ -114,8 +142,10 @@ def _pad(xs, attrs, out):
     lo, hi, interior = attrs["lo"], attrs["hi"], attrs["interior"]
     shape = [a + b + d + max(d - 1, 0) * i for d, a, b, i in zip(x.shape, lo, hi, interior)]
     y = np.full(shape, attrs.get("value", 0), dtype=x.dtype)
-    idx = tuple(slice(a, a + max(d - 1, 0) * (i + 1) + 1 if d else a, i + 1)
-                for d, a, i in zip(x.shape, lo, interior))
+    idx = tuple(
+        slice(a, a + max(d - 1, 0) * (i + 1) + 1 if d else a, i + 1)
+        for d, a, i in zip(x.shape, lo, interior)
+    )
     y[idx] = x
     return y
 
@@ -170,8 +200,12 @@ def philox_np(n: int, key, draw: int, step: int) -> np.ndarray:
             k1 = (k1 + W1) & 0xFFFFFFFF
         p0 = np.uint64(M0) * c0
         p1 = np.uint64(M1) * c2
-        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0), p1 & mask,
-                          (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1), p0 & mask)
+        c0, c1, c2, c3 = (
+            (p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0),
+            p1 & mask,
+            (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1),
+            p0 & mask,
+        )
     return np.stack([c0, c1, c2, c3], axis=1).reshape(-1)[:n].astype(np.uint32)
 
 
@@ -200,9 +234,21 @@ KERNELS = {
     **{k: _f(v) for k, v in UNARY.items()},
     **{k: (lambda fn: lambda xs, a, o: fn(xs[0]))(v) for k, v in SIMPLE_UNARY.items()},
     **{k: (lambda fn: lambda xs, a, o: fn(xs[0], xs[1]))(v) for k, v in BINARY.items()},
-    "div": _div, "clamp": _clamp, "where": _where, "cast": _cast,
-    "sum": _reduce(np.sum), "max": _reduce(np.max), "min": _reduce(np.min), "argmax": _argmax,
-    "matmul": _matmul, "pad": _pad, "concat": _concat, "gather": _gather,
-    "scatter_add": _scatter_add, "full": _full, "arange": _arange,
-    "rand_uniform": _rand_uniform, "bernoulli": _bernoulli,
+    "div": _div,
+    "clamp": _clamp,
+    "where": _where,
+    "cast": _cast,
+    "sum": _reduce(np.sum),
+    "max": _reduce(np.max),
+    "min": _reduce(np.min),
+    "argmax": _argmax,
+    "matmul": _matmul,
+    "pad": _pad,
+    "concat": _concat,
+    "gather": _gather,
+    "scatter_add": _scatter_add,
+    "full": _full,
+    "arange": _arange,
+    "rand_uniform": _rand_uniform,
+    "bernoulli": _bernoulli,
 }

@@ -33,8 +33,9 @@ def _size_class(nbytes: int) -> int:
 class WebGPUBackend:
     name = "webgpu"
 
-    def __init__(self, gpu: GPU | None = None, limits: dict | None = None,
-                 adapter: str | None = None):
+    def __init__(
+        self, gpu: GPU | None = None, limits: dict | None = None, adapter: str | None = None
+    ):
         if gpu is None:
             from_native = _native_gpu()
             gpu = from_native(adapter)
@@ -45,23 +46,22 @@ class WebGPUBackend:
             if k not in self.limits:
                 raise DeviceError(f"unknown limit {k!r}")
             if v > self.limits[k]:
-                raise DeviceError(f"limit {k} can be lowered, not raised above "
-                                  f"{self.limits[k]}")
+                raise DeviceError(f"limit {k} can be lowered, not raised above {self.limits[k]}")
             self.limits[k] = int(v)
         align = self.limits.get("min_storage_buffer_offset_alignment", 256)
         bind = self.limits["max_storage_buffer_binding_size"]
         # windows are whole multiples of the offset alignment (and of 16 bytes)
         self.window_bytes = max(align, bind // max(align, 16) * max(align, 16))
-        self.chunk_bytes = (min(self.limits["max_buffer_size"], 1 << 62)
-                            // self.window_bytes * self.window_bytes)
+        self.chunk_bytes = (
+            min(self.limits["max_buffer_size"], 1 << 62) // self.window_bytes * self.window_bytes
+        )
         self._pool: dict[int, list[Storage]] = {}
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
         self.live_bytes = 0
         self.peak_bytes = 0
         self.pooled_bytes = 0
-        self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0,
-                      "reuses": 0}
+        self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0, "reuses": 0}
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -81,7 +81,8 @@ class WebGPUBackend:
                 f"a tensor of {nbytes} bytes needs {windows} bindings of "
                 f"maxStorageBufferBindingSize={self.limits['max_storage_buffer_binding_size']}"
                 f", over maxStorageBuffersPerShaderStage="
-                f"{self.limits['max_storage_buffers_per_shader_stage']}")
+                f"{self.limits['max_storage_buffers_per_shader_stage']}"
+            )
         free = self._pool.get(key)
         if free:
             st = free.pop()
@@ -126,7 +127,7 @@ class WebGPUBackend:
             raise DeviceError("upload larger than the buffer")
         at = 0
         for c in st.chunks:
-            part = data[at:at + st.chunk_bytes]
+            part = data[at : at + st.chunk_bytes]
             if not part:
                 break
             self.gpu.write_buffer(c, 0, part)
@@ -203,8 +204,11 @@ class WebGPUBackend:
 
     # -- accounting --
     def memory(self) -> dict:
-        return {"live_bytes": self.live_bytes, "peak_bytes": self.peak_bytes,
-                "pooled_bytes": self.pooled_bytes}
+        return {
+            "live_bytes": self.live_bytes,
+            "peak_bytes": self.peak_bytes,
+            "pooled_bytes": self.pooled_bytes,
+        }
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.live_bytes

@@ -63,8 +63,9 @@ class GPU(Protocol):
     def create_pipeline(self, code: str, entry: str = "main") -> Any:
         """Compile one WGSL compute shader; errors become DeviceError with the log."""
 
-    def dispatch(self, pipeline: Any, bindings: list[tuple[Any, int, int]],
-                 grid: tuple[int, int, int]) -> None:
+    def dispatch(
+        self, pipeline: Any, bindings: list[tuple[Any, int, int]], grid: tuple[int, int, int]
+    ) -> None:
         """Encode one dispatch; ``bindings[i]`` = (buffer, byte offset, byte size)."""
 
     def flush(self) -> None:

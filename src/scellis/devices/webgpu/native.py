@@ -22,8 +22,11 @@ def _info(adapter) -> AdapterInfo:
     i = adapter.info
     limits = {k.replace("-", "_"): int(v) for k, v in adapter.limits.items()}
     return AdapterInfo(
-        name=i.get("device", ""), vendor=i.get("vendor", ""), backend=i.get("backend_type", ""),
-        adapter_type=i.get("adapter_type", ""), description=i.get("description", ""),
+        name=i.get("device", ""),
+        vendor=i.get("vendor", ""),
+        backend=i.get("backend_type", ""),
+        adapter_type=i.get("adapter_type", ""),
+        description=i.get("description", ""),
         limits={k: limits[k] for k in LIMIT_NAMES if k in limits},
         features=sorted(str(f) for f in adapter.features),
     )
@@ -35,8 +38,10 @@ def list_adapters() -> list[AdapterInfo]:
 
 def _matches(info: AdapterInfo, want: str) -> bool:
     want = want.lower()
-    return any(want in s.lower() for s in (info.name, info.vendor, info.backend,
-                                           info.adapter_type, info.description))
+    return any(
+        want in s.lower()
+        for s in (info.name, info.vendor, info.backend, info.adapter_type, info.description)
+    )
 
 
 def choose_adapter(want: str | None = None):
@@ -51,8 +56,10 @@ def choose_adapter(want: str | None = None):
     # Vulkan/Metal/D3D12 first: the GL fallback lacks compute features we rely on
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
-        raise DeviceError("no WebGPU adapter found (install a GPU driver, or Mesa's "
-                          "lavapipe: apt-get install mesa-vulkan-drivers)")
+        raise DeviceError(
+            "no WebGPU adapter found (install a GPU driver, or Mesa's "
+            "lavapipe: apt-get install mesa-vulkan-drivers)"
+        )
     return adapter
 
 
@@ -65,8 +72,11 @@ class NativeGPU:
         feats = [f for f in ("shader-f16",) if f in self.info.features]
         self._device = self._adapter.request_device_sync(
             required_features=feats,
-            required_limits={k.replace("_", "-"): v for k, v in self.info.limits.items()
-                             if k != "min_storage_buffer_offset_alignment"},
+            required_limits={
+                k.replace("_", "-"): v
+                for k, v in self.info.limits.items()
+                if k != "min_storage_buffer_offset_alignment"
+            },
         )
         self.limits = dict(self.info.limits)
         self._queue = self._device.queue
@@ -116,15 +126,19 @@ class NativeGPU:
         try:
             module = self._device.create_shader_module(code=code)
             return self._device.create_compute_pipeline(
-                layout="auto", compute={"module": module, "entry_point": entry})
+                layout="auto", compute={"module": module, "entry_point": entry}
+            )
         except Exception as e:  # wgpu reports WGSL/validation errors as exceptions
-            raise DeviceError(f"WGSL pipeline failed to compile: {e}\n--- source ---\n{code}"
-                              ) from None
+            raise DeviceError(
+                f"WGSL pipeline failed to compile: {e}\n--- source ---\n{code}"
+            ) from None
 
     def dispatch(self, pipeline, bindings, grid) -> None:
         layout = pipeline.get_bind_group_layout(0)
-        entries = [{"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
-                   for i, (b, o, s) in enumerate(bindings)]
+        entries = [
+            {"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
+            for i, (b, o, s) in enumerate(bindings)
+        ]
         group = self._device.create_bind_group(layout=layout, entries=entries)
         if self._pass is None:
             if self._encoder is None:

@@ -82,14 +82,22 @@ class Source:
     def _window_elems(self, storage: Storage, itemsize: int) -> int:
         return storage.window_bytes // itemsize
 
-    def operand(self, name: str, view, write: bool = False) -> str:
-        """Declare ``view``'s buffer and its accessor; returns the WGSL element type."""
+    def operand(self, name: str, view, write: bool = False, lanes: int = 1) -> str:
+        """Declare ``view``'s buffer and its accessor; returns the WGSL element type.
+
+        With ``lanes`` = 4 the buffer is bound as ``array<vec4<T>>`` and the accessor
+        takes and returns whole vectors (index = element index / 4); the caller keeps
+        every access 4-aligned. Windows hold a multiple of 16 bytes, so none splits a vector.
+        """
         ty = wgsl_type(view.dtype)
         if ty == "f16" and not self.has_f16:
             raise DTypeError("this adapter lacks shader-f16, so f16 tensors cannot run here")
         storage: Storage = view.buf.handle
-        names = self._bind(storage, name, ty, "read_write" if write else "read")
         w = self._window_elems(storage, storage_itemsize(view.dtype))
+        if lanes != 1:
+            assert w % lanes == 0, "a binding window must hold whole vectors"
+            ty, w = f"vec{lanes}<{ty}>", w // lanes
+        names = self._bind(storage, name, ty, "read_write" if write else "read")
         if write:
             sig, ret = f"fn st_{name}(e: u32, v: {ty})", "{n}[{i}] = v;"
         else:
@@ -97,10 +105,14 @@ class Source:
         if len(names) == 1:
             self.fns.append(f"{sig} {{ {ret.format(n=names[0], i='e')} }}")
             return ty
-        cases = "".join(f" case {k}u: {{ {ret.format(n=n, i='l')} }}" for k, n in enumerate(names[:-1]))
+        cases = "".join(
+            f" case {k}u: {{ {ret.format(n=n, i='l')} }}" for k, n in enumerate(names[:-1])
+        )
         last = ret.format(n=names[-1], i="l")
-        self.fns.append(f"{sig} {{ let w = e / {w}u; let l = e - w * {w}u; switch w {{{cases}"
-                        f" default: {{ {last} }} }} }}")
+        self.fns.append(
+            f"{sig} {{ let w = e / {w}u; let l = e - w * {w}u; switch w {{{cases}"
+            f" default: {{ {last} }} }} }}"
+        )
         return ty
 
     def add_meta(self, *values: int) -> int:
@@ -113,9 +125,14 @@ class Source:
     def text(self) -> str:
         enable = "enable f16;\n" if self.has_f16 and any("f16" in d for d in self.decls) else ""
         meta_b = len(self.bindings)
-        return (enable + "\n".join(self.decls) +
-                f"\n@group(0) @binding({meta_b}) var<storage, read> mt: array<u32>;\n" +
-                "\n".join(self.fns) + "\n" + self.body)
+        return (
+            enable
+            + "\n".join(self.decls)
+            + f"\n@group(0) @binding({meta_b}) var<storage, read> mt: array<u32>;\n"
+            + "\n".join(self.fns)
+            + "\n"
+            + self.body
+        )
 
     def check_bindings(self) -> None:
         limit = self.limits["max_storage_buffers_per_shader_stage"]

@@ -11,30 +11,48 @@ import struct
 
 from ....base.shapes import numel
 from .common import Source, grid_1d, main_1d, strided_index
-from .mathlib import HELPERS
+from .mathlib import helpers_for
 
 _FLOAT = {
-    "exp": "exp(a)", "log": "log(a)", "sqrt": "sqrt(a)", "rsqrt": "inverseSqrt(a)",
-    "tanh": "sc_tanh(a)", "sigmoid": "1.0 / (1.0 + exp(-a))",
-    "gelu_tanh": "0.5 * a * (1.0 + sc_tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))",
-    "gelu_erf": "0.5 * a * (1.0 + sc_erf(a * 0.7071067811865476))",
-    "silu": "a / (1.0 + exp(-a))", "softplus": "select(sc_log1p(exp(a)), a, a > 20.0)",
-    "erf": "sc_erf(a)", "sin": "sin(a)", "cos": "cos(a)",
+    "exp": "sc_exp(a)",
+    "log": "sc_log(a)",
+    "sqrt": "sqrt(a)",
+    "rsqrt": "inverseSqrt(a)",
+    "tanh": "sc_tanh(a)",
+    "sigmoid": "1.0 / (1.0 + sc_exp(-a))",
+    # 0.5 (1 + tanh z) = sigmoid(2z): no cancellation for negative z
+    "gelu_tanh": "a / (1.0 + sc_exp(-1.5957691216057308 * (a + 0.044715 * a * a * a)))",
+    "gelu_erf": "sc_gelu_erf(a)",
+    "silu": "a / (1.0 + sc_exp(-a))",
+    "softplus": "select(sc_log1p(sc_exp(a)), a, a > 20.0)",
+    "erf": "sc_erf(a)",
+    "sin": "sin(a)",
+    "cos": "cos(a)",
 }
 _ANY = {
-    "neg": "-a", "abs": "abs(a)", "relu": "max(a, CT(0))", "copy": "a",
+    "neg": "-a",
+    "abs": "abs(a)",
+    "relu": "max(a, CT(0))",
+    "copy": "a",
     "sign": "select(select(CT(0), CT(1), a > CT(0)), CT(-1), a < CT(0))",
     "logical_not": "1u - a",
 }
 _BINARY = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "maximum": "max(a, b)",
-    "minimum": "min(a, b)", "logical_and": "a & b", "logical_or": "a | b",
+    "add": "a + b",
+    "sub": "a - b",
+    "mul": "a * b",
+    "maximum": "max(a, b)",
+    "minimum": "min(a, b)",
+    "logical_and": "a & b",
+    "logical_or": "a | b",
 }
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 # real powers of negative bases exist for integer exponents (numpy/torch semantics)
-_POW_F = ("select(select(select(pow(abs(a), b), -pow(abs(a), b), abs(fract(b * 0.5)) == 0.5), "
-          "bitcast<f32>(0x7fc00000u | (mt[0] & 0u)), fract(b) != 0.0), select(pow(a, b), 1.0, b == 0.0), a >= 0.0)")
+_POW_F = (
+    "select(select(select(sc_pow(abs(a), b), -sc_pow(abs(a), b), abs(fract(b * 0.5)) == 0.5), "
+    "bitcast<f32>(0x7fc00000u | (mt[0] & 0u)), fract(b) != 0.0), sc_pow(a, b), a >= 0.0)"
+)
 
 
 def _compute_type(dtype) -> str:
@@ -73,8 +91,8 @@ def _expr(src: Source, op: str, ins, out, attrs) -> str:
         if ct == "f32":
             return "a / b"
         # floor division, as numpy/torch do for integers
-        return "a / b - select(CT(0), CT(1), (a % b != CT(0)) && ((a < CT(0)) != (b < CT(0))))" \
-            .replace("CT", ct)
+        floor = "select(CT(0), CT(1), (a % b != CT(0)) && ((a < CT(0)) != (b < CT(0))))"
+        return f"a / b - {floor}".replace("CT", ct)
     if op == "pow":
         return _POW_F if ct == "f32" else f"{ct}(round(pow(f32(a), f32(b))))"
     if op == "where":
@@ -117,9 +135,7 @@ def elementwise(src: Source, op: str, ins, outs, attrs):
         lines.append(f"  let {name} = {widen}(ld_{name}(e{k}));")
     src.operand("o", out, write=True)
     expr = _expr(src, op, ins, out, attrs)
-    for helper, code in HELPERS.items():
-        if helper in expr:
-            src.fns.append(code)
+    src.fns.extend(helpers_for(expr))
     lines.append(f"  st_o(i, {_store(out, expr)});")
     src.body = main_1d("\n".join(lines))
     return grid_1d(n, src.limits)
@@ -133,14 +149,21 @@ def fill(src: Source, op: str, ins, outs, attrs):
     if op == "full":
         at = src.add_meta(_value_bits(attrs["value"], out.dtype))
         word = f"mt[{at}u]"
-        value = f"f16({_bits_to('f32', word)})" if ty == "f16" else _bits_to(
-            _compute_type(out.dtype), word) if ty != "u32" else word
+        value = (
+            f"f16({_bits_to('f32', word)})"
+            if ty == "f16"
+            else _bits_to(_compute_type(out.dtype), word)
+            if ty != "u32"
+            else word
+        )
     else:  # arange
         value = f"{ty}(i)"
     src.body = main_1d(f"  st_o(i, {value});")
     return grid_1d(n, src.limits)
 
 
-KERNELS = {op: elementwise for op in (*_FLOAT, *_ANY, *_BINARY, *_COMPARE, "div", "pow",
-                                      "where", "clamp", "cast")}
+KERNELS = {
+    op: elementwise
+    for op in (*_FLOAT, *_ANY, *_BINARY, *_COMPARE, "div", "pow", "where", "clamp", "cast")
+}
 KERNELS.update({"full": fill, "arange": fill})
