@@ -21,7 +21,7 @@ stamp=.venv/.scellis-deps
 want=$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # torch is a test oracle only; the pinned CPU build lies on this machine's disk
-  .venv/bin/python -m pip install -q "torch==2.13.0"
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q "torch==2.13.0" 2> >(grep -v "is ignored: it is neither" >&2)
+  .venv/bin/python -m pip install -q -e ".[test]" 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$stamp"
 fi

@@ -6,5 +6,5 @@ bash scripts/setup.sh
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench
-.venv/bin/lint-imports
+PYTHONPATH=src .venv/bin/lint-imports
 .venv/bin/pytest "$@"
