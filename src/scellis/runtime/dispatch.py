@@ -81,3 +81,28 @@ def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     assert spec.shape == out.shape, (op, spec.shape, out.shape)
     _record(op, (x,), attrs, out)
     return out
+
+
+def apply_inplace(op: str, inputs: tuple, targets: tuple, **attrs) -> None:
+    """Run ``op`` writing into existing tensors ``targets`` (optimizer updates, state).
+
+    The op's outputs are the targets: a kernel may read their current values and
+    overwrite them; ``inputs`` are read-only and must not alias a target. Nothing is
+    recorded on the tape, so it is refused while a target needs a gradient in a
+    recording context.
+    """
+    opdef = get_op(op)
+    specs = [Spec(t.shape, t.dtype) for t in inputs]
+    outs = opdef.infer(specs + [Spec(t.shape, t.dtype) for t in targets], attrs)
+    if len(outs) != len(targets):
+        raise DeviceError(f"{op} writes {len(outs)} tensors, {len(targets)} targets given")
+    for t, s in zip(targets, outs):
+        if (t.shape, t.dtype) != (s.shape, s.dtype) or not t.is_contiguous():
+            raise DeviceError(f"{op}: target {t.shape}/{t.dtype} does not match {s}")
+    if is_grad_enabled() and any(t.requires_grad for t in targets):
+        raise DeviceError(f"in-place {op} on a tensor that requires grad; use no_grad()")
+    bufs = {id(t._buf) for t in targets}
+    if any(id(t._buf) in bufs for t in inputs):
+        raise DeviceError(f"in-place {op}: an input aliases a target")
+    dev = _device_of(tuple(inputs) + tuple(targets))
+    dev.run(op, [t.view for t in inputs], [t.view for t in targets], attrs)
