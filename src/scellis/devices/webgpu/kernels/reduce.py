@@ -1,0 +1,209 @@
+"""Reduction WGSL kernels (devices layer): sum, max, min, argmax over any axes, deterministic.
+
+The input view is split into kept dims (the output's, in order) and reduced dims
+(row-major, as NumPy flattens them); each group has its unit dims dropped and
+adjacent dims merged where the strides allow, so a contiguous last-axis reduction
+is one strided walk. Two shapes of kernel, picked from R (the reduced count) alone:
+
+- R <= 64: one invocation per output sums its R elements sequentially in order.
+- R > 64: one workgroup of 256 threads per output (a grid-stride loop over outputs
+  when there are more than the grid holds). Thread t folds elements t, t+256,
+  t+512, ... sequentially, then a fixed binary tree in workgroup memory folds
+  slot t with slot t+s for s = 128, 64, ..., 1.
+
+Both orders depend only on R and the shape, never on timing: no atomics, so the
+``debug`` tier's bitwise repeatability holds. Floats accumulate in f32 (f16 widens
+and rounds once on store), integers in i32/u32 with wrap-around (as the reference's
+cast back to 32 bits gives).
+
+Error bound of an f32 sum of R terms (u = 2^-24, gamma_k = k u / (1 - k u)): every
+term passes through at most k roundings, so |sum_gpu - sum_exact| <= gamma_k * sum|x|
+with k = R - 1 on the short path and k = ceil(R / 256) + 7 on the long path
+(ceil(R/256) - 1 sequential adds, then 8 tree levels). ``sum_error_bound`` returns it.
+
+max/min propagate NaN as NumPy does; argmax takes one axis and returns the first
+maximum as i32, with NaN counted as the largest value (np.argmax). Over an empty
+axis sum gives 0, max/min give -inf/+inf (the integer extremes for ints) and argmax
+gives 0 where the reference raises.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ....base.errors import ShapeError
+from ....base.shapes import numel
+from .common import Source, grid_1d, main_1d
+
+SHORT_R = 64  # at most this many reduced elements: one invocation per output
+WG_R = 256  # threads per output on the long path (a power of two: the tree halves it)
+
+_ISNAN = "fn sc_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }"
+
+
+def sum_error_bound(r: int) -> float:
+    """gamma_k of the summation order used for R terms: |err| <= this * sum|x|."""
+    k = r - 1 if r <= SHORT_R else math.ceil(r / WG_R) + int(math.log2(WG_R)) - 1
+    u = 2.0**-24
+    return max(k, 0) * u / (1 - max(k, 0) * u)
+
+
+def coalesce(dims: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(size, stride) pairs with unit dims dropped and mergeable neighbours merged."""
+    out: list[tuple[int, int]] = []
+    for n, s in dims:
+        if n == 1:
+            continue
+        if out and out[-1][1] == n * s:
+            out[-1] = (out[-1][0] * n, s)
+        else:
+            out.append((n, s))
+    return out
+
+
+def offset_fn(src: Source, name: str, dims: list[tuple[int, int]]) -> None:
+    """WGSL ``fn name(f: u32) -> u32``: element offset of row-major flat index ``f``."""
+    if not dims:
+        src.fns.append(f"fn {name}(f: u32) -> u32 {{ return 0u; }}")
+        return
+    k = len(dims)
+    at = src.add_meta(*(n for n, _ in dims), *(s for _, s in dims))
+    lines = [f"fn {name}(f: u32) -> u32 {{", "  var q = f;", "  var e = 0u;"]
+    for d in range(k - 1, 0, -1):
+        n, s = f"mt[{at + d}u]", f"mt[{at + k + d}u]"
+        lines.append(f"  e += (q % {n}) * {s}; q = q / {n};")
+    lines.append(f"  e += q * mt[{at + k}u];")
+    lines.append("  return e;\n}")
+    src.fns.append("\n".join(lines))
+
+
+def _acc_type(dtype) -> str:
+    return "f32" if dtype.is_float else {"i32": "i32", "u32": "u32"}[dtype.name]
+
+
+def _init_bits(op: str, acc: str) -> int:
+    """The fold's identity, as a u32 word (kept in meta: WGSL rejects inf constants)."""
+    if op == "sum":
+        return 0
+    low = op in ("max", "argmax")
+    if acc == "f32":
+        return 0xFF800000 if low else 0x7F800000
+    if acc == "i32":
+        return 0x80000000 if low else 0x7FFFFFFF
+    return 0 if low else 0xFFFFFFFF
+
+
+def _fold_fns(op: str, acc: str) -> list[str]:
+    """``cmb(a, b)`` folding b into a (value ops) or ``better(vb, ib, va, ia)`` (argmax)."""
+    fl = acc == "f32"
+    if op == "sum":
+        return [f"fn cmb(a: {acc}, b: {acc}) -> {acc} {{ return a + b; }}"]
+    if op in ("max", "min"):
+        cmp = ">" if op == "max" else "<"
+        if not fl:
+            return [f"fn cmb(a: {acc}, b: {acc}) -> {acc} {{ return {op}(a, b); }}"]
+        # a NaN b replaces a; a NaN a is never replaced (b cmp NaN is false)
+        return [
+            _ISNAN,
+            f"fn cmb(a: f32, b: f32) -> f32 {{ return select(select(a, b, b {cmp} a),"
+            " b, sc_isnan(b)); }",
+        ]
+    tie = "vb > va || (vb == va && ib < ia)"
+    if not fl:
+        return [f"fn better(vb: {acc}, ib: u32, va: {acc}, ia: u32) -> bool {{ return {tie}; }}"]
+    return [
+        _ISNAN,
+        "fn better(vb: f32, ib: u32, va: f32, ia: u32) -> bool {\n"
+        "  let nb = sc_isnan(vb); let na = sc_isnan(va);\n"
+        "  if (nb != na) { return nb; }\n"
+        "  if (nb) { return ib < ia; }\n"
+        f"  return {tie};\n}}",
+    ]
+
+
+def _step(op: str, v: str, r: str) -> str:
+    if op == "argmax":
+        return f"if (better({v}, {r}, acc, ai)) {{ acc = {v}; ai = {r}; }}"
+    return f"acc = cmb(acc, {v});"
+
+
+def _store(op: str, out) -> str:
+    if op == "argmax":
+        return "i32(ai)"
+    return "f16(acc)" if out.dtype.name == "f16" else "acc"
+
+
+def _short_body(op: str, acc: str, load: str, out) -> str:
+    return (
+        f"  let b = mt[2] + base_of(i);\n  var acc = bitcast<{acc}>(mt[3]);\n"
+        "  var ai = 0u;\n"
+        "  for (var r = 0u; r < mt[1]; r++) {\n"
+        f"    let v = {load.format('b + red_of(r)')};\n    {_step(op, 'v', 'r')}\n  }}\n"
+        f"  st_o(i, {_store(op, out)});"
+    )
+
+
+def _long_main(op: str, acc: str, load: str, out) -> str:
+    arg = op == "argmax"  # argmax carries the index of each slot's value alongside it
+    tree = []
+    s = WG_R // 2
+    while s:
+        if arg:
+            fold = (
+                f"if (better(sv[lid + {s}u], si[lid + {s}u], sv[lid], si[lid])) "
+                f"{{ sv[lid] = sv[lid + {s}u]; si[lid] = si[lid + {s}u]; }}"
+            )
+        else:
+            fold = f"sv[lid] = cmb(sv[lid], sv[lid + {s}u]);"
+        tree.append(f"    if (lid < {s}u) {{ {fold} }}\n    workgroupBarrier();")
+        s //= 2
+    tree_s = "\n".join(tree)
+    final = "acc = sv[0]; ai = si[0];" if arg else "acc = sv[0];"
+    si_decl = f"var<workgroup> si: array<u32, {WG_R}>;\n" if arg else ""
+    return (
+        f"var<workgroup> sv: array<{acc}, {WG_R}>;\n"
+        f"{si_decl}"
+        f"@compute @workgroup_size({WG_R})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(num_workgroups) nwg: vec3<u32>, "
+        "@builtin(local_invocation_index) lid: u32) {\n"
+        "  let g = nwg.x * nwg.y;\n"
+        "  for (var o = wid.x + wid.y * nwg.x; o < mt[0]; o += g) {\n"
+        "    let b = mt[2] + base_of(o);\n"
+        f"    var acc = bitcast<{acc}>(mt[3]);\n    var ai = 0u;\n"
+        f"    for (var r = lid; r < mt[1]; r += {WG_R}u) {{\n"
+        f"      let v = {load.format('b + red_of(r)')};\n      {_step(op, 'v', 'r')}\n    }}\n"
+        f"    sv[lid] = acc;{' si[lid] = ai;' if arg else ''}\n    workgroupBarrier();\n"
+        f"{tree_s}\n"
+        f"    if (lid == 0u) {{ {final} st_o(o, {_store(op, out)}); }}\n"
+        "    workgroupBarrier();\n  }\n}\n"
+    )
+
+
+def reduce_kernel(src: Source, op: str, ins, outs, attrs):
+    x, out = ins[0], outs[0]
+    axes = set(attrs["axes"])
+    if op == "argmax" and len(axes) != 1:
+        raise ShapeError(f"argmax takes one axis, got {sorted(axes)}")
+    geom = list(zip(x.shape, x.strides))
+    kept = coalesce([g for d, g in enumerate(geom) if d not in axes])
+    red = coalesce([g for d, g in enumerate(geom) if d in axes])
+    m = numel(out.shape)
+    r = numel([x.shape[d] for d in axes])
+    acc = _acc_type(x.dtype)
+    src.add_meta(m, r, x.offset, _init_bits(op, acc))
+    src.operand("x", x)
+    src.operand("o", out, write=True)
+    offset_fn(src, "base_of", kept)
+    offset_fn(src, "red_of", red)
+    src.fns.extend(_fold_fns(op, acc))
+    load = "f32(ld_x({}))" if x.dtype.name == "f16" else "ld_x({})"
+    if r <= SHORT_R:
+        src.body = main_1d(_short_body(op, acc, load, out))
+        return grid_1d(m, src.limits)
+    src.body = _long_main(op, acc, load, out)
+    cap = src.limits["max_compute_workgroups_per_dimension"]
+    return grid_1d(min(m, cap * cap), src.limits, wg=1)
+
+
+KERNELS = {op: reduce_kernel for op in ("sum", "max", "min", "argmax")}
