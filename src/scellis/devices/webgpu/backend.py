@@ -121,7 +121,8 @@ class WebGPUBackend:
 
     def upload(self, buf: Buffer, data: bytes) -> None:
         if buf.dtype.name == "bool":
-            data = array.array("I", data).tobytes()
+            # one u32 per host byte (array("I", bytes) would reinterpret the bytes)
+            data = array.array("I", list(data)).tobytes()
         st: Storage = buf.handle
         if len(data) > st.nbytes:
             raise DeviceError("upload larger than the buffer")
