@@ -1,0 +1,341 @@
+"""Batched matmul in WGSL (devices layer): shared-memory tiles with register blocking.
+
+A workgroup of ``wg`` x ``wg`` invocations computes one ``bm`` x ``bm`` output tile
+(``bm`` = ``wg * r``), each invocation an ``r`` x ``r`` block held in vec4 registers
+(rows ``4*ty + 4*wg*i``, columns ``4*tx + 4*wg*j``: contiguous vec4 stores,
+conflict-free workgroup reads). K advances in blocks of ``bk`` = 16: each block of A and
+B is fetched into registers while the previous one is multiplied (one workgroup buffer,
+two barriers per block), then stashed in workgroup memory. Tiles: ``t128`` (16x16
+invocations, 8x8 outputs each, 16 KiB), ``t64`` (16x16, 4x4, 8 KiB), ``t32`` / ``t16``
+(8x8 / 4x4 invocations, 4x4 each); the largest that fits
+``maxComputeInvocationsPerWorkgroup`` and ``maxComputeWorkgroupStorageSize`` and still
+gives enough workgroups is used (``choose_tile``; ``attrs["_tile"]`` forces one, for
+benchmarks and tests).
+
+Operands are read through their strides: transposed views cost no copy. Each operand is
+fetched along its stride-1 dim (``Side.along``: "t" = its M/N dim, e.g. B row-major or A
+transposed; "k" = K, e.g. A row-major or B transposed) so that neighbouring invocations
+read neighbouring addresses, as vec4 when that dim is a multiple of 4 and the offset and
+other strides are 4-aligned (bound as ``array<vec4<T>>``, windows included). A is staged
+in the direction it is read; B is always staged [k][n] (transposed as it is stored when
+read along K). The output is stored as vec4 when N is a multiple of 4. Sizes, strides
+and offsets are meta words, so one pipeline serves every shape of a variant (tile, two
+fetch directions, vec flags, dtype, window counts). Leading batch dims (any number, any
+strides, 0 for broadcast) are merged where contiguous with each other and walked with
+div/mod from meta; the workgroup index is linear over (batch, tile row, tile column) and
+folded into a 2-D or 3-D grid past ``maxComputeWorkgroupsPerDimension``.
+
+Accuracy (the bound the tests check): each output is one f32 dot product accumulated in
+a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and exact f32 inputs,
+``|C - A@B| <= gamma_K (|A|@|B|)``, gamma_K = K u / (1 - K u). The tests allow
+``|C - A@B| <= K * eps_f32 * (|A|@|B|)`` elementwise, eps_f32 = 2^-23 (twice gamma_K to
+first order). f16 inputs widen to f32 and accumulate in f32; an f16 result adds its own
+rounding, ``eps_f16 / 2 * |C|``. No atomics and no split-K: results are bitwise
+reproducible on one adapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....base.errors import LimitError
+from .common import Source
+
+
+@dataclass(frozen=True)
+class Side:
+    """How one operand's tile is read: ``along`` "t" (its M/N dim has stride 1) or "k"
+    (K has stride 1), the dim that neighbouring invocations walk; ``vec`` when those
+    reads can be vec4."""
+
+    along: str
+    vec: bool
+
+
+@dataclass(frozen=True)
+class Tile:
+    wg: int  # the workgroup is wg x wg invocations
+    r: int  # each invocation computes r x r outputs (r a multiple of 4)
+    bk: int  # K-step staged in workgroup memory (a multiple of 4)
+
+    @property
+    def bm(self) -> int:
+        return self.wg * self.r
+
+    @property
+    def threads(self) -> int:
+        return self.wg * self.wg
+
+    @property
+    def shared_bytes(self) -> int:
+        return 2 * self.bk * self.bm * 4
+
+    def fits(self, limits: dict) -> bool:
+        return (
+            self.threads <= limits["max_compute_invocations_per_workgroup"]
+            and self.wg <= limits.get("max_compute_workgroup_size_x", 256)
+            and self.shared_bytes <= limits["max_compute_workgroup_storage_size"]
+        )
+
+
+TILES = {
+    "t128": Tile(16, 8, 16),
+    "t64": Tile(16, 4, 16),
+    "t32": Tile(8, 4, 16),
+    "t16": Tile(4, 4, 16),
+}
+# the big tile needs this many workgroups to pay off; below MIN_WORKGROUPS a smaller
+# tile buys parallelism (a deep, narrow product would otherwise sit on a few cores)
+BIG_TILE_MIN_WORKGROUPS = 256
+MIN_WORKGROUPS = 16
+
+
+def choose_tile(m: int, n: int, batch: int, limits: dict, want: str | None = None) -> str:
+    """The tile for an ``m`` x ``n`` output (times ``batch``): ``want`` if given, else the
+    largest that fits the limits and still yields enough workgroups."""
+    if want is not None:
+        if not TILES[want].fits(limits):
+            raise LimitError(f"matmul tile {want} does not fit this device's limits")
+        return want
+    fitting = [name for name, t in TILES.items() if t.fits(limits)]
+    if not fitting:
+        raise LimitError("no matmul tile fits this device's workgroup limits")
+    for name in fitting:
+        bm = TILES[name].bm
+        need = BIG_TILE_MIN_WORKGROUPS if name == "t128" else MIN_WORKGROUPS
+        if _cdiv(m, bm) * _cdiv(n, bm) * batch >= need:
+            return name
+    return fitting[-1]
+
+
+def choose_side(t: int, k: int, st: int, sk: int, offset: int, batch_strides) -> Side:
+    """Staging of an operand whose tile dim has size ``t`` and stride ``st``."""
+    if sk == 1 and k > 1:
+        along = "k"
+    elif st == 1 or t == 1:
+        along = "t"
+    else:
+        along = "t" if st <= sk else "k"
+    size, stride, other = (t, st, sk) if along == "t" else (k, sk, st)
+    aligned = offset % 4 == 0 and other % 4 == 0 and all(s % 4 == 0 for s in batch_strides)
+    return Side(along, stride == 1 and size % 4 == 0 and aligned)
+
+
+def merge_batch(shape, sa, sb) -> list[tuple[int, int, int]]:
+    """(size, stride_a, stride_b) of the batch dims, size-1 dims dropped, contiguous runs
+    merged; innermost first (the order the kernel peels them off the batch index)."""
+    dims: list[list[int]] = []
+    for size, a, b in zip(shape, sa, sb):
+        if size == 1:
+            continue
+        if dims and dims[-1][1] == a * size and dims[-1][2] == b * size:
+            dims[-1] = [dims[-1][0] * size, a, b]
+        else:
+            dims.append([size, a, b])
+    return [tuple(d) for d in reversed(dims)]
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def fold_grid(groups: int, limits: dict) -> tuple[int, int, int]:
+    """A grid of at least ``groups`` workgroups, each dim under the per-dimension cap."""
+    cap = limits["max_compute_workgroups_per_dimension"]
+    x = min(groups, cap)
+    y = _cdiv(groups, x)
+    if y <= cap:
+        return x, y, 1
+    z = _cdiv(y, cap)
+    if z > cap:
+        raise LimitError(f"{groups} workgroups exceed maxComputeWorkgroupsPerDimension^3")
+    return x, cap, z
+
+
+# meta word indices
+_M, _N, _K, _TN, _TM, _GROUPS, _OA, _OB, _SA_T, _SA_K, _SB_T, _SB_K, _NB = range(13)
+
+
+def layout(name: str, side: Side) -> str:
+    """Workgroup-memory layout of a staged tile: "t" = [bk][bt/4] vec4 of M/N values,
+    "k" = [bt][bk/4] vec4 of K values. A keeps the direction it is read in (its rows are
+    read by ``ty``, a broadcast within a warp, so either is conflict-free); B is always
+    "t", since neighbouring ``tx`` read neighbouring vec4 of it, and a B read along K is
+    transposed as it is stored."""
+    return side.along if name == "a" else "t"
+
+
+def _load(name: str, tile: Tile, side: Side, widen: str) -> tuple[str, str, str]:
+    """(setup, fetch, stash) for operand ``name``: fetch reads the K-block at ``kf``
+    into registers ``<name><pass>v``, stash stores them into ``sh_<name>``.
+
+    Every invocation moves 4 consecutive elements along the stride-1 dim per pass, so
+    neighbouring invocations read neighbouring addresses.
+    """
+    st, sk = (f"mt[{i}u]" for i in ((_SA_T, _SA_K) if name == "a" else (_SB_T, _SB_K)))
+    size, t0 = ("M", "m0") if name == "a" else ("N", "n0")
+    bt4, bk4 = tile.bm // 4, tile.bk // 4
+    passes = tile.bk * tile.bm // (4 * tile.threads)
+    setup, body, stash = [], [], []
+    for p in range(passes):
+        v, idx = f"{name}{p}", f"(lid + {p * tile.threads}u)"
+        if side.along == "t":
+            setup.append(f"  let {v}k = {idx} / {bt4}u; let {v}l = {idx} % {bt4}u;")
+            setup.append(f"  let {v}t = {t0} + {v}l * 4u;")
+        else:
+            setup.append(f"  let {v}l = {idx} / {bk4}u; let {v}k = ({idx} % {bk4}u) * 4u;")
+            setup.append(f"  let {v}t = {t0} + {v}l;")
+        setup.append(f"  let {v}e = o{name} + {v}t * {st};")
+        gk = f"(kf + {v}k)"
+        setup.append(f"  var {v}v = vec4<f32>(0.0);")
+        body.append(f"    {v}v = vec4<f32>(0.0);")
+        if side.vec:
+            body.append(
+                f"    if ({v}t < {size} && {gk} < K) {{"
+                f" {v}v = {widen}(ld_{name}(({v}e + {gk} * {sk}) / 4u)); }}"
+            )
+        for j in range(0 if side.vec else 4):
+            if side.along == "t":
+                ok, e = f"{v}t + {j}u < {size} && {gk} < K", f"{v}e + {j}u * {st} + {gk} * {sk}"
+            else:
+                ok, e = f"{v}t < {size} && {gk} + {j}u < K", f"{v}e + ({gk} + {j}u) * {sk}"
+            body.append(f"    if ({ok}) {{ {v}v[{j}] = f32(ld_{name}({e})); }}")
+        if side.along == "t":
+            stash.append(f"    sh_{name}[{v}k * {bt4}u + {v}l] = {v}v;")
+        elif layout(name, side) == "k":
+            stash.append(f"    sh_{name}[{v}l * {bk4}u + {v}k / 4u] = {v}v;")
+        else:
+            for j in range(4):
+                stash.append(
+                    f"    sh_{name}[({v}k + {j}u) * {bt4}u + {v}l / 4u][{v}l & 3u] = {v}v[{j}];"
+                )
+    return "\n".join(setup), "\n".join(body), "\n".join(stash)
+
+
+def _compute(tile: Tile, a: Side) -> str:
+    """Outer products over one staged K-block, four k at a time (kk); accumulator
+    c<row>_<group> is a vec4 of 4 output columns. Every output sums k = 0..K-1 in order."""
+    q, bt4, bk4 = tile.r // 4, tile.bm // 4, tile.bk // 4
+    lines = [f"    for (var kk = 0u; kk < {bk4}u; kk++) {{"]
+    for i in range(q):
+        for ii in range(4):
+            if layout("a", a) == "k":  # one vec4 = 4 k of output row (i, ii)
+                row = f"{i * tile.wg * 4 + ii}u + ty * 4u"
+                lines.append(f"      let a{i}r{ii} = sh_a[({row}) * {bk4}u + kk];")
+    for c in range(4):
+        k = f"(kk * 4u + {c}u)"
+        for j in range(q):
+            lines.append(f"      let b{j}_{c} = sh_b[{k} * {bt4}u + {j * tile.wg}u + tx];")
+        for i in range(q):
+            if layout("a", a) == "t":  # one vec4 = 4 output rows at this k
+                lines.append(f"      let a{i}_{c} = sh_a[{k} * {bt4}u + {i * tile.wg}u + ty];")
+            for ii in range(4):
+                av = f"a{i}r{ii}[{c}]" if layout("a", a) == "k" else f"a{i}_{c}[{ii}]"
+                for j in range(q):
+                    lines.append(f"      c{i * 4 + ii}_{j} += {av} * b{j}_{c};")
+    lines.append("    }")
+    return "\n".join(lines)
+
+
+def _store(tile: Tile, vec: bool, half: bool) -> str:
+    q = tile.r // 4
+    cast = ("vec4<f16>" if vec else "f16") if half else ""
+    lines = []
+    for i in range(q):
+        for ii in range(4):
+            row = f"m0 + {i * tile.wg * 4 + ii}u + ty * 4u"
+            lines.append(f"  if ({row} < M) {{ let ro = oc + ({row}) * N;")
+            for j in range(q):
+                col = f"n0 + {j * tile.wg * 4}u + tx * 4u"
+                acc = f"c{i * 4 + ii}_{j}"
+                if vec:
+                    lines.append(
+                        f"    if ({col} < N) {{ st_o((ro + {col}) / 4u, {cast}({acc})); }}"
+                    )
+                    continue
+                for c in range(4):
+                    lines.append(
+                        f"    if ({col} + {c}u < N) {{ st_o(ro + {col} + {c}u, "
+                        f"{cast}({acc}[{c}])); }}"
+                    )
+            lines.append("  }")
+    return "\n".join(lines)
+
+
+def _main(tile: Tile, a: Side, b: Side, out_vec: bool, half: bool) -> str:
+    widen = "vec4<f32>" if half else ""
+    a_setup, a_fetch, a_stash = _load("a", tile, a, widen)
+    b_setup, b_fetch, b_stash = _load("b", tile, b, widen)
+    q = tile.r // 4
+    accs = "\n".join(f"  var c{r}_{j} = vec4<f32>(0.0);" for r in range(tile.r) for j in range(q))
+    n_shared = tile.bk * tile.bm // 4
+    return f"""var<workgroup> sh_a: array<vec4<f32>, {n_shared}>;
+var<workgroup> sh_b: array<vec4<f32>, {n_shared}>;
+@compute @workgroup_size({tile.wg}, {tile.wg}, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) l3: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {{
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  if (g >= mt[{_GROUPS}u]) {{ return; }}
+  let M = mt[{_M}u]; let N = mt[{_N}u]; let K = mt[{_K}u];
+  let tn = g % mt[{_TN}u]; let g2 = g / mt[{_TN}u];
+  let tm = g2 % mt[{_TM}u]; let bi = g2 / mt[{_TM}u];
+  var oa = mt[{_OA}u]; var ob = mt[{_OB}u]; var rest = bi;
+  for (var d = 0u; d < mt[{_NB}u]; d++) {{
+    let at = {_NB + 1}u + 3u * d; let s = mt[at]; let q = rest % s; rest = rest / s;
+    oa += q * mt[at + 1u]; ob += q * mt[at + 2u];
+  }}
+  let oc = bi * M * N;
+  let tx = l3.x; let ty = l3.y;
+  let m0 = tm * {tile.bm}u; let n0 = tn * {tile.bm}u;
+{a_setup}
+{b_setup}
+{accs}
+  var kf = 0u;
+{a_fetch}
+{b_fetch}
+  // the next K-block's global reads are in flight while this one is multiplied
+  for (var k0 = 0u; k0 < K; k0 += {tile.bk}u) {{
+    workgroupBarrier();
+{a_stash}
+{b_stash}
+    workgroupBarrier();
+    kf = k0 + {tile.bk}u;
+{a_fetch}
+{b_fetch}
+{_compute(tile, a)}
+  }}
+{_store(tile, out_vec, half)}
+}}
+"""
+
+
+def matmul_kernel(src: Source, op: str, ins, outs, attrs):
+    a, b = ins
+    out = outs[0]
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch_dims = merge_batch(a.shape[:-2], a.strides[:-2], b.strides[:-2])
+    batch = 1
+    for size, _, _ in batch_dims:
+        batch *= size
+    sa_m, sa_k = a.strides[-2:]
+    sb_k, sb_n = b.strides[-2:]
+    side_a = choose_side(m, k, sa_m, sa_k, a.offset, [d[1] for d in batch_dims])
+    side_b = choose_side(n, k, sb_n, sb_k, b.offset, [d[2] for d in batch_dims])
+    tile = TILES[choose_tile(m, n, batch, src.limits, attrs.get("_tile"))]
+    out_vec = n % 4 == 0
+    tn, tm = _cdiv(n, tile.bm), _cdiv(m, tile.bm)
+    groups = tn * tm * batch
+    src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k)
+    src.add_meta(len(batch_dims))
+    for dim in batch_dims:
+        src.add_meta(*dim)
+    src.operand("a", a, lanes=4 if side_a.vec else 1)
+    src.operand("b", b, lanes=4 if side_b.vec else 1)
+    src.operand("o", out, write=True, lanes=4 if out_vec else 1)
+    src.body = _main(tile, side_a, side_b, out_vec, out.dtype.name == "f16")
+    return fold_grid(groups, src.limits)
+
+
+KERNELS = {"matmul": matmul_kernel}
