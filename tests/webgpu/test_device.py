@@ -60,10 +60,13 @@ def test_dropout_same_mask_on_both_devices(gpu):
 
 def test_low_binding_limit_gives_same_results(gpu):
     """Tensors over 64 KiB bind as several windows; results equal the default device's."""
-    low = WebGPUBackend(gpu=gpu.gpu, limits={
-        "max_storage_buffer_binding_size": 65536,
-        "max_compute_workgroups_per_dimension": 16,
-    })
+    low = WebGPUBackend(
+        gpu=gpu.gpu,
+        limits={
+            "max_storage_buffer_binding_size": 65536,
+            "max_compute_workgroups_per_dimension": 16,
+        },
+    )
     rng = np.random.default_rng(3)
     a = rng.standard_normal((300, 130)).astype(np.float32)  # 156 KB: 3 windows
     b = rng.standard_normal((130,)).astype(np.float32)
@@ -77,8 +80,9 @@ def test_low_binding_limit_gives_same_results(gpu):
 
 
 def test_low_buffer_size_splits_into_chunks(gpu):
-    low = WebGPUBackend(gpu=gpu.gpu, limits={
-        "max_storage_buffer_binding_size": 65536, "max_buffer_size": 131072})
+    low = WebGPUBackend(
+        gpu=gpu.gpu, limits={"max_storage_buffer_binding_size": 65536, "max_buffer_size": 131072}
+    )
     x = np.random.default_rng(4).standard_normal(100_000).astype(np.float32)  # 400 KB
     t = sc.tensor(x, device=low)
     assert len(t._buf.handle.chunks) == 4
@@ -86,8 +90,10 @@ def test_low_buffer_size_splits_into_chunks(gpu):
 
 
 def test_over_limit_is_refused_before_allocating(gpu):
-    tiny = WebGPUBackend(gpu=gpu.gpu, limits={
-        "max_storage_buffer_binding_size": 1024, "max_storage_buffers_per_shader_stage": 4})
+    tiny = WebGPUBackend(
+        gpu=gpu.gpu,
+        limits={"max_storage_buffer_binding_size": 1024, "max_storage_buffers_per_shader_stage": 4},
+    )
     before = tiny.stats["allocs"]
     with pytest.raises(LimitError, match="maxStorageBuffersPerShaderStage"):
         sc.zeros((10_000,), device=tiny)
@@ -127,8 +133,12 @@ def test_pipelines_compile_once_per_variant(gpu):
 
 
 def test_devices_cli_lists_adapters():
-    out = subprocess.run([sys.executable, "-m", "scellis.cli.main", "devices", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "scellis.cli.main", "devices", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     adapters = json.loads(out)
     assert adapters and all("max_storage_buffer_binding_size" in a["limits"] for a in adapters)
     assert all(isinstance(a["shader_f16"], bool) for a in adapters)
@@ -141,3 +151,13 @@ def test_adapter_override_by_name(monkeypatch):
         NativeGPU(adapter="no-such-adapter-xyz")
     name = sc.list_adapters()[0]["name"]
     assert NativeGPU(adapter=name.split()[0]).info.name.startswith(name.split()[0])
+
+
+def test_tiny_workgroup_cap_strides_over_every_element(gpu):
+    # 2 x 2 workgroups of 256 cover 1024 invocations; 5000 elements need the stride loop
+    tiny = WebGPUBackend(gpu=gpu.gpu, limits={"max_compute_workgroups_per_dimension": 2})
+    x = np.random.default_rng(8).standard_normal(5000).astype(np.float32)
+    got = np.array((sc.tensor(x, device=tiny) * 3.0 + 1.0).tolist())
+    np.testing.assert_array_equal(got, x * np.float32(3) + np.float32(1))
+    key = stream_key(3, "dropout")
+    assert _raw(tiny, (5000,), key, 0, 0).tolist() == _raw(gpu, (5000,), key, 0, 0).tolist()

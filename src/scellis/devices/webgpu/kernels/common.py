@@ -145,28 +145,30 @@ class Source:
 
 
 def grid_1d(threads: int, limits: dict, wg: int = WG) -> tuple[int, int, int]:
-    """Workgroup counts for ``threads`` invocations; 2-D past the per-dimension limit."""
+    """Workgroup counts for ``threads`` invocations: 2-D past the per-dimension limit,
+    and capped at its square (``main_1d`` kernels then stride over the remainder)."""
     n = max(1, -(-threads // wg))
     cap = limits["max_compute_workgroups_per_dimension"]
     if n <= cap:
         return n, 1, 1
-    y = -(-n // cap)
-    if y > cap:
-        raise LimitError(f"{threads} invocations exceed maxComputeWorkgroupsPerDimension^2")
-    return cap, y, 1
+    return cap, min(cap, -(-n // cap)), 1
 
 
 def main_1d(body: str, wg: int = WG) -> str:
-    """A compute entry whose flat invocation index is ``i``, guarded by ``n`` = mt[0]."""
+    """A compute entry running ``body`` for each flat index ``i`` < ``n`` = mt[0].
+
+    A grid-stride loop: every invocation takes i, i + grid size, ... so any ``n``
+    runs correctly on any grid, however low the workgroup limits are.
+    """
     return (
         f"@compute @workgroup_size({wg})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(num_workgroups) nwg: vec3<u32>, "
         "@builtin(local_invocation_index) lid: u32) {\n"
-        f"  let i = (wid.x + wid.y * nwg.x) * {wg}u + lid;\n"
         "  let n = mt[0];\n"
-        "  if (i >= n) { return; }\n"
-        f"{body}\n}}\n"
+        f"  let grid = nwg.x * nwg.y * {wg}u;\n"
+        f"  for (var i = (wid.x + wid.y * nwg.x) * {wg}u + lid; i < n; i += grid) {{\n"
+        f"{body}\n  }}\n}}\n"
     )
 
 
