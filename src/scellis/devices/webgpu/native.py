@@ -8,6 +8,7 @@ backend, e.g. ``llvmpipe`` or ``vulkan``.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 
 import wgpu
 
@@ -83,6 +84,9 @@ class NativeGPU:
         self._encoder = None
         self._pass = None
         self.encoded = 0  # dispatches encoded since the last flush
+        # bind groups by (pipeline, bound ranges); pooled buffers make these repeat.
+        # Entries hold their buffers, so an id in a key is never reused while cached.
+        self._groups: OrderedDict = OrderedDict()
 
     # -- buffers --
     def create_buffer(self, size: int, *, storage: bool = True, data: bytes | None = None):
@@ -94,6 +98,7 @@ class NativeGPU:
         return self._device.create_buffer(size=size, usage=_STORAGE)
 
     def destroy_buffer(self, buf) -> None:
+        self._groups.clear()  # rare (pool emptied, meta evicted): drop every cached group
         buf.destroy()
 
     def write_buffer(self, buf, offset: int, data: bytes) -> None:
@@ -134,12 +139,21 @@ class NativeGPU:
             ) from None
 
     def dispatch(self, pipeline, bindings, grid) -> None:
-        layout = pipeline.get_bind_group_layout(0)
-        entries = [
-            {"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
-            for i, (b, o, s) in enumerate(bindings)
-        ]
-        group = self._device.create_bind_group(layout=layout, entries=entries)
+        key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
+        hit = self._groups.get(key)
+        if hit is None:
+            layout = pipeline.get_bind_group_layout(0)
+            entries = [
+                {"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
+                for i, (b, o, s) in enumerate(bindings)
+            ]
+            group = self._device.create_bind_group(layout=layout, entries=entries)
+            self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
+            if len(self._groups) > 4096:
+                self._groups.popitem(last=False)
+        else:
+            group = hit[0]
+            self._groups.move_to_end(key)
         if self._pass is None:
             if self._encoder is None:
                 self._encoder = self._device.create_command_encoder()
