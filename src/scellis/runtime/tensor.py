@@ -114,9 +114,11 @@ class Tensor:
     # -- host values --
     async def read(self):
         """The values as nested Python lists (a float/int/bool for a 0-d tensor)."""
-        t = self if self.is_contiguous() and self.offset == 0 else self.contiguous()
+        t = self if self.is_contiguous() else self.contiguous()
         data = await t.device.read(t._buf)
-        flat = decode(data[: self.numel * self.dtype.itemsize], self.dtype)
+        # a contiguous view may start inside its buffer (x[1], a slice of a concat grad)
+        start = t.offset * self.dtype.itemsize
+        flat = decode(data[start : start + self.numel * self.dtype.itemsize], self.dtype)
         return nest(flat, self.shape)
 
     def tolist(self):
