@@ -11,28 +11,26 @@ def is_grad_enabled() -> bool:
     return _state["enabled"]
 
 
-@contextlib.contextmanager
-def _set(flag: bool):
-    prev = _state["enabled"]
-    _state["enabled"] = flag
-    try:
-        yield
-    finally:
-        _state["enabled"] = prev
-
-
 class no_grad(contextlib.ContextDecorator):
-    """Ops inside record no tape (usable as ``with`` or as a decorator)."""
+    """Ops inside record no tape (usable as ``with`` or as a decorator).
+
+    One instance may be entered again before it exits (a decorated recursive function),
+    so it keeps a stack of the states to restore, one per entry.
+    """
+
+    _flag = False
+
+    def __init__(self):
+        self._prev: list[bool] = []
 
     def __enter__(self):
-        self._cm = _set(False)
-        self._cm.__enter__()
+        self._prev.append(_state["enabled"])
+        _state["enabled"] = self._flag
 
     def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)
+        _state["enabled"] = self._prev.pop()
+        return False
 
 
 class enable_grad(no_grad):
-    def __enter__(self):
-        self._cm = _set(True)
-        self._cm.__enter__()
+    _flag = True
