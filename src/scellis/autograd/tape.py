@@ -60,8 +60,12 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
             raise AutogradError(f"backward() on a tensor of shape {root.shape} needs a "
                                 "gradient argument (only scalars get an implicit 1)")
         grad = root.ones_like()
-    grads: dict[int, Any] = {id(root): grad}
+    elif tuple(grad.shape) != tuple(root.shape):
+        raise AutogradError(f"backward() gradient of shape {tuple(grad.shape)} for a tensor of "
+                            f"shape {root.shape}")
+    grads: dict[int, Any] = {}
     with no_grad():
+        grads[id(root)] = grad if grad.dtype == root.dtype else grad.cast(root.dtype)
         for t in _topo(root):
             g = grads.pop(id(t), None)
             if g is None:
