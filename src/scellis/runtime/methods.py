@@ -32,7 +32,8 @@ _CONST_CACHE_SIZE = 512
 
 
 def _const(value, dtype: DType, device) -> Tensor:
-    key = (id(device), dtype.name, type(value), value)
+    # repr keeps -0.0 apart from 0.0, which compare (and hash) equal
+    key = (id(device), dtype.name, type(value), repr(value))
     t = _CONST_CACHE.get(key)
     if t is None:
         t = apply("full", (), device=device, shape=(), value=value, dtype=dtype.name)
