@@ -67,9 +67,10 @@ def from_bytes(data: bytes, shape, dtype: DType, device=None, requires_grad=Fals
 
 def tensor(data, device=None, dtype=None, requires_grad: bool = False) -> Tensor:
     """A tensor from nested lists, a number, another Tensor or an array-like."""
-    if isinstance(data, Tensor):
-        data = data.tolist()
     dt = as_dtype(dtype) if dtype is not None else None
+    if isinstance(data, Tensor):
+        dt = dt or data.dtype
+        data = data.tolist()
     if hasattr(data, "__array_interface__") and hasattr(data, "astype"):
         name = _ARRAY_DTYPES.get(str(data.dtype))
         if name is None:
