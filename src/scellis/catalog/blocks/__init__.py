@@ -1,0 +1,42 @@
+"""The built-in blocks (catalog layer): importing this package registers every ``nn/*`` id.
+
+Each family lives in its own module: dense (linear), recurrent, attention, transformer,
+position, norm, compose and heads. All forwards are written with tensor methods and
+composites only, so they run on every device and in the browser.
+"""
+
+from . import attention, compose, heads, linear, norm, position, recurrent, transformer  # noqa: F401
+from .attention import AttentionConfig, MultiHeadAttention  # noqa: F401
+from .common import Block  # noqa: F401
+from .compose import Residual, ResidualConfig, Sequential, SequentialConfig, build  # noqa: F401
+from .heads import (  # noqa: F401
+    ClassificationHead,
+    ClassificationHeadConfig,
+    LMHead,
+    LMHeadConfig,
+    RegressionHead,
+    RegressionHeadConfig,
+)
+from .linear import MLP, Embedding, EmbeddingConfig, Linear, LinearConfig, MLPConfig  # noqa: F401
+from .norm import (  # noqa: F401
+    Dropout,
+    DropoutConfig,
+    LayerNorm,
+    LayerNormConfig,
+    RMSNorm,
+    RMSNormConfig,
+)
+from .position import (  # noqa: F401
+    LearnedPosition,
+    LearnedPositionConfig,
+    SinusoidalPosition,
+    SinusoidalPositionConfig,
+    rotary,
+)
+from .recurrent import GRU, LSTM, GRUConfig, LSTMConfig  # noqa: F401
+from .transformer import (  # noqa: F401
+    Transformer,
+    TransformerBlock,
+    TransformerBlockConfig,
+    TransformerConfig,
+)

@@ -1,0 +1,99 @@
+"""Multi-head attention (catalog layer): q/k/v/o projections, causal and padding masks, RoPE.
+
+Children ``q``, ``k``, ``v``, ``o`` are Linear blocks; torch's MultiheadAttention packs
+the first three as ``in_proj_weight`` = cat(q, k, v). Init follows torch's
+MultiheadAttention: q/k/v weights Xavier-uniform over the packed [3E, E] matrix, their
+biases and o's bias zero, o's weight Linear's default. Scores and softmax run in at
+least f32 whatever the parameter dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...base.errors import ScellisError, ShapeError
+from ...ops.composites import softmax
+from ...runtime.creation import arange
+from ...runtime.functional import dropout
+from ..registry import field, register
+from .common import MASKED, Block
+from .linear import Linear, LinearConfig
+from .position import rotary
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Multi-head scaled dot-product attention over [B, T, E]."""
+
+    embed_dim: int = field(doc="model width E (input and output features)", min=1)
+    num_heads: int = field(doc="heads; E must be a multiple of it", min=1)
+    bias: bool = field(True, doc="learned biases in the four projections")
+    causal: bool = field(False, doc="each position attends only to itself and earlier ones")
+    dropout: float = field(0.0, doc="dropout on the attention weights, in training", min=0, max=1)
+    rotary: bool = field(False, doc="rotary position embedding (RoPE) on q and k")
+    rotary_base: float = field(10000.0, doc="RoPE wavelength base", min=1)
+
+
+class MultiHeadAttention(Block):
+    """forward(x, mask=None, kv=None): self-attention, or cross-attention to ``kv``.
+
+    ``mask`` is [B, S] of bool keep-flags over the keys (True: attend, False: padding).
+    """
+
+    def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        E, H = cfg.embed_dim, cfg.num_heads
+        if E % H:
+            raise ScellisError(f"embed_dim {E} is not a multiple of num_heads {H}")
+        if cfg.rotary and (E // H) % 2:
+            raise ScellisError(f"rotary needs an even head size, got {E // H}")
+        lin = LinearConfig(E, E, cfg.bias)
+        packed = math.sqrt(6.0 / (E + 3 * E))  # xavier_uniform_ of the packed [3E, E]
+        for name in ("q", "k", "v"):
+            setattr(self, name, Linear(lin, **self.ctx, weight_bound=packed, bias_value=0.0))
+        self.o = Linear(lin, **self.ctx, bias_value=0.0)
+
+    def _heads(self, y, B: int, n: int):
+        H = self.config.num_heads
+        return y.reshape(B, n, H, y.shape[-1] // H).permute(0, 2, 1, 3)  # [B, H, n, D]
+
+    def _keep(self, mask, T: int, S: int, device):
+        """Bool keep-flags broadcastable to the scores [B, H, T, S], or None."""
+        keep = None
+        if self.config.causal:
+            i = arange(T, device=device).unsqueeze(-1)
+            j = arange(S, device=device).unsqueeze(0)
+            keep = j <= i
+        if mask is not None:
+            if mask.ndim != 2 or mask.shape[1] != S:
+                raise ShapeError(f"attention mask must be [B, {S}] keep-flags, got {mask.shape}")
+            pad = mask.cast("bool").reshape(mask.shape[0], 1, 1, S)
+            keep = pad if keep is None else keep & pad
+        return keep
+
+    def forward(self, x, mask=None, kv=None):
+        c = self.config
+        if x.ndim != 3 or x.shape[2] != c.embed_dim:
+            raise ShapeError(f"attention takes [B, T, {c.embed_dim}], got {x.shape}")
+        src = x if kv is None else kv
+        B, T, E = x.shape
+        S = src.shape[1]
+        q = self._heads(self.q(x), B, T)
+        k = self._heads(self.k(src), B, S)
+        v = self._heads(self.v(src), B, S)
+        if c.rotary:
+            q, k = rotary(q, c.rotary_base), rotary(k, c.rotary_base)
+        if q.dtype.itemsize < 4:
+            q, k = q.cast("f32"), k.cast("f32")
+        scores = (q @ k.mT) * (1.0 / math.sqrt(E // c.num_heads))
+        keep = self._keep(mask, T, S, x.device)
+        if keep is not None:
+            scores = scores.where(keep, MASKED)
+        w = softmax(scores, -1).cast(v.dtype)
+        w = dropout(w, c.dropout, self.training)
+        y = (w @ v).permute(0, 2, 1, 3).reshape(B, T, E)
+        return self.o(y)
+
+
+register("nn/attention", "block", AttentionConfig, MultiHeadAttention, builtin=True)

@@ -1,0 +1,84 @@
+"""Shared pieces of the built-in blocks (catalog layer): the block base and its initialisers.
+
+Every parameter is drawn from a Philox stream (``gen``, by default the eager ``init``
+stream), in construction order, so a model's initial weights follow from its seed on
+every device. The distributions are torch's defaults, block by block.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...autograd import no_grad
+from ...base.dtypes import DType, as_dtype, f32
+from ...base.rng import Generator
+from ...devices.base import get_device
+from ...runtime.creation import full, generator, rand, randn
+from ...runtime.dispatch import default_device
+from ...runtime.tensor import Tensor
+from ..module import Module
+from ..registry import check_config
+
+# the most negative finite f32: masked scores exp to 0, and a fully masked row stays
+# finite (uniform weights) where -inf would make NaN
+MASKED = -3.4028234663852886e38
+
+
+class Block(Module):
+    """A built-in block: its Config, and where (device, dtype, stream) it draws parameters."""
+
+    def __init__(self, cfg, device=None, dtype=None, gen: Generator | None = None):
+        super().__init__()
+        check_config(cfg)
+        self.config = cfg
+        dev = get_device(device) if device is not None else default_device()
+        ctx = {"device": dev, "dtype": as_dtype(dtype, f32), "gen": gen or generator("init")}
+        object.__setattr__(self, "ctx", ctx)
+
+    @property
+    def dtype(self) -> DType:
+        return self.ctx["dtype"]
+
+    def uniform(self, shape, bound: float) -> Tensor:
+        """U(-bound, bound) parameter of ``shape``."""
+        c = self.ctx
+        with no_grad():
+            u = rand(shape, c["device"], c["dtype"], c["gen"])
+            t = u * (2.0 * bound) - bound
+        return t.requires_grad_()
+
+    def normal(self, shape, std: float = 1.0) -> Tensor:
+        c = self.ctx
+        with no_grad():
+            t = randn(shape, c["device"], c["dtype"], c["gen"])
+            if std != 1.0:
+                t = t * std
+        return t.requires_grad_()
+
+    def constant(self, shape, value: float) -> Tensor:
+        c = self.ctx
+        return full(shape, value, c["dtype"], c["device"], requires_grad=True)
+
+    def dense_params(self, fan_in: int, fan_out: int, bias: bool) -> None:
+        """``weight`` [fan_out, fan_in] and ``bias`` as torch.nn.Linear draws them."""
+        bound = 1.0 / math.sqrt(fan_in)
+        self.weight = self.uniform((fan_out, fan_in), bound)
+        self.bias = self.uniform((fan_out,), bound) if bias else None
+
+
+def dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias`` over the last axis (torch's F.linear) as one 2-d matmul."""
+    lead = x.shape[:-1]
+    y = x.reshape(-1, x.shape[-1]) @ weight.mT
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, weight.shape[0])
+
+
+ACTIVATIONS = {
+    "gelu": lambda x: x.gelu_erf(),
+    "gelu_tanh": lambda x: x.gelu_tanh(),
+    "relu": lambda x: x.relu(),
+    "silu": lambda x: x.silu(),
+    "tanh": lambda x: x.tanh(),
+}

@@ -1,0 +1,116 @@
+"""Positional encodings (catalog layer): learned and sinusoidal blocks, and rotary (RoPE).
+
+The position axis is the second to last ([B, T, D]). Rotary is no block of its own: the
+attention block applies it to q and k when its config asks (``rotary: true``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ...base.errors import ShapeError
+from ...ops.composites import stack
+from ...runtime.creation import arange, tensor
+from ..registry import field, register
+from .common import Block
+
+_TABLES: OrderedDict = OrderedDict()  # (what, T, D, base, device, dtype) -> (cos, sin)
+_TABLES_SIZE = 32
+
+
+def _angles(n: int, dim: int, base: float, like):
+    """pos * base^(-2i/dim) for pos < n, i < dim/2: [n, dim/2] on ``like``'s device."""
+    inv = [base ** (-2.0 * i / dim) for i in range(dim // 2)]
+    freqs = tensor(inv, device=like.device, dtype=like.dtype)
+    pos = arange(n, device=like.device).cast(like.dtype)
+    return pos.unsqueeze(-1) * freqs.unsqueeze(0)
+
+
+def _cached(key, make):
+    t = _TABLES.get(key)
+    if t is None:
+        t = _TABLES[key] = make()
+        if len(_TABLES) > _TABLES_SIZE:
+            _TABLES.popitem(last=False)
+    else:
+        _TABLES.move_to_end(key)
+    return t
+
+
+def sinusoid_table(n: int, dim: int, base: float, like):
+    """Vaswani et al.'s table [n, dim]: sin at even features, cos at odd ones."""
+    key = ("sinusoid", n, dim, base, id(like.device), like.dtype.name)
+
+    def make():
+        a = _angles(n, dim, base, like)
+        return stack([a.sin(), a.cos()], -1).reshape(n, dim)
+
+    return _cached(key, make)
+
+
+def rotary(x, base: float = 10000.0):
+    """RoPE on [..., T, D], half-split pairing (feature i rotates with i + D/2, as in
+    GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin."""
+    T, D = x.shape[-2], x.shape[-1]
+    if D % 2:
+        raise ShapeError(f"rotary needs an even head size, got {D}")
+
+    def make():
+        a = _angles(T, D, base, x)
+        a = a.cat([a], -1)
+        return a.cos(), a.sin()
+
+    cos, sin = _cached(("rotary", T, D, base, id(x.device), x.dtype.name), make)
+    h = D // 2
+    rot = (-x[..., h:]).cat([x[..., :h]], -1)
+    return x * cos + rot * sin
+
+
+@dataclass(frozen=True)
+class LearnedPositionConfig:
+    """A learned position embedding added to the input: x + weight[:T]."""
+
+    max_len: int = field(doc="the longest sequence it can encode", min=1)
+    dim: int = field(doc="size of the feature (last) axis", min=1)
+    std: float = field(1.0, doc="init: weight ~ N(0, std^2); 1 is torch's Embedding", min=0)
+
+
+class LearnedPosition(Block):
+    """``weight`` [max_len, dim]; added to [..., T, dim] by position."""
+
+    def __init__(self, cfg: LearnedPositionConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        self.weight = self.normal((cfg.max_len, cfg.dim), cfg.std)
+
+    def forward(self, x):
+        T = x.shape[-2]
+        if T > self.config.max_len:
+            raise ShapeError(f"a sequence of {T} is longer than max_len {self.config.max_len}")
+        return x + self.weight[:T]
+
+
+@dataclass(frozen=True)
+class SinusoidalPositionConfig:
+    """The fixed sinusoidal encoding added to the input: x + PE[:T] (no parameters)."""
+
+    dim: int = field(doc="size of the feature (last) axis; even", min=2)
+    base: float = field(10000.0, doc="wavelength base", min=1)
+
+
+class SinusoidalPosition(Block):
+    """PE[pos, 2i] = sin(pos / base^(2i/dim)), PE[pos, 2i+1] = cos(the same)."""
+
+    def __init__(self, cfg: SinusoidalPositionConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        if cfg.dim % 2:
+            raise ShapeError(f"sinusoidal positions need an even dim, got {cfg.dim}")
+
+    def forward(self, x):
+        return x + sinusoid_table(x.shape[-2], self.config.dim, self.config.base, x)
+
+
+register("nn/learned_position", "block", LearnedPositionConfig, LearnedPosition, builtin=True)
+register(
+    "nn/sinusoidal_position", "block", SinusoidalPositionConfig, SinusoidalPosition, builtin=True
+)

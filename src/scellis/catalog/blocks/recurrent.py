@@ -1,0 +1,147 @@
+"""Recurrent blocks (catalog layer): stacked LSTM and GRU over batch-first sequences.
+
+Inputs are [B, T, F]. Parameters follow torch's names and layouts
+(``weight_ih_l{k}`` [G*H, in], ``weight_hh_l{k}`` [G*H, H], ``bias_ih_l{k}``,
+``bias_hh_l{k}``; gates stacked in torch's order: LSTM i, f, g, o and GRU r, z, n),
+so torch state dicts load key for key. Every tensor starts U(-1/sqrt(H), 1/sqrt(H)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...base.errors import ShapeError
+from ...ops.composites import stack
+from ...runtime.creation import zeros
+from ...runtime.functional import dropout
+from ..registry import field, register
+from .common import Block, dense
+
+OUTPUTS = ("sequence", "last")
+
+
+@dataclass(frozen=True)
+class LSTMConfig:
+    """A stacked LSTM over [B, T, F]: gates i, f, g, o; c' = f*c + i*g, h' = o*tanh(c')."""
+
+    input_size: int = field(doc="features per time step (F)", min=1)
+    hidden_size: int = field(doc="size of the hidden and cell state (H)", min=1)
+    num_layers: int = field(1, doc="stacked layers; each feeds the next its sequence", min=1)
+    bias: bool = field(True, doc="learned biases b_ih and b_hh")
+    dropout: float = field(0.0, doc="dropout between stacked layers, in training", min=0, max=1)
+    output: str = field(
+        "sequence", doc="'sequence': [B, T, H]; 'last': the last step [B, H]", choices=OUTPUTS
+    )
+
+
+@dataclass(frozen=True)
+class GRUConfig:
+    """A stacked GRU over [B, T, F]: gates r, z, n; n = tanh(W_in x + b_in + r*(W_hn h + b_hn))."""
+
+    input_size: int = field(doc="features per time step (F)", min=1)
+    hidden_size: int = field(doc="size of the hidden state (H)", min=1)
+    num_layers: int = field(1, doc="stacked layers; each feeds the next its sequence", min=1)
+    bias: bool = field(True, doc="learned biases b_ih and b_hh")
+    dropout: float = field(0.0, doc="dropout between stacked layers, in training", min=0, max=1)
+    output: str = field(
+        "sequence", doc="'sequence': [B, T, H]; 'last': the last step [B, H]", choices=OUTPUTS
+    )
+
+
+class _Recurrent(Block):
+    gates = 0  # stacked gate blocks per weight matrix
+    carries_cell = False
+
+    def __init__(self, cfg, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        H, G = cfg.hidden_size, self.gates
+        bound = 1.0 / math.sqrt(H)
+        # registration order is torch's, so named_parameters() lists keys as torch does
+        for k in range(cfg.num_layers):
+            fan_in = cfg.input_size if k == 0 else H
+            setattr(self, f"weight_ih_l{k}", self.uniform((G * H, fan_in), bound))
+            setattr(self, f"weight_hh_l{k}", self.uniform((G * H, H), bound))
+            if cfg.bias:
+                setattr(self, f"bias_ih_l{k}", self.uniform((G * H,), bound))
+                setattr(self, f"bias_hh_l{k}", self.uniform((G * H,), bound))
+
+    def _layer(self, k: int):
+        g = lambda n: getattr(self, f"{n}_l{k}", None)
+        return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
+
+    def run(self, x, state=None):
+        """The top layer's sequence [B, T, H] and the final state, torch-shaped.
+
+        ``state`` / the returned state: ``h`` [L, B, H] for a GRU, ``(h, c)`` for an LSTM;
+        ``None`` starts from zeros.
+        """
+        c = self.config
+        if x.ndim != 3 or x.shape[2] != c.input_size:
+            raise ShapeError(f"{type(self).__name__} takes [B, T, {c.input_size}], got {x.shape}")
+        B, T, _ = x.shape
+        H, L = c.hidden_size, c.num_layers
+        if state is None:
+            z = zeros((B, H), x.dtype, x.device)
+            state = ((z,) * L, (z,) * L) if self.carries_cell else (z,) * L
+        hs0, cs0 = state if self.carries_cell else (state, None)
+        finals_h, finals_c = [], []
+        for k in range(L):
+            w_ih, w_hh, b_ih, b_hh = self._layer(k)
+            xw = dense(x, w_ih, b_ih)  # the input projection of every step at once
+            h, cell = hs0[k], cs0[k] if cs0 is not None else None
+            outs = []
+            for t in range(T):
+                h, cell = self._cell(xw[:, t], dense(h, w_hh, b_hh), h, cell)
+                outs.append(h)
+            x = stack(outs, 1)
+            if c.dropout and self.training and k < L - 1:
+                x = dropout(x, c.dropout, True)
+            finals_h.append(h)
+            finals_c.append(cell)
+        h_n = stack(finals_h, 0)
+        return x, ((h_n, stack(finals_c, 0)) if self.carries_cell else h_n)
+
+    def forward(self, x, state=None):
+        seq, _ = self.run(x, state)
+        return seq if self.config.output == "sequence" else seq[:, -1]
+
+
+class LSTM(_Recurrent):
+    """torch.nn.LSTM(batch_first=True): gate blocks i, f, g, o."""
+
+    gates = 4
+    carries_cell = True
+
+    def __init__(self, cfg: LSTMConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+
+    def _cell(self, xg, hg, h, cell):
+        H = self.config.hidden_size
+        a = xg + hg
+        i = a[:, 0:H].sigmoid()
+        f = a[:, H : 2 * H].sigmoid()
+        g = a[:, 2 * H : 3 * H].tanh()
+        o = a[:, 3 * H :].sigmoid()
+        cell = f * cell + i * g
+        return o * cell.tanh(), cell
+
+
+class GRU(_Recurrent):
+    """torch.nn.GRU(batch_first=True): gate blocks r, z, n; r gates (W_hn h + b_hn)."""
+
+    gates = 3
+
+    def __init__(self, cfg: GRUConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+
+    def _cell(self, xg, hg, h, cell):
+        H = self.config.hidden_size
+        r = (xg[:, 0:H] + hg[:, 0:H]).sigmoid()
+        z = (xg[:, H : 2 * H] + hg[:, H : 2 * H]).sigmoid()
+        n = (xg[:, 2 * H :] + r * hg[:, 2 * H :]).tanh()
+        return n + z * (h - n), None
+
+
+register("nn/lstm", "block", LSTMConfig, LSTM, builtin=True)
+register("nn/gru", "block", GRUConfig, GRU, builtin=True)
