@@ -1,4 +1,13 @@
 """The op table (ops layer): one OpDef per primitive, and composites over primitives."""
 
-from . import elementwise, indexing, linalg, movement, random, reduce  # noqa: F401  (register)
+from . import (  # noqa: F401  (register)
+    elementwise,
+    indexing,
+    linalg,
+    movement,
+    optim,
+    random,
+    recurrent,
+    reduce,
+)
 from .table import OPS, OpDef, Spec, get_op  # noqa: F401

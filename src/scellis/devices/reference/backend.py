@@ -59,6 +59,8 @@ class ReferenceBackend:
         if kernel is None:
             raise DeviceError(f"the reference backend has no kernel for {op!r}")
         arrays = [as_array(v) for v in inputs]
+        if getattr(kernel, "reads_targets", False):  # in place: the targets' current values
+            arrays += [as_array(o) for o in outputs]
         out_dtypes = [NP_DTYPES[o.dtype.name] for o in outputs]
         results = kernel(arrays, attrs, out_dtypes)
         if not isinstance(results, (list, tuple)):

@@ -252,3 +252,91 @@ KERNELS = {
     "rand_uniform": _rand_uniform,
     "bernoulli": _bernoulli,
 }
+
+
+# -- optimizer updates (ops/optim.py): in place, so the backend passes the targets' current
+# values after the inputs (``reads_targets``); the op order follows torch's single-tensor
+# loops, with the host-side scalars of ``ops.optim.scalars`` --
+from ...ops.optim import scalars  # noqa: E402  (the ops layer sits below devices)
+
+
+def _inplace(fn):
+    fn.reads_targets = True
+    return fn
+
+
+def _optim(op):
+    def run(xs, attrs, out):
+        k = {n: xs[0].dtype.type(v) for n, v in scalars(op, attrs).items()}
+        return _OPTIM_BODIES[op](xs, attrs, k)
+
+    return _inplace(run)
+
+
+def _sgd_body(xs, attrs, k):
+    g, p, *state = xs
+    g = g * k["gsign"] + k["wd"] * p
+    if not state:
+        return [p + k["neg_lr"] * g]
+    buf = g.copy() if attrs["first"] else state[0] * k["mom"] + k["damp1"] * g
+    step = g + k["mom"] * buf if attrs["nesterov"] else buf
+    return [p + k["neg_lr"] * step, buf]
+
+
+def _adam_body(xs, attrs, k):
+    g, p, m, v, *vmax = xs
+    g = g * k["gsign"] + k["wd"] * p
+    p = p * k["decay"]
+    m = m + k["w1"] * (g - m)
+    v = v * k["b2"] + k["w2"] * (g * g)
+    out_state = [m, v]
+    if attrs["amsgrad"]:
+        vmax = np.maximum(vmax[0], v)
+        out_state.append(vmax)
+        v = vmax
+    denom = np.sqrt(v) / k["bc2_sqrt"] + k["eps"]
+    return [p + k["neg_step_size"] * (m / denom), *out_state]
+
+
+def _rmsprop_body(xs, attrs, k):
+    g, p, sq, *rest = xs
+    buf = rest.pop(0) if attrs["momentum"] > 0 else None
+    ga = rest.pop(0) if attrs["centered"] else None
+    g = g * k["gsign"] + k["wd"] * p
+    sq = sq * k["alpha"] + k["w"] * (g * g)
+    state = [sq]
+    if ga is not None:
+        ga = ga + k["w"] * (g - ga)
+        avg = np.sqrt(sq - ga * ga) + k["eps"]
+    else:
+        avg = np.sqrt(sq) + k["eps"]
+    if buf is not None:
+        buf = buf * k["mom"] + g / avg
+        state.append(buf)
+        p = p + k["neg_lr"] * buf
+    else:
+        p = p + k["neg_lr"] * (g / avg)
+    return [p, *state, *([ga] if ga is not None else [])]
+
+
+def _lion_body(xs, attrs, k):
+    g, p, m = xs
+    g = g * k["gsign"]
+    c = m * k["b1"] + k["w1"] * g
+    p = p * k["decay"] + k["neg_lr"] * np.sign(c)
+    return [p, m * k["b2"] + k["w2"] * g]
+
+
+def _flat_gather(xs, attrs, out):
+    return np.concatenate([x.reshape(-1) for x in xs]) if xs else np.zeros(0, out[0])
+
+
+_OPTIM_BODIES = {
+    "sgd_update": _sgd_body,
+    "adam_update": _adam_body,
+    "adamw_update": _adam_body,
+    "rmsprop_update": _rmsprop_body,
+    "lion_update": _lion_body,
+}
+KERNELS.update({op: _optim(op) for op in _OPTIM_BODIES})
+KERNELS["flat_gather"] = _flat_gather

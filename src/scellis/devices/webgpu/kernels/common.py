@@ -98,21 +98,22 @@ class Source:
             assert w % lanes == 0, "a binding window must hold whole vectors"
             ty, w = f"vec{lanes}<{ty}>", w // lanes
         names = self._bind(storage, name, ty, "read_write" if write else "read")
+        # a read_write operand can be read too (in-place updates read their targets)
+        accessors = [(f"fn ld_{name}(e: u32) -> {ty}", "return {n}[{i}];")]
         if write:
-            sig, ret = f"fn st_{name}(e: u32, v: {ty})", "{n}[{i}] = v;"
-        else:
-            sig, ret = f"fn ld_{name}(e: u32) -> {ty}", "return {n}[{i}];"
-        if len(names) == 1:
-            self.fns.append(f"{sig} {{ {ret.format(n=names[0], i='e')} }}")
-            return ty
-        cases = "".join(
-            f" case {k}u: {{ {ret.format(n=n, i='l')} }}" for k, n in enumerate(names[:-1])
-        )
-        last = ret.format(n=names[-1], i="l")
-        self.fns.append(
-            f"{sig} {{ let w = e / {w}u; let l = e - w * {w}u; switch w {{{cases}"
-            f" default: {{ {last} }} }} }}"
-        )
+            accessors.append((f"fn st_{name}(e: u32, v: {ty})", "{n}[{i}] = v;"))
+        for sig, ret in accessors:
+            if len(names) == 1:
+                self.fns.append(f"{sig} {{ {ret.format(n=names[0], i='e')} }}")
+                continue
+            cases = "".join(
+                f" case {k}u: {{ {ret.format(n=n, i='l')} }}" for k, n in enumerate(names[:-1])
+            )
+            last = ret.format(n=names[-1], i="l")
+            self.fns.append(
+                f"{sig} {{ let w = e / {w}u; let l = e - w * {w}u; switch w {{{cases}"
+                f" default: {{ {last} }} }} }}"
+            )
         return ty
 
     def add_meta(self, *values: int) -> int:

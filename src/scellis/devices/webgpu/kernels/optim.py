@@ -1,0 +1,168 @@
+"""Optimizer WGSL kernels (devices layer): fused in-place updates and the flat gather.
+
+``<name>_update``: one invocation per element of the flat buffers; it reads the
+gradient, the parameter and the state, and writes the parameter and the state
+back (the targets are bound read_write). Every scalar, lr and the bias corrections
+included, is an f32 word in meta (``ops.optim.scalars``, computed in double on the
+host), so a changing lr reuses one pipeline; only the flags that add a state
+buffer or a term (momentum, nesterov, amsgrad, centered) pick a kernel variant.
+
+``flat_gather``: copies many contiguous tensors into consecutive ranges of one
+flat target, packing as many inputs per dispatch as the binding limit allows.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ....base.errors import ShapeError
+from ....base.shapes import numel
+from ....ops.optim import scalars, state_names
+from .common import Source, _contiguous, grid_1d, main_1d
+
+
+def _f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+
+
+def _sgd(attrs) -> str:
+    if attrs["momentum"] == 0:
+        return "  st_p(ep, p + neg_lr * g);"
+    step = "g + mom * buf" if attrs["nesterov"] else "buf"
+    return (
+        "  let buf = select(ld_momentum_buffer(e1) * mom + damp1 * g, g, first != 0.0);\n"
+        "  st_momentum_buffer(e1, buf);\n"
+        f"  st_p(ep, p + neg_lr * ({step}));"
+    )
+
+
+def _adam(attrs) -> str:
+    lines = [
+        "  let m = ld_exp_avg(e1) + w1 * (g - ld_exp_avg(e1));",
+        "  var v = ld_exp_avg_sq(e2) * b2 + w2 * (g * g);",
+        "  st_exp_avg(e1, m);",
+        "  st_exp_avg_sq(e2, v);",
+    ]
+    if attrs["amsgrad"]:
+        lines += ["  v = max(ld_max_exp_avg_sq(e3), v);", "  st_max_exp_avg_sq(e3, v);"]
+    lines.append("  let denom = sqrt(v) / bc2_sqrt + eps;")
+    lines.append("  st_p(ep, p * decay + neg_step_size * (m / denom));")
+    return "\n".join(lines)
+
+
+def _rmsprop(attrs) -> str:
+    k = 2 if attrs["momentum"] > 0 else 1
+    lines = ["  let sq = ld_square_avg(e1) * alpha + w * (g * g);", "  st_square_avg(e1, sq);"]
+    if attrs["centered"]:
+        lines += [
+            f"  let ga = ld_grad_avg(e{k + 1}) + w * (g - ld_grad_avg(e{k + 1}));",
+            f"  st_grad_avg(e{k + 1}, ga);",
+            "  let avg = sqrt(sq - ga * ga) + eps;",
+        ]
+    else:
+        lines.append("  let avg = sqrt(sq) + eps;")
+    if attrs["momentum"] > 0:
+        lines += [
+            "  let buf = ld_momentum_buffer(e2) * mom + g / avg;",
+            "  st_momentum_buffer(e2, buf);",
+            "  st_p(ep, p + neg_lr * buf);",
+        ]
+    else:
+        lines.append("  st_p(ep, p + neg_lr * (g / avg));")
+    return "\n".join(lines)
+
+
+def _lion(attrs) -> str:
+    return (
+        "  let m = ld_exp_avg(e1);\n"
+        "  st_p(ep, p * decay + neg_lr * sign(m * b1 + w1 * g));\n"
+        "  st_exp_avg(e1, m * b2 + w2 * g);"
+    )
+
+
+_BODIES = {
+    "sgd_update": _sgd,
+    "adam_update": _adam,
+    "adamw_update": _adam,
+    "rmsprop_update": _rmsprop,
+    "lion_update": _lion,
+}
+
+
+def update(src: Source, op: str, ins, outs, attrs):
+    grad, param, *state = [ins[0], *outs]
+    n = numel(grad.shape)
+    src.add_meta(n)
+    src.operand("g", grad)
+    src.operand("p", param, write=True)
+    for name, view in zip(state_names(op, attrs), state):
+        src.operand(name, view, write=True)
+    offs = src.add_meta(grad.offset, param.offset, *(v.offset for v in state))
+    lines = [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
+    lines += [f"  let e{k + 1} = mt[{offs + 2 + k}u] + i;" for k in range(len(state))]
+    for name, value in scalars(op, attrs).items():
+        at = src.add_meta(_f32_bits(value))
+        lines.append(f"  let {name} = bitcast<f32>(mt[{at}u]);")
+    lines.append("  let p = ld_p(ep);")
+    # maximize flips the gradient; L2 weight decay adds wd * p (0 for the decoupled forms)
+    wd = " + wd * p" if "wd" in scalars(op, attrs) else ""
+    lines.append(f"  let g = ld_g(eg) * gsign{wd};")
+    lines.append(_BODIES[op](attrs))
+    src.body = main_1d("\n".join(lines))
+    return grid_1d(n, src.limits)
+
+
+def _bindings(view) -> int:
+    return len(view.buf.handle.windows())
+
+
+def flat_gather(src: Source, op: str, ins, outs, attrs):
+    out = outs[0]
+    for x in ins:
+        if not _contiguous(x):
+            raise ShapeError("flat_gather takes contiguous inputs; call .contiguous() first")
+    budget = src.limits["max_storage_buffers_per_shader_stage"] - 1 - _bindings(out)
+    launches, pack, used, at = [], [], 0, 0
+    for x in ins:
+        k = numel(x.shape)
+        if k == 0:
+            continue
+        if pack and (used + _bindings(x) > budget):
+            launches.append(_gather_launch(src, launches, pack, out))
+            pack, used = [], 0
+        pack.append((x, at))
+        used += _bindings(x)
+        at += k
+    if pack:
+        launches.append(_gather_launch(src, launches, pack, out))
+    return launches
+
+
+def _gather_launch(src: Source, launches, pack, out):
+    s = src if not launches else Source(src.limits, src.has_f16)
+    start = pack[0][1]
+    total = pack[-1][1] + numel(pack[-1][0].shape) - start
+    s.add_meta(total)
+    s.operand("o", out, write=True)
+    base = s.add_meta(out.offset + start)
+    lines = [f"  let eo = mt[{base}u] + i;"]
+    last = len(pack) - 1
+    for j, (x, at) in enumerate(pack):
+        s.operand(f"x{j}", x)
+        lo = s.add_meta(at - start, at - start + numel(x.shape), x.offset)
+        hi, off = lo + 1, lo + 2
+        stmt = f"{{ st_o(eo, ld_x{j}(mt[{off}u] + i - mt[{lo}u])); }}"
+        if last == 0:
+            lines.append(f"  {stmt}")
+        elif j == 0:
+            lines.append(f"  if (i < mt[{hi}u]) {stmt}")
+        elif j < last:
+            lines.append(f"  else if (i < mt[{hi}u]) {stmt}")
+        else:
+            lines.append(f"  else {stmt}")
+    s.body = main_1d("\n".join(lines))
+    return s, grid_1d(total, s.limits)
+
+
+KERNELS = {op: update for op in _BODIES}
+KERNELS["flat_gather"] = flat_gather

@@ -1,0 +1,185 @@
+"""Optimizer primitives (ops layer): fused in-place updates over flat parameter buffers.
+
+Each ``<name>_update`` op reads one flat gradient and overwrites, in one pass, the
+flat parameter buffer and the optimizer's flat state buffers (its *targets*, run
+through ``dispatch.apply_inplace``). ``flat_gather`` copies many tensors into one
+flat target (the gradients of a parameter group into its gradient buffer).
+
+Hyper-parameters travel as attrs; ``scalars(op, attrs)`` turns them into the
+kernel's scalar operands, computed once here in double precision (as torch does on
+the host) so the reference and WGSL kernels round the very same numbers. Nothing
+that changes per step (lr, bias corrections, the first-step flag) is structural, so
+a scheduler never forces a recompile; only flags that add or remove a state buffer
+(``momentum != 0``, ``amsgrad``, ``centered``, ``nesterov``) select a kernel variant.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import DTypeError, ShapeError
+from .table import OpDef, Spec, register
+
+UPDATE_OPS = ("sgd_update", "adam_update", "adamw_update", "rmsprop_update", "lion_update")
+
+
+def state_names(op: str, attrs: dict) -> tuple[str, ...]:
+    """The state buffers an update op writes after the parameters, in target order."""
+    if op == "sgd_update":
+        return ("momentum_buffer",) if attrs["momentum"] != 0 else ()
+    if op in ("adam_update", "adamw_update"):
+        return ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if attrs["amsgrad"] else ())
+    if op == "rmsprop_update":
+        extra = ("momentum_buffer",) if attrs["momentum"] > 0 else ()
+        return ("square_avg",) + extra + (("grad_avg",) if attrs["centered"] else ())
+    if op == "lion_update":
+        return ("exp_avg",)
+    raise KeyError(op)
+
+
+def _sign(attrs) -> float:
+    return -1.0 if attrs.get("maximize") else 1.0
+
+
+def _sgd(a) -> dict:
+    return {
+        "gsign": _sign(a),
+        "wd": a["weight_decay"],
+        "mom": a["momentum"],
+        "damp1": 1 - a["dampening"],
+        "first": 1.0 if a["first"] else 0.0,
+        "neg_lr": -a["lr"],
+    }
+
+
+def _adam(a) -> dict:
+    b1, b2, step = a["beta1"], a["beta2"], float(a["step"])
+    decoupled = a.get("decoupled", False)
+    return {
+        "gsign": _sign(a),
+        "wd": 0.0 if decoupled else a["weight_decay"],  # L2: added to the gradient
+        "decay": 1 - a["lr"] * a["weight_decay"] if decoupled else 1.0,  # AdamW: p *= decay
+        "w1": 1 - b1,
+        "b2": b2,
+        "w2": 1 - b2,
+        "bc2_sqrt": (1 - b2**step) ** 0.5,
+        "eps": a["eps"],
+        "neg_step_size": -(a["lr"] / (1 - b1**step)),
+    }
+
+
+def _rmsprop(a) -> dict:
+    alpha = a["alpha"]
+    return {
+        "gsign": _sign(a),
+        "wd": a["weight_decay"],
+        "alpha": alpha,
+        "w": 1 - alpha,
+        "eps": a["eps"],
+        "mom": a["momentum"],
+        "neg_lr": -a["lr"],
+    }
+
+
+def _lion(a) -> dict:
+    b1, b2 = a["beta1"], a["beta2"]
+    return {
+        "gsign": _sign(a),
+        "decay": 1 - a["lr"] * a["weight_decay"],
+        "b1": b1,
+        "w1": 1 - b1,
+        "b2": b2,
+        "w2": 1 - b2,
+        "neg_lr": -a["lr"],
+    }
+
+
+_SCALARS = {
+    "sgd_update": _sgd,
+    "adam_update": _adam,
+    "adamw_update": _adam,
+    "rmsprop_update": _rmsprop,
+    "lion_update": _lion,
+}
+
+
+def scalars(op: str, attrs: dict) -> dict[str, float]:
+    """The kernel's scalar operands, by name, in the order the kernels bind them."""
+    if op == "adamw_update":
+        attrs = {**attrs, "decoupled": True}
+    return _SCALARS[op](attrs)
+
+
+def _float_dtype(specs) -> None:
+    dt = specs[0].dtype
+    if not dt.is_float or dt.name == "f16":
+        raise DTypeError(f"optimizer buffers are f32 (or f64 on the reference device), got {dt}")
+    for s in specs[1:]:
+        if s.dtype != dt:
+            raise DTypeError(f"optimizer buffers differ in dtype: {dt} vs {s.dtype}")
+
+
+def _update_infer(op: str):
+    def infer(specs: list[Spec], attrs: dict) -> list[Spec]:
+        want = 2 + len(state_names(op, attrs))
+        if len(specs) != want:
+            raise ShapeError(
+                f"{op} takes a gradient, the parameters and "
+                f"{want - 2} state buffers; got {len(specs)} tensors"
+            )
+        _float_dtype(specs)
+        for s in specs:
+            if len(s.shape) != 1 or s.shape != specs[0].shape:
+                raise ShapeError(
+                    f"{op} works on flat buffers of one length, got "
+                    f"{[tuple(x.shape) for x in specs]}"
+                )
+        return list(specs[1:])
+
+    return infer
+
+
+def _gather_infer(specs: list[Spec], attrs: dict) -> list[Spec]:
+    *ins, out = specs
+    _float_dtype(specs)
+    total = sum(_numel(s.shape) for s in ins)
+    if len(out.shape) != 1 or out.shape[0] != total:
+        raise ShapeError(f"flat_gather of {total} elements into a target of shape {out.shape}")
+    return [out]
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+_ATTRS = {
+    "sgd_update": ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "first"),
+    "adam_update": ("lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize", "step"),
+    "rmsprop_update": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize"),
+    "lion_update": ("lr", "beta1", "beta2", "weight_decay", "maximize"),
+}
+_ATTRS["adamw_update"] = _ATTRS["adam_update"]
+
+for _op in UPDATE_OPS:
+    register(
+        OpDef(
+            _op,
+            "optim",
+            1,
+            _update_infer(_op),
+            attrs=_ATTRS[_op],
+            doc="fused in-place optimizer step: grad -> params and state (targets)",
+            tags=frozenset({"inplace"}),
+        )
+    )
+register(
+    OpDef(
+        "flat_gather",
+        "optim",
+        -1,
+        _gather_infer,
+        doc="copy the inputs, flattened and in order, into one flat target",
+        tags=frozenset({"inplace"}),
+    )
+)
