@@ -15,8 +15,15 @@ from .mode import no_grad
 class Node:
     __slots__ = ("op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype")
 
-    def __init__(self, op: str, inputs: tuple, attrs: dict, needs: tuple[bool, ...],
-                 out_shape: tuple[int, ...], out_dtype: Any):
+    def __init__(
+        self,
+        op: str,
+        inputs: tuple,
+        attrs: dict,
+        needs: tuple[bool, ...],
+        out_shape: tuple[int, ...],
+        out_dtype: Any,
+    ):
         self.op, self.inputs, self.attrs, self.needs = op, inputs, attrs, needs
         self.out_shape, self.out_dtype = out_shape, out_dtype
         self.saved: dict[str, Any] = {}
@@ -42,8 +49,10 @@ def _topo(root) -> list:
         if node is None:
             continue
         if node.inputs is None:
-            raise AutogradError("backward through a graph that was already freed; "
-                                "pass retain_graph=True to the first backward")
+            raise AutogradError(
+                "backward through a graph that was already freed; "
+                "pass retain_graph=True to the first backward"
+            )
         for x in node.inputs:
             if x is not None and x.requires_grad and id(x) not in seen:
                 stack.append((x, False))
@@ -57,12 +66,15 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
         raise AutogradError("backward() on a tensor that does not require grad")
     if grad is None:
         if root.numel != 1:
-            raise AutogradError(f"backward() on a tensor of shape {root.shape} needs a "
-                                "gradient argument (only scalars get an implicit 1)")
+            raise AutogradError(
+                f"backward() on a tensor of shape {root.shape} needs a "
+                "gradient argument (only scalars get an implicit 1)"
+            )
         grad = root.ones_like()
     elif tuple(grad.shape) != tuple(root.shape):
-        raise AutogradError(f"backward() gradient of shape {tuple(grad.shape)} for a tensor of "
-                            f"shape {root.shape}")
+        raise AutogradError(
+            f"backward() gradient of shape {tuple(grad.shape)} for a tensor of shape {root.shape}"
+        )
     grads: dict[int, Any] = {}
     with no_grad():
         grads[id(root)] = grad if grad.dtype == root.dtype else grad.cast(root.dtype)
@@ -80,8 +92,9 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
                 if not need or gx is None:
                     continue
                 if gx.shape != x.shape:
-                    raise AutogradError(f"VJP of {node.op} gave shape {gx.shape} for an "
-                                        f"input of shape {x.shape}")
+                    raise AutogradError(
+                        f"VJP of {node.op} gave shape {gx.shape} for an input of shape {x.shape}"
+                    )
                 prev = grads.get(id(x))
                 grads[id(x)] = gx if prev is None else prev + gx
             if not retain_graph:

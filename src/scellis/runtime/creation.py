@@ -14,9 +14,18 @@ from .dispatch import apply, default_device
 from .tensor import Tensor
 
 # numpy dtype names reach us by duck typing; numpy itself is never imported here
-_ARRAY_DTYPES = {"float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
-                 "int64": "i32", "int16": "i32", "int8": "i32", "uint8": "i32",
-                 "uint32": "u32", "bool": "bool"}
+_ARRAY_DTYPES = {
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "int32": "i32",
+    "int64": "i32",
+    "int16": "i32",
+    "int8": "i32",
+    "uint8": "i32",
+    "uint32": "u32",
+    "bool": "bool",
+}
 
 
 def _flatten(data, shape: list, depth: int, out: list) -> None:
@@ -76,8 +85,14 @@ def tensor(data, device=None, dtype=None, requires_grad: bool = False) -> Tensor
         if name is None:
             raise ScellisError(f"arrays of dtype {data.dtype} cannot become tensors")
         dt = dt or as_dtype(name)
-        host = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32",
-                "u32": "uint32", "bool": "bool"}[dt.name]
+        host = {
+            "f16": "float16",
+            "f32": "float32",
+            "f64": "float64",
+            "i32": "int32",
+            "u32": "uint32",
+            "bool": "bool",
+        }[dt.name]
         raw = data.astype(host).tobytes(order="C")
         return from_bytes(raw, data.shape, dt, device, requires_grad)
     shape: list[int] = []
@@ -145,5 +160,16 @@ def randn(shape, device=None, dtype=None, gen: Generator | None = None) -> Tenso
     return z if dt == f32 else z.cast(dt)
 
 
-__all__ = ["tensor", "full", "zeros", "ones", "arange", "rand", "randn", "manual_seed",
-           "generator", "from_bytes", "f64"]
+__all__ = [
+    "tensor",
+    "full",
+    "zeros",
+    "ones",
+    "arange",
+    "rand",
+    "randn",
+    "manual_seed",
+    "generator",
+    "from_bytes",
+    "f64",
+]

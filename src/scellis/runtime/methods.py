@@ -137,8 +137,9 @@ def _permute(x, *dims) -> Tensor:
     perm = tuple(norm_axis(p, x.ndim) for p in perm)
     if len(perm) != x.ndim:
         raise ShapeError(f"permute of a {x.ndim}-d tensor needs {x.ndim} dims, got {perm}")
-    return apply_view("permute", x, [x.shape[p] for p in perm], [x.strides[p] for p in perm],
-                      x.offset, perm=perm)
+    return apply_view(
+        "permute", x, [x.shape[p] for p in perm], [x.strides[p] for p in perm], x.offset, perm=perm
+    )
 
 
 def _transpose(x, a=-2, b=-1) -> Tensor:
@@ -196,9 +197,9 @@ def _flatten(x, start=0, end=-1) -> Tensor:
         return _reshape(x, (1,))
     s, e = norm_axis(start, x.ndim), norm_axis(end, x.ndim)
     mid = 1
-    for d in x.shape[s:e + 1]:
+    for d in x.shape[s : e + 1]:
         mid *= d
-    return _reshape(x, x.shape[:s] + (mid,) + x.shape[e + 1:])
+    return _reshape(x, x.shape[:s] + (mid,) + x.shape[e + 1 :])
 
 
 def _slice(x, starts, stops, steps=None) -> Tensor:
@@ -206,8 +207,16 @@ def _slice(x, starts, stops, steps=None) -> Tensor:
     shape = [slice_len(a, b, s) for a, b, s in zip(starts, stops, steps)]
     offset = x.offset + sum(a * st for a, st in zip(starts, x.strides))
     strides = [st * s for st, s in zip(x.strides, steps)]
-    return apply_view("slice", x, shape, strides, offset, starts=tuple(starts),
-                      stops=tuple(stops), steps=tuple(steps))
+    return apply_view(
+        "slice",
+        x,
+        shape,
+        strides,
+        offset,
+        starts=tuple(starts),
+        stops=tuple(stops),
+        steps=tuple(steps),
+    )
 
 
 def _getitem(x, key) -> Tensor:
@@ -236,8 +245,10 @@ def _getitem(x, key) -> Tensor:
         size = x.shape[dim]
         if isinstance(k, Tensor):
             if k.dtype not in (i32,) and k.dtype.kind not in "iu":
-                raise ShapeError("tensor indices must be integer tensors (bool masks are not "
-                                 "supported: their result shape depends on the data)")
+                raise ShapeError(
+                    "tensor indices must be integer tensors (bool masks are not "
+                    "supported: their result shape depends on the data)"
+                )
             takes.append((len(out_shape), k))
             starts.append(0), stops.append(size), steps.append(1)
             out_shape.append(size)
@@ -310,8 +321,9 @@ def _matmul(a, b) -> Tensor:
     a2 = _expand(a2, batch + a2.shape[-2:])
     b2 = _expand(b2, batch + b2.shape[-2:])
     if a2.shape[-1] != b2.shape[-2]:
-        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not align "
-                         f"({a.shape[-1]} != {b2.shape[-2]})")
+        raise ShapeError(
+            f"matmul: shapes {a.shape} and {b.shape} do not align ({a.shape[-1]} != {b2.shape[-2]})"
+        )
     y = apply("matmul", (a2, b2))
     if a.ndim == 1:
         y = _squeeze(y, -2)
@@ -330,24 +342,52 @@ def _backward(self, gradient=None, retain_graph=False):
 
 
 _METHODS = {
-    "cast": _cast, "to": _cast, "float": lambda x: _cast(x, f32), "clamp": _clamp,
-    "where": _where, "contiguous": _contiguous, "permute": _permute, "transpose": _transpose,
-    "expand": _expand, "reshape": _reshape, "view_as": lambda x, o: _reshape(x, o.shape),
-    "unsqueeze": _unsqueeze, "squeeze": _squeeze, "flatten": _flatten, "slice": _slice,
-    "__getitem__": _getitem, "sum": _reducer("sum"), "max": _reducer("max"),
-    "min": _reducer("min"), "amax": _reducer("max"), "amin": _reducer("min"),
-    "argmax": _argmax, "mean": C.mean, "var": C.var,
-    "std": lambda x, axis=None, keepdim=False, correction=1: C.var(x, axis, keepdim,
-                                                                  correction).sqrt(),
-    "pad": _pad, "cat": _cat, "gather": _gather, "scatter_add": _scatter_add,
-    "take": C.take, "matmul": _matmul, "__matmul__": _matmul,
-    "__rmatmul__": lambda a, b: _matmul(b, a), "softmax": C.softmax,
-    "log_softmax": C.log_softmax, "logsumexp": C.logsumexp, "gelu": C.gelu,
-    "square": lambda x: x * x, "full_like": _full_like,
+    "cast": _cast,
+    "to": _cast,
+    "float": lambda x: _cast(x, f32),
+    "clamp": _clamp,
+    "where": _where,
+    "contiguous": _contiguous,
+    "permute": _permute,
+    "transpose": _transpose,
+    "expand": _expand,
+    "reshape": _reshape,
+    "view_as": lambda x, o: _reshape(x, o.shape),
+    "unsqueeze": _unsqueeze,
+    "squeeze": _squeeze,
+    "flatten": _flatten,
+    "slice": _slice,
+    "__getitem__": _getitem,
+    "sum": _reducer("sum"),
+    "max": _reducer("max"),
+    "min": _reducer("min"),
+    "amax": _reducer("max"),
+    "amin": _reducer("min"),
+    "argmax": _argmax,
+    "mean": C.mean,
+    "var": C.var,
+    "std": lambda x, axis=None, keepdim=False, correction=1: C.var(
+        x, axis, keepdim, correction
+    ).sqrt(),
+    "pad": _pad,
+    "cat": _cat,
+    "gather": _gather,
+    "scatter_add": _scatter_add,
+    "take": C.take,
+    "matmul": _matmul,
+    "__matmul__": _matmul,
+    "__rmatmul__": lambda a, b: _matmul(b, a),
+    "softmax": C.softmax,
+    "log_softmax": C.log_softmax,
+    "logsumexp": C.logsumexp,
+    "gelu": C.gelu,
+    "square": lambda x: x * x,
+    "full_like": _full_like,
     "zeros_like": lambda x, dtype=None: _full_like(x, 0, dtype),
     "ones_like": lambda x, dtype=None: _full_like(x, 1, dtype),
-    "arange_like": lambda x, n: apply("arange", (), device=x.device, n=int(n),
-                                      dtype=x.dtype.name if x.dtype != bool_ else "i32"),
+    "arange_like": lambda x, n: apply(
+        "arange", (), device=x.device, n=int(n), dtype=x.dtype.name if x.dtype != bool_ else "i32"
+    ),
     "backward": _backward,
 }
 for _name, _fn in _METHODS.items():

@@ -27,8 +27,10 @@ def run_sync(coro):
         pass
     else:
         coro.close()
-        raise ScellisError("a tensor's values were asked for synchronously inside an event "
-                           "loop; use `await t.read()` there")
+        raise ScellisError(
+            "a tensor's values were asked for synchronously inside an event "
+            "loop; use `await t.read()` there"
+        )
     if not _loop:
         _loop.append(asyncio.new_event_loop())
     return _loop[0].run_until_complete(coro)
@@ -48,15 +50,26 @@ def nest(flat: list, shape: tuple[int, ...]):
     if not shape:
         return flat[0]
     for d in reversed(shape[1:]):
-        flat = [flat[i:i + d] for i in range(0, len(flat), d)] if d else [[]] * (len(flat))
+        flat = [flat[i : i + d] for i in range(0, len(flat), d)] if d else [[]] * (len(flat))
     if shape[0] == 0:
         return []
     return flat
 
 
 class Tensor:
-    __slots__ = ("_buf", "shape", "strides", "offset", "dtype", "device", "requires_grad",
-                 "grad", "_node", "_retains_grad", "__weakref__")
+    __slots__ = (
+        "_buf",
+        "shape",
+        "strides",
+        "offset",
+        "dtype",
+        "device",
+        "requires_grad",
+        "grad",
+        "_node",
+        "_retains_grad",
+        "__weakref__",
+    )
 
     def __init__(self, buf: Buffer, shape, strides, offset: int, dtype: DType, device: Backend):
         self._buf = buf
