@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import math
 
+from .rules_recurrent import RECURRENT_SAVES as _RECURRENT_SAVES
+from .rules_recurrent import RECURRENT_VJP as _RECURRENT_VJP
+
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -222,3 +225,8 @@ VJP = {
     "gather": _gather,
     "scatter_add": _scatter_add,
 }
+
+
+# fused recurrent layers live in their own file; one table for the tape all the same
+VJP.update(_RECURRENT_VJP)
+SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES

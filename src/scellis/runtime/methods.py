@@ -389,6 +389,8 @@ _METHODS = {
         "arange", (), device=x.device, n=int(n), dtype=x.dtype.name if x.dtype != bool_ else "i32"
     ),
     "backward": _backward,
+    # any primitive by name, for rules and blocks that use fused ops
+    "prim": lambda x, op, *others, **attrs: apply(op, (x, *others), **attrs),
 }
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

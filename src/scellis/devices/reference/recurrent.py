@@ -1,0 +1,62 @@
+"""Reference kernels for the fused recurrent ops (devices layer), step by step in NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _lstm_seq(xs, attrs, out):
+    gx, h0, c0, w = (np.asarray(a) for a in xs)
+    b, t, h4 = gx.shape
+    h = h4 // 4
+    y = np.empty((t, b, 6 * h), dtype=gx.dtype)
+    hp, cp = h0, c0
+    for s in range(t):
+        a = gx[:, s] + hp @ w.T
+        i, f, g, o = (
+            _sig(a[:, :h]),
+            _sig(a[:, h : 2 * h]),
+            np.tanh(a[:, 2 * h : 3 * h]),
+            _sig(a[:, 3 * h :]),
+        )
+        cp = f * cp + i * g
+        hp = o * np.tanh(cp)
+        y[s] = np.concatenate([hp, cp, i, f, g, o], axis=1)
+    return y
+
+
+def _lstm_seq_backward(xs, attrs, out):
+    gy, y, c0, w = (np.asarray(a) for a in xs)
+    t, b, h6 = y.shape
+    h = h6 // 6
+    da = np.empty((t, b, 4 * h), dtype=y.dtype)
+    slots = np.zeros((2, 2, b, h), dtype=y.dtype)
+    dh_c = np.zeros((b, h), dtype=y.dtype)
+    dc_c = np.zeros((b, h), dtype=y.dtype)
+    for s in range(t - 1, -1, -1):
+        _, c, i, f, g, o = (y[s, :, k * h : (k + 1) * h] for k in range(6))
+        gh, gc, gi, gf, gg, go = (gy[s, :, k * h : (k + 1) * h] for k in range(6))
+        cprev = c0 if s == 0 else y[s - 1, :, h : 2 * h]
+        dh = gh + dh_c
+        tc = np.tanh(c)
+        dc = gc + dc_c + dh * o * (1 - tc * tc)
+        da[s] = np.concatenate(
+            [
+                (dc * g + gi) * i * (1 - i),
+                (dc * cprev + gf) * f * (1 - f),
+                (dc * i + gg) * (1 - g * g),
+                (dh * tc + go) * o * (1 - o),
+            ],
+            axis=1,
+        )
+        dh_c = da[s] @ w
+        dc_c = dc * f
+        slots[(t - 1 - s) % 2] = (dh_c, dc_c)
+    return np.concatenate([da.reshape(-1), slots.reshape(-1)])
+
+
+KERNELS = {"lstm_seq": _lstm_seq, "lstm_seq_backward": _lstm_seq_backward}

@@ -1,0 +1,143 @@
+"""Fused LSTM kernels (devices layer): one dispatch per time step, forward and backward.
+
+Forward step t, one invocation per (b, k): the four gate pre-activations at k are
+gx[b, t, gate*H + k] plus the dot products of h_{t-1}[b, :] with rows gate*H + k
+of W_hh; then the activations, c_t and h_t, all stored packed in Y[t, b].
+
+Backward step t, one invocation per (b, k): it needs dA[b, m] for every gate row m
+to form dh_{t-1}[b, k] = sum_m dA[b, m] W_hh[m, k], so it recomputes them from Y,
+the incoming gradient and the carried (dh, dc) of step t+1 — elementwise work of
+the same order as the dot product, and no second dispatch. Carries ping-pong
+between two slots of the output so no invocation reads what another writes.
+"""
+
+from __future__ import annotations
+
+from ....base.errors import DTypeError
+from .common import Source, grid_1d, main_1d
+from .mathlib import helpers_for
+
+
+def _strided(src: Source, view) -> int:
+    return src.add_meta(view.offset, *view.strides)
+
+
+def _check(views) -> None:
+    if any(v.dtype.name != "f32" for v in views):
+        raise DTypeError("the fused LSTM runs in f32 on WebGPU")
+
+
+def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
+    gx, h0, c0, w = ins
+    b, steps, h4 = gx.shape
+    h = h4 // 4
+    src = Source(base.limits, base.has_f16)
+    src.add_meta(b * h, b, h, t)
+    g_at, h0_at, c0_at, w_at = (_strided(src, v) for v in (gx, h0, c0, w))
+    for name, v in (("gx", gx), ("h0", h0), ("c0", c0), ("w", w)):
+        src.operand(name, v)
+    src.operand("y", out, write=True)
+    src.fns.extend(helpers_for("sc_exp( sc_tanh("))
+    m = lambda k: f"mt[{k}u]"  # noqa: E731
+    body = f"""
+    let B = mt[1]; let H = mt[2]; let t = mt[3];
+    let b = i / H; let k = i - b * H;
+    let gb = {m(g_at)} + b * {m(g_at + 1)} + t * {m(g_at + 2)};
+    let gs = {m(g_at + 3)};
+    var a0 = ld_gx(gb + k * gs); var a1 = ld_gx(gb + (H + k) * gs);
+    var a2 = ld_gx(gb + (2u * H + k) * gs); var a3 = ld_gx(gb + (3u * H + k) * gs);
+    let ws = {m(w_at + 1)}; let wk = {m(w_at + 2)};
+    let w0 = {m(w_at)} + k * ws; let w1 = w0 + H * ws; let w2 = w1 + H * ws; let w3 = w2 + H * ws;
+    let prev = (t - 1u) * B * 6u * H + b * 6u * H;
+    for (var j = 0u; j < H; j++) {{
+      var hj: f32;
+      if (t == 0u) {{ hj = ld_h0({m(h0_at)} + b * {m(h0_at + 1)} + j * {m(h0_at + 2)}); }}
+      else {{ hj = ld_y(prev + j); }}
+      a0 += hj * ld_w(w0 + j * wk); a1 += hj * ld_w(w1 + j * wk);
+      a2 += hj * ld_w(w2 + j * wk); a3 += hj * ld_w(w3 + j * wk);
+    }}
+    var cp: f32;
+    if (t == 0u) {{ cp = ld_c0({m(c0_at)} + b * {m(c0_at + 1)} + k * {m(c0_at + 2)}); }}
+    else {{ cp = ld_y(prev + H + k); }}
+    let ig = 1.0 / (1.0 + sc_exp(-a0)); let fg = 1.0 / (1.0 + sc_exp(-a1));
+    let gg = sc_tanh(a2); let og = 1.0 / (1.0 + sc_exp(-a3));
+    let c = fg * cp + ig * gg;
+    let hh = og * sc_tanh(c);
+    let yo = (t * B + b) * 6u * H;
+    st_y(yo + k, hh); st_y(yo + H + k, c); st_y(yo + 2u * H + k, ig);
+    st_y(yo + 3u * H + k, fg); st_y(yo + 4u * H + k, gg); st_y(yo + 5u * H + k, og);"""
+    src.body = main_1d(body)
+    return src, grid_1d(b * h, src.limits)
+
+
+def lstm_seq(src: Source, op: str, ins, outs, attrs):
+    _check(ins)
+    steps = ins[0].shape[1]
+    return [_forward_step(src, ins, outs[0], t) for t in range(steps)]
+
+
+def _backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
+    gy, y, c0, w = ins
+    steps, b, h6 = y.shape
+    h = h6 // 6
+    src = Source(base.limits, base.has_f16)
+    n = steps * b * 4 * h
+    slot_in, slot_out = (steps - t) % 2, (steps - 1 - t) % 2
+    src.add_meta(b * h, b, h, t, steps, n + slot_in * 2 * b * h, n + slot_out * 2 * b * h)
+    gy_at, c0_at, w_at = (_strided(src, v) for v in (gy, c0, w))
+    for name, v in (("gy", gy), ("y", y), ("c0", c0), ("w", w)):
+        src.operand(name, v)
+    src.operand("o", out, write=True)
+    src.fns.extend(helpers_for("sc_tanh("))
+    m = lambda k: f"mt[{k}u]"  # noqa: E731
+    src.fns.append(f"""
+struct Grad {{ da: vec4<f32>, dc: f32, f: f32 }}
+fn gate_grads(b: u32, j: u32) -> Grad {{
+  let B = mt[1]; let H = mt[2]; let t = mt[3]; let T = mt[4];
+  let yo = (t * B + b) * 6u * H;
+  let gyo = {m(gy_at)} + t * {m(gy_at + 1)} + b * {m(gy_at + 2)};
+  let gs = {m(gy_at + 3)};
+  let c = ld_y(yo + H + j); let ig = ld_y(yo + 2u * H + j); let fg = ld_y(yo + 3u * H + j);
+  let gg = ld_y(yo + 4u * H + j); let og = ld_y(yo + 5u * H + j);
+  var dh = ld_gy(gyo + j * gs);
+  var dc = ld_gy(gyo + (H + j) * gs);
+  if (t + 1u < T) {{ dh += ld_o(mt[5] + b * H + j); dc += ld_o(mt[5] + B * H + b * H + j); }}
+  var cp: f32;
+  if (t == 0u) {{ cp = ld_c0({m(c0_at)} + b * {m(c0_at + 1)} + j * {m(c0_at + 2)}); }}
+  else {{ cp = ld_y(yo - B * 6u * H + H + j); }}
+  let tc = sc_tanh(c);
+  dc += dh * og * (1.0 - tc * tc);
+  let da = vec4<f32>(
+    (dc * gg + ld_gy(gyo + (2u * H + j) * gs)) * ig * (1.0 - ig),
+    (dc * cp + ld_gy(gyo + (3u * H + j) * gs)) * fg * (1.0 - fg),
+    (dc * ig + ld_gy(gyo + (4u * H + j) * gs)) * (1.0 - gg * gg),
+    (dh * tc + ld_gy(gyo + (5u * H + j) * gs)) * og * (1.0 - og));
+  return Grad(da, dc, fg);
+}}""")
+    body = f"""
+    let B = mt[1]; let H = mt[2]; let t = mt[3];
+    let b = i / H; let k = i - b * H;
+    let ws = {m(w_at + 1)}; let wk = {m(w_at + 2)}; let wo = {m(w_at)} + k * wk;
+    var acc = 0.0;
+    for (var j = 0u; j < H; j++) {{
+      let d = gate_grads(b, j).da;
+      acc += d.x * ld_w(wo + j * ws) + d.y * ld_w(wo + (H + j) * ws)
+           + d.z * ld_w(wo + (2u * H + j) * ws) + d.w * ld_w(wo + (3u * H + j) * ws);
+    }}
+    let own = gate_grads(b, k);
+    let ao = (t * B + b) * 4u * H;
+    st_o(ao + k, own.da.x); st_o(ao + H + k, own.da.y);
+    st_o(ao + 2u * H + k, own.da.z); st_o(ao + 3u * H + k, own.da.w);
+    st_o(mt[6] + b * H + k, acc);
+    st_o(mt[6] + B * H + b * H + k, own.dc * own.f);"""
+    src.body = main_1d(body)
+    return src, grid_1d(b * h, src.limits)
+
+
+def lstm_seq_backward(src: Source, op: str, ins, outs, attrs):
+    _check(ins)
+    steps = ins[1].shape[0]
+    return [_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
+
+
+KERNELS = {"lstm_seq": lstm_seq, "lstm_seq_backward": lstm_seq_backward}
