@@ -101,7 +101,7 @@ def _sum(node, g):
 def _max_reduce(node, g):
     # gradient shared evenly between tied extrema, as torch.amax does
     x = _x(node).detach()
-    axes, keepdim = node.attrs["axes"], node.attrs["keepdim"]
+    axes = node.attrs["axes"]
     kshape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
     out = _out(node).reshape(kshape)
     mask = (x == out.expand(x.shape)).cast(x.dtype)
