@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (register)
     movement,
     optim,
     random,
+    recurrent,
     reduce,
 )
 from .table import OPS, OpDef, Spec, get_op  # noqa: F401
