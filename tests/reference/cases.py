@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import cases_elementwise
 import cases_nn
+import cases_recurrent
 import cases_shape
 import torch
 
@@ -18,7 +19,7 @@ import scellis as sc
 from helpers import Case
 from inputs import Distinct, Idx, Mask, N, Ties
 
-DIFF_CASES = cases_elementwise.CASES + cases_shape.CASES + cases_nn.CASES
+DIFF_CASES = cases_elementwise.CASES + cases_shape.CASES + cases_nn.CASES + cases_recurrent.CASES
 # rows tagged no_fd say why in their comment; the coverage test holds the rest to every op
 GRADCHECK_CASES = [c for c in DIFF_CASES if "no_fd" not in c.tags]
 
@@ -64,6 +65,8 @@ FORWARD_CASES = [replace(c, grad=()) for c in FORWARD_CASES]
 NOT_IN_TABLE = {
     "rand_uniform": "Philox uniform draws; test_philox.py vs base.rng.uniform",
     "bernoulli": "Philox mask; test_philox.py vs base.rng.bernoulli (and the dropout row)",
+    # a backward-only primitive: no forward of its own, run by lstm_seq's VJP
+    "lstm_seq_backward": "lstm_seq's reverse walk; checked by the lstm_seq rows' backward",
 }
 
 ALL_CASES = DIFF_CASES + FORWARD_CASES

@@ -12,7 +12,7 @@ from cases import ALL_CASES, GRADCHECK_CASES, NOT_IN_TABLE
 from helpers import forward_ops
 from scellis.autograd import VJP
 from scellis.autograd.rules import SAVES_OUTPUT
-from scellis.devices.reference.kernels import KERNELS
+from scellis.devices.reference.backend import KERNELS  # the table run() dispatches from
 from scellis.ops import OPS
 
 DIFFERENTIABLE = {n for n, op in OPS.items() if op.diff_inputs}
