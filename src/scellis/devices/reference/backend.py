@@ -7,7 +7,10 @@ import numpy as np
 from ...base.dtypes import DType
 from ...base.errors import DeviceError
 from ..base import Buffer, View
-from .kernels import KERNELS
+from .kernels import KERNELS as _BASE_KERNELS
+from .recurrent import KERNELS as _RNN_KERNELS
+
+KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS}
 
 NP_DTYPES = {
     "f16": np.float16, "f32": np.float32, "f64": np.float64,
