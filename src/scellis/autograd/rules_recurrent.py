@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..ops.recurrent import backward_slot
 
-RECURRENT_SAVES = frozenset({"lstm_seq"})
+RECURRENT_SAVES = frozenset({"lstm_seq", "gru_seq"})
 
 
 def _lstm_seq(node, g):
@@ -29,4 +29,24 @@ def _lstm_seq(node, g):
     return da.permute(1, 0, 2), dh0, dc0, dw
 
 
-RECURRENT_VJP = {"lstm_seq": _lstm_seq}
+def _gru_seq(node, g):
+    gx, h0, w, _ = node.inputs
+    y = node.saved["out"]
+    b, t, h3 = gx.shape
+    h = h3 // 3
+    flat = g.prim("gru_seq_backward", y, h0.detach(), w.detach())
+    n = t * b * 4 * h
+    da = flat[0:n].reshape(t, b, 4 * h)
+    base = n + backward_slot(t) * b * h
+    dh0 = flat[base : base + b * h].reshape(b, h)
+    # the hidden side sees (da_r, da_z, dhn); the input side (da_r, da_z, da_n)
+    hidden = da[:, :, 0 : 2 * h].cat([da[:, :, 3 * h : 4 * h]], 2).reshape(t * b, h3)
+    h_prev = h0.detach().unsqueeze(0)
+    if t > 1:
+        h_prev = h_prev.cat([y[0 : t - 1, :, 0:h]], 0)
+    dw = hidden.mT @ h_prev.reshape(t * b, h) if node.needs[2] else None
+    db = hidden.sum(0) if node.needs[3] else None
+    return da[:, :, 0:h3].permute(1, 0, 2), dh0, dw, db
+
+
+RECURRENT_VJP = {"lstm_seq": _lstm_seq, "gru_seq": _gru_seq}

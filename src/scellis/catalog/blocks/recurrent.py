@@ -33,6 +33,11 @@ class LSTMConfig:
     output: str = field(
         "sequence", doc="'sequence': [B, T, H]; 'last': the last step [B, H]", choices=OUTPUTS
     )
+    fused: bool = field(
+        True,
+        doc="one fused kernel per time step (forward and backward); False runs each "
+        "step as separate ops, for comparison",
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,11 @@ class GRUConfig:
     dropout: float = field(0.0, doc="dropout between stacked layers, in training", min=0, max=1)
     output: str = field(
         "sequence", doc="'sequence': [B, T, H]; 'last': the last step [B, H]", choices=OUTPUTS
+    )
+    fused: bool = field(
+        True,
+        doc="one fused kernel per time step (forward and backward); False runs each "
+        "step as separate ops, for comparison",
     )
 
 
@@ -90,11 +100,14 @@ class _Recurrent(Block):
             w_ih, w_hh, b_ih, b_hh = self._layer(k)
             xw = dense(x, w_ih, b_ih)  # the input projection of every step at once
             h, cell = hs0[k], cs0[k] if cs0 is not None else None
-            outs = []
-            for t in range(T):
-                h, cell = self._cell(xw[:, t], dense(h, w_hh, b_hh), h, cell)
-                outs.append(h)
-            x = stack(outs, 1)
+            if c.fused:
+                x, h, cell = self._fused(xw, h, cell, w_hh, b_hh)
+            else:
+                outs = []
+                for t in range(T):
+                    h, cell = self._cell(xw[:, t], dense(h, w_hh, b_hh), h, cell)
+                    outs.append(h)
+                x = stack(outs, 1)
             if c.dropout and self.training and k < L - 1:
                 x = dropout(x, c.dropout, True)
             finals_h.append(h)
@@ -116,6 +129,12 @@ class LSTM(_Recurrent):
     def __init__(self, cfg: LSTMConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
 
+    def _fused(self, xw, h0, c0, w_hh, b_hh):
+        H, T = self.config.hidden_size, xw.shape[1]
+        gx = xw if b_hh is None else xw + b_hh
+        y = gx.prim("lstm_seq", h0, c0, w_hh)  # [T, B, 6H]: h, c, i, f, g, o per step
+        return y[:, :, 0:H].permute(1, 0, 2), y[T - 1, :, 0:H], y[T - 1, :, H : 2 * H]
+
     def _cell(self, xg, hg, h, cell):
         H = self.config.hidden_size
         a = xg + hg
@@ -134,6 +153,13 @@ class GRU(_Recurrent):
 
     def __init__(self, cfg: GRUConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
+
+    def _fused(self, xw, h0, c0, w_hh, b_hh):
+        H, T = self.config.hidden_size, xw.shape[1]
+        if b_hh is None:
+            b_hh = zeros((3 * H,), xw.dtype, xw.device)
+        y = xw.prim("gru_seq", h0, w_hh, b_hh)  # [T, B, 5H]: h, r, z, n, hn per step
+        return y[:, :, 0:H].permute(1, 0, 2), y[T - 1, :, 0:H], None
 
     def _cell(self, xg, hg, h, cell):
         H = self.config.hidden_size

@@ -59,4 +59,50 @@ def _lstm_seq_backward(xs, attrs, out):
     return np.concatenate([da.reshape(-1), slots.reshape(-1)])
 
 
-KERNELS = {"lstm_seq": _lstm_seq, "lstm_seq_backward": _lstm_seq_backward}
+def _gru_seq(xs, attrs, out):
+    gx, h0, w, bh = (np.asarray(a) for a in xs)
+    b, t, h3 = gx.shape
+    h = h3 // 3
+    y = np.empty((t, b, 5 * h), dtype=gx.dtype)
+    hp = h0
+    for s in range(t):
+        a = hp @ w.T + bh
+        r = _sig(gx[:, s, :h] + a[:, :h])
+        z = _sig(gx[:, s, h : 2 * h] + a[:, h : 2 * h])
+        hn = a[:, 2 * h :]
+        n = np.tanh(gx[:, s, 2 * h :] + r * hn)
+        hp = (1 - z) * n + z * hp
+        y[s] = np.concatenate([hp, r, z, n, hn], axis=1)
+    return y
+
+
+def _gru_seq_backward(xs, attrs, out):
+    gy, y, h0, w = (np.asarray(a) for a in xs)
+    t, b, h5 = y.shape
+    h = h5 // 5
+    da = np.empty((t, b, 4 * h), dtype=y.dtype)
+    slots = np.zeros((2, b, h), dtype=y.dtype)
+    carry = np.zeros((b, h), dtype=y.dtype)
+    for s in range(t - 1, -1, -1):
+        _, r, z, n, hn = (y[s, :, k * h : (k + 1) * h] for k in range(5))
+        gh, gr, gz, gn, ghn = (gy[s, :, k * h : (k + 1) * h] for k in range(5))
+        hprev = h0 if s == 0 else y[s - 1, :, :h]
+        dh = gh + carry
+        dn = dh * (1 - z) + gn
+        dz = dh * (hprev - n) + gz
+        dan = dn * (1 - n * n)
+        dr = dan * hn + gr
+        dhn = dan * r + ghn
+        da[s] = np.concatenate([dr * r * (1 - r), dz * z * (1 - z), dan, dhn], axis=1)
+        hh = np.concatenate([da[s, :, : 2 * h], dhn], axis=1)
+        carry = dh * z + hh @ w
+        slots[(t - 1 - s) % 2] = carry
+    return np.concatenate([da.reshape(-1), slots.reshape(-1)])
+
+
+KERNELS = {
+    "lstm_seq": _lstm_seq,
+    "lstm_seq_backward": _lstm_seq_backward,
+    "gru_seq": _gru_seq,
+    "gru_seq_backward": _gru_seq_backward,
+}

@@ -1,4 +1,4 @@
-"""Fused LSTM kernels (devices layer): one dispatch per time step, forward and backward.
+"""Fused LSTM and GRU kernels (devices layer): one dispatch per time step, both ways.
 
 Forward step t, one invocation per (b, k): the four gate pre-activations at k are
 gx[b, t, gate*H + k] plus the dot products of h_{t-1}[b, :] with rows gate*H + k
@@ -140,4 +140,115 @@ def lstm_seq_backward(src: Source, op: str, ins, outs, attrs):
     return [_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
 
 
-KERNELS = {"lstm_seq": lstm_seq, "lstm_seq_backward": lstm_seq_backward}
+def _gru_forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
+    gx, h0, w, bh = ins
+    b, steps, h3 = gx.shape
+    h = h3 // 3
+    src = Source(base.limits, base.has_f16)
+    src.add_meta(b * h, b, h, t)
+    g_at, h0_at, w_at, b_at = (_strided(src, v) for v in (gx, h0, w, bh))
+    for name, v in (("gx", gx), ("h0", h0), ("w", w), ("bh", bh)):
+        src.operand(name, v)
+    src.operand("y", out, write=True)
+    src.fns.extend(helpers_for("sc_exp( sc_tanh("))
+    m = lambda k: f"mt[{k}u]"  # noqa: E731
+    body = f"""
+    let B = mt[1]; let H = mt[2]; let t = mt[3];
+    let b = i / H; let k = i - b * H;
+    let gb = {m(g_at)} + b * {m(g_at + 1)} + t * {m(g_at + 2)};
+    let gs = {m(g_at + 3)};
+    let bs = {m(b_at + 1)};
+    var hr = ld_bh({m(b_at)} + k * bs); var hz = ld_bh({m(b_at)} + (H + k) * bs);
+    var hn = ld_bh({m(b_at)} + (2u * H + k) * bs);
+    let ws = {m(w_at + 1)}; let wk = {m(w_at + 2)};
+    let w0 = {m(w_at)} + k * ws; let w1 = w0 + H * ws; let w2 = w1 + H * ws;
+    let prev = (t - 1u) * B * 5u * H + b * 5u * H;
+    for (var j = 0u; j < H; j++) {{
+      var hj: f32;
+      if (t == 0u) {{ hj = ld_h0({m(h0_at)} + b * {m(h0_at + 1)} + j * {m(h0_at + 2)}); }}
+      else {{ hj = ld_y(prev + j); }}
+      hr += hj * ld_w(w0 + j * wk); hz += hj * ld_w(w1 + j * wk); hn += hj * ld_w(w2 + j * wk);
+    }}
+    var hp: f32;
+    if (t == 0u) {{ hp = ld_h0({m(h0_at)} + b * {m(h0_at + 1)} + k * {m(h0_at + 2)}); }}
+    else {{ hp = ld_y(prev + k); }}
+    let r = 1.0 / (1.0 + sc_exp(-(ld_gx(gb + k * gs) + hr)));
+    let z = 1.0 / (1.0 + sc_exp(-(ld_gx(gb + (H + k) * gs) + hz)));
+    let n = sc_tanh(ld_gx(gb + (2u * H + k) * gs) + r * hn);
+    let yo = (t * B + b) * 5u * H;
+    st_y(yo + k, (1.0 - z) * n + z * hp); st_y(yo + H + k, r); st_y(yo + 2u * H + k, z);
+    st_y(yo + 3u * H + k, n); st_y(yo + 4u * H + k, hn);"""
+    src.body = main_1d(body)
+    return src, grid_1d(b * h, src.limits)
+
+
+def gru_seq(src: Source, op: str, ins, outs, attrs):
+    _check(ins)
+    return [_gru_forward_step(src, ins, outs[0], t) for t in range(ins[0].shape[1])]
+
+
+def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
+    gy, y, h0, w = ins
+    steps, b, h5 = y.shape
+    h = h5 // 5
+    src = Source(base.limits, base.has_f16)
+    n = steps * b * 4 * h
+    slot_in, slot_out = (steps - t) % 2, (steps - 1 - t) % 2
+    src.add_meta(b * h, b, h, t, steps, n + slot_in * b * h, n + slot_out * b * h)
+    gy_at, h0_at, w_at = (_strided(src, v) for v in (gy, h0, w))
+    for name, v in (("gy", gy), ("y", y), ("h0", h0), ("w", w)):
+        src.operand(name, v)
+    src.operand("o", out, write=True)
+    m = lambda k: f"mt[{k}u]"  # noqa: E731
+    src.fns.append(f"""
+struct GGrad {{ da: vec4<f32>, dh: f32, z: f32 }}
+fn gate_grads(b: u32, j: u32) -> GGrad {{
+  let B = mt[1]; let H = mt[2]; let t = mt[3]; let T = mt[4];
+  let yo = (t * B + b) * 5u * H;
+  let gyo = {m(gy_at)} + t * {m(gy_at + 1)} + b * {m(gy_at + 2)};
+  let gs = {m(gy_at + 3)};
+  let r = ld_y(yo + H + j); let z = ld_y(yo + 2u * H + j);
+  let n = ld_y(yo + 3u * H + j); let hn = ld_y(yo + 4u * H + j);
+  var dh = ld_gy(gyo + j * gs);
+  if (t + 1u < T) {{ dh += ld_o(mt[5] + b * H + j); }}
+  var hp: f32;
+  if (t == 0u) {{ hp = ld_h0({m(h0_at)} + b * {m(h0_at + 1)} + j * {m(h0_at + 2)}); }}
+  else {{ hp = ld_y(yo - B * 5u * H + j); }}
+  let dn = dh * (1.0 - z) + ld_gy(gyo + (3u * H + j) * gs);
+  let dz = dh * (hp - n) + ld_gy(gyo + (2u * H + j) * gs);
+  let dan = dn * (1.0 - n * n);
+  let dr = dan * hn + ld_gy(gyo + (H + j) * gs);
+  let dhn = dan * r + ld_gy(gyo + (4u * H + j) * gs);
+  return GGrad(vec4<f32>(dr * r * (1.0 - r), dz * z * (1.0 - z), dan, dhn), dh, z);
+}}""")
+    body = f"""
+    let B = mt[1]; let H = mt[2]; let t = mt[3];
+    let b = i / H; let k = i - b * H;
+    let ws = {m(w_at + 1)}; let wk = {m(w_at + 2)}; let wo = {m(w_at)} + k * wk;
+    var acc = 0.0;
+    for (var j = 0u; j < H; j++) {{
+      let d = gate_grads(b, j).da;
+      acc += d.x * ld_w(wo + j * ws) + d.y * ld_w(wo + (H + j) * ws)
+           + d.w * ld_w(wo + (2u * H + j) * ws);
+    }}
+    let own = gate_grads(b, k);
+    let ao = (t * B + b) * 4u * H;
+    st_o(ao + k, own.da.x); st_o(ao + H + k, own.da.y);
+    st_o(ao + 2u * H + k, own.da.z); st_o(ao + 3u * H + k, own.da.w);
+    st_o(mt[6] + b * H + k, own.dh * own.z + acc);"""
+    src.body = main_1d(body)
+    return src, grid_1d(b * h, src.limits)
+
+
+def gru_seq_backward(src: Source, op: str, ins, outs, attrs):
+    _check(ins)
+    steps = ins[1].shape[0]
+    return [_gru_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
+
+
+KERNELS = {
+    "lstm_seq": lstm_seq,
+    "lstm_seq_backward": lstm_seq_backward,
+    "gru_seq": gru_seq,
+    "gru_seq_backward": gru_seq_backward,
+}
