@@ -1,0 +1,245 @@
+"""The optimizer driver (catalog layer): param groups over flat buffers, one fused op a step.
+
+Each parameter group owns one flat parameter buffer (its parameters are views of
+it), one flat buffer per state (moments) and one flat gradient buffer. A step, per
+group: gather the gradients into the gradient buffer (``flat_gather``; skipped when
+the gradients already are consecutive views of one buffer), then one fused
+``<name>_update`` rewrites parameters and state in place. Per-parameter step counts
+follow torch: a parameter without a gradient is skipped and keeps its count, so a
+group whose parameters disagree runs one gather + update per run of neighbours
+that agree.
+
+Options live in ``param_groups`` (a list of dicts, as in torch): a scheduler sets
+``group["lr"]`` between steps and the next step passes it as a kernel scalar.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ...autograd import no_grad
+from ...base.errors import ScellisError
+from ...ops.optim import state_names
+from ...runtime.creation import tensor as _tensor
+from ...runtime.creation import zeros
+from ...runtime.dispatch import apply, apply_inplace
+from ...runtime.tensor import Tensor
+from ..registry import check_config
+from .flat import adopt, flat_view, flatten_parameters, span, view_of
+
+
+class _Group:
+    """A parameter group's buffers: flat params, flat grads, flat state, step counts."""
+
+    def __init__(self, names: list[str], params: list[Tensor], flat: Tensor):
+        self.names, self.params, self.flat = names, params, flat
+        self.starts = [p.offset - flat.offset for p in params]
+        self.steps = [0] * len(params)
+        self.state: dict[str, Tensor] = {}
+        self.grad_flat: Tensor | None = None
+
+    def buffer(self, name: str) -> Tensor:
+        if name not in self.state:
+            self.state[name] = zeros((self.flat.numel,), self.flat.dtype, self.flat.device)
+        return self.state[name]
+
+    def runs(self) -> list[tuple[int, int]]:
+        """Maximal runs [i, j) of neighbouring parameters with a gradient and one step count."""
+        out, i, n = [], 0, len(self.params)
+        while i < n:
+            if self.params[i].grad is None:
+                i += 1
+                continue
+            j = i + 1
+            while j < n and self.params[j].grad is not None and self.steps[j] == self.steps[i]:
+                j += 1
+            out.append((i, j))
+            i = j
+        return out
+
+    def stop(self, j: int) -> int:
+        return self.starts[j - 1] + self.params[j - 1].numel
+
+
+def _named(items) -> tuple[list[str], list[Tensor]]:
+    names, params = [], []
+    for k, item in enumerate(items):
+        name, p = item if isinstance(item, tuple) else (str(k), item)
+        if not isinstance(p, Tensor):
+            raise ScellisError(f"parameter {name!r} is a {type(p).__name__}, not a Tensor")
+        names.append(name)
+        params.append(p)
+    return names, params
+
+
+class Optimizer:
+    """Base of every optimizer: subclasses name their ``op`` and ``config`` and map a
+    group's options to the op's attrs in ``attrs``."""
+
+    op: str = ""
+    config: type = type(None)
+
+    def __init__(self, params, config=None, **options):
+        cfg = config if config is not None else self.config()
+        cfg = dataclasses.replace(cfg, **options) if options else cfg
+        check_config(cfg)
+        self.validate(cfg)
+        self.defaults = dataclasses.asdict(cfg)
+        self.param_groups: list[dict] = []
+        self._groups: list[_Group] = []
+        self.step_count = 0
+        if hasattr(params, "named_parameters") and hasattr(params, "set_parameter"):
+            self._add(list(params.named_parameters()), {}, module=params)
+            return
+        items = list(params)
+        if items and all(isinstance(g, dict) for g in items):
+            for g in items:
+                self.add_param_group(g)
+        else:
+            self._add(items, {})
+
+    # -- groups --
+    def add_param_group(self, group: dict) -> None:
+        """A group: ``{"params": tensors | (name, tensor) pairs | Module, **options}``."""
+        group = dict(group)
+        params = group.pop("params")
+        module = params if hasattr(params, "set_parameter") else None
+        items = list(params.named_parameters()) if module is not None else list(params)
+        self._add(items, group, module)
+
+    def _add(self, items, overrides: dict, module=None) -> None:
+        unknown = set(overrides) - set(self.defaults) - {"initial_lr"}
+        if unknown:
+            raise ScellisError(f"unknown option(s) {sorted(unknown)} for {type(self).__name__}")
+        opts = {**self.defaults, **overrides}
+        self.validate(dataclasses.replace(self.config(), **{k: opts[k] for k in self.defaults}))
+        names, params = _named(items)
+        flat = flat_view(params)
+        if flat is None:
+            views = flatten_parameters(params)
+            for name, old, new in zip(names, params, views):
+                if module is not None:
+                    module.set_parameter(name, new)
+                else:
+                    adopt(old, new)
+            params = views if module is not None else params
+            flat = flat_view(params)
+        opts["params"] = params
+        self.param_groups.append(opts)
+        self._groups.append(_Group(names, params, flat))
+
+    def validate(self, cfg) -> None:
+        """Cross-field checks a subclass adds (ranges are checked from the Config)."""
+
+    def attrs(self, group: dict, step: int) -> dict:
+        raise NotImplementedError
+
+    # -- the step --
+    @no_grad()
+    def step(self) -> None:
+        """One update of every parameter that has a gradient: a gather and one fused op
+        per run of parameters (one run per group in the usual case)."""
+        for opts, grp in zip(self.param_groups, self._groups):
+            for i, j in grp.runs():
+                a, b = grp.starts[i], grp.stop(j)
+                attrs = self.attrs(opts, grp.steps[i] + 1)
+                grad = self._gather(grp, i, j)
+                targets = [span(grp.flat, a, b)]
+                targets += [span(grp.buffer(s), a, b) for s in state_names(self.op, attrs)]
+                apply_inplace(self.op, (grad,), tuple(targets), **attrs)
+                for k in range(i, j):
+                    grp.steps[k] += 1
+        self.step_count += 1
+
+    def _gather(self, grp: _Group, i: int, j: int) -> Tensor:
+        grads = [grp.params[k].grad for k in range(i, j)]
+        for k, g in zip(range(i, j), grads):
+            if tuple(g.shape) != tuple(grp.params[k].shape) or g.dtype != grp.flat.dtype:
+                raise ScellisError(
+                    f"the gradient of {grp.names[k]!r} has shape {g.shape} "
+                    f"{g.dtype}; the parameter is {grp.params[k].shape}"
+                )
+        already = flat_view(grads)
+        if already is not None and already._buf is not grp.flat._buf:
+            return already  # gradients that are one flat range need no gather
+        if grp.grad_flat is None:
+            grp.grad_flat = zeros((grp.flat.numel,), grp.flat.dtype, grp.flat.device)
+        out = span(grp.grad_flat, grp.starts[i], grp.stop(j))
+        grads = [g if g.is_contiguous() else apply("copy", (g,)) for g in grads]
+        apply_inplace("flat_gather", tuple(grads), (out,))
+        return out
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for grp in self._groups:
+            for p in grp.params:
+                p.grad = None if set_to_none or p.grad is None else p.grad.zeros_like()
+
+    # -- introspection and checkpoints --
+    @property
+    def lr(self) -> float:
+        return self.param_groups[0]["lr"]
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        for g in self.param_groups:
+            g["lr"] = value
+
+    def state_of(self, param: Tensor) -> dict:
+        """``param``'s step count and state, as views of the flat buffers (torch's
+        ``optimizer.state[param]``)."""
+        for grp in self._groups:
+            for k, p in enumerate(grp.params):
+                if p is param:
+                    out: dict = {"step": grp.steps[k]}
+                    for name, buf in grp.state.items():
+                        out[name] = view_of(buf, grp.starts[k], p.shape)
+                    return out
+        raise KeyError("not a parameter of this optimizer")
+
+    def state_dict(self) -> dict:
+        """Options, per-parameter step counts and copies of the flat state buffers (on the
+        device: no readback), keyed by group; parameter names say what they cover."""
+        groups = []
+        with no_grad():
+            for opts, grp in zip(self.param_groups, self._groups):
+                g = {
+                    k: (list(v) if isinstance(v, tuple) else v)
+                    for k, v in opts.items()
+                    if k != "params"
+                }
+                g["names"] = list(grp.names)
+                g["shapes"] = [list(p.shape) for p in grp.params]
+                g["steps"] = list(grp.steps)
+                g["state"] = {k: apply("copy", (v,)) for k, v in grp.state.items()}
+                groups.append(g)
+        return {"step_count": self.step_count, "param_groups": groups}
+
+    def load_state_dict(self, sd: dict) -> None:
+        """Restore from ``state_dict()``; state values may be tensors or lists of floats."""
+        if len(sd["param_groups"]) != len(self._groups):
+            raise ScellisError(
+                f"the state has {len(sd['param_groups'])} parameter groups, "
+                f"this optimizer {len(self._groups)}"
+            )
+        for opts, grp, g in zip(self.param_groups, self._groups, sd["param_groups"]):
+            shapes = [list(p.shape) for p in grp.params]
+            if [list(s) for s in g["shapes"]] != shapes:
+                raise ScellisError(f"parameter shapes differ: saved {g['shapes']}, here {shapes}")
+            for k, v in g.items():
+                if k in self.defaults or k == "initial_lr":
+                    opts[k] = tuple(v) if isinstance(self.defaults.get(k), tuple) else v
+            grp.steps = [int(s) for s in g["steps"]]
+            grp.state = {k: self._restore(grp, v) for k, v in g["state"].items()}
+        self.step_count = int(sd["step_count"])
+
+    @staticmethod
+    def _restore(grp: _Group, value) -> Tensor:
+        n, dev, dt = grp.flat.numel, grp.flat.device, grp.flat.dtype
+        if isinstance(value, Tensor) and value.device is dev and value.dtype == dt:
+            t = apply("copy", (value.reshape((-1,)),))
+        else:
+            data = value.tolist() if isinstance(value, Tensor) else list(value)
+            t = _tensor(data, device=dev, dtype=dt).reshape((-1,))
+        if t.numel != n:
+            raise ScellisError(f"a saved state buffer has {t.numel} values, the group {n}")
+        return t
