@@ -5,6 +5,6 @@ plus an implementation, registered through ``register`` — the same public path
 user's own entries take.
 """
 
-# importing the built-in blocks registers the nn/* ids
-from . import blocks  # noqa: F401
+# importing the built-in blocks registers the nn/* ids; the training/* ids likewise
+from . import blocks, clip, losses, optim, sched  # noqa: F401
 from .registry import Entry, FieldSpec, entries, field, lookup, register, schema  # noqa: F401
