@@ -9,6 +9,14 @@ follow torch: a parameter without a gradient is skipped and keeps its count, so 
 group whose parameters disagree runs one gather + update per run of neighbours
 that agree.
 
+Dispatches per group and step on WebGPU, in the usual case (every parameter has a
+contiguous gradient): ``ceil(N / (maxStorageBuffersPerShaderStage - 2))`` gathers for
+N parameters (one for N <= 30 on a 32-binding adapter) plus one update; a
+non-contiguous gradient adds one copy. The gather disappears once the tape
+accumulates each leaf's gradient straight into its span of the group's flat
+gradient buffer (the gradient "home" this driver already recognises), leaving one
+dispatch per group and step.
+
 Options live in ``param_groups`` (a list of dicts, as in torch): a scheduler sets
 ``group["lr"]`` between steps and the next step passes it as a kernel scalar.
 """
