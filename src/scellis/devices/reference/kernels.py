@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ...base.errors import ShapeError
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
@@ -154,11 +156,20 @@ def _concat(xs, attrs, out):
     return np.concatenate(xs, axis=attrs["axis"])
 
 
+def _check_index(idx, size: int, what: str) -> None:
+    """A user's out-of-range index is a ShapeError naming the first bad entry."""
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        k = int(np.flatnonzero(bad.reshape(-1))[0])
+        raise ShapeError(
+            f"{what} index {int(idx.reshape(-1)[k])} is out of range for a dim of size {size}"
+        )
+
+
 def _gather(xs, attrs, out):
     x, idx = xs
     axis = attrs["axis"]
-    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[axis]):
-        raise IndexError(f"gather index out of range for a dim of {x.shape[axis]}")
+    _check_index(idx, x.shape[axis], "gather")
     # gather only indexes the leading region of x on off-axis dims
     region = tuple(slice(0, n) if i != axis else slice(None) for i, n in enumerate(idx.shape))
     return np.take_along_axis(x[region], idx.astype(np.int64), axis=axis)
@@ -167,6 +178,7 @@ def _gather(xs, attrs, out):
 def _scatter_add(xs, attrs, out):
     src, idx = xs
     axis = attrs["axis"]
+    _check_index(idx, attrs["shape"][axis], "scatter_add")
     y = np.zeros(attrs["shape"], dtype=src.dtype)
     grids = list(np.indices(idx.shape, sparse=False))
     grids[axis] = idx.astype(np.int64)
