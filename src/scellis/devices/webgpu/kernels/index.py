@@ -17,7 +17,7 @@ means huge): the device cannot raise, so the bad entries poison instead of being
 dropped or clamped. gather writes the poison value in the element that used the bad
 index; scatter_add writes it in every element of the column holding the bad index.
 Poison is a quiet NaN for floats, i32 -2^31, u32 0xFFFFFFFF, bool true. The
-reference device raises IndexError on these inputs; run there to find the culprit.
+reference device raises ShapeError on these inputs; run there to find the culprit.
 """
 
 from __future__ import annotations
