@@ -85,7 +85,8 @@ def test_sum_max_min_all_axes(gpu, rng, shape, view):
     _, _, ref, dev = make(gpu, rng, shape, view)
     absx = ref.abs()
     for axes, keep in itertools.product(subsets(len(shape)), (False, True)):
-        r = int(np.prod([shape[a] for a in axes]))
+        # an empty tuple of dims reduces every dim (torch's reading)
+        r = int(np.prod([shape[a] for a in (axes or range(len(shape)))]))
         want, got = vals(ref.sum(axes, keepdim=keep)), vals(dev.sum(axes, keepdim=keep))
         assert got.shape == want.shape
         bound = sum_error_bound(r) * vals(absx.sum(axes, keepdim=keep)) * (1 + 1e-6)

@@ -66,6 +66,15 @@ def norm_axes(axes: int | Iterable[int] | None, ndim: int) -> tuple[int, ...]:
     return out
 
 
+def reduction_axes(axes: int | Iterable[int] | None, ndim: int) -> tuple[int, ...]:
+    """The axes a user's reduction names: None or an empty sequence means every axis, as
+    in torch (``x.sum(())`` sums everything). Primitives keep ``norm_axes``, where ``()``
+    reduces nothing."""
+    if axes is not None and not isinstance(axes, int) and len(tuple(axes)) == 0:
+        axes = None
+    return norm_axes(axes, ndim)
+
+
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> Shape:
     if keepdim:
         return tuple(1 if i in axes else s for i, s in enumerate(shape))

@@ -9,17 +9,17 @@ from __future__ import annotations
 import math
 
 from ..base.errors import ScellisError, ShapeError
-from ..base.shapes import norm_axes, numel
+from ..base.shapes import numel, reduction_axes
 
 
 def mean(x, axis=None, keepdim=False):
-    axes = norm_axes(axis, x.ndim)
+    axes = reduction_axes(axis, x.ndim)
     n = numel([x.shape[a] for a in axes])
     return x.sum(axes, keepdim=keepdim) * (1.0 / n) if n else x.sum(axes, keepdim=keepdim)
 
 
 def var(x, axis=None, keepdim=False, correction=1):
-    axes = norm_axes(axis, x.ndim)
+    axes = reduction_axes(axis, x.ndim)
     n = numel([x.shape[a] for a in axes])
     d = x - mean(x, axes, keepdim=True)
     return (d * d).sum(axes, keepdim=keepdim) * (1.0 / max(n - correction, 0) if n > correction

@@ -18,6 +18,7 @@ from ..base.shapes import (
     infer_reshape,
     norm_axes,
     norm_axis,
+    reduction_axes,
     view_strides,
 )
 from ..ops import composites as C
@@ -277,7 +278,7 @@ def _getitem(x, key) -> Tensor:
 # -- reductions --
 def _reducer(op):
     def fn(x, axis=None, keepdim=False):
-        return apply(op, (x,), axes=norm_axes(axis, x.ndim), keepdim=keepdim)
+        return apply(op, (x,), axes=reduction_axes(axis, x.ndim), keepdim=keepdim)
 
     return fn
 
