@@ -22,8 +22,9 @@ def var(x, axis=None, keepdim=False, correction=1):
     axes = reduction_axes(axis, x.ndim)
     n = numel([x.shape[a] for a in axes])
     d = x - mean(x, axes, keepdim=True)
-    return (d * d).sum(axes, keepdim=keepdim) * (1.0 / max(n - correction, 0) if n > correction
-                                                  else float("nan"))
+    return (d * d).sum(axes, keepdim=keepdim) * (
+        1.0 / max(n - correction, 0) if n > correction else float("nan")
+    )
 
 
 def softmax(x, axis=-1):
@@ -47,9 +48,11 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     k = len(normalized_shape)
-    if tuple(x.shape[x.ndim - k:]) != tuple(normalized_shape):
-        raise ShapeError(f"layer_norm over {tuple(normalized_shape)} but input ends in "
-                         f"{tuple(x.shape[x.ndim - k:])}")
+    if tuple(x.shape[x.ndim - k :]) != tuple(normalized_shape):
+        raise ShapeError(
+            f"layer_norm over {tuple(normalized_shape)} but input ends in "
+            f"{tuple(x.shape[x.ndim - k :])}"
+        )
     axes = tuple(range(x.ndim - k, x.ndim))
     mu = mean(x, axes, keepdim=True)
     d = x - mu
@@ -82,7 +85,7 @@ def take(x, idx, axis=0):
     shape = list(x.shape)
     shape[axis] = idx.numel
     picked = x.gather(flat.expand(tuple(shape)), axis)
-    return picked.reshape(tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))
+    return picked.reshape(tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1 :]))
 
 
 def stack(xs, axis=0):
@@ -119,8 +122,10 @@ def cross_entropy(logits, target, label_smoothing=0.0, ignore_index=-100, reduct
     if not 0.0 <= label_smoothing <= 1.0:
         raise ScellisError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
     if tuple(target.shape) != tuple(logits.shape[:-1]):
-        raise ShapeError(f"cross_entropy: targets {target.shape} do not match logits "
-                         f"{logits.shape} without the class axis")
+        raise ShapeError(
+            f"cross_entropy: targets {target.shape} do not match logits "
+            f"{logits.shape} without the class axis"
+        )
     logp = log_softmax(logits, -1)
     valid = target != ignore_index
     safe = target.where(valid, 0)
