@@ -11,7 +11,7 @@ from collections import OrderedDict
 from ..autograd import backward as _run_backward
 from ..autograd.rules import VJP
 from ..base.dtypes import DType, as_dtype, bool_, f32, i32, promote
-from ..base.errors import ScellisError, ShapeError
+from ..base.errors import DTypeError, ScellisError, ShapeError
 from ..base.shapes import (
     broadcast_shapes,
     contiguous_strides,
@@ -101,7 +101,30 @@ for _n in BINARY + COMPARE + LOGICAL:
 Tensor.__add__, Tensor.__radd__ = _binary("add"), _rbinary("add")
 Tensor.__sub__, Tensor.__rsub__ = _binary("sub"), _rbinary("sub")
 Tensor.__mul__, Tensor.__rmul__ = _binary("mul"), _rbinary("mul")
-Tensor.__truediv__, Tensor.__rtruediv__ = _binary("div"), _rbinary("div")
+_div = _binary("div")  # the div primitive: true division on floats, floor on integers
+
+
+def _truediv(a, b):
+    """``a / b``, torch's true division: two integer (or bool) operands give f32."""
+    a, b = _pair(a, b)
+    if not a.dtype.is_float:
+        a, b = a.cast(f32), b.cast(f32)
+    return _div(a, b)
+
+
+def _floordiv(a, b):
+    """``a // b`` on integers: division rounded towards minus infinity (torch, numpy)."""
+    a, b = _pair(a, b)
+    if a.dtype.is_float:
+        raise DTypeError(
+            f"// of {a.dtype} tensors is not supported (there is no floor primitive); "
+            "divide with / and cast, or use integer tensors"
+        )
+    return _div(a, b)
+
+
+Tensor.__truediv__, Tensor.__rtruediv__ = _truediv, lambda a, b: _truediv(b, a)
+Tensor.__floordiv__, Tensor.__rfloordiv__ = _floordiv, lambda a, b: _floordiv(b, a)
 Tensor.__pow__, Tensor.__rpow__ = _binary("pow"), _rbinary("pow")
 Tensor.__eq__, Tensor.__ne__ = _binary("eq"), _binary("ne")
 Tensor.__lt__, Tensor.__le__ = _binary("lt"), _binary("le")
