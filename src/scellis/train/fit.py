@@ -1,0 +1,138 @@
+"""``fit`` and ``run`` (train layer): the async event stream of a run, and its sync driver.
+
+The browser's worker iterates ``fit`` with ``async for``; the CLI calls ``run``, which
+drives the same generator with ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ..base.errors import ScellisError
+from .data import epoch_batches
+from .loop import _Run
+from .state import TrainState
+
+
+async def fit(
+    model,
+    loss,
+    optimizer,
+    data,
+    *,
+    epochs: int,
+    determinism_tier=None,
+    seed: int = 0,
+    scheduler=None,
+    val_data=None,
+    eval_every: int | None = None,
+    log_every: int = 10,
+    grad_clip=None,
+    precision=None,
+    early_stopping=None,
+    plateau_metric: str | None = None,
+    skip_nonfinite: bool = True,
+    max_steps: int | None = None,
+    state: TrainState | None = None,
+    resume: dict | None = None,
+):
+    """Train ``model`` on ``data`` for ``epochs`` epochs, yielding event dicts.
+
+    ``determinism_tier`` (debug | prod | fast) is required. ``eval_every`` N evaluates on
+    ``val_data`` every N steps (without it, at each epoch's end when ``val_data`` is
+    given). ``early_stopping`` is an ``EarlyStopping`` or its fields as a dict. A
+    ``ReduceOnPlateau`` scheduler is fed ``plateau_metric`` (default: val_loss when
+    there is val_data, else the training loss at log points); any other scheduler steps
+    once per step. ``state`` continues a live ``TrainState``; ``resume`` loads a
+    ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
+    """
+    if log_every < 1 or (eval_every is not None and eval_every < 1):
+        raise ScellisError("log_every and eval_every must be >= 1")
+    if eval_every is not None and val_data is None:
+        raise ScellisError("eval_every needs val_data")
+    ts = state if state is not None else TrainState(model, optimizer, scheduler, seed=seed)
+    if ts.model is not model or ts.optimizer is not optimizer:
+        raise ScellisError("state= belongs to another model or optimizer")
+    if scheduler is not None and ts.scheduler is not scheduler:
+        raise ScellisError("state= holds another scheduler than scheduler=")
+    if resume is not None:
+        ts.load_state_dict(resume)
+    opts = dict(
+        epochs=epochs,
+        determinism_tier=determinism_tier,
+        val_data=val_data,
+        eval_every=eval_every,
+        log_every=log_every,
+        grad_clip=grad_clip,
+        precision=precision,
+        early_stopping=early_stopping,
+        skip_nonfinite=skip_nonfinite,
+        plateau_metric=plateau_metric or ("val_loss" if val_data is not None else "loss"),
+    )
+    r = _Run(ts, loss, data, opts)
+    if r.early is not None and r.early.metric == "val_loss" and val_data is None:
+        raise ScellisError("early stopping on val_loss needs val_data")
+    t0 = time.perf_counter()
+    yield r.start_event()
+    if r.prec.fallback:
+        yield {"kind": "warning", "message": r.prec.note}
+    if r.tier.note:
+        yield {"kind": "warning", "message": r.tier.note}
+    model.train()
+    stop = False
+    while ts.epoch < epochs and not stop:
+        for x, y in epoch_batches(data, ts.epoch, ts.seed, ts.batch):
+            r.step(x, y)
+            ts.step += 1
+            ts.batch += 1
+            if r.scheduler is not None and not r.plateau:
+                r.scheduler.step()
+            if ts.step % log_every == 0:
+                ev = await r.log()
+                stop = r.feed("loss", ev["loss"], ev)
+                yield ev
+            if not stop and eval_every is not None and ts.step % eval_every == 0:
+                ev = await r.evaluate()
+                stop = r.feed("val_loss", ev["val_loss"], ev)
+                yield ev
+            if max_steps is not None and ts.step >= max_steps and not stop:
+                stop, r.stop_reason = True, ""
+                break
+            if stop:
+                break
+        else:
+            ts.epoch, ts.batch = ts.epoch + 1, 0
+            yield {"kind": "epoch", "epoch": ts.epoch, "step": ts.step}
+            if eval_every is None and val_data is not None:
+                ev = await r.evaluate()
+                stop = r.feed("val_loss", ev["val_loss"], ev)
+                yield ev
+        if stop and r.stop_reason:
+            yield {
+                "kind": "early_stop",
+                "step": ts.step,
+                "epoch": ts.epoch,
+                "reason": r.stop_reason,
+                "best": ts.early.get("best"),
+            }
+        if max_steps is not None and ts.step >= max_steps:
+            break
+    if r.window["steps"]:
+        yield await r.log()
+    yield r.end_event(time.perf_counter() - t0)
+
+
+def run(*args, on_event=None, **kwargs) -> dict:
+    """Drive ``fit`` to completion synchronously (the CLI); returns the ``end`` summary.
+    ``on_event`` is called with every event."""
+
+    async def main():
+        last = None
+        async for ev in fit(*args, **kwargs):
+            if on_event is not None:
+                on_event(ev)
+            last = ev
+        return last
+
+    return asyncio.run(main())

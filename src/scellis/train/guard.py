@@ -1,0 +1,77 @@
+"""Overflow guard (train layer): a device-side finite flag and an update it gates.
+
+No host readback: ``finite_flag`` reduces the gradients to a 0-d bool on the device
+(``sum(g * 0) == 0`` holds iff every element is finite: ``inf * 0`` and ``nan * 0``
+are NaN, and NaN compares unequal), and ``guarded_step`` runs the optimizer, then
+writes back ``where(ok, new, old)`` into the parameters and every optimizer state
+buffer, so a non-finite step leaves them bitwise unchanged.
+
+Costs and limits, until the fused update ops take the flag themselves: one copy of
+every flat buffer before the step and one ``where`` + ``flat_gather`` after it; and
+the host-side step counts (Adam's bias correction, SGD's first-step flag) advance on
+a skipped step too, since the host does not know it was skipped.
+"""
+
+from __future__ import annotations
+
+from ..autograd import no_grad
+from ..catalog.optim import flat_view
+from ..runtime.creation import zeros
+from ..runtime.dispatch import apply, apply_inplace
+from ..runtime.tensor import Tensor
+
+
+def flat_grads(params) -> Tensor | None:
+    """The gradients of ``params`` (those that have one) in one flat device buffer."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return None
+    first = grads[0]
+    flat = zeros((sum(g.numel for g in grads),), first.dtype, first.device)
+    parts = [g if g.is_contiguous() else apply("copy", (g,)) for g in grads]
+    apply_inplace("flat_gather", tuple(parts), (flat,))
+    return flat
+
+
+@no_grad()
+def finite_flag(params) -> Tensor | None:
+    """0-d bool on the device: every gradient element of ``params`` is finite."""
+    flat = flat_grads(params)
+    if flat is None:
+        return None
+    return (flat * 0.0).sum() == 0.0
+
+
+@no_grad()
+def scale_grads(params, factor: Tensor) -> None:
+    """``p.grad *= factor`` (a 0-d device tensor) for every parameter with a gradient."""
+    for p in params:
+        if p.grad is not None:
+            p.grad = p.grad * factor.cast(p.grad.dtype)
+
+
+def _live_buffers(optimizer) -> dict:
+    """The optimizer's flat parameter and state buffers, keyed by (group, name)."""
+    out = {}
+    for gi, group in enumerate(optimizer.param_groups):
+        params = group["params"]
+        out[(gi, "params")] = flat_view(params)
+        states = [optimizer.state_of(p) for p in params]
+        for name in states[0]:
+            if name != "step":
+                out[(gi, name)] = flat_view([s[name] for s in states])
+    return out
+
+
+@no_grad()
+def guarded_step(optimizer, ok: Tensor | None) -> None:
+    """``optimizer.step()``, undone on the device where ``ok`` (0-d bool) is False."""
+    if ok is None:
+        optimizer.step()
+        return
+    before = {k: apply("copy", (v,)) for k, v in _live_buffers(optimizer).items()}
+    optimizer.step()
+    for key, live in _live_buffers(optimizer).items():
+        old = before.get(key)  # state made by this step was zeros before it
+        kept = live.where(ok.expand(live.shape), old if old is not None else 0.0)
+        apply_inplace("flat_gather", (kept,), (live,))

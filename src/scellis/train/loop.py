@@ -1,0 +1,218 @@
+"""The host-driven training loop (train layer): ``async fit`` yields events; ``run`` drives it.
+
+A step only enqueues device work: forward (under the precision policy), backward of
+the (scaled) loss, unscale, the device-side finite flag, clipping, the gated
+optimizer update and the loss-scale update. The loss, the good-step and skip counts
+and the scale accumulate in 0-d device tensors; the host reads them in one readback
+per log point (every ``log_every`` steps, and once at the end for a partial window),
+plus one per evaluation (the validation loss, which early stopping and
+reduce_on_plateau need on the host). Nothing else is read back.
+
+Events are plain dicts with a ``kind``: ``start``, ``warning``, ``log`` (step, epoch,
+loss: the mean over the window's clean steps, None if all were skipped; lr: the rate
+the last step used; throughput in samples/s over the window, including the device
+time since the last readback; skipped; loss_scale), ``eval`` (val_loss, and lr after
+reduce_on_plateau was fed), ``epoch``, ``early_stop`` and the final ``end`` summary.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..autograd import no_grad
+from ..base.dtypes import f16
+from ..base.errors import ScellisError
+from ..catalog.clip import clip_grad_norm_, clip_grad_value_
+from ..catalog.sched import ReduceOnPlateau
+from ..ops.composites import stack
+from ..runtime.creation import zeros
+from ..runtime.tensor import Tensor
+from .data import batch_rows, epoch_batches
+from .determinism import resolve_tier
+from .guard import finite_flag, guarded_step, scale_grads
+from .precision import resolve_precision, to_compute, working_copies
+from .state import TrainState
+from .stopping import EarlyStopping
+
+
+def _clipper(spec):
+    if spec is None:
+        return None
+    spec = {"max_norm": spec} if isinstance(spec, (int, float)) else dict(spec)
+    if "max_norm" in spec:
+        n, t = float(spec["max_norm"]), float(spec.get("norm_type", 2.0))
+        return lambda ps: clip_grad_norm_(ps, n, t)
+    if "max_value" in spec:
+        v = float(spec["max_value"])
+        return lambda ps: clip_grad_value_(ps, v)
+    raise ScellisError("grad_clip takes max_norm (and norm_type) or max_value")
+
+
+class _Run:
+    """One fit call's context: the state, the policy and the device-side accumulators."""
+
+    def __init__(self, ts: TrainState, loss, data, opts: dict):
+        self.ts, self.loss, self.data, self.o = ts, loss, data, opts
+        self.model, self.optimizer, self.scheduler = ts.model, ts.optimizer, ts.scheduler
+        self.device = ts.device
+        self.tier = resolve_tier(opts["determinism_tier"])
+        self.prec = resolve_precision(opts["precision"], self.device)
+        ts.scaler.configure(self.prec, self.device)
+        self.clip = _clipper(opts["grad_clip"])
+        self.early = EarlyStopping.of(opts["early_stopping"])
+        self.plateau = isinstance(self.scheduler, ReduceOnPlateau)
+        self.guard = opts["skip_nonfinite"] or ts.scaler.dynamic
+        self.readbacks = 0
+        self.acc = None  # device tensors: loss sum, good steps, skipped total
+        self.window = {"steps": 0, "samples": 0, "t0": time.perf_counter()}
+        self.last: dict = {}
+        self.stop_reason = ""
+        self.step_lr = self.optimizer.param_groups[0]["lr"]  # the rate the last step used
+
+    # -- the step: device work only --
+    def step(self, x, y) -> None:
+        ts, scaler, dt = self.ts, self.ts.scaler, self.prec.compute
+        self.step_lr = self.optimizer.param_groups[0]["lr"]
+        ts.enter_step()
+        self.optimizer.zero_grad()
+        with working_copies(self.model, dt):
+            pred = self.model(to_compute(x, dt))
+        if isinstance(pred, Tensor) and pred.dtype == f16:
+            pred = pred.cast("f32")  # the loss and its reductions run in f32
+        value = self.loss(pred, y)
+        (value * scaler.scale if scaler.active else value).backward()
+        params = self.model.parameters()
+        with no_grad():
+            if scaler.active:
+                scale_grads(params, 1.0 / scaler.scale)
+            ok = finite_flag(params) if self.guard else None
+            if self.clip is not None:
+                self.clip(params)
+            guarded_step(self.optimizer, ok)
+            if ok is not None:
+                scaler.update(ok)
+            self._accumulate(value.detach(), ok)
+        rows = batch_rows(x)
+        self.window["steps"] += 1
+        self.window["samples"] += rows
+
+    def _accumulate(self, value: Tensor, ok) -> None:
+        if self.acc is None:
+            self.acc = [zeros((), value.dtype, self.device) for _ in range(3)]
+        total, good, skipped = self.acc
+        if ok is None:
+            self.acc = [total + value, good + 1.0, skipped]
+        else:
+            okf = ok.cast(value.dtype)
+            self.acc = [total + value.where(ok, 0.0), good + okf, skipped + (1.0 - okf)]
+
+    async def _read(self, t: Tensor):
+        self.readbacks += 1
+        return await t.read()
+
+    # -- readback points --
+    async def log(self) -> dict:
+        ts, w = self.ts, self.window
+        total, good, skipped = self.acc
+        scale = self.ts.scaler.scale.cast(total.dtype)
+        vals = await self._read(stack([total, good, skipped, scale]))
+        now = time.perf_counter()
+        loss = vals[0] / vals[1] if vals[1] else None  # None: every step was skipped
+        skipped_total = int(vals[2])
+        ev = {
+            "kind": "log",
+            "step": ts.step,
+            "epoch": ts.epoch,
+            "batch": ts.batch,
+            "loss": loss,
+            "lr": self.step_lr,
+            "throughput": w["samples"] / max(now - w["t0"], 1e-9),
+            "samples": w["samples"],
+            "skipped": w["steps"] - int(vals[1]),
+            "skipped_total": skipped_total,
+            "loss_scale": vals[3],
+        }
+        self.acc = [
+            zeros((), total.dtype, self.device),
+            zeros((), total.dtype, self.device),
+            skipped,
+        ]
+        self.window = {"steps": 0, "samples": 0, "t0": time.perf_counter()}
+        self.last = ev
+        ts.metrics.update(loss=loss, skipped_total=skipped_total, loss_scale=vals[3])
+        return ev
+
+    async def evaluate(self) -> dict:
+        ts, dt = self.ts, self.prec.compute
+        self.model.eval()
+        total, rows = None, 0
+        with no_grad(), working_copies(self.model, dt):
+            for x, y in epoch_batches(self.o["val_data"], 0, ts.seed):
+                pred = self.model(to_compute(x, dt))
+                if isinstance(pred, Tensor) and pred.dtype == f16:
+                    pred = pred.cast("f32")
+                n = batch_rows(x)
+                part = self.loss(pred, y) * float(n)
+                total, rows = (part if total is None else total + part), rows + n
+        self.model.train()
+        if total is None:
+            raise ScellisError("val_data produced no batches")
+        val = (await self._read(total)) / rows
+        ts.metrics["val_loss"] = val
+        return {"kind": "eval", "step": ts.step, "epoch": ts.epoch, "val_loss": val}
+
+    def feed(self, metric: str, value: float, ev: dict) -> bool:
+        """Give ``value`` to reduce_on_plateau and early stopping; True: stop the run."""
+        if value is None:  # a window of skipped steps has no loss to judge
+            return False
+        if self.plateau and metric == self.o["plateau_metric"]:
+            before = self.optimizer.param_groups[0]["lr"]
+            self.scheduler.step(value)
+            ev["lr"] = self.optimizer.param_groups[0]["lr"]
+            ev["lr_reduced"] = ev["lr"] < before
+        if self.early is not None and metric == self.early.metric:
+            stop = self.early.feed(value, self.ts.early)
+            ev["best"], ev["bad"] = self.ts.early["best"], self.ts.early["bad"]
+            if stop:
+                self.stop_reason = (
+                    f"{metric} did not improve by more than "
+                    f"{self.early.min_delta} for {self.early.patience} checks"
+                )
+            return stop
+        return False
+
+    def start_event(self) -> dict:
+        data = self.data
+        return {
+            "kind": "start",
+            "device": self.device.name,
+            "tier": self.tier.record(),
+            "precision": self.prec.record(),
+            "epochs": self.o["epochs"],
+            "steps_per_epoch": len(data) if hasattr(data, "__len__") else None,
+            "step": self.ts.step,
+            "epoch": self.ts.epoch,
+            "seed": self.ts.seed,
+            "parameters": sum(p.numel for p in self.model.parameters()),
+        }
+
+    def end_event(self, wall: float) -> dict:
+        ts = self.ts
+        return {
+            "kind": "end",
+            "steps": ts.step,
+            "epoch": ts.epoch,
+            "batch": ts.batch,
+            "loss": self.last.get("loss"),
+            "val_loss": ts.metrics.get("val_loss"),
+            "best": ts.early.get("best"),
+            "stopped_early": bool(self.stop_reason),
+            "reason": self.stop_reason,
+            "skipped_total": ts.metrics.get("skipped_total", 0),
+            "loss_scale": ts.metrics.get("loss_scale"),
+            "lr": self.step_lr,
+            "readbacks": self.readbacks,
+            "wall_s": wall,
+            "tier": self.tier.record(),
+            "precision": self.prec.record(),
+        }

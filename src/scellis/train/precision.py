@@ -1,0 +1,211 @@
+"""The precision policy (train layer): f32, or mixed f16 with dynamic loss scaling.
+
+``mixed_f16`` runs the model's forward and backward in f16: each step casts every
+parameter to an f16 working copy (a recorded ``cast``, so gradients flow back to the
+f32 master weights the optimizer owns) and the float inputs to f16; the prediction is
+cast back to f32 before the loss, and reductions accumulate in f32 inside the kernels.
+It needs ``shader-f16`` on WebGPU. Without it the run is refused, or it runs in f32
+when the policy says ``fallback: f32``, and the precision record says which. On the
+reference device f16 is emulated (each op computes in f32 and rounds to f16).
+
+Dynamic loss scaling keeps its state on the device: the scale and the count of clean
+steps are 0-d f32 tensors updated by device ops from the step's finite flag, so the
+host learns the scale only at log points (it is in the log events).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+
+from ..base.dtypes import f16, f32
+from ..base.errors import ScellisError
+from ..runtime.creation import full
+from ..runtime.dispatch import apply
+from ..runtime.tensor import Tensor
+
+POLICIES = ("f32", "mixed_f16")
+_KEYS = {
+    "policy",
+    "master_weights",
+    "loss_scaling",
+    "fallback",
+    "init_scale",
+    "growth_factor",
+    "backoff_factor",
+    "growth_interval",
+}
+
+
+@dataclass(frozen=True)
+class Precision:
+    policy: str  # what runs: f32 | mixed_f16
+    requested: str  # what was asked for
+    master_weights: str = "f32"
+    loss_scaling: str = "none"  # dynamic | static | none
+    init_scale: float = 1.0
+    growth_factor: float = 2.0
+    backoff_factor: float = 0.5
+    growth_interval: int = 2000
+    fallback: str | None = None  # "f32" when the run fell back to f32
+    note: str = ""
+
+    @property
+    def compute(self):
+        return f16 if self.policy == "mixed_f16" else f32
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+def _device_label(device) -> str:
+    info = getattr(device, "info", None)
+    name = getattr(info, "name", None)
+    return f"{device.name} adapter {name!r}" if name else f"device {device.name!r}"
+
+
+def resolve_precision(spec, device) -> Precision:
+    """The precision record for ``spec`` (None, a policy name or a dict) on ``device``."""
+    spec = {"policy": "f32"} if spec is None else spec
+    spec = {"policy": spec} if isinstance(spec, str) else dict(spec)
+    unknown = set(spec) - _KEYS
+    if unknown:
+        raise ScellisError(
+            f"unknown precision field(s) {sorted(unknown)}; known: {', '.join(sorted(_KEYS))}"
+        )
+    policy = spec.get("policy", "f32")
+    if policy not in POLICIES:
+        raise ScellisError(f"precision policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if spec.get("master_weights", "f32") != "f32":
+        raise ScellisError("master_weights must be f32 (the optimizers keep f32 buffers)")
+    fallback = spec.get("fallback")
+    if fallback not in (None, "f32", "refuse"):
+        raise ScellisError(f"precision fallback must be f32 or refuse, got {fallback!r}")
+    scaling = spec.get("loss_scaling", "dynamic" if policy == "mixed_f16" else "none")
+    static = isinstance(scaling, (int, float)) and not isinstance(scaling, bool)
+    if not static and scaling not in ("dynamic", "none"):
+        raise ScellisError(f"loss_scaling must be dynamic, none or a number, got {scaling!r}")
+    init = float(scaling) if static else float(spec.get("init_scale", 2.0**16))
+    if scaling == "none":
+        init = 1.0
+    kw = dict(
+        master_weights="f32",
+        loss_scaling="static" if static else scaling,
+        init_scale=init,
+        growth_factor=float(spec.get("growth_factor", 2.0)),
+        backoff_factor=float(spec.get("backoff_factor", 0.5)),
+        growth_interval=int(spec.get("growth_interval", 2000)),
+    )
+    if kw["init_scale"] <= 0 or kw["growth_factor"] < 1 or not 0 < kw["backoff_factor"] < 1:
+        raise ScellisError(
+            "loss scaling needs init_scale > 0, growth_factor >= 1 and 0 < backoff_factor < 1"
+        )
+    if policy == "f32":
+        return Precision("f32", "f32", **kw)
+    if not device.supports(f16):
+        where = _device_label(device)
+        if fallback != "f32":
+            raise ScellisError(
+                f"precision mixed_f16 needs f16 shaders, and the {where} has no 'shader-f16' "
+                "feature; choose policy f32, or add fallback: f32 to run in f32 here"
+            )
+        note = (
+            f"the {where} has no 'shader-f16': running in f32 without loss scaling, "
+            "as fallback: f32 asks"
+        )
+        kw.update(loss_scaling="none", init_scale=1.0)
+        return Precision("f32", "mixed_f16", fallback="f32", note=note, **kw)
+    note = (
+        "f16 emulated on the reference device: each op computes in f32 and rounds to f16"
+        if device.name == "reference"
+        else ""
+    )
+    return Precision("mixed_f16", "mixed_f16", note=note, **kw)
+
+
+@contextlib.contextmanager
+def working_copies(model, dtype):
+    """Within the block, every float parameter attribute of ``model`` is its cast to
+    ``dtype`` (recorded, so gradients reach the master); restored on exit."""
+    if dtype == f32:
+        yield
+        return
+    owners = dict(model.named_modules())
+    swapped = []
+    for path, p in model.named_parameters():
+        owner, _, name = path.rpartition(".")
+        mod = owners[owner]
+        if p.dtype.is_float and p.dtype != dtype:
+            swapped.append((mod, name, p))
+            object.__setattr__(mod, name, p.cast(dtype))
+    try:
+        yield
+    finally:
+        for mod, name, p in swapped:
+            object.__setattr__(mod, name, p)
+
+
+def to_compute(x, dtype):
+    """A float input tensor (or a tuple/list of them) cast to the compute dtype."""
+    if isinstance(x, Tensor):
+        return x.cast(dtype) if x.dtype.is_float and x.dtype != dtype else x
+    if isinstance(x, (tuple, list)):
+        return type(x)(to_compute(v, dtype) for v in x)
+    return x
+
+
+class LossScaler:
+    """Device-side loss scale: ``scale`` and ``good`` (clean steps since the last change)
+    are 0-d f32 tensors; ``update(ok)`` applies the rule without reading them back."""
+
+    def __init__(self):
+        self.prec: Precision | None = None
+        self.scale: Tensor | None = None
+        self.good: Tensor | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        return self.prec is not None and self.prec.loss_scaling == "dynamic"
+
+    @property
+    def active(self) -> bool:
+        return self.prec is not None and self.prec.loss_scaling != "none"
+
+    def configure(self, prec: Precision, device) -> None:
+        """Set the policy; a dynamic scale restored by ``load_state_dict`` is kept."""
+        self.prec = prec
+        keep = self.dynamic and self.scale is not None and self.scale.device is device
+        if not keep:
+            self.scale = full((), prec.init_scale, f32, device)
+            self.good = full((), 0.0, f32, device)
+
+    def update(self, ok: Tensor) -> None:
+        """x growth_factor after growth_interval clean steps; x backoff_factor on overflow."""
+        if not self.dynamic:
+            return
+        p = self.prec
+        okf = ok.cast(f32)
+        good = (self.good + 1.0) * okf
+        grow = (good >= float(p.growth_interval)).cast(f32)
+        factor = (grow * (p.growth_factor - 1.0) + 1.0) * okf + (1.0 - okf) * p.backoff_factor
+        self.scale = self.scale * factor
+        self.good = good * (1.0 - grow)
+
+    def state_dict(self) -> dict:
+        if self.scale is None:
+            return {"scale": None, "good": None}
+        return {"scale": apply("copy", (self.scale,)), "good": apply("copy", (self.good,))}
+
+    def load_state_dict(self, sd: dict, device) -> None:
+        if sd.get("scale") is None:
+            self.scale = self.good = None
+            return
+        self.scale, self.good = (_scalar(sd[k], device) for k in ("scale", "good"))
+
+
+def _scalar(v, device) -> Tensor:
+    if isinstance(v, Tensor) and v.device is device:
+        return apply("copy", (v.reshape(()).cast(f32),))
+    if isinstance(v, Tensor):
+        raise ScellisError("a saved loss scale lives on another device; pass its value")
+    return full((), float(v), f32, device)
