@@ -47,7 +47,21 @@ def _softplus(x):
 
 
 def _sigmoid(x):
-    return 1 / (1 + np.exp(-x))
+    # exp(-x) overflows to inf for very negative x, and 1 / inf is the exact 0
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+def _log(x):
+    # log(0) = -inf is the answer (pow's gradient takes log of a zero base, then masks it)
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def _mul(a, b):
+    # 0 * inf = nan is the answer (pow's gradient: 0 * log(0), masked afterwards)
+    with np.errstate(invalid="ignore"):
+        return np.multiply(a, b)
 
 
 def _pow(a, b):
@@ -57,7 +71,7 @@ def _pow(a, b):
 
 UNARY = {
     "exp": np.exp,
-    "log": np.log,
+    "log": _log,
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x),
     "tanh": np.tanh,
@@ -81,7 +95,7 @@ SIMPLE_UNARY = {
 BINARY = {
     "add": np.add,
     "sub": np.subtract,
-    "mul": np.multiply,
+    "mul": _mul,
     "pow": _pow,
     "maximum": np.maximum,
     "minimum": np.minimum,
