@@ -4,7 +4,8 @@ Each row of ``tests/reference/cases*.py`` runs twice on the same inputs, drawn b
 row and rounded to f32 once: on ``webgpu`` in f32 and on ``reference`` in f64. The
 forward result and the gradient of every differentiated input (cotangent R, f32 normal
 draws, the same on both) are compared. Both devices must also dispatch the same set of
-primitives in each phase, so no row reaches the answer by another path.
+primitives in each phase (casts to a tensor's own dtype and cached scalar constants
+aside), so every primitive the table reaches runs as WGSL and no row takes another path.
 
 Tolerances, per phase (forward; backward), picked from the primitives the reference
 device dispatched in that phase (``u = 2**-24``, the f32 unit roundoff):
