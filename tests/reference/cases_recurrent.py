@@ -1,4 +1,4 @@
-"""Op cases, recurrent family: the fused LSTM layer primitive against a step-by-step torch LSTM."""
+"""Op cases, recurrent family: the fused LSTM and GRU layer primitives vs step-by-step torch."""
 
 from __future__ import annotations
 
@@ -23,6 +23,25 @@ def torch_lstm_seq(gx, h0, c0, w):
     return torch.stack(steps)
 
 
+def torch_gru_seq(gx, h0, w, bh):
+    """gru_seq's packed result [T, B, 5H] = (h, r, z, n, hn) per step, in torch."""
+    hidden = h0.shape[-1]
+    h, steps = h0, []
+    for t in range(gx.shape[1]):
+        a = h @ w.T + bh
+        xr, xz, xn = gx[:, t].split(hidden, -1)
+        ar, az, hn = a.split(hidden, -1)
+        r, z = (xr + ar).sigmoid(), (xz + az).sigmoid()
+        n = (xn + r * hn).tanh()
+        h = (1 - z) * n + z * h
+        steps.append(torch.cat([h, r, z, n, hn], -1))
+    return torch.stack(steps)
+
+
+def gru_seq(gx, h0, w, bh):
+    return apply("gru_seq", (gx, h0, w, bh))
+
+
 def lstm_seq(gx, h0, c0, w):
     return apply("lstm_seq", (gx, h0, c0, w))
 
@@ -35,5 +54,12 @@ CASES = [
         lstm_seq,
         torch_lstm_seq,
         [N((1, 7, 12)), N((1, 3)), N((1, 3)), N((12, 3), 0.5)],
+    ),
+    Case("gru_seq", gru_seq, torch_gru_seq, [N((3, 5, 6)), N((3, 2)), N((6, 2)), N((6,))]),
+    Case(
+        "gru_seq_1x7",
+        gru_seq,
+        torch_gru_seq,
+        [N((1, 7, 9)), N((1, 3)), N((9, 3), 0.5), N((9,), 0.3)],
     ),
 ]
