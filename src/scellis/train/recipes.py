@@ -23,12 +23,9 @@ from .data import Batches
 from .fit import run
 
 
-def _examples() -> Path:
-    here = Path(__file__).resolve()
-    for up in here.parents:
-        if (up / "examples" / "data").is_dir():
-            return up / "examples" / "data"
-    raise FileNotFoundError("examples/data not found next to the package")
+def _bundled() -> Path:
+    """The data shipped inside the package (so a wheel, and the browser, carry it)."""
+    return Path(__file__).resolve().parents[1] / "data" / "bundled"
 
 
 def _mae(model, x, y, w) -> tuple[float, float]:
@@ -50,7 +47,7 @@ def forecast(
     csv_path=None,
 ) -> dict:
     dev = get_device(device)
-    values = read_csv_column(csv_path or _examples() / "sunspots_yearly.csv", "sunspots")
+    values = read_csv_column(csv_path or _bundled() / "sunspots_yearly.csv", "sunspots")
     w = window_series(values, window)
     model = LSTMForecaster(1, hidden, 1, 1, device=dev, gen=_gen(seed))
     opt = Adam(model, lr=0.01)
@@ -97,7 +94,7 @@ def char_lm(
     max_chars=60000,
 ) -> dict:
     dev = get_device(device)
-    text = Path(text_path or _examples() / "python_help_topics.txt").read_text()[:max_chars]
+    text = Path(text_path or _bundled() / "python_help_topics.txt").read_text()[:max_chars]
     vocab = CharVocab(text)
     ids = vocab.encode(text)
     cut = int(len(ids) * 0.9)
