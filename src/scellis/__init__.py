@@ -13,12 +13,12 @@ from .runtime import (  # noqa: F401
     arange,
     default_device,
     full,
+    functional,  # noqa: F401
     ones,
     rand,
     set_default_device,
     tensor,
     zeros,
 )
-from .runtime import functional  # noqa: F401
 from .runtime.creation import from_bytes, generator, manual_seed, randn  # noqa: F401
 from .version import __version__  # noqa: F401

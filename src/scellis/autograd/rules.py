@@ -147,8 +147,9 @@ def _slice(node, g):
 def _pad(node, g):
     x = _x(node)
     lo, interior = node.attrs["lo"], node.attrs["interior"]
-    stops = [a + max(d - 1, 0) * (i + 1) + (1 if d else 0)
-             for d, a, i in zip(x.shape, lo, interior)]
+    stops = [
+        a + max(d - 1, 0) * (i + 1) + (1 if d else 0) for d, a, i in zip(x.shape, lo, interior)
+    ]
     return (g.slice(list(lo), stops, [i + 1 for i in interior]),)
 
 
@@ -182,11 +183,14 @@ def _rsqrt(node, g):
 VJP = {
     "add": lambda n, g: (g, g),
     "sub": lambda n, g: (g, -g),
-    "mul": lambda n, g: (g * _x(n, 1).detach() if n.needs[0] else None,
-                         g * _x(n, 0).detach() if n.needs[1] else None),
-    "div": lambda n, g: (g / _x(n, 1).detach() if n.needs[0] else None,
-                         -g * _x(n, 0).detach() / (_x(n, 1).detach() * _x(n, 1).detach())
-                         if n.needs[1] else None),
+    "mul": lambda n, g: (
+        g * _x(n, 1).detach() if n.needs[0] else None,
+        g * _x(n, 0).detach() if n.needs[1] else None,
+    ),
+    "div": lambda n, g: (
+        g / _x(n, 1).detach() if n.needs[0] else None,
+        -g * _x(n, 0).detach() / (_x(n, 1).detach() * _x(n, 1).detach()) if n.needs[1] else None,
+    ),
     "pow": _pow,
     "maximum": _minmax_binary(lambda a, b: a > b),
     "minimum": _minmax_binary(lambda a, b: a < b),
@@ -209,9 +213,11 @@ VJP = {
     "clamp": _clamp,
     "cast": lambda n, g: (g.cast(_x(n).dtype),),
     "copy": lambda n, g: (g,),
-    "where": lambda n, g: (None,
-                           g.where(_x(n, 0), 0.0) if n.needs[1] else None,
-                           g.where(_x(n, 0).logical_not(), 0.0) if n.needs[2] else None),
+    "where": lambda n, g: (
+        None,
+        g.where(_x(n, 0), 0.0) if n.needs[1] else None,
+        g.where(_x(n, 0).logical_not(), 0.0) if n.needs[2] else None,
+    ),
     "sum": _sum,
     "max": _max_reduce,
     "min": _max_reduce,

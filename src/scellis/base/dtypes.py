@@ -34,8 +34,16 @@ bool_ = DType("bool", 1, "B", "b")
 
 ALL = {d.name: d for d in (f16, f32, f64, i32, u32, bool_)}
 _ALIASES = {
-    "float16": f16, "half": f16, "float32": f32, "float": f32, "float64": f64,
-    "double": f64, "int32": i32, "int": i32, "uint32": u32, "bool_": bool_,
+    "float16": f16,
+    "half": f16,
+    "float32": f32,
+    "float": f32,
+    "float64": f64,
+    "double": f64,
+    "int32": i32,
+    "int": i32,
+    "uint32": u32,
+    "bool_": bool_,
 }
 
 # Promotion order for floats; integers promote to the float they meet.

@@ -32,8 +32,14 @@ class AutogradError(ScellisError):
 class Diagnostic(ScellisError):
     """An error located in a source file: printed as ``file:line:col: message``."""
 
-    def __init__(self, message: str, file: str = "<input>", line: int = 1, col: int = 1,
-                 fix: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        file: str = "<input>",
+        line: int = 1,
+        col: int = 1,
+        fix: str | None = None,
+    ):
         self.message, self.file, self.line, self.col, self.fix = message, file, line, col, fix
         text = f"{file}:{line}:{col}: {message}"
         if fix:

@@ -49,8 +49,9 @@ def philox4x32(counter: Words4, key: tuple[int, int], rounds: int = 10) -> Words
 
 def stream_key(seed: int, name: str) -> tuple[int, int]:
     """The key of the named sub-stream ``name`` of ``seed`` (see the module docstring)."""
-    digest = hashlib.sha256(b"scellis.philox:" + str(int(seed)).encode() + b":" +
-                            name.encode("utf-8")).digest()
+    digest = hashlib.sha256(
+        b"scellis.philox:" + str(int(seed)).encode() + b":" + name.encode("utf-8")
+    ).digest()
     return int.from_bytes(digest[0:4], "little"), int.from_bytes(digest[4:8], "little")
 
 
@@ -114,8 +115,13 @@ class Generator:
         self.draw = 0
 
     def state(self) -> dict:
-        return {"algorithm": "philox4x32", "seed": self.seed, "name": self.name,
-                "step": self.step, "draw": self.draw}
+        return {
+            "algorithm": "philox4x32",
+            "seed": self.seed,
+            "name": self.name,
+            "step": self.step,
+            "draw": self.draw,
+        }
 
     @classmethod
     def from_state(cls, state: dict) -> Generator:

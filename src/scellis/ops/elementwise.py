@@ -11,8 +11,19 @@ from ..base.errors import DTypeError, ShapeError
 from .table import OpDef, Spec, register
 
 UNARY_FLOAT = (
-    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu_tanh", "gelu_erf", "silu",
-    "softplus", "erf", "sin", "cos",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "gelu_tanh",
+    "gelu_erf",
+    "silu",
+    "softplus",
+    "erf",
+    "sin",
+    "cos",
 )
 UNARY_ANY = ("neg", "abs", "relu", "sign")
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
@@ -90,10 +101,27 @@ for _n in LOGICAL:
 register(OpDef("logical_not", "unary", 1, lambda s, a: [Spec(s[0].shape, bool_)]))
 register(OpDef("where", "where", 3, _where, diff_inputs=(1, 2)))
 register(OpDef("cast", "unary", 1, _cast, attrs=("dtype",), diff_inputs=(0,)))
-register(OpDef("clamp", "unary", 1, _clamp, attrs=("lo", "hi"), diff_inputs=(0,),
-               doc="clamp to [lo, hi]; either bound may be None"))
-register(OpDef("copy", "unary", 1, lambda s, a: [s[0]], diff_inputs=(0,),
-               doc="materialise a (strided) view as a contiguous tensor"))
+register(
+    OpDef(
+        "clamp",
+        "unary",
+        1,
+        _clamp,
+        attrs=("lo", "hi"),
+        diff_inputs=(0,),
+        doc="clamp to [lo, hi]; either bound may be None",
+    )
+)
+register(
+    OpDef(
+        "copy",
+        "unary",
+        1,
+        lambda s, a: [s[0]],
+        diff_inputs=(0,),
+        doc="materialise a (strided) view as a contiguous tensor",
+    )
+)
 
 # dtype rule for mixed-dtype user calls; the runtime casts before dispatch
 result_dtype = promote

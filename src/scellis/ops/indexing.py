@@ -16,7 +16,9 @@ def _check_idx(x: Spec, idx: Spec, axis: int, what: str):
     if idx.dtype not in (i32, u32):
         raise DTypeError(f"{what} indices must be i32, got {idx.dtype}")
     if len(idx.shape) != len(x.shape):
-        raise ShapeError(f"{what}: index rank {len(idx.shape)} differs from input rank {len(x.shape)}")
+        raise ShapeError(
+            f"{what}: index rank {len(idx.shape)} differs from input rank {len(x.shape)}"
+        )
     for i, (a, b) in enumerate(zip(idx.shape, x.shape)):
         if i != axis and a > b:
             raise ShapeError(f"{what}: index shape {idx.shape} exceeds {x.shape} off axis {axis}")
@@ -38,5 +40,4 @@ def _scatter_add(specs, attrs):
 
 
 register(OpDef("gather", "index", 2, _gather, attrs=("axis",), diff_inputs=(0,)))
-register(OpDef("scatter_add", "index", 2, _scatter_add, attrs=("axis", "shape"),
-               diff_inputs=(0,)))
+register(OpDef("scatter_add", "index", 2, _scatter_add, attrs=("axis", "shape"), diff_inputs=(0,)))

@@ -11,7 +11,9 @@ def _matmul(specs, attrs):
     if a.dtype != b.dtype or not a.dtype.is_float:
         raise DTypeError(f"matmul needs two float tensors of one dtype, got {a.dtype}, {b.dtype}")
     if len(a.shape) < 2 or len(b.shape) != len(a.shape):
-        raise ShapeError(f"matmul primitive needs equal-rank >=2-D inputs, got {a.shape}, {b.shape}")
+        raise ShapeError(
+            f"matmul primitive needs equal-rank >=2-D inputs, got {a.shape}, {b.shape}"
+        )
     if a.shape[:-2] != b.shape[:-2]:
         raise ShapeError(f"matmul batch dims differ: {a.shape[:-2]} vs {b.shape[:-2]}")
     if a.shape[-1] != b.shape[-2]:

@@ -60,9 +60,7 @@ def _pad(specs, attrs):
         raise ShapeError("pad needs one (lo, hi, interior) per dim")
     if min(lo + hi + interior, default=0) < 0:
         raise ShapeError("pad widths must be >= 0")
-    out = tuple(
-        a + b + d + max(d - 1, 0) * i for d, a, b, i in zip(s.shape, lo, hi, interior)
-    )
+    out = tuple(a + b + d + max(d - 1, 0) * i for d, a, b, i in zip(s.shape, lo, hi, interior))
     return [Spec(out, s.dtype)]
 
 
@@ -75,7 +73,9 @@ def _concat(specs, attrs):
             raise ShapeError("concat inputs differ in dtype or rank")
         for i, (a, b) in enumerate(zip(s.shape, first.shape)):
             if i != axis and a != b:
-                raise ShapeError(f"concat: shapes {first.shape} and {s.shape} differ off axis {axis}")
+                raise ShapeError(
+                    f"concat: shapes {first.shape} and {s.shape} differ off axis {axis}"
+                )
         total += s.shape[axis]
     shape = list(first.shape)
     shape[axis] = total
@@ -84,10 +84,38 @@ def _concat(specs, attrs):
 
 register(OpDef("permute", "view", 1, _permute, attrs=("perm",), diff_inputs=(0,), is_view=True))
 register(OpDef("expand", "view", 1, _expand, attrs=("shape",), diff_inputs=(0,), is_view=True))
-register(OpDef("reshape", "view", 1, _reshape, attrs=("shape",), diff_inputs=(0,), is_view=True,
-               doc="a view; the runtime copies first when the strides do not allow one"))
-register(OpDef("slice", "view", 1, _slice, attrs=("starts", "stops", "steps"), diff_inputs=(0,),
-               is_view=True))
-register(OpDef("pad", "layout", 1, _pad, attrs=("lo", "hi", "interior", "value"),
-               diff_inputs=(0,), doc="XLA-style pad: edge and interior padding"))
+register(
+    OpDef(
+        "reshape",
+        "view",
+        1,
+        _reshape,
+        attrs=("shape",),
+        diff_inputs=(0,),
+        is_view=True,
+        doc="a view; the runtime copies first when the strides do not allow one",
+    )
+)
+register(
+    OpDef(
+        "slice",
+        "view",
+        1,
+        _slice,
+        attrs=("starts", "stops", "steps"),
+        diff_inputs=(0,),
+        is_view=True,
+    )
+)
+register(
+    OpDef(
+        "pad",
+        "layout",
+        1,
+        _pad,
+        attrs=("lo", "hi", "interior", "value"),
+        diff_inputs=(0,),
+        doc="XLA-style pad: edge and interior padding",
+    )
+)
 register(OpDef("concat", "layout", -1, _concat, attrs=("axis",), diff_inputs=(-1,)))

@@ -25,5 +25,13 @@ def _arg(specs, attrs):
 register(OpDef("sum", "reduce", 1, _reduce, attrs=("axes", "keepdim"), diff_inputs=(0,)))
 register(OpDef("max", "reduce", 1, _reduce, attrs=("axes", "keepdim"), diff_inputs=(0,)))
 register(OpDef("min", "reduce", 1, _reduce, attrs=("axes", "keepdim"), diff_inputs=(0,)))
-register(OpDef("argmax", "reduce", 1, _arg, attrs=("axes", "keepdim"),
-               doc="index of the first maximum along one axis"))
+register(
+    OpDef(
+        "argmax",
+        "reduce",
+        1,
+        _arg,
+        attrs=("axes", "keepdim"),
+        doc="index of the first maximum along one axis",
+    )
+)

@@ -10,10 +10,20 @@ from .methods import _where
 from .tensor import Tensor
 
 softmax, log_softmax, logsumexp, layer_norm, gelu = (
-    C.softmax, C.log_softmax, C.logsumexp, C.layer_norm, C.gelu)
+    C.softmax,
+    C.log_softmax,
+    C.logsumexp,
+    C.layer_norm,
+    C.gelu,
+)
 one_hot, stack, take = C.one_hot, C.stack, C.take
 cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss = (
-    C.cross_entropy, C.nll_loss, C.mse, C.l1, C.huber)
+    C.cross_entropy,
+    C.nll_loss,
+    C.mse,
+    C.l1,
+    C.huber,
+)
 binary_cross_entropy_with_logits = C.bce_with_logits
 mean, var = C.mean, C.var
 
@@ -76,8 +86,9 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, gen=None) -> Tenso
         return x
     g = gen or generator("dropout")
     key, draw, step = g.next_draw()
-    mask = apply("bernoulli", (), device=x.device, shape=x.shape, key=key, draw=draw,
-                 step=step, keep=1.0 - p)
+    mask = apply(
+        "bernoulli", (), device=x.device, shape=x.shape, key=key, draw=draw, step=step, keep=1.0 - p
+    )
     return C.dropout(x, p, mask)
 
 

@@ -13,8 +13,12 @@ from .recurrent import KERNELS as _RNN_KERNELS
 KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS}
 
 NP_DTYPES = {
-    "f16": np.float16, "f32": np.float32, "f64": np.float64,
-    "i32": np.int32, "u32": np.uint32, "bool": np.bool_,
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "i32": np.int32,
+    "u32": np.uint32,
+    "bool": np.bool_,
 }
 
 
@@ -23,7 +27,9 @@ def as_array(v: View) -> np.ndarray:
     base = v.buf.handle
     item = base.itemsize
     return np.lib.stride_tricks.as_strided(
-        base[v.offset:], shape=v.shape, strides=tuple(s * item for s in v.strides),
+        base[v.offset :],
+        shape=v.shape,
+        strides=tuple(s * item for s in v.strides),
         writeable=False,
     )
 
@@ -73,7 +79,7 @@ class ReferenceBackend:
             if r.shape != o.shape:
                 r = np.broadcast_to(r, o.shape)
             n = int(np.prod(o.shape, dtype=np.int64))
-            o.buf.handle[o.offset:o.offset + n] = r.astype(out_dtypes[0], copy=False).reshape(-1)
+            o.buf.handle[o.offset : o.offset + n] = r.astype(out_dtypes[0], copy=False).reshape(-1)
 
     # -- memory accounting, the same names every backend reports --
     def memory(self) -> dict:
