@@ -161,3 +161,12 @@ def test_tiny_workgroup_cap_strides_over_every_element(gpu):
     np.testing.assert_array_equal(got, x * np.float32(3) + np.float32(1))
     key = stream_key(3, "dropout")
     assert _raw(tiny, (5000,), key, 0, 0).tolist() == _raw(gpu, (5000,), key, 0, 0).tolist()
+
+
+def test_time_to_first_result_and_pipeline_count_are_reported(gpu):
+    fresh = WebGPUBackend(gpu=gpu.gpu)
+    assert "first_result_s" not in fresh.stats
+    t = sc.tensor([1.0, 2.0, 3.0], device=fresh)
+    assert (t * 2.0).tolist() == [2.0, 4.0, 6.0]
+    assert fresh.stats["first_result_s"] > 0
+    assert fresh.stats["pipelines"] >= 1 and fresh.stats["compile_s"] > 0

@@ -40,6 +40,13 @@ def run(args) -> int:
         f"done in {r['seconds']:.1f}s, {r['steps']} steps: validation MAE {r['val_mae']:.2f} "
         f"vs persistence {r['persistence_mae']:.2f} (dataset sha256 {r['dataset_sha256'][:12]})"
     )
+    if device == "webgpu":
+        st = sc.devices.get_device("webgpu").stats
+        print(
+            f"webgpu: {st['pipelines']} pipelines compiled in {st['compile_s']:.2f}s, "
+            f"first result after {st.get('first_result_s', float('nan')):.2f}s, "
+            f"{st['dispatches']} dispatches"
+        )
     if not r["val_mae"] < r["persistence_mae"]:
         print("scellis demo: the model did not beat persistence; something is wrong")
         return 1

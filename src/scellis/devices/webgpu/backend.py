@@ -36,6 +36,7 @@ class WebGPUBackend:
     def __init__(
         self, gpu: GPU | None = None, limits: dict | None = None, adapter: str | None = None
     ):
+        self._opened = time.perf_counter()
         if gpu is None:
             from_native = _native_gpu()
             gpu = from_native(adapter)
@@ -135,6 +136,14 @@ class WebGPUBackend:
             at += len(part)
 
     async def read(self, buf: Buffer) -> bytes:
+        data = await self._read(buf)
+        if "first_result_s" not in self.stats:
+            # from opening the device to the first values on the host: adapter, pipeline
+            # compiles and the first dispatches all count
+            self.stats["first_result_s"] = time.perf_counter() - self._opened
+        return data
+
+    async def _read(self, buf: Buffer) -> bytes:
         st: Storage = buf.handle
         n = buf.numel * storage_itemsize(buf.dtype)
         parts, at = [], 0
