@@ -10,20 +10,31 @@ import scellis as sc
 from scellis.train.recipes import forecast
 
 
-def _device(name: str) -> str:
+def _device(name: str) -> tuple[str, str]:
+    """The device to use and why: auto takes WebGPU on a real GPU; a software adapter
+    (lavapipe) runs the same kernels, but the NumPy reference is faster on the CPU."""
     if name != "auto":
-        return name
+        return name, ""
     try:
-        return "webgpu" if sc.list_adapters() else "reference"
-    except sc.ScellisError:
-        return "reference"
+        adapters = sc.list_adapters()
+    except sc.ScellisError as e:
+        return "reference", f"auto: no WebGPU ({e})"
+    hardware = [a for a in adapters if a["adapter_type"] not in ("CPU", "cpu")]
+    if hardware:
+        return "webgpu", f"auto: {hardware[0]['name']}"
+    if adapters:
+        return "reference", (
+            f"auto: only a software adapter ({adapters[0]['name']}); "
+            "--device webgpu runs the WGSL kernels on it"
+        )
+    return "reference", "auto: no WebGPU adapter"
 
 
 def run(args) -> int:
-    device = _device(args.device)
+    device, why = _device(args.device)
     print(
         f"scellis demo: LSTM forecaster on yearly sunspots (1700-2008), device={device}"
-        + (" (auto)" if args.device == "auto" else "")
+        + (f" ({why})" if why else "")
     )
 
     def show(ev):
