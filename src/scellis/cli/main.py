@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import ScellisError, __version__
-from . import demo, devices
+from . import catalog, demo, devices
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("devices", help="list WebGPU adapters, their limits and features")
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.set_defaults(func=devices.run)
+    catalog.add_parser(sub)
     return p
 
 

@@ -1,0 +1,113 @@
+"""User catalog extensions (catalog layer): load a user's modules so they register entries.
+
+An extension is a Python module whose top level calls the public
+``scellis.catalog.register(...)`` exactly as the built-ins do (``builtin`` stays False).
+``load_extensions`` takes dotted module names, ``.py`` files and folders (every ``.py``
+file in it, sorted by name). Files are imported from their path under a private module
+name; ``sys.path`` is never changed and nothing is unpickled. A failure inside a user
+module becomes one ScellisError naming the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+from ..base.errors import ScellisError
+
+# a file is imported once per process: its entries stay registered, a second load is a no-op
+_LOADED: dict[str, ModuleType] = {}
+
+
+def _is_path(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or "\\" in spec or Path(spec).exists()
+
+
+def _where(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
+    """The innermost traceback frame that lies in one of ``files`` (or a syntax error's spot)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return exc.filename, exc.lineno or 1
+    hit = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if str(Path(frame.filename).resolve()) in files:
+            hit = (frame.filename, frame.lineno or 1)
+    return hit
+
+
+def _fail(exc: BaseException, files: set[str], fallback: str) -> ScellisError:
+    where = _where(exc, files)
+    file, line = where if where else (fallback, 1)
+    what = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    kind = "" if isinstance(exc, ScellisError) else f"{type(exc).__name__}: "
+    return ScellisError(f"{file}:{line}: in catalog extension: {kind}{what}")
+
+
+def _module_name(path: Path) -> str:
+    tag = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    return f"scellis_extension_{tag}_{path.stem}"
+
+
+def _load_file(path: Path) -> ModuleType:
+    key = str(path.resolve())
+    if key in _LOADED:
+        return _LOADED[key]
+    name = _module_name(path.resolve())
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ScellisError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve their module through sys.modules while the body runs
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        sys.modules.pop(name, None)
+        raise _fail(e, {key}, str(path)) from None
+    _LOADED[key] = module
+    return module
+
+
+def _load_dotted(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        found = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        found = None
+    except Exception as e:  # a parent package failed while being imported
+        raise _fail(e, set(), name) from None
+    if found is None:
+        raise ScellisError(f"no catalog extension module named {name!r}")
+    files = {str(Path(found.origin).resolve())} if found.origin else set()
+    try:
+        return importlib.import_module(name)
+    except Exception as e:
+        raise _fail(e, files, found.origin or name) from None
+
+
+def load_extensions(paths_or_modules) -> list[ModuleType]:
+    """Import each extension (a dotted name, a ``.py`` file or a folder of them), in order.
+
+    Returns the modules imported; one already loaded is returned again, not re-run.
+    """
+    if isinstance(paths_or_modules, (str, Path)):
+        paths_or_modules = [paths_or_modules]
+    out = []
+    for item in paths_or_modules:
+        spec = str(item)
+        if not isinstance(item, Path) and not _is_path(spec):
+            out.append(_load_dotted(spec))
+            continue
+        path = Path(spec)
+        if path.is_dir():
+            out.extend(_load_file(p) for p in sorted(path.glob("*.py")))
+        elif path.is_file():
+            out.append(_load_file(path))
+        else:
+            raise ScellisError(f"{spec}: no such catalog extension file or folder")
+    return out
