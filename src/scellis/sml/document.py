@@ -1,0 +1,238 @@
+"""The SML document (sml layer): the record's values, where each came from, and its edits.
+
+A Document keeps the user's text. ``emit`` returns it, so an unchanged document
+round-trips byte for byte; every edit (set a field, add, remove, rewire or rename a
+block) splices only the text of the nodes it changes and re-reads the result, so
+comments, key order and formatting elsewhere stay as the user wrote them. The graph
+and the form projections edit through these same methods.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..base.errors import Diagnostic, ScellisError
+from .loader import Loaded, load
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./@-]*$")
+_RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+SECTIONS = ("optimizer", "scheduler", "loss", "grad_clip", "precision", "data", "eval")
+
+
+def render(v) -> str:
+    """A value as flow-style YAML that reads back as the same value."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ".nan"
+        if math.isinf(v):
+            return ".inf" if v > 0 else "-.inf"
+        s = repr(v)
+        return s if any(c in s for c in ".en") else s + ".0"
+    if isinstance(v, str):
+        return v if _PLAIN.match(v) and v.lower() not in _RESERVED else json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(render(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{render(str(k))}: {render(x)}" for k, x in v.items()) + "}"
+    raise ScellisError(f"cannot write a {type(v).__name__} into SML")
+
+
+def _flow(node: Node) -> bool:
+    return isinstance(node, ScalarNode) or bool(node.flow_style)
+
+
+def _last_end(node: Node) -> int:
+    while not _flow(node) and node.value:
+        node = node.value[-1][1] if isinstance(node, MappingNode) else node.value[-1]
+    return node.end_mark.index
+
+
+class Document:
+    """One parsed SML file: ``data`` (plain values), ``text`` and the node of every path."""
+
+    def __init__(self, text: str, file: str, loaded: Loaded):
+        self.text, self.file = text, file
+        self._set(loaded)
+
+    def _set(self, loaded: Loaded) -> None:
+        if not isinstance(loaded.data, dict):
+            node = loaded.nodes.get(())
+            line, col = (node.start_mark.line + 1, node.start_mark.column + 1) if node else (1, 1)
+            raise Diagnostic(
+                "an SML document is a mapping of sections",
+                self.file,
+                line,
+                col,
+                "start with 'model: namespace/name@1'",
+            )
+        self.data: dict = loaded.data
+        self._nodes, self._keys = loaded.nodes, loaded.keys
+
+    # -- where things are -------------------------------------------------------------
+    def node(self, path: tuple) -> Node | None:
+        return self._nodes.get(tuple(path))
+
+    def where(self, path: tuple, key: bool = False) -> tuple[int, int]:
+        """1-based (line, col) of the value at ``path`` (its key with ``key``), or the
+        nearest enclosing node that exists."""
+        path = tuple(path)
+        while True:
+            n = (self._keys if key else self._nodes).get(path) or self._nodes.get(path)
+            if n is not None or not path:
+                break
+            path = path[:-1]
+        if n is None:
+            return 1, 1
+        return n.start_mark.line + 1, n.start_mark.column + 1
+
+    def diag(self, path: tuple, message: str, fix: str | None = None, key: bool = False):
+        line, col = self.where(path, key)
+        return Diagnostic(message, self.file, line, col, fix)
+
+    @property
+    def blocks(self) -> dict:
+        b = self.data.get("blocks")
+        return b if isinstance(b, dict) else {}
+
+    # -- edits --------------------------------------------------------------------------
+    def _splice(self, edits: list[tuple[int, int, str]]) -> None:
+        text = self.text
+        for start, end, new in sorted(edits, reverse=True):
+            text = text[:start] + new + text[end:]
+        loaded = load(text, self.file)
+        self.text = text
+        self._set(loaded)
+
+    def _line_end(self, idx: int) -> int:
+        j = self.text.find("\n", idx - 1 if idx and self.text[idx - 1] == "\n" else idx)
+        return len(self.text) if j < 0 else j + 1
+
+    def _insert_key(self, parent: tuple, key: str, value) -> tuple[int, int, str]:
+        node = self.node(parent)
+        if not isinstance(node, MappingNode):
+            raise ScellisError(f"{'.'.join(map(str, parent)) or 'the document'} is not a mapping")
+        if node.flow_style:
+            close = node.end_mark.index - 1
+            body = self.text[node.start_mark.index + 1 : close]
+            p = node.start_mark.index + 1 + len(body.rstrip())
+            sep = ", " if node.value else ""
+            return p, p, f"{sep}{key}: {render(value)}"
+        col = node.value[0][0].start_mark.column
+        at = self._line_end(_last_end(node))
+        lead = "" if at == 0 or self.text[at - 1] == "\n" else "\n"
+        return at, at, f"{lead}{' ' * col}{key}: {render(value)}\n"
+
+    def set(self, path: tuple, value) -> None:
+        """Set the value at ``path``, adding the key to its mapping when absent."""
+        path = tuple(path)
+        node = self.node(path)
+        if node is None:
+            self._splice([self._insert_key(path[:-1], path[-1], value)])
+            return
+        self._splice([(node.start_mark.index, node.end_mark.index, render(value))])
+
+    def _block_path(self, block: str) -> tuple:
+        if block in SECTIONS:
+            return (block,)
+        if block not in self.blocks:
+            raise ScellisError(f"no block named {block!r}")
+        return ("blocks", block)
+
+    def set_field(self, block: str, field: str, value) -> None:
+        """A form edit: one field of a block (or of a pipeline section such as optimizer)."""
+        self.set(self._block_path(block) + (field,), value)
+
+    def rewire(self, block: str, inputs: str | list[str]) -> None:
+        """A graph edit: what ``block`` reads."""
+        self.set(self._block_path(block) + ("in",), inputs)
+
+    def _blocks_node(self) -> MappingNode:
+        node = self.node(("blocks",))
+        if not isinstance(node, MappingNode) or node.flow_style or not node.value:
+            raise ScellisError("blocks must be a block-style mapping (one block per line) to edit")
+        return node
+
+    def add_block(
+        self, name: str, block_id: str, inputs=None, after: str | None = None, **fields
+    ) -> None:
+        """Insert a block after ``after`` (default: the last block)."""
+        if not NAME.match(name) or name in self.blocks:
+            raise ScellisError(f"{name!r} is not a new block name")
+        node = self._blocks_node()
+        pairs = node.value
+        if after is not None:
+            pairs = [(k, v) for k, v in pairs if k.value == after]
+            if not pairs:
+                raise ScellisError(f"no block named {after!r}")
+        key, val = pairs[-1]
+        body = {"block_id": block_id, **({"in": inputs} if inputs is not None else {}), **fields}
+        col = key.start_mark.column
+        if _flow(val):
+            line = f"{' ' * col}{name}: {render(body)}\n"
+            if self.text[val.start_mark.index : val.start_mark.index + 2] == "{ ":
+                line = line.replace(": {", ": { ", 1)[:-2] + " }\n"
+        else:
+            inner = " " * val.value[0][0].start_mark.column
+            line = f"{' ' * col}{name}:\n" + "".join(
+                f"{inner}{k}: {render(v)}\n" for k, v in body.items()
+            )
+        at = self._line_end(_last_end(val))
+        lead = "" if self.text[at - 1] == "\n" else "\n"
+        self._splice([(at, at, lead + line)])
+
+    def remove_block(self, name: str) -> None:
+        """Delete a block's lines (blocks that read it are then reported by validate)."""
+        self._block_path(name)
+        for k, v in self._blocks_node().value:
+            if k.value == name:
+                start = self.text.rfind("\n", 0, k.start_mark.index) + 1
+                self._splice([(start, self._line_end(_last_end(v)), "")])
+                return
+
+    def rename_block(self, old: str, new: str) -> None:
+        """Rename a block and every ``in:`` and ``outputs`` reference to it."""
+        self._block_path(old)
+        if not NAME.match(new) or new in self.blocks or new in (self.data.get("inputs") or {}):
+            raise ScellisError(f"{new!r} is not a free block name")
+        key = self._keys[("blocks", old)]
+        edits = [(key.start_mark.index, key.end_mark.index, new)]
+        refs = [("blocks", b, "in") for b in self.blocks] + [("outputs",)]
+        for path in refs:
+            for n in self._scalars(self.node(path)):
+                if n.value == old:
+                    edits.append((n.start_mark.index, n.end_mark.index, render(new)))
+        self._splice(edits)
+
+    @staticmethod
+    def _scalars(node: Node | None) -> list[ScalarNode]:
+        if isinstance(node, ScalarNode):
+            return [node]
+        if isinstance(node, SequenceNode):
+            return [n for n in node.value if isinstance(n, ScalarNode)]
+        if isinstance(node, MappingNode):
+            return [v for _, v in node.value if isinstance(v, ScalarNode)]
+        return []
+
+
+def parse(text: str | bytes, file: str = "<input>") -> Document:
+    """Parse SML text (or UTF-8 bytes); raises Diagnostic with file:line:col."""
+    loaded = load(text, file)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return Document(text, file, loaded)
+
+
+def emit(doc: Document) -> str:
+    """The document's SML text: the user's own bytes, edits spliced in."""
+    return doc.text

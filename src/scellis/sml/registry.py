@@ -1,0 +1,62 @@
+"""The catalog as SML sees it (sml layer): a protocol, field descriptions, shape mismatches.
+
+SML never imports the catalog; whoever validates a document passes an object with
+these methods (``scellis.catalog.sml_registry`` adapts the built-in catalog).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from ..base.errors import ScellisError
+
+Shape = list  # dims: positive ints or symbolic names ("batch", "seq")
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One field of a catalog entry: ``type`` is ``int``, ``float``, ``bool``, ``str``,
+    ``tuple[float, float]``, ``list`` or a union like ``int | None``."""
+
+    name: str
+    type: str
+    default: Any = None
+    required: bool = False
+    doc: str = ""
+    min: float | None = None
+    max: float | None = None
+    exclusive_min: bool = False
+    choices: tuple | None = None
+
+    def as_json(self) -> dict:
+        d = asdict(self)
+        d["choices"] = list(self.choices) if self.choices is not None else None
+        if isinstance(d["default"], tuple):
+            d["default"] = list(d["default"])
+        return d
+
+
+class ShapeMismatch(ScellisError):
+    """Raised by a shape rule: input ``index`` has ``got`` where ``expected`` was needed."""
+
+    def __init__(self, what: str, expected, got, index: int = 0):
+        self.what, self.expected, self.got, self.index = what, expected, got, index
+        super().__init__(f"expects {what} {expected}, gets {got}")
+
+
+class Registry(Protocol):
+    def ids(self, kind: str) -> list[str]:
+        """Every id of one kind: ``block``, ``optimizer``, ``scheduler`` or ``loss``."""
+
+    def kind_of(self, id: str) -> str | None:
+        """The kind of ``id``, or None when no entry has that id."""
+
+    def fields(self, id: str) -> list[FieldInfo]:
+        """The fields of a known entry, in declaration order."""
+
+    def doc(self, id: str) -> str:
+        """One line about the entry."""
+
+    def infer_shape(self, id: str, fields: dict, inputs: list[Shape]) -> Shape | None:
+        """The output shape of a block, None when unknown; raises ShapeMismatch."""

@@ -1,0 +1,193 @@
+"""The record's own schema (sml layer): sections, the model id, inputs, the pipeline.
+
+These checks need no catalog: they read a Document and return Diagnostics, each at
+the offending node. Catalog-backed checks (block ids, fields, shapes) are in validate.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from .document import NAME, Document
+
+MODEL_ID = re.compile(r"[a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)+@[0-9]+$")
+TIERS = ("debug", "prod", "fast")
+DTYPES = ("f32", "f16", "i32", "u32", "bool")
+SECTIONS = {
+    "model", "inputs", "blocks", "outputs", "optimizer", "scheduler", "loss", "epochs",
+    "batch_size", "grad_clip", "precision", "determinism_tier", "seed", "data", "eval",
+}  # fmt: skip
+PRECISION = {
+    "policy": ("f32", "mixed_f16"),
+    "master_weights": ("f32",),
+    "loss_scaling": ("dynamic", "static", "none"),
+    "fallback": ("f32", "refuse"),
+    "init_scale": float, "growth_factor": float, "backoff_factor": float,
+    "growth_interval": int,
+}  # fmt: skip
+DATA = {
+    "source": str, "format": ("csv", "text"), "column": str, "columns": list,
+    "datetime_column": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
+    "window": int, "horizon": int, "stride": int, "val_fraction": float,
+    "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
+    "shuffle": bool, "max_chars": int, "sha256": str,
+}  # fmt: skip
+EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train")}
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def hint(word: str, pool) -> str | None:
+    """'did you mean ...?' for the closest name (ties: the one of the same length)."""
+    pool = [p for p in pool if isinstance(p, str)]
+    if not pool or len(word) > 200:
+        return None
+    best = min(pool, key=lambda p: (_distance(word, p), abs(len(p) - len(word)), p))
+    if _distance(word, best) > max(2, len(word) // 4):
+        close = difflib.get_close_matches(word, pool, n=1)
+        if not close:
+            return None
+        best = close[0]
+    return f"did you mean {best!r}?"
+
+
+def _int(v, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
+    """A free-standing section (precision, data, eval): known keys and simple types."""
+    sec = doc.node(path) and doc.data.get(path[0])
+    if not isinstance(sec, dict):
+        out.append(doc.diag(path, f"{path[0]} must be a mapping"))
+        return
+    for k, v in sec.items():
+        rule, p = spec.get(k), path + (k,)
+        if rule is None:
+            out.append(doc.diag(p, f"unknown {path[0]} key {k!r}", hint(k, spec), key=True))
+        elif isinstance(rule, tuple) and v not in rule:
+            out.append(doc.diag(p, f"{k} must be one of {' | '.join(rule)}, got {v!r}"))
+        elif rule is float and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            out.append(doc.diag(p, f"{k} must be a number, got {v!r}"))
+        elif rule is int and not _int(v, 1):
+            out.append(doc.diag(p, f"{k} must be a positive integer, got {v!r}"))
+        elif rule in (str, list, bool) and not isinstance(v, rule):
+            out.append(doc.diag(p, f"{k} must be a {rule.__name__}, got {v!r}"))
+
+
+def _check_inputs(doc: Document, out: list) -> None:
+    inputs = doc.data.get("inputs")
+    if not isinstance(inputs, dict) or not inputs:
+        out.append(
+            doc.diag(
+                ("inputs",),
+                "inputs must map each input name to {shape, dtype}",
+                "e.g. inputs: {x: {shape: [batch, seq, 1], dtype: f32}}",
+            )
+        )
+        return
+    for name, spec in inputs.items():
+        p = ("inputs", name)
+        if not NAME.match(name):
+            out.append(doc.diag(p, f"input name {name!r} is not a plain identifier", key=True))
+        if not isinstance(spec, dict):
+            out.append(doc.diag(p, f"input {name!r} must be {{shape: [...], dtype: ...}}"))
+            continue
+        for k in spec:
+            if k not in ("shape", "dtype"):
+                out.append(
+                    doc.diag(
+                        p + (k,), f"unknown input key {k!r}", hint(k, ("shape", "dtype")), key=True
+                    )
+                )
+        shape = spec.get("shape")
+        if not isinstance(shape, list) or not shape:
+            out.append(doc.diag(p + ("shape",), f"input {name!r} needs a shape list"))
+        else:
+            for i, d in enumerate(shape):
+                if not (_int(d, 1) or (isinstance(d, str) and NAME.match(d))):
+                    out.append(
+                        doc.diag(
+                            p + ("shape", i),
+                            f"dim {d!r} must be a positive integer or a symbolic name like batch",
+                        )
+                    )
+        dt = spec.get("dtype", "f32")
+        if dt not in DTYPES:
+            out.append(
+                doc.diag(
+                    p + ("dtype",),
+                    f"dtype must be one of {' | '.join(DTYPES)}, got {dt!r}",
+                    hint(str(dt), DTYPES),
+                )
+            )
+
+
+def _check_grad_clip(doc: Document, out: list) -> None:
+    g = doc.data["grad_clip"]
+    keys = ("max_norm", "max_value")
+    if not isinstance(g, dict) or len(g) != 1 or next(iter(g)) not in keys:
+        out.append(doc.diag(("grad_clip",), "grad_clip is {max_norm: N} or {max_value: V}"))
+        return
+    k, v = next(iter(g.items()))
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        out.append(doc.diag(("grad_clip", k), f"{k} must be > 0, got {v!r}"))
+
+
+def check_record(doc: Document) -> list:
+    """Diagnostics for the record's structure and pipeline scalars, in document order."""
+    out: list = []
+    d = doc.data
+    for k in d:
+        if k not in SECTIONS:
+            out.append(doc.diag((k,), f"unknown section {k!r}", hint(k, SECTIONS), key=True))
+    mid = d.get("model")
+    if "model" not in d:
+        out.append(doc.diag((), "missing 'model: namespace/name@version'"))
+    elif not isinstance(mid, str) or not MODEL_ID.match(mid):
+        out.append(
+            doc.diag(
+                ("model",),
+                f"model id {mid!r} is not namespace/name@version",
+                "e.g. user/ada/tiny_transformer@3",
+            )
+        )
+    _check_inputs(doc, out)
+    if not isinstance(d.get("blocks"), dict) or not d["blocks"]:
+        out.append(doc.diag(("blocks",), "blocks must map block names to {block_id, in, ...}"))
+    tier = d.get("determinism_tier")
+    if "determinism_tier" not in d:
+        out.append(
+            doc.diag(
+                (),
+                "missing determinism_tier (debug | prod | fast)",
+                "it is never defaulted: add 'determinism_tier: debug'",
+            )
+        )
+    elif tier not in TIERS:
+        out.append(
+            doc.diag(
+                ("determinism_tier",),
+                f"determinism_tier must be debug | prod | fast, got {tier!r}",
+                hint(str(tier), TIERS),
+            )
+        )
+    for k, low in (("epochs", 1), ("batch_size", 1), ("seed", 0)):
+        if k in d and not _int(d[k], low):
+            what = "a non-negative" if low == 0 else "a positive"
+            out.append(doc.diag((k,), f"{k} must be {what} integer, got {d[k]!r}"))
+    if "grad_clip" in d:
+        _check_grad_clip(doc, out)
+    for k, spec in (("precision", PRECISION), ("data", DATA), ("eval", EVAL)):
+        if k in d:
+            check_options(doc, (k,), spec, out)
+    return out

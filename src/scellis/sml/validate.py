@@ -1,0 +1,179 @@
+"""Validation of an SML record against a catalog (sml layer): ids, fields, wiring, shapes.
+
+``validate`` returns every problem as a Diagnostic located at its node; the registry
+is passed in (see ``registry.Registry``), never imported. A block's ``in`` names an
+input or an earlier block (blocks run in document order); without ``in`` a block
+reads the block before it, and the first block reads the first input.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import Diagnostic, ScellisError
+from .document import NAME, Document
+from .registry import FieldInfo, Registry, ShapeMismatch
+from .schema import check_record, hint
+
+PIPELINE = {"optimizer": "optimizer", "scheduler": "scheduler", "loss": "loss"}
+
+
+def _one(v, t: str) -> bool:
+    t = t.strip()
+    if t in ("None", "NoneType"):
+        return v is None
+    if t == "bool":
+        return isinstance(v, bool)
+    if isinstance(v, bool) and t in ("int", "float", "str"):
+        return False
+    if t in ("int", "float", "str"):
+        return isinstance(v, {"int": int, "float": (int, float), "str": str}[t])
+    if t.startswith("tuple[") and t.endswith("]") and "..." not in t:
+        parts = t[6:-1].split(",")
+        return isinstance(v, list) and len(v) == len(parts) and all(map(_one, v, parts))
+    if t.split("[")[0] in ("tuple", "list"):
+        return isinstance(v, list)
+    return True  # a type SML does not know: the catalog checks it when it builds
+
+
+def type_ok(v, t: str) -> bool:
+    return any(_one(v, a) for a in t.split("|"))
+
+
+def _range(f: FieldInfo, v) -> str | None:
+    if f.choices is not None and v not in f.choices:
+        return f"{f.name} must be one of {' | '.join(map(str, f.choices))}, got {v!r}"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if f.min is not None and (v <= f.min if f.exclusive_min else v < f.min):
+        return f"{f.name} must be {'>' if f.exclusive_min else '>='} {f.min:g}, got {v!r}"
+    if f.max is not None and v > f.max:
+        return f"{f.name} must be <= {f.max:g}, got {v!r}"
+    return None
+
+
+def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list, extra=()):
+    """Check one ``{block_id, fields}`` mapping; its fields with defaults, or None if bad."""
+    spec = doc.data.get(path[0]) if len(path) == 1 else doc.blocks.get(path[1])
+    if not isinstance(spec, dict):
+        out.append(doc.diag(path, f"{path[-1]} must be a mapping with a block_id"))
+        return None
+    bid = spec.get("block_id")
+    if not isinstance(bid, str):
+        ids = reg.ids(kind)
+        out.append(doc.diag(path, f"{path[-1]} needs a block_id", ids and f"e.g. {ids[0]}"))
+        return None
+    found = reg.kind_of(bid)
+    if found is None:
+        close = hint(bid, reg.ids(kind))
+        msg = f"unknown block_id {bid!r}" + (f"; {close}" if close else "")
+        out.append(doc.diag(path + ("block_id",), msg))
+        return None
+    if found != kind:
+        out.append(doc.diag(path + ("block_id",), f"{bid!r} is a {found}, not a {kind}"))
+        return None
+    infos = {f.name: f for f in reg.fields(bid)}
+    n0, values = len(out), {k: f.default for k, f in infos.items()}
+    for k, v in spec.items():
+        if k == "block_id" or k in extra:
+            continue
+        p, f = path + (k,), infos.get(k)
+        if f is None:
+            close = hint(k, infos)
+            msg = f"unknown field {k!r} of {bid}" + (f"; {close}" if close else "")
+            out.append(doc.diag(p, msg, key=True))
+        elif not type_ok(v, f.type):
+            out.append(doc.diag(p, f"{k} must be {f.type}, got {v!r}"))
+        elif (problem := _range(f, v)) is not None:
+            out.append(doc.diag(p, problem))
+        values[k] = v
+    for k, f in infos.items():
+        if f.required and k not in spec:
+            out.append(doc.diag(path, f"missing required field {k!r} of {bid}", f.doc or None))
+    return values if len(out) == n0 else None
+
+
+def _refs(doc: Document, name: str, prev: str | None) -> tuple[list, bool]:
+    spec = doc.blocks[name]
+    raw = spec.get("in") if isinstance(spec, dict) else None
+    if raw is None:
+        return ([prev] if prev else []), False
+    return (raw if isinstance(raw, list) else [raw]), True
+
+
+def infer(doc: Document, reg: Registry, out: list) -> tuple[dict, dict]:
+    """Check every block; returns (out shape per name, inputs per block)."""
+    inputs = doc.data.get("inputs") if isinstance(doc.data.get("inputs"), dict) else {}
+    shapes = {n: s.get("shape") for n, s in inputs.items() if isinstance(s, dict)}
+    shapes = {n: s if isinstance(s, list) else None for n, s in shapes.items()}
+    order, wiring = list(inputs), {}
+    prev = order[0] if order else None
+    later = set(doc.blocks)
+    for name in doc.blocks:
+        later.discard(name)
+        path = ("blocks", name)
+        if not NAME.match(str(name)) or name in inputs:
+            out.append(doc.diag(path, f"block name {name!r} is not a fresh identifier", key=True))
+        fields = check_entry(doc, path, "block", reg, out, extra=("in",))
+        refs, explicit = _refs(doc, name, prev)
+        wiring[name] = refs
+        ok = True
+        for i, r in enumerate(refs):
+            p = path + ("in", i) if isinstance(doc.blocks[name].get("in"), list) else path + ("in",)
+            if not isinstance(r, str):
+                out.append(doc.diag(p, f"block {name!r} reads {r!r}, which is not a name"))
+                ok = False
+            elif r in later:
+                out.append(doc.diag(p, f"block {name!r} reads {r!r}, which comes after it",
+                                    "blocks run in document order"))  # fmt: skip
+                ok = False
+            elif r not in shapes:
+                out.append(doc.diag(p, f"block {name!r} reads {r!r}, which does not exist",
+                                    hint(r, list(shapes))))  # fmt: skip
+                ok = False
+        if not explicit and not refs:
+            out.append(doc.diag(path, f"block {name!r} reads nothing", "add 'in: <input name>'"))
+        shapes[name] = None
+        if ok and fields is not None and refs and all(shapes[r] is not None for r in refs):
+            shapes[name] = _shape(doc, reg, name, fields, refs, [shapes[r] for r in refs], out)
+        prev = name
+    return shapes, wiring
+
+
+def _shape(doc, reg, name, fields, refs, in_shapes, out):
+    rule = getattr(reg, "infer_shape", None)
+    if rule is None:
+        return None
+    path = ("blocks", name, "in")
+    try:
+        return rule(doc.blocks[name]["block_id"], fields, in_shapes)
+    except ShapeMismatch as e:
+        src = refs[min(e.index, len(refs) - 1)]
+        msg = f"shape mismatch: {name!r} expects {e.what} {e.expected}, {src!r} gives {e.got}"
+        out.append(doc.diag(path, msg))
+    except ScellisError as e:
+        out.append(doc.diag(path, f"block {name!r}: {e}"))
+    return None
+
+
+def _outputs(doc: Document, shapes: dict, out: list) -> None:
+    raw = doc.data.get("outputs")
+    if raw is None:
+        return
+    items = list(raw.items()) if isinstance(raw, dict) else list(enumerate(raw))
+    items = items if isinstance(raw, (dict, list)) else [(None, raw)]
+    for key, ref in items:
+        p = ("outputs",) if key is None else ("outputs", key)
+        if not isinstance(ref, str) or ref not in shapes:
+            out.append(
+                doc.diag(p, f"output {ref!r} names no block or input", hint(str(ref), shapes))
+            )
+
+
+def validate(doc: Document, registry: Registry) -> list[Diagnostic]:
+    """Every problem of the record, sorted by position; an empty list means valid."""
+    out = check_record(doc)
+    shapes, _ = infer(doc, registry, out)
+    _outputs(doc, shapes, out)
+    for sec, kind in PIPELINE.items():
+        if sec in doc.data:
+            check_entry(doc, (sec,), kind, registry, out)
+    return sorted(out, key=lambda d: (d.line, d.col))
