@@ -1,11 +1,15 @@
-"""Text (data layer): a character vocabulary and next-character training windows."""
+"""Text (data layer): a character vocabulary, next-character windows, the text connector."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import Counter
+from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from .shuffle import shuffled_order
 
 
 class CharVocab:
@@ -46,3 +50,72 @@ def char_windows(ids: list[int], context: int, stride: int | None = None):
     if not xs:
         raise ScellisError(f"{len(ids)} characters are too few for a context of {context}")
     return xs, ys
+
+
+@dataclass
+class TextDataset:
+    """A char-level corpus: vocabulary, chronological windows of ids, and its version."""
+
+    vocab: CharVocab
+    x_train: list
+    y_train: list
+    x_val: list
+    y_val: list
+    cut: int  # ids [0, cut) train, [cut, len) validate
+    digest: str
+
+    def train_order(self, seed: int, epoch: int) -> list[int]:
+        """The training windows' order of ``epoch`` from the Philox ``shuffle`` stream."""
+        return shuffled_order(len(self.x_train), seed, epoch)
+
+
+def read_text(path) -> str:
+    """A UTF-8 text file; bad bytes are refused with their ``file:line:col``."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ScellisError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ScellisError(f"{path}:{line}:{col}: not UTF-8 (byte 0x{data[e.start]:02x})") from None
+
+
+def next_char_windows(ids: list[int], context: int, stride: int) -> tuple[list, list]:
+    """Every (ids[s : s+context], ids[s+1 : s+context+1]) for s = 0, stride, ... that fits."""
+    starts = range(0, len(ids) - context, stride)
+    return [ids[s : s + context] for s in starts], [ids[s + 1 : s + context + 1] for s in starts]
+
+
+def text_dataset(
+    text: str, context: int, stride: int | None = None, val_fraction: float = 0.1
+) -> TextDataset:
+    """Char vocabulary over the whole text; a chronological split; windows inside each part.
+
+    The version is the sha256 of ``{"format": "scellis.text/1", "context": ..,
+    "stride": .., "val_fraction": ..}`` (sorted keys, compact JSON), a newline, then the
+    text in UTF-8.
+    """
+    stride = stride or context
+    if context < 1 or stride < 1:
+        raise ScellisError("context and stride must be >= 1")
+    if not 0.0 < val_fraction < 1.0:
+        raise ScellisError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    vocab = CharVocab(text)
+    ids = vocab.encode(text)
+    cut = int(round(len(ids) * (1.0 - val_fraction)))
+    if cut < context + 1 or len(ids) - cut < context + 1:
+        raise ScellisError(
+            f"{len(ids)} characters split {cut}/{len(ids) - cut} are too few for a context "
+            f"of {context} in both parts"
+        )
+    head = {"format": "scellis.text/1", "context": context, "stride": stride}
+    head["val_fraction"] = val_fraction
+    h = hashlib.sha256(json.dumps(head, sort_keys=True, separators=(",", ":")).encode())
+    h.update(b"\n" + text.encode("utf-8"))
+    xt, yt = next_char_windows(ids[:cut], context, stride)
+    xv, yv = next_char_windows(ids[cut:], context, stride)
+    return TextDataset(vocab, xt, yt, xv, yv, cut, h.hexdigest())

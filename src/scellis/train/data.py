@@ -8,24 +8,21 @@ a plain iterable of pairs replayed in its own order every epoch.
 ``e`` sorts the row indices by the draws of counter (block, draw 0, step ``e``) under
 key ``stream_key(seed, "shuffle")``, ties broken by index. Batch ``k`` of epoch
 ``e`` therefore depends only on (seed, e, k), on every host, and a resumed run can
-start mid-epoch without replaying the batches before it.
+start mid-epoch without replaying the batches before it. The order itself lives in
+the data layer (``scellis.data.shuffle``) and is re-exported here.
 """
 
 from __future__ import annotations
 
 from ..base.errors import ScellisError
-from ..base.rng import raw_u32, stream_key
+from ..data.shuffle import shuffled_order
 from ..devices.base import get_device
 from ..ops.composites import take
 from ..runtime.creation import tensor
 from ..runtime.dispatch import default_device
 from ..runtime.tensor import Tensor
 
-
-def shuffled_order(n: int, seed: int, epoch: int) -> list[int]:
-    """The row order of ``epoch``: a permutation of ``range(n)`` from the shuffle stream."""
-    draws = raw_u32(stream_key(seed, "shuffle"), n, 0, epoch)
-    return sorted(range(n), key=lambda i: (draws[i], i))
+__all__ = ["Batches", "batch_rows", "epoch_batches", "shuffled_order"]
 
 
 class Batches:

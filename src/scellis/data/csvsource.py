@@ -1,0 +1,187 @@
+"""The CSV connector (data layer): columns -> filled, split, normalised, windowed series.
+
+Steps, in order: read the selected columns (``table.read_table``); apply the missing
+policy (``error`` refuses, ``ffill`` repeats the last value, ``mean`` fills with the
+training part's mean, ``drop`` removes the row); split chronologically (the first
+``1 - val_fraction`` of the rows train, the rest validate); fit the normalisation
+(``zscore`` | ``minmax`` | ``none``) per column on the training rows only; cut
+windows of ``length`` inputs and ``horizon`` targets every ``stride`` rows inside
+each part, so no window straddles the split.
+
+The dataset version, ``digest``, is the sha256 of a canonical UTF-8 JSON text (keys
+sorted, separators ``,`` and ``:``, floats as Python's shortest repr):
+``{"format": "scellis.csv/1", "config": <the config without path>,
+"columns": {name: [parsed values, null for missing]}, "times": [ISO texts] | null}``.
+Values are taken after parsing and before filling, so the same content under any
+file name, spacing or number spelling ("1.0", "1") has the same version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+
+from ..base.errors import ScellisError
+from .shuffle import shuffled_order
+from .table import Table, read_table
+
+MISSING_POLICIES = ("error", "ffill", "mean", "drop")
+NORMALISERS = ("zscore", "minmax", "none")
+
+
+@dataclass(frozen=True)
+class CSVConfig:
+    """Where the series is and how it becomes training windows."""
+
+    path: str
+    features: tuple[str, ...]
+    target: str
+    datetime: str | None = None
+    datetime_format: str = "iso"
+    missing: str = "error"
+    length: int = 16
+    horizon: int = 1
+    stride: int = 1
+    val_fraction: float = 0.2
+    normalise: str = "zscore"
+    delimiter: str = ","
+
+    def check(self) -> None:
+        if isinstance(self.features, str) or not self.features:
+            raise ScellisError("features must be a non-empty list of column names")
+        if self.missing not in MISSING_POLICIES:
+            raise ScellisError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
+        if self.normalise not in NORMALISERS:
+            raise ScellisError(f"normalise must be one of {', '.join(NORMALISERS)}")
+        if min(self.length, self.horizon, self.stride) < 1:
+            raise ScellisError("length, horizon and stride must be >= 1")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ScellisError(f"val_fraction must lie in (0, 1), got {self.val_fraction}")
+
+
+@dataclass
+class SeriesDataset:
+    """Windows as nested lists: x [N, length, features], y [N, horizon], plus provenance."""
+
+    config: CSVConfig
+    x_train: list
+    y_train: list
+    x_val: list
+    y_val: list
+    train_starts: list[int]  # row index of each window's first input
+    val_starts: list[int]
+    cut: int  # rows [0, cut) train, [cut, rows) validate
+    rows: int
+    stats: dict[str, tuple[float, float]]  # column -> (shift, scale): z = (v - shift) / scale
+    digest: str
+    times: list | None = None
+
+    def denormalise(self, v: float, column: str | None = None) -> float:
+        shift, scale = self.stats[column or self.config.target]
+        return v * scale + shift
+
+    def train_order(self, seed: int, epoch: int) -> list[int]:
+        """The training windows' order of ``epoch`` from the Philox ``shuffle`` stream."""
+        return shuffled_order(len(self.x_train), seed, epoch)
+
+
+def canonical_text(cfg: CSVConfig, table: Table) -> str:
+    conf = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "path"}
+    conf["features"] = list(cfg.features)
+    doc = {
+        "format": "scellis.csv/1",
+        "config": conf,
+        "columns": table.columns,
+        "times": None if table.times is None else [t.isoformat() for t in table.times],
+    }
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def dataset_digest(cfg: CSVConfig, table: Table) -> str:
+    return hashlib.sha256(canonical_text(cfg, table).encode("utf-8")).hexdigest()
+
+
+def split_point(rows: int, val_fraction: float) -> int:
+    return int(round(rows * (1.0 - val_fraction)))
+
+
+def fill_missing(table: Table, policy: str, val_fraction: float) -> Table:
+    """A copy of ``table`` with no None left, by ``policy``; ``error`` names the first gap."""
+    cols = {k: list(v) for k, v in table.columns.items()}
+    gaps = [(r, k) for k, v in cols.items() for r, x in enumerate(v) if x is None]
+    if not gaps:
+        return table
+    row, name = min(gaps)
+    if policy == "error":
+        raise ScellisError(
+            f"{table.where(row)}: {name!r} is missing (set missing: ffill, mean or drop to fill)"
+        )
+    if policy == "drop":
+        keep = [r for r in range(len(table)) if all(v[r] is not None for v in cols.values())]
+        times = None if table.times is None else [table.times[r] for r in keep]
+        kept = {k: [v[r] for r in keep] for k, v in cols.items()}
+        return Table(table.path, kept, [table.lines[r] for r in keep], times)
+    cut = split_point(len(table), val_fraction)
+    for k, v in cols.items():
+        if policy == "ffill":
+            if v[0] is None:
+                raise ScellisError(f"{table.where(0)}: {k!r} is missing and has no value before")
+            for r in range(1, len(v)):
+                v[r] = v[r - 1] if v[r] is None else v[r]
+        else:  # mean of the training rows only
+            seen = [x for x in v[:cut] if x is not None]
+            if not seen:
+                raise ScellisError(f"{table.path}: {k!r} has no training value to average")
+            m = math.fsum(seen) / len(seen)
+            cols[k] = [m if x is None else x for x in v]
+    return Table(table.path, cols, list(table.lines), table.times)
+
+
+def fit_stats(values: list[float], how: str) -> tuple[float, float]:
+    """(shift, scale) from ``values`` (the training rows); a flat column gets scale 1."""
+    if how == "none":
+        return 0.0, 1.0
+    if how == "minmax":
+        lo, hi = min(values), max(values)
+        return lo, (hi - lo) or 1.0
+    mean = math.fsum(values) / len(values)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    return mean, std or 1.0
+
+
+def windows(n: int, length: int, horizon: int, stride: int) -> list[int]:
+    """Start indices of the windows of ``length + horizon`` rows inside ``n`` rows."""
+    return list(range(0, n - length - horizon + 1, stride))
+
+
+def load_csv(cfg: CSVConfig) -> SeriesDataset:
+    """Read, fill, split, normalise and window the CSV series ``cfg`` describes."""
+    cfg.check()
+    names = list(dict.fromkeys([*cfg.features, cfg.target]))
+    raw = read_table(cfg.path, names, cfg.datetime, cfg.datetime_format, cfg.delimiter)
+    digest = dataset_digest(cfg, raw)
+    table = fill_missing(raw, cfg.missing, cfg.val_fraction)
+    rows = len(table)
+    cut = split_point(rows, cfg.val_fraction)
+    need = cfg.length + cfg.horizon
+    if cut < need or rows - cut < need:
+        raise ScellisError(
+            f"{cfg.path}: {rows} rows split {cut}/{rows - cut} are too few for windows of "
+            f"{cfg.length}+{cfg.horizon} in both parts"
+        )
+    stats = {k: fit_stats(table.columns[k][:cut], cfg.normalise) for k in names}
+    z = {k: [(v - stats[k][0]) / stats[k][1] for v in table.columns[k]] for k in names}
+    feats = list(zip(*(z[k] for k in cfg.features)))
+
+    def part(lo: int, hi: int):
+        starts = [lo + s for s in windows(hi - lo, cfg.length, cfg.horizon, cfg.stride)]
+        xs = [[list(feats[t]) for t in range(s, s + cfg.length)] for s in starts]
+        ys = [z[cfg.target][s + cfg.length : s + need] for s in starts]
+        return xs, ys, starts
+
+    xt, yt, st = part(0, cut)
+    xv, yv, sv = part(cut, rows)
+    return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times)
