@@ -1,6 +1,7 @@
 """Data (data layer): connectors, windowing, splits and dataset hashing, pure Python."""
 
 from .csvsource import CSVConfig, SeriesDataset, load_csv  # noqa: F401
+from .record import load_data  # noqa: F401
 from .series import Windows, read_csv_column, window_series  # noqa: F401
 from .shuffle import shuffled_order  # noqa: F401
 from .table import Table, read_table  # noqa: F401

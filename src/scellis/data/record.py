@@ -1,0 +1,95 @@
+"""A record's ``data`` section to a dataset (data layer): the CSV or text connector it names.
+
+``source`` is a path (relative to the record's folder) or ``bundled:NAME`` for the
+examples shipped in the package; ``format`` is ``csv`` or ``text`` (by default from
+the file's suffix). CSV keys: ``column`` (one series as feature and target) or
+``features`` + ``target``, ``datetime``, ``datetime_format``, ``missing``,
+``window`` (input length), ``horizon``, ``stride``, ``val_fraction``, ``normalise``
+(``standard`` is ``zscore``), ``delimiter``. Text keys: ``tokenizer: char``,
+``context``, ``stride``, ``val_fraction``, ``max_chars``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from ..base.errors import ScellisError
+from .csvsource import CSVConfig, SeriesDataset, load_csv
+from .text import TextDataset, read_text, text_dataset
+
+BUNDLED = Path(__file__).resolve().parent / "bundled"
+CSV_KEYS = {
+    "source", "format", "column", "features", "target", "datetime", "datetime_format",
+    "missing", "window", "horizon", "stride", "val_fraction", "normalise", "delimiter",
+}  # fmt: skip
+TEXT_KEYS = {"source", "format", "tokenizer", "context", "stride", "val_fraction", "max_chars"}
+_NORMALISE_ALIASES = {"standard": "zscore"}
+
+
+def source_path(source: str, base_dir=".") -> Path:
+    if not isinstance(source, str) or not source:
+        raise ScellisError("data.source must name a file (a path or bundled:NAME)")
+    if source.startswith("bundled:"):
+        name = source.split(":", 1)[1]
+        path = BUNDLED / name
+        if "/" in name or "\\" in name or not path.is_file():
+            have = ", ".join(sorted(p.name for p in BUNDLED.iterdir() if p.suffix != ".md"))
+            raise ScellisError(f"data.source: no bundled file {name!r} (bundled: {have})")
+        return path
+    return Path(base_dir) / source
+
+
+def _check_keys(data: dict, allowed: set, fmt: str) -> None:
+    for key in data:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ScellisError(f"data.{key}: not a {fmt} data option{hint}")
+
+
+def csv_config(data: dict, path: Path) -> CSVConfig:
+    _check_keys(data, CSV_KEYS, "csv")
+    if "column" in data:
+        if "features" in data or "target" in data:
+            raise ScellisError("data: give either column, or features and target, not both")
+        features, target = (data["column"],), data["column"]
+    else:
+        if "features" not in data or "target" not in data:
+            raise ScellisError("data: name the series with column, or features and target")
+        feats = data["features"]
+        features = (feats,) if isinstance(feats, str) else tuple(feats)
+        target = data["target"]
+    normalise = data.get("normalise", "zscore")
+    opts = {
+        k: data[k]
+        for k in ("datetime", "datetime_format", "missing", "horizon", "stride", "val_fraction")
+        if k in data
+    }
+    if "window" in data:
+        opts["length"] = data["window"]
+    if "delimiter" in data:
+        opts["delimiter"] = data["delimiter"]
+    normalise = _NORMALISE_ALIASES.get(normalise, normalise)
+    return CSVConfig(str(path), features, target, normalise=normalise, **opts)
+
+
+def load_data(data: dict, base_dir=".") -> SeriesDataset | TextDataset:
+    """The dataset a record's ``data`` mapping describes, read and windowed."""
+    if not isinstance(data, dict):
+        raise ScellisError("data must be a mapping")
+    path = source_path(data.get("source"), base_dir)
+    fmt = data.get("format") or ("csv" if path.suffix.lower() == ".csv" else "text")
+    if fmt == "csv":
+        return load_csv(csv_config(data, path))
+    if fmt != "text":
+        raise ScellisError(f"data.format must be csv or text, got {fmt!r}")
+    _check_keys(data, TEXT_KEYS, "text")
+    if data.get("tokenizer", "char") != "char":
+        raise ScellisError(f"data.tokenizer: only char is supported, got {data['tokenizer']!r}")
+    text = read_text(path)
+    if "max_chars" in data:
+        text = text[: int(data["max_chars"])]
+    return text_dataset(
+        text, int(data.get("context", 64)), data.get("stride"), data.get("val_fraction", 0.1)
+    )
