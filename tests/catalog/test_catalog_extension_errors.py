@@ -81,6 +81,11 @@ def test_a_failed_file_is_not_half_loaded(tmp_path):
     with pytest.raises(ScellisError, match="RuntimeError: boom"):
         load_extensions([p])
     assert not [m for m in sys.modules if m.endswith("_late")]
+    with pytest.raises(ScellisError, match="unknown loss id 'user/loss/late'"):
+        lookup("user/loss/late", "loss")
+    p.write_text(GOOD.format(name="late"))  # fixed: now it loads
+    load_extensions([p])
+    assert lookup("user/loss/late", "loss").kind == "loss"
 
 
 def test_missing_paths_and_modules(tmp_path):

@@ -154,6 +154,10 @@ def test_bad_files_name_their_lines(tmp_path):
         load_csv(CSVConfig(p, ("a",), "a"))
     with pytest.raises(ScellisError, match="cannot read"):
         load_csv(CSVConfig(str(tmp_path / "none.csv"), ("a",), "a"))
+    bad = tmp_path / "bytes.csv"
+    bad.write_bytes(b"a\n1\n2\xff\n")
+    with pytest.raises(ScellisError, match=rf"^{bad}:3:2: not UTF-8"):
+        load_csv(CSVConfig(str(bad), ("a",), "a"))
     with pytest.raises(ScellisError, match="missing must be one of"):
         load_csv(CSVConfig(p, ("a",), "a", missing="zero"))
 

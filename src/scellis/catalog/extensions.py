@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..base.errors import ScellisError
+from . import registry
 
 # a file is imported once per process: its entries stay registered, a second load is a no-op
 _LOADED: dict[str, ModuleType] = {}
@@ -63,9 +64,13 @@ def _load_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     # dataclasses resolve their module through sys.modules while the body runs
     sys.modules[name] = module
+    before = set(registry._ENTRIES)
     try:
         spec.loader.exec_module(module)
     except Exception as e:
+        # all or nothing: a file that fails leaves no entry behind, so a fixed copy loads
+        for id in set(registry._ENTRIES) - before:
+            del registry._ENTRIES[id]
         sys.modules.pop(name, None)
         raise _fail(e, {key}, str(path)) from None
     _LOADED[key] = module

@@ -10,11 +10,13 @@ finite number. An optional datetime column is parsed (ISO 8601, a bare year, or 
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..base.errors import ScellisError
+from .text import read_text
 
 MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 
@@ -85,8 +87,9 @@ def read_table(
     out: dict[str, list[float | None]] = {c: [] for c in columns}
     lines: list[int] = []
     times: list[datetime] = []
+    text = read_text(path)  # unreadable files and bad UTF-8 are refused with positions
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with io.StringIO(text, newline="") as f:
             reader = csv.reader(f, delimiter=delimiter)
             idx = _header(path, reader, wanted)
             width = max(idx) + 1
@@ -107,10 +110,6 @@ def read_table(
                             f"{times[-2].isoformat()} ({path}:{lines[-1]}); times must increase"
                         )
                 lines.append(line)
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise ScellisError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except csv.Error as e:
         raise ScellisError(f"{path}: bad CSV: {e}") from None
     if not lines:
