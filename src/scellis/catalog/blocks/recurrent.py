@@ -22,11 +22,11 @@ OUTPUTS = ("sequence", "last")
 
 
 @dataclass(frozen=True)
-class LSTMConfig:
-    """A stacked LSTM over [B, T, F]: gates i, f, g, o; c' = f*c + i*g, h' = o*tanh(c')."""
+class _RecurrentConfig:
+    """Fields shared by the LSTM and the GRU (each Config adds only its doc)."""
 
     input_size: int = field(doc="features per time step (F)", min=1)
-    hidden_size: int = field(doc="size of the hidden and cell state (H)", min=1)
+    hidden_size: int = field(doc="size of the hidden state (H; the LSTM's cell too)", min=1)
     num_layers: int = field(1, doc="stacked layers; each feeds the next its sequence", min=1)
     bias: bool = field(True, doc="learned biases b_ih and b_hh")
     dropout: float = field(0.0, doc="dropout between stacked layers, in training", min=0, max=1)
@@ -41,22 +41,13 @@ class LSTMConfig:
 
 
 @dataclass(frozen=True)
-class GRUConfig:
-    """A stacked GRU over [B, T, F]: gates r, z, n; n = tanh(W_in x + b_in + r*(W_hn h + b_hn))."""
+class LSTMConfig(_RecurrentConfig):
+    """A stacked LSTM over [B, T, F]: gates i, f, g, o; c' = f*c + i*g, h' = o*tanh(c')."""
 
-    input_size: int = field(doc="features per time step (F)", min=1)
-    hidden_size: int = field(doc="size of the hidden state (H)", min=1)
-    num_layers: int = field(1, doc="stacked layers; each feeds the next its sequence", min=1)
-    bias: bool = field(True, doc="learned biases b_ih and b_hh")
-    dropout: float = field(0.0, doc="dropout between stacked layers, in training", min=0, max=1)
-    output: str = field(
-        "sequence", doc="'sequence': [B, T, H]; 'last': the last step [B, H]", choices=OUTPUTS
-    )
-    fused: bool = field(
-        True,
-        doc="one fused kernel per time step (forward and backward); False runs each "
-        "step as separate ops, for comparison",
-    )
+
+@dataclass(frozen=True)
+class GRUConfig(_RecurrentConfig):
+    """A stacked GRU over [B, T, F]: gates r, z, n; n = tanh(W_in x + b_in + r*(W_hn h + b_hn))."""
 
 
 class _Recurrent(Block):
