@@ -54,6 +54,8 @@ def test_loading_twice_is_a_no_op():
     before = len(entries())
     again = load_extensions([EXT, EXT / "decay_sgd.py"])
     assert len(entries()) == before and len(again) == 3
+    # relative to a record's folder
+    assert load_extensions(["user_ext/scaled_tanh.py"], base_dir=EXT.parent) == again[1:2]
 
 
 def test_block_runs_forward_and_backward():

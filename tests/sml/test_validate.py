@@ -142,3 +142,11 @@ def test_pipeline_checks():
 def test_scheduler_step_count_is_derived():
     text = FORECASTER + "scheduler: {block_id: training/scheduler/cosine}\n"
     assert problems(text) == []
+
+
+def test_odd_shapes_of_record_are_reported_not_raised():
+    old = "  head:\n    block_id: nn/regression_head\n"
+    text = FORECASTER.replace(old, "  head: 3\n  h2:\n    block_id: nn/regression_head\n")
+    out = problems(text)
+    assert any("head must be a mapping" in m for m in out)
+    assert problems("model: a/b@1\ninputs: 3\nblocks: []\noutputs: 4\ndeterminism_tier: x\n")

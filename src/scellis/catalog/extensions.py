@@ -95,10 +95,12 @@ def _load_dotted(name: str) -> ModuleType:
         raise _fail(e, files, found.origin or name) from None
 
 
-def load_extensions(paths_or_modules) -> list[ModuleType]:
+def load_extensions(paths_or_modules, base_dir=None) -> list[ModuleType]:
     """Import each extension (a dotted name, a ``.py`` file or a folder of them), in order.
 
-    Returns the modules imported; one already loaded is returned again, not re-run.
+    A relative path is taken from ``base_dir`` when given (a record names its extensions
+    relative to its own folder). Returns the modules imported; one already loaded is
+    returned again, not re-run.
     """
     if isinstance(paths_or_modules, (str, Path)):
         paths_or_modules = [paths_or_modules]
@@ -109,6 +111,8 @@ def load_extensions(paths_or_modules) -> list[ModuleType]:
             out.append(_load_dotted(spec))
             continue
         path = Path(spec)
+        if base_dir is not None and not path.is_absolute():
+            path = Path(base_dir) / path
         if path.is_dir():
             out.extend(_load_file(p) for p in sorted(path.glob("*.py")))
         elif path.is_file():

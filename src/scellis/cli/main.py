@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import ScellisError, __version__
-from . import catalog, demo, devices
+from . import catalog, demo, devices, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.set_defaults(func=devices.run)
     catalog.add_parser(sub)
+    validate.add_parser(sub)
     return p
 
 

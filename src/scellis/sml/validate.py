@@ -116,8 +116,9 @@ def infer(doc: Document, reg: Registry, out: list) -> tuple[dict, dict]:
         refs, explicit = _refs(doc, name, prev)
         wiring[name] = refs
         ok = True
+        listed = isinstance(doc.blocks[name], dict) and isinstance(doc.blocks[name].get("in"), list)
         for i, r in enumerate(refs):
-            p = path + ("in", i) if isinstance(doc.blocks[name].get("in"), list) else path + ("in",)
+            p = path + ("in", i) if listed else path + ("in",)
             if not isinstance(r, str):
                 out.append(doc.diag(p, f"block {name!r} reads {r!r}, which is not a name"))
                 ok = False
@@ -158,8 +159,10 @@ def _outputs(doc: Document, shapes: dict, out: list) -> None:
     raw = doc.data.get("outputs")
     if raw is None:
         return
-    items = list(raw.items()) if isinstance(raw, dict) else list(enumerate(raw))
-    items = items if isinstance(raw, (dict, list)) else [(None, raw)]
+    if isinstance(raw, dict):
+        items = list(raw.items())
+    else:
+        items = list(enumerate(raw)) if isinstance(raw, list) else [(None, raw)]
     for key, ref in items:
         p = ("outputs",) if key is None else ("outputs", key)
         if not isinstance(ref, str) or ref not in shapes:

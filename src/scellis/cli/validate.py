@@ -1,0 +1,64 @@
+"""``scellis validate FILE...`` (cli layer): check SML records against the catalog.
+
+Prints ``FILE: ok`` for a valid record (exit 0), otherwise one ``file:line:col:
+message`` line per problem (exit 2). Unreadable files and bad text are problems
+too, never a traceback. ``--extensions PATH`` loads user entries first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..base.errors import Diagnostic, ScellisError
+from ..catalog.extensions import load_extensions
+from ..catalog.sml_registry import catalog_registry
+from ..sml import parse, validate
+from ..sml.loader import MAX_BYTES
+
+
+def check_file(path: str, registry) -> list[Diagnostic]:
+    """Every problem of one file, located; [] when it is a valid record."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES * 4 + 1)
+    except OSError as e:
+        return [Diagnostic(f"cannot read: {e.strerror or e}", path, 1, 1)]
+    try:
+        return validate(parse(raw, path), registry)
+    except Diagnostic as d:
+        return [d]
+    except ScellisError as e:
+        return [Diagnostic(str(e), path, 1, 1)]
+
+
+def run(args) -> int:
+    if args.extensions:
+        load_extensions(args.extensions)
+    reg = catalog_registry()
+    bad = False
+    for path in args.files:
+        problems = check_file(path, reg)
+        bad = bad or bool(problems)
+        if args.json:
+            rows = [
+                {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+                for d in problems
+            ]
+            print(json.dumps({"file": path, "ok": not problems, "problems": rows}))
+        elif problems:
+            for d in problems:
+                print(d, file=sys.stderr)
+        else:
+            print(f"{path}: ok")
+    return 2 if bad else 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("validate", help="check SML model files; file:line:col per problem")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="one JSON object per file")
+    p.add_argument(
+        "--extensions", action="append", default=[], metavar="PATH", help="user catalog entries"
+    )
+    p.set_defaults(func=run)
