@@ -41,3 +41,37 @@ def test_bad_device_is_one_line_and_exit_2():
 def test_bad_option_is_exit_2():
     r = _cli("demo", "--epochs", "many")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_train_runs_the_records_pipeline_with_json_events():
+    import json
+
+    r = _cli(
+        "train",
+        str(EXAMPLES / "lstm_forecaster.sml"),
+        "--device",
+        "reference",
+        "--epochs",
+        "3",
+        "--log-every",
+        "4",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    logs = [e for e in events if e["kind"] == "log"]
+    assert logs and all({"step", "loss", "lr"} <= set(e) for e in logs)
+    assert events[-1]["kind"] == "end" and events[-1]["steps"] == 3 * 8
+
+
+def test_train_refuses_an_invalid_record_with_positions(tmp_path):
+    bad = tmp_path / "bad.sml"
+    text = (EXAMPLES / "lstm_forecaster.sml").read_text()
+    bad.write_text(text.replace("training/optimizer/adam", "training/optimizer/adamv"))
+    r = _cli("train", str(bad), "--device", "reference")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "did you mean 'training/optimizer/adam" in r.stderr
+    assert str(bad) + ":" in r.stderr

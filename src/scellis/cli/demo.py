@@ -9,29 +9,11 @@ from __future__ import annotations
 import scellis as sc
 from scellis.train.recipes import forecast
 
-
-def _device(name: str) -> tuple[str, str]:
-    """The device to use and why: auto takes WebGPU on a real GPU; a software adapter
-    (lavapipe) runs the same kernels, but the NumPy reference is faster on the CPU."""
-    if name != "auto":
-        return name, ""
-    try:
-        adapters = sc.list_adapters()
-    except sc.ScellisError as e:
-        return "reference", f"auto: no WebGPU ({e})"
-    hardware = [a for a in adapters if a["adapter_type"] not in ("CPU", "cpu")]
-    if hardware:
-        return "webgpu", f"auto: {hardware[0]['name']}"
-    if adapters:
-        return "reference", (
-            f"auto: only a software adapter ({adapters[0]['name']}); "
-            "--device webgpu runs the WGSL kernels on it"
-        )
-    return "reference", "auto: no WebGPU adapter"
+from .common import pick_device
 
 
 def run(args) -> int:
-    device, why = _device(args.device)
+    device, why = pick_device(args.device)
     print(
         f"scellis demo: LSTM forecaster on yearly sunspots (1700-2008), device={device}"
         + (f" ({why})" if why else "")

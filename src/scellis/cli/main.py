@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import ScellisError, __version__
-from . import catalog, demo, devices, validate
+from . import catalog, demo, devices, train, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +23,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=devices.run)
     catalog.add_parser(sub)
     validate.add_parser(sub)
+    t = sub.add_parser("train", help="train the pipeline an SML record carries")
+    t.add_argument("file", help="an .sml record")
+    t.add_argument("--device", default="auto", help="auto | reference | webgpu")
+    t.add_argument("--epochs", type=int, default=None, help="override the record's epochs")
+    t.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+    t.add_argument("--log-every", type=int, default=20, help="steps between log lines")
+    t.add_argument("--json", action="store_true", help="one JSON object per event")
+    t.set_defaults(func=train.run)
     return p
 
 

@@ -1,3 +1,4 @@
 """Models (model layer): catalog blocks assembled into trainable module trees."""
 
+from .build import RecordModel  # noqa: F401
 from .zoo import CharTransformer, LSTMForecaster  # noqa: F401

@@ -1,0 +1,25 @@
+"""Shared CLI helpers (cli layer): choosing the device for ``--device auto``."""
+
+from __future__ import annotations
+
+import scellis as sc
+
+
+def pick_device(name: str) -> tuple[str, str]:
+    """The device to use and why: auto takes WebGPU on a real GPU; a software adapter
+    (lavapipe) runs the same kernels, but the NumPy reference is faster on the CPU."""
+    if name != "auto":
+        return name, ""
+    try:
+        adapters = sc.list_adapters()
+    except sc.ScellisError as e:
+        return "reference", f"auto: no WebGPU ({e})"
+    hardware = [a for a in adapters if a["adapter_type"] not in ("CPU", "cpu")]
+    if hardware:
+        return "webgpu", f"auto: {hardware[0]['name']}"
+    if adapters:
+        return "reference", (
+            f"auto: only a software adapter ({adapters[0]['name']}); "
+            "--device webgpu runs the WGSL kernels on it"
+        )
+    return "reference", "auto: no WebGPU adapter"

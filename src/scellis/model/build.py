@@ -1,0 +1,93 @@
+"""Record -> module tree (model layer): instantiate an SML record's blocks from the catalog.
+
+Each block becomes a child named as in the record (so parameter paths are
+``<block>.<param>``, e.g. ``lstm.weight_ih_l0``); ``forward`` evaluates the blocks in
+dependency order, feeding each what its ``in:`` names (a record input or a block).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..base.errors import ScellisError
+from ..base.rng import Generator
+from ..catalog.module import Module
+from ..catalog.registry import lookup
+
+RESERVED = ("block_id", "in")
+
+
+def config_of(entry, fields: dict, where: str):
+    """The entry's Config from record fields (lists become tuples for tuple fields)."""
+    known = {f.name: f for f in dataclasses.fields(entry.config)}
+    values = {}
+    for k, v in fields.items():
+        if k in RESERVED:
+            continue
+        if k not in known:
+            raise ScellisError(f"{where}: {entry.id} has no field {k!r}")
+        values[k] = tuple(v) if isinstance(v, list) else v
+    try:
+        return entry.config(**values)
+    except TypeError as e:
+        raise ScellisError(f"{where}: {e}") from None
+
+
+def _inputs_of(spec) -> list[str]:
+    src = spec.get("in")
+    return [src] if isinstance(src, str) else list(src or [])
+
+
+def _order(blocks: dict, inputs: set) -> list[str]:
+    done, order = set(inputs), []
+    pending = list(blocks)
+    while pending:
+        ready = [b for b in pending if all(s in done for s in _inputs_of(blocks[b]))]
+        if not ready:
+            raise ScellisError(
+                f"blocks {', '.join(pending)} read each other in a cycle or "
+                "read something that does not exist"
+            )
+        for b in ready:
+            order.append(b)
+            done.add(b)
+            pending.remove(b)
+    return order
+
+
+class RecordModel(Module):
+    """The module tree of one record; call it with the record's inputs in order."""
+
+    def __init__(self, record: dict, *, device=None, dtype=None, gen: Generator | None = None):
+        super().__init__()
+        blocks = record.get("blocks") or {}
+        if not isinstance(blocks, dict) or not blocks:
+            raise ScellisError("the record has no blocks")
+        object.__setattr__(self, "input_names", list((record.get("inputs") or {}).keys()))
+        object.__setattr__(self, "order", _order(blocks, set(self.input_names)))
+        object.__setattr__(self, "wiring", {b: _inputs_of(blocks[b]) for b in self.order})
+        outs = record.get("outputs") or [self.order[-1]]
+        object.__setattr__(self, "output_names", [outs] if isinstance(outs, str) else list(outs))
+        gen = gen or Generator(int(record.get("seed", 0) or 0), "init")
+        for name in self.order:
+            spec = blocks[name]
+            entry = lookup(spec.get("block_id", ""), "block")
+            cfg = config_of(entry, spec, f"block {name!r}")
+            setattr(self, name, entry.impl(cfg, device=device, dtype=dtype, gen=gen))
+        for name in self.order:  # a language-model head may reuse an embedding's weight
+            mod = getattr(self, name)
+            tie = getattr(mod.config, "tie_to", "")
+            if tie:
+                mod.tie(getattr(self, tie))
+
+    def forward(self, *args):
+        if len(args) != len(self.input_names):
+            raise ScellisError(
+                f"the model takes {len(self.input_names)} inputs "
+                f"({', '.join(self.input_names)}), got {len(args)}"
+            )
+        values = dict(zip(self.input_names, args))
+        for name in self.order:
+            values[name] = getattr(self, name)(*(values[s] for s in self.wiring[name]))
+        outs = [values[o] for o in self.output_names]
+        return outs[0] if len(outs) == 1 else tuple(outs)
