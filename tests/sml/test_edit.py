@@ -117,3 +117,11 @@ def test_bad_edits_are_refused():
                                [1, "x"], {"a": 1}])  # fmt: skip
 def test_render_reads_back(v):
     assert parse(f"k: {render(v)}\n").data["k"] == v
+
+
+def test_pipeline_scalars_and_sections_edit_in_place():
+    doc = parse(TEXT)
+    doc.set(("determinism_tier",), "prod")
+    doc.set(("epochs",), 20)  # a new top-level key goes after the last one
+    assert emit(doc) == TEXT.replace("tier: debug\n", "tier: prod\nepochs: 20\n")
+    assert validate(doc, REG) == []

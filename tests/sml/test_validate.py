@@ -150,3 +150,12 @@ def test_odd_shapes_of_record_are_reported_not_raised():
     out = problems(text)
     assert any("head must be a mapping" in m for m in out)
     assert problems("model: a/b@1\ninputs: 3\nblocks: []\noutputs: 4\ndeterminism_tier: x\n")
+
+
+def test_positions_longer_than_the_table_are_refused():
+    text = SEED_MODEL.replace(
+        "  body:",
+        "  pos: { block_id: nn/learned_position, in: tok, max_len: 16, dim: 64 }\n  body:",
+    ).replace("[batch, seq]", "[batch, 32]")
+    msg = one(SEED_PIPELINE + text.replace("in: tok, d_model", "in: pos, d_model"))
+    assert "'pos' expects a sequence of at most 16, 'tok' gives 32" in msg

@@ -58,6 +58,14 @@ def _mlp(f, xs):
     return xs[0][:-1] + [f["out_features"] or f["in_features"]]
 
 
+def _position(f, xs):
+    x = xs[0]
+    _last(x, f["dim"], min_rank=2)
+    if isinstance(x[-2], int) and x[-2] > f["max_len"]:
+        raise ShapeMismatch("a sequence of at most", f["max_len"], x[-2])
+    return list(x)
+
+
 def _residual(f, xs):
     return list(xs[0])
 
@@ -76,7 +84,7 @@ RULES = {
     "nn/attention": _same("embed_dim"),
     "nn/layer_norm": _same("normalized_shape"),
     "nn/rms_norm": _same("normalized_shape"),
-    "nn/learned_position": _same("dim"),
+    "nn/learned_position": _position,
     "nn/sinusoidal_position": _same("dim"),
     "nn/dropout": _residual,
 }
