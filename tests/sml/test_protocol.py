@@ -50,5 +50,5 @@ def test_a_registry_without_shape_rules():
     got = [str(d) for d in validate(bad, reg)]
     assert got == [
         "t.sml:4:17: unknown block_id 'my/doubel'; did you mean 'my/double'?",
-        "t.sml:5:38: lr must be > 0, got 0",
+        "t.sml:5:35: lr must be > 0, got 0",
     ]
