@@ -125,3 +125,10 @@ def test_pipeline_scalars_and_sections_edit_in_place():
     doc.set(("epochs",), 20)  # a new top-level key goes after the last one
     assert emit(doc) == TEXT.replace("tier: debug\n", "tier: prod\nepochs: 20\n")
     assert validate(doc, REG) == []
+
+
+def test_values_shared_through_an_alias_are_not_edited_behind_the_users_back():
+    doc = parse("a: &s {lr: 0.1}\nb: *s\n")
+    with pytest.raises(ScellisError, match="alias"):
+        doc.set(("b",), 3)
+    assert emit(doc) == "a: &s {lr: 0.1}\nb: *s\n"

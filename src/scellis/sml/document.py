@@ -140,6 +140,10 @@ class Document:
         if node is None:
             self._splice([self._insert_key(path[:-1], path[-1], value)])
             return
+        if sum(n is node for n in self._nodes.values()) > 1:
+            raise ScellisError(
+                f"{'.'.join(map(str, path))} is shared through an alias; edit the anchor"
+            )
         self._splice([(node.start_mark.index, node.end_mark.index, render(value))])
 
     def _block_path(self, block: str) -> tuple:

@@ -87,7 +87,8 @@ def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list,
         values[k] = v
     for k, f in infos.items():
         if f.required and k not in spec:
-            out.append(doc.diag(path, f"missing required field {k!r} of {bid}", f.doc or None))
+            fix = f"add {k}: <{f.type}>" + (f", {f.doc}" if f.doc else "")
+            out.append(doc.diag(path, f"missing required field {k!r} of {bid}", fix))
     return values if len(out) == n0 else None
 
 
