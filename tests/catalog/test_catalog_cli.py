@@ -33,7 +33,7 @@ def test_kind_filter_and_schema_fields(capsys):
     lr = next(f for f in sgd["fields"] if f["name"] == "lr")
     assert set(lr) == KEYS
     assert lr["type"] == "float" and lr["default"] == 1e-3 and not lr["required"]
-    assert lr["range"] == {"min": 0.0, "max": None, "exclusive_min": False}
+    assert lr["range"] == {"min": 0.0, "max": None, "exclusive_min": True}
     loss = _json(capsys, "--kind", "loss")
     mse = next(e for e in loss if e["id"] == "training/loss/mse")
     assert mse["fields"][0]["choices"] == ["mean", "sum", "none"]

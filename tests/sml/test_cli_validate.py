@@ -25,7 +25,7 @@ def test_problems_are_one_line_each(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2, err
     assert err[0].startswith(f"{bad}:10:15: unknown block_id 'nn/lstmm'; did you mean 'nn/lstm'?")
-    assert err[1].endswith("lr must be >= 0, got -1")
+    assert err[1].endswith("lr must be > 0, got -1")
 
 
 def test_unreadable_and_binary_files(tmp_path, capsys):

@@ -95,7 +95,7 @@ def test_unknown_block_id_has_did_you_mean():
 
 
 def test_range_type_unknown_and_missing_fields():
-    assert one(FORECASTER.replace("lr: 0.01", "lr: -0.01")).endswith("lr must be >= 0, got -0.01")
+    assert one(FORECASTER.replace("lr: 0.01", "lr: -0.01")).endswith("lr must be > 0, got -0.01")
     assert "m.sml:9:18: hidden_size must be int, got 'big'" == one(
         FORECASTER.replace("hidden_size: 32", "hidden_size: big")
     )

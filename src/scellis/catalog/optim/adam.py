@@ -25,7 +25,7 @@ def _betas(cfg) -> None:
 class AdamConfig:
     """Adam with L2 weight decay (torch.optim.Adam)."""
 
-    lr: float = field(1e-3, doc="learning rate", min=0.0)
+    lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
     betas: tuple[float, float] = field((0.9, 0.999), doc="decay of the first and second moments")
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(0.0, doc="L2 penalty, added to the gradient", min=0.0)
@@ -37,7 +37,7 @@ class AdamConfig:
 class AdamWConfig:
     """Adam with decoupled weight decay (torch.optim.AdamW)."""
 
-    lr: float = field(1e-3, doc="learning rate", min=0.0)
+    lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
     betas: tuple[float, float] = field((0.9, 0.999), doc="decay of the first and second moments")
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(1e-2, doc="decoupled decay: p *= 1 - lr * weight_decay", min=0.0)

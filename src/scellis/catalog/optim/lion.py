@@ -17,7 +17,12 @@ from .base import Optimizer
 class LionConfig:
     """Lion: sign of an interpolated momentum, decoupled weight decay."""
 
-    lr: float = field(1e-4, doc="learning rate (typically 3-10x smaller than AdamW's)", min=0.0)
+    lr: float = field(
+        1e-4,
+        doc="learning rate (typically 3-10x smaller than AdamW's)",
+        min=0.0,
+        exclusive_min=True,
+    )
     betas: tuple[float, float] = field((0.9, 0.99), doc="interpolation and momentum decay")
     weight_decay: float = field(0.0, doc="decoupled decay: p *= 1 - lr * weight_decay", min=0.0)
     maximize: bool = field(False, doc="maximize the objective instead of minimizing it")

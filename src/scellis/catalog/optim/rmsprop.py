@@ -17,7 +17,7 @@ from .base import Optimizer
 class RMSpropConfig:
     """RMSprop (torch.optim.RMSprop)."""
 
-    lr: float = field(1e-2, doc="learning rate", min=0.0)
+    lr: float = field(1e-2, doc="learning rate", min=0.0, exclusive_min=True)
     alpha: float = field(
         0.99, doc="smoothing constant of the squared-gradient average", min=0.0, max=1.0
     )

@@ -18,7 +18,7 @@ from .base import Optimizer
 class SGDConfig:
     """Stochastic gradient descent with optional (Nesterov) momentum, as torch.optim.SGD."""
 
-    lr: float = field(1e-3, doc="learning rate", min=0.0)
+    lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
     momentum: float = field(0.0, doc="momentum factor", min=0.0)
     dampening: float = field(0.0, doc="dampening of the momentum", min=0.0, max=1.0)
     weight_decay: float = field(0.0, doc="L2 penalty, added to the gradient", min=0.0)
