@@ -145,7 +145,7 @@ def test_devices_cli_lists_adapters():
 
 
 def test_adapter_override_by_name(monkeypatch):
-    from scellis.devices.webgpu.native import NativeGPU
+    from scellis.devices.native_wgpu import NativeGPU
 
     with pytest.raises(sc.ScellisError, match="no WebGPU adapter matches"):
         NativeGPU(adapter="no-such-adapter-xyz")

@@ -14,7 +14,7 @@ from ..base.errors import DeviceError
 def list_adapters() -> list[dict]:
     """Every adapter wgpu can see: name, vendor, backend, type, limits, features."""
     try:
-        native = importlib.import_module("scellis.devices.webgpu.native")
+        native = importlib.import_module("scellis.devices.native_wgpu")
     except ImportError as e:
         raise DeviceError(f"native WebGPU is not available here ({e}); pip install wgpu") from None
     out = []

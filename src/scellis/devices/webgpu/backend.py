@@ -229,4 +229,4 @@ def _native_gpu():
     # browser (which passes its own) never imports wgpu
     import importlib
 
-    return importlib.import_module("scellis.devices.webgpu.native").NativeGPU
+    return importlib.import_module("scellis.devices.native_wgpu").NativeGPU

@@ -1,7 +1,8 @@
 """The GPU adapter protocol (devices layer): the slice of WebGPU the backend uses.
 
-Two implementations: ``native`` (wgpu-py, the only file that imports wgpu) and, in the
-browser, one over Pyodide's ``js`` FFI. Nothing above this protocol touches either.
+Two implementations: ``devices.native_wgpu`` (wgpu-py, the only file that imports
+wgpu) and, in the browser, one over Pyodide's ``js`` FFI. Nothing above this protocol
+touches either.
 Buffers here are opaque handles; sizes and offsets are in bytes.
 """
 

@@ -22,6 +22,19 @@ def _strided(src: Source, view) -> int:
     return src.add_meta(view.offset, *view.strides)
 
 
+def _step_source(base: Source, meta, inputs: dict, strided: tuple, out_name: str, out):
+    """One step kernel's Source: the ``meta`` words, then (offset, strides) of each view
+    named in ``strided``; every input bound read-only, ``out`` read-write. Returns the
+    Source and the meta positions of the strided views, in order."""
+    src = Source(base.limits, base.has_f16)
+    src.add_meta(*meta)
+    ats = [_strided(src, inputs[n]) for n in strided]
+    for name, v in inputs.items():
+        src.operand(name, v)
+    src.operand(out_name, out, write=True)
+    return src, ats
+
+
 def _check(views) -> None:
     if any(v.dtype.name != "f32" for v in views):
         raise DTypeError("the fused LSTM runs in f32 on WebGPU")
@@ -31,12 +44,14 @@ def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gx, h0, c0, w = ins
     b, steps, h4 = gx.shape
     h = h4 // 4
-    src = Source(base.limits, base.has_f16)
-    src.add_meta(b * h, b, h, t)
-    g_at, h0_at, c0_at, w_at = (_strided(src, v) for v in (gx, h0, c0, w))
-    for name, v in (("gx", gx), ("h0", h0), ("c0", c0), ("w", w)):
-        src.operand(name, v)
-    src.operand("y", out, write=True)
+    src, (g_at, h0_at, c0_at, w_at) = _step_source(
+        base,
+        (b * h, b, h, t),
+        {"gx": gx, "h0": h0, "c0": c0, "w": w},
+        ("gx", "h0", "c0", "w"),
+        "y",
+        out,
+    )
     src.fns.extend(helpers_for("sc_exp( sc_tanh("))
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     body = f"""
@@ -80,14 +95,16 @@ def _backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gy, y, c0, w = ins
     steps, b, h6 = y.shape
     h = h6 // 6
-    src = Source(base.limits, base.has_f16)
     n = steps * b * 4 * h
     slot_in, slot_out = (steps - t) % 2, (steps - 1 - t) % 2
-    src.add_meta(b * h, b, h, t, steps, n + slot_in * 2 * b * h, n + slot_out * 2 * b * h)
-    gy_at, c0_at, w_at = (_strided(src, v) for v in (gy, c0, w))
-    for name, v in (("gy", gy), ("y", y), ("c0", c0), ("w", w)):
-        src.operand(name, v)
-    src.operand("o", out, write=True)
+    src, (gy_at, c0_at, w_at) = _step_source(
+        base,
+        (b * h, b, h, t, steps, n + slot_in * 2 * b * h, n + slot_out * 2 * b * h),
+        {"gy": gy, "y": y, "c0": c0, "w": w},
+        ("gy", "c0", "w"),
+        "o",
+        out,
+    )
     src.fns.extend(helpers_for("sc_tanh("))
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     src.fns.append(f"""
@@ -144,12 +161,14 @@ def _gru_forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gx, h0, w, bh = ins
     b, steps, h3 = gx.shape
     h = h3 // 3
-    src = Source(base.limits, base.has_f16)
-    src.add_meta(b * h, b, h, t)
-    g_at, h0_at, w_at, b_at = (_strided(src, v) for v in (gx, h0, w, bh))
-    for name, v in (("gx", gx), ("h0", h0), ("w", w), ("bh", bh)):
-        src.operand(name, v)
-    src.operand("y", out, write=True)
+    src, (g_at, h0_at, w_at, b_at) = _step_source(
+        base,
+        (b * h, b, h, t),
+        {"gx": gx, "h0": h0, "w": w, "bh": bh},
+        ("gx", "h0", "w", "bh"),
+        "y",
+        out,
+    )
     src.fns.extend(helpers_for("sc_exp( sc_tanh("))
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     body = f"""
@@ -191,14 +210,16 @@ def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gy, y, h0, w = ins
     steps, b, h5 = y.shape
     h = h5 // 5
-    src = Source(base.limits, base.has_f16)
     n = steps * b * 4 * h
     slot_in, slot_out = (steps - t) % 2, (steps - 1 - t) % 2
-    src.add_meta(b * h, b, h, t, steps, n + slot_in * b * h, n + slot_out * b * h)
-    gy_at, h0_at, w_at = (_strided(src, v) for v in (gy, h0, w))
-    for name, v in (("gy", gy), ("y", y), ("h0", h0), ("w", w)):
-        src.operand(name, v)
-    src.operand("o", out, write=True)
+    src, (gy_at, h0_at, w_at) = _step_source(
+        base,
+        (b * h, b, h, t, steps, n + slot_in * b * h, n + slot_out * b * h),
+        {"gy": gy, "y": y, "h0": h0, "w": w},
+        ("gy", "h0", "w"),
+        "o",
+        out,
+    )
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     src.fns.append(f"""
 struct GGrad {{ da: vec4<f32>, dh: f32, z: f32 }}

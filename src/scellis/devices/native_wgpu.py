@@ -12,8 +12,8 @@ from collections import OrderedDict
 
 import wgpu
 
-from ...base.errors import DeviceError
-from .gpu import LIMIT_NAMES, AdapterInfo
+from ..base.errors import DeviceError
+from .webgpu.gpu import LIMIT_NAMES, AdapterInfo
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
