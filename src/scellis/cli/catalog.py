@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
+
+import click
 
 from ..catalog import entries, schema
 from ..catalog.extensions import load_extensions
@@ -53,20 +56,6 @@ def entry_json(entry) -> dict:
     }
 
 
-def add_parser(sub) -> None:
-    c = sub.add_parser("catalog", help="list the catalog: blocks, optimizers, schedulers, losses")
-    c.add_argument("--kind", choices=KINDS, help="only entries of this kind")
-    c.add_argument("--json", action="store_true", help="machine-readable output, with schemas")
-    c.add_argument(
-        "--extensions",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="load user entries first: a folder or .py file, or a dotted module (repeatable)",
-    )
-    c.set_defaults(func=run)
-
-
 def run(args) -> int:
     if args.extensions:
         load_extensions(args.extensions)
@@ -80,3 +69,16 @@ def run(args) -> int:
         doc = e.doc.splitlines()[0] if e.doc else ""
         print(f"{e.id:<{width}}  {e.kind:<9}  {doc}{origin}")
     return 0
+
+
+@click.command("catalog", help="List the catalog: blocks, optimizers, schedulers, losses.")
+@click.option("--kind", type=click.Choice(KINDS), help="only entries of this kind")
+@click.option("--json", "json_", is_flag=True, help="machine-readable output, with schemas")
+@click.option(
+    "--extensions",
+    multiple=True,
+    metavar="PATH",
+    help="load user entries first: a folder or .py file, or a dotted module (repeatable)",
+)
+def command(kind, json_, extensions):
+    return run(SimpleNamespace(kind=kind, json=json_, extensions=list(extensions)))

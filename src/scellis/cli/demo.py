@@ -6,6 +6,10 @@ persistence forecast's; exits 0 only when the model beats persistence.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import click
+
 import scellis as sc
 from scellis.train.recipes import forecast
 
@@ -44,3 +48,11 @@ def run(args) -> int:
         print("scellis demo: the model did not beat persistence; something is wrong")
         return 1
     return 0
+
+
+@click.command("demo", help="Train the LSTM forecaster on the bundled sunspot series.")
+@click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
+@click.option("--epochs", type=int, default=40, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def command(device, epochs, seed):
+    return run(SimpleNamespace(device=device, epochs=epochs, seed=seed))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
+
+import click
 
 import scellis as sc
 
@@ -35,3 +38,9 @@ def run(args) -> int:
                 print(f"    {k}: {a['limits'][k]:,}")
     print("pick one with SCELLIS_ADAPTER=<part of its name or backend>")
     return 0
+
+
+@click.command("devices", help="List WebGPU adapters, their limits and features.")
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+def command(json_):
+    return run(SimpleNamespace(json=json_))

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import click
 
 from ..base.errors import ScellisError
 from ..base.rng import Generator
@@ -108,3 +111,25 @@ def run(args) -> int:
             f"{summary['loss']:.4f}, val_loss {summary.get('val_loss') or float('nan'):.4f}"
         )
     return 0
+
+
+@click.command("train", help="Train the pipeline an SML record carries.")
+@click.argument("file", metavar="FILE")
+@click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
+@click.option("--epochs", type=int, default=None, help="override the record's epochs")
+@click.option("--max-steps", type=int, default=None, help="stop after this many steps")
+@click.option(
+    "--log-every", type=int, default=20, show_default=True, help="steps between log lines"
+)
+@click.option("--json", "json_", is_flag=True, help="one JSON object per event")
+def command(file, device, epochs, max_steps, log_every, json_):
+    return run(
+        SimpleNamespace(
+            file=file,
+            device=device,
+            epochs=epochs,
+            max_steps=max_steps,
+            log_every=log_every,
+            json=json_,
+        )
+    )

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from types import SimpleNamespace
+
+import click
 
 from ..base.errors import Diagnostic, ScellisError
 from ..catalog.extensions import load_extensions
@@ -54,11 +57,9 @@ def run(args) -> int:
     return 2 if bad else 0
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("validate", help="check SML model files; file:line:col per problem")
-    p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--json", action="store_true", help="one JSON object per file")
-    p.add_argument(
-        "--extensions", action="append", default=[], metavar="PATH", help="user catalog entries"
-    )
-    p.set_defaults(func=run)
+@click.command("validate", help="Check SML model files; file:line:col per problem.")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "json_", is_flag=True, help="one JSON object per file")
+@click.option("--extensions", multiple=True, metavar="PATH", help="user catalog entries")
+def command(files, json_, extensions):
+    return run(SimpleNamespace(files=list(files), json=json_, extensions=list(extensions)))

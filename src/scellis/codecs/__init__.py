@@ -1,0 +1,1 @@
+"""Import/export codecs: safetensors, PyTorch state dicts, ONNX (codecs layer)."""
