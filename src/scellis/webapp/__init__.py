@@ -1,0 +1,1 @@
+"""What the browser worker calls (webapp layer): pure-Python entry points for the tab."""
