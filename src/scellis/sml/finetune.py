@@ -45,7 +45,10 @@ def _heads(doc: Document, heads, reg: Registry, out: list) -> None:
         if top not in doc.blocks:
             out.append(
                 doc.diag(
-                    p, f"swap_head names {name!r}, which is no block", hint(top, list(doc.blocks))
+                    p,
+                    f"swap_head names {name!r}, which is no block",
+                    hint(top, list(doc.blocks)),
+                    key=True,
                 )
             )
             continue
