@@ -26,7 +26,9 @@ ITEMSIZE = {
     "I16": (2, "h"),
     "I8": (1, "b"),
     "U8": (1, "B"),
+    "U16": (2, "H"),
     "U32": (4, "I"),
+    "U64": (8, "Q"),
     "BOOL": (1, "?"),
 }
 # the Scellis dtype each code lands in
@@ -40,7 +42,9 @@ SCELLIS = {
     "I16": "i32",
     "I8": "i32",
     "U8": "i32",
+    "U16": "i32",
     "U32": "u32",
+    "U64": "i32",
     "BOOL": "bool",
 }
 # and back: a Scellis dtype's code when exported
@@ -124,7 +128,7 @@ def widen(t: RawTensor) -> tuple[str, bytes]:
     target = SCELLIS[t.dtype]
     if t.dtype == "BF16":
         return target, bf16_to_f32(t.data)
-    if t.dtype in ("I64", "I16", "I8", "U8"):
+    if t.dtype in ("I64", "I16", "I8", "U8", "U16", "U64"):
         vals = array_of(t.dtype, t.data)
         if vals and (min(vals) < -(2**31) or max(vals) >= 2**31):
             raise ScellisError(
