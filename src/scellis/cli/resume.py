@@ -35,7 +35,7 @@ def _usable(objects, records, rid, to_step, device):
     raise ScellisError(f"run {rid} has no usable checkpoint to resume from ({why})")
 
 
-def resume(ref, store, to_step, device, json_, print_every, fault=None) -> int:
+def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None) -> int:
     root = Path(store)
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (train with --store {root} first)")
@@ -87,7 +87,7 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None) -> int:
             "continuation is not promised",
             bitwise=False,
         )  # fmt: skip
-    return drive(s, plan, root, rid, run["record_hash"], out, fault=fault)
+    return drive(s, plan, root, rid, run["record_hash"], out, fault=fault, writer=writer)
 
 
 @click.command("resume", help="Continue a run from its latest checkpoint.")

@@ -166,6 +166,8 @@ async def _drive(s: Setup, plan: Plan, objects, records, rid, record_hash, out, 
             ts, objects, record=record_hash, dataset=s.dataset, tier=s.tier, fault=fault,
             extra={"device": s.device.name, "adapter": adapter_of(s.device), "run": rid},
         )  # fmt: skip
+        if fault is not None:
+            fault("before_record", ts.step)
         records.add_checkpoint(rid, ts.step, ts.epoch, ts.batch, h, ts.metrics.get("loss"))
         last_ck["step"] = ts.step
         retain(records, rid, plan.keep_last, plan.keep_best)
@@ -195,8 +197,11 @@ async def _drive(s: Setup, plan: Plan, objects, records, rid, record_hash, out, 
     return end
 
 
-def drive(s: Setup, plan: Plan, root: Path, rid: str, record_hash: str, out, fault=None) -> int:
-    objects, records = ObjectStore(root), Records(root)
+def drive(
+    s: Setup, plan: Plan, root: Path, rid: str, record_hash: str, out, fault=None, writer=None
+) -> int:
+    """Train to the plan's end; ``fault`` and ``writer`` are fault-injection seams (tests)."""
+    objects, records = ObjectStore(root, writer=writer), Records(root)
     try:
         with Stop() as stop:
             try:

@@ -22,7 +22,7 @@ from .runner import Output, Plan, adapter_of, drive, prepare, resolve_record
 
 
 def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
-          keep_last, json_, argv, fault=None) -> int:  # fmt: skip
+          keep_last, json_, argv, fault=None, writer=None) -> int:  # fmt: skip
     root = Path(store)
     raw, label, base_dir = resolve_record(ref, root)
     s = prepare(raw, label, base_dir, device)
@@ -51,7 +51,7 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
         + f", {epochs} epochs, {s.tier} tier, dataset {s.dataset[:12]}, run {rid} in {root}",
         run=rid, dataset=s.dataset, device=s.device.name, store=str(root),
     )  # fmt: skip
-    return drive(s, plan, root, rid, record_hash, out, fault=fault)
+    return drive(s, plan, root, rid, record_hash, out, fault=fault, writer=writer)
 
 
 @click.command(

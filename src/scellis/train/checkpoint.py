@@ -10,7 +10,8 @@ replaced by ``{"$tensor": key}``. ``load`` inverts it onto a freshly built state
 
 Writes are ordered tensor objects first, manifest second, the records row last: a
 crash between any two leaves the previous checkpoint the latest complete one.
-``fault`` names a point at which to stop (tests only pass it; it defaults to none).
+``fault``, when given, is called with the name of each point between writes
+(``after_weights``, ``before_manifest``) and the step: the seam fault-injection tests use.
 """
 
 from __future__ import annotations
@@ -88,10 +89,6 @@ def _rng_in(state: dict) -> dict:
     }
 
 
-class Fault(Exception):
-    """Raised at a named fault point (only when a test asks for one)."""
-
-
 async def save(
     ts: TrainState,
     objects: ObjectStore,
@@ -100,7 +97,7 @@ async def save(
     dataset: str | None,
     tier: str,
     extra: dict | None = None,
-    fault: str | None = None,
+    fault=None,
 ) -> tuple[str, dict]:
     """Write a checkpoint of ``ts``; returns (manifest hash, manifest)."""
     sd = ts.state_dict()
@@ -110,11 +107,11 @@ async def save(
     optimizer = await _pack(sd["optimizer"], "optimizer", opt)
     loss_scale = await _pack(sd["loss_scale"], "loss_scale", opt)
     w_hash = objects.put(dumps(weights, {"format": "scellis"}))
-    if fault == "after_weights":
-        raise Fault(fault)
+    if fault is not None:
+        fault("after_weights", ts.step)
     o_hash = objects.put(dumps(opt, {"format": "scellis"}))
-    if fault == "before_manifest":
-        raise Fault(fault)
+    if fault is not None:
+        fault("before_manifest", ts.step)
     manifest = {
         "version": sd["version"],
         "weights": w_hash,
