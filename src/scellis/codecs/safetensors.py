@@ -45,21 +45,27 @@ class SafetensorsCodec(Codec):
             data = path.read_bytes()
         except OSError as e:
             raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+        return self.loads(data, str(path))
+
+    def loads(self, data: bytes, where: str) -> Imported:
+        """The tensors (and the record, when Scellis wrote it) of safetensors bytes."""
         try:
             views, meta = loads(data)
         except ScellisError as e:
-            raise ScellisError(f"{path}: {e}") from None
+            raise ScellisError(f"{where}: {e}") from None
         tensors = {k: RawTensor(d, tuple(s), bytes(v)) for k, (d, s, v) in views.items()}
         meta = dict(meta or {})
         record = None
         if RECORD_KEY in meta:
-            text = meta.pop(RECORD_KEY)
-            record = parse(text, f"{path}:{RECORD_KEY}").data
+            record = parse(meta.pop(RECORD_KEY), f"{where}:{RECORD_KEY}").data
         return Imported(tensors, record, meta)
 
-    def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
+    def dumps(self, tensors: dict[str, RawTensor], record: dict | None) -> bytes:
         meta = {RECORD_KEY: record_text(record)} if record else None
-        body = dumps({k: (t.dtype, tuple(t.shape), t.data) for k, t in tensors.items()}, meta)
+        return dumps({k: (t.dtype, tuple(t.shape), t.data) for k, t in tensors.items()}, meta)
+
+    def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
+        body = self.dumps(tensors, record)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
         return [path]

@@ -44,14 +44,13 @@ def resolve(file_names, param_names, name_map: dict[str, str] | None = None) -> 
     return hits
 
 
-def load_into(
-    model, tensors: dict[str, RawTensor], name_map: dict[str, str] | None = None, *,
-    strict: bool = True,
-) -> list[str]:  # fmt: skip
-    """Set ``model``'s parameters from ``tensors``; returns the file names left unused."""
-    params = dict(model.named_parameters())
-    hits = resolve(tensors, params, name_map)
-    missing = [p for p in params if p not in hits]
+def map_names(
+    tensors: dict[str, RawTensor], shapes: dict[str, tuple], name_map: dict[str, str] | None = None,
+    *, strict: bool = True,
+) -> tuple[dict[str, RawTensor], list[str]]:  # fmt: skip
+    """({parameter path: tensor} covering every path of ``shapes``, the names left unused)."""
+    hits = resolve(tensors, shapes, name_map)
+    missing = [p for p in shapes if p not in hits]
     if missing:
         held = ", ".join(list(tensors)[:6]) + (" ..." if len(tensors) > 6 else "")
         raise ScellisError(
@@ -60,21 +59,34 @@ def load_into(
             + f" (the file holds {held or 'no tensors'}; pass a name map)"
         )
     for path, fname in hits.items():
-        t, p = tensors[fname], params[path]
-        if tuple(t.shape) != tuple(p.shape):
+        if tuple(tensors[fname].shape) != tuple(shapes[path]):
             raise ScellisError(
-                f"{fname!r} has shape {list(t.shape)} but parameter {path!r} is {list(p.shape)}"
+                f"{fname!r} has shape {list(tensors[fname].shape)} but parameter {path!r} is "
+                f"{list(shapes[path])}"
             )
-    for path, fname in hits.items():
+    used = set(hits.values())
+    unused = [n for n in tensors if n not in used]
+    if strict and unused:
+        raise ScellisError(f"the weights hold names no parameter takes: {', '.join(unused[:6])}")
+    return {path: tensors[hits[path]] for path in shapes}, unused
+
+
+def load_into(
+    model, tensors: dict[str, RawTensor], name_map: dict[str, str] | None = None, *,
+    strict: bool = True,
+) -> list[str]:  # fmt: skip
+    """Set ``model``'s parameters from ``tensors``; returns the file names left unused."""
+    params = dict(model.named_parameters())
+    mapped, unused = map_names(
+        tensors, {k: tuple(p.shape) for k, p in params.items()}, name_map, strict=strict
+    )
+    for path, t in mapped.items():
         p = params[path]
-        dt, data = widen(tensors[fname])
+        dt, data = widen(t)
         v = from_bytes(data, p.shape, as_dtype(dt), p.device)
         if v.dtype != p.dtype:
             v = v.cast(p.dtype)
         model.set_parameter(path, v.detach())
-    unused = [n for n in tensors if n not in set(hits.values())]
-    if strict and unused:
-        raise ScellisError(f"the weights hold names no parameter takes: {', '.join(unused[:6])}")
     return unused
 
 
