@@ -12,7 +12,7 @@ import sys
 import click
 
 from .. import ScellisError, __version__
-from . import catalog, demo, devices, init, resume, train, validate
+from . import catalog, compare, demo, devices, init, models, resume, runs, train, validate
 
 
 @click.group(
@@ -25,7 +25,7 @@ def cli() -> None:
     pass
 
 
-for _mod in (demo, init, devices, catalog, validate, train, resume):
+for _mod in (demo, init, devices, catalog, validate, train, resume, runs, compare, models):
     cli.add_command(_mod.command)
 
 
