@@ -30,7 +30,7 @@ data:
   normalise: standard
 eval: { every: 1, batch_size: 16 }
 """
-STEPS_PER_EPOCH = 7  # 66 windows, 53 for training, batches of 8
+STEPS_PER_EPOCH = 7  # 52 training windows (10 for validation), batches of 8
 
 
 def write_record(folder: Path, seed: int = 11, lr: float = 0.02) -> Path:
