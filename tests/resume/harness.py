@@ -3,7 +3,7 @@
 Runs ``scellis train``/``resume`` in this process through the CLI's own entry points,
 with optional failure injection through the explicit seams (``fault``, ``writer``):
 - ``pause_after``: after step N's metrics are committed, print ``PAUSED`` and wait
-  (the test then SIGKILLs this process at a known step);
+  for a line on stdin (the test SIGKILLs or SIGINTs this process at a known step);
 - ``die``: ``{"point": P, "step": K}``: ``os._exit(9)`` at fault point P of the
   checkpoint at step K (``mid_object``: halfway through the next object's bytes);
 - ``enospc_at``: the checkpoint at step K hits a full disk.
@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import sys
-import time
 
 from scellis.cli import resume, train
 from scellis.cli.main import main
@@ -47,7 +46,7 @@ def run(spec: dict) -> int:
             original(self, rid, step, epoch, values)
             if step == pause:
                 print("PAUSED", flush=True)
-                time.sleep(600)
+                sys.stdin.readline()
 
         Records.log = log
     die, enospc = spec.get("die"), spec.get("enospc_at")

@@ -25,53 +25,15 @@ import scellis
 from scellis.store.manifest import read_manifest
 from scellis.store.objects import ObjectStore
 from scellis.store.records import Records
+from storeutil import STEPS_PER_EPOCH, write_record
 
 SRC = str(Path(scellis.__file__).resolve().parent.parent)
 HARNESS = str(Path(__file__).resolve().parent / "harness.py")
 
-RECORD = """\
-model: test/tiny_lstm@1
-inputs:
-  window: { shape: [batch, 4, 1], dtype: f32 }
-blocks:
-  lstm: { block_id: nn/lstm, in: window, input_size: 1, hidden_size: 3, output: last }
-  head: { block_id: nn/regression_head, in: lstm, in_features: 3, n_outputs: 1 }
-outputs: [head]
-optimizer: { block_id: training/optimizer/adam, lr: 0.02 }
-loss: { block_id: training/loss/mse }
-epochs: 3
-batch_size: 8
-determinism_tier: debug
-seed: 11
-data:
-  source: series.csv
-  format: csv
-  column: value
-  window: 4
-  horizon: 1
-  stride: 1
-  val_fraction: 0.2
-  normalise: standard
-eval: { every: 1, batch_size: 16 }
-"""
-STEPS_PER_EPOCH = 7  # 66 windows, 53 for training, batches of 8
-
-
-def _write_record(folder):
-    rng = random.Random(1234)
-    v, rows = 0.0, ["value"]
-    for _ in range(70):
-        v += rng.gauss(0, 1)
-        rows.append(repr(round(v, 6)))
-    (folder / "series.csv").write_text("\n".join(rows) + "\n")
-    path = folder / "tiny.sml"
-    path.write_text(RECORD)
-    return path
-
 
 @pytest.fixture
 def record(tmp_path):
-    return _write_record(tmp_path)
+    return write_record(tmp_path)
 
 
 def _harness(spec, **kw):
@@ -82,7 +44,7 @@ def _harness(spec, **kw):
     }
     return subprocess.Popen(
         [sys.executable, HARNESS, json.dumps(spec)], env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw,
     )  # fmt: skip
 
 
@@ -162,6 +124,31 @@ def _kill_and_resume(record, store, device, steps, every, pause_after):
     return events
 
 
+def test_ctrl_c_checkpoints_exits_130_and_resumes_bitwise(straight, record, tmp_path):
+    store = tmp_path / "b"
+    p = _harness({"cmd": "train", "argv": _train_argv(record, store, "reference", STEPS, EVERY),
+                  "pause_after": 6})  # fmt: skip
+    before = []
+    for line in p.stdout:
+        if line.strip() == "PAUSED":
+            break
+        before.append(line)
+    p.send_signal(signal.SIGINT)  # arrives mid-step-boundary work: only a flag is set
+    out, err = p.communicate("go\n", timeout=120)
+    assert p.returncode == 130, err
+    rid = _only_run(store)
+    events = [json.loads(x) for x in before + out.splitlines()]
+    ck = [e for e in events if e["kind"] == "checkpoint"]
+    assert [(e["step"], e["reason"]) for e in ck] == [(4, "every"), (6, "interrupt")]
+    assert max(e["step"] for e in events if e["kind"] == "log") == 6  # stopped at once
+    assert events[-1] == {"kind": "resume", "command": f"scellis resume {rid} --store {store}"}
+    assert _visible_checkpoints(store, rid) == ("interrupted", [4, 6])
+    code, out, err = _ok({"cmd": "resume", "argv": [rid, "--store", str(store), "--json"]})
+    assert code == 0, err
+    assert json.loads(out.splitlines()[0])["step"] == 6
+    _assert_same(straight, store, STEPS)
+
+
 def _straight(record, store, device, steps, every):
     code, out, err = _ok({"cmd": "train", "argv": _train_argv(record, store, device, steps, every)})
     assert code == 0, err
@@ -175,7 +162,7 @@ STEPS, EVERY = 2 * STEPS_PER_EPOCH, 4  # checkpoint 8 is batch 1 of epoch 1
 def straight(tmp_path_factory):
     """One uninterrupted reference run of STEPS steps: the oracle of every test here."""
     root = tmp_path_factory.mktemp("straight")
-    rec = _write_record(root)
+    rec = write_record(root)
     events = _straight(rec, root / "store", "reference", STEPS, EVERY)
     assert events[-1]["kind"] == "end" and events[-1]["steps"] == STEPS
     return root / "store"

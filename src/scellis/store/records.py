@@ -96,6 +96,8 @@ class Records:
             # WAL where the host supports it (a browser file system may not: then the
             # default rollback journal still gives atomic transactions)
             self.db.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode NORMAL still commits atomically; it skips an fsync per commit
+            self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
         except sqlite3.DatabaseError as e:
@@ -259,18 +261,22 @@ class Records:
                 (h, source, rows, time.time()),
             )
 
-    def add_model(self, name: str, obj: str) -> int:
-        """Store a new version of model ``name`` (namespace/name) pointing at object ``obj``."""
-        with self._tx():
-            row = self.db.execute(
-                "SELECT MAX(version) AS v FROM models WHERE name=?", (name,)
-            ).fetchone()
-            version = (row["v"] or 0) + 1
-            self.db.execute(
-                "INSERT INTO models (name, version, object, created) VALUES (?, ?, ?, ?)",
-                (name, version, obj, time.time()),
-            )
-        return version
+    def next_version(self, name: str) -> int:
+        row = self.db.execute("SELECT MAX(version) AS v FROM models WHERE name=?", (name,))
+        return (row.fetchone()["v"] or 0) + 1
+
+    def add_model(self, name: str, version: int, obj: str) -> bool:
+        """Record version ``version`` of model ``name`` (namespace/name) as object ``obj``;
+        False when another writer took that version first."""
+        try:
+            with self._tx():
+                self.db.execute(
+                    "INSERT INTO models (name, version, object, created) VALUES (?, ?, ?, ?)",
+                    (name, version, obj, time.time()),
+                )
+        except sqlite3.IntegrityError:
+            return False
+        return True
 
     def model(self, name: str, version: int) -> str | None:
         row = self.db.execute(
