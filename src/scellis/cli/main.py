@@ -12,7 +12,20 @@ import sys
 import click
 
 from .. import ScellisError, __version__
-from . import catalog, demo, devices, init, train, validate
+from . import (
+    catalog,
+    compare,
+    demo,
+    devices,
+    export,
+    import_,
+    init,
+    models,
+    resume,
+    runs,
+    train,
+    validate,
+)
 
 
 @click.group(
@@ -25,7 +38,20 @@ def cli() -> None:
     pass
 
 
-for _mod in (demo, init, devices, catalog, validate, train):
+for _mod in (
+    demo,
+    init,
+    devices,
+    catalog,
+    validate,
+    train,
+    resume,
+    runs,
+    compare,
+    models,
+    import_,
+    export,
+):
     cli.add_command(_mod.command)
 
 

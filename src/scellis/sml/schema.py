@@ -17,6 +17,7 @@ DTYPES = ("f32", "f16", "i32", "u32", "bool")
 SECTIONS = {
     "model", "inputs", "blocks", "outputs", "optimizer", "scheduler", "loss", "epochs",
     "batch_size", "grad_clip", "precision", "determinism_tier", "seed", "data", "eval",
+    "finetune",
 }  # fmt: skip
 PRECISION = {
     "policy": ("f32", "mixed_f16"),
