@@ -54,6 +54,7 @@ class Trace:
     param_specs: dict[str, tuple] = field(default_factory=dict)  # name -> (shape, dtype)
     optimizer: str = ""
     n_params: int = 0
+    block_shapes: dict[str, tuple] = field(default_factory=dict)  # block -> output shape
 
     def allocs(self) -> dict[int, tuple]:
         """serial -> (numel, dtype, phase, scope) of every buffer the trace allocated."""
@@ -87,12 +88,14 @@ def _phase(dev: TracingBackend, name: str, scope: str = ""):
         dev.scope = ""
 
 
-def _forward(model, dev: TracingBackend, args, dtype):
+def _forward(model, dev: TracingBackend, args, dtype, shapes: dict | None = None):
     """``RecordModel.forward`` block by block, so every dispatch carries its block's name."""
     values = dict(zip(model.input_names, args))
     for name in model.order:
         dev.scope = name
         values[name] = getattr(model, name)(*(values[s] for s in model.wiring[name]))
+        if shapes is not None and isinstance(values[name], Tensor):
+            shapes[name] = values[name].shape
     dev.scope = ""
     outs = [values[o] for o in model.output_names]
     return outs[0] if len(outs) == 1 else tuple(outs)
@@ -187,7 +190,7 @@ def trace(
         tr.inputs = {serial(x): n for x, n in zip(xs, specs)}
         with no_grad(), _phase(dev, "forward"), _working_copies(model, compute):
             xs = [x.cast(compute) if x.dtype.is_float and x.dtype != compute else x for x in xs]
-            out = _forward(model, dev, xs, compute)
+            out = _forward(model, dev, xs, compute, tr.block_shapes)
         outs = out if isinstance(out, tuple) else (out,)
         tr.outputs = [serial(o) for o in outs]
         tr.output_views = [(o.shape, o.strides, o.offset) for o in outs]
