@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import example, random_inputs
+from irutil import MODELS, example, random_inputs
 
 from scellis.autograd import no_grad
 from scellis.base.rng import Generator
@@ -30,6 +30,7 @@ def _model(record, device):
     return RecordModel(record, device=device, gen=Generator(0, "init")).eval()
 
 
+@pytest.mark.parametrize("model_name", MODELS)
 def test_fused_forward_equals_unfused_and_reference(gpu, model_name):
     record = example(model_name)
     m = _model(record, gpu)
@@ -57,6 +58,7 @@ def test_fused_forward_equals_unfused_and_reference(gpu, model_name):
         assert np.abs(got - want).max() <= 1e-4 * scale
 
 
+@pytest.mark.parametrize("model_name", MODELS)
 def test_kernel_rung_wgsl_is_what_the_backend_compiles(model_name):
     record = example(model_name)
     dev = WebGPUBackend()  # a fresh pipeline cache: what this forward compiles

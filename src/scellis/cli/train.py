@@ -21,11 +21,14 @@ from ..catalog.registry import lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import load_data
 from ..devices.base import get_device
+from ..ir.limits import target_of_device
+from ..ir.plan import plan_or_refuse
 from ..model.build import RecordModel, config_of
 from ..sml import parse
 from ..train import Batches
 from ..train import run as run_training
 from .common import pick_device
+from .planning import loop_update
 from .validate import check_file
 
 
@@ -59,6 +62,11 @@ def run(args) -> int:
     device, why = pick_device(args.device)
     dev = get_device(device)
     seed = int(record.get("seed", 0))
+    # the memory plan traces on the null device: a red plan refuses before any allocation
+    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
+    plan_or_refuse(
+        record, target_of_device(dev, args.budget), update=loop_update, eval_batch=eval_batch
+    )
     model = RecordModel(record, device=dev, gen=Generator(seed, "init"))
     if "data" not in record:
         raise ScellisError(f"{args.file}: the record has no data section to train on")
@@ -121,8 +129,9 @@ def run(args) -> int:
 @click.option(
     "--log-every", type=int, default=20, show_default=True, help="steps between log lines"
 )
+@click.option("--budget", default=None, help="memory budget for the plan, e.g. 4GiB")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
-def command(file, device, epochs, max_steps, log_every, json_):
+def command(file, device, epochs, max_steps, log_every, budget, json_):
     return run(
         SimpleNamespace(
             file=file,
@@ -130,6 +139,7 @@ def command(file, device, epochs, max_steps, log_every, json_):
             epochs=epochs,
             max_steps=max_steps,
             log_every=log_every,
+            budget=budget,
             json=json_,
         )
     )

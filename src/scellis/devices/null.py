@@ -5,6 +5,8 @@ Used to compile and validate, and to prove the core runs where NumPy does not.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..base.dtypes import DType
 from ..base.errors import DeviceError
 from .base import Buffer, View
@@ -40,6 +42,20 @@ class TraceHandle:
 
     def __repr__(self) -> str:
         return f"%{self.serial}"
+
+
+class TracedView(NamedTuple):
+    """A view as a trace keeps it: by buffer serial, so the trace holds no buffer alive."""
+
+    serial: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    dtype: DType
+
+
+def _traced(v: View) -> TracedView:
+    return TracedView(v.buf.handle.serial, tuple(v.shape), tuple(v.strides), v.offset, v.dtype)
 
 
 class TracingBackend(NullBackend):
@@ -78,6 +94,5 @@ class TracingBackend(NullBackend):
         self.events.append(("upload", buf.handle.serial, bytes(data)))
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
-        self.events.append(
-            ("run", op, list(inputs), list(outputs), dict(attrs), self.phase, self.scope)
-        )
+        ins, outs = [_traced(v) for v in inputs], [_traced(v) for v in outputs]
+        self.events.append(("run", op, ins, outs, dict(attrs), self.phase, self.scope))

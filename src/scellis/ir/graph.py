@@ -156,7 +156,7 @@ def op_graph(tr: Trace) -> OpGraph:
     hidden: dict[str, int] = {}
 
     def ref(v) -> Ref:
-        s = v.buf.handle.serial
+        s = v.serial
         if s not in renum:
             renum[s] = len(renum)
             n, dt = allocs[s][0], allocs[s][1]
@@ -176,7 +176,7 @@ def op_graph(tr: Trace) -> OpGraph:
         if e[0] != "run":
             continue
         _, op, ins, outs, attrs, phase, scope = e
-        inplace = any(o.buf.handle.serial not in fresh_since for o in outs)
+        inplace = any(o.serial not in fresh_since for o in outs)
         fresh_since.clear()
         node = OpNode(
             len(nodes),
@@ -212,16 +212,16 @@ def _constants(tr: Trace, before: list, section: list) -> list:
     written, read = set(), []
     for e in section:
         if e[0] == "run":
-            read += [v.buf.handle.serial for v in e[2] if v.buf.handle.serial not in written]
-            written |= {v.buf.handle.serial for v in e[3]}
+            read += [v.serial for v in e[2] if v.serial not in written]
+            written |= {v.serial for v in e[3]}
     known = set(tr.params) | set(tr.inputs) | tr.grads | tr.state
     need = {s for s in read if s not in known}
     makers = {}
     for e in before:
         if e[0] == "run" and not e[2]:
             for v in e[3]:
-                if v.buf.handle.serial in need:
-                    makers[v.buf.handle.serial] = e
+                if v.serial in need:
+                    makers[v.serial] = e
     out = []
     for e in makers.values():
         if e not in out:

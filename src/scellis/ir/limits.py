@@ -151,3 +151,10 @@ def of_backend(backend, budget: str | int | None = None) -> Target:
         host = _host_memory() if str(info.adapter_type).lower() == "cpu" else None
         b, bsrc = host or (4 * GiB, "declared: 4 GiB (WebGPU does not report memory)")
     return Target("webgpu", limits, src, b, bsrc, info.has_f16, info.name)
+
+
+def target_of_device(backend, budget: str | int | None = None) -> Target:
+    """The target of an opened device: its own limits (WebGPU) or the host's (reference)."""
+    if getattr(backend, "name", "") == "webgpu":
+        return of_backend(backend, budget)
+    return resolve("reference" if backend.name == "reference" else "null", budget)

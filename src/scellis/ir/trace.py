@@ -8,8 +8,9 @@ lifetimes are the same, the buffer lifetimes recorded here are the ones the real
 allocator sees: the memory planner's activation figures come from them.
 
 A training trace runs two steps (the first creates the optimizer state; the second is
-the steady state) of: zero_grad, forward, loss, backward, clipping, optimizer step.
-The train layer's overflow guard and loss scaling are not part of this step.
+the steady state) of: zero_grad, forward, loss, backward, then the optimizer phase:
+clipping and the step, or the caller's ``update`` (the CLI passes the train loop's
+guarded update, so its copies are traced too). Loss scaling is not traced.
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ def _entry_obj(section: dict, kind: str, *args):
 
 
 @contextlib.contextmanager
-def _phase(dev: TracingBackend, name: str, scope: str = ""):
+def _phase(dev, name: str, scope: str = ""):
+    if not isinstance(dev, TracingBackend):  # a real device runs unlabelled
+        yield
+        return
     dev.phase, dev.scope = name, scope
     try:
         yield
@@ -91,12 +95,15 @@ def _phase(dev: TracingBackend, name: str, scope: str = ""):
 def _forward(model, dev: TracingBackend, args, dtype, shapes: dict | None = None):
     """``RecordModel.forward`` block by block, so every dispatch carries its block's name."""
     values = dict(zip(model.input_names, args))
+    tracing = isinstance(dev, TracingBackend)
     for name in model.order:
-        dev.scope = name
+        if tracing:
+            dev.scope = name
         values[name] = getattr(model, name)(*(values[s] for s in model.wiring[name]))
         if shapes is not None and isinstance(values[name], Tensor):
             shapes[name] = values[name].shape
-    dev.scope = ""
+    if tracing:
+        dev.scope = ""
     outs = [values[o] for o in model.output_names]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -158,17 +165,48 @@ def trace(
     precision: str | None = None,
     steps: int = 2,
     supports_f16: bool = True,
+    update=None,
 ) -> Trace:
     """Trace ``record``'s model: one inference forward, or ``steps`` training steps."""
+    dev = TracingBackend(supports_f16=supports_f16)
+    b = batch_size(record, batch)
+    tr = Trace(record, b, mode, _precision(record, precision), dev.events)
+    keep = run_program(
+        record, dev, mode=mode, batch=b, precision=tr.precision, steps=steps, tr=tr, update=update
+    )
+    # the model and optimizer outlive the trace's last mark, as they outlive a real step
+    tr._keep = keep  # type: ignore[attr-defined]
+    return tr
+
+
+def run_program(
+    record: dict,
+    dev,
+    *,
+    mode: str = "training",
+    batch: int | None = None,
+    precision: str | None = None,
+    steps: int = 2,
+    feed=None,
+    tr: Trace | None = None,
+    update=None,
+):
+    """Build ``record``'s model on ``dev`` and run what ``trace`` traces: one inference
+    forward, or ``steps`` training steps. On a real device ``feed(dev, shape, dtype)``
+    makes each input (it must allocate exactly one buffer, as a batch upload does); on
+    the tracing device ``tr`` collects the bookkeeping. ``update(params, optimizer,
+    clip)`` is the optimizer phase (default ``plain_update``); a caller above this layer
+    passes its own (the train loop's guarded update) so the trace makes its requests.
+    Returns (model, optimizer)."""
     if mode not in ("inference", "training"):
         raise ScellisError(f"trace mode is inference or training, not {mode!r}")
     b = batch_size(record, batch)
     prec = _precision(record, precision)
     if prec not in ("f32", "mixed_f16"):
         raise ScellisError(f"precision policy must be f32 or mixed_f16, got {prec!r}")
-    dev = TracingBackend(supports_f16=supports_f16)
-    tr = Trace(record, b, mode, prec, dev.events)
+    feed = feed or _input
     compute = f16 if prec == "mixed_f16" else f32
+    mark = dev.events.append if tr is not None else (lambda e: None)
     with _phase(dev, "params"):
         model = RecordModel(record, device=dev, gen=Generator(int(record.get("seed", 0)), "init"))
         optimizer = None
@@ -177,31 +215,34 @@ def trace(
                 raise ScellisError("a training trace needs the record's optimizer and loss")
             optimizer = _entry_obj(record["optimizer"], "optimizer", model)
             loss = _entry_obj(record["loss"], "loss")
-            tr.optimizer = record["optimizer"].get("block_id", "")
-    for name, p in model.named_parameters():
-        tr.params[serial(p)] = name
-        tr.param_specs[name] = (p.shape, p.dtype)
-        tr.n_params += p.numel
+    if tr is not None:
+        tr.optimizer = (record.get("optimizer") or {}).get("block_id", "") if optimizer else ""
+        for name, p in model.named_parameters():
+            tr.params[serial(p)] = name
+            tr.param_specs[name] = (p.shape, p.dtype)
+            tr.n_params += p.numel
     specs = concrete_inputs(record, b)
     if mode == "inference":
         model.eval()
         with _phase(dev, "input"):
-            xs = [_input(dev, s, dt) for s, dt in specs.values()]
-        tr.inputs = {serial(x): n for x, n in zip(xs, specs)}
+            xs = [feed(dev, s, dt) for s, dt in specs.values()]
         with no_grad(), _phase(dev, "forward"), _working_copies(model, compute):
+            if tr is not None:
+                tr.inputs = {serial(x): n for x, n in zip(xs, specs)}
             xs = [x.cast(compute) if x.dtype.is_float and x.dtype != compute else x for x in xs]
-            out = _forward(model, dev, xs, compute, tr.block_shapes)
+            out = _forward(model, dev, xs, compute, tr.block_shapes if tr else None)
         outs = out if isinstance(out, tuple) else (out,)
-        tr.outputs = [serial(o) for o in outs]
-        tr.output_views = [(o.shape, o.strides, o.offset) for o in outs]
-        dev.events.append(("mark", "end"))
-        return tr
+        if tr is not None:
+            tr.outputs = [serial(o) for o in outs]
+            tr.output_views = [(o.shape, o.strides, o.offset) for o in outs]
+        mark(("mark", "end"))
+        return model, None
     model.train()
     clip = _clipper(record.get("grad_clip"))
     for step in range(steps):
-        dev.events.append(("mark", f"step {step}"))
+        mark(("mark", f"step {step}"))
         with _phase(dev, "input"):
-            xs = [_input(dev, s, dt) for s, dt in specs.values()]
+            xs = [feed(dev, s, dt) for s, dt in specs.values()]
         with _phase(dev, "forward"):
             optimizer.zero_grad()
             with _working_copies(model, compute):
@@ -214,33 +255,37 @@ def trace(
                 pred = pred.cast(f32)
             make = _TARGETS.get(record["loss"].get("block_id", ""), lambda s, d: (s, d))
             yshape, ydt = make(pred.shape, pred.dtype)
-            y = _input(dev, yshape, ydt)
+            y = feed(dev, yshape, ydt)
             value = loss(pred, y)
-        tr.saved |= _tape_buffers(value)
-        if step == steps - 1:  # the graph shows the last (steady-state) step
-            tr.inputs = {serial(x): n for x, n in zip(xs, specs)} | {serial(y): "target"}
-            tr.outputs = [serial(pred)]
-            tr.output_views = [(pred.shape, pred.strides, pred.offset)]
+        if tr is not None:
+            tr.saved |= _tape_buffers(value)
+            if step == steps - 1:  # the graph shows the last (steady-state) step
+                tr.inputs = {serial(x): n for x, n in zip(xs, specs)} | {serial(y): "target"}
+                tr.outputs = [serial(pred)]
+                tr.output_views = [(pred.shape, pred.strides, pred.offset)]
         with _phase(dev, "backward"):
             value.backward()
         with no_grad(), _phase(dev, "optimizer"):
-            params = model.parameters()
-            if clip is not None:
-                clip(params)
-            optimizer.step()
+            (update or plain_update)(model.parameters(), optimizer, clip)
         del xs, fx, pred, y, value
-    for p in model.parameters():
-        if p.grad is not None:
-            tr.grads.add(serial(p.grad))
-    for grp in optimizer._groups:  # the driver's flat buffers: gradients and state
-        if grp.grad_flat is not None:
-            tr.grads.add(serial(grp.grad_flat))
-        tr.state |= {serial(t) for t in grp.state.values()}
-    tr.saved -= set(tr.params) | set(tr.inputs)
-    dev.events.append(("mark", "end"))
-    # keep the model's buffers out of the lifetimes: they live on past the trace
-    tr._keep = (model, optimizer)  # type: ignore[attr-defined]
-    return tr
+    if tr is not None:
+        for p in model.parameters():
+            if p.grad is not None:
+                tr.grads.add(serial(p.grad))
+        for grp in optimizer._groups:  # the driver's flat buffers: gradients and state
+            if grp.grad_flat is not None:
+                tr.grads.add(serial(grp.grad_flat))
+            tr.state |= {serial(t) for t in grp.state.values()}
+        tr.saved -= set(tr.params) | set(tr.inputs)
+    mark(("mark", "end"))
+    return model, optimizer
+
+
+def plain_update(params, optimizer, clip) -> None:
+    """The optimizer phase without the train loop's overflow guard: clip, then step."""
+    if clip is not None:
+        clip(params)
+    optimizer.step()
 
 
 def _clipper(spec):

@@ -1,4 +1,4 @@
-"""Fixtures for the IR tests: the example records and small random inputs."""
+"""Helpers for the IR tests: the example records and small random inputs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
@@ -36,6 +35,4 @@ def random_inputs(record: dict, batch: int, device, seed: int = 0) -> list:
     return out
 
 
-@pytest.fixture(params=["lstm_forecaster", "char_transformer"])
-def model_name(request):
-    return request.param
+MODELS = ["lstm_forecaster", "char_transformer"]
