@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...runtime.functional import dropout
 from ..registry import field, register
-from .attention import AttentionConfig, MultiHeadAttention
+from .attention import ATTENTION_PATHS, AttentionConfig, MultiHeadAttention
 from .common import ACTIVATIONS, Block
 from .linear import MLP, MLPConfig
 from .norm import LayerNorm, LayerNormConfig
@@ -32,6 +32,9 @@ class TransformerBlockConfig:
     eps: float = field(1e-5, doc="layer-norm eps", min=0)
     bias: bool = field(True, doc="learned biases in projections and norms")
     rotary: bool = field(False, doc="rotary position embedding on q and k")
+    attention: str = field(
+        "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
+    )
 
 
 class TransformerBlock(Block):
@@ -43,7 +46,13 @@ class TransformerBlock(Block):
         norm = LayerNormConfig(d, cfg.eps, True, cfg.bias)
         self.ln1 = LayerNorm(norm, **self.ctx)
         attn = AttentionConfig(
-            d, cfg.num_heads, cfg.bias, cfg.kind == "decoder", cfg.dropout, cfg.rotary
+            d,
+            cfg.num_heads,
+            cfg.bias,
+            cfg.kind == "decoder",
+            cfg.dropout,
+            cfg.rotary,
+            attention=cfg.attention,
         )
         self.attn = MultiHeadAttention(attn, **self.ctx)
         self.ln2 = LayerNorm(norm, **self.ctx)
@@ -70,6 +79,9 @@ class TransformerConfig:
     eps: float = field(1e-5, doc="layer-norm eps", min=0)
     bias: bool = field(True, doc="learned biases in projections and norms")
     rotary: bool = field(False, doc="rotary position embedding on q and k")
+    attention: str = field(
+        "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
+    )
     final_norm: bool = field(True, doc="a layer norm (ln_f) after the last block")
 
 
@@ -88,6 +100,7 @@ class Transformer(Block):
             cfg.eps,
             cfg.bias,
             cfg.rotary,
+            attention=cfg.attention,
         )
         self.blocks = [TransformerBlock(one, **self.ctx) for _ in range(cfg.num_layers)]
         norm = LayerNormConfig(cfg.d_model, cfg.eps, True, cfg.bias)
