@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...runtime.functional import dropout
+from ..checkpoint import checkpoint
 from ..registry import field, register
 from .attention import ATTENTION_PATHS, AttentionConfig, MultiHeadAttention
 from .common import ACTIVATIONS, Block
@@ -83,6 +84,9 @@ class TransformerConfig:
         "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
     )
     final_norm: bool = field(True, doc="a layer norm (ln_f) after the last block")
+    activation_checkpointing: bool = field(
+        False, doc="recompute each block's forward in backward instead of keeping its activations"
+    )
 
 
 class Transformer(Block):
@@ -107,8 +111,9 @@ class Transformer(Block):
         self.ln_f = LayerNorm(norm, **self.ctx) if cfg.final_norm else None
 
     def forward(self, x, mask=None):
+        remat = self.config.activation_checkpointing and self.training
         for b in self.blocks:
-            x = b(x, mask)
+            x = checkpoint(b, x, mask) if remat else b(x, mask)
         return self.ln_f(x) if self.ln_f is not None else x
 
 
