@@ -1,0 +1,114 @@
+"""Model View's worker entry points (webapp layer): the three projections and their edits.
+
+The worker calls these by name with keyword arguments; every result is plain JSON
+(dicts, lists, strings, numbers). ``project`` turns SML text into its graph, form
+and diagnostics; ``edit`` applies one edit through the SML Document (so the user's
+comments and formatting survive) and projects the new text. A document that does not
+parse still gets a result: its ``line:col`` diagnostic and no graph or form, so the
+code view can mark the error in place while the other views keep their last state.
+The data panel's entry points (``load_table``, ``load_text``, ``dataset_from``) are
+in ``dataset_api`` and re-exported here.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import Diagnostic, ScellisError
+from ..catalog.sml_registry import catalog_registry
+from ..sml import Document, parse, to_form, to_graph, validate
+from .dataset_api import dataset_from, load_table, load_text, rehash
+
+__all__ = ["catalog", "dataset_from", "edit", "load_table", "load_text", "project"]
+
+FILE = "model.sml"
+
+
+def _diag_json(d: Diagnostic) -> dict:
+    return {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+
+
+def _project_doc(doc: Document) -> dict:
+    reg = catalog_registry()
+    diags = validate(doc, reg)
+    return {
+        "ok": not diags,
+        "parsed": True,
+        "text": doc.text,
+        "graph": to_graph(doc, reg),
+        "form": to_form(doc, reg),
+        "diagnostics": [_diag_json(d) for d in diags],
+    }
+
+
+def project(text: str, file: str = FILE) -> dict:
+    """``{ok, parsed, text, graph, form, diagnostics}`` of one SML text.
+
+    ``parsed`` is False when the text is not a readable document (then ``graph`` and
+    ``form`` are None and ``diagnostics`` holds the one parse error).
+    """
+    try:
+        doc = parse(text, file)
+    except Diagnostic as d:
+        return {
+            "ok": False,
+            "parsed": False,
+            "text": text,
+            "graph": None,
+            "form": None,
+            "diagnostics": [_diag_json(d)],
+        }
+    return _project_doc(doc)
+
+
+def _need(edit: dict, *keys: str) -> list:
+    missing = [k for k in keys if k not in edit]
+    if missing:
+        raise ScellisError(f"edit {edit.get('kind')!r} needs {', '.join(missing)}")
+    return [edit[k] for k in keys]
+
+
+def _set_field(doc: Document, e: dict) -> None:
+    block, field, value = _need(e, "block", "field", "value")
+    if block is None:  # a top-level pipeline scalar such as epochs or seed
+        doc.set((field,), value)
+    else:
+        doc.set_field(block, field, value)
+
+
+def _add_block(doc: Document, e: dict) -> None:
+    name, block_id = _need(e, "name", "block_id")
+    doc.add_block(name, block_id, e.get("in"), e.get("after"), **(e.get("fields") or {}))
+
+
+# one small function per edit kind: the kinds the graph and the form can send
+EDITS = {
+    "set_field": _set_field,
+    "add_block": _add_block,
+    "remove_block": lambda doc, e: doc.remove_block(*_need(e, "name")),
+    "rewire": lambda doc, e: doc.rewire(*_need(e, "block", "in")),
+    "rename_block": lambda doc, e: doc.rename_block(*_need(e, "old", "new")),
+}
+
+
+def edit(text: str, edit: dict, file: str = FILE) -> dict:
+    """Apply one edit (``{kind, ...}``, kinds in ``EDITS``) and project the new text.
+
+    Raises ScellisError when the text does not parse or the edit cannot apply (an
+    unknown block, a name already taken); the text is then unchanged.
+    """
+    if not isinstance(edit, dict) or edit.get("kind") not in EDITS:
+        kind = edit.get("kind") if isinstance(edit, dict) else edit
+        raise ScellisError(f"unknown edit {kind!r}; edits are {', '.join(EDITS)}")
+    doc = parse(text, file)
+    EDITS[edit["kind"]](doc, edit)
+    if edit["kind"] == "set_field" and edit.get("block") == "data":
+        rehash(doc)
+    return _project_doc(doc)
+
+
+def catalog(kind: str = "block") -> list[dict]:
+    """The entries of one kind, ``[{id, doc, fields}]``, for the add-block menu."""
+    reg = catalog_registry()
+    return [
+        {"id": i, "doc": reg.doc(i), "fields": [f.as_json() for f in reg.fields(i)]}
+        for i in reg.ids(kind)
+    ]
