@@ -6,18 +6,21 @@ and diagnostics; ``edit`` applies one edit through the SML Document (so the user
 comments and formatting survive) and projects the new text. A document that does not
 parse still gets a result: its ``line:col`` diagnostic and no graph or form, so the
 code view can mark the error in place while the other views keep their last state.
-The data panel's entry points (``load_table``, ``load_text``, ``dataset_from``) are
-in ``dataset_api`` and re-exported here.
+The data panel's entry points (``load_table``, ``load_text``, ``dataset_from``) live
+in ``dataset_api``; the worker's command table lists this module's own functions, so
+they are answered here through one-line delegates.
 """
 
 from __future__ import annotations
 
 from ..base.errors import Diagnostic, ScellisError
 from ..catalog.sml_registry import catalog_registry
+from ..data.record import BUNDLED
 from ..sml import Document, parse, to_form, to_graph, validate
-from .dataset_api import dataset_from, load_table, load_text, rehash
+from . import dataset_api
+from .dataset_api import rehash
 
-__all__ = ["catalog", "dataset_from", "edit", "load_table", "load_text", "project"]
+__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "load_table", "load_text", "project"]
 
 FILE = "model.sml"
 
@@ -112,3 +115,31 @@ def catalog(kind: str = "block") -> list[dict]:
         {"id": i, "doc": reg.doc(i), "fields": [f.as_json() for f in reg.fields(i)]}
         for i in reg.ids(kind)
     ]
+
+
+def bundled_files() -> list[str]:
+    """The data files shipped in the package (``bundled:NAME`` sources)."""
+    return sorted(p.name for p in BUNDLED.iterdir() if p.suffix != ".md")
+
+
+def load_table(name: str, text: str, column: str | None = None) -> dict:
+    """A CSV's columns, their kinds, a preview and a plot series (see dataset_api)."""
+    return dataset_api.load_table(name, text, column)
+
+
+def load_text(name: str, text: str) -> dict:
+    """A text file's size, vocabulary and preview (see dataset_api)."""
+    return dataset_api.load_text(name, text)
+
+
+def dataset_from(
+    record: str,
+    name: str,
+    text: str,
+    column: str | None = None,
+    datetime: str | None = None,
+    folder: str = "datasets",
+) -> dict:
+    """Save the file and pin it, by sha256, in the record's data section (see dataset_api)."""
+    out = dataset_api.dataset_from(record, name, text, column, datetime, folder)
+    return {**out, "project": project(out["record"])}
