@@ -46,6 +46,10 @@ def test_project_examples_are_json_and_valid():
     hs = field(r, "lstm", "hidden_size")
     assert hs["value"] == 32 and hs["set"] and hs["type"] == "int"
     assert r["form"]["pipeline"]["optimizer"]["block_id"] == "training/optimizer/adam"
+    # each field knows its line, so a diagnostic can be shown beside it
+    assert LSTM.splitlines()[hs["line"] - 1].strip() == "hidden_size: 32"
+    settings = {s["name"]: s["value"] for s in r["form"]["settings"]}
+    assert settings == {"epochs": 60, "batch_size": 32, "seed": 0, "determinism_tier": "debug"}
 
 
 def test_form_edit_changes_code_graph_and_keeps_comments():

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..base.errors import Diagnostic, ScellisError
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
-from ..sml import Document, parse, to_form, to_graph, validate
+from ..sml import TIERS, Document, parse, to_form, to_graph, validate
 from . import dataset_api
 from .dataset_api import rehash
 
@@ -29,6 +29,35 @@ def _diag_json(d: Diagnostic) -> dict:
     return {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
 
 
+# the record's top-level training scalars the form offers besides the catalog entries
+SETTINGS = {
+    "epochs": {"type": "int", "min": 1},
+    "batch_size": {"type": "int", "min": 1},
+    "seed": {"type": "int", "min": 0},
+    "determinism_tier": {"type": "str", "choices": list(TIERS)},
+}
+
+
+def _locate(doc: Document, form: dict) -> dict:
+    """Give every form entry and field its 1-based line, so the page can put each
+    diagnostic next to the field it is about (a field not written in the text points at
+    its block)."""
+    entries = [(("blocks", n), e) for n, e in form["blocks"].items()]
+    entries += [((sec,), e) for sec, e in form["pipeline"].items()]
+    for path, entry in entries:
+        entry["line"] = doc.where(path, key=True)[0]
+        for f in entry["fields"]:
+            f["line"] = doc.where(path + (f["name"],))[0] if f["set"] else None
+        if "in" in entry:
+            entry["in_line"] = doc.where(path + ("in",))[0]
+    form["settings"] = [
+        {"name": k, **rule, "value": doc.data.get(k), "line": doc.where((k,))[0]}
+        for k, rule in SETTINGS.items()
+        if k in doc.data
+    ]
+    return form
+
+
 def _project_doc(doc: Document) -> dict:
     reg = catalog_registry()
     diags = validate(doc, reg)
@@ -37,7 +66,7 @@ def _project_doc(doc: Document) -> dict:
         "parsed": True,
         "text": doc.text,
         "graph": to_graph(doc, reg),
-        "form": to_form(doc, reg),
+        "form": _locate(doc, to_form(doc, reg)),
         "diagnostics": [_diag_json(d) for d in diags],
     }
 
