@@ -17,7 +17,7 @@ export function createCode(el, { onChange }) {
       extensions: [
         lineNumbers(), history(), drawSelection(), highlightActiveLine(), indentOnInput(),
         syntaxHighlighting(defaultHighlightStyle, { fallback: true }), yaml(), lintGutter(),
-        keymap.of([...defaultKeymap, ...historyKeymap]),
+        keymap.of([...defaultKeymap, ...historyKeymap]), EditorView.lineWrapping,
         EditorView.updateListener.of((u) => {
           if (u.docChanged && !quiet) onChange(u.state.doc.toString());
         }),

@@ -112,8 +112,9 @@ export function mount(el, client, app) {
     if (t0 !== undefined) {
       const ms = performance.now() - t0;
       state.latencies.push({ kind, ms, seq });
-      const xs = state.latencies.map((x) => x.ms);
-      $(".mv-latency").textContent = `${ms.toFixed(1)} ms (p50 ${percentile(xs, 50).toFixed(1)}, p95 ${percentile(xs, 95).toFixed(1)}, n=${xs.length})`;
+      // loading a record (first one waits for the engine to start) is not an edit
+      const xs = state.latencies.filter((x) => x.kind !== "load").map((x) => x.ms);
+      if (xs.length) $(".mv-latency").textContent = `${ms.toFixed(1)} ms (p50 ${percentile(xs, 50).toFixed(1)}, p95 ${percentile(xs, 95).toFixed(1)}, n=${xs.length})`;
     }
     app.emit("model-view", r);
   }

@@ -1,6 +1,7 @@
 // Model View's and the data panel's styles, injected once as a <style> element (the page
 // links only the shell's app.css, whatever bundler builds the site).
 const CSS = `
+.mv [hidden], .dp [hidden] { display: none !important; }
 .mv { display: flex; flex-direction: column; gap: .5rem; }
 .mv-bar { display: flex; align-items: center; gap: .6rem; flex-wrap: wrap; }
 .mv-bar h2 { margin: 0; }
@@ -58,7 +59,7 @@ const CSS = `
 .mv-type { font-size: .68rem; color: #6b7280; background: #f3f4f6; border-radius: 3px; padding: 0 .25rem; }
 .mv-field input, .mv-field select { width: 100%; }
 .mv-field input:not(.mv-set) { color: #6b7280; font-style: italic; }
-.mv-hint { font-size: .75rem; color: #6b7280; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.mv-hint { font-size: .74rem; line-height: 1.25; color: #6b7280; display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
 .mv-msg { grid-column: 1 / -1; color: #b91c1c; font-size: .78rem; }
 .mv-msg:empty { display: none; }
 .mv-field.invalid input, .mv-field.invalid select { border-color: #dc2626; background: #fef2f2; }

@@ -1,0 +1,207 @@
+"""Model View in headless Chromium: graph, form and code of one record stay in sync.
+
+The page, its worker and the Python engine (in Pyodide) are the real ones; every check
+reads what the page shows (the CodeMirror text, the SVG graph, the form inputs).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from scellis.webapp import model_api
+
+from .webui_site import ARTIFACTS, CHROMIUM, open_page, screenshot
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = {n: (ROOT / "examples" / f"{n}.sml").read_text() for n in ("lstm_forecaster", "char_transformer")}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    pw, ctx, page = open_page(tmp_path_factory.mktemp("mv"))
+    page.click(".mv-expand")  # the full-screen editor: all three views side by side
+    yield page
+    ctx.close()
+    pw.stop()
+
+
+def load(page, name: str) -> None:
+    page.evaluate("t => { window.scellisApp.record = t; window.scellisApp.emit('record', t); }",
+                  EXAMPLES[name])  # fmt: skip
+    page.wait_for_function(
+        "t => window.scellisApp.modelView.result && window.scellisApp.modelView.result.text === t"
+        " && !document.querySelector('#model-view').dataset.busy",
+        arg=EXAMPLES[name],
+    )
+
+
+def code_text(page) -> str:
+    return page.evaluate("window.scellisApp.modelView.code.text")
+
+
+def node_shape(page, block: str) -> str:
+    return page.text_content(f".mv-node[data-id='{block}'] .mv-node-shape")
+
+
+def edges(page) -> set:
+    pairs = page.eval_on_selector_all(".mv-edge", "es => es.map(e => [e.dataset.from, e.dataset.to])")
+    return {tuple(p) for p in pairs}
+
+
+def comments(text: str) -> list[str]:
+    return [ln[ln.index("#") :] for ln in text.splitlines() if "#" in ln]
+
+
+def wait_code(page, needle: str) -> None:
+    page.wait_for_function("s => window.scellisApp.modelView.code.text.includes(s)", arg=needle)
+
+
+def test_form_edit_updates_code_and_graph(page):
+    load(page, "lstm_forecaster")
+    size = random.Random(11).randint(40, 99)
+    page.fill("#mv-f-lstm-hidden_size", str(size))
+    page.press("#mv-f-lstm-hidden_size", "Enter")
+    wait_code(page, f"hidden_size: {size}\n")
+    text = code_text(page)
+    assert comments(text) == comments(EXAMPLES["lstm_forecaster"])
+    assert text == EXAMPLES["lstm_forecaster"].replace("hidden_size: 32", f"hidden_size: {size}")
+    assert node_shape(page, "lstm") == f"[batch, {size}]"
+    # the head still reads 32 features: the graph marks it, the problem list says why
+    assert "mv-bad" in page.get_attribute(".mv-node[data-id='head']", "class")
+    assert "expects last dim 32" in page.text_content(".mv-problems")
+    page.fill("#mv-f-head-in_features", str(size))
+    page.press("#mv-f-head-in_features", "Enter")
+    page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
+    assert "mv-bad" not in page.get_attribute(".mv-node[data-id='head']", "class")
+    screenshot(page, "model_view_form_edit.png")
+
+
+def test_form_checks_a_value_before_sending(page):
+    load(page, "lstm_forecaster")
+    page.fill("#mv-f-lstm-dropout", "2.5")  # the schema's max is 1
+    row = page.locator(".mv-field[data-field='dropout']").first
+    assert "invalid" in row.get_attribute("class")
+    assert "must be <= 1" in page.text_content(".mv-field[data-field='dropout'] .mv-msg")
+    page.press("#mv-f-lstm-dropout", "Enter")
+    page.wait_for_timeout(300)
+    assert code_text(page) == EXAMPLES["lstm_forecaster"]  # nothing was sent
+
+
+def test_code_edit_updates_form_and_graph(page):
+    load(page, "lstm_forecaster")
+    line = page.locator(".cm-line", has_text="n_outputs: 1")
+    line.click()
+    page.keyboard.press("End")
+    # the line ends in a comment: move to just after the "1"
+    text = line.text_content()
+    for _ in range(len(text) - text.index("1") - 1):
+        page.keyboard.press("ArrowLeft")
+    page.keyboard.press("Backspace")
+    page.keyboard.type("3")
+    page.wait_for_function("document.querySelector('#mv-f-head-n_outputs').value === '3'")
+    assert node_shape(page, "head") == "[batch, 3]"
+    assert "n_outputs: 3        # one year ahead" in code_text(page)
+
+
+def test_bad_code_shows_its_error_in_place(page):
+    load(page, "lstm_forecaster")
+    page.locator(".cm-line", has_text="hidden_size: 32").click()
+    page.keyboard.press("End")
+    page.keyboard.press("Enter")
+    page.keyboard.type("hidden_size: 8")  # a duplicate key on the new line
+    lines = code_text(page).splitlines()
+    bad = next(i for i, ln in enumerate(lines) if ln.strip() == "hidden_size: 8") + 1
+    col = lines[bad - 1].index("h") + 1
+    page.wait_for_function("document.querySelector('.mv-status').textContent.includes('duplicate key')")
+    status = page.text_content(".mv-status")
+    assert status.startswith(f"{bad}:{col}: duplicate key 'hidden_size'"), status
+    # CodeMirror marks the token at that line:col, and the graph and form go stale
+    page.wait_for_selector(".cm-lintRange-error")
+    mark_line = page.evaluate(
+        "() => { const v = window.scellisApp.modelView.code.view;"
+        " const m = document.querySelector('.cm-lintRange-error');"
+        " return v.state.doc.lineAt(v.posAtDOM(m)).number; }"
+    )
+    assert mark_line == bad
+    assert page.locator(".cm-lint-marker-error").count() >= 1
+    assert "mv-stale" in page.get_attribute("#model-view", "class")
+    screenshot(page, "model_view_code_error.png")
+    page.keyboard.press("Control+z")
+    page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
+    assert "mv-stale" not in page.get_attribute("#model-view", "class")
+
+
+def test_rewire_in_the_graph(page):
+    load(page, "char_transformer")
+    assert ("pos", "body") in edges(page)
+    # the picker: the selected block reads another earlier block
+    page.click(".mv-node[data-id='body']")
+    page.select_option(".mv-rewire-select", "tok")
+    page.wait_for_function("() => [...document.querySelectorAll('.mv-edge')].some("
+                           "e => e.dataset.from === 'tok' && e.dataset.to === 'body')")  # fmt: skip
+    text = code_text(page)
+    assert re.search(r"  body:\n    block_id: nn/transformer\n    in: tok\n", text)
+    assert ("pos", "body") not in edges(page)
+    # dragging from a node's output port onto a block: head reads tok
+    port = page.locator(".mv-node[data-id='tok'] .mv-port").bounding_box()
+    head = page.locator(".mv-node[data-id='head'] rect").bounding_box()
+    page.mouse.move(port["x"] + port["width"] / 2, port["y"] + port["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(head["x"] + 40, head["y"] + 20, steps=8)
+    page.mouse.up()
+    wait_code(page, "  head:\n    block_id: nn/lm_head\n    in: tok\n")
+    assert ("tok", "head") in edges(page) and ("body", "head") not in edges(page)
+    assert comments(code_text(page)) == comments(EXAMPLES["char_transformer"])
+    screenshot(page, "model_view_rewire.png")
+
+
+def _edits(name: str, n: int):
+    """n form edits of one numeric field, alternating values (so each one changes text)."""
+    block, field, base = {
+        "lstm_forecaster": ("lstm", "hidden_size", 32),
+        "char_transformer": ("body", "num_layers", 2),
+    }[name]
+    return block, field, [base + 1 + (i % 7) for i in range(n)]
+
+
+def test_edit_to_all_views_latency(page):
+    report = {}
+    for name in EXAMPLES:
+        load(page, name)
+        before = len(page.evaluate("window.scellisApp.modelView.latencies"))
+        block, field, values = _edits(name, 50)
+        sel = f"#mv-f-{block}-{field}"
+        for v in values:
+            page.fill(sel, str(v))
+            page.press(sel, "Enter")
+            page.wait_for_function(
+                "([s, n]) => window.scellisApp.modelView.latencies.length >= n"
+                " && window.scellisApp.modelView.code.text.includes(s)",
+                arg=[f"{field}: {v}\n", before + 1],
+            )
+            before += 1
+        lat = page.evaluate("window.scellisApp.modelView.latencies.slice(-50).map(x => x.ms)")
+        # the text shown is what the Python edit produces natively for the same edit
+        want = model_api.edit(EXAMPLES[name], {"kind": "set_field", "block": block,
+                                               "field": field, "value": values[-1]})  # fmt: skip
+        assert code_text(page) == want["text"]
+        lat.sort()
+        report[name] = {
+            "n": len(lat),
+            "p50_ms": round(lat[len(lat) // 2], 2),
+            "p95_ms": round(lat[int(0.95 * len(lat)) - 1], 2),
+            "max_ms": round(lat[-1], 2),
+        }
+        assert len(lat) == 50
+    print("\nModel View edit-to-all-views latency (form edit -> worker -> graph+form+code):")
+    for name, r in report.items():
+        print(f"  {name}: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms (n={r['n']})")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "model_view_latency.json").write_text(json.dumps(report, indent=2))
