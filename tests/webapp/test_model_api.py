@@ -148,3 +148,17 @@ def test_webapp_imports_with_numpy_blocked():
                          env={"PYTHONPATH": str(ROOT / "src")})  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+def test_edits_of_the_same_text_are_independent():
+    # the worker keeps the last Document; an edit of an older text must not see it
+    a = model_api.edit(LSTM, {"kind": "set_field", "block": "lstm", "field": "hidden_size",
+                              "value": 48})  # fmt: skip
+    b = model_api.edit(LSTM, {"kind": "set_field", "block": "head", "field": "n_outputs",
+                              "value": 2})  # fmt: skip
+    assert "hidden_size: 48" in a["text"] and "hidden_size: 32" in b["text"]
+    with pytest.raises(ScellisError):
+        model_api.edit(b["text"], {"kind": "rewire", "block": "nope", "in": "lstm"})
+    d = model_api.edit(b["text"], {"kind": "set_field", "block": "head", "field": "n_outputs",
+                                   "value": 1})  # fmt: skip
+    assert d["text"] == LSTM

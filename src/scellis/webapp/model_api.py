@@ -23,6 +23,18 @@ from .dataset_api import rehash
 __all__ = ["catalog", "dataset_from", "edit", "bundled_files", "load_table", "load_text", "project"]
 
 FILE = "model.sml"
+# The worker edits one record at a time: the Document of the last text it returned is
+# kept, so the next edit of that same text skips a parse (a Document's text always
+# matches its nodes: an edit that fails leaves both unchanged).
+_last: list = [None]
+
+
+def _doc(text: str, file: str) -> Document:
+    doc = _last[0]
+    if doc is None or doc.text != text or doc.file != file:
+        doc = parse(text, file)
+    _last[0] = doc
+    return doc
 
 
 def _diag_json(d: Diagnostic) -> dict:
@@ -78,7 +90,7 @@ def project(text: str, file: str = FILE) -> dict:
     ``form`` are None and ``diagnostics`` holds the one parse error).
     """
     try:
-        doc = parse(text, file)
+        doc = _doc(text, file)
     except Diagnostic as d:
         return {
             "ok": False,
@@ -130,7 +142,7 @@ def edit(text: str, edit: dict, file: str = FILE) -> dict:
     if not isinstance(edit, dict) or edit.get("kind") not in EDITS:
         kind = edit.get("kind") if isinstance(edit, dict) else edit
         raise ScellisError(f"unknown edit {kind!r}; edits are {', '.join(EDITS)}")
-    doc = parse(text, file)
+    doc = _doc(text, file)
     EDITS[edit["kind"]](doc, edit)
     if edit["kind"] == "set_field" and edit.get("block") == "data":
         rehash(doc)

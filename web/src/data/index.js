@@ -19,7 +19,7 @@ const TEMPLATE = `
         <label>value column <select class="dp-value" aria-label="value column"></select></label>
         <label>datetime column <select class="dp-time" aria-label="datetime column"></select></label>
       </div>
-      <svg class="dp-plot dp-csv-only" role="img" aria-label="series preview"></svg>
+      <div class="dp-csv-only"><svg class="dp-plot" role="img" aria-label="series preview"></svg></div>
       <div class="dp-wrap dp-csv-only"><table class="dp-table"></table></div>
       <div class="dp-text dp-text-only"></div>
       <div class="dp-meta"><button class="primary dp-use">Use in record</button><span class="dp-pinned"></span></div>
