@@ -13,6 +13,8 @@ they are answered here through one-line delegates.
 
 from __future__ import annotations
 
+import time
+
 from ..base.errors import Diagnostic, ScellisError
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
@@ -84,11 +86,19 @@ def _project_doc(doc: Document) -> dict:
 
 
 def project(text: str, file: str = FILE) -> dict:
-    """``{ok, parsed, text, graph, form, diagnostics}`` of one SML text.
+    """``{ok, parsed, text, graph, form, diagnostics, py_ms}`` of one SML text.
 
     ``parsed`` is False when the text is not a readable document (then ``graph`` and
-    ``form`` are None and ``diagnostics`` holds the one parse error).
+    ``form`` are None and ``diagnostics`` holds the one parse error). ``py_ms`` is the
+    time spent here, so the page can tell Python's share of an edit's latency.
     """
+    t0 = time.perf_counter()
+    out = _project(text, file)
+    out["py_ms"] = (time.perf_counter() - t0) * 1000
+    return out
+
+
+def _project(text: str, file: str) -> dict:
     try:
         doc = _doc(text, file)
     except Diagnostic as d:
@@ -142,11 +152,14 @@ def edit(text: str, edit: dict, file: str = FILE) -> dict:
     if not isinstance(edit, dict) or edit.get("kind") not in EDITS:
         kind = edit.get("kind") if isinstance(edit, dict) else edit
         raise ScellisError(f"unknown edit {kind!r}; edits are {', '.join(EDITS)}")
+    t0 = time.perf_counter()
     doc = _doc(text, file)
     EDITS[edit["kind"]](doc, edit)
     if edit["kind"] == "set_field" and edit.get("block") == "data":
         rehash(doc)
-    return _project_doc(doc)
+    out = _project_doc(doc)
+    out["py_ms"] = (time.perf_counter() - t0) * 1000
+    return out
 
 
 def catalog(kind: str = "block") -> list[dict]:

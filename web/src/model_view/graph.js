@@ -75,9 +75,25 @@ export function createGraph(el, { onRewire, onSelect }) {
     window.addEventListener("pointerup", up);
   }
 
+  let laidOut = "";
+
+  function patch(graph) {
+    // same nodes and edges as drawn: update shapes and marks, keep the layout
+    const outs = new Set(graph.outputs || []);
+    for (const n of graph.nodes) {
+      const grp = root.querySelector(`.mv-node[data-id="${CSS.escape(n.id)}"]`);
+      grp.querySelector(".mv-node-shape").textContent = shapeText(n.out_shape);
+      grp.classList.toggle("mv-bad", problems.has(n.id));
+      grp.classList.toggle("mv-output", outs.has(n.id));
+    }
+  }
+
   function render(graph, diagnostics = []) {
     current = graph;
     problems = new Set(diagnostics.map((d) => d.block).filter(Boolean));
+    const key = JSON.stringify([graph.nodes.map((n) => [n.id, n.block_id]), graph.edges]);
+    if (key === laidOut) { patch(graph); return; }
+    laidOut = key;
     const g = new graphlib.Graph();
     g.setGraph({ rankdir: "TB", nodesep: 28, ranksep: 44, marginx: 16, marginy: 16 });
     g.setDefaultEdgeLabel(() => ({}));

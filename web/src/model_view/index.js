@@ -7,6 +7,7 @@ import { createGraph } from "./graph.js";
 import { createForm } from "./form.js";
 import { createCode } from "./code.js";
 import { injectStyles } from "./styles.js";
+import { predict } from "./optimistic.js";
 
 const TEMPLATE = `
   <div class="mv-bar">
@@ -111,7 +112,8 @@ export function mount(el, client, app) {
     }
     if (t0 !== undefined) {
       const ms = performance.now() - t0;
-      state.latencies.push({ kind, ms, seq });
+      // ms: edit to all three views rendered; worker_ms: the round trip; py_ms: Python
+      state.latencies.push({ kind, ms, seq, worker_ms: r.answered - t0, py_ms: r.py_ms });
       // loading a record (first one waits for the engine to start) is not an edit
       const xs = state.latencies.filter((x) => x.kind !== "load").map((x) => x.ms);
       if (xs.length) $(".mv-latency").textContent = `${ms.toFixed(1)} ms (p50 ${percentile(xs, 50).toFixed(1)}, p95 ${percentile(xs, 95).toFixed(1)}, n=${xs.length})`;
@@ -125,6 +127,7 @@ export function mount(el, client, app) {
     el.dataset.busy = "1";
     try {
       const r = await client.call(cmd, args);
+      r.answered = performance.now();
       // an older answer that arrives after a newer request was sent is dropped
       if (mine === state.seq) render(r, kind, t0);
       return r;
@@ -142,14 +145,34 @@ export function mount(el, client, app) {
   function project(text, kind = "load", t0 = performance.now()) {
     return run("project", { text }, kind, t0);
   }
-  function send(edit, kind) {
-    return run("edit", { text: state.result ? state.result.text : app.record, edit }, kind, performance.now());
+  function fieldLine(edit) {
+    const form = state.result && state.result.form;
+    if (!form || edit.kind !== "set_field") return null;
+    const entry = edit.block === null ? { fields: form.settings } : form.blocks[edit.block] || form.pipeline[edit.block];
+    const f = entry && entry.fields.find((x) => x.name === edit.field);
+    return f ? f.line : null;
   }
+
+  function send(edit, kind) {
+    const t0 = performance.now();
+    const text = state.result ? state.result.text : app.record;
+    if (state.optimistic && edit.kind === "set_field") {
+      const guess = predict(text, fieldLine(edit), edit.field, edit.value);
+      if (guess !== null) {
+        code.setText(guess);
+        state.predicted.push({ kind, ms: performance.now() - t0 });
+      }
+    }
+    return run("edit", { text, edit }, kind, t0);
+  }
+  state.optimistic = true;
+  state.predicted = []; // edit -> code view updated on the UI thread, before the worker answers
   state.project = project;
   state.send = send;
   state.stats = () => {
     const out = {};
     for (const x of state.latencies) (out[x.kind] = out[x.kind] || []).push(x.ms);
+    if (state.predicted.length) out.predicted = state.predicted.map((x) => x.ms);
     return Object.fromEntries(Object.entries(out).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p95: percentile(xs, 95) }]));
   };
 
