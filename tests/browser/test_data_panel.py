@@ -69,6 +69,8 @@ def test_csv_by_picker_columns_preview_and_pin(page, tmp_path):
     assert page.get_attribute(".dp-plot", "data-points") == str(len(level))
     labels = page.eval_on_selector_all(".dp-plot text", "ts => ts.map(t => t.textContent)")
     assert f"{max(level):.3g}" in labels or str(round(max(level))) in labels
+    rows = text.splitlines()
+    assert rows[1].split(",")[0] in labels and rows[-1].split(",")[0] in labels  # the time axis
     page.select_option(".dp-value", "temp")
     page.wait_for_function("document.querySelector('.dp-table th.dp-value').textContent === 'temp'")
     page.select_option(".dp-value", "flow")

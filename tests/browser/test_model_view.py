@@ -63,7 +63,13 @@ def comments(text: str) -> list[str]:
 
 
 def wait_code(page, needle: str) -> None:
-    page.wait_for_function("s => window.scellisApp.modelView.code.text.includes(s)", arg=needle)
+    """Until the worker's answer (not only the optimistic text) has the needle, rendered."""
+    page.wait_for_function(
+        "s => { const mv = window.scellisApp.modelView;"
+        " return mv.result && mv.result.text.includes(s) && mv.code.text === mv.result.text"
+        " && !document.querySelector('#model-view').dataset.busy; }",
+        arg=needle,
+    )
 
 
 def test_form_edit_updates_code_and_graph(page):
@@ -165,6 +171,26 @@ def test_rewire_in_the_graph(page):
     assert ("tok", "head") in edges(page) and ("body", "head") not in edges(page)
     assert comments(code_text(page)) == comments(EXAMPLES["char_transformer"])
     screenshot(page, "model_view_rewire.png")
+
+
+def test_add_a_block_from_the_catalog_then_wire_it(page):
+    load(page, "char_transformer")
+    page.wait_for_selector(".mv-add")  # the catalog arrived from the worker
+    page.fill(".mv-add-name", "drop")
+    page.select_option(".mv-add-kind", "nn/dropout")
+    page.select_option(".mv-add-after", "pos")
+    page.click(".mv-add-btn")
+    page.wait_for_selector(".mv-node[data-id='drop']")
+    assert node_shape(page, "drop") == "[batch, 32, 64]"
+    assert ("pos", "drop") in edges(page) and ("pos", "body") in edges(page)
+    assert "  drop:\n    block_id: nn/dropout\n    in: pos\n" in code_text(page)
+    page.wait_for_selector(".mv-card[data-block='drop'] #mv-f-drop-p")
+    page.click(".mv-node[data-id='body']")
+    page.select_option(".mv-rewire-select", "drop")
+    wait_code(page, "    block_id: nn/transformer\n    in: drop\n")
+    assert ("drop", "body") in edges(page) and ("pos", "body") not in edges(page)
+    page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
+    screenshot(page, "model_view_added_block.png")
 
 
 def _edits(name: str, n: int):

@@ -66,7 +66,7 @@ def _thin(n: int) -> list[int]:
 
 
 def load_table(name: str, text: str, column: str | None = None) -> dict:
-    """A CSV's ``{kind, name, columns, numeric, datetime, rows, preview, series}``.
+    """A CSV's ``{kind, name, columns, numeric, datetime, rows, preview, last, series}``.
 
     ``numeric`` lists the columns whose every cell is a number or missing; ``datetime``
     maps each column that reads as increasing times to its format. ``series`` is the
@@ -98,6 +98,7 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
         "datetime": times,
         "rows": len(body),
         "preview": [r[: len(header)] for r in body[:PREVIEW_ROWS]],
+        "last": body[-1][: len(header)] if body else [],
         "series": series,
     }
 

@@ -74,7 +74,15 @@ export function mount(el, client, app) {
     const guess = Object.keys(info.datetime).find((c) => c !== value);
     if (guess) tsel.value = guess;
     drawTable();
-    if (info.series) drawSeries($(".dp-plot"), info.series, info.series.column);
+    plot();
+  }
+
+  function plot() {
+    const info = state.info;
+    if (!info || !info.series) return;
+    const t = info.columns.indexOf($(".dp-time").value);
+    const ends = t >= 0 && info.preview.length ? [info.preview[0][t], info.last[t]] : null;
+    drawSeries($(".dp-plot"), info.series, info.series.column, ends);
   }
 
   function drawTable() {
@@ -101,10 +109,10 @@ export function mount(el, client, app) {
     try {
       state.info = await client.call("load_table", { name: state.file.name, text: state.file.text, column });
       drawTable();
-      drawSeries($(".dp-plot"), state.info.series, column);
+      plot();
     } catch (e) { error(e.message); }
   });
-  $(".dp-time").addEventListener("change", drawTable);
+  $(".dp-time").addEventListener("change", () => { drawTable(); plot(); });
 
   $(".dp-use").addEventListener("click", async () => {
     error("");

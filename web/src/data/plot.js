@@ -1,7 +1,7 @@
 // The data panel's preview plot: one series as an SVG polyline with min/max labels.
 const NS = "http://www.w3.org/2000/svg";
 
-export function drawSeries(svgEl, series, label) {
+export function drawSeries(svgEl, series, label, ends = null) {
   const W = 600, H = 160, L = 44, R = 8, T = 10, B = 20;
   svgEl.setAttribute("viewBox", `0 0 ${W} ${H}`);
   svgEl.setAttribute("preserveAspectRatio", "none");
@@ -25,8 +25,9 @@ export function drawSeries(svgEl, series, label) {
   const fmt = (v) => (Math.abs(v) >= 1000 || Number.isInteger(v) ? v.toFixed(0) : v.toPrecision(3));
   add("text", { x: L - 4, y: T + 8, "text-anchor": "end" }, fmt(y1));
   add("text", { x: L - 4, y: H - B, "text-anchor": "end" }, fmt(y0));
-  add("text", { x: L, y: H - 5 }, "row " + x0);
-  add("text", { x: W - R, y: H - 5, "text-anchor": "end" }, "row " + x1);
+  // the x axis: the datetime column's first and last values when one is chosen
+  add("text", { x: L, y: H - 5 }, ends ? ends[0] : "row " + x0);
+  add("text", { x: W - R, y: H - 5, "text-anchor": "end" }, ends ? ends[1] : "row " + x1);
   if (label) add("text", { x: L + 6, y: T + 8 }, label);
   const d = pts.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(" ");
   add("polyline", { points: d, class: "dp-line", "vector-effect": "non-scaling-stroke" });

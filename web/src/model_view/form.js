@@ -53,7 +53,32 @@ function el(tag, cls, text) {
   return e;
 }
 
-export function createForm(root, { onEdit, onError }) {
+function addBlockRow(form, catalog, onEdit) {
+  // name + catalog block id + position: an add_block edit (required fields are then
+  // reported by validation beside the new block, ready to fill in)
+  const row = el("div", "mv-add");
+  const name = el("input", "mv-add-name");
+  name.placeholder = "new block name"; name.setAttribute("aria-label", "new block name"); name.spellcheck = false;
+  const kind = el("select", "mv-add-kind");
+  kind.setAttribute("aria-label", "block type");
+  for (const e of catalog) { const o = el("option", "", e.id); o.value = e.id; o.title = e.doc; kind.appendChild(o); }
+  const after = el("select", "mv-add-after");
+  after.setAttribute("aria-label", "insert after");
+  const names = Object.keys(form.blocks);
+  for (const n of names) { const o = el("option", "", `after ${n}`); o.value = n; o.selected = n === names[names.length - 1]; after.appendChild(o); }
+  const btn = el("button", "mv-add-btn", "Add block");
+  btn.addEventListener("click", () => {
+    const n = name.value.trim();
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) { name.classList.add("bad"); return; }
+    name.classList.remove("bad");
+    // by default the new block reads the block it follows
+    onEdit({ kind: "add_block", name: n, block_id: kind.value, after: after.value, in: after.value });
+  });
+  row.append(name, kind, after, btn);
+  return row;
+}
+
+export function createForm(root, { onEdit, onError, catalog }) {
   let signature = "";
   const inputs = new Map(); // "block/field" -> {input, msg, f}
 
@@ -145,6 +170,7 @@ export function createForm(root, { onEdit, onError }) {
     const blocks = el("div", "mv-group");
     blocks.appendChild(el("h3", "mv-group-title", "Blocks"));
     for (const [name, e] of Object.entries(form.blocks)) blocks.appendChild(entryCard(name, "block", e, name, true));
+    if (catalog() && catalog().length) blocks.appendChild(addBlockRow(form, catalog(), onEdit));
     const pipe = el("div", "mv-group");
     pipe.appendChild(el("h3", "mv-group-title", "Training"));
     if (form.settings.length) {
@@ -184,5 +210,5 @@ export function createForm(root, { onEdit, onError }) {
     }
   }
 
-  return { render };
+  return { render, rebuild() { signature = ""; } };
 }

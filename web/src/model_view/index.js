@@ -57,7 +57,13 @@ export function mount(el, client, app) {
   const form = createForm($(".mv-form"), {
     onEdit: (edit) => send(edit, edit.kind),
     onError: (msg) => setStatus(msg, "bad"),
+    catalog: () => state.catalog,
   });
+  state.catalog = null;
+  client.call("catalog", { kind: "block" }).then((c) => {
+    state.catalog = c;
+    if (state.result && state.result.parsed) { form.rebuild(); form.render(state.result.form, state.result.diagnostics); }
+  }, () => {});
   let codeTimer = null;
   const code = createCode($(".mv-code"), {
     onChange: (text) => {
@@ -135,7 +141,7 @@ export function mount(el, client, app) {
       state.lastError = e.message;
       setStatus(e.message, "bad");
       // a refused edit leaves the text as it was: show it again
-      if (state.result) form.render(state.result.form || {}, state.result.diagnostics);
+      if (state.result && state.result.parsed) form.render(state.result.form, state.result.diagnostics);
       return null;
     } finally {
       if (--state.busy === 0) delete el.dataset.busy;

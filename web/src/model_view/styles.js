@@ -63,6 +63,12 @@ const CSS = `
 .mv-msg { grid-column: 1 / -1; color: #b91c1c; font-size: .78rem; }
 .mv-msg:empty { display: none; }
 .mv-field.invalid input, .mv-field.invalid select { border-color: #dc2626; background: #fef2f2; }
+.mv-add { display: flex; gap: .4rem; align-items: center; flex-wrap: wrap; padding: .4rem .6rem; border: 1px dashed #cbd5e1; border-radius: 6px; margin-bottom: .5rem; }
+.mv-add input, .mv-add select { font: inherit; font-size: .85rem; padding: .2rem .35rem; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; }
+.mv-add .mv-add-name { width: 11ch; }
+.mv-add input.bad { border-color: #dc2626; background: #fef2f2; }
+.mv-add-btn { font: inherit; font-size: .85rem; border: 1px solid #2563eb; color: #2563eb; background: #fff; border-radius: 6px; padding: .2rem .6rem; cursor: pointer; }
+.mv-add-btn:hover { background: #eff6ff; }
 .mv-code { border: 1px solid #e5e7eb; border-radius: 6px; height: 520px; overflow: hidden; }
 .mv-code .cm-editor { height: 100%; }
 .mv-problems { margin: 0; padding-left: 1.2rem; font-size: .82rem; color: #991b1b; max-height: 8rem; overflow: auto; }
