@@ -30,7 +30,8 @@ PRECISION = {
 }  # fmt: skip
 DATA = {
     "source": str, "format": ("csv", "text"), "column": str, "columns": list,
-    "datetime_column": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
+    "datetime_column": str, "datetime": str, "datetime_format": str, "features": list,
+    "target": str, "delimiter": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
     "window": int, "horizon": int, "stride": int, "val_fraction": float,
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
     "shuffle": bool, "max_chars": int, "sha256": str,
