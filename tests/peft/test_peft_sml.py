@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from peftutil import arr, ids_for
 
+import scellis as sc
 from scellis.base.errors import ScellisError
 from scellis.catalog import peft
 from scellis.catalog.losses import CrossEntropyLoss
@@ -148,3 +149,6 @@ def test_the_lora_example_validates_and_builds():
     }
     text = peft.describe(model)
     assert text.count("peft/lora") == 4 and "lowered: op graph" in text
+    # the adapted forward runs on the shape-only device the IR's tracer records on
+    ids = sc.zeros((3, 32), dtype="i32", device="null")
+    assert model(ids).shape == (3, 32, 88)
