@@ -25,6 +25,8 @@ from ..codecs.convert import header_weights
 from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
 from ..devices.base import get_device
+from ..ir.limits import target_of_device
+from ..ir.plan import plan_or_refuse
 from ..model.build import config_of
 from ..sml import parse, validate
 from ..store.gc import collect, retain
@@ -34,6 +36,7 @@ from ..train import Batches, TrainState, fit
 from ..train import checkpoint as ckpt
 from ..train.determinism import resolve_tier
 from .common import pick_device
+from .planning import loop_update
 from .progress import Progress
 
 
@@ -67,7 +70,10 @@ def check_text(raw: bytes, label: str) -> None:
         raise ScellisError("\n".join(str(d) for d in problems))
 
 
-def prepare(raw: bytes, label: str, base_dir: Path, device_name: str, store=None) -> Setup:
+def prepare(
+    raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None,
+    store=None,
+) -> Setup:  # fmt: skip
     """The run's live pieces; with ``store``, an imported record's header weights are
     loaded first (a resume passes none: its checkpoint holds every tensor)."""
     check_text(raw, label)
@@ -75,6 +81,9 @@ def prepare(raw: bytes, label: str, base_dir: Path, device_name: str, store=None
     device, why = pick_device(device_name)
     dev = get_device(device)
     seed = int(record.get("seed", 0))
+    # the memory plan traces on the null device: a red plan refuses before any allocation
+    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
+    plan_or_refuse(record, target_of_device(dev, budget), update=loop_update, eval_batch=eval_batch)
     text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     weights = header_weights(text, store) if store is not None else None
     model = pretrained_model(record, weights, device=dev)
