@@ -8,6 +8,7 @@ with the model's parameters (matched by their dotted names) and the given inputs
 from __future__ import annotations
 
 from ..base.errors import ScellisError
+from ..catalog.peft import adapters_of
 from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
@@ -53,6 +54,12 @@ def compile_forward(
     record: dict, target: Target, *, batch: int | None = None, fused: bool = True
 ) -> CompiledForward:
     tr = trace(record, mode="inference", batch=batch, supports_f16=target.has_f16)
+    eager = [p for p, m in adapters_of(tr._keep[0]) if m.lowering == "eager"]
+    if eager:
+        raise ScellisError(
+            f"prefix/prompt adapters ({', '.join(eager)}) run on the eager path; "
+            "they are not compiled (run the model eagerly, or compile it without them)"
+        )
     uploads = [e for e in tr.events if e[0] == "upload" and _phase_of(tr, e[1]) == "forward"]
     if uploads:
         raise ScellisError("this forward uploads host data while it runs; it cannot be compiled")
