@@ -232,3 +232,38 @@ def test_faults_during_checkpoint_writes_and_a_full_disk_are_survived(straight, 
     assert code == 0, err
     assert "from step 4" in out
     _assert_same(straight, store, STEPS)
+
+
+def test_skipped_overflow_steps_resume_bitwise(tmp_path, capsys):
+    """Mixed f16 with a too-high initial loss scale: steps 1-4 and 9 overflow and are
+    skipped (the host-side optimizer step counts still advance, as the loop does), the
+    scale backs off on the device. A death while writing checkpoint 8 and a resume
+    reproduce the straight run bitwise, loss-scale state and skip count included."""
+    rec = write_record(tmp_path)
+    text = rec.read_text().replace(
+        "determinism_tier: debug",
+        "determinism_tier: debug\nprecision: { policy: mixed_f16, init_scale: 1048576 }",
+    )
+    rec.write_text(text)
+    steps, a, b = 12, tmp_path / "a", tmp_path / "b"
+    events = _straight(rec, a, "reference", steps, 4)
+    logs = {e["step"]: e for e in events if e["kind"] == "log"}
+    assert [s for s, e in logs.items() if e["skipped"]] == [1, 2, 3, 4, 9]
+    assert logs[12]["loss_scale"] == 32768.0
+    kw = dict(ref=str(rec), device="reference", store=str(b), epochs=None, max_steps=steps,
+              log_every=1, print_every=20, checkpoint_every=4, keep_last=50,
+              json_=True)  # fmt: skip
+    code, _, err = _ok({"cmd": "train", "kw": kw, "die": {"point": "before_manifest", "step": 12}})
+    assert code == 9, err
+    rid = _only_run(b)
+    code, out, err = _ok({"cmd": "resume", "argv": [rid, "--store", str(b), "--json"]})
+    assert code == 0, err
+    assert json.loads(out.splitlines()[0])["step"] == 8
+    resumed = {e["step"]: e for e in map(json.loads, out.splitlines()) if e["kind"] == "log"}
+    for s in (9, 10, 11, 12):
+        assert resumed[s]["skipped_total"] == logs[s]["skipped_total"]
+        assert resumed[s]["loss_scale"] == logs[s]["loss_scale"]
+    _assert_same(a, b, steps)
+    ma = _final(a, _only_run(a))[0]
+    opt = ma["optimizer"]["param_groups"][0]
+    assert opt["steps"] == [steps] * len(opt["steps"])  # skipped steps counted, as the loop does
