@@ -186,3 +186,22 @@ def test_the_store_and_checkpoint_modules_import_without_numpy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={"PYTHONPATH": SRC})  # fmt: skip
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_retention_and_gc_keep_what_resume_needs(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--max-steps", "9", "--keep-last", "1")[-1]
+    r = Records(store)
+    kept = r.checkpoints(end["run"])
+    r.close()
+    # the last one, plus the best by loss when it is another
+    assert kept[-1]["step"] == 9 and len(kept) <= 2
+    objs = ObjectStore(store)
+    before = {h for h, _ in objs.list()}
+    code, out, _ = _cli(capsys, "runs", "gc", "--store", str(store), "--grace", "0", "--json")
+    done = json.loads(out)
+    assert code == 0 and len(done["deleted"]) >= 3 * (3 - len(kept))  # manifest + 2 objects each
+    assert {h for h, _ in objs.list()} == before - set(done["deleted"])
+    code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "11")
+    assert code == 0, err
+    assert "from step 9" in out

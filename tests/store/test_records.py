@@ -104,6 +104,9 @@ def test_dead_process_or_stale_heartbeat_reads_interrupted(tmp_path):
     dead = _run(rec)
     rec.db.execute("UPDATE runs SET pid=? WHERE id=?", (child.pid, dead))
     assert rec.run(dead)["status"] == "interrupted"
+    # a run on another host: only its heartbeat tells
+    rec.db.execute("UPDATE runs SET host='elsewhere' WHERE id=?", (live,))
+    assert rec.run(live)["status"] == "running"
     stale = Records(tmp_path, stale_s=0.0)
     time.sleep(0.01)
     assert stale.run(live)["status"] == "interrupted"

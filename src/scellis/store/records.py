@@ -6,8 +6,9 @@ statement is parameterised; every multi-row change is one transaction, so a read
 never sees a checkpoint without the metrics of the steps before it. The schema is
 versioned with ``PRAGMA user_version``; an unknown (newer) version is refused.
 
-A run is ``interrupted`` when its status says running but its process is gone: its
-heartbeat is older than ``stale_s``, or it ran on this host and its pid is dead.
+A run is ``interrupted`` when its status says running but its process is gone: it ran
+on this host and its pid is dead, or it ran elsewhere and its heartbeat is older than
+``stale_s``.
 """
 
 from __future__ import annotations
@@ -219,9 +220,10 @@ class Records:
     def reconciled_status(self, d: dict) -> str:
         if d["status"] != "running":
             return d["status"]
+        if d["host"] == socket.gethostname() and d["pid"]:
+            # on this host the process table is the truth: a slow step is not a dead run
+            return "running" if _alive(d["pid"]) else "interrupted"
         if time.time() - (d["heartbeat"] or 0) > self.stale_s:
-            return "interrupted"
-        if d["host"] == socket.gethostname() and d["pid"] and not _alive(d["pid"]):
             return "interrupted"
         return "running"
 
