@@ -24,6 +24,8 @@ from ..catalog.registry import lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import load_data
 from ..devices.base import get_device
+from ..ir.limits import target_of_device
+from ..ir.plan import plan_or_refuse
 from ..model.build import RecordModel, config_of
 from ..sml import parse, validate
 from ..store.gc import collect, retain
@@ -33,6 +35,7 @@ from ..train import Batches, TrainState, fit
 from ..train import checkpoint as ckpt
 from ..train.determinism import resolve_tier
 from .common import pick_device
+from .planning import loop_update
 from .progress import Progress
 
 
@@ -66,12 +69,17 @@ def check_text(raw: bytes, label: str) -> None:
         raise ScellisError("\n".join(str(d) for d in problems))
 
 
-def prepare(raw: bytes, label: str, base_dir: Path, device_name: str) -> Setup:
+def prepare(
+    raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None
+) -> Setup:
     check_text(raw, label)
     record = parse(raw, label).data
     device, why = pick_device(device_name)
     dev = get_device(device)
     seed = int(record.get("seed", 0))
+    # the memory plan traces on the null device: a red plan refuses before any allocation
+    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
+    plan_or_refuse(record, target_of_device(dev, budget), update=loop_update, eval_batch=eval_batch)
     model = RecordModel(record, device=dev, gen=Generator(seed, "init"))
     if "data" not in record:
         raise ScellisError(f"{label}: the record has no data section to train on")

@@ -22,10 +22,10 @@ from .runner import Output, Plan, adapter_of, drive, prepare, resolve_record
 
 
 def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
-          keep_last, json_, argv, fault=None, writer=None) -> int:  # fmt: skip
+          keep_last, json_, argv, fault=None, writer=None, budget=None) -> int:  # fmt: skip
     root = Path(store)
     raw, label, base_dir = resolve_record(ref, root)
-    s = prepare(raw, label, base_dir, device)
+    s = prepare(raw, label, base_dir, device, budget)
     epochs = int(epochs if epochs is not None else s.record.get("epochs", 1))
     plan = Plan(
         epochs=epochs, max_steps=max_steps, log_every=log_every,
@@ -92,12 +92,13 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
     show_default=True,
     help="steps between printed lines when not on a terminal",
 )
+@click.option("--budget", default=None, help="memory budget for the plan, e.g. 4GiB")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
 def command(file, device, store, epochs, max_steps, checkpoint_every, keep_last, log_every,
-            print_every, json_):  # fmt: skip
+            print_every, budget, json_):  # fmt: skip
     return start(
         file, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
-        keep_last, json_, argv=_argv(),
+        keep_last, json_, argv=_argv(), budget=budget,
     )  # fmt: skip
 
 
