@@ -11,6 +11,8 @@ validation curves are identical, float for float.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
@@ -22,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import scellis
+from scellis.cli.main import main
 from scellis.store.manifest import read_manifest
 from scellis.store.objects import ObjectStore
 from scellis.store.records import Records
@@ -150,9 +153,12 @@ def test_ctrl_c_checkpoints_exits_130_and_resumes_bitwise(straight, record, tmp_
 
 
 def _straight(record, store, device, steps, every):
-    code, out, err = _ok({"cmd": "train", "argv": _train_argv(record, store, device, steps, every)})
-    assert code == 0, err
-    return [json.loads(x) for x in out.splitlines()]
+    """The uninterrupted run, in this process (only interrupted runs need their own)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["train", *_train_argv(record, store, device, steps, every)])
+    assert code == 0, out.getvalue()
+    return [json.loads(x) for x in out.getvalue().splitlines()]
 
 
 STEPS, EVERY = 2 * STEPS_PER_EPOCH, 4  # checkpoint 8 is batch 1 of epoch 1

@@ -205,3 +205,18 @@ def test_retention_and_gc_keep_what_resume_needs(tmp_path, capsys):
     code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "11")
     assert code == 0, err
     assert "from step 9" in out
+
+
+def test_progress_bar_shows_step_loss_lr_rate_and_eta():
+    import io
+
+    from scellis.cli.progress import Progress
+
+    buf = io.StringIO()
+    bar = Progress(total=10, stream=buf)
+    for step in (1, 2, 3):
+        bar.update({"step": step, "loss": 0.5 / step, "lr": 0.001})
+    bar.finish()
+    last = buf.getvalue().split("\r")[-1]
+    assert "3/10" in last and "loss 0.1667" in last and "lr 0.001" in last
+    assert "steps/s" in last and "ETA " in last and last.endswith("\n")

@@ -273,6 +273,8 @@ class Output:
                 f"lr {ev['lr']:.3g}  {ev['throughput']:.0f} samples/s",
                 flush=True,
             )
+        elif kind == "eval" and self.bar is None:
+            print(f"  eval  step {ev['step']:6d}  val_loss {ev['val_loss']:.4f}", flush=True)
         elif kind == "warning":
             self._line(f"  warning: {ev.get('message', ev)}")
 
