@@ -273,3 +273,39 @@ def test_skipped_overflow_steps_resume_bitwise(tmp_path, capsys):
     ma = _final(a, _only_run(a))[0]
     opt = ma["optimizer"]["param_groups"][0]
     assert opt["steps"] == [steps] * len(opt["steps"])  # skipped steps counted, as the loop does
+
+
+def test_a_really_full_disk_fails_cleanly_and_the_run_resumes(straight, record, tmp_path):
+    """The store on a tiny tmpfs, filled up while the run trains: whichever write meets
+    the full disk first (an object or the SQLite WAL), the run stops with one clear
+    line; after space is freed, ``scellis resume`` finishes it bitwise equal."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True)  # fmt: skip
+    if r.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root; the injected-ENOSPC test covers this path")
+    try:
+        store = mnt / "store"
+        filler = mnt / "filler"
+        free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+        filler.write_bytes(b"\0" * (free - 200 * 1024))  # room for the schema and a few steps
+        code, out, err = _ok({"cmd": "train", "argv": _train_argv(record, store, "reference",
+                                                                   STEPS, EVERY)})  # fmt: skip
+        assert code == 2, out + err
+        assert "Traceback" not in err
+        events = [json.loads(x) for x in out.splitlines()]
+        (error,) = [e for e in events if e["kind"] == "error"]
+        assert "is full" in error["message"] and "free space and resume" in error["message"]
+        rid = _only_run(store)
+        assert events[-1] == {"kind": "resume", "command": f"scellis resume {rid} --store {store}"}
+        assert _visible_checkpoints(store, rid)[1][:1] == [4]  # something to resume from
+        objs = ObjectStore(store)
+        for h, _ in objs.list():
+            objs.get(h)
+        filler.unlink()
+        code, out, err = _ok({"cmd": "resume", "argv": [rid, "--store", str(store), "--json"]})
+        assert code == 0, err
+        _assert_same(straight, store, STEPS)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)

@@ -217,17 +217,17 @@ def drive(
                     _drive(s, plan, objects, records, rid, record_hash, out, stop, fault)
                 )
             except KeyboardInterrupt:
-                records.finish(rid, "interrupted")
+                _finish(records, rid, "interrupted")
                 out.fail("interrupted before the step ended; the last checkpoint stands")
                 out.resume_hint(resume_command(root, rid))
                 return 130
             except ScellisError as e:
-                records.finish(rid, "failed")
+                _finish(records, rid, "failed")
                 out.fail(str(e))
                 out.resume_hint(resume_command(root, rid))
                 return 2
         if end is None:
-            records.finish(rid, "interrupted")
+            _finish(records, rid, "interrupted")
             out.fail(f"interrupted at step {s.ts.step}; checkpoint saved")
             out.resume_hint(resume_command(root, rid))
             return 130
@@ -237,6 +237,15 @@ def drive(
         return 0
     finally:
         records.close()
+
+
+def _finish(records: Records, rid: str, status: str) -> None:
+    """Record how the run ended, if the store still can (a full disk may refuse: the
+    run then reads as interrupted once this process is gone, which is as resumable)."""
+    try:
+        records.finish(rid, status)
+    except ScellisError:
+        pass
 
 
 class Output:

@@ -300,18 +300,46 @@ class Records:
 
 
 class _Tx:
-    """BEGIN ... COMMIT (or ROLLBACK on error) on an autocommit connection."""
+    """BEGIN ... COMMIT (or ROLLBACK on error) on an autocommit connection. SQLite's own
+    failures (a full disk, a locked or damaged file) leave as ScellisErrors."""
 
     def __init__(self, db, begin: str):
         self.db, self.begin = db, begin
 
     def __enter__(self):
-        self.db.execute(self.begin)
+        try:
+            self.db.execute(self.begin)
+        except sqlite3.Error as e:
+            raise _error(e) from None
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return False
+            except sqlite3.Error as e:
+                exc_type, exc = type(e), e
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back already (it does on a full disk)
+        if isinstance(exc, sqlite3.Error):
+            raise _error(exc) from None
         return False
+
+
+def _error(e: sqlite3.Error) -> ScellisError:
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(e):
+        return RecordsFullError(
+            f"the disk under the records database is full ({e}); free space and resume"
+        )
+    return ScellisError(f"records database: {e}")
+
+
+class RecordsFullError(ScellisError):
+    """The records database could not grow: the disk is full."""
 
 
 def _num(v):
