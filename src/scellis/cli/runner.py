@@ -176,7 +176,9 @@ async def _drive(s: Setup, plan: Plan, objects, records, rid, record_hash, out, 
         )  # fmt: skip
         if fault is not None:
             fault("before_record", ts.step)
-        records.add_checkpoint(rid, ts.step, ts.epoch, ts.batch, h, ts.metrics.get("loss"))
+        # "best" judges by the validation loss when the run evaluates, else the training loss
+        score = ts.metrics.get("val_loss", ts.metrics.get("loss"))
+        records.add_checkpoint(rid, ts.step, ts.epoch, ts.batch, h, score)
         last_ck["step"] = ts.step
         retain(records, rid, plan.keep_last, plan.keep_best)
         out.event({"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason})

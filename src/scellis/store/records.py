@@ -138,7 +138,7 @@ class Records:
                 " tier, seed, status, started, heartbeat, host, pid, argv, config)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (rid, record_hash, model_id, dataset_hash, device, adapter, tier, seed, now,
-                 now, socket.gethostname(), os.getpid(), json.dumps(argv),
+                 now, _host(), os.getpid(), json.dumps(argv),
                  json.dumps(config, sort_keys=True)),
             )  # fmt: skip
         return rid
@@ -151,7 +151,7 @@ class Records:
             self.db.execute(
                 "UPDATE runs SET status='running', ended=NULL, heartbeat=?, host=?, pid=?,"
                 " device=?, adapter=?, tier=?, step=? WHERE id=?",
-                (now, socket.gethostname(), os.getpid(), device, adapter, tier, step, rid),
+                (now, _host(), os.getpid(), device, adapter, tier, step, rid),
             )
             self.db.execute("DELETE FROM metrics WHERE run_id=? AND step>?", (rid, step))
 
@@ -220,7 +220,7 @@ class Records:
     def reconciled_status(self, d: dict) -> str:
         if d["status"] != "running":
             return d["status"]
-        if d["host"] == socket.gethostname() and d["pid"]:
+        if d["host"] and d["host"] == _host() and d["pid"]:
             # on this host the process table is the truth: a slow step is not a dead run
             return "running" if _alive(d["pid"]) else "interrupted"
         if time.time() - (d["heartbeat"] or 0) > self.stale_s:
@@ -349,6 +349,13 @@ def _num(v):
         return float(v)
     except (TypeError, ValueError):
         return None
+
+
+def _host() -> str:
+    try:
+        return socket.gethostname()
+    except OSError:  # a sandbox without a host name (the browser): pids cannot be checked
+        return ""
 
 
 def _alive(pid: int) -> bool:
