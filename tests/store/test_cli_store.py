@@ -220,3 +220,12 @@ def test_progress_bar_shows_step_loss_lr_rate_and_eta():
     last = buf.getvalue().split("\r")[-1]
     assert "3/10" in last and "loss 0.1667" in last and "lr 0.001" in last
     assert "steps/s" in last and "ETA " in last and last.endswith("\n")
+
+
+def test_resume_refuses_a_finished_run_clearly(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--epochs", "1")[-1]
+    code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store))
+    assert code == 2 and "is done at step 7" in err
+    code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "9")
+    assert code == 2 and "finished its 1 epochs" in err

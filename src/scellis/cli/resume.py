@@ -45,6 +45,10 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
         run = records.run(rid)
         if run["status"] == "running":
             raise ScellisError(f"run {rid} is still running (pid {run['pid']} on {run['host']})")
+        if run["status"] == "done" and to_step is None:
+            raise ScellisError(
+                f"run {rid} is done at step {run['step']}; --to-step N continues it further"
+            )
         cfg = run["config"]
         plan = Plan(**cfg["plan"])
         if to_step is not None:
@@ -61,6 +65,8 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
         limit = plan.max_steps
         if limit is not None and s.ts.step >= limit:
             raise ScellisError(f"run {rid} is already at step {s.ts.step} (asked for {limit})")
+        if s.ts.epoch >= plan.epochs:
+            raise ScellisError(f"run {rid} has finished its {plan.epochs} epochs")
         records.reopen_run(
             rid, device=s.device.name, adapter=adapter_of(s.device), tier=s.tier, step=c["step"]
         )
