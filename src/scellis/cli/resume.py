@@ -93,6 +93,12 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
             "continuation is not promised",
             bitwise=False,
         )  # fmt: skip
+    elif s.tier != "debug":
+        out.info(
+            f"note: the {s.tier} tier continues within its tolerance; only debug promises a "
+            "bitwise continuation",
+            bitwise=False,
+        )
     return drive(s, plan, root, rid, run["record_hash"], out, fault=fault, writer=writer)
 
 
