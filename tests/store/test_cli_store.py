@@ -16,7 +16,7 @@ import scellis
 from scellis.cli.main import main
 from scellis.store.objects import ObjectStore
 from scellis.store.records import Records
-from storeutil import write_record
+from storeutil import STEPS_PER_EPOCH, write_record
 
 SRC = str(Path(scellis.__file__).resolve().parent.parent)
 
@@ -229,3 +229,24 @@ def test_resume_refuses_a_finished_run_clearly(tmp_path, capsys):
     assert code == 2 and "is done at step 7" in err
     code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "9")
     assert code == 2 and "finished its 1 epochs" in err
+
+
+def test_a_record_naming_a_stored_model_builds_on_it(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    assert _cli(capsys, "models", "save", str(rec), "--store", str(store))[0] == 0
+    over = tmp_path / "more.sml"
+    over.write_text("model: test/tiny_lstm@1\nepochs: 1\nseed: 5  # another seed\n")
+    events = _train(capsys, over, store)
+    assert events[-1]["steps"] == STEPS_PER_EPOCH  # one epoch, from the overlay
+    r = Records(store)
+    run = r.run(events[-1]["run"])
+    r.close()
+    assert run["seed"] == 5 and run["model_id"] == "test/tiny_lstm@1"
+    merged = ObjectStore(store).get(run["record_hash"]).decode()
+    # the stored record with the two keys replaced, its blocks and comments intact
+    assert merged == rec.read_text().replace("epochs: 3", "epochs: 1").replace(
+        "seed: 11", "seed: 5"
+    )
+    over.write_text("model: test/tiny_lstm@4\nepochs: 1\n")
+    code, _, err = _cli(capsys, "train", str(over), "--store", str(store))
+    assert code == 2 and "test/tiny_lstm@4 is not in the store" in err

@@ -27,7 +27,7 @@ from ..devices.base import get_device
 from ..ir.limits import target_of_device
 from ..ir.plan import plan_or_refuse
 from ..model.build import RecordModel, config_of
-from ..sml import parse, validate
+from ..sml import emit, parse, validate
 from ..store.gc import collect, retain
 from ..store.objects import ObjectStore
 from ..store.records import Records
@@ -330,17 +330,37 @@ MODEL_ID = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+@([0-9]+)$")
 
 
 def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
-    """A record's text, its label and the folder its data paths are relative to: from a
-    file, or from the store's models table for an id like ``user/ada/tiny@3``."""
+    """A record's text, its label and the folder its data paths are relative to.
+
+    ``ref`` is a file, or a model id like ``user/ada/tiny@3`` from the store's models
+    table. A file with no ``blocks`` whose ``model:`` names a stored id builds on that
+    record: its other top-level keys (data, epochs, optimizer...) replace the stored ones.
+    """
     p = Path(ref)
     if p.is_file():
         try:
-            return p.read_bytes(), ref, p.resolve().parent
+            raw = p.read_bytes()
         except OSError as e:
             raise ScellisError(f"{ref}: cannot read ({e.strerror or e})") from None
-    m = MODEL_ID.match(ref)
-    if m is None:
+        base = p.resolve().parent
+        try:
+            data = parse(raw, ref).data
+        except ScellisError:
+            return raw, ref, base  # validation reports it, located
+        mid = data.get("model") if isinstance(data, dict) else None
+        if "blocks" in data or not isinstance(mid, str) or not MODEL_ID.match(mid):
+            return raw, ref, base
+        doc = parse(_stored(mid, root), mid)
+        for key, value in data.items():
+            if key != "model":
+                doc.set((key,), value)
+        return emit(doc).encode("utf-8"), f"{ref} (on {mid})", base
+    if MODEL_ID.match(ref) is None:
         raise ScellisError(f"{ref}: no such file, and not a model id like namespace/name@3")
+    return _stored(ref, root), ref, Path.cwd()
+
+
+def _stored(ref: str, root: Path) -> bytes:
     name, version = ref.rsplit("@", 1)
     if not (Path(root) / "records.sqlite").exists():
         raise ScellisError(f"model {ref} is not in the store {root} (it has no records yet)")
@@ -353,4 +373,4 @@ def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
             raise ScellisError(f"model {ref} is not in the store {root}{hint}")
     finally:
         records.close()
-    return ObjectStore(root).get(obj), ref, Path.cwd()
+    return ObjectStore(root).get(obj)
