@@ -18,7 +18,7 @@ from scellis.catalog import peft  # noqa: E402
 from scellis.catalog.losses import CrossEntropyLoss  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
-from scellis.devices.webgpu.backend import _size_class  # noqa: E402
+from scellis.devices.webgpu.backend import size_class  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
 
@@ -95,7 +95,7 @@ def test_allocator_holds_state_for_adapter_parameters_only(gpu):
     assert {k: b.numel for k, b in grp.state.items()} == {"exp_avg": trained, "exp_avg_sq": trained}
     # Adam's two moments and the flat gradient, each one pool size class of the adapter's
     # bytes; a few 256-byte constants (the LoRA scale, Adam's scalars) may be cached too
-    state = 3 * _size_class(4 * trained)
+    state = 3 * size_class(4 * trained)
     assert state <= grown <= state + 16 * 256, grown
     full, f_trained, f_total, _ = _state_growth(gpu, None)
     assert f_trained == f_total
