@@ -250,3 +250,35 @@ def test_a_record_naming_a_stored_model_builds_on_it(tmp_path, capsys):
     over.write_text("model: test/tiny_lstm@4\nepochs: 1\n")
     code, _, err = _cli(capsys, "train", str(over), "--store", str(store))
     assert code == 2 and "test/tiny_lstm@4 is not in the store" in err
+
+
+def test_a_corrupt_latest_checkpoint_is_named_and_the_one_before_is_used(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--max-steps", "9")[-1]
+    r = Records(store)
+    assert [c["step"] for c in r.checkpoints(end["run"])] == [4, 8, 9]
+    manifest = r.checkpoints(end["run"])[-1]["manifest"]
+    r.close()
+    objs = ObjectStore(store)
+    weights = json.loads(objs.get(manifest))["weights"]
+    path = objs.path(weights)
+    os.chmod(path, 0o644)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # one flipped byte in the last tensor
+    path.write_bytes(bytes(data))
+    code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "11")
+    assert code == 0, err
+    assert f"skipped checkpoint at step 9: object {weights} is corrupt" in out
+    assert "from step 8" in out
+    r = Records(store)
+    assert [c["step"] for c in r.checkpoints(end["run"])] == [4, 8, 11]
+    resumed = r.metrics(end["run"])
+    r.close()
+    # the same 11 steps straight, in another store: the same curve
+    other = tmp_path / "t"
+    straight = _train(capsys, rec, other, "--max-steps", "11")[-1]
+    r = Records(other)
+    assert r.metrics(straight["run"]) == resumed
+    r.close()
+    with pytest.raises(Exception, match="corrupt"):
+        objs.get(weights)  # still refused: never silently replaced

@@ -21,9 +21,9 @@ from ..train import checkpoint as ckpt
 from .runner import Output, Plan, adapter_of, drive, prepare
 
 
-def _usable(objects, records, rid, to_step, device):
-    """The latest checkpoint (at or before ``to_step``) whose objects load."""
-    cks = [c for c in records.checkpoints(rid) if to_step is None or c["step"] <= to_step]
+def _usable(objects, records, rid, device):
+    """The latest checkpoint whose objects load (and the ones skipped on the way)."""
+    cks = records.checkpoints(rid)
     skipped = []
     for c in reversed(cks):
         try:
@@ -55,7 +55,7 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
             plan.max_steps = to_step
         raw = objects.get(run["record_hash"])
         s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"])
-        c, sd, m, skipped = _usable(objects, records, rid, to_step, s.device)
+        c, sd, m, skipped = _usable(objects, records, rid, s.device)
         if s.dataset != m["dataset"]:
             raise ScellisError(
                 f"the data of run {rid} changed: it hashes to {s.dataset[:12]}, the run "

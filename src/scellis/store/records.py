@@ -144,8 +144,8 @@ class Records:
         return rid
 
     def reopen_run(self, rid: str, *, device: str, adapter: str, tier: str, step: int) -> None:
-        """Mark ``rid`` running again from checkpoint ``step``: later metrics are dropped
-        (they are replayed, and must match what the resumed run logs)."""
+        """Mark ``rid`` running again from checkpoint ``step``: later metrics and
+        checkpoints are dropped (the resumed run replays those steps)."""
         now = time.time()
         with self._tx():
             self.db.execute(
@@ -154,6 +154,9 @@ class Records:
                 (now, _host(), os.getpid(), device, adapter, tier, step, rid),
             )
             self.db.execute("DELETE FROM metrics WHERE run_id=? AND step>?", (rid, step))
+            # later checkpoints were unusable (the latest usable one is resumed): the
+            # replayed steps write their own
+            self.db.execute("DELETE FROM checkpoints WHERE run_id=? AND step>?", (rid, step))
 
     def heartbeat(self, rid: str) -> None:
         with self._tx():
