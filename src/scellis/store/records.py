@@ -108,6 +108,8 @@ class Records:
         self.db.close()
 
     def _migrate(self) -> None:
+        if self.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return  # the common case: no write lock needed just to open the store
         with self._tx():
             v = self.db.execute("PRAGMA user_version").fetchone()[0]
             if v == 0:
