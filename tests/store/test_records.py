@@ -57,7 +57,7 @@ rid = rec.new_run(record_hash="0"*64, model_id=None, dataset_hash=None, device="
                   adapter="", tier="debug", seed=0, argv=[], config={})
 print(rid, flush=True)
 sys.stdin.readline()
-for step in range(1, 401):
+for step in range(1, 1001):
     rec.log(rid, step, 0, {"loss": 1.0 / step, "lr": 0.1})
     if step % 50 == 0:
         rec.add_checkpoint(rid, step, 0, step, "f" * 64, 1.0 / step)
