@@ -282,3 +282,20 @@ def test_a_corrupt_latest_checkpoint_is_named_and_the_one_before_is_used(tmp_pat
     r.close()
     with pytest.raises(Exception, match="corrupt"):
         objs.get(weights)  # still refused: never silently replaced
+
+
+def test_resume_under_another_tier_continues_and_says_so(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--max-steps", "4")[-1]
+    code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--tier", "prod",
+                          "--to-step", "6")  # fmt: skip
+    assert code == 0, err
+    assert "debug tier) and this resume runs on reference (reference, prod tier)" in out
+    assert "bitwise continuation is not promised" in out
+    r = Records(store)
+    run = r.run(end["run"])
+    r.close()
+    assert run["tier"] == "prod" and run["step"] == 6 and run["status"] == "done"
+    code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--tier", "exact",
+                        "--to-step", "8")  # fmt: skip
+    assert code == 2 and "must be one of debug, prod, fast, got 'exact'" in err

@@ -18,6 +18,7 @@ from ..base.errors import ScellisError
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import checkpoint as ckpt
+from ..train.determinism import resolve_tier
 from .runner import Output, Plan, adapter_of, drive, prepare
 
 
@@ -35,7 +36,8 @@ def _usable(objects, records, rid, device):
     raise ScellisError(f"run {rid} has no usable checkpoint to resume from ({why})")
 
 
-def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None) -> int:
+def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None,
+           tier=None) -> int:  # fmt: skip
     root = Path(store)
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (train with --store {root} first)")
@@ -55,6 +57,9 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
             plan.max_steps = to_step
         raw = objects.get(run["record_hash"])
         s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"])
+        if tier is not None:  # continue under another determinism tier than the record's
+            s.tier = resolve_tier(tier).name
+            s.fit_kwargs["determinism_tier"] = s.tier
         c, sd, m, skipped = _usable(objects, records, rid, s.device)
         if s.dataset != m["dataset"]:
             raise ScellisError(
@@ -107,7 +112,8 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--to-step", type=click.IntRange(min=1), default=None, help="stop at this step")
 @click.option("--device", default=None, help="auto | reference | webgpu (default: the run's)")
+@click.option("--tier", default=None, help="debug | prod | fast (default: the record's)")
 @click.option("--print-every", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
-def command(run, store, to_step, device, print_every, json_):
-    return resume(run, store, to_step, device, json_, print_every)
+def command(run, store, to_step, device, tier, print_every, json_):
+    return resume(run, store, to_step, device, json_, print_every, tier=tier)
