@@ -93,17 +93,19 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
         acc *= s
     if all(s == 1 or t == w for s, t, w in zip(size, stride, reversed(want))):
         return bytes(mv[offset * isz : (offset + n) * isz])
+    # a strided view: one strided slice of a typed view per innermost row
+    flat = mv.cast({1: "B", 2: "H", 4: "I", 8: "Q"}[isz])
     out = bytearray()
     inner, inner_stride = size[-1], stride[-1]
 
     def walk(dim: int, base: int) -> None:
         if dim == len(size) - 1:
-            if inner_stride == 1:
-                out.extend(mv[base * isz : (base + inner) * isz])
+            if inner_stride == 0:
+                out.extend(flat[base : base + 1].tobytes() * inner)
             else:
-                for i in range(inner):
-                    p = (base + i * inner_stride) * isz
-                    out.extend(mv[p : p + isz])
+                out.extend(
+                    flat[base : base + (inner - 1) * inner_stride + 1 : inner_stride].tobytes()
+                )
             return
         for i in range(size[dim]):
             walk(dim + 1, base + i * stride[dim])
