@@ -82,6 +82,10 @@ class ObjectStore:
         h = sha256(data)
         final = self.path(h)
         if final.exists():
+            try:
+                os.utime(final)  # a re-used object is fresh again for the collector's grace
+            except OSError:
+                pass
             return h
         folder = final.parent
         try:
