@@ -63,7 +63,7 @@ class Importer:
     def sym(self, node, name: str, allow_perm: bool = False) -> Sym:
         v = self.get(name)
         if isinstance(v, Partial) and v.kind == "matmul":
-            v = self.linear(v.data["node"], v.base, v.data["w"], None)
+            v = self.linear(v.data["node"], v.base, v.data["w"], None, v.data.get("pool"))
             self.env[name] = v
         if not isinstance(v, Sym):
             raise ScellisError(f"{node.label()}: expected a model tensor, got {type(v).__name__}")
@@ -95,17 +95,42 @@ class Importer:
                 self.weights[f"{name}.{k}"] = t
         return name
 
-    def linear(self, node, x: Sym, w: RawTensor, b: RawTensor | None) -> Sym:
+    def linear(self, node, x, w: RawTensor, b: RawTensor | None, pool: str | None = None) -> Sym:
+        """A dense block; after a pooling of the time axis, a regression head that pools."""
+        if isinstance(x, Partial):  # pooled (Gather of one step, ReduceMean)
+            x, pool = x.base, x.data["how"]
         out_f, in_f = w.shape
         if x.shape and isinstance(x.shape[-1], int) and x.shape[-1] != in_f:
             raise ScellisError(
                 f"{node.label()}: weight of {in_f} inputs for {x.shape[-1]} features"
             )
-        fields = {"in_features": in_f, "out_features": out_f}
+        if pool:
+            fields = {"in_features": in_f, "n_outputs": out_f, "pool": pool}
+            lead = list(x.shape[:-2])
+        else:
+            fields = {"in_features": in_f, "out_features": out_f}
+            lead = list(x.shape[:-1])
         if b is None:
             fields["bias"] = False
-        name = self.block(node, "nn/linear", x, fields, {"weight": w, "bias": b})
-        return Sym(name, list(x.shape[:-1]) + [out_f])
+        block_id = "nn/regression_head" if pool else "nn/linear"
+        name = self.block(node, block_id, x, fields, {"weight": w, "bias": b})
+        return Sym(name, lead + [out_f])
+
+    def retag_silu(self, x: Sym, s: Sym, value: str) -> bool:
+        """``x * s`` where ``s`` is a sigmoid block of ``x`` read nowhere else: SiLU."""
+        spec = self.blocks.get(s.src)
+        ok = (
+            spec is not None
+            and spec["block_id"] == "nn/activation"
+            and spec["function"] == "sigmoid"
+            and spec["in"] == x.src
+            and x.perm is None
+            and self.uses.get(value, 0) == 1
+            and self.fed.get(s.src, 0) == 0
+        )
+        if ok:
+            spec["function"] = "silu"
+        return ok
 
     def activation(self, node, x: Sym, fn: str) -> Sym:
         name = self.block(node, "nn/activation", x, {"function": fn}, {})
@@ -135,7 +160,7 @@ class Importer:
         src = Sym(x.src, x.shape)
         return self.block(node, block_id, src, fields, {f"{k}_l0": t for k, t in w.items()})
 
-    def last_step(self, node, x: Sym, axis: int, idx: Const) -> Sym:
+    def last_step(self, node, x: Sym, axis: int, idx: Const):
         """``y[:, -1]`` after a recurrent block: that block's ``output: last``."""
         spec = self.blocks.get(x.src)
         time_axis = 1 if x.perm is None else 0
@@ -151,7 +176,10 @@ class Importer:
             and self.uses.get(node.inputs[0], 0) == 1
         )
         if not ok:
-            raise ScellisError(f"{node.label()}: Gather other than the last step of an RNN")
+            step = int(idx.scalar()) if not idx.t.shape else None
+            if x.perm is None and not x.tag and len(x.shape) == 3 and axis == 1 and step in (0, -1):
+                return Partial("pool", x, {"how": "last" if step == -1 else "first"})
+            raise ScellisError(f"{node.label()}: Gather other than one step of a sequence")
         spec["output"] = "last"
         B = x.shape[1 - time_axis]
         return Sym(x.src, [B, spec["hidden_size"]])
@@ -184,7 +212,7 @@ class Importer:
         for vi in self.g.outputs:
             v = self.get(vi.name)
             if isinstance(v, Partial) and v.kind == "matmul":
-                v = self.linear(v.data["node"], v.base, v.data["w"], None)
+                v = self.linear(v.data["node"], v.base, v.data["w"], None, v.data.get("pool"))
             if not isinstance(v, Sym) or v.perm is not None or v.tag or v.src in self.inputs:
                 raise ScellisError(
                     f"{self.where}: graph output {vi.name!r} is not a block's output"
