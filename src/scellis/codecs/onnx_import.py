@@ -11,6 +11,7 @@ is matched; a node whose rule does not fit says why.
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from .onnx_values import Const, Opaque, Partial, Sym
 from .raw import RawTensor
 from .record import check, record_text
 
+_MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError,
+              AttributeError, struct.error)  # fmt: skip
 _ID = re.compile(r"[^A-Za-z0-9_]")
 _DTYPE = {"F32": "f32", "F16": "f16", "I32": "i32", "I64": "i32", "BOOL": "bool", "F64": "f32"}
 
@@ -204,7 +207,11 @@ class Importer:
             self.inputs[name] = {"shape": dims, "dtype": _DTYPE.get(vi.dtype or "F32", "f32")}
             self.env[vi.name] = Sym(name, dims)
         for node in self.g.nodes:
-            outs = HANDLERS[node.op](self, node)
+            try:
+                outs = HANDLERS[node.op](self, node)
+            except _MALFORMED as e:  # a node whose inputs or attributes do not make sense
+                what = f"{type(e).__name__}: {e}"
+                raise ScellisError(f"{self.where}: {node.label()} is malformed ({what})") from None
             for name, v in zip(node.outputs, outs):
                 if name:
                     self.env[name] = v
@@ -256,7 +263,12 @@ class OnnxCodec(Codec):
             data = path.read_bytes()
         except OSError as e:
             raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
-        m = onnx_proto.model(data, path.parent, str(path))
+        try:
+            m = onnx_proto.model(data, path.parent, str(path))
+        except _MALFORMED as e:
+            raise ScellisError(
+                f"{path}: not a readable ONNX model ({type(e).__name__}: {e})"
+            ) from None
         imp = Importer(m, str(path))
         rec = imp.run(model_id(path))
         text = record_text(rec, f"imported from {path.name} ({m.producer or 'unknown producer'})")
