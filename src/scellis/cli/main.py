@@ -12,7 +12,7 @@ import sys
 import click
 
 from .. import ScellisError, __version__
-from . import catalog, compile, demo, devices, plan, train, validate
+from . import catalog, compile, demo, devices, init, plan, train, validate
 
 
 @click.group(
@@ -25,7 +25,7 @@ def cli() -> None:
     pass
 
 
-for _mod in (demo, devices, catalog, validate, train, compile, plan):
+for _mod in (demo, init, devices, catalog, validate, train, compile, plan):
     cli.add_command(_mod.command)
 
 

@@ -67,6 +67,14 @@ def _int(v, low: int) -> bool:
 def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
     """A free-standing section (precision, data, eval): known keys and simple types."""
     sec = doc.node(path) and doc.data.get(path[0])
+    policy = spec.get("policy")
+    if isinstance(sec, str) and isinstance(policy, tuple):
+        # the short form `precision: mixed_f16` names the policy alone
+        if sec not in policy:
+            out.append(
+                doc.diag(path, f"{path[0]} must be one of {' | '.join(policy)}, got {sec!r}")
+            )
+        return
     if not isinstance(sec, dict):
         out.append(doc.diag(path, f"{path[0]} must be a mapping"))
         return
