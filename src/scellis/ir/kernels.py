@@ -91,6 +91,7 @@ def launches_of(src: Source, result) -> list[Launch]:
     pairs = result if isinstance(result, list) else [(src, result)]
     out = []
     for s, grid in pairs:
+        s.check_bindings()  # as the backend does before each launch: LimitError past it
         out.append(Launch(s.text(), tuple(grid), len(s.bindings) + 1, list(s.meta)))
     return out
 

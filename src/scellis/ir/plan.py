@@ -235,6 +235,21 @@ def make_plan(
 
 def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int = 0) -> list[dict]:
     out = []
+    bind = plan.target.limits.get("max_storage_buffer_binding_size", 0)
+    if bind and plan.largest > bind:
+        out.append(
+            {
+                "fix": "narrower layers (every tensor within maxStorageBufferBindingSize)",
+                "saving": plan.largest - bind,
+                "detail": f"the largest tensor is {human(plan.largest)}, "
+                f"{human(plan.largest - bind)} over the {human(bind)} binding size (the "
+                "saving is in the largest tensor's bytes); a tensor within it binds as one "
+                "window. mixed_f16 halves activations and working copies, not the f32 "
+                "master weights",
+            }
+        )
+    if plan.peak <= plan.target.budget * (1 - HEADROOM_WARN):
+        return out  # memory is not what is wrong
     c = plan.classes
     fixed = c.get("parameters", 0) + c.get("gradients", 0) + c.get("optimizer_state", 0)
     budget = plan.target.budget
