@@ -113,7 +113,7 @@ def infer(doc: Document, reg: Registry, out: list) -> tuple[dict, dict]:
         path = ("blocks", name)
         if not NAME.match(str(name)) or name in inputs:
             out.append(doc.diag(path, f"block name {name!r} is not a fresh identifier", key=True))
-        fields = check_entry(doc, path, "block", reg, out, extra=("in",))
+        fields = check_entry(doc, path, "block", reg, out, extra=("in", "activation_checkpointing"))
         refs, explicit = _refs(doc, name, prev)
         wiring[name] = refs
         ok = True

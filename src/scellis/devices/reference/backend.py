@@ -7,10 +7,11 @@ import numpy as np
 from ...base.dtypes import DType
 from ...base.errors import DeviceError
 from ..base import Buffer, View
+from .attention import KERNELS as _ATTN_KERNELS
 from .kernels import KERNELS as _BASE_KERNELS
 from .recurrent import KERNELS as _RNN_KERNELS
 
-KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS}
+KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS}
 
 NP_DTYPES = {
     "f16": np.float16,
