@@ -53,7 +53,9 @@ SIZES = [
     ("transformer-d32-l1-b2", lambda: transformer(32, 1, 2)),
     ("transformer-d48-l1-b4", lambda: transformer(48, 1, 4)),
     ("transformer-d64-l2-b4", lambda: transformer(64, 2, 4)),
-]
+    ("transformer-d64-l2-b4-remat", lambda: {**transformer(64, 2, 4),
+                                             "activation_checkpointing": True}),
+]  # fmt: skip
 
 
 def _entry(section: dict, kind: str, *args):

@@ -57,3 +57,11 @@ def test_the_guard_is_planned():
     state = sum(guarded.allocs()[s][0] * 4 for s in guarded.state)
     params = sum(guarded.allocs()[s][0] * 4 for s in guarded.params)
     assert optimizer_bytes(guarded) - optimizer_bytes(plain) >= params + state
+
+
+def test_the_plan_follows_the_records_checkpointing():
+    # the record asks for rematerialisation: the traced tape keeps less, the plan says so
+    plain, remat = SIZES[-2][1](), SIZES[-1][1]()
+    a = make_plan(plain, resolve("reference"), update=loop_update, remediate=False)
+    b = make_plan(remat, resolve("reference"), update=loop_update, remediate=False)
+    assert b.class_peaks["activations"] < a.class_peaks["activations"]

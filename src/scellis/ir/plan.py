@@ -187,14 +187,17 @@ def make_plan(
     """``update``: the optimizer phase to trace (see ``trace.run_program``);
     ``loop_scalars``: 0-d f32 tensors the train loop keeps on the device (loss sums,
     step counts, the loss scale), counted as co-resident throughout."""
-    tr = trace(record, mode=mode, batch=batch, precision=precision, update=update)
+    dev = target.device
+    tr = trace(record, mode=mode, batch=batch, precision=precision, update=update, device=dev)
     prof = profile(tr, target.device, loop_scalars if mode == "training" else 0)
     eval_peak = 0
     if mode == "training" and eval_batch:
         # evaluation runs between steps: its forward shares the device with everything
         # a step leaves behind (parameters, gradients, optimizer state, loop scalars)
-        ev = profile(trace(record, mode="inference", batch=eval_batch, precision=precision),
-                     target.device)  # fmt: skip
+        ev = profile(
+            trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev),
+            dev,
+        )
         kept = sum(prof.at_end[c] for c in PERSISTENT)
         eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
     problems, warnings, largest = _binding_checks(tr, target)
@@ -256,7 +259,14 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
     if plan.batch > 1:
         half = max(1, plan.batch // 2)
         p2 = profile(
-            trace(record, mode=plan.mode, batch=half, precision=plan.precision, update=update),
+            trace(
+                record,
+                mode=plan.mode,
+                batch=half,
+                precision=plan.precision,
+                update=update,
+                device=plan.target.device,
+            ),  # fmt: skip
             plan.target.device,
             scalars,
         ).peak
@@ -270,12 +280,12 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
             detail += "; no batch size fits"
         out.append({"fix": f"smaller batch ({half})", "saving": plan.peak - p2, "detail": detail})
     if plan.mode == "training" and c.get("activations", 0):
-        out.append(_checkpointing(plan, tr))
+        out.append(_checkpointing(record, plan, tr, update, scalars))
     if plan.precision == "f32":
         try:
             p16 = profile(
                 trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
-                      update=update),
+                      update=update, device=plan.target.device),
                 plan.target.device,
                 scalars,
             ).peak  # fmt: skip
@@ -313,10 +323,26 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
     return out
 
 
-def _checkpointing(plan: Plan, tr: Trace) -> dict:
-    """Checkpointing keeps each block's input and recomputes its inside in backward: the
-    saving is about the saved activations less the largest block's (recomputed one at
-    a time). One block holding them all gains only from checkpointing inside it."""
+def _checkpointing(record: dict, plan: Plan, tr: Trace, update, scalars: int) -> dict:
+    """The saving of ``activation_checkpointing: true``: traced with it when the record is
+    not checkpointed yet; else estimated from where the saved activations sit."""
+    fix = "activation checkpointing (activation_checkpointing: true)"
+    if not record.get("activation_checkpointing"):
+        remat = {**record, "activation_checkpointing": True}
+        try:
+            peak = profile(
+                trace(remat, mode=plan.mode, batch=plan.batch, precision=plan.precision,
+                      update=update, device=plan.target.device),
+                plan.target.device,
+                scalars,
+            ).peak  # fmt: skip
+        except ScellisError:
+            peak = None
+        if peak is not None:
+            detail = f"recomputing blocks in backward peaks at {human(peak)} (traced)"
+            if peak >= plan.peak:
+                detail += ": no saving for this model (the recompute needs as much)"
+            return {"fix": fix, "saving": max(0, plan.peak - peak), "detail": detail}
     cost = cost_fn(plan.target.device)
     allocs = tr.allocs()
     by_block: dict[str, int] = {}
@@ -341,11 +367,7 @@ def _checkpointing(plan: Plan, tr: Trace) -> dict:
             f"{biggest_name!r}: checkpointing its layers one by one would keep about half "
             "(estimate)"
         )
-    return {
-        "fix": "activation checkpointing (activation_checkpointing: true)",
-        "saving": saving,
-        "detail": detail,
-    }
+    return {"fix": fix, "saving": saving, "detail": detail}
 
 
 def plan_or_refuse(record: dict, target: Target, **kwargs) -> Plan:
