@@ -56,6 +56,9 @@ class Trace:
     optimizer: str = ""
     n_params: int = 0
     block_shapes: dict[str, tuple] = field(default_factory=dict)  # block -> output shape
+    # the traced model and optimizer: they outlive the trace's last mark, as a real run's
+    # outlive its step, so their buffers show no release
+    keep: tuple = field(default=(), repr=False)
 
     def allocs(self) -> dict[int, tuple]:
         """serial -> (numel, dtype, phase, scope) of every buffer the trace allocated."""
@@ -193,8 +196,7 @@ def trace(
     keep = run_program(
         record, dev, mode=mode, batch=b, precision=tr.precision, steps=steps, tr=tr, update=update
     )
-    # the model and optimizer outlive the trace's last mark, as they outlive a real step
-    tr._keep = keep  # type: ignore[attr-defined]
+    tr.keep = keep
     return tr
 
 
