@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import CASES, path_of, render  # noqa: E402
+from golden_cases import CASES, path_of, render  # noqa: E402
 
 
 @pytest.mark.parametrize("model,rung,mode", CASES, ids=["-".join(c) for c in CASES])

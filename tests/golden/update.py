@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import CASES, HERE, path_of, render  # noqa: E402
+from golden_cases import CASES, HERE, path_of, render  # noqa: E402
 
 
 def main() -> int:

@@ -12,7 +12,22 @@ import sys
 import click
 
 from .. import ScellisError, __version__
-from . import catalog, compile, demo, devices, init, plan, train, validate
+from . import (
+    catalog,
+    compare,
+    compile,
+    demo,
+    devices,
+    export,
+    import_,
+    init,
+    models,
+    plan,
+    resume,
+    runs,
+    train,
+    validate,
+)
 
 
 @click.group(
@@ -25,7 +40,22 @@ def cli() -> None:
     pass
 
 
-for _mod in (demo, init, devices, catalog, validate, train, compile, plan):
+for _mod in (
+    demo,
+    init,
+    devices,
+    catalog,
+    validate,
+    train,
+    plan,
+    compile,
+    resume,
+    runs,
+    compare,
+    models,
+    import_,
+    export,
+):
     cli.add_command(_mod.command)
 
 

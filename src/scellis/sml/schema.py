@@ -17,7 +17,7 @@ DTYPES = ("f32", "f16", "i32", "u32", "bool")
 SECTIONS = {
     "model", "inputs", "blocks", "outputs", "optimizer", "scheduler", "loss", "epochs",
     "batch_size", "grad_clip", "precision", "determinism_tier", "seed", "data", "eval",
-    "activation_checkpointing",
+    "finetune", "activation_checkpointing",
 }  # fmt: skip
 REMAT = "activation_checkpointing"  # record-wide default, or per block next to block_id/in
 PRECISION = {
@@ -30,7 +30,8 @@ PRECISION = {
 }  # fmt: skip
 DATA = {
     "source": str, "format": ("csv", "text"), "column": str, "columns": list,
-    "datetime_column": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
+    "datetime_column": str, "datetime": str, "datetime_format": str, "features": list,
+    "target": str, "delimiter": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
     "window": int, "horizon": int, "stride": int, "val_fraction": float,
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
     "shuffle": bool, "max_chars": int, "sha256": str,
