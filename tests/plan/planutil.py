@@ -45,6 +45,10 @@ def transformer(d_model: int, layers: int, batch: int) -> dict:
     return r
 
 
+def mixed(record: dict) -> dict:
+    return {**record, "precision": "mixed_f16"}
+
+
 # three sizes of each example model (kept tiny: lavapipe is a software GPU)
 SIZES = [
     ("lstm-h16-b4", lambda: lstm(16, 4)),
@@ -90,6 +94,15 @@ def measured_loop_peak(record: dict, device, steps: int = 2, seed: int = 0) -> i
         max_steps=steps,
         determinism_tier="debug",
         grad_clip=record.get("grad_clip"),
+        precision=record.get("precision"),
         log_every=1000,
     )
     return device.peak_bytes
+
+
+# mixed f16 (f32 masters, f16 working copies, dynamic loss scaling): on the reference,
+# which emulates f16 (lavapipe has no shader-f16)
+MIXED = [
+    ("lstm-h32-b8-mixed", lambda: mixed(lstm(32, 8))),
+    ("transformer-d48-l1-b4-mixed", lambda: mixed(transformer(48, 1, 4))),
+]

@@ -9,9 +9,9 @@ so its peak counts that run only.
 from __future__ import annotations
 
 import pytest
-from planutil import SIZES, measured_loop_peak
+from planutil import MIXED, SIZES, measured_loop_peak
 
-from scellis.cli.planning import loop_update
+from scellis.cli.planning import loop_update, loop_update_for
 from scellis.devices.reference.backend import ReferenceBackend
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ir.limits import of_backend, resolve
@@ -42,6 +42,16 @@ def test_planned_peak_bounds_the_reference_allocator(name, make):
     _check(name, record, plan, measured_loop_peak(record, dev))
 
 
+@pytest.mark.parametrize("name,make", MIXED, ids=[n for n, _ in MIXED])
+def test_mixed_precision_plan_bounds_the_reference_allocator(name, make):
+    record = make()
+    update = loop_update_for(record)
+    assert update is not loop_update  # the loss scale's unscaling is traced too
+    plan = make_plan(record, resolve("reference"), update=update, remediate=False)
+    assert plan.classes["working_copies_f16"] > 0  # f16 casts of the f32 masters
+    _check(name, record, plan, measured_loop_peak(record, ReferenceBackend()))
+
+
 def test_the_guard_is_planned():
     # the traced optimizer phase is the loop's: its guard copies the flat parameters and
     # every state buffer before the step, which the plain update does not
@@ -65,3 +75,25 @@ def test_the_plan_follows_the_records_checkpointing():
     a = make_plan(plain, resolve("reference"), update=loop_update, remediate=False)
     b = make_plan(remat, resolve("reference"), update=loop_update, remediate=False)
     assert b.class_peaks["activations"] < a.class_peaks["activations"]
+
+
+@pytest.mark.webgpu
+def test_mixed_precision_plan_bounds_the_webgpu_allocator():
+    name, make = MIXED[1]
+    record = make()
+    dev = WebGPUBackend()
+    if not dev.info.has_f16:
+        pytest.skip("this adapter has no shader-f16")
+    plan = make_plan(record, of_backend(dev), update=loop_update_for(record), remediate=False)
+    _check(name, record, plan, measured_loop_peak(record, dev))
+
+
+@pytest.mark.webgpu
+def test_a_kernel_the_device_refuses_makes_the_plan_red():
+    # the fused LSTM kernel is f32-only on WebGPU: the plan says so before anything runs,
+    # with the error the eager run would stop on
+    record = MIXED[0][1]()
+    dev = WebGPUBackend()
+    plan = make_plan(record, of_backend(dev), update=loop_update_for(record), remediate=False)
+    assert plan.verdict == "red"
+    assert any("lstm_seq" in p and "f32 on WebGPU" in p for p in plan.problems)

@@ -35,7 +35,7 @@ from ..train import Batches, TrainState, fit
 from ..train import checkpoint as ckpt
 from ..train.determinism import resolve_tier
 from .common import pick_device
-from .planning import loop_update
+from .planning import loop_update_for
 from .progress import Progress
 
 
@@ -79,7 +79,8 @@ def prepare(
     seed = int(record.get("seed", 0))
     # the memory plan traces on the null device: a red plan refuses before any allocation
     eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    plan_or_refuse(record, target_of_device(dev, budget), update=loop_update, eval_batch=eval_batch)
+    update = loop_update_for(record)
+    plan_or_refuse(record, target_of_device(dev, budget), update=update, eval_batch=eval_batch)
     model = RecordModel(record, device=dev, gen=Generator(seed, "init"))
     if "data" not in record:
         raise ScellisError(f"{label}: the record has no data section to train on")

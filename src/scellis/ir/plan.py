@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..base.errors import LimitError, ScellisError
+from ..base.errors import DTypeError, LimitError, ScellisError
 from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
 from .graph import op_graph
 from .kernels import lower
@@ -163,9 +163,22 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], in
         try:
             kg = lower(op_graph(tr), target)
             problems += kg.verify()
-        except LimitError as e:
+        except (LimitError, DTypeError) as e:  # an op this device cannot run
             problems.append(str(e))
     return problems, warnings, largest
+
+
+def _runnable_precision(record: dict, precision: str | None, target: Target):
+    """The precision the run will really use on ``target`` (the train layer's rule: mixed
+    f16 without shader-f16 runs f32 when the record allows the fallback, else is refused),
+    a warning, and a refusal."""
+    spec = record.get("precision") if precision is None else precision
+    policy = spec.get("policy", "f32") if isinstance(spec, dict) else (spec or "f32")
+    if policy != "mixed_f16" or target.has_f16 or target.device != "webgpu":
+        return policy, "", ""
+    if isinstance(spec, dict) and spec.get("fallback") == "f32":
+        return "f32", "no shader-f16 here: planned in f32, as the record's fallback asks", ""
+    return policy, "", "precision mixed_f16 needs shader-f16, which this target lacks"
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -188,6 +201,7 @@ def make_plan(
     ``loop_scalars``: 0-d f32 tensors the train loop keeps on the device (loss sums,
     step counts, the loss scale), counted as co-resident throughout."""
     dev = target.device
+    precision, f16_note, f16_problem = _runnable_precision(record, precision, target)
     tr = trace(record, mode=mode, batch=batch, precision=precision, update=update, device=dev)
     prof = profile(tr, target.device, loop_scalars if mode == "training" else 0)
     eval_peak = 0
@@ -225,8 +239,10 @@ def make_plan(
         step_peak=prof.peak,
         eval_peak=eval_peak,
     )
-    if tr.precision == "mixed_f16" and not target.has_f16 and target.device == "webgpu":
-        plan.warnings.append("mixed_f16 needs shader-f16, which this target lacks")
+    if f16_problem:
+        plan.problems.append(f16_problem)
+    if f16_note:
+        plan.warnings.append(f16_note)
     if 0 <= plan.headroom < HEADROOM_WARN:
         plan.warnings.append(f"only {plan.headroom:.0%} headroom under the budget")
     plan.verdict = "red" if plan.problems else "yellow" if plan.warnings else "green"
