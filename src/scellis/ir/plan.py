@@ -26,6 +26,7 @@ from .graph import op_graph
 from .kernels import lower
 from .limits import Target, human
 from .memory import CLASSES, cost_fn, profile
+from .schedule import schedule
 from .trace import Trace, trace
 
 PERSISTENT = ("parameters", "gradients", "optimizer_state", "loop_state")
@@ -64,6 +65,7 @@ class Plan:
     n_params: int = 0
     step_peak: int = 0
     eval_peak: int = 0  # 0: not planned
+    schedule_bytes: int = 0  # the step's buffers packed into slots by liveness (replay)
 
     @property
     def headroom(self) -> float:
@@ -79,6 +81,7 @@ class Plan:
             "peak": self.peak,
             "step_peak": self.step_peak,
             "eval_peak": self.eval_peak,
+            "schedule_bytes": self.schedule_bytes,
             "classes": self.classes,
             "class_peaks": self.class_peaks,
             "largest_buffer": self.largest,
@@ -112,6 +115,11 @@ class Plan:
                 f"  step peak  {human(self.step_peak):>12}; evaluation forward "
                 f"{human(self.eval_peak)} (with what a step leaves resident)"
             )
+        if self.schedule_bytes:
+            lines.append(
+                f"  schedule   {human(self.schedule_bytes):>12}  (the step's buffers packed "
+                "by liveness, as a replay of the schedule would hold them)"
+            )
         lines.append("  at the step's peak (co-resident):")
         for c in CLASSES:
             if self.classes.get(c):
@@ -131,13 +139,15 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int]:
+def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int, int]:
+    """Problems, warnings, the largest buffer, and the bytes the step's schedule packs its
+    buffers into (0 when it was not lowered)."""
     problems, warnings, largest = [], [], 0
     allocs = tr.allocs()
     for numel, dtype, _, _ in allocs.values():
         largest = max(largest, storage_bytes(numel, dtype))
     if not target.limits:
-        return problems, warnings, largest
+        return problems, warnings, largest, 0
     lim = target.limits
     window, _ = binding_geometry(lim)
     per_stage = lim["max_storage_buffers_per_shader_stage"]
@@ -159,13 +169,15 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], in
             f"{split} tensor(s) exceed maxStorageBufferBindingSize and are split into binding "
             "windows (slower kernels)"
         )
+    packed = 0
     if not problems:
         try:
             kg = lower(op_graph(tr), target)
             problems += kg.verify()
+            packed = schedule(kg).bytes
         except (LimitError, DTypeError) as e:  # an op this device cannot run
             problems.append(str(e))
-    return problems, warnings, largest
+    return problems, warnings, largest, packed
 
 
 def _runnable_precision(record: dict, precision: str | None, target: Target):
@@ -214,7 +226,7 @@ def make_plan(
         )
         kept = sum(prof.at_end[c] for c in PERSISTENT)
         eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
-    problems, warnings, largest = _binding_checks(tr, target)
+    problems, warnings, largest, packed = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     if peak > target.budget:
@@ -238,6 +250,7 @@ def make_plan(
         n_params=tr.n_params,
         step_peak=prof.peak,
         eval_peak=eval_peak,
+        schedule_bytes=packed,
     )
     if f16_problem:
         plan.problems.append(f16_problem)
