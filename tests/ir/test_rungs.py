@@ -134,3 +134,24 @@ def test_ladder_and_plan_run_with_numpy_and_wgpu_blocked():
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["verdict"] == "green" and all(v > 0 for v in got["sizes"].values())
+
+
+def test_compiled_forward_on_the_reference_runs_fused_groups_op_by_op():
+    # the reference has no WGSL: a fused group runs as its ops, the semantics the fused
+    # kernel must reproduce; the result is the eager reference forward's, bitwise
+    from irutil import random_inputs
+
+    from scellis.autograd import no_grad
+    from scellis.base.rng import Generator
+    from scellis.devices import get_device
+    from scellis.ir.compiled import compile_forward
+    from scellis.model.build import RecordModel
+
+    record = example("char_transformer")
+    ref = get_device("reference")
+    model = RecordModel(record, device=ref, gen=Generator(0, "init")).eval()
+    compiled = compile_forward(record, resolve("reference"), batch=2)
+    assert any(k.fused for k in compiled.kernels.kernels)
+    (x,) = random_inputs(record, 2, ref, seed=3)
+    with no_grad():
+        assert compiled.run(model, x).tolist() == model(x).tolist()

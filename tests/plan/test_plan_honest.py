@@ -25,8 +25,13 @@ def _check(name, record, plan, measured):
     assert plan.peak <= 1.10 * measured, (name, plan.peak, measured)
 
 
+# lavapipe is slow: the smallest and largest of each model, and the rematerialised one
+# (the reference below takes every size)
+ON_WEBGPU = [SIZES[i] for i in (0, 2, 3, 6)]
+
+
 @pytest.mark.webgpu
-@pytest.mark.parametrize("name,make", SIZES, ids=[n for n, _ in SIZES])
+@pytest.mark.parametrize("name,make", ON_WEBGPU, ids=[n for n, _ in ON_WEBGPU])
 def test_planned_peak_bounds_the_webgpu_allocator(name, make):
     record = make()
     dev = WebGPUBackend()
