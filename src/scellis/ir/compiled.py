@@ -8,6 +8,7 @@ with the model's parameters (matched by their dotted names) and the given inputs
 from __future__ import annotations
 
 from ..base.errors import ScellisError
+from ..catalog.peft import adapters_of
 from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
@@ -55,6 +56,12 @@ def compile_forward(
     tr = trace(
         record, mode="inference", batch=batch, supports_f16=target.has_f16, device=target.device
     )
+    eager = [p for p, m in adapters_of(tr.keep[0]) if m.lowering == "eager"]
+    if eager:
+        raise ScellisError(
+            f"prefix/prompt adapters ({', '.join(eager)}) run on the eager path; "
+            "they are not compiled (run the model eagerly, or compile it without them)"
+        )
     uploads = [e for e in tr.events if e[0] == "upload" and _phase_of(tr, e[1]) == "forward"]
     if uploads:
         raise ScellisError("this forward uploads host data while it runs; it cannot be compiled")

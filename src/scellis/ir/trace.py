@@ -24,6 +24,7 @@ from ..base.errors import ScellisError
 from ..base.rng import Generator
 from ..base.shapes import contiguous_strides, numel
 from ..catalog.clip import clip_grad_norm_, clip_grad_value_
+from ..catalog.peft import apply_finetune
 from ..catalog.registry import lookup
 from ..devices.null import TracingBackend
 from ..model.build import RecordModel, config_of
@@ -230,6 +231,8 @@ def run_program(
     mark = dev.events.append if tr is not None else (lambda e: None)
     with _phase(dev, "params"):
         model = RecordModel(record, device=dev, gen=Generator(int(record.get("seed", 0)), "init"))
+        if record.get("finetune"):  # frozen tensors get no gradient and no optimizer state
+            apply_finetune(model, record["finetune"], seed=int(record.get("seed", 0)))
         optimizer = None
         if mode == "training":
             if not record.get("optimizer") or not record.get("loss"):
