@@ -36,7 +36,7 @@ from ..train import Batches, TrainState, fit
 from ..train import checkpoint as ckpt
 from ..train.determinism import resolve_tier
 from .common import pick_device
-from .planning import loop_update
+from .planning import loop_update_for
 from .progress import Progress
 
 
@@ -83,7 +83,8 @@ def prepare(
     seed = int(record.get("seed", 0))
     # the memory plan traces on the null device: a red plan refuses before any allocation
     eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    plan_or_refuse(record, target_of_device(dev, budget), update=loop_update, eval_batch=eval_batch)
+    update = loop_update_for(record)
+    plan_or_refuse(record, target_of_device(dev, budget), update=update, eval_batch=eval_batch)
     text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     weights = header_weights(text, store) if store is not None else None
     model = pretrained_model(record, weights, device=dev)

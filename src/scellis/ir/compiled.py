@@ -13,7 +13,7 @@ from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
 from .kernels import KernelGraph, lower
-from .limits import Target
+from .limits import Target, resolve
 from .trace import trace
 
 
@@ -53,8 +53,10 @@ def model_device(model):
 def compile_forward(
     record: dict, target: Target, *, batch: int | None = None, fused: bool = True
 ) -> CompiledForward:
-    tr = trace(record, mode="inference", batch=batch, supports_f16=target.has_f16)
-    eager = [p for p, m in adapters_of(tr._keep[0]) if m.lowering == "eager"]
+    tr = trace(
+        record, mode="inference", batch=batch, supports_f16=target.has_f16, device=target.device
+    )
+    eager = [p for p, m in adapters_of(tr.keep[0]) if m.lowering == "eager"]
     if eager:
         raise ScellisError(
             f"prefix/prompt adapters ({', '.join(eager)}) run on the eager path; "
@@ -64,7 +66,8 @@ def compile_forward(
     if uploads:
         raise ScellisError("this forward uploads host data while it runs; it cannot be compiled")
     g = op_graph(tr)
-    kg = lower(g, target)
+    # a device without binding limits (the reference) groups as the WebGPU spec would
+    kg = lower(g, target if target.limits else resolve("webgpu-spec"))
     if fused:
         kg = fuse(kg)
     return CompiledForward(g, kg, list((record.get("inputs") or {}).keys()))

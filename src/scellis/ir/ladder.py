@@ -58,7 +58,7 @@ def _peft_header(record: dict, tr, mark: str = "#") -> str:
     whether it is lowered with the op graph or runs on the eager path."""
     if not record.get("finetune"):
         return ""
-    return "".join(f"{mark} {line}\n" for line in describe(tr._keep[0]).splitlines())
+    return "".join(f"{mark} {line}\n" for line in describe(tr.keep[0]).splitlines())
 
 
 def _rung(rung: str, bg, tr, target: Target, mode: str, fused: bool) -> Emitted:
