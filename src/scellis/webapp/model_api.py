@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from ..base.errors import Diagnostic, ScellisError
+from ..catalog.registry import lookup as catalog_lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
 from ..sml import TIERS, Document, parse, to_form, to_graph, validate
@@ -37,6 +38,44 @@ def _doc(text: str, file: str) -> Document:
         doc = parse(text, file)
     _last[0] = doc
     return doc
+
+
+class _Schemas:
+    """The catalog through SML's registry protocol, each entry's fields read once.
+
+    Reading a config's fields (type hints, metadata) is most of a form's cost; a
+    catalog entry never changes once registered (an id cannot be registered twice), so
+    its fields are kept per entry object and read again only for a new entry.
+    """
+
+    def __init__(self):
+        self.inner = catalog_registry()
+        self._fields: dict = {}
+
+    def ids(self, kind: str) -> list[str]:
+        return self.inner.ids(kind)
+
+    def kind_of(self, id: str) -> str | None:
+        try:
+            return catalog_lookup(id).kind
+        except ScellisError:
+            return None
+
+    def fields(self, id: str):
+        entry = catalog_lookup(id)
+        hit = self._fields.get(id)
+        if hit is None or hit[0] is not entry:
+            hit = self._fields[id] = (entry, self.inner.fields(id))
+        return hit[1]
+
+    def doc(self, id: str) -> str:
+        return self.inner.doc(id)
+
+    def infer_shape(self, id: str, fields: dict, inputs: list):
+        return self.inner.infer_shape(id, fields, inputs)
+
+
+_REGISTRY = _Schemas()
 
 
 def _diag_json(d: Diagnostic) -> dict:
@@ -73,7 +112,7 @@ def _locate(doc: Document, form: dict) -> dict:
 
 
 def _project_doc(doc: Document) -> dict:
-    reg = catalog_registry()
+    reg = _REGISTRY
     diags = validate(doc, reg)
     return {
         "ok": not diags,
@@ -164,7 +203,7 @@ def edit(text: str, edit: dict, file: str = FILE) -> dict:
 
 def catalog(kind: str = "block") -> list[dict]:
     """The entries of one kind, ``[{id, doc, fields}]``, for the add-block menu."""
-    reg = catalog_registry()
+    reg = _REGISTRY
     return [
         {"id": i, "doc": reg.doc(i), "fields": [f.as_json() for f in reg.fields(i)]}
         for i in reg.ids(kind)

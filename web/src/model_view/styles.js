@@ -63,9 +63,10 @@ const CSS = `
 .mv-msg { grid-column: 1 / -1; color: #b91c1c; font-size: .78rem; }
 .mv-msg:empty { display: none; }
 .mv-field.invalid input, .mv-field.invalid select { border-color: #dc2626; background: #fef2f2; }
-.mv-add { display: flex; gap: .4rem; align-items: center; flex-wrap: wrap; padding: .4rem .6rem; border: 1px dashed #cbd5e1; border-radius: 6px; margin-bottom: .5rem; }
+.mv-add { display: flex; gap: .4rem; align-items: center; flex-wrap: nowrap; padding: .4rem .6rem; border: 1px dashed #cbd5e1; border-radius: 6px; margin-bottom: .5rem; }
 .mv-add input, .mv-add select { font: inherit; font-size: .85rem; padding: .2rem .35rem; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; }
-.mv-add .mv-add-name { width: 11ch; }
+.mv-add .mv-add-name { width: 15ch; }
+.mv-add .mv-add-kind { flex: 1; min-width: 10ch; }
 .mv-add input.bad { border-color: #dc2626; background: #fef2f2; }
 .mv-add-btn { font: inherit; font-size: .85rem; border: 1px solid #2563eb; color: #2563eb; background: #fff; border-radius: 6px; padding: .2rem .6rem; cursor: pointer; }
 .mv-add-btn:hover { background: #eff6ff; }
