@@ -241,6 +241,8 @@ def test_edit_to_all_views_latency(page):
             "all_views_p50_ms": _pct([x["ms"] for x in lat], 50),
             "all_views_p95_ms": _pct([x["ms"] for x in lat], 95),
             "worker_round_trip_p50_ms": _pct([x["worker_ms"] for x in lat], 50),
+            "to_python_p50_ms": _pct([x["there_ms"] for x in lat], 50),
+            "back_to_page_p50_ms": _pct([x["back_ms"] for x in lat], 50),
             "python_p50_ms": _pct([x["py_ms"] for x in lat], 50),
             "python_p95_ms": _pct([x["py_ms"] for x in lat], 95),
             "optimistic_code_p50_ms": _pct([x["ms"] for x in pred], 50),

@@ -13,6 +13,7 @@ they are answered here through one-line delegates.
 
 from __future__ import annotations
 
+import json
 import time
 
 from ..base.errors import Diagnostic, ScellisError
@@ -124,17 +125,26 @@ def _project_doc(doc: Document) -> dict:
     }
 
 
-def project(text: str, file: str = FILE) -> dict:
+def _out(result: dict, t0: float, encoded: bool):
+    result["py_ms"] = (time.perf_counter() - t0) * 1000
+    # wall-clock end (ms since the epoch, the page's clock too): the page splits a round
+    # trip into the way there, Python, and the way back
+    result["py_end"] = time.time() * 1000
+    # encoded: one JSON string crosses from Python to the page instead of a tree of
+    # values converted one by one (the bigger part of a round trip in Pyodide)
+    return json.dumps(result) if encoded else result
+
+
+def project(text: str, file: str = FILE, encoded: bool = False) -> dict | str:
     """``{ok, parsed, text, graph, form, diagnostics, py_ms}`` of one SML text.
 
     ``parsed`` is False when the text is not a readable document (then ``graph`` and
     ``form`` are None and ``diagnostics`` holds the one parse error). ``py_ms`` is the
-    time spent here, so the page can tell Python's share of an edit's latency.
+    time spent here, so the page can tell Python's share of an edit's latency. With
+    ``encoded`` the result is its JSON text.
     """
     t0 = time.perf_counter()
-    out = _project(text, file)
-    out["py_ms"] = (time.perf_counter() - t0) * 1000
-    return out
+    return _out(_project(text, file), t0, encoded)
 
 
 def _project(text: str, file: str) -> dict:
@@ -182,7 +192,7 @@ EDITS = {
 }
 
 
-def edit(text: str, edit: dict, file: str = FILE) -> dict:
+def edit(text: str, edit: dict, file: str = FILE, encoded: bool = False) -> dict | str:
     """Apply one edit (``{kind, ...}``, kinds in ``EDITS``) and project the new text.
 
     Raises ScellisError when the text does not parse or the edit cannot apply (an
@@ -196,9 +206,7 @@ def edit(text: str, edit: dict, file: str = FILE) -> dict:
     EDITS[edit["kind"]](doc, edit)
     if edit["kind"] == "set_field" and edit.get("block") == "data":
         rehash(doc)
-    out = _project_doc(doc)
-    out["py_ms"] = (time.perf_counter() - t0) * 1000
-    return out
+    return _out(_project_doc(doc), t0, encoded)
 
 
 def catalog(kind: str = "block") -> list[dict]:

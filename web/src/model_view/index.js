@@ -119,7 +119,9 @@ export function mount(el, client, app) {
     if (t0 !== undefined) {
       const ms = performance.now() - t0;
       // ms: edit to all three views rendered; worker_ms: the round trip; py_ms: Python
-      state.latencies.push({ kind, ms, seq, worker_ms: r.answered - t0, py_ms: r.py_ms });
+      const back = performance.timeOrigin + r.answered - r.py_end; // answer: worker -> page
+      state.latencies.push({ kind, ms, seq, worker_ms: r.answered - t0, py_ms: r.py_ms, back_ms: back,
+        there_ms: r.answered - t0 - back - r.py_ms });
       // loading a record (first one waits for the engine to start) is not an edit
       const xs = state.latencies.filter((x) => x.kind !== "load").map((x) => x.ms);
       if (xs.length) $(".mv-latency").textContent = `${ms.toFixed(1)} ms (p50 ${percentile(xs, 50).toFixed(1)}, p95 ${percentile(xs, 95).toFixed(1)}, n=${xs.length})`;
@@ -132,7 +134,8 @@ export function mount(el, client, app) {
     state.busy++;
     el.dataset.busy = "1";
     try {
-      const r = await client.call(cmd, args);
+      const raw = await client.call(cmd, { ...args, encoded: true });
+      const r = typeof raw === "string" ? JSON.parse(raw) : raw;
       r.answered = performance.now();
       // an older answer that arrives after a newer request was sent is dropped
       if (mine === state.seq) render(r, kind, t0);
