@@ -14,7 +14,7 @@ import pytest
 from scellis.data import load_data, text_dataset
 from scellis.sml import parse
 
-from .webui_site import CHROMIUM, open_page, screenshot
+from .webui_site import CHROMIUM, full_screen, screenshot, shared_page
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
 
@@ -32,12 +32,11 @@ def make_csv(seed: int, n: int = 160) -> tuple[str, list[float]]:
     return "\n".join(rows) + "\n", level
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    pw, ctx, page = open_page(tmp_path_factory.mktemp("dp"))
-    yield page
-    ctx.close()
-    pw.stop()
+@pytest.fixture
+def page():
+    page = shared_page()
+    full_screen(page, False)
+    return page
 
 
 def reset(page) -> None:

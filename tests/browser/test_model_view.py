@@ -15,7 +15,7 @@ import pytest
 
 from scellis.webapp import model_api
 
-from .webui_site import ARTIFACTS, CHROMIUM, open_page, screenshot
+from .webui_site import ARTIFACTS, CHROMIUM, full_screen, screenshot, shared_page
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
 
@@ -24,13 +24,11 @@ NAMES = ("lstm_forecaster", "char_transformer")
 EXAMPLES = {n: (ROOT / "examples" / f"{n}.sml").read_text() for n in NAMES}
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    pw, ctx, page = open_page(tmp_path_factory.mktemp("mv"))
-    page.click(".mv-expand")  # the full-screen editor: all three views side by side
-    yield page
-    ctx.close()
-    pw.stop()
+@pytest.fixture
+def page():
+    page = shared_page()
+    full_screen(page, True)
+    return page
 
 
 def load(page, name: str) -> None:
@@ -191,6 +189,24 @@ def test_add_a_block_from_the_catalog_then_wire_it(page):
     assert ("drop", "body") in edges(page) and ("pos", "body") not in edges(page)
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
     screenshot(page, "model_view_added_block.png")
+
+
+def test_rename_and_remove_from_the_form(page):
+    load(page, "lstm_forecaster")
+    page.fill("input[aria-label='name of block lstm']", "encoder")
+    page.press("input[aria-label='name of block lstm']", "Enter")
+    wait_code(page, "  encoder:\n")
+    text = code_text(page)
+    assert "    in: encoder\n" in text and "lstm:" not in text  # the head follows the rename
+    assert ("window", "encoder") in edges(page) and ("encoder", "head") in edges(page)
+    page.click("button[title='remove block head']")
+    wait_code(page, "outputs: [head]")
+    page.wait_for_function("() => !document.querySelector(\".mv-node[data-id='head']\")")
+    # the outputs still name the removed block: said in place, at its line:col
+    problems = page.text_content(".mv-problems")
+    lines = code_text(page).splitlines()
+    line = next(i for i, ln in enumerate(lines, 1) if ln.startswith("outputs"))
+    assert f"{line}:11" in problems and "output 'head' names no block or input" in problems
 
 
 def _edits(name: str, n: int):

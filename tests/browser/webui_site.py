@@ -10,6 +10,7 @@ Model View needs no GPU).
 
 from __future__ import annotations
 
+import atexit
 import functools
 import http.server
 import json
@@ -126,6 +127,25 @@ def open_page(tmp_dir: Path, width: int = 1440, height: int = 900):
     page.goto(serve())
     page.wait_for_function("document.body.dataset.engine === 'ready'", timeout=180_000)
     return pw, ctx, page
+
+
+@functools.lru_cache(maxsize=1)
+def shared_page():
+    """One page for every test of this folder: the engine starts once per session."""
+    pw, ctx, page = open_page(Path(tempfile.mkdtemp(prefix="scellis-webui-profile-")))
+
+    def close():
+        ctx.close()
+        pw.stop()
+
+    atexit.register(close)
+    return page
+
+
+def full_screen(page, on: bool) -> None:
+    """Open or close Model View's full-screen editor (it covers the other panels)."""
+    if ("mv-full" in (page.get_attribute("#model-view", "class") or "")) != on:
+        page.click(".mv-expand")
 
 
 def screenshot(page, name: str) -> Path:

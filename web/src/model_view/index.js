@@ -88,6 +88,9 @@ export function mount(el, client, app) {
   }
 
   function render(r, kind, t0) {
+    // typing went on while this text was projected: a newer projection is on its way,
+    // and this answer must not put the older text back under the user's cursor
+    if (kind === "code" && r.text !== code.text) return;
     const seq = ++state.shown;
     state.result = r;
     if (r.text !== code.text) code.setText(r.text);
