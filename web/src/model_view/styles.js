@@ -21,8 +21,8 @@ const CSS = `
 .mv-pane { display: none; min-width: 0; min-height: 0; }
 .mv-pane.active { display: flex; flex-direction: column; }
 .mv-pane-title { display: none; font-size: .72rem; font-weight: 600; letter-spacing: .06em; text-transform: uppercase; color: #6b7280; padding: 0 0 .35rem; }
-.mv-graph-canvas { overflow: auto; max-height: 520px; background: #f8fafc; border: 1px solid #e5e7eb; border-radius: 6px; display: flex; justify-content: center; }
-.mv-svg { width: 100%; display: block; }
+.mv-graph-canvas { overflow: auto; max-height: 520px; background: #f8fafc; border: 1px solid #e5e7eb; border-radius: 6px; }
+.mv-svg { display: block; margin: 0 auto; }
 .mv-node rect { fill: #fff; stroke: #94a3b8; stroke-width: 1.2; }
 .mv-input rect { fill: #eff6ff; stroke: #60a5fa; }
 .mv-output rect { stroke: #16a34a; stroke-width: 1.8; }
@@ -79,7 +79,7 @@ const CSS = `
 .mv-stale .mv-graph, .mv-stale .mv-form { opacity: .45; }
 .mv.mv-full { position: fixed; inset: 0; z-index: 50; border-radius: 0; padding: .75rem 1rem; background: #fff; }
 .mv.mv-full .mv-tabs { display: none; }
-.mv.mv-full .mv-panes { grid-template-columns: minmax(260px, .9fr) minmax(360px, 1.1fr) minmax(360px, 1.2fr); gap: .9rem; flex: 1; }
+.mv.mv-full .mv-panes { grid-template-columns: minmax(300px, 1fr) minmax(360px, 1fr) minmax(360px, 1.1fr); gap: .9rem; flex: 1; }
 .mv.mv-full .mv-pane { display: flex; flex-direction: column; }
 .mv.mv-full .mv-pane-title { display: block; }
 .mv.mv-full .mv-graph-canvas, .mv.mv-full .mv-form { max-height: calc(100vh - 9rem); }
