@@ -16,6 +16,7 @@ from scellis.sml import parse
 
 from .webui_site import CHROMIUM, full_screen, screenshot, shared_page
 
+pytest.importorskip("playwright", reason="needs Playwright for Python (the test extra)")
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,6 +17,7 @@ from scellis.webapp import model_api
 
 from .webui_site import ARTIFACTS, CHROMIUM, full_screen, screenshot, shared_page
 
+pytest.importorskip("playwright", reason="needs Playwright for Python (the test extra)")
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
 
 ROOT = Path(__file__).resolve().parents[2]

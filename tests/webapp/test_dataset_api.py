@@ -107,3 +107,13 @@ def test_bad_files_are_clear_errors(tmp_path):
         dataset_api.dataset_from(LSTM, "a.csv", text, folder=str(tmp_path))
     with pytest.raises(ScellisError, match="increasing times"):
         dataset_api.dataset_from(LSTM, "a.csv", text, "level", "label", folder=str(tmp_path))
+
+
+def test_a_file_of_the_other_kind_is_refused(tmp_path):
+    char = (ROOT / "examples" / "char_transformer.sml").read_text()
+    text, _ = make_csv(random.Random(8))
+    with pytest.raises(ScellisError, match="is for a text corpus .*context"):
+        dataset_api.dataset_from(char, "s.csv", text, "level", folder=str(tmp_path))
+    with pytest.raises(ScellisError, match="is for a CSV series .*column"):
+        dataset_api.dataset_from(LSTM, "notes.txt", "abc " * 500, folder=str(tmp_path))
+    assert not list(tmp_path.iterdir())  # nothing saved for a refused file
