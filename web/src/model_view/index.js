@@ -13,7 +13,7 @@ const TEMPLATE = `
   <div class="mv-bar">
     <h2>Model</h2>
     <span class="mv-model-id muted"></span>
-    <span class="mv-status" role="status"></span>
+    <span class="mv-status" role="status">loading…</span>
     <span class="mv-latency muted" title="edit to all three views, through the worker"></span>
     <span class="mv-spacer"></span>
     <div class="mv-tabs" role="tablist">
@@ -21,7 +21,7 @@ const TEMPLATE = `
       <button role="tab" data-tab="form">Form</button>
       <button role="tab" data-tab="code">Code</button>
     </div>
-    <button class="mv-expand" title="full-screen editor">⤢ Full screen</button>
+    <button class="mv-expand" title="full-screen editor: graph, form and code side by side" aria-label="full screen">⤢</button>
   </div>
   <div class="mv-panes">
     <div class="mv-pane mv-pane-graph active" data-pane="graph"><div class="mv-pane-title">Graph</div><div class="mv-graph"></div></div>
@@ -195,7 +195,7 @@ export function mount(el, client, app) {
   for (const b of el.querySelectorAll(".mv-tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
   $(".mv-expand").addEventListener("click", () => {
     const full = el.classList.toggle("mv-full");
-    $(".mv-expand").textContent = full ? "✕ Close full screen" : "⤢ Full screen";
+    $(".mv-expand").textContent = full ? "✕ Close full screen" : "⤢";
     document.body.classList.toggle("mv-full-open", full);
   });
   document.addEventListener("keydown", (ev) => {

@@ -12,6 +12,8 @@ const CSS = `
 .mv-status-warn { background: #fef3c7; color: #92400e; }
 .mv-status-bad { background: #fee2e2; color: #991b1b; }
 .mv-latency { font-size: .75rem; }
+.mv-latency:empty { display: none; }
+.mv:not(.mv-full) .mv-latency { order: 10; flex-basis: 100%; }
 .mv-tabs { display: inline-flex; border: 1px solid #d1d5db; border-radius: 6px; overflow: hidden; }
 .mv-tabs button { border: 0; background: #fff; padding: .25rem .7rem; cursor: pointer; font: inherit; font-size: .85rem; }
 .mv-tabs button[aria-selected="true"] { background: #1f2937; color: #fff; }
