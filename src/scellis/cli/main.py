@@ -12,7 +12,7 @@ import sys
 import click
 
 from .. import ScellisError, __version__
-from . import catalog, demo, devices, train, validate
+from . import catalog, demo, devices, serve, site, train, validate
 
 
 @click.group(
@@ -25,7 +25,7 @@ def cli() -> None:
     pass
 
 
-for _mod in (demo, devices, catalog, validate, train):
+for _mod in (demo, devices, catalog, validate, train, site, serve):
     cli.add_command(_mod.command)
 
 
