@@ -15,10 +15,8 @@ import pytest
 
 from scellis.webapp import model_api
 
-from .webui_site import ARTIFACTS, CHROMIUM, full_screen, screenshot, shared_page
-
-pytest.importorskip("playwright", reason="needs Playwright for Python (the test extra)")
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
+from .conftest import ARTIFACTS, screenshot
+from .ui import set_record, ui_page
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("lstm_forecaster", "char_transformer")
@@ -26,20 +24,12 @@ EXAMPLES = {n: (ROOT / "examples" / f"{n}.sml").read_text() for n in NAMES}
 
 
 @pytest.fixture
-def page():
-    page = shared_page()
-    full_screen(page, True)
-    return page
+def page(engine_page):
+    return ui_page(engine_page, True)
 
 
 def load(page, name: str) -> None:
-    page.evaluate("t => { window.scellisApp.record = t; window.scellisApp.emit('record', t); }",
-                  EXAMPLES[name])  # fmt: skip
-    page.wait_for_function(
-        "t => window.scellisApp.modelView.result && window.scellisApp.modelView.result.text === t"
-        " && !document.querySelector('#model-view').dataset.busy",
-        arg=EXAMPLES[name],
-    )
+    set_record(page, EXAMPLES[name])
 
 
 def code_text(page) -> str:
@@ -88,7 +78,7 @@ def test_form_edit_updates_code_and_graph(page):
     page.press("#mv-f-head-in_features", "Enter")
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
     assert "mv-bad" not in page.get_attribute(".mv-node[data-id='head']", "class")
-    screenshot(page, "model_view_form_edit.png")
+    screenshot(page, "model_view_form_edit")
 
 
 def test_form_checks_a_value_before_sending(page):
@@ -142,7 +132,7 @@ def test_bad_code_shows_its_error_in_place(page):
     assert mark_line == bad
     assert page.locator(".cm-lint-marker-error").count() >= 1
     assert "mv-stale" in page.get_attribute("#model-view", "class")
-    screenshot(page, "model_view_code_error.png")
+    screenshot(page, "model_view_code_error")
     page.keyboard.press("Control+z")
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
     assert "mv-stale" not in page.get_attribute("#model-view", "class")
@@ -169,7 +159,7 @@ def test_rewire_in_the_graph(page):
     wait_code(page, "  head:\n    block_id: nn/lm_head\n    in: tok\n")
     assert ("tok", "head") in edges(page) and ("body", "head") not in edges(page)
     assert comments(code_text(page)) == comments(EXAMPLES["char_transformer"])
-    screenshot(page, "model_view_rewire.png")
+    screenshot(page, "model_view_rewire")
 
 
 def test_add_a_block_from_the_catalog_then_wire_it(page):
@@ -189,7 +179,7 @@ def test_add_a_block_from_the_catalog_then_wire_it(page):
     wait_code(page, "    block_id: nn/transformer\n    in: drop\n")
     assert ("drop", "body") in edges(page) and ("pos", "body") not in edges(page)
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
-    screenshot(page, "model_view_added_block.png")
+    screenshot(page, "model_view_added_block")
 
 
 def test_rename_and_remove_from_the_form(page):
