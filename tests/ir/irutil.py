@@ -20,6 +20,15 @@ def example(name: str) -> dict:
     return load_record(str(ROOT / "examples" / f"{name}.sml"))
 
 
+def random_tensor(shape, dtype: str, device, rng, high: int = 2):
+    """Floats ~ N(0, 1); ints uniform in [0, high)."""
+    if dtype == "i32":
+        arr = rng.integers(0, high, size=shape).astype(np.int32)
+    else:
+        arr = rng.standard_normal(shape).astype(np.float32)
+    return sc.tensor(arr.tolist(), dtype=dtype, device=device)
+
+
 def random_inputs(record: dict, batch: int, device, seed: int = 0) -> list:
     """One random tensor per record input: ids below the vocabulary, floats ~ N(0, 1)."""
     rng = np.random.default_rng(seed)

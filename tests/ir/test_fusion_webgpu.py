@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from irutil import MODELS, example, random_inputs
+from irutil import MODELS, example, random_inputs, random_tensor
 
 from scellis.autograd import no_grad
 from scellis.base.rng import Generator
@@ -14,7 +14,7 @@ from scellis.ir.compiled import compile_forward
 from scellis.ir.graph import op_graph
 from scellis.ir.kernels import lower
 from scellis.ir.limits import of_backend
-from scellis.ir.trace import trace
+from scellis.ir.trace import run_program, trace
 from scellis.model.build import RecordModel
 
 pytestmark = pytest.mark.webgpu
@@ -76,3 +76,25 @@ def test_kernel_rung_wgsl_is_what_the_backend_compiles(model_name):
     assert texts <= compiled  # and every pipeline in the rung was compiled
     consts = sum(len(k.launches) for k in kg.kernels if k.ops[0].phase == "const")
     assert kg.dispatches - consts == eager_dispatches
+
+
+def test_training_step_kernels_are_what_eager_training_compiles():
+    # one eager training step on a fresh device: from its first input on, every pipeline
+    # it compiles and every dispatch it makes is the kernel rung's (backward included)
+    record = example("lstm_forecaster")
+    dev = WebGPUBackend()
+    mark = {}
+    rng = np.random.default_rng(0)
+
+    def feed(d, shape, dtype):
+        if not mark:
+            mark.update(pipelines=set(d._pipelines), dispatches=d.stats["dispatches"])
+        return random_tensor(list(shape), dtype.name, d, rng)
+
+    run_program(record, dev, mode="training", batch=BATCH, steps=1, feed=feed)
+    new = set(dev._pipelines) - mark["pipelines"]
+    kg = lower(op_graph(trace(record, mode="training", batch=BATCH, steps=1)), of_backend(dev))
+    texts = set(kg.pipelines().values())
+    assert new <= texts and texts <= set(dev._pipelines)
+    consts = sum(len(k.launches) for k in kg.kernels if k.ops[0].phase == "const")
+    assert dev.stats["dispatches"] - mark["dispatches"] == kg.dispatches - consts

@@ -68,7 +68,7 @@ def pretrained(tmp_path_factory):
     net = Net()
     x, y = _task(1, 64, w_seed=10)
     opt = torch.optim.Adam(net.parameters(), lr=0.02)
-    for _ in range(30):
+    for _ in range(20):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y).long()
                                           ).backward()  # fmt: skip

@@ -45,6 +45,10 @@ def transformer(d_model: int, layers: int, batch: int) -> dict:
     return r
 
 
+def mixed(record: dict) -> dict:
+    return {**record, "precision": "mixed_f16"}
+
+
 # three sizes of each example model (kept tiny: lavapipe is a software GPU)
 SIZES = [
     ("lstm-h16-b4", lambda: lstm(16, 4)),
@@ -53,7 +57,9 @@ SIZES = [
     ("transformer-d32-l1-b2", lambda: transformer(32, 1, 2)),
     ("transformer-d48-l1-b4", lambda: transformer(48, 1, 4)),
     ("transformer-d64-l2-b4", lambda: transformer(64, 2, 4)),
-]
+    ("transformer-d64-l2-b4-remat", lambda: {**transformer(64, 2, 4),
+                                             "activation_checkpointing": True}),
+]  # fmt: skip
 
 
 def _entry(section: dict, kind: str, *args):
@@ -88,6 +94,15 @@ def measured_loop_peak(record: dict, device, steps: int = 2, seed: int = 0) -> i
         max_steps=steps,
         determinism_tier="debug",
         grad_clip=record.get("grad_clip"),
+        precision=record.get("precision"),
         log_every=1000,
     )
     return device.peak_bytes
+
+
+# mixed f16 (f32 masters, f16 working copies, dynamic loss scaling): on the reference,
+# which emulates f16 (lavapipe has no shader-f16)
+MIXED = [
+    ("lstm-h32-b8-mixed", lambda: mixed(lstm(32, 8))),
+    ("transformer-d48-l1-b4-mixed", lambda: mixed(transformer(48, 1, 4))),
+]

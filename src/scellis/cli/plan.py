@@ -16,7 +16,7 @@ from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
 from ..ir.plan import make_plan
 from ..ir.record import load_record
-from .planning import loop_update
+from .planning import loop_update_for
 
 DEVICES = ["auto", "webgpu", "reference", "null", *PROFILES]
 
@@ -63,7 +63,7 @@ def command(file, device, budget, batch, mode, precision, json_):
         mode=mode,
         batch=batch,
         precision=precision,
-        update=loop_update,
+        update=loop_update_for(record),
         eval_batch=eval_batch,
     )
     if json_:

@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from ..base.rng import Generator
 from ..catalog.registry import lookup
 from ..catalog.sml_registry import catalog_registry
+from ..codecs.convert import header_weights
+from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
 from ..devices.base import get_device
 from ..ir.limits import target_of_device
 from ..ir.plan import plan_or_refuse
-from ..model.build import RecordModel, config_of
+from ..model.build import config_of
 from ..sml import emit, parse, validate
 from ..store.gc import collect, retain
 from ..store.objects import ObjectStore
@@ -36,7 +37,7 @@ from ..train import Batches, TrainState, fit
 from ..train import checkpoint as ckpt
 from ..train.determinism import resolve_tier
 from .common import pick_device
-from .planning import loop_update
+from .planning import loop_update_for
 from .progress import Progress
 
 
@@ -71,8 +72,11 @@ def check_text(raw: bytes, label: str) -> None:
 
 
 def prepare(
-    raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None
-) -> Setup:
+    raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None,
+    store=None,
+) -> Setup:  # fmt: skip
+    """The run's live pieces; with ``store``, an imported record's header weights are
+    loaded first (a resume passes none: its checkpoint holds every tensor)."""
     check_text(raw, label)
     record = parse(raw, label).data
     device, why = pick_device(device_name)
@@ -80,8 +84,11 @@ def prepare(
     seed = int(record.get("seed", 0))
     # the memory plan traces on the null device: a red plan refuses before any allocation
     eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    plan_or_refuse(record, target_of_device(dev, budget), update=loop_update, eval_batch=eval_batch)
-    model = RecordModel(record, device=dev, gen=Generator(seed, "init"))
+    update = loop_update_for(record)
+    plan_or_refuse(record, target_of_device(dev, budget), update=update, eval_batch=eval_batch)
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    weights = header_weights(text, store) if store is not None else None
+    model = pretrained_model(record, weights, device=dev)
     if "data" not in record:
         raise ScellisError(f"{label}: the record has no data section to train on")
     ds = load_data(record["data"], base_dir=base_dir)

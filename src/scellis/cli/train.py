@@ -26,7 +26,7 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
           keep_best=True) -> int:  # fmt: skip
     root = Path(store)
     raw, label, base_dir = resolve_record(ref, root)
-    s = prepare(raw, label, base_dir, device, budget)
+    s = prepare(raw, label, base_dir, device, budget, store=root)
     epochs = int(epochs if epochs is not None else s.record.get("epochs", 1))
     plan = Plan(
         epochs=epochs, max_steps=max_steps, log_every=log_every,

@@ -19,15 +19,18 @@ from ..base.errors import ScellisError
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
 from .base import Imported, make, read
+from .pretrained import finetuned_source
 from .raw import RawTensor
 from .record import check, record_text
 from .safetensors import SafetensorsCodec, SafetensorsConfig
 from .weights import map_names, state_of
 
 WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)
-TARGETS = {"safetensors": "codec/safetensors", "pt": "codec/torch", "torch": "codec/torch_module"}
+TARGETS = {"safetensors": "codec/safetensors", "pt": "codec/torch", "torch": "codec/torch_module",
+           "onnx": "codec/onnx_export"}  # fmt: skip
 _DEFAULT_NAME = {"codec/safetensors": "{stem}.safetensors", "codec/torch": "{stem}.pt",
-                 "codec/torch_module": "{stem}_torch"}  # fmt: skip
+                 "codec/torch_module": "{stem}_torch",
+                 "codec/onnx_export": "{stem}.onnx"}  # fmt: skip
 
 
 @dataclass
@@ -82,6 +85,19 @@ def import_file(
     return res
 
 
+def header_weights(text: str, store) -> dict[str, RawTensor] | None:
+    """The tensors a record's ``# weights: sha256:…`` header names, or None without one."""
+    tag = WEIGHTS_TAG.search(text)
+    if tag is None:
+        return None
+    ref = f"sha256:{tag.group(1)}"
+    return (
+        SafetensorsCodec(SafetensorsConfig())
+        .loads(ObjectStore(store).get(tag.group(1)), ref)
+        .tensors
+    )
+
+
 def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
     """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":
@@ -96,6 +112,10 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
             tensors = SafetensorsCodec(SafetensorsConfig()).loads(blob, ref).tensors
         else:
             tensors = read(ref).tensors
+        if rec.get("finetune"):
+            merged = finetuned_source(rec, tensors)
+            if merged is not None:
+                return merged
         return rec, map_names(tensors, _shapes(rec))[0]
     im = read(path)
     if weights is not None:

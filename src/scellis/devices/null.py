@@ -68,9 +68,10 @@ class TracingBackend(NullBackend):
     constants); ``phase`` and ``scope`` label the events that follow.
     """
 
-    name = "null"
-
-    def __init__(self, supports_f16: bool = True):
+    def __init__(self, supports_f16: bool = True, name: str = "null"):
+        # ``name``: the device the traced code believes it runs on (code that picks a
+        # path by device name then takes the target's path)
+        self.name = name
         self.events: list[tuple] = []
         self.phase = ""
         self.scope = ""

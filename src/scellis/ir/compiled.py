@@ -8,11 +8,12 @@ with the model's parameters (matched by their dotted names) and the given inputs
 from __future__ import annotations
 
 from ..base.errors import ScellisError
+from ..catalog.peft import adapters_of
 from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
 from .kernels import KernelGraph, lower
-from .limits import Target
+from .limits import Target, resolve
 from .trace import trace
 
 
@@ -52,12 +53,21 @@ def model_device(model):
 def compile_forward(
     record: dict, target: Target, *, batch: int | None = None, fused: bool = True
 ) -> CompiledForward:
-    tr = trace(record, mode="inference", batch=batch, supports_f16=target.has_f16)
+    tr = trace(
+        record, mode="inference", batch=batch, supports_f16=target.has_f16, device=target.device
+    )
+    eager = [p for p, m in adapters_of(tr.keep[0]) if m.lowering == "eager"]
+    if eager:
+        raise ScellisError(
+            f"prefix/prompt adapters ({', '.join(eager)}) run on the eager path; "
+            "they are not compiled (run the model eagerly, or compile it without them)"
+        )
     uploads = [e for e in tr.events if e[0] == "upload" and _phase_of(tr, e[1]) == "forward"]
     if uploads:
         raise ScellisError("this forward uploads host data while it runs; it cannot be compiled")
     g = op_graph(tr)
-    kg = lower(g, target)
+    # a device without binding limits (the reference) groups as the WebGPU spec would
+    kg = lower(g, target if target.limits else resolve("webgpu-spec"))
     if fused:
         kg = fuse(kg)
     return CompiledForward(g, kg, list((record.get("inputs") or {}).keys()))

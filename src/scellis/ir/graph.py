@@ -103,8 +103,12 @@ class OpGraph:
     def verify(self) -> list[str]:
         """Problems: a buffer read before it is written, or a shape the op table disagrees
         with. Empty when the graph is consistent."""
-        problems, written = [], {b for b, i in self.buffers.items() if i.role != "act"}
-        written |= {b for b, i in self.buffers.items() if i.role == "saved"} & set()
+        # what exists before the section: parameters, inputs, and gradients and optimizer
+        # state kept from the previous step; every other buffer must be written first
+        problems = []
+        written = {
+            b for b, i in self.buffers.items() if i.role in ("param", "input", "grad", "state")
+        }
         for n in self.nodes:
             for r in n.ins:
                 if r.buf not in written:

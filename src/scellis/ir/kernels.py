@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from ..base.errors import LimitError, ScellisError
+from ..base.errors import DTypeError, LimitError, ScellisError
 from ..devices.base import Buffer, View
 from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
 from ..devices.webgpu.kernels import KERNELS
@@ -91,6 +91,7 @@ def launches_of(src: Source, result) -> list[Launch]:
     pairs = result if isinstance(result, list) else [(src, result)]
     out = []
     for s, grid in pairs:
+        s.check_bindings()  # as the backend does before each launch: LimitError past it
         out.append(Launch(s.text(), tuple(grid), len(s.bindings) + 1, list(s.meta)))
     return out
 
@@ -188,8 +189,9 @@ def lower(graph: OpGraph, target: Target) -> KernelGraph:
     for node in graph.nodes:
         try:
             kernels.append(lower_op(mem, node))
-        except LimitError as e:
-            raise LimitError(f"op {node.index} ({node.op}) [{node.scope}]: {e}") from None
+        except (LimitError, DTypeError) as e:  # what the backend would refuse at run time
+            where = f" [{node.scope}]" if node.scope else ""
+            raise type(e)(f"op {node.index} ({node.op}){where}: {e}") from None
     notes = []
     if graph.mode == "training":
         notes.append("training: forward, backward and optimizer stay eager (one kernel per op)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from ..catalog.peft import describe
 from .blocks import block_graph
 from .fusion import fuse
 from .graph import op_graph
@@ -44,8 +45,23 @@ def emit(
     bg = block_graph(record)
     if rung == "blocks":
         tr = trace(record, mode="inference", batch=batch, supports_f16=target.has_f16)
-        return Emitted(rung, bg.text(), bg.verify(tr.block_shapes, tr.batch))
+        text = _peft_header(record, tr) + bg.text()
+        return Emitted(rung, text, bg.verify(tr.block_shapes, tr.batch))
     tr = trace(record, mode=mode, batch=batch, supports_f16=target.has_f16)
+    out = _rung(rung, bg, tr, target, mode, fused)
+    out.text = _peft_header(record, tr, "//" if rung == "wgsl" else "#") + out.text
+    return out
+
+
+def _peft_header(record: dict, tr, mark: str = "#") -> str:
+    """A record with a ``finetune`` section: its adapters as comment lines, each saying
+    whether it is lowered with the op graph or runs on the eager path."""
+    if not record.get("finetune"):
+        return ""
+    return "".join(f"{mark} {line}\n" for line in describe(tr.keep[0]).splitlines())
+
+
+def _rung(rung: str, bg, tr, target: Target, mode: str, fused: bool) -> Emitted:
     problems = bg.verify(tr.block_shapes, tr.batch) if mode == "inference" else bg.verify()
     g = op_graph(tr)
     problems += g.verify()

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..base.errors import LimitError, ScellisError
+from ..base.errors import DTypeError, LimitError, ScellisError
 from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
 from .graph import op_graph
 from .kernels import lower
 from .limits import Target, human
 from .memory import CLASSES, cost_fn, profile
+from .schedule import schedule
 from .trace import Trace, trace
 
 PERSISTENT = ("parameters", "gradients", "optimizer_state", "loop_state")
@@ -64,6 +65,7 @@ class Plan:
     n_params: int = 0
     step_peak: int = 0
     eval_peak: int = 0  # 0: not planned
+    schedule_bytes: int = 0  # the step's buffers packed into slots by liveness (replay)
 
     @property
     def headroom(self) -> float:
@@ -79,6 +81,7 @@ class Plan:
             "peak": self.peak,
             "step_peak": self.step_peak,
             "eval_peak": self.eval_peak,
+            "schedule_bytes": self.schedule_bytes,
             "classes": self.classes,
             "class_peaks": self.class_peaks,
             "largest_buffer": self.largest,
@@ -112,6 +115,11 @@ class Plan:
                 f"  step peak  {human(self.step_peak):>12}; evaluation forward "
                 f"{human(self.eval_peak)} (with what a step leaves resident)"
             )
+        if self.schedule_bytes:
+            lines.append(
+                f"  schedule   {human(self.schedule_bytes):>12}  (the step's buffers packed "
+                "by liveness, as a replay of the schedule would hold them)"
+            )
         lines.append("  at the step's peak (co-resident):")
         for c in CLASSES:
             if self.classes.get(c):
@@ -131,13 +139,15 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int]:
+def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int, int]:
+    """Problems, warnings, the largest buffer, and the bytes the step's schedule packs its
+    buffers into (0 when it was not lowered)."""
     problems, warnings, largest = [], [], 0
     allocs = tr.allocs()
     for numel, dtype, _, _ in allocs.values():
         largest = max(largest, storage_bytes(numel, dtype))
     if not target.limits:
-        return problems, warnings, largest
+        return problems, warnings, largest, 0
     lim = target.limits
     window, _ = binding_geometry(lim)
     per_stage = lim["max_storage_buffers_per_shader_stage"]
@@ -159,13 +169,28 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], in
             f"{split} tensor(s) exceed maxStorageBufferBindingSize and are split into binding "
             "windows (slower kernels)"
         )
+    packed = 0
     if not problems:
         try:
             kg = lower(op_graph(tr), target)
             problems += kg.verify()
-        except LimitError as e:
+            packed = schedule(kg).bytes
+        except (LimitError, DTypeError) as e:  # an op this device cannot run
             problems.append(str(e))
-    return problems, warnings, largest
+    return problems, warnings, largest, packed
+
+
+def _runnable_precision(record: dict, precision: str | None, target: Target):
+    """The precision the run will really use on ``target`` (the train layer's rule: mixed
+    f16 without shader-f16 runs f32 when the record allows the fallback, else is refused),
+    a warning, and a refusal."""
+    spec = record.get("precision") if precision is None else precision
+    policy = spec.get("policy", "f32") if isinstance(spec, dict) else (spec or "f32")
+    if policy != "mixed_f16" or target.has_f16 or target.device != "webgpu":
+        return policy, "", ""
+    if isinstance(spec, dict) and spec.get("fallback") == "f32":
+        return "f32", "no shader-f16 here: planned in f32, as the record's fallback asks", ""
+    return policy, "", "precision mixed_f16 needs shader-f16, which this target lacks"
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -187,17 +212,21 @@ def make_plan(
     """``update``: the optimizer phase to trace (see ``trace.run_program``);
     ``loop_scalars``: 0-d f32 tensors the train loop keeps on the device (loss sums,
     step counts, the loss scale), counted as co-resident throughout."""
-    tr = trace(record, mode=mode, batch=batch, precision=precision, update=update)
+    dev = target.device
+    precision, f16_note, f16_problem = _runnable_precision(record, precision, target)
+    tr = trace(record, mode=mode, batch=batch, precision=precision, update=update, device=dev)
     prof = profile(tr, target.device, loop_scalars if mode == "training" else 0)
     eval_peak = 0
     if mode == "training" and eval_batch:
         # evaluation runs between steps: its forward shares the device with everything
         # a step leaves behind (parameters, gradients, optimizer state, loop scalars)
-        ev = profile(trace(record, mode="inference", batch=eval_batch, precision=precision),
-                     target.device)  # fmt: skip
+        ev = profile(
+            trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev),
+            dev,
+        )
         kept = sum(prof.at_end[c] for c in PERSISTENT)
         eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
-    problems, warnings, largest = _binding_checks(tr, target)
+    problems, warnings, largest, packed = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     if peak > target.budget:
@@ -221,9 +250,12 @@ def make_plan(
         n_params=tr.n_params,
         step_peak=prof.peak,
         eval_peak=eval_peak,
+        schedule_bytes=packed,
     )
-    if tr.precision == "mixed_f16" and not target.has_f16 and target.device == "webgpu":
-        plan.warnings.append("mixed_f16 needs shader-f16, which this target lacks")
+    if f16_problem:
+        plan.problems.append(f16_problem)
+    if f16_note:
+        plan.warnings.append(f16_note)
     if 0 <= plan.headroom < HEADROOM_WARN:
         plan.warnings.append(f"only {plan.headroom:.0%} headroom under the budget")
     plan.verdict = "red" if plan.problems else "yellow" if plan.warnings else "green"
@@ -235,13 +267,35 @@ def make_plan(
 
 def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int = 0) -> list[dict]:
     out = []
+    bind = plan.target.limits.get("max_storage_buffer_binding_size", 0)
+    if bind and plan.largest > bind:
+        out.append(
+            {
+                "fix": "narrower layers (every tensor within maxStorageBufferBindingSize)",
+                "saving": plan.largest - bind,
+                "detail": f"the largest tensor is {human(plan.largest)}, "
+                f"{human(plan.largest - bind)} over the {human(bind)} binding size (the "
+                "saving is in the largest tensor's bytes); a tensor within it binds as one "
+                "window. mixed_f16 halves activations and working copies, not the f32 "
+                "master weights",
+            }
+        )
+    if plan.peak <= plan.target.budget * (1 - HEADROOM_WARN):
+        return out  # memory is not what is wrong
     c = plan.classes
     fixed = c.get("parameters", 0) + c.get("gradients", 0) + c.get("optimizer_state", 0)
     budget = plan.target.budget
     if plan.batch > 1:
         half = max(1, plan.batch // 2)
         p2 = profile(
-            trace(record, mode=plan.mode, batch=half, precision=plan.precision, update=update),
+            trace(
+                record,
+                mode=plan.mode,
+                batch=half,
+                precision=plan.precision,
+                update=update,
+                device=plan.target.device,
+            ),  # fmt: skip
             plan.target.device,
             scalars,
         ).peak
@@ -255,12 +309,12 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
             detail += "; no batch size fits"
         out.append({"fix": f"smaller batch ({half})", "saving": plan.peak - p2, "detail": detail})
     if plan.mode == "training" and c.get("activations", 0):
-        out.append(_checkpointing(plan, tr))
+        out.append(_checkpointing(record, plan, tr, update, scalars))
     if plan.precision == "f32":
         try:
             p16 = profile(
                 trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
-                      update=update),
+                      update=update, device=plan.target.device),
                 plan.target.device,
                 scalars,
             ).peak  # fmt: skip
@@ -298,10 +352,26 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
     return out
 
 
-def _checkpointing(plan: Plan, tr: Trace) -> dict:
-    """Checkpointing keeps each block's input and recomputes its inside in backward: the
-    saving is about the saved activations less the largest block's (recomputed one at
-    a time). One block holding them all gains only from checkpointing inside it."""
+def _checkpointing(record: dict, plan: Plan, tr: Trace, update, scalars: int) -> dict:
+    """The saving of ``activation_checkpointing: true``: traced with it when the record is
+    not checkpointed yet; else estimated from where the saved activations sit."""
+    fix = "activation checkpointing (activation_checkpointing: true)"
+    if not record.get("activation_checkpointing"):
+        remat = {**record, "activation_checkpointing": True}
+        try:
+            peak = profile(
+                trace(remat, mode=plan.mode, batch=plan.batch, precision=plan.precision,
+                      update=update, device=plan.target.device),
+                plan.target.device,
+                scalars,
+            ).peak  # fmt: skip
+        except ScellisError:
+            peak = None
+        if peak is not None:
+            detail = f"recomputing blocks in backward peaks at {human(peak)} (traced)"
+            if peak >= plan.peak:
+                detail += ": no saving for this model (the recompute needs as much)"
+            return {"fix": fix, "saving": max(0, plan.peak - peak), "detail": detail}
     cost = cost_fn(plan.target.device)
     allocs = tr.allocs()
     by_block: dict[str, int] = {}
@@ -326,11 +396,7 @@ def _checkpointing(plan: Plan, tr: Trace) -> dict:
             f"{biggest_name!r}: checkpointing its layers one by one would keep about half "
             "(estimate)"
         )
-    return {
-        "fix": "activation checkpointing (activation_checkpointing: true)",
-        "saving": saving,
-        "detail": detail,
-    }
+    return {"fix": fix, "saving": saving, "detail": detail}
 
 
 def plan_or_refuse(record: dict, target: Target, **kwargs) -> Plan:

@@ -24,6 +24,7 @@ from ..base.errors import ScellisError
 from ..base.rng import Generator
 from ..base.shapes import contiguous_strides, numel
 from ..catalog.clip import clip_grad_norm_, clip_grad_value_
+from ..catalog.peft import apply_finetune
 from ..catalog.registry import lookup
 from ..devices.null import TracingBackend
 from ..model.build import RecordModel, config_of
@@ -56,6 +57,9 @@ class Trace:
     optimizer: str = ""
     n_params: int = 0
     block_shapes: dict[str, tuple] = field(default_factory=dict)  # block -> output shape
+    # the traced model and optimizer: they outlive the trace's last mark, as a real run's
+    # outlive its step, so their buffers show no release
+    keep: tuple = field(default=(), repr=False)
 
     def allocs(self) -> dict[int, tuple]:
         """serial -> (numel, dtype, phase, scope) of every buffer the trace allocated."""
@@ -92,20 +96,35 @@ def _phase(dev, name: str, scope: str = ""):
         dev.scope = ""
 
 
-def _forward(model, dev: TracingBackend, args, dtype, shapes: dict | None = None):
-    """``RecordModel.forward`` block by block, so every dispatch carries its block's name."""
-    values = dict(zip(model.input_names, args))
-    tracing = isinstance(dev, TracingBackend)
+def _forward(model, dev, args, dtype, shapes: dict | None = None):
+    """The model's own forward, with every block's dispatches labelled with its name (and
+    its output shape noted): each block's ``forward`` is wrapped for the call."""
+    if not isinstance(dev, TracingBackend):
+        return model(*args)
+    wrapped = []
     for name in model.order:
-        if tracing:
-            dev.scope = name
-        values[name] = getattr(model, name)(*(values[s] for s in model.wiring[name]))
-        if shapes is not None and isinstance(values[name], Tensor):
-            shapes[name] = values[name].shape
-    if tracing:
-        dev.scope = ""
-    outs = [values[o] for o in model.output_names]
-    return outs[0] if len(outs) == 1 else tuple(outs)
+        mod = getattr(model, name)
+        wrapped.append(mod)
+        object.__setattr__(mod, "forward", _labelled(mod.forward, dev, name, shapes))
+    try:
+        return model(*args)
+    finally:
+        for mod in wrapped:
+            object.__delattr__(mod, "forward")  # the class's forward again
+
+
+def _labelled(fn, dev: TracingBackend, name: str, shapes: dict | None):
+    def call(*a, **kw):
+        outer, dev.scope = dev.scope, name
+        try:
+            out = fn(*a, **kw)
+        finally:
+            dev.scope = outer
+        if shapes is not None and isinstance(out, Tensor) and dev.phase == "forward":
+            shapes[name] = out.shape
+        return out
+
+    return call
 
 
 @contextlib.contextmanager
@@ -166,16 +185,19 @@ def trace(
     steps: int = 2,
     supports_f16: bool = True,
     update=None,
+    device: str = "webgpu",
 ) -> Trace:
-    """Trace ``record``'s model: one inference forward, or ``steps`` training steps."""
-    dev = TracingBackend(supports_f16=supports_f16)
+    """Trace ``record``'s model: one inference forward, or ``steps`` training steps.
+
+    ``device`` is the name the traced code sees: a block that picks its path by device
+    (attention takes flash on webgpu) then takes the path it will take there."""
+    dev = TracingBackend(supports_f16=supports_f16, name=device)
     b = batch_size(record, batch)
     tr = Trace(record, b, mode, _precision(record, precision), dev.events)
     keep = run_program(
         record, dev, mode=mode, batch=b, precision=tr.precision, steps=steps, tr=tr, update=update
     )
-    # the model and optimizer outlive the trace's last mark, as they outlive a real step
-    tr._keep = keep  # type: ignore[attr-defined]
+    tr.keep = keep
     return tr
 
 
@@ -209,6 +231,8 @@ def run_program(
     mark = dev.events.append if tr is not None else (lambda e: None)
     with _phase(dev, "params"):
         model = RecordModel(record, device=dev, gen=Generator(int(record.get("seed", 0)), "init"))
+        if record.get("finetune"):  # frozen tensors get no gradient and no optimizer state
+            apply_finetune(model, record["finetune"], seed=int(record.get("seed", 0)))
         optimizer = None
         if mode == "training":
             if not record.get("optimizer") or not record.get("loss"):

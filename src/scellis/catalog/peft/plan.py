@@ -134,7 +134,7 @@ def describe(model: Module) -> str:
         how = (
             "lowered: op graph"
             if m.lowering == "graph"
-            else "eager path (not lowered; Python per call)"
+            else "eager path (Python per call; not in the compiled forward)"
         )
         lines.append(f"  {path:<{width}}  {m.kind:<11} {m.describe():<32} {how}")
     return "\n".join(lines)
