@@ -333,23 +333,57 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
                 }
             )
     if plan.mode == "training":
-        train_state = c.get("gradients", 0) + c.get("optimizer_state", 0)
-        detail = (
-            "LoRA/PEFT trains small adapters: the frozen weights need no gradients or "
-            "optimizer state (estimate: nearly all of them)"
-        )
+        peft = _peft(record, plan, update, scalars)
         if fixed > budget:
-            detail = (
+            peft["detail"] = (
                 f"parameters, gradients and optimizer state alone take {human(fixed)}, over "
-                f"the budget: no batch size can help. " + detail
+                f"the budget: no batch size can help. " + peft["detail"]
             )
-        out.append({"fix": "LoRA/PEFT", "saving": int(train_state * 0.98), "detail": detail})
+        out.append(peft)
         if fixed > budget:
             out = [r for r in out if not r["fix"].startswith("smaller batch")] + [
                 r for r in out if r["fix"].startswith("smaller batch")
             ]
             out.sort(key=lambda r: r["fix"] != "LoRA/PEFT")
     return out
+
+
+LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8}
+
+
+def _peft(record: dict, plan: Plan, update, scalars: int) -> dict:
+    """LoRA (rank 8) on every dense block with the pre-trained weights frozen: traced when
+    the record has no finetune section and has dense blocks; else an estimate."""
+    c = plan.classes
+    train_state = c.get("gradients", 0) + c.get("optimizer_state", 0)
+    if not record.get("finetune"):
+        lora = {**record, "finetune": {"adapters": [dict(LORA)]}}
+        try:
+            peak = profile(
+                trace(lora, mode=plan.mode, batch=plan.batch, precision=plan.precision,
+                      update=update, device=plan.target.device),
+                plan.target.device,
+                scalars,
+            ).peak  # fmt: skip
+        except ScellisError:
+            peak = None  # no dense block to adapt
+        if peak is not None:
+            detail = (
+                f"LoRA rank 8 on every dense block, pre-trained weights frozen, peaks at "
+                f"{human(peak)} (traced)"
+            )
+            if peak >= plan.peak:
+                detail += (
+                    ": no saving for this model (the adapters' activations outweigh the "
+                    f"{human(train_state)} of gradients and optimizer state they spare)"
+                )
+            return {"fix": "LoRA/PEFT", "saving": max(0, plan.peak - peak), "detail": detail}
+    return {
+        "fix": "LoRA/PEFT",
+        "saving": int(train_state * 0.98),
+        "detail": "PEFT trains small adapters: the frozen weights need no gradients or "
+        f"optimizer state ({human(train_state)} at the peak; estimate: nearly all of it)",
+    }
 
 
 def _checkpointing(record: dict, plan: Plan, tr: Trace, update, scalars: int) -> dict:
