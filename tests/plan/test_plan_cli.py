@@ -119,3 +119,12 @@ def test_schedule_packs_the_step_below_its_eager_peak(capsys):
     # schedule holds the step in less than its eager peak (not a law: slots keep size classes)
     rc, p = plan_json(capsys, LM, "--device", "webgpu-spec", "--budget", "4GiB")
     assert rc == 0 and 0 < p["schedule_bytes"] <= p["step_peak"]
+
+
+def test_f16_is_not_offered_where_its_kernels_cannot_run(capsys):
+    # the fused LSTM kernel is f32-only on WebGPU: on a WebGPU target the plan does not
+    # suggest mixed_f16 for the forecaster; on the reference (f16 emulated) it does
+    _, on_gpu = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--budget", "1MiB")
+    _, on_ref = plan_json(capsys, LSTM, "--device", "reference", "--budget", "1MiB")
+    assert not any(r["fix"].startswith("precision") for r in on_gpu["remediations"])
+    assert any(r["fix"].startswith("precision") for r in on_ref["remediations"])

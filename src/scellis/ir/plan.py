@@ -312,24 +312,20 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
         out.append(_checkpointing(record, plan, tr, update, scalars))
     if plan.precision == "f32":
         try:
-            p16 = profile(
-                trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
-                      update=update, device=plan.target.device),
-                plan.target.device,
-                scalars,
-            ).peak  # fmt: skip
+            t16 = trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
+                        update=update, device=plan.target.device)  # fmt: skip
+            if plan.target.limits:  # a kernel without f16 (the fused LSTM) rules it out
+                lower(op_graph(t16), plan.target)
+            p16 = profile(t16, plan.target.device, scalars).peak
         except ScellisError:
             p16 = None
         if p16 is not None and p16 < plan.peak:
-            note = "" if plan.target.has_f16 or plan.target.device != "webgpu" else (
-                " (this target lacks shader-f16)"
-            )  # fmt: skip
             out.append(
                 {
                     "fix": "precision: mixed_f16",
                     "saving": plan.peak - p16,
                     "detail": f"f16 activations with f32 master weights peak at {human(p16)} "
-                    f"(traced){note}",
+                    "(traced)",
                 }
             )
     if plan.mode == "training":
