@@ -14,9 +14,8 @@ import pytest
 from scellis.data import load_data, text_dataset
 from scellis.sml import parse
 
-from .webui_site import CHROMIUM, open_page, screenshot
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
+from .conftest import screenshot
+from .ui import set_record, ui_page
 
 ROOT = Path(__file__).resolve().parents[2]
 LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
@@ -32,19 +31,13 @@ def make_csv(seed: int, n: int = 160) -> tuple[str, list[float]]:
     return "\n".join(rows) + "\n", level
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    pw, ctx, page = open_page(tmp_path_factory.mktemp("dp"))
-    yield page
-    ctx.close()
-    pw.stop()
+@pytest.fixture
+def page(engine_page):
+    return ui_page(engine_page, False)
 
 
 def reset(page) -> None:
-    page.evaluate(
-        "t => { window.scellisApp.record = t; window.scellisApp.emit('record', t); }", LSTM
-    )
-    page.wait_for_function("t => (window.scellisApp.modelView.result || {}).text === t", arg=LSTM)
+    set_record(page, LSTM)
 
 
 def test_csv_by_picker_columns_preview_and_pin(page, tmp_path):
@@ -90,7 +83,7 @@ def test_csv_by_picker_columns_preview_and_pin(page, tmp_path):
     page.wait_for_function("t => window.scellisApp.modelView.code.text === t", arg=record)
     assert "# fitted on the training split only" in record
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
-    screenshot(page, "data_panel_csv.png")
+    screenshot(page, "data_panel_csv")
 
 
 def test_drop_a_text_file(page):
@@ -111,10 +104,7 @@ def test_drop_a_text_file(page):
     assert page.text_content(".dp-size") == f"2,000 characters, {len(set(text))} distinct"
     assert page.is_hidden(".dp-plot")
     char = (ROOT / "examples" / "char_transformer.sml").read_text()
-    page.evaluate(
-        "t => { window.scellisApp.record = t; window.scellisApp.emit('record', t); }", char
-    )
-    page.wait_for_function("t => (window.scellisApp.modelView.result || {}).text === t", arg=char)
+    set_record(page, char)
     page.click(".dp-use")
     page.wait_for_selector(".dp-hash")
     data = parse(page.evaluate("window.scellisApp.record")).data["data"]

@@ -15,32 +15,21 @@ import pytest
 
 from scellis.webapp import model_api
 
-from .webui_site import ARTIFACTS, CHROMIUM, open_page, screenshot
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium")
+from .conftest import ARTIFACTS, screenshot
+from .ui import set_record, ui_page
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("lstm_forecaster", "char_transformer")
 EXAMPLES = {n: (ROOT / "examples" / f"{n}.sml").read_text() for n in NAMES}
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    pw, ctx, page = open_page(tmp_path_factory.mktemp("mv"))
-    page.click(".mv-expand")  # the full-screen editor: all three views side by side
-    yield page
-    ctx.close()
-    pw.stop()
+@pytest.fixture
+def page(engine_page):
+    return ui_page(engine_page, True)
 
 
 def load(page, name: str) -> None:
-    page.evaluate("t => { window.scellisApp.record = t; window.scellisApp.emit('record', t); }",
-                  EXAMPLES[name])  # fmt: skip
-    page.wait_for_function(
-        "t => window.scellisApp.modelView.result && window.scellisApp.modelView.result.text === t"
-        " && !document.querySelector('#model-view').dataset.busy",
-        arg=EXAMPLES[name],
-    )
+    set_record(page, EXAMPLES[name])
 
 
 def code_text(page) -> str:
@@ -89,7 +78,7 @@ def test_form_edit_updates_code_and_graph(page):
     page.press("#mv-f-head-in_features", "Enter")
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
     assert "mv-bad" not in page.get_attribute(".mv-node[data-id='head']", "class")
-    screenshot(page, "model_view_form_edit.png")
+    screenshot(page, "model_view_form_edit")
 
 
 def test_form_checks_a_value_before_sending(page):
@@ -143,7 +132,7 @@ def test_bad_code_shows_its_error_in_place(page):
     assert mark_line == bad
     assert page.locator(".cm-lint-marker-error").count() >= 1
     assert "mv-stale" in page.get_attribute("#model-view", "class")
-    screenshot(page, "model_view_code_error.png")
+    screenshot(page, "model_view_code_error")
     page.keyboard.press("Control+z")
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
     assert "mv-stale" not in page.get_attribute("#model-view", "class")
@@ -170,7 +159,7 @@ def test_rewire_in_the_graph(page):
     wait_code(page, "  head:\n    block_id: nn/lm_head\n    in: tok\n")
     assert ("tok", "head") in edges(page) and ("body", "head") not in edges(page)
     assert comments(code_text(page)) == comments(EXAMPLES["char_transformer"])
-    screenshot(page, "model_view_rewire.png")
+    screenshot(page, "model_view_rewire")
 
 
 def test_add_a_block_from_the_catalog_then_wire_it(page):
@@ -190,7 +179,25 @@ def test_add_a_block_from_the_catalog_then_wire_it(page):
     wait_code(page, "    block_id: nn/transformer\n    in: drop\n")
     assert ("drop", "body") in edges(page) and ("pos", "body") not in edges(page)
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
-    screenshot(page, "model_view_added_block.png")
+    screenshot(page, "model_view_added_block")
+
+
+def test_rename_and_remove_from_the_form(page):
+    load(page, "lstm_forecaster")
+    page.fill("input[aria-label='name of block lstm']", "encoder")
+    page.press("input[aria-label='name of block lstm']", "Enter")
+    wait_code(page, "  encoder:\n")
+    text = code_text(page)
+    assert "    in: encoder\n" in text and "lstm:" not in text  # the head follows the rename
+    assert ("window", "encoder") in edges(page) and ("encoder", "head") in edges(page)
+    page.click("button[title='remove block head']")
+    wait_code(page, "outputs: [head]")
+    page.wait_for_function("() => !document.querySelector(\".mv-node[data-id='head']\")")
+    # the outputs still name the removed block: said in place, at its line:col
+    problems = page.text_content(".mv-problems")
+    lines = code_text(page).splitlines()
+    line = next(i for i, ln in enumerate(lines, 1) if ln.startswith("outputs"))
+    assert f"{line}:11" in problems and "output 'head' names no block or input" in problems
 
 
 def _edits(name: str, n: int):
@@ -241,12 +248,37 @@ def test_edit_to_all_views_latency(page):
             "all_views_p50_ms": _pct([x["ms"] for x in lat], 50),
             "all_views_p95_ms": _pct([x["ms"] for x in lat], 95),
             "worker_round_trip_p50_ms": _pct([x["worker_ms"] for x in lat], 50),
+            "to_python_p50_ms": _pct([x["there_ms"] for x in lat], 50),
+            "back_to_page_p50_ms": _pct([x["back_ms"] for x in lat], 50),
             "python_p50_ms": _pct([x["py_ms"] for x in lat], 50),
             "python_p95_ms": _pct([x["py_ms"] for x in lat], 95),
             "optimistic_code_p50_ms": _pct([x["ms"] for x in pred], 50),
             "optimistic_code_p95_ms": _pct([x["ms"] for x in pred], 95),
         }
-    print("\nModel View latency over 50 form edits per example (ms):")
+        # code edits: typed text (a CodeMirror change) -> form and graph, after the
+        # 120 ms typing pause (not counted: the clock starts when the projection is sent)
+        n0 = len(page.evaluate("window.scellisApp.modelView.latencies"))
+        for i in range(20):
+            v = values[i] + 10
+            page.evaluate(
+                r"""([f, v]) => { const view = window.scellisApp.modelView.code.view;
+                  const text = view.state.doc.toString();
+                  const m = new RegExp("(" + f + ": )(\\d+)").exec(text);
+                  const from = m.index + m[1].length;
+                  view.dispatch({changes: {from, to: from + m[2].length, insert: String(v)}}); }""",
+                [field, v],
+            )
+            page.wait_for_function(
+                "([sel, v]) => document.querySelector(sel).value === v"
+                " && !document.querySelector('#model-view').dataset.busy",
+                arg=[sel, str(v)],
+            )
+        code = [x for x in page.evaluate("window.scellisApp.modelView.latencies")[n0:]]
+        assert len(code) == 20 and all(x["kind"] == "code" for x in code)
+        report[name]["code_edit_all_views_p50_ms"] = _pct([x["ms"] for x in code], 50)
+        report[name]["code_edit_all_views_p95_ms"] = _pct([x["ms"] for x in code], 95)
+        report[name]["code_edit_python_p50_ms"] = _pct([x["py_ms"] for x in code], 50)
+    print("\nModel View latency over 50 form edits (and 20 code edits) per example (ms):")
     for name, r in report.items():
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in r.items()))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

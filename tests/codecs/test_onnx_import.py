@@ -141,6 +141,14 @@ def test_external_data_leaving_the_folder_is_refused(tmp_path, where):
         read(path)
 
 
+def test_external_data_through_a_symlink_out_is_refused(tmp_path):
+    path, data = _with_external(tmp_path, "weights.bin")
+    (tmp_path / "outside.bin").write_bytes(data)
+    (path.parent / "weights.bin").symlink_to(tmp_path / "outside.bin")
+    with pytest.raises(ScellisError, match="outside the model's folder"):
+        read(path)
+
+
 def test_truncated_and_garbage_files_are_refused(tmp_path):
     _, path, _ = _model(tmp_path, "mlp2d")
     data = path.read_bytes()

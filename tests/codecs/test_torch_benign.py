@@ -39,6 +39,7 @@ def _state(seed: int) -> collections.OrderedDict:
         scalar=torch.tensor(2.75),
         empty=torch.zeros(0, 3),
         param=torch.nn.Parameter(torch.randn(2, generator=g)),
+        expanded=torch.randn(3, 1, generator=g).expand(3, 4),  # stride 0
     )
 
 

@@ -171,3 +171,16 @@ def test_size_cap_and_legacy_and_garbage(tmp_path):
         zf.writestr("archive/data/0", b"\x00" * (1 << 20))
     with pytest.raises(ScellisError, match="inflate past"):
         read(tmp_path / "bomb.pt", max_bytes=1 << 16)
+
+
+def test_memory_and_nesting_bombs(tmp_path):
+    # a one-element storage viewed with stride 0 as 2**32 elements (16 GiB, over the 4 GiB cap)
+    bomb = state_dict_pickle(
+        [("w", rebuild("FloatStorage", "0", 1, 0, (1 << 16, 1 << 16), (0, 0)))]
+    )
+    _refused(tmp_path, archive(bomb, {"0": b"\x00" * 4}), "more memory than the size cap")
+    dims = (1,) * 100
+    many = state_dict_pickle([("w", rebuild("FloatStorage", "0", 1, 0, dims, dims))])
+    _refused(tmp_path, archive(many, {"0": b"\x00" * 4}), "100 dimensions")
+    deep = b"\x80\x02" + b"}(" * 0 + (b"}" + u("k")) * 200 + b"N" + b"s" * 200 + b"."
+    _refused(tmp_path, archive(deep), "nests deeper")

@@ -11,6 +11,8 @@ validation curves are identical, float for float.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
@@ -22,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import scellis
+from scellis.cli.main import main
 from scellis.store.manifest import read_manifest
 from scellis.store.objects import ObjectStore
 from scellis.store.records import Records
@@ -150,9 +153,12 @@ def test_ctrl_c_checkpoints_exits_130_and_resumes_bitwise(straight, record, tmp_
 
 
 def _straight(record, store, device, steps, every):
-    code, out, err = _ok({"cmd": "train", "argv": _train_argv(record, store, device, steps, every)})
-    assert code == 0, err
-    return [json.loads(x) for x in out.splitlines()]
+    """The uninterrupted run, in this process (only interrupted runs need their own)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["train", *_train_argv(record, store, device, steps, every)])
+    assert code == 0, out.getvalue()
+    return [json.loads(x) for x in out.getvalue().splitlines()]
 
 
 STEPS, EVERY = 2 * STEPS_PER_EPOCH, 4  # checkpoint 8 is batch 1 of epoch 1
@@ -232,3 +238,74 @@ def test_faults_during_checkpoint_writes_and_a_full_disk_are_survived(straight, 
     assert code == 0, err
     assert "from step 4" in out
     _assert_same(straight, store, STEPS)
+
+
+def test_skipped_overflow_steps_resume_bitwise(tmp_path, capsys):
+    """Mixed f16 with a too-high initial loss scale: steps 1-4 and 9 overflow and are
+    skipped (the host-side optimizer step counts still advance, as the loop does), the
+    scale backs off on the device. A death while writing checkpoint 8 and a resume
+    reproduce the straight run bitwise, loss-scale state and skip count included."""
+    rec = write_record(tmp_path)
+    text = rec.read_text().replace(
+        "determinism_tier: debug",
+        "determinism_tier: debug\nprecision: { policy: mixed_f16, init_scale: 1048576 }",
+    )
+    rec.write_text(text)
+    steps, a, b = 12, tmp_path / "a", tmp_path / "b"
+    events = _straight(rec, a, "reference", steps, 4)
+    logs = {e["step"]: e for e in events if e["kind"] == "log"}
+    assert [s for s, e in logs.items() if e["skipped"]] == [1, 2, 3, 4, 9]
+    assert logs[12]["loss_scale"] == 32768.0
+    kw = dict(ref=str(rec), device="reference", store=str(b), epochs=None, max_steps=steps,
+              log_every=1, print_every=20, checkpoint_every=4, keep_last=50,
+              json_=True)  # fmt: skip
+    code, _, err = _ok({"cmd": "train", "kw": kw, "die": {"point": "before_manifest", "step": 12}})
+    assert code == 9, err
+    rid = _only_run(b)
+    code, out, err = _ok({"cmd": "resume", "argv": [rid, "--store", str(b), "--json"]})
+    assert code == 0, err
+    assert json.loads(out.splitlines()[0])["step"] == 8
+    resumed = {e["step"]: e for e in map(json.loads, out.splitlines()) if e["kind"] == "log"}
+    for s in (9, 10, 11, 12):
+        assert resumed[s]["skipped_total"] == logs[s]["skipped_total"]
+        assert resumed[s]["loss_scale"] == logs[s]["loss_scale"]
+    _assert_same(a, b, steps)
+    ma = _final(a, _only_run(a))[0]
+    opt = ma["optimizer"]["param_groups"][0]
+    assert opt["steps"] == [steps] * len(opt["steps"])  # skipped steps counted, as the loop does
+
+
+def test_a_really_full_disk_fails_cleanly_and_the_run_resumes(straight, record, tmp_path):
+    """The store on a tiny tmpfs, filled up while the run trains: whichever write meets
+    the full disk first (an object or the SQLite WAL), the run stops with one clear
+    line; after space is freed, ``scellis resume`` finishes it bitwise equal."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True)  # fmt: skip
+    if r.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root; the injected-ENOSPC test covers this path")
+    try:
+        store = mnt / "store"
+        filler = mnt / "filler"
+        free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+        filler.write_bytes(b"\0" * (free - 200 * 1024))  # room for the schema and a few steps
+        code, out, err = _ok({"cmd": "train", "argv": _train_argv(record, store, "reference",
+                                                                   STEPS, EVERY)})  # fmt: skip
+        assert code == 2, out + err
+        assert "Traceback" not in err
+        events = [json.loads(x) for x in out.splitlines()]
+        (error,) = [e for e in events if e["kind"] == "error"]
+        assert "is full" in error["message"] and "free space and resume" in error["message"]
+        rid = _only_run(store)
+        assert events[-1] == {"kind": "resume", "command": f"scellis resume {rid} --store {store}"}
+        assert _visible_checkpoints(store, rid)[1][:1] == [4]  # something to resume from
+        objs = ObjectStore(store)
+        for h, _ in objs.list():
+            objs.get(h)
+        filler.unlink()
+        code, out, err = _ok({"cmd": "resume", "argv": [rid, "--store", str(store), "--json"]})
+        assert code == 0, err
+        _assert_same(straight, store, STEPS)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)

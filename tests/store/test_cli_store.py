@@ -16,7 +16,7 @@ import scellis
 from scellis.cli.main import main
 from scellis.store.objects import ObjectStore
 from scellis.store.records import Records
-from storeutil import write_record
+from storeutil import STEPS_PER_EPOCH, write_record
 
 SRC = str(Path(scellis.__file__).resolve().parent.parent)
 
@@ -186,3 +186,116 @@ def test_the_store_and_checkpoint_modules_import_without_numpy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={"PYTHONPATH": SRC})  # fmt: skip
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_retention_and_gc_keep_what_resume_needs(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--max-steps", "9", "--keep-last", "1")[-1]
+    r = Records(store)
+    kept = r.checkpoints(end["run"])
+    r.close()
+    # the last one, plus the best by loss when it is another
+    assert kept[-1]["step"] == 9 and len(kept) <= 2
+    objs = ObjectStore(store)
+    before = {h for h, _ in objs.list()}
+    code, out, _ = _cli(capsys, "runs", "gc", "--store", str(store), "--grace", "0", "--json")
+    done = json.loads(out)
+    assert code == 0 and len(done["deleted"]) >= 3 * (3 - len(kept))  # manifest + 2 objects each
+    assert {h for h, _ in objs.list()} == before - set(done["deleted"])
+    code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "11")
+    assert code == 0, err
+    assert "from step 9" in out
+
+
+def test_progress_bar_shows_step_loss_lr_rate_and_eta():
+    import io
+
+    from scellis.cli.progress import Progress
+
+    buf = io.StringIO()
+    bar = Progress(total=10, stream=buf)
+    for step in (1, 2, 3):
+        bar.update({"step": step, "loss": 0.5 / step, "lr": 0.001})
+    bar.finish()
+    last = buf.getvalue().split("\r")[-1]
+    assert "3/10" in last and "loss 0.1667" in last and "lr 0.001" in last
+    assert "steps/s" in last and "ETA " in last and last.endswith("\n")
+
+
+def test_resume_refuses_a_finished_run_clearly(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--epochs", "1")[-1]
+    code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store))
+    assert code == 2 and "is done at step 7" in err
+    code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "9")
+    assert code == 2 and "finished its 1 epochs" in err
+
+
+def test_a_record_naming_a_stored_model_builds_on_it(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    assert _cli(capsys, "models", "save", str(rec), "--store", str(store))[0] == 0
+    over = tmp_path / "more.sml"
+    over.write_text("model: test/tiny_lstm@1\nepochs: 1\nseed: 5  # another seed\n")
+    events = _train(capsys, over, store)
+    assert events[-1]["steps"] == STEPS_PER_EPOCH  # one epoch, from the overlay
+    r = Records(store)
+    run = r.run(events[-1]["run"])
+    r.close()
+    assert run["seed"] == 5 and run["model_id"] == "test/tiny_lstm@1"
+    merged = ObjectStore(store).get(run["record_hash"]).decode()
+    # the stored record with the two keys replaced, its blocks and comments intact
+    assert merged == rec.read_text().replace("epochs: 3", "epochs: 1").replace(
+        "seed: 11", "seed: 5"
+    )
+    over.write_text("model: test/tiny_lstm@4\nepochs: 1\n")
+    code, _, err = _cli(capsys, "train", str(over), "--store", str(store))
+    assert code == 2 and "test/tiny_lstm@4 is not in the store" in err
+
+
+def test_a_corrupt_latest_checkpoint_is_named_and_the_one_before_is_used(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--max-steps", "9")[-1]
+    r = Records(store)
+    assert [c["step"] for c in r.checkpoints(end["run"])] == [4, 8, 9]
+    manifest = r.checkpoints(end["run"])[-1]["manifest"]
+    r.close()
+    objs = ObjectStore(store)
+    weights = json.loads(objs.get(manifest))["weights"]
+    path = objs.path(weights)
+    os.chmod(path, 0o644)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # one flipped byte in the last tensor
+    path.write_bytes(bytes(data))
+    code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--to-step", "11")
+    assert code == 0, err
+    assert f"skipped checkpoint at step 9: object {weights} is corrupt" in out
+    assert "from step 8" in out
+    r = Records(store)
+    assert [c["step"] for c in r.checkpoints(end["run"])] == [4, 8, 11]
+    resumed = r.metrics(end["run"])
+    r.close()
+    # the same 11 steps straight, in another store: the same curve
+    other = tmp_path / "t"
+    straight = _train(capsys, rec, other, "--max-steps", "11")[-1]
+    r = Records(other)
+    assert r.metrics(straight["run"]) == resumed
+    r.close()
+    with pytest.raises(Exception, match="corrupt"):
+        objs.get(weights)  # still refused: never silently replaced
+
+
+def test_resume_under_another_tier_continues_and_says_so(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    end = _train(capsys, rec, store, "--max-steps", "4")[-1]
+    code, out, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--tier", "prod",
+                          "--to-step", "6")  # fmt: skip
+    assert code == 0, err
+    assert "debug tier) and this resume runs on reference (reference, prod tier)" in out
+    assert "bitwise continuation is not promised" in out
+    r = Records(store)
+    run = r.run(end["run"])
+    r.close()
+    assert run["tier"] == "prod" and run["step"] == 6 and run["status"] == "done"
+    code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--tier", "exact",
+                        "--to-step", "8")  # fmt: skip
+    assert code == 2 and "must be one of debug, prod, fast, got 'exact'" in err

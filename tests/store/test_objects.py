@@ -42,8 +42,9 @@ def test_corrupt_and_missing_objects_are_refused_by_hash(tmp_path):
     p.write_bytes(bytes(bad))
     with pytest.raises(StoreError, match=f"{h} is corrupt"):
         s.get(h)
-    # put does not silently repair it either
-    assert s.put(data) == h
+    # storing the same bytes again neither repairs it silently nor pretends it is fine
+    with pytest.raises(StoreError, match=f"{h} is corrupt"):
+        s.put(data)
     with pytest.raises(StoreError, match="corrupt"):
         s.get(h)
     missing = hashlib.sha256(b"never stored").hexdigest()

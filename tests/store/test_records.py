@@ -57,7 +57,7 @@ rid = rec.new_run(record_hash="0"*64, model_id=None, dataset_hash=None, device="
                   adapter="", tier="debug", seed=0, argv=[], config={})
 print(rid, flush=True)
 sys.stdin.readline()
-for step in range(1, 401):
+for step in range(1, 1001):
     rec.log(rid, step, 0, {"loss": 1.0 / step, "lr": 0.1})
     if step % 50 == 0:
         rec.add_checkpoint(rid, step, 0, step, "f" * 64, 1.0 / step)
@@ -104,6 +104,9 @@ def test_dead_process_or_stale_heartbeat_reads_interrupted(tmp_path):
     dead = _run(rec)
     rec.db.execute("UPDATE runs SET pid=? WHERE id=?", (child.pid, dead))
     assert rec.run(dead)["status"] == "interrupted"
+    # a run on another host: only its heartbeat tells
+    rec.db.execute("UPDATE runs SET host='elsewhere' WHERE id=?", (live,))
+    assert rec.run(live)["status"] == "running"
     stale = Records(tmp_path, stale_s=0.0)
     time.sleep(0.01)
     assert stale.run(live)["status"] == "interrupted"

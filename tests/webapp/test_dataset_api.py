@@ -15,6 +15,7 @@ from scellis.base.errors import ScellisError
 from scellis.data import load_data
 from scellis.sml import parse
 from scellis.webapp import dataset_api, model_api
+from scellis.webapp.pipeline import build_pipeline, check_record
 
 ROOT = Path(__file__).resolve().parents[2]
 LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
@@ -107,3 +108,26 @@ def test_bad_files_are_clear_errors(tmp_path):
         dataset_api.dataset_from(LSTM, "a.csv", text, folder=str(tmp_path))
     with pytest.raises(ScellisError, match="increasing times"):
         dataset_api.dataset_from(LSTM, "a.csv", text, "level", "label", folder=str(tmp_path))
+
+
+def test_a_file_of_the_other_kind_is_refused(tmp_path):
+    char = (ROOT / "examples" / "char_transformer.sml").read_text()
+    text, _ = make_csv(random.Random(8))
+    with pytest.raises(ScellisError, match="is for a text corpus .*context"):
+        dataset_api.dataset_from(char, "s.csv", text, "level", folder=str(tmp_path))
+    with pytest.raises(ScellisError, match="is for a CSV series .*column"):
+        dataset_api.dataset_from(LSTM, "notes.txt", "abc " * 500, folder=str(tmp_path))
+    assert not list(tmp_path.iterdir())  # nothing saved for a refused file
+
+
+def test_the_run_trains_on_the_pinned_file(tmp_path, monkeypatch):
+    # the run reads the record's data relative to the worker's folder, as in the tab
+    monkeypatch.chdir(tmp_path)
+    text, vals = make_csv(random.Random(12), n=120)
+    rec = dataset_api.dataset_from(LSTM, "levels.csv", text, "level", "date")["record"]
+    record = check_record(rec)
+    pipe = build_pipeline(record, "reference", epochs=1)
+    assert pipe.dataset.digest == record["data"]["sha256"] and pipe.dataset.rows == len(vals)
+    # the same windows the native connector cuts from the values (window 20, horizon 1)
+    cut = round(len(vals) * 0.8)
+    assert len(pipe.dataset.x_train) == cut - 20 and len(pipe.dataset.x_val) == len(vals) - cut - 20

@@ -35,6 +35,11 @@ def test_project_examples_are_json_and_valid():
     for text, head_shape in ((LSTM, ["batch", 1]), (CHAR, ["batch", 32, 88])):
         r = model_api.project(text)
         assert json.loads(json.dumps(r)) == r  # what the worker posts must be plain JSON
+        enc = json.loads(model_api.project(text, encoded=True))
+        timing = ("py_ms", "py_end")
+        assert {k: v for k, v in enc.items() if k not in timing} == {
+            k: v for k, v in r.items() if k not in timing
+        }
         assert r["ok"] and r["parsed"] and r["diagnostics"] == []
         assert r["text"] == text
         assert node(r, "head")["out_shape"] == head_shape

@@ -73,13 +73,13 @@ def run(store, refs, png, json_) -> int:
             print("record:")
             for line in g["record_diff"]:
                 print("  " + line)
-        print(f"\n{'step':>8} {'loss a':>10} {'loss b':>10} {'b - a':>10}")
+        print(f"\n{'step':>9} {'loss a':>10} {'loss b':>10} {'b - a':>10}")
         for s in steps:
             x, y = la.get(s), lb.get(s)
             d = f"{y - x:+10.4f}" if x is not None and y is not None else f"{'-':>10}"
-            print(f"{s:>8} {_n(x)} {_n(y)} {d}")
+            print(f"{s:>9} {_n(x)} {_n(y)} {d}")
         for name in ("loss", "best_loss", "val_loss"):
-            print(f"{name:>8} {_n(a[name])} {_n(b[name])}")
+            print(f"{name:>9} {_n(a[name])} {_n(b[name])}")
         print("\nloss (a, b; * both)")
         print(curves([g["metrics"][0]["loss"], g["metrics"][1]["loss"]]))
     if png:

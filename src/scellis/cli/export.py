@@ -1,9 +1,10 @@
-"""``scellis export FILE --to torch|safetensors|pt`` (cli layer): write a model for other tools.
+"""``scellis export FILE --to torch|safetensors|pt|onnx`` (cli layer): a model for other tools.
 
 FILE is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
 header names, or ``--weights``, else its own initial values) or any importable file.
 ``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
-import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files.
+import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
+an ONNX model (dense and recurrent blocks).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from ..catalog.extensions import load_extensions
 from ..codecs.convert import export_file
 
 
-@click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt.")
+@click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--to", "to", required=True, help="torch | safetensors | pt | a codec id")
+@click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | a codec id")
 @click.option("--out", type=click.Path(), help="where to write (default: beside FILE)")
 @click.option("--weights", help="sha256:<hex> in the store, or a weights file")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")

@@ -25,6 +25,8 @@ from . import (
     plan,
     resume,
     runs,
+    serve,
+    site,
     train,
     validate,
 )
@@ -55,6 +57,8 @@ for _mod in (
     models,
     import_,
     export,
+    site,
+    serve,
 ):
     cli.add_command(_mod.command)
 

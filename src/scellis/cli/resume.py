@@ -18,12 +18,13 @@ from ..base.errors import ScellisError
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import checkpoint as ckpt
+from ..train.determinism import resolve_tier
 from .runner import Output, Plan, adapter_of, drive, prepare
 
 
-def _usable(objects, records, rid, to_step, device):
-    """The latest checkpoint (at or before ``to_step``) whose objects load."""
-    cks = [c for c in records.checkpoints(rid) if to_step is None or c["step"] <= to_step]
+def _usable(objects, records, rid, device):
+    """The latest checkpoint whose objects load (and the ones skipped on the way)."""
+    cks = records.checkpoints(rid)
     skipped = []
     for c in reversed(cks):
         try:
@@ -35,7 +36,8 @@ def _usable(objects, records, rid, to_step, device):
     raise ScellisError(f"run {rid} has no usable checkpoint to resume from ({why})")
 
 
-def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None) -> int:
+def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None,
+           tier=None) -> int:  # fmt: skip
     root = Path(store)
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (train with --store {root} first)")
@@ -45,13 +47,20 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
         run = records.run(rid)
         if run["status"] == "running":
             raise ScellisError(f"run {rid} is still running (pid {run['pid']} on {run['host']})")
+        if run["status"] == "done" and to_step is None:
+            raise ScellisError(
+                f"run {rid} is done at step {run['step']}; --to-step N continues it further"
+            )
         cfg = run["config"]
         plan = Plan(**cfg["plan"])
         if to_step is not None:
             plan.max_steps = to_step
         raw = objects.get(run["record_hash"])
         s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"])
-        c, sd, m, skipped = _usable(objects, records, rid, to_step, s.device)
+        if tier is not None:  # continue under another determinism tier than the record's
+            s.tier = resolve_tier(tier).name
+            s.fit_kwargs["determinism_tier"] = s.tier
+        c, sd, m, skipped = _usable(objects, records, rid, s.device)
         if s.dataset != m["dataset"]:
             raise ScellisError(
                 f"the data of run {rid} changed: it hashes to {s.dataset[:12]}, the run "
@@ -61,6 +70,8 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
         limit = plan.max_steps
         if limit is not None and s.ts.step >= limit:
             raise ScellisError(f"run {rid} is already at step {s.ts.step} (asked for {limit})")
+        if s.ts.epoch >= plan.epochs:
+            raise ScellisError(f"run {rid} has finished its {plan.epochs} epochs")
         records.reopen_run(
             rid, device=s.device.name, adapter=adapter_of(s.device), tier=s.tier, step=c["step"]
         )
@@ -87,6 +98,12 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
             "continuation is not promised",
             bitwise=False,
         )  # fmt: skip
+    elif s.tier != "debug":
+        out.info(
+            f"note: the {s.tier} tier continues within its tolerance; only debug promises a "
+            "bitwise continuation",
+            bitwise=False,
+        )
     return drive(s, plan, root, rid, run["record_hash"], out, fault=fault, writer=writer)
 
 
@@ -95,7 +112,8 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--to-step", type=click.IntRange(min=1), default=None, help="stop at this step")
 @click.option("--device", default=None, help="auto | reference | webgpu (default: the run's)")
+@click.option("--tier", default=None, help="debug | prod | fast (default: the record's)")
 @click.option("--print-every", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
-def command(run, store, to_step, device, print_every, json_):
-    return resume(run, store, to_step, device, json_, print_every)
+def command(run, store, to_step, device, tier, print_every, json_):
+    return resume(run, store, to_step, device, json_, print_every, tier=tier)

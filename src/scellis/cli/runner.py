@@ -28,7 +28,7 @@ from ..devices.base import get_device
 from ..ir.limits import target_of_device
 from ..ir.plan import plan_or_refuse
 from ..model.build import config_of
-from ..sml import parse, validate
+from ..sml import emit, parse, validate
 from ..store.gc import collect, retain
 from ..store.objects import ObjectStore
 from ..store.records import Records
@@ -183,7 +183,9 @@ async def _drive(s: Setup, plan: Plan, objects, records, rid, record_hash, out, 
         )  # fmt: skip
         if fault is not None:
             fault("before_record", ts.step)
-        records.add_checkpoint(rid, ts.step, ts.epoch, ts.batch, h, ts.metrics.get("loss"))
+        # "best" judges by the validation loss when the run evaluates, else the training loss
+        score = ts.metrics.get("val_loss", ts.metrics.get("loss"))
+        records.add_checkpoint(rid, ts.step, ts.epoch, ts.batch, h, score)
         last_ck["step"] = ts.step
         retain(records, rid, plan.keep_last, plan.keep_best)
         out.event({"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason})
@@ -224,17 +226,17 @@ def drive(
                     _drive(s, plan, objects, records, rid, record_hash, out, stop, fault)
                 )
             except KeyboardInterrupt:
-                records.finish(rid, "interrupted")
+                _finish(records, rid, "interrupted")
                 out.fail("interrupted before the step ended; the last checkpoint stands")
                 out.resume_hint(resume_command(root, rid))
                 return 130
             except ScellisError as e:
-                records.finish(rid, "failed")
+                _finish(records, rid, "failed")
                 out.fail(str(e))
                 out.resume_hint(resume_command(root, rid))
                 return 2
         if end is None:
-            records.finish(rid, "interrupted")
+            _finish(records, rid, "interrupted")
             out.fail(f"interrupted at step {s.ts.step}; checkpoint saved")
             out.resume_hint(resume_command(root, rid))
             return 130
@@ -244,6 +246,15 @@ def drive(
         return 0
     finally:
         records.close()
+
+
+def _finish(records: Records, rid: str, status: str) -> None:
+    """Record how the run ended, if the store still can (a full disk may refuse: the
+    run then reads as interrupted once this process is gone, which is as resumable)."""
+    try:
+        records.finish(rid, status)
+    except ScellisError:
+        pass
 
 
 class Output:
@@ -280,6 +291,8 @@ class Output:
                 f"lr {ev['lr']:.3g}  {ev['throughput']:.0f} samples/s",
                 flush=True,
             )
+        elif kind == "eval" and self.bar is None:
+            print(f"  eval  step {ev['step']:6d}  val_loss {ev['val_loss']:.4f}", flush=True)
         elif kind == "warning":
             self._line(f"  warning: {ev.get('message', ev)}")
 
@@ -324,17 +337,37 @@ MODEL_ID = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+@([0-9]+)$")
 
 
 def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
-    """A record's text, its label and the folder its data paths are relative to: from a
-    file, or from the store's models table for an id like ``user/ada/tiny@3``."""
+    """A record's text, its label and the folder its data paths are relative to.
+
+    ``ref`` is a file, or a model id like ``user/ada/tiny@3`` from the store's models
+    table. A file with no ``blocks`` whose ``model:`` names a stored id builds on that
+    record: its other top-level keys (data, epochs, optimizer...) replace the stored ones.
+    """
     p = Path(ref)
     if p.is_file():
         try:
-            return p.read_bytes(), ref, p.resolve().parent
+            raw = p.read_bytes()
         except OSError as e:
             raise ScellisError(f"{ref}: cannot read ({e.strerror or e})") from None
-    m = MODEL_ID.match(ref)
-    if m is None:
+        base = p.resolve().parent
+        try:
+            data = parse(raw, ref).data
+        except ScellisError:
+            return raw, ref, base  # validation reports it, located
+        mid = data.get("model") if isinstance(data, dict) else None
+        if "blocks" in data or not isinstance(mid, str) or not MODEL_ID.match(mid):
+            return raw, ref, base
+        doc = parse(_stored(mid, root), mid)
+        for key, value in data.items():
+            if key != "model":
+                doc.set((key,), value)
+        return emit(doc).encode("utf-8"), f"{ref} (on {mid})", base
+    if MODEL_ID.match(ref) is None:
         raise ScellisError(f"{ref}: no such file, and not a model id like namespace/name@3")
+    return _stored(ref, root), ref, Path.cwd()
+
+
+def _stored(ref: str, root: Path) -> bytes:
     name, version = ref.rsplit("@", 1)
     if not (Path(root) / "records.sqlite").exists():
         raise ScellisError(f"model {ref} is not in the store {root} (it has no records yet)")
@@ -347,4 +380,4 @@ def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
             raise ScellisError(f"model {ref} is not in the store {root}{hint}")
     finally:
         records.close()
-    return ObjectStore(root).get(obj), ref, Path.cwd()
+    return ObjectStore(root).get(obj)

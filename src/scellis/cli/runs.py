@@ -14,6 +14,8 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..store.gc import collect
+from ..store.objects import ObjectStore
 from ..store.records import Records
 from .runner import resume_command
 
@@ -129,3 +131,26 @@ def command(ctx, store, json_):
 @click.pass_context
 def show(ctx, run, store, json_):
     return show_run(run, store or ctx.obj["store"], json_ or ctx.obj["json"])
+
+
+@command.command("gc", help="Drop unreferenced objects older than the grace period.")
+@click.option("--store", default=None, help="the store folder")
+@click.option(
+    "--grace", type=click.FloatRange(min=0), default=3600.0, show_default=True,
+    help="seconds: newer objects are kept (a writer may not have named them yet)",
+)  # fmt: skip
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+@click.pass_context
+def gc(ctx, store, grace, json_):
+    store = store or ctx.obj["store"]
+    rec = open_records(store)
+    try:
+        done = collect(ObjectStore(store), rec, grace_s=grace)
+    finally:
+        rec.close()
+    if json_ or ctx.obj["json"]:
+        print(json.dumps(done))
+    else:
+        print(f"removed {len(done['deleted'])} objects and {done['temp_removed']} temp files; "
+              f"{done['live']} referenced, {done['kept_recent']} too recent to judge")  # fmt: skip
+    return 0

@@ -22,14 +22,15 @@ from .runner import Output, Plan, adapter_of, drive, prepare, resolve_record
 
 
 def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
-          keep_last, json_, argv, fault=None, writer=None, budget=None) -> int:  # fmt: skip
+          keep_last, json_, argv, fault=None, writer=None, budget=None,
+          keep_best=True) -> int:  # fmt: skip
     root = Path(store)
     raw, label, base_dir = resolve_record(ref, root)
     s = prepare(raw, label, base_dir, device, budget, store=root)
     epochs = int(epochs if epochs is not None else s.record.get("epochs", 1))
     plan = Plan(
         epochs=epochs, max_steps=max_steps, log_every=log_every,
-        checkpoint_every=checkpoint_every, keep_last=keep_last, keep_best=True,
+        checkpoint_every=checkpoint_every, keep_last=keep_last, keep_best=keep_best,
     )  # fmt: skip
     objects, records = ObjectStore(root), Records(root)
     try:
@@ -92,13 +93,17 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
     show_default=True,
     help="steps between printed lines when not on a terminal",
 )
+@click.option(
+    "--keep-best/--no-keep-best", default=True, show_default=True,
+    help="also keep the checkpoint with the lowest validation (else training) loss",
+)  # fmt: skip
 @click.option("--budget", default=None, help="memory budget for the plan, e.g. 4GiB")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
 def command(file, device, store, epochs, max_steps, checkpoint_every, keep_last, log_every,
-            print_every, budget, json_):  # fmt: skip
+            print_every, keep_best, budget, json_):  # fmt: skip
     return start(
         file, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
-        keep_last, json_, argv=_argv(), budget=budget,
+        keep_last, json_, argv=_argv(), budget=budget, keep_best=keep_best,
     )  # fmt: skip
 
 
@@ -107,6 +112,9 @@ def _argv() -> list[str]:
     ctx = click.get_current_context()
     out = [*ctx.command_path.split(), str(ctx.params["file"])]
     for k, v in ctx.params.items():
+        if k == "keep_best":
+            out.append("--keep-best" if v else "--no-keep-best")
+            continue
         if k == "file" or v is None or v is False:
             continue
         flag = "--" + k.rstrip("_").replace("_", "-")

@@ -11,6 +11,7 @@ is matched; a node whose rule does not fit says why.
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from .onnx_values import Const, Opaque, Partial, Sym
 from .raw import RawTensor
 from .record import check, record_text
 
+_MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError,
+              AttributeError, struct.error)  # fmt: skip
 _ID = re.compile(r"[^A-Za-z0-9_]")
 _DTYPE = {"F32": "f32", "F16": "f16", "I32": "i32", "I64": "i32", "BOOL": "bool", "F64": "f32"}
 
@@ -63,7 +66,7 @@ class Importer:
     def sym(self, node, name: str, allow_perm: bool = False) -> Sym:
         v = self.get(name)
         if isinstance(v, Partial) and v.kind == "matmul":
-            v = self.linear(v.data["node"], v.base, v.data["w"], None)
+            v = self.linear(v.data["node"], v.base, v.data["w"], None, v.data.get("pool"))
             self.env[name] = v
         if not isinstance(v, Sym):
             raise ScellisError(f"{node.label()}: expected a model tensor, got {type(v).__name__}")
@@ -95,17 +98,42 @@ class Importer:
                 self.weights[f"{name}.{k}"] = t
         return name
 
-    def linear(self, node, x: Sym, w: RawTensor, b: RawTensor | None) -> Sym:
+    def linear(self, node, x, w: RawTensor, b: RawTensor | None, pool: str | None = None) -> Sym:
+        """A dense block; after a pooling of the time axis, a regression head that pools."""
+        if isinstance(x, Partial):  # pooled (Gather of one step, ReduceMean)
+            x, pool = x.base, x.data["how"]
         out_f, in_f = w.shape
         if x.shape and isinstance(x.shape[-1], int) and x.shape[-1] != in_f:
             raise ScellisError(
                 f"{node.label()}: weight of {in_f} inputs for {x.shape[-1]} features"
             )
-        fields = {"in_features": in_f, "out_features": out_f}
+        if pool:
+            fields = {"in_features": in_f, "n_outputs": out_f, "pool": pool}
+            lead = list(x.shape[:-2])
+        else:
+            fields = {"in_features": in_f, "out_features": out_f}
+            lead = list(x.shape[:-1])
         if b is None:
             fields["bias"] = False
-        name = self.block(node, "nn/linear", x, fields, {"weight": w, "bias": b})
-        return Sym(name, list(x.shape[:-1]) + [out_f])
+        block_id = "nn/regression_head" if pool else "nn/linear"
+        name = self.block(node, block_id, x, fields, {"weight": w, "bias": b})
+        return Sym(name, lead + [out_f])
+
+    def retag_silu(self, x: Sym, s: Sym, value: str) -> bool:
+        """``x * s`` where ``s`` is a sigmoid block of ``x`` read nowhere else: SiLU."""
+        spec = self.blocks.get(s.src)
+        ok = (
+            spec is not None
+            and spec["block_id"] == "nn/activation"
+            and spec["function"] == "sigmoid"
+            and spec["in"] == x.src
+            and x.perm is None
+            and self.uses.get(value, 0) == 1
+            and self.fed.get(s.src, 0) == 0
+        )
+        if ok:
+            spec["function"] = "silu"
+        return ok
 
     def activation(self, node, x: Sym, fn: str) -> Sym:
         name = self.block(node, "nn/activation", x, {"function": fn}, {})
@@ -135,7 +163,7 @@ class Importer:
         src = Sym(x.src, x.shape)
         return self.block(node, block_id, src, fields, {f"{k}_l0": t for k, t in w.items()})
 
-    def last_step(self, node, x: Sym, axis: int, idx: Const) -> Sym:
+    def last_step(self, node, x: Sym, axis: int, idx: Const):
         """``y[:, -1]`` after a recurrent block: that block's ``output: last``."""
         spec = self.blocks.get(x.src)
         time_axis = 1 if x.perm is None else 0
@@ -151,7 +179,10 @@ class Importer:
             and self.uses.get(node.inputs[0], 0) == 1
         )
         if not ok:
-            raise ScellisError(f"{node.label()}: Gather other than the last step of an RNN")
+            step = int(idx.scalar()) if not idx.t.shape else None
+            if x.perm is None and not x.tag and len(x.shape) == 3 and axis == 1 and step in (0, -1):
+                return Partial("pool", x, {"how": "last" if step == -1 else "first"})
+            raise ScellisError(f"{node.label()}: Gather other than one step of a sequence")
         spec["output"] = "last"
         B = x.shape[1 - time_axis]
         return Sym(x.src, [B, spec["hidden_size"]])
@@ -176,7 +207,11 @@ class Importer:
             self.inputs[name] = {"shape": dims, "dtype": _DTYPE.get(vi.dtype or "F32", "f32")}
             self.env[vi.name] = Sym(name, dims)
         for node in self.g.nodes:
-            outs = HANDLERS[node.op](self, node)
+            try:
+                outs = HANDLERS[node.op](self, node)
+            except _MALFORMED as e:  # a node whose inputs or attributes do not make sense
+                what = f"{type(e).__name__}: {e}"
+                raise ScellisError(f"{self.where}: {node.label()} is malformed ({what})") from None
             for name, v in zip(node.outputs, outs):
                 if name:
                     self.env[name] = v
@@ -184,7 +219,7 @@ class Importer:
         for vi in self.g.outputs:
             v = self.get(vi.name)
             if isinstance(v, Partial) and v.kind == "matmul":
-                v = self.linear(v.data["node"], v.base, v.data["w"], None)
+                v = self.linear(v.data["node"], v.base, v.data["w"], None, v.data.get("pool"))
             if not isinstance(v, Sym) or v.perm is not None or v.tag or v.src in self.inputs:
                 raise ScellisError(
                     f"{self.where}: graph output {vi.name!r} is not a block's output"
@@ -228,7 +263,12 @@ class OnnxCodec(Codec):
             data = path.read_bytes()
         except OSError as e:
             raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
-        m = onnx_proto.model(data, path.parent, str(path))
+        try:
+            m = onnx_proto.model(data, path.parent, str(path))
+        except _MALFORMED as e:
+            raise ScellisError(
+                f"{path}: not a readable ONNX model ({type(e).__name__}: {e})"
+            ) from None
         imp = Importer(m, str(path))
         rec = imp.run(model_id(path))
         text = record_text(rec, f"imported from {path.name} ({m.producer or 'unknown producer'})")

@@ -193,7 +193,8 @@ def gemm(imp, node):
         or (a.get("beta", 1.0) or 1.0) != 1.0
     ):
         raise ScellisError(f"{node.label()}: Gemm with transA or alpha/beta other than 1")
-    x = imp.sym(node, node.inputs[0])
+    x = imp.get(node.inputs[0])
+    x = x if isinstance(x, Partial) and x.kind == "pool" else imp.sym(node, node.inputs[0])
     w = imp.const(node, node.inputs[1]).t
     w = w if a.get("transB", 0) else transpose2(w)
     b = imp.const(node, node.inputs[2]).t if len(node.inputs) > 2 and node.inputs[2] else None
@@ -205,8 +206,10 @@ def gemm(imp, node):
 def matmul(imp, node):
     right = imp.get(node.inputs[1])
     if isinstance(right, Const) and len(right.t.shape) == 2:
-        x = imp.sym(node, node.inputs[0])
-        return [Partial("matmul", x, {"w": transpose2(right.t), "node": node})]
+        x = imp.get(node.inputs[0])
+        pool = x.data["how"] if isinstance(x, Partial) and x.kind == "pool" else None
+        x = x.base if pool else imp.sym(node, node.inputs[0])
+        return [Partial("matmul", x, {"w": transpose2(right.t), "node": node, "pool": pool})]
     raise ScellisError(f"{node.label()}: MatMul of two model tensors (attention) is not supported")
 
 
@@ -224,7 +227,7 @@ def add(imp, node):
         bias = b.t if len(b.t.shape) == 1 else None
         if bias is None or bias.shape[0] != a.data["w"].shape[0]:
             raise ScellisError(f"{node.label()}: an Add after MatMul that is not a bias")
-        return [imp.linear(a.data["node"], a.base, a.data["w"], bias)]
+        return [imp.linear(a.data["node"], a.base, a.data["w"], bias, a.data.get("pool"))]
     if isinstance(a, Partial) and a.kind == "gelu_erf" and _is(b, 1.0):
         return [Partial("gelu_add", a.base)]
     raise ScellisError(f"{node.label()}: Add of these values has no catalog block")
@@ -257,6 +260,10 @@ def mul(imp, node):
         return [imp.activation(node, a.base, "gelu")]
     if isinstance(a, Partial) and a.kind == "gelu_add" and isinstance(b, Sym) and b == a.base:
         return [Partial("gelu_mul", a.base)]
+    if isinstance(a, Sym) and isinstance(b, Sym):  # x * sigmoid(x): SiLU
+        for x, s, name in ((a, b, node.inputs[1]), (b, a, node.inputs[0])):
+            if imp.retag_silu(x, s, name):
+                return [s]
     raise ScellisError(f"{node.label()}: Mul of these values has no catalog block")
 
 
@@ -270,6 +277,14 @@ def _act(fn: str):
 def gelu(imp, node):
     fn = "gelu_tanh" if node.attrs.get("approximate") == "tanh" else "gelu"
     return [imp.activation(node, imp.sym(node, node.inputs[0]), fn)]
+
+
+def reduce_mean(imp, node):
+    x = imp.sym(node, node.inputs[0])
+    axes = _axes(imp, node)
+    if len(x.shape) == 3 and axes in ([1], [-2]) and node.attrs.get("keepdims", 1) == 0:
+        return [Partial("pool", x, {"how": "mean"})]
+    raise ScellisError(f"{node.label()}: ReduceMean other than over the time axis of [B, T, F]")
 
 
 def layer_norm(imp, node):
@@ -355,6 +370,7 @@ HANDLERS = {
     "Sigmoid": _act("sigmoid"),
     "Gelu": gelu,
     "LayerNormalization": layer_norm,
+    "ReduceMean": reduce_mean,
     "LSTM": recurrent,
     "GRU": recurrent,
 }

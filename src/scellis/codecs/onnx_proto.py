@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from .protobuf import LEN, fields, packed_fixed, packed_varints, signed64, text
+from .protobuf import LEN, blob, fields, num, packed_fixed, packed_varints, signed64, text
 from .raw import ITEMSIZE, RawTensor, from_values
 
 # TensorProto.DataType -> dtype code
@@ -93,28 +93,28 @@ def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
     dims, dtype, name, raw = [], 0, "", None
     typed: dict[int, list] = {}
     external, location = {}, 0
-    for num, wt, v in fields(buf):
-        if num == 1:
+    for fno, wt, v in fields(buf):
+        if fno == 1:
             dims.extend(packed_varints(v, wt))
-        elif num == 2:
-            dtype = v
-        elif num == 8:
+        elif fno == 2:
+            dtype = num(v)
+        elif fno == 8:
             name = text(v)
-        elif num == 9:
-            raw = bytes(v)
-        elif num == 4:
+        elif fno == 9:
+            raw = blob(v)
+        elif fno == 4:
             typed.setdefault(4, []).extend(packed_fixed(v, wt, "f"))
-        elif num == 10:
+        elif fno == 10:
             typed.setdefault(10, []).extend(packed_fixed(v, wt, "d"))
-        elif num in (5, 7, 11):
-            typed.setdefault(num, []).extend(packed_varints(v, wt))
-        elif num == 13:
+        elif fno in (5, 7, 11):
+            typed.setdefault(fno, []).extend(packed_varints(v, wt))
+        elif fno == 13:
             kv = {}
             for n2, _, v2 in fields(v):
                 kv[n2] = text(v2)
             external[kv.get(1, "")] = kv.get(2, "")
-        elif num == 14:
-            location = v
+        elif fno == 14:
+            location = num(v)
     code = DTYPES.get(dtype)
     if code is None:
         raise ScellisError(f"{ctx.where}: tensor {name!r} has unsupported ONNX data type {dtype}")
@@ -139,27 +139,27 @@ def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
 def attribute(buf, ctx: _Ctx) -> tuple[str, object]:
     name, atype = "", 0
     got: dict[int, list] = {}
-    for num, wt, v in fields(buf):
-        if num == 1:
+    for fno, wt, v in fields(buf):
+        if fno == 1:
             name = text(v)
-        elif num == 20:
-            atype = v
-        elif num == 2:
+        elif fno == 20:
+            atype = num(v)
+        elif fno == 2:
             got[2] = packed_fixed(v, wt, "f")
-        elif num == 3:
-            got[3] = [signed64(v)]
-        elif num == 4:
-            got[4] = [bytes(v)]
-        elif num == 5:
+        elif fno == 3:
+            got[3] = [signed64(num(v))]
+        elif fno == 4:
+            got[4] = [blob(v)]
+        elif fno == 5:
             got[5] = [tensor(v, ctx)[1]]
-        elif num == 6:
+        elif fno == 6:
             got[6] = [v]  # a subgraph: kept as bytes; no supported op takes one
-        elif num == 7:
+        elif fno == 7:
             got.setdefault(7, []).extend(packed_fixed(v, wt, "f"))
-        elif num == 8:
+        elif fno == 8:
             got.setdefault(8, []).extend(packed_varints(v, wt))
-        elif num == 9:
-            got.setdefault(9, []).append(bytes(v))
+        elif fno == 9:
+            got.setdefault(9, []).append(blob(v))
     single = {1: 2, 2: 3, 3: 4, 4: 5, 5: 6}
     if atype in single:
         vals = got.get(single[atype], [None])
@@ -176,18 +176,18 @@ def attribute(buf, ctx: _Ctx) -> tuple[str, object]:
 
 def node(buf, ctx: _Ctx) -> Node:
     n = Node("", [], [])
-    for num, wt, v in fields(buf):
-        if num == 1:
+    for fno, wt, v in fields(buf):
+        if fno == 1:
             n.inputs.append(text(v))
-        elif num == 2:
+        elif fno == 2:
             n.outputs.append(text(v))
-        elif num == 3:
+        elif fno == 3:
             n.name = text(v)
-        elif num == 4:
+        elif fno == 4:
             n.op = text(v)
-        elif num == 7:
+        elif fno == 7:
             n.domain = text(v)
-        elif num == 5 and wt == LEN:
+        elif fno == 5 and wt == LEN:
             k, val = attribute(v, ctx)
             n.attrs[k] = val
     return n
@@ -195,16 +195,16 @@ def node(buf, ctx: _Ctx) -> Node:
 
 def value_info(buf) -> ValueInfo:
     vi = ValueInfo("")
-    for num, _, v in fields(buf):
-        if num == 1:
+    for fno, _, v in fields(buf):
+        if fno == 1:
             vi.name = text(v)
-        elif num == 2:
+        elif fno == 2:
             for n2, _, tt in fields(v):
                 if n2 != 1:  # only tensor types
                     continue
                 for n3, _, v3 in fields(tt):
                     if n3 == 1:
-                        vi.dtype = DTYPES.get(v3)
+                        vi.dtype = DTYPES.get(num(v3))
                     elif n3 == 2:
                         for n4, _, dim in fields(v3):
                             if n4 != 1:
@@ -212,7 +212,7 @@ def value_info(buf) -> ValueInfo:
                             d: object = "?"
                             for n5, _, v5 in fields(dim):
                                 if n5 == 1:
-                                    d = signed64(v5)
+                                    d = signed64(num(v5))
                                 elif n5 == 2:
                                     d = text(v5)
                             vi.dims.append(d)
@@ -221,21 +221,21 @@ def value_info(buf) -> ValueInfo:
 
 def graph(buf, ctx: _Ctx) -> Graph:
     g = Graph()
-    for num, _, v in fields(buf):
-        if num == 1:
+    for fno, _, v in fields(buf):
+        if fno == 1:
             g.nodes.append(node(v, ctx))
-        elif num == 2:
+        elif fno == 2:
             g.name = text(v)
-        elif num == 5:
+        elif fno == 5:
             name, t = tensor(v, ctx)
             if name in g.initializers:
                 raise ScellisError(f"{ctx.where}: initializer {name!r} appears twice")
             g.initializers[name] = t
-        elif num == 11:
+        elif fno == 11:
             g.inputs.append(value_info(v))
-        elif num == 12:
+        elif fno == 12:
             g.outputs.append(value_info(v))
-        elif num == 15:
+        elif fno == 15:
             raise ScellisError(f"{ctx.where}: sparse initializers are not supported")
     return g
 
@@ -245,21 +245,21 @@ def model(data: bytes, folder: Path | None = None, where: str = "<onnx>") -> Mod
     ctx = _Ctx(folder, where)
     m = Model()
     found = False
-    for num, _, v in fields(data):
-        if num == 1:
-            m.ir_version = v
-        elif num == 2:
+    for fno, _, v in fields(data):
+        if fno == 1:
+            m.ir_version = num(v)
+        elif fno == 2:
             m.producer = text(v)
-        elif num == 7:
+        elif fno == 7:
             m.graph = graph(v, ctx)
             found = True
-        elif num == 8:
+        elif fno == 8:
             dom, ver = "", 0
             for n2, _, v2 in fields(v):
                 if n2 == 1:
                     dom = text(v2)
                 elif n2 == 2:
-                    ver = v2
+                    ver = num(v2)
             m.opsets[dom] = ver
     if not found:
         raise ScellisError(f"{where}: not an ONNX model (no graph)")

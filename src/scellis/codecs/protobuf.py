@@ -39,6 +39,8 @@ def varint(buf: memoryview, pos: int) -> tuple[int, int]:
 
 def fields(buf):
     """(field number, wire type, value) for every field of one message, in order."""
+    if isinstance(buf, int):
+        raise WireError("protobuf: a number where a message was expected")
     buf = memoryview(buf)
     pos, n = 0, len(buf)
     while pos < n:
@@ -79,7 +81,7 @@ def packed_varints(v, wt: int) -> list[int]:
     if wt == VARINT:
         return [signed64(v)]
     if wt != LEN:
-        raise WireError("protobuf: a repeated integer with a fixed wire type")
+        raise WireError("protobuf: an integer field with a fixed-width wire type")
     out, pos = [], 0
     while pos < len(v):
         x, pos = varint(v, pos)
@@ -90,6 +92,8 @@ def packed_varints(v, wt: int) -> list[int]:
 def packed_fixed(v, wt: int, fmt: str) -> list:
     """A repeated float/double field's values, packed (LEN) or one fixed-width value."""
     size = struct.calcsize(fmt)
+    if wt not in (LEN, I32 if size == 4 else I64):
+        raise WireError("protobuf: a fixed-width field with the wrong wire type")
     if wt == LEN:
         if len(v) % size:
             raise WireError("protobuf: a packed fixed-width field of a ragged length")
@@ -97,7 +101,23 @@ def packed_fixed(v, wt: int, fmt: str) -> list:
     return [struct.unpack(f"<{fmt}", v.to_bytes(size, "little"))[0]]
 
 
+def num(v) -> int:
+    """A scalar integer field's value (refusing a length-delimited one in its place)."""
+    if not isinstance(v, int):
+        raise WireError("protobuf: a message where a number was expected")
+    return v
+
+
+def blob(v) -> bytes:
+    """A bytes field's value (refusing a number in its place)."""
+    if isinstance(v, int):
+        raise WireError("protobuf: a number where bytes were expected")
+    return bytes(v)
+
+
 def text(v) -> str:
+    if isinstance(v, int):
+        raise WireError("protobuf: a number where a string was expected")
     try:
         return bytes(v).decode("utf-8")
     except UnicodeDecodeError:

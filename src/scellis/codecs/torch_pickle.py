@@ -10,12 +10,15 @@ GLOBAL, STACK_GLOBAL, INST or an extension code; nothing of torch is imported.
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 from collections import OrderedDict
 
 from ..base.errors import ScellisError
 from .raw import ITEMSIZE, RawTensor
+
+MAX_DIMS = 64
 
 # torch storage class names -> dtype codes
 _STORAGES = {
@@ -90,17 +93,19 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
         acc *= s
     if all(s == 1 or t == w for s, t, w in zip(size, stride, reversed(want))):
         return bytes(mv[offset * isz : (offset + n) * isz])
+    # a strided view: one strided slice of a typed view per innermost row
+    flat = mv.cast({1: "B", 2: "H", 4: "I", 8: "Q"}[isz])
     out = bytearray()
     inner, inner_stride = size[-1], stride[-1]
 
     def walk(dim: int, base: int) -> None:
         if dim == len(size) - 1:
-            if inner_stride == 1:
-                out.extend(mv[base * isz : (base + inner) * isz])
+            if inner_stride == 0:
+                out.extend(flat[base : base + 1].tobytes() * inner)
             else:
-                for i in range(inner):
-                    p = (base + i * inner_stride) * isz
-                    out.extend(mv[p : p + isz])
+                out.extend(
+                    flat[base : base + (inner - 1) * inner_stride + 1 : inner_stride].tobytes()
+                )
             return
         for i in range(size[dim]):
             walk(dim + 1, base + i * stride[dim])
@@ -115,7 +120,7 @@ def _hooks_ok(hooks) -> None:
 
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, hooks=None,
-                       metadata=None):  # fmt: skip
+                       metadata=None, *, budget):  # fmt: skip
     if not isinstance(storage, Storage):
         raise ScellisError(f"_rebuild_tensor_v2 got {type(storage).__name__}, not a storage")
     if type(storage_offset) is not int:
@@ -123,11 +128,21 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     size, stride = _ints(size, "size"), _ints(stride, "stride")
     if len(size) != len(stride) or any(s < 0 for s in size) or any(t < 0 for t in stride):
         raise ScellisError(f"_rebuild_tensor_v2: bad size {size} / stride {stride}")
+    if len(size) > MAX_DIMS:
+        raise ScellisError(f"_rebuild_tensor_v2: {len(size)} dimensions (at most {MAX_DIMS})")
     if not isinstance(requires_grad, bool):
         raise ScellisError("_rebuild_tensor_v2: requires_grad must be a bool")
     _hooks_ok(hooks)
     if metadata is not None and not isinstance(metadata, dict):
         raise ScellisError("_rebuild_tensor_v2: metadata must be a dict")
+    n = 1
+    for d in size:
+        n *= d
+    # an expanded view (stride 0) is legal but materialises bigger than its storage: the
+    # whole file's tensors share one byte budget, so a tiny file cannot demand gigabytes
+    budget[0] -= n * ITEMSIZE[storage.dtype][0]
+    if budget[0] < 0:
+        raise ScellisError("the tensors would take more memory than the size cap allows")
     return RawTensor(storage.dtype, size, gather(storage, storage_offset, size, stride))
 
 
@@ -159,10 +174,12 @@ for _n, _code in _STORAGES.items():
 
 
 class RestrictedUnpickler(pickle.Unpickler):
-    """Unpickles ``data.pkl``; ``load_storage(key, dtype, numel)`` gives storage bytes."""
+    """Unpickles ``data.pkl``; ``load_storage(key)`` gives a storage's bytes; the tensors
+    built may take at most ``max_bytes`` in all."""
 
-    def __init__(self, data: bytes, load_storage, where: str):
+    def __init__(self, data: bytes, load_storage, where: str, max_bytes: int):
         super().__init__(io.BytesIO(data))
+        self._budget = [max_bytes]
         self._load_storage = load_storage
         self._where = where
         self._storages: dict[str, Storage] = {}
@@ -174,6 +191,8 @@ class RestrictedUnpickler(pickle.Unpickler):
                 f"{self._where}: refused global {module}.{name} (only tensor and storage "
                 "rebuilding is allowed in a state dict)"
             )
+        if fn is _rebuild_tensor_v2:
+            return functools.partial(fn, budget=self._budget)
         return fn
 
     def persistent_load(self, pid):

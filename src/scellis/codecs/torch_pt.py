@@ -34,7 +34,12 @@ class TorchConfig:
     max_bytes: int = field(DEFAULT_CAP, doc="refuse archives larger than this", min=1)
 
 
-def _flatten(obj, prefix: str, tensors: dict, meta: dict, where: str) -> None:
+_MAX_DEPTH = 64  # nesting of dicts/lists around the tensors
+
+
+def _flatten(obj, prefix: str, tensors: dict, meta: dict, where: str, depth: int = 0) -> None:
+    if depth > _MAX_DEPTH:
+        raise ScellisError(f"{where}: the state dict nests deeper than {_MAX_DEPTH} levels")
     if isinstance(obj, RawTensor):
         if not prefix:
             raise ScellisError(f"{where}: the file holds one bare tensor, not a state dict")
@@ -43,10 +48,10 @@ def _flatten(obj, prefix: str, tensors: dict, meta: dict, where: str) -> None:
         for k, v in obj.items():
             if not isinstance(k, (str, int)):
                 raise ScellisError(f"{where}: a dict key of type {type(k).__name__}")
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), tensors, meta, where)
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), tensors, meta, where, depth + 1)
     elif isinstance(obj, (list, tuple)) and any(isinstance(v, (RawTensor, dict)) for v in obj):
         for i, v in enumerate(obj):
-            _flatten(v, f"{prefix}.{i}" if prefix else str(i), tensors, meta, where)
+            _flatten(v, f"{prefix}.{i}" if prefix else str(i), tensors, meta, where, depth + 1)
     elif obj is None or isinstance(obj, (bool, int, float, str, list, tuple)):
         meta[prefix or "value"] = obj
     else:
@@ -92,7 +97,8 @@ class TorchCodec(Codec):
                 raise ScellisError(f"{where}: storage key {key!r} is not a plain name")
             return z.read(f"{root}data/{key}")
 
-        obj = RestrictedUnpickler(z.read(pkls[0]), storage, where).run()
+        pkl = z.read(pkls[0])
+        obj = RestrictedUnpickler(pkl, storage, where, self.config.max_bytes).run()
         tensors: dict[str, RawTensor] = {}
         meta: dict = {}
         _flatten(obj, "", tensors, meta, where)

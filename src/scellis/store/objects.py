@@ -5,8 +5,8 @@ An object becomes visible only by ``rename`` of a complete, fsynced temp file in
 same folder (then the folder is fsynced), so a crash at any point leaves either the
 whole object or no object: temp files are named ``.tmp-*`` and are never read as
 objects. Every ``get`` re-hashes what it read; a missing or corrupt object is an error
-naming the hash, and ``put`` never overwrites an existing one (a corrupt object stays
-visible as corrupt rather than being silently replaced).
+naming the hash, and ``put`` never overwrites an existing one: storing bytes that are
+already there verifies the stored copy, and a corrupt copy is an error, not replaced.
 
 Writing goes through a ``writer`` (``write(fd, data)``), the seam tests use to fail
 mid-object; a full disk (ENOSPC) becomes a ``StoreFullError``, with the temp file gone.
@@ -25,6 +25,10 @@ from ..base.errors import ScellisError
 
 class StoreError(ScellisError):
     """A store object that is missing, corrupt or cannot be written."""
+
+
+class ObjectMissing(StoreError):
+    """No object has this hash."""
 
 
 class StoreFullError(StoreError):
@@ -82,11 +86,14 @@ class ObjectStore:
         h = sha256(data)
         final = self.path(h)
         if final.exists():
+            # re-used: check it is whole (a corrupt copy must not be named by new records,
+            # and is not silently replaced either), and make it fresh for the collector
             try:
-                os.utime(final)  # a re-used object is fresh again for the collector's grace
-            except OSError:
-                pass
-            return h
+                self.get(h)
+                os.utime(final)
+                return h
+            except (ObjectMissing, FileNotFoundError):
+                pass  # collected meanwhile: write it again below
         folder = final.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -128,7 +135,7 @@ class ObjectStore:
         try:
             data = p.read_bytes()
         except FileNotFoundError:
-            raise StoreError(f"object {h} is missing from {self.root}") from None
+            raise ObjectMissing(f"object {h} is missing from {self.root}") from None
         except OSError as e:
             raise StoreError(f"object {h} cannot be read: {e.strerror or e}") from None
         got = sha256(data)

@@ -6,8 +6,9 @@ statement is parameterised; every multi-row change is one transaction, so a read
 never sees a checkpoint without the metrics of the steps before it. The schema is
 versioned with ``PRAGMA user_version``; an unknown (newer) version is refused.
 
-A run is ``interrupted`` when its status says running but its process is gone: its
-heartbeat is older than ``stale_s``, or it ran on this host and its pid is dead.
+A run is ``interrupted`` when its status says running but its process is gone: it ran
+on this host and its pid is dead, or it ran elsewhere and its heartbeat is older than
+``stale_s``.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class Records:
         self.db.close()
 
     def _migrate(self) -> None:
+        if self.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return  # the common case: no write lock needed just to open the store
         with self._tx():
             v = self.db.execute("PRAGMA user_version").fetchone()[0]
             if v == 0:
@@ -137,22 +140,25 @@ class Records:
                 " tier, seed, status, started, heartbeat, host, pid, argv, config)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (rid, record_hash, model_id, dataset_hash, device, adapter, tier, seed, now,
-                 now, socket.gethostname(), os.getpid(), json.dumps(argv),
+                 now, _host(), os.getpid(), json.dumps(argv),
                  json.dumps(config, sort_keys=True)),
             )  # fmt: skip
         return rid
 
     def reopen_run(self, rid: str, *, device: str, adapter: str, tier: str, step: int) -> None:
-        """Mark ``rid`` running again from checkpoint ``step``: later metrics are dropped
-        (they are replayed, and must match what the resumed run logs)."""
+        """Mark ``rid`` running again from checkpoint ``step``: later metrics and
+        checkpoints are dropped (the resumed run replays those steps)."""
         now = time.time()
         with self._tx():
             self.db.execute(
                 "UPDATE runs SET status='running', ended=NULL, heartbeat=?, host=?, pid=?,"
                 " device=?, adapter=?, tier=?, step=? WHERE id=?",
-                (now, socket.gethostname(), os.getpid(), device, adapter, tier, step, rid),
+                (now, _host(), os.getpid(), device, adapter, tier, step, rid),
             )
             self.db.execute("DELETE FROM metrics WHERE run_id=? AND step>?", (rid, step))
+            # later checkpoints were unusable (the latest usable one is resumed): the
+            # replayed steps write their own
+            self.db.execute("DELETE FROM checkpoints WHERE run_id=? AND step>?", (rid, step))
 
     def heartbeat(self, rid: str) -> None:
         with self._tx():
@@ -219,9 +225,10 @@ class Records:
     def reconciled_status(self, d: dict) -> str:
         if d["status"] != "running":
             return d["status"]
+        if d["host"] and d["host"] == _host() and d["pid"]:
+            # on this host the process table is the truth: a slow step is not a dead run
+            return "running" if _alive(d["pid"]) else "interrupted"
         if time.time() - (d["heartbeat"] or 0) > self.stale_s:
-            return "interrupted"
-        if d["host"] == socket.gethostname() and d["pid"] and not _alive(d["pid"]):
             return "interrupted"
         return "running"
 
@@ -298,18 +305,46 @@ class Records:
 
 
 class _Tx:
-    """BEGIN ... COMMIT (or ROLLBACK on error) on an autocommit connection."""
+    """BEGIN ... COMMIT (or ROLLBACK on error) on an autocommit connection. SQLite's own
+    failures (a full disk, a locked or damaged file) leave as ScellisErrors."""
 
     def __init__(self, db, begin: str):
         self.db, self.begin = db, begin
 
     def __enter__(self):
-        self.db.execute(self.begin)
+        try:
+            self.db.execute(self.begin)
+        except sqlite3.Error as e:
+            raise _error(e) from None
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return False
+            except sqlite3.Error as e:
+                exc_type, exc = type(e), e
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back already (it does on a full disk)
+        if isinstance(exc, sqlite3.Error):
+            raise _error(exc) from None
         return False
+
+
+def _error(e: sqlite3.Error) -> ScellisError:
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(e):
+        return RecordsFullError(
+            f"the disk under the records database is full ({e}); free space and resume"
+        )
+    return ScellisError(f"records database: {e}")
+
+
+class RecordsFullError(ScellisError):
+    """The records database could not grow: the disk is full."""
 
 
 def _num(v):
@@ -319,6 +354,13 @@ def _num(v):
         return float(v)
     except (TypeError, ValueError):
         return None
+
+
+def _host() -> str:
+    try:
+        return socket.gethostname()
+    except OSError:  # a sandbox without a host name (the browser): pids cannot be checked
+        return ""
 
 
 def _alive(pid: int) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..data.csvsource import dataset_digest, load_csv
-from ..data.record import csv_config, source_path
+from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
 from ..data.table import MISSING, parse_time, read_table
 from ..data.text import read_text, text_dataset
 from ..sml import Document, parse
@@ -162,6 +162,13 @@ def dataset_from(
     doc = parse(record, "model.sml")
     data = doc.data.get("data") if isinstance(doc.data.get("data"), dict) else {}
     fmt = "csv" if name.lower().endswith(".csv") else "text"
+    foreign = sorted(set(data) - (CSV_KEYS if fmt == "csv" else TEXT_KEYS))
+    if foreign:
+        other = "a text corpus" if fmt == "csv" else "a CSV series"
+        raise ScellisError(
+            f"this record's data section is for {other} ({', '.join(foreign)}); "
+            f"a {'CSV' if fmt == 'csv' else 'text'} file needs a record made for it"
+        )
     path = _save(folder, name, text)
     updates: dict = {"source": str(path), "format": fmt}
     if fmt == "csv":

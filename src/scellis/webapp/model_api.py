@@ -13,9 +13,11 @@ they are answered here through one-line delegates.
 
 from __future__ import annotations
 
+import json
 import time
 
 from ..base.errors import Diagnostic, ScellisError
+from ..catalog.registry import lookup as catalog_lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
 from ..sml import TIERS, Document, parse, to_form, to_graph, validate
@@ -37,6 +39,44 @@ def _doc(text: str, file: str) -> Document:
         doc = parse(text, file)
     _last[0] = doc
     return doc
+
+
+class _Schemas:
+    """The catalog through SML's registry protocol, each entry's fields read once.
+
+    Reading a config's fields (type hints, metadata) is most of a form's cost; a
+    catalog entry never changes once registered (an id cannot be registered twice), so
+    its fields are kept per entry object and read again only for a new entry.
+    """
+
+    def __init__(self):
+        self.inner = catalog_registry()
+        self._fields: dict = {}
+
+    def ids(self, kind: str) -> list[str]:
+        return self.inner.ids(kind)
+
+    def kind_of(self, id: str) -> str | None:
+        try:
+            return catalog_lookup(id).kind
+        except ScellisError:
+            return None
+
+    def fields(self, id: str):
+        entry = catalog_lookup(id)
+        hit = self._fields.get(id)
+        if hit is None or hit[0] is not entry:
+            hit = self._fields[id] = (entry, self.inner.fields(id))
+        return hit[1]
+
+    def doc(self, id: str) -> str:
+        return self.inner.doc(id)
+
+    def infer_shape(self, id: str, fields: dict, inputs: list):
+        return self.inner.infer_shape(id, fields, inputs)
+
+
+_REGISTRY = _Schemas()
 
 
 def _diag_json(d: Diagnostic) -> dict:
@@ -73,7 +113,7 @@ def _locate(doc: Document, form: dict) -> dict:
 
 
 def _project_doc(doc: Document) -> dict:
-    reg = catalog_registry()
+    reg = _REGISTRY
     diags = validate(doc, reg)
     return {
         "ok": not diags,
@@ -85,17 +125,26 @@ def _project_doc(doc: Document) -> dict:
     }
 
 
-def project(text: str, file: str = FILE) -> dict:
+def _out(result: dict, t0: float, encoded: bool):
+    result["py_ms"] = (time.perf_counter() - t0) * 1000
+    # wall-clock end (ms since the epoch, the page's clock too): the page splits a round
+    # trip into the way there, Python, and the way back
+    result["py_end"] = time.time() * 1000
+    # encoded: one JSON string crosses from Python to the page instead of a tree of
+    # values converted one by one (the bigger part of a round trip in Pyodide)
+    return json.dumps(result) if encoded else result
+
+
+def project(text: str, file: str = FILE, encoded: bool = False) -> dict | str:
     """``{ok, parsed, text, graph, form, diagnostics, py_ms}`` of one SML text.
 
     ``parsed`` is False when the text is not a readable document (then ``graph`` and
     ``form`` are None and ``diagnostics`` holds the one parse error). ``py_ms`` is the
-    time spent here, so the page can tell Python's share of an edit's latency.
+    time spent here, so the page can tell Python's share of an edit's latency. With
+    ``encoded`` the result is its JSON text.
     """
     t0 = time.perf_counter()
-    out = _project(text, file)
-    out["py_ms"] = (time.perf_counter() - t0) * 1000
-    return out
+    return _out(_project(text, file), t0, encoded)
 
 
 def _project(text: str, file: str) -> dict:
@@ -143,7 +192,7 @@ EDITS = {
 }
 
 
-def edit(text: str, edit: dict, file: str = FILE) -> dict:
+def edit(text: str, edit: dict, file: str = FILE, encoded: bool = False) -> dict | str:
     """Apply one edit (``{kind, ...}``, kinds in ``EDITS``) and project the new text.
 
     Raises ScellisError when the text does not parse or the edit cannot apply (an
@@ -157,14 +206,12 @@ def edit(text: str, edit: dict, file: str = FILE) -> dict:
     EDITS[edit["kind"]](doc, edit)
     if edit["kind"] == "set_field" and edit.get("block") == "data":
         rehash(doc)
-    out = _project_doc(doc)
-    out["py_ms"] = (time.perf_counter() - t0) * 1000
-    return out
+    return _out(_project_doc(doc), t0, encoded)
 
 
 def catalog(kind: str = "block") -> list[dict]:
     """The entries of one kind, ``[{id, doc, fields}]``, for the add-block menu."""
-    reg = catalog_registry()
+    reg = _REGISTRY
     return [
         {"id": i, "doc": reg.doc(i), "fields": [f.as_json() for f in reg.fields(i)]}
         for i in reg.ids(kind)

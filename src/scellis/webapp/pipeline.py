@@ -64,24 +64,30 @@ class Pipeline:
     seed: int
     tier: str | None
 
-    def fit_kwargs(self) -> dict:
+    def fit_kwargs(self, validate: bool = True) -> dict:
         r = self.record
         return dict(
             epochs=self.epochs,
             determinism_tier=self.tier,
             seed=self.seed,
             scheduler=self.scheduler,
-            val_data=self.val,
+            val_data=self.val if validate else None,
             grad_clip=r.get("grad_clip"),
             precision=r.get("precision"),
         )
 
 
 def build_pipeline(
-    record: dict, device: str = "webgpu", dataset=None, epochs: int | None = None, base_dir="."
+    record: dict,
+    device: str = "webgpu",
+    dataset=None,
+    epochs: int | None = None,
+    base_dir=".",
+    drop_last: bool = False,
 ) -> Pipeline:
     """The objects ``fit`` needs for ``record`` on ``device``. ``dataset`` (a loaded
-    dataset) replaces the record's own data section."""
+    dataset) replaces the record's own data section; ``drop_last`` drops each epoch's
+    short last batch (every step then has one shape: no new kernels to compile)."""
     dev = get_device(device)
     seed = int(record.get("seed", 0) or 0)
     model = RecordModel(record, device=dev, gen=Generator(seed, "init"))
@@ -102,7 +108,7 @@ def build_pipeline(
         device=dev,
         model=model,
         dataset=dataset,
-        train=Batches(dataset.x_train, dataset.y_train, batch, device=dev),
+        train=Batches(dataset.x_train, dataset.y_train, batch, drop_last=drop_last, device=dev),
         val=Batches(dataset.x_val, dataset.y_val, val_batch, shuffle=False, device=dev),
         optimizer=optimizer,
         loss=loss,

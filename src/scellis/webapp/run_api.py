@@ -123,15 +123,19 @@ async def train(
     tier: str | None = None,
     samples: bool = True,
     text_samples: bool = False,
+    validate: bool = True,
+    drop_last: bool = False,
 ):
     """Train ``record_text`` in this process, yielding events. ``tier`` overrides the
     record's determinism tier; ``text_samples`` also generates text at every
-    evaluation (otherwise once, at the end: generation costs one forward per char)."""
+    evaluation (otherwise once, at the end: generation costs one forward per char).
+    ``validate`` off skips evaluation; ``drop_last`` drops short last batches (on a
+    software GPU each new batch shape costs a round of shader compiles)."""
     _control.update(paused=False, stop=False)
     record = check_record(record_text)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
-    pipe = build_pipeline(record, device, epochs=epochs)
+    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
     verdict = _plan_of(pipe)
     yield verdict
     if verdict["verdict"] == "red":
@@ -152,7 +156,7 @@ async def train(
         pipe.train,
         max_steps=max_steps,
         log_every=log_every,
-        **pipe.fit_kwargs(),
+        **pipe.fit_kwargs(validate),
     )
     try:
         async for ev in gen:

@@ -101,9 +101,11 @@ export function createGraph(el, { onRewire, onSelect }) {
     for (const e of graph.edges) if (g.hasNode(e.from)) g.setEdge(e.from, e.to);
     layout(g);
     const { width, height } = g.graph();
-    root.setAttribute("viewBox", `0 0 ${Math.max(width, W + 32)} ${Math.max(height, H + 32)}`);
-    root.style.height = `${Math.max(height, H + 32)}px`;
-    root.style.maxWidth = `${Math.max(width, W + 32)}px`;
+    // drawn at 1:1 (readable text); a graph wider than the pane scrolls
+    const w = Math.max(width, W + 32), h = Math.max(height, H + 32);
+    root.setAttribute("viewBox", `0 0 ${w} ${h}`);
+    root.style.width = `${w}px`;
+    root.style.height = `${h}px`;
     root.innerHTML = "";
     const defs = svg("defs", {}, root);
     const m = svg("marker", { id: "mv-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, defs);

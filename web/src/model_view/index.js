@@ -13,7 +13,7 @@ const TEMPLATE = `
   <div class="mv-bar">
     <h2>Model</h2>
     <span class="mv-model-id muted"></span>
-    <span class="mv-status" role="status"></span>
+    <span class="mv-status" role="status">loading…</span>
     <span class="mv-latency muted" title="edit to all three views, through the worker"></span>
     <span class="mv-spacer"></span>
     <div class="mv-tabs" role="tablist">
@@ -21,7 +21,7 @@ const TEMPLATE = `
       <button role="tab" data-tab="form">Form</button>
       <button role="tab" data-tab="code">Code</button>
     </div>
-    <button class="mv-expand" title="full-screen editor">⤢ Full screen</button>
+    <button class="mv-expand" title="full-screen editor: graph, form and code side by side" aria-label="full screen">⤢</button>
   </div>
   <div class="mv-panes">
     <div class="mv-pane mv-pane-graph active" data-pane="graph"><div class="mv-pane-title">Graph</div><div class="mv-graph"></div></div>
@@ -88,6 +88,9 @@ export function mount(el, client, app) {
   }
 
   function render(r, kind, t0) {
+    // typing went on while this text was projected: a newer projection is on its way,
+    // and this answer must not put the older text back under the user's cursor
+    if (kind === "code" && r.text !== code.text) return;
     const seq = ++state.shown;
     state.result = r;
     if (r.text !== code.text) code.setText(r.text);
@@ -119,7 +122,9 @@ export function mount(el, client, app) {
     if (t0 !== undefined) {
       const ms = performance.now() - t0;
       // ms: edit to all three views rendered; worker_ms: the round trip; py_ms: Python
-      state.latencies.push({ kind, ms, seq, worker_ms: r.answered - t0, py_ms: r.py_ms });
+      const back = performance.timeOrigin + r.answered - r.py_end; // answer: worker -> page
+      state.latencies.push({ kind, ms, seq, worker_ms: r.answered - t0, py_ms: r.py_ms, back_ms: back,
+        there_ms: r.answered - t0 - back - r.py_ms });
       // loading a record (first one waits for the engine to start) is not an edit
       const xs = state.latencies.filter((x) => x.kind !== "load").map((x) => x.ms);
       if (xs.length) $(".mv-latency").textContent = `${ms.toFixed(1)} ms (p50 ${percentile(xs, 50).toFixed(1)}, p95 ${percentile(xs, 95).toFixed(1)}, n=${xs.length})`;
@@ -132,7 +137,8 @@ export function mount(el, client, app) {
     state.busy++;
     el.dataset.busy = "1";
     try {
-      const r = await client.call(cmd, args);
+      const raw = await client.call(cmd, { ...args, encoded: true });
+      const r = typeof raw === "string" ? JSON.parse(raw) : raw;
       r.answered = performance.now();
       // an older answer that arrives after a newer request was sent is dropped
       if (mine === state.seq) render(r, kind, t0);
@@ -189,7 +195,7 @@ export function mount(el, client, app) {
   for (const b of el.querySelectorAll(".mv-tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
   $(".mv-expand").addEventListener("click", () => {
     const full = el.classList.toggle("mv-full");
-    $(".mv-expand").textContent = full ? "✕ Close full screen" : "⤢ Full screen";
+    $(".mv-expand").textContent = full ? "✕ Close full screen" : "⤢";
     document.body.classList.toggle("mv-full-open", full);
   });
   document.addEventListener("keydown", (ev) => {

@@ -12,6 +12,8 @@ const CSS = `
 .mv-status-warn { background: #fef3c7; color: #92400e; }
 .mv-status-bad { background: #fee2e2; color: #991b1b; }
 .mv-latency { font-size: .75rem; }
+.mv-latency:empty { display: none; }
+.mv:not(.mv-full) .mv-latency { order: 10; flex-basis: 100%; }
 .mv-tabs { display: inline-flex; border: 1px solid #d1d5db; border-radius: 6px; overflow: hidden; }
 .mv-tabs button { border: 0; background: #fff; padding: .25rem .7rem; cursor: pointer; font: inherit; font-size: .85rem; }
 .mv-tabs button[aria-selected="true"] { background: #1f2937; color: #fff; }
@@ -21,8 +23,8 @@ const CSS = `
 .mv-pane { display: none; min-width: 0; min-height: 0; }
 .mv-pane.active { display: flex; flex-direction: column; }
 .mv-pane-title { display: none; font-size: .72rem; font-weight: 600; letter-spacing: .06em; text-transform: uppercase; color: #6b7280; padding: 0 0 .35rem; }
-.mv-graph-canvas { overflow: auto; max-height: 520px; background: #f8fafc; border: 1px solid #e5e7eb; border-radius: 6px; display: flex; justify-content: center; }
-.mv-svg { width: 100%; display: block; }
+.mv-graph-canvas { overflow: auto; max-height: 520px; background: #f8fafc; border: 1px solid #e5e7eb; border-radius: 6px; }
+.mv-svg { display: block; margin: 0 auto; }
 .mv-node rect { fill: #fff; stroke: #94a3b8; stroke-width: 1.2; }
 .mv-input rect { fill: #eff6ff; stroke: #60a5fa; }
 .mv-output rect { stroke: #16a34a; stroke-width: 1.8; }
@@ -63,9 +65,10 @@ const CSS = `
 .mv-msg { grid-column: 1 / -1; color: #b91c1c; font-size: .78rem; }
 .mv-msg:empty { display: none; }
 .mv-field.invalid input, .mv-field.invalid select { border-color: #dc2626; background: #fef2f2; }
-.mv-add { display: flex; gap: .4rem; align-items: center; flex-wrap: wrap; padding: .4rem .6rem; border: 1px dashed #cbd5e1; border-radius: 6px; margin-bottom: .5rem; }
+.mv-add { display: flex; gap: .4rem; align-items: center; flex-wrap: nowrap; padding: .4rem .6rem; border: 1px dashed #cbd5e1; border-radius: 6px; margin-bottom: .5rem; }
 .mv-add input, .mv-add select { font: inherit; font-size: .85rem; padding: .2rem .35rem; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; }
-.mv-add .mv-add-name { width: 11ch; }
+.mv-add .mv-add-name { width: 15ch; }
+.mv-add .mv-add-kind { flex: 1; min-width: 10ch; }
 .mv-add input.bad { border-color: #dc2626; background: #fef2f2; }
 .mv-add-btn { font: inherit; font-size: .85rem; border: 1px solid #2563eb; color: #2563eb; background: #fff; border-radius: 6px; padding: .2rem .6rem; cursor: pointer; }
 .mv-add-btn:hover { background: #eff6ff; }
@@ -78,7 +81,7 @@ const CSS = `
 .mv-stale .mv-graph, .mv-stale .mv-form { opacity: .45; }
 .mv.mv-full { position: fixed; inset: 0; z-index: 50; border-radius: 0; padding: .75rem 1rem; background: #fff; }
 .mv.mv-full .mv-tabs { display: none; }
-.mv.mv-full .mv-panes { grid-template-columns: minmax(260px, .9fr) minmax(360px, 1.1fr) minmax(360px, 1.2fr); gap: .9rem; flex: 1; }
+.mv.mv-full .mv-panes { grid-template-columns: minmax(300px, 1fr) minmax(360px, 1fr) minmax(360px, 1.1fr); gap: .9rem; flex: 1; }
 .mv.mv-full .mv-pane { display: flex; flex-direction: column; }
 .mv.mv-full .mv-pane-title { display: block; }
 .mv.mv-full .mv-graph-canvas, .mv.mv-full .mv-form { max-height: calc(100vh - 9rem); }

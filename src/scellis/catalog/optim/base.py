@@ -167,6 +167,19 @@ class Optimizer:
                     grp.steps[k] += 1
         self.step_count += 1
 
+    def host_step(self) -> list[dict]:
+        """The host half of ``step()``, for a replayed step (runtime.replay): the attrs
+        of each run's update in dispatch order, with the step counts advanced as
+        ``step()`` advances them. No device work."""
+        out = []
+        for opts, grp in zip(self.param_groups, self._groups):
+            for i, j in grp.runs():
+                out.append(self.attrs(opts, grp.steps[i] + 1))
+                for k in range(i, j):
+                    grp.steps[k] += 1
+        self.step_count += 1
+        return out
+
     def _gather(self, grp: _Group, i: int, j: int) -> Tensor:
         grads = [grp.params[k].grad for k in range(i, j)]
         for k, g in zip(range(i, j), grads):

@@ -74,6 +74,9 @@ class WebGPUBackend:
         self.peak_bytes = 0
         self.pooled_bytes = 0
         self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0, "reuses": 0}
+        # a replay.Trace while a step is being recorded: it sees every run, launch,
+        # upload and readback (devices/webgpu/replay.py)
+        self.recorder = None
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -131,6 +134,8 @@ class WebGPUBackend:
         self.pooled_bytes = 0
 
     def upload(self, buf: Buffer, data: bytes) -> None:
+        if self.recorder is not None:
+            self.recorder.on_upload(buf, data)
         if buf.dtype.name == "bool":
             # one u32 per host byte (array("I", bytes) would reinterpret the bytes)
             data = array.array("I", list(data)).tobytes()
@@ -146,6 +151,8 @@ class WebGPUBackend:
             at += len(part)
 
     async def read(self, buf: Buffer) -> bytes:
+        if self.recorder is not None:
+            self.recorder.on_read(buf)
         data = await self._read(buf)
         if "first_result_s" not in self.stats:
             # from opening the device to the first values on the host: adapter, pipeline
@@ -171,17 +178,23 @@ class WebGPUBackend:
         return data
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
+        if any(o.buf.numel == 0 for o in outputs):
+            return
+        launches = self.encode(op, inputs, outputs, attrs)
+        if self.recorder is not None:
+            self.recorder.on_run(op, inputs, outputs, attrs)
+        for one_src, grid in launches:
+            self.launch(one_src, grid)
+
+    def encode(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
+        """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched."""
         builder = KERNELS.get(op)
         if builder is None:
             raise DeviceError(f"the WebGPU backend has no kernel for {op!r}")
-        if any(o.buf.numel == 0 for o in outputs):
-            return
         src = self._source()
         result = builder(src, op, inputs, outputs, attrs)
         # a builder fills ``src`` and returns its grid, or returns [(Source, grid), ...]
-        launches = result if isinstance(result, list) else [(src, result)]
-        for one_src, grid in launches:
-            self.launch(one_src, grid)
+        return result if isinstance(result, list) else [(src, result)]
 
     # -- kernels --
     def source(self) -> Source:
@@ -196,6 +209,8 @@ class WebGPUBackend:
         pipeline = self.pipeline(src.text())
         meta = self._meta_buffer(src.meta)
         bindings = list(src.bindings) + [(meta, 0, max(4, len(src.meta) * 4))]
+        if self.recorder is not None:
+            self.recorder.on_launch(pipeline, src, grid)
         self.gpu.dispatch(pipeline, bindings, grid)
         self.stats["dispatches"] += 1
 
