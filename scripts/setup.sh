@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 need_apt=()
 dpkg -s mesa-vulkan-drivers >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
 dpkg -s libvulkan1 >/dev/null 2>&1 || need_apt+=(libvulkan1)
+# the browser tests drive Debian's Chromium (WebGPU on SwiftShader) through Playwright
+dpkg -s chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
