@@ -21,8 +21,16 @@ async function fetchBytes(url) {
   return new Uint8Array(await r.arrayBuffer());
 }
 
+// said before Pyodide loads (seconds): the same words as scellis.devices.browser.NO_WEBGPU
+const NO_WEBGPU =
+  "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). " +
+  "Scellis trains on WebGPU: use a recent Chrome, Edge or Firefox with WebGPU enabled " +
+  "(Chrome/Edge 113+; on Linux start Chromium with --enable-unsafe-webgpu), served " +
+  "from https or localhost.";
+
 async function boot() {
   const t0 = performance.now();
+  if (!self.navigator.gpu) throw new Error(NO_WEBGPU);
   status("loading Python (Pyodide)…");
   pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
   const manifest = await (await fetch("./wheels/manifest.json")).json();
