@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import finish_training, screenshot, start_training
+from conftest import finish_training, screenshot, start_training, wait_engine
 from scellis.train import PROD_TOLERANCE
 
 pytestmark = pytest.mark.browser
@@ -80,3 +80,29 @@ def test_lstm_forecaster_trains_in_the_tab_like_native(engine_page):
     assert page.evaluate("document.getElementById('run-progress-bar').style.width") == "100%"
     assert "memory plan: green" in page.inner_text("#run-plan")
     screenshot(page, "train_lstm_forecaster")
+
+
+def test_offline_reload_then_train(engine_page):
+    """After the first load the service worker has the whole site: with the network
+    off the page reloads, the engine starts and the same record trains again, giving
+    the same first losses as before (same seed)."""
+    page = engine_page
+    before = [
+        e["loss"] for e in page.evaluate("window.scellisApp.run.events") if e["kind"] == "log"
+    ]
+    assert before, "run the training test first (same session page)"
+    page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    page.context.set_offline(True)
+    try:
+        page.reload()
+        wait_engine(page)
+        assert page.evaluate("!!navigator.serviceWorker.controller")
+        start_training(page, {**OPTIONS, "max_steps": 3}, "lstm_forecaster")
+        finish_training(page, timeout_ms=300_000)
+        again = [
+            e["loss"] for e in page.evaluate("window.scellisApp.run.events") if e["kind"] == "log"
+        ]
+        assert again == before[:3]
+        screenshot(page, "offline_reload_train")
+    finally:
+        page.context.set_offline(False)
