@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ARGS, screenshot, watch
+from .conftest import ARGS, screenshot, watch
 
 pytestmark = pytest.mark.browser
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import finish_training, screenshot, start_training, wait_engine
 from scellis.train import PROD_TOLERANCE
+
+from .conftest import finish_training, screenshot, start_training, wait_engine
 
 pytestmark = pytest.mark.browser
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import cases_attention
 import cases_elementwise
 import cases_nn
 import cases_recurrent
@@ -19,7 +20,13 @@ import scellis as sc
 from helpers import Case
 from inputs import Distinct, Idx, Mask, N, Ties
 
-DIFF_CASES = cases_elementwise.CASES + cases_shape.CASES + cases_nn.CASES + cases_recurrent.CASES
+DIFF_CASES = (
+    cases_elementwise.CASES
+    + cases_shape.CASES
+    + cases_nn.CASES
+    + cases_recurrent.CASES
+    + cases_attention.CASES
+)
 # rows tagged no_fd say why in their comment; the coverage test holds the rest to every op
 GRADCHECK_CASES = [c for c in DIFF_CASES if "no_fd" not in c.tags]
 
@@ -68,6 +75,7 @@ NOT_IN_TABLE = {
     # a backward-only primitive: no forward of its own, run by lstm_seq's VJP
     "lstm_seq_backward": "lstm_seq's reverse walk; checked by the lstm_seq rows' backward",
     "gru_seq_backward": "gru_seq's reverse walk; checked by the gru_seq rows' backward",
+    "flash_attention_backward": "flash attention's VJP; checked by the flash rows' backward",
 }
 
 ALL_CASES = DIFF_CASES + FORWARD_CASES

@@ -117,6 +117,9 @@ def accumulation_length(call: Call) -> int:
         return call.ins[0][1] * (call.ins[0][-1] + 10)
     if op in ("lstm_seq_backward", "gru_seq_backward"):  # (g, y [T, ...], ..., w [G*H, H])
         return call.ins[1][0] * (call.ins[-1][0] + 10)
+    if op in ("flash_attention", "flash_attention_backward"):  # q [B, H, T, D], k [.., S, D]
+        (t, d), s = call.ins[0][2:], call.ins[1][2]
+        return s + d + 10 if op == "flash_attention" else t + s + 2 * d + 10
     if get_op(op).family in ELEMENTWISE_FAMILIES + ("where",):
         return 1
     raise AssertionError(f"{op}: no accumulation length known; add it here")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from .rules_attention import ATTENTION_SAVES as _ATTENTION_SAVES
+from .rules_attention import ATTENTION_VJP as _ATTENTION_VJP
 from .rules_recurrent import RECURRENT_SAVES as _RECURRENT_SAVES
 from .rules_recurrent import RECURRENT_VJP as _RECURRENT_VJP
 
@@ -235,4 +237,5 @@ VJP = {
 
 # fused recurrent layers live in their own file; one table for the tape all the same
 VJP.update(_RECURRENT_VJP)
-SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES
+VJP.update(_ATTENTION_VJP)
+SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES

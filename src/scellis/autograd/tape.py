@@ -2,6 +2,8 @@
 
 A node records one primitive application: op name, input tensors, attrs and the
 values its VJP needs (``saved``: detached tensors, so the graph holds no cycles).
+A node may carry its own ``rule`` (a rematerialised block: its VJP recomputes the
+block); every other node's VJP is looked up by op name.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from .mode import no_grad
 
 
 class Node:
-    __slots__ = ("op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype")
+    __slots__ = ("op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype", "rule")
 
     def __init__(
         self,
@@ -27,13 +29,15 @@ class Node:
         self.op, self.inputs, self.attrs, self.needs = op, inputs, attrs, needs
         self.out_shape, self.out_dtype = out_shape, out_dtype
         self.saved: dict[str, Any] = {}
+        self.rule = None  # rule(node, g) of this node alone, or None: rules[op]
 
     def __repr__(self) -> str:
         return f"Node({self.op}, {self.out_shape}, {self.out_dtype})"
 
 
-def _topo(root) -> list:
-    """Tensors with a node, in an order where every tensor precedes its inputs."""
+def _topo(root, stop=frozenset()) -> list:
+    """Tensors with a node, in an order where every tensor precedes its inputs; the walk
+    does not descend past a tensor whose id is in ``stop``."""
     order, seen = [], set()
     stack = [(root, False)]
     while stack:
@@ -46,7 +50,7 @@ def _topo(root) -> list:
         seen.add(id(t))
         stack.append((t, True))
         node = t._node
-        if node is None:
+        if node is None or id(t) in stop:
             continue
         if node.inputs is None:
             raise AutogradError(
@@ -87,16 +91,42 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
                 t.grad = g if t.grad is None else t.grad + g
             if node is None:
                 continue
-            gins = rules[node.op](node, g)
-            for x, gx, need in zip(node.inputs, gins, node.needs):
-                if not need or gx is None:
-                    continue
-                if gx.shape != x.shape:
-                    raise AutogradError(
-                        f"VJP of {node.op} gave shape {gx.shape} for an input of shape {x.shape}"
-                    )
-                prev = grads.get(id(x))
-                grads[id(x)] = gx if prev is None else prev + gx
+            _propagate(node, g, grads, rules)
             if not retain_graph:
                 node.inputs = None
                 node.saved = {}
+
+
+def _propagate(node, g, grads: dict, rules) -> None:
+    """Apply ``node``'s VJP to ``g`` and add each input's share into ``grads``."""
+    gins = (node.rule or rules[node.op])(node, g)
+    for x, gx, need in zip(node.inputs, gins, node.needs):
+        if not need or gx is None:
+            continue
+        if gx.shape != x.shape:
+            raise AutogradError(
+                f"VJP of {node.op} gave shape {gx.shape} for an input of shape {x.shape}"
+            )
+        prev = grads.get(id(x))
+        grads[id(x)] = gx if prev is None else prev + gx
+
+
+def grads_at(root, grad, targets, rules) -> list:
+    """d(root)/d(t) for each tensor in ``targets`` (None where none reaches it), written
+    nowhere else: no ``.grad`` changes and the graph is kept. The walk stops at the
+    targets and adds shares in the order ``backward`` does, so a gradient found here is
+    bitwise the one ``backward`` would have accumulated there."""
+    stop = {id(t) for t in targets}
+    grads: dict[int, Any] = {id(root): grad}
+    found: dict[int, Any] = {}
+    with no_grad():
+        for t in _topo(root, frozenset(stop)):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            if id(t) in stop:
+                found[id(t)] = g
+                continue
+            if t._node is not None:
+                _propagate(t._node, g, grads, rules)
+    return [found.get(id(t)) for t in targets]

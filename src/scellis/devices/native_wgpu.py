@@ -138,22 +138,31 @@ class NativeGPU:
                 f"WGSL pipeline failed to compile: {e}\n--- source ---\n{code}"
             ) from None
 
+    def bind_group(self, pipeline, bindings):
+        """A bind group of ``bindings`` for ``pipeline``, made now and not cached here
+        (a replayed schedule holds its own)."""
+        layout = pipeline.get_bind_group_layout(0)
+        entries = [
+            {"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
+            for i, (b, o, s) in enumerate(bindings)
+        ]
+        return self._device.create_bind_group(layout=layout, entries=entries)
+
     def dispatch(self, pipeline, bindings, grid) -> None:
         key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
         hit = self._groups.get(key)
         if hit is None:
-            layout = pipeline.get_bind_group_layout(0)
-            entries = [
-                {"binding": i, "resource": {"buffer": b, "offset": o, "size": s}}
-                for i, (b, o, s) in enumerate(bindings)
-            ]
-            group = self._device.create_bind_group(layout=layout, entries=entries)
+            group = self.bind_group(pipeline, bindings)
             self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
             if len(self._groups) > 4096:
                 self._groups.popitem(last=False)
         else:
             group = hit[0]
             self._groups.move_to_end(key)
+        self.dispatch_group(pipeline, group, grid)
+
+    def dispatch_group(self, pipeline, group, grid) -> None:
+        """Encode one dispatch with a prepared bind group."""
         if self._pass is None:
             if self._encoder is None:
                 self._encoder = self._device.create_command_encoder()

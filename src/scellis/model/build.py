@@ -11,10 +11,15 @@ import dataclasses
 
 from ..base.errors import ScellisError
 from ..base.rng import Generator
+from ..catalog.checkpoint import checkpoint
 from ..catalog.module import Module
 from ..catalog.registry import lookup
 
-RESERVED = ("block_id", "in")
+# record keys beside a block's fields; activation_checkpointing is the block's (else the
+# record's) choice: a block whose Config has that field (a transformer stack)
+# rematerialises layer by layer, any other block is rematerialised as a whole
+REMAT = "activation_checkpointing"
+RESERVED = ("block_id", "in", REMAT)
 
 
 def config_of(entry, fields: dict, where: str):
@@ -69,10 +74,16 @@ class RecordModel(Module):
         outs = record.get("outputs") or [self.order[-1]]
         object.__setattr__(self, "output_names", [outs] if isinstance(outs, str) else list(outs))
         gen = gen or Generator(int(record.get("seed", 0) or 0), "init")
+        object.__setattr__(self, "remat", set())
         for name in self.order:
             spec = blocks[name]
             entry = lookup(spec.get("block_id", ""), "block")
             cfg = config_of(entry, spec, f"block {name!r}")
+            if bool(spec.get(REMAT, record.get(REMAT, False))):
+                if REMAT in {f.name for f in dataclasses.fields(cfg)}:
+                    cfg = dataclasses.replace(cfg, **{REMAT: True})
+                else:
+                    self.remat.add(name)
             setattr(self, name, entry.impl(cfg, device=device, dtype=dtype, gen=gen))
         for name in self.order:  # a language-model head may reuse an embedding's weight
             mod = getattr(self, name)
@@ -88,6 +99,10 @@ class RecordModel(Module):
             )
         values = dict(zip(self.input_names, args))
         for name in self.order:
-            values[name] = getattr(self, name)(*(values[s] for s in self.wiring[name]))
+            args = [values[s] for s in self.wiring[name]]
+            mod = getattr(self, name)
+            values[name] = (
+                checkpoint(mod, *args) if name in self.remat and self.training else mod(*args)
+            )
         outs = [values[o] for o in self.output_names]
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,6 +1,7 @@
 """The op table (ops layer): one OpDef per primitive, and composites over primitives."""
 
 from . import (  # noqa: F401  (register)
+    attention,
     elementwise,
     indexing,
     linalg,

@@ -17,7 +17,9 @@ DTYPES = ("f32", "f16", "i32", "u32", "bool")
 SECTIONS = {
     "model", "inputs", "blocks", "outputs", "optimizer", "scheduler", "loss", "epochs",
     "batch_size", "grad_clip", "precision", "determinism_tier", "seed", "data", "eval",
+    "finetune", "activation_checkpointing",
 }  # fmt: skip
+REMAT = "activation_checkpointing"  # record-wide default, or per block next to block_id/in
 PRECISION = {
     "policy": ("f32", "mixed_f16"),
     "master_weights": ("f32",),
@@ -28,7 +30,8 @@ PRECISION = {
 }  # fmt: skip
 DATA = {
     "source": str, "format": ("csv", "text"), "column": str, "columns": list,
-    "datetime_column": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
+    "datetime_column": str, "datetime": str, "datetime_format": str, "features": list,
+    "target": str, "delimiter": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
     "window": int, "horizon": int, "stride": int, "val_fraction": float,
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
     "shuffle": bool, "max_chars": int, "sha256": str,
@@ -67,6 +70,14 @@ def _int(v, low: int) -> bool:
 def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
     """A free-standing section (precision, data, eval): known keys and simple types."""
     sec = doc.node(path) and doc.data.get(path[0])
+    policy = spec.get("policy")
+    if isinstance(sec, str) and isinstance(policy, tuple):
+        # the short form `precision: mixed_f16` names the policy alone
+        if sec not in policy:
+            out.append(
+                doc.diag(path, f"{path[0]} must be one of {' | '.join(policy)}, got {sec!r}")
+            )
+        return
     if not isinstance(sec, dict):
         out.append(doc.diag(path, f"{path[0]} must be a mapping"))
         return
@@ -143,6 +154,17 @@ def _check_grad_clip(doc: Document, out: list) -> None:
         out.append(doc.diag(("grad_clip", k), f"{k} must be > 0, got {v!r}"))
 
 
+def _check_remat(doc: Document, out: list) -> None:
+    d = doc.data
+    if REMAT in d and not isinstance(d[REMAT], bool):
+        out.append(doc.diag((REMAT,), f"{REMAT} must be true or false, got {d[REMAT]!r}"))
+    blocks = d.get("blocks") if isinstance(d.get("blocks"), dict) else {}
+    for name, spec in blocks.items():
+        if isinstance(spec, dict) and REMAT in spec and not isinstance(spec[REMAT], bool):
+            p = ("blocks", name, REMAT)
+            out.append(doc.diag(p, f"{REMAT} must be true or false, got {spec[REMAT]!r}"))
+
+
 def check_record(doc: Document) -> list:
     """Diagnostics for the record's structure and pipeline scalars, in document order."""
     out: list = []
@@ -187,6 +209,7 @@ def check_record(doc: Document) -> list:
             out.append(doc.diag((k,), f"{k} must be {what} integer, got {d[k]!r}"))
     if "grad_clip" in d:
         _check_grad_clip(doc, out)
+    _check_remat(doc, out)
     for k, spec in (("precision", PRECISION), ("data", DATA), ("eval", EVAL)):
         if k in d:
             check_options(doc, (k,), spec, out)

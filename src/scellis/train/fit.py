@@ -36,6 +36,7 @@ async def fit(
     max_steps: int | None = None,
     state: TrainState | None = None,
     resume: dict | None = None,
+    replay: bool = False,
 ):
     """Train ``model`` on ``data`` for ``epochs`` epochs, yielding event dicts.
 
@@ -46,6 +47,9 @@ async def fit(
     there is val_data, else the training loss at log points); any other scheduler steps
     once per step. ``state`` continues a live ``TrainState``; ``resume`` loads a
     ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
+    ``replay=True`` runs steps as a recorded dispatch schedule where the device and the
+    step allow it (train/replay.py); the ``end`` event's ``replay`` says how many steps
+    replayed and why any did not.
     """
     if log_every < 1 or (eval_every is not None and eval_every < 1):
         raise ScellisError("log_every and eval_every must be >= 1")
@@ -68,6 +72,7 @@ async def fit(
         precision=precision,
         early_stopping=early_stopping,
         skip_nonfinite=skip_nonfinite,
+        replay=replay,
         plateau_metric=plateau_metric or ("val_loss" if val_data is not None else "loss"),
     )
     r = _Run(ts, loss, data, opts)
@@ -121,6 +126,8 @@ async def fit(
     if r.window["steps"]:
         yield await r.log()
     yield r.end_event(time.perf_counter() - t0)
+    if r.replay is not None:
+        r.replay.close()
 
 
 def run(*args, on_event=None, **kwargs) -> dict:

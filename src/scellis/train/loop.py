@@ -25,12 +25,13 @@ from ..base.errors import ScellisError
 from ..catalog.clip import clip_grad_norm_, clip_grad_value_
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
-from ..runtime.creation import zeros
+from ..runtime.creation import full, zeros
 from ..runtime.tensor import Tensor
 from .data import batch_rows, epoch_batches
 from .determinism import resolve_tier
 from .guard import finite_flag, guarded_step, scale_grads
 from .precision import resolve_precision, to_compute, working_copies
+from .replay import TrainReplay
 from .state import TrainState
 from .stopping import EarlyStopping
 
@@ -68,12 +69,27 @@ class _Run:
         self.last: dict = {}
         self.stop_reason = ""
         self.step_lr = self.optimizer.param_groups[0]["lr"]  # the rate the last step used
+        # opt-in: steps as a recorded schedule (train/replay.py); eager stays the default
+        self.replay = TrainReplay(self) if opts.get("replay") else None
 
     # -- the step: device work only --
     def step(self, x, y) -> None:
-        ts, scaler, dt = self.ts, self.ts.scaler, self.prec.compute
+        if self.replay is not None:
+            self.replay.step(self, x, y)  # the recorded schedule, or this eager step
+            return
+        self.eager_step(x, y)
+
+    def host_enter(self) -> None:
         self.step_lr = self.optimizer.param_groups[0]["lr"]
-        ts.enter_step()
+        self.ts.enter_step()
+
+    def count(self, x) -> None:
+        self.window["steps"] += 1
+        self.window["samples"] += batch_rows(x)
+
+    def eager_step(self, x, y) -> None:
+        scaler, dt = self.ts.scaler, self.prec.compute
+        self.host_enter()
         self.optimizer.zero_grad()
         with working_copies(self.model, dt):
             pred = self.model(to_compute(x, dt))
@@ -92,13 +108,14 @@ class _Run:
             if ok is not None:
                 scaler.update(ok)
             self._accumulate(value.detach(), ok)
-        rows = batch_rows(x)
-        self.window["steps"] += 1
-        self.window["samples"] += rows
+        self.count(x)
 
     def _accumulate(self, value: Tensor, ok) -> None:
         if self.acc is None:
-            self.acc = [zeros((), value.dtype, self.device) for _ in range(3)]
+            # a resumed run continues its skip count: the checkpoint's metrics carry it
+            done = float(self.ts.metrics.get("skipped_total") or 0)
+            self.acc = [zeros((), value.dtype, self.device) for _ in range(2)]
+            self.acc.append(full((), done, value.dtype, self.device))
         total, good, skipped = self.acc
         if ok is None:
             self.acc = [total + value, good + 1.0, skipped]
@@ -132,11 +149,14 @@ class _Run:
             "skipped_total": skipped_total,
             "loss_scale": vals[3],
         }
-        self.acc = [
-            zeros((), total.dtype, self.device),
-            zeros((), total.dtype, self.device),
-            skipped,
-        ]
+        if self.replay is not None:
+            self.replay.reset_window(self.acc)  # the schedule reads these very buffers
+        else:
+            self.acc = [
+                zeros((), total.dtype, self.device),
+                zeros((), total.dtype, self.device),
+                skipped,
+            ]
         self.window = {"steps": 0, "samples": 0, "t0": time.perf_counter()}
         self.last = ev
         ts.metrics.update(loss=loss, skipped_total=skipped_total, loss_scale=vals[3])
@@ -215,4 +235,5 @@ class _Run:
             "wall_s": wall,
             "tier": self.tier.record(),
             "precision": self.prec.record(),
+            "replay": self.replay.record() if self.replay is not None else None,
         }

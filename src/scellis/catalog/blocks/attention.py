@@ -5,6 +5,12 @@ the first three as ``in_proj_weight`` = cat(q, k, v). Init follows torch's
 MultiheadAttention: q/k/v weights Xavier-uniform over the packed [3E, E] matrix, their
 biases and o's bias zero, o's weight Linear's default. Scores and softmax run in at
 least f32 whatever the parameter dtype.
+
+Two paths compute the same maths: ``naive`` forms the [B, H, T, S] scores, masks them
+and takes the softmax with ordinary ops; ``flash`` is one ``flash_attention``
+primitive that never holds the scores (O(T) memory per head, not O(T^2)). ``auto``
+(the default) takes flash on WebGPU when it applies — no padding mask, no attention
+dropout in training — and naive otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from ...base.errors import ScellisError, ShapeError
+from ...ops.attention import flash_attention
 from ...ops.composites import softmax
 from ...runtime.creation import arange
 from ...runtime.functional import dropout
@@ -20,6 +27,8 @@ from ..registry import field, register
 from .common import MASKED, Block
 from .linear import Linear, LinearConfig
 from .position import rotary
+
+ATTENTION_PATHS = ("auto", "naive", "flash")
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,11 @@ class AttentionConfig:
     dropout: float = field(0.0, doc="dropout on the attention weights, in training", min=0, max=1)
     rotary: bool = field(False, doc="rotary position embedding (RoPE) on q and k")
     rotary_base: float = field(10000.0, doc="RoPE wavelength base", min=1)
+    attention: str = field(
+        "auto",
+        doc="naive (scores materialised), flash (tiled, O(T) memory), auto (flash on webgpu)",
+        choices=ATTENTION_PATHS,
+    )
 
 
 class MultiHeadAttention(Block):
@@ -72,6 +86,20 @@ class MultiHeadAttention(Block):
             keep = pad if keep is None else keep & pad
         return keep
 
+    def _flash(self, mask, device) -> bool:
+        """Whether this call takes the flash path (an explicit 'flash' that cannot is an error)."""
+        c = self.config
+        blocker = ""
+        if mask is not None:
+            blocker = "a padding mask"
+        elif c.dropout > 0 and self.training:
+            blocker = "attention dropout in training"
+        if c.attention == "flash" and blocker:
+            raise ScellisError(f"attention: flash does not support {blocker}; use naive")
+        if c.attention == "auto":
+            return not blocker and device.name == "webgpu"
+        return c.attention == "flash"
+
     def forward(self, x, mask=None, kv=None):
         c = self.config
         if x.ndim != 3 or x.shape[2] != c.embed_dim:
@@ -86,6 +114,10 @@ class MultiHeadAttention(Block):
             q, k = rotary(q, c.rotary_base), rotary(k, c.rotary_base)
         if q.dtype.itemsize < 4:
             q, k = q.cast("f32"), k.cast("f32")
+        if self._flash(mask, x.device):
+            scale = 1.0 / math.sqrt(E // c.num_heads)
+            y = flash_attention(q, k, v.cast(q.dtype), c.causal, scale).cast(v.dtype)
+            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
         scores = (q @ k.mT) * (1.0 / math.sqrt(E // c.num_heads))
         keep = self._keep(mask, T, S, x.device)
         if keep is not None:

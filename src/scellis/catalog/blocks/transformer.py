@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...runtime.functional import dropout
+from ..checkpoint import checkpoint
 from ..registry import field, register
-from .attention import AttentionConfig, MultiHeadAttention
+from .attention import ATTENTION_PATHS, AttentionConfig, MultiHeadAttention
 from .common import ACTIVATIONS, Block
 from .linear import MLP, MLPConfig
 from .norm import LayerNorm, LayerNormConfig
@@ -32,6 +33,9 @@ class TransformerBlockConfig:
     eps: float = field(1e-5, doc="layer-norm eps", min=0)
     bias: bool = field(True, doc="learned biases in projections and norms")
     rotary: bool = field(False, doc="rotary position embedding on q and k")
+    attention: str = field(
+        "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
+    )
 
 
 class TransformerBlock(Block):
@@ -43,7 +47,13 @@ class TransformerBlock(Block):
         norm = LayerNormConfig(d, cfg.eps, True, cfg.bias)
         self.ln1 = LayerNorm(norm, **self.ctx)
         attn = AttentionConfig(
-            d, cfg.num_heads, cfg.bias, cfg.kind == "decoder", cfg.dropout, cfg.rotary
+            d,
+            cfg.num_heads,
+            cfg.bias,
+            cfg.kind == "decoder",
+            cfg.dropout,
+            cfg.rotary,
+            attention=cfg.attention,
         )
         self.attn = MultiHeadAttention(attn, **self.ctx)
         self.ln2 = LayerNorm(norm, **self.ctx)
@@ -70,7 +80,13 @@ class TransformerConfig:
     eps: float = field(1e-5, doc="layer-norm eps", min=0)
     bias: bool = field(True, doc="learned biases in projections and norms")
     rotary: bool = field(False, doc="rotary position embedding on q and k")
+    attention: str = field(
+        "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
+    )
     final_norm: bool = field(True, doc="a layer norm (ln_f) after the last block")
+    activation_checkpointing: bool = field(
+        False, doc="recompute each block's forward in backward instead of keeping its activations"
+    )
 
 
 class Transformer(Block):
@@ -88,14 +104,16 @@ class Transformer(Block):
             cfg.eps,
             cfg.bias,
             cfg.rotary,
+            attention=cfg.attention,
         )
         self.blocks = [TransformerBlock(one, **self.ctx) for _ in range(cfg.num_layers)]
         norm = LayerNormConfig(cfg.d_model, cfg.eps, True, cfg.bias)
         self.ln_f = LayerNorm(norm, **self.ctx) if cfg.final_norm else None
 
     def forward(self, x, mask=None):
+        remat = self.config.activation_checkpointing and self.training
         for b in self.blocks:
-            x = b(x, mask)
+            x = checkpoint(b, x, mask) if remat else b(x, mask)
         return self.ln_f(x) if self.ln_f is not None else x
 
 

@@ -1,7 +1,7 @@
 """WGSL kernel builders (devices layer), one module per op family, merged into KERNELS."""
 
-from . import elementwise, index, layout, matmul, optim, random, recurrent, reduce  # noqa: F401
+from . import attention, elementwise, index, layout, matmul, optim, random, recurrent, reduce  # noqa: F401
 
 KERNELS: dict = {}
-for _mod in (elementwise, random, reduce, layout, index, matmul, optim, recurrent):
+for _mod in (attention, elementwise, random, reduce, layout, index, matmul, optim, recurrent):
     KERNELS.update(_mod.KERNELS)
