@@ -17,6 +17,8 @@ from scellis.sml import parse
 from .conftest import finish_training, screenshot, start_training
 from .ui import set_record, ui_page
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
 
