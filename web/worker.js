@@ -21,8 +21,22 @@ async function fetchBytes(url) {
   return new Uint8Array(await r.arrayBuffer());
 }
 
+// said before Pyodide loads (seconds): the same words as scellis.devices.browser's
+const NO_WEBGPU =
+  "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). " +
+  "Scellis trains on WebGPU: use a recent Chrome, Edge or Firefox with WebGPU enabled " +
+  "(Chrome/Edge 113+; on Linux start Chromium with --enable-unsafe-webgpu), served " +
+  "from https or localhost.";
+const NO_ADAPTER =
+  "WebGPU is present but navigator.gpu.requestAdapter() found no GPU adapter " +
+  "(the GPU may be blocklisted or disabled; check chrome://gpu).";
+
 async function boot() {
   const t0 = performance.now();
+  if (!self.navigator.gpu) throw new Error(NO_WEBGPU);
+  // an adapter is asked for before Pyodide loads so a missing one is said at once;
+  // Python opens its own (scellis.devices.browser.open_gpu, same wording)
+  if (!(await self.navigator.gpu.requestAdapter())) throw new Error(NO_ADAPTER);
   status("loading Python (Pyodide)…");
   pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
   const manifest = await (await fetch("./wheels/manifest.json")).json();

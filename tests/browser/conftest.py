@@ -74,12 +74,15 @@ class Contexts:
     def __init__(self, p):
         self.p, self.open, self.dirs = p, [], []
 
-    def new(self, profile: str | None = None):
+    def new(self, profile: str | None = None, args: list[str] | None = None):
         if profile is None:
             profile = tempfile.mkdtemp(prefix="scellis-chromium-")
             self.dirs.append(profile)
         ctx = self.p.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=ARGS
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=ARGS if args is None else args,
         )
         self.open.append(ctx)
         return ctx, profile

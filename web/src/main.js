@@ -9,6 +9,7 @@ import "./app.css";
 
 const app = createApp();
 window.scellisApp = app; // tests and the console read the state from here
+window.scellisClient = client;
 
 function registerServiceWorker() {
   if (!("serviceWorker" in navigator)) return;

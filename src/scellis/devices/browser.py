@@ -154,17 +154,22 @@ class BrowserGPU:
         self._pending.append((self._device.popErrorScope(), "pipeline", code))
         return pipeline
 
+    def bind_group(self, pipeline, bindings):
+        """A bind group of ``bindings`` for ``pipeline``, made now and not cached here
+        (a replayed schedule holds its own)."""
+        entries = [
+            _obj({"binding": i, "resource": _obj({"buffer": b, "offset": o, "size": s})})
+            for i, (b, o, s) in enumerate(bindings)
+        ]
+        return self._device.createBindGroup(
+            _obj({"layout": pipeline.getBindGroupLayout(0), "entries": to_js(entries)})
+        )
+
     def dispatch(self, pipeline, bindings, grid) -> None:
         key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
         hit = self._groups.get(key)
         if hit is None:
-            entries = [
-                _obj({"binding": i, "resource": _obj({"buffer": b, "offset": o, "size": s})})
-                for i, (b, o, s) in enumerate(bindings)
-            ]
-            group = self._device.createBindGroup(
-                _obj({"layout": pipeline.getBindGroupLayout(0), "entries": to_js(entries)})
-            )
+            group = self.bind_group(pipeline, bindings)
             # the entry keeps its buffers alive, so an id in a key is never reused meanwhile
             self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
             if len(self._groups) > 4096:
@@ -172,6 +177,10 @@ class BrowserGPU:
         else:
             group = hit[0]
             self._groups.move_to_end(key)
+        self.dispatch_group(pipeline, group, grid)
+
+    def dispatch_group(self, pipeline, group, grid) -> None:
+        """Encode one dispatch with a prepared bind group."""
         if self._pass is None:
             if self._encoder is None:
                 self._encoder = self._device.createCommandEncoder()

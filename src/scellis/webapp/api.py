@@ -57,6 +57,14 @@ async def _guarded(agen):
         raise
 
 
+async def _guarded_call(coro):
+    try:
+        return await coro
+    except ScellisError as e:
+        _remember(e)
+        raise
+
+
 def commands() -> list[str]:
     return sorted(_COMMANDS)
 
@@ -79,7 +87,9 @@ def dispatch(cmd: str, args_json: str = "{}"):
     except ScellisError as e:
         _remember(e)
         raise
-    return _guarded(out) if hasattr(out, "__anext__") else out
+    if hasattr(out, "__anext__"):
+        return _guarded(out)
+    return _guarded_call(out) if inspect.iscoroutine(out) else out
 
 
 def hello() -> dict:

@@ -15,6 +15,7 @@ import json
 from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.text import TextDataset
+from ..devices.base import get_device
 from ..runtime.creation import tensor
 from ..train import fit
 from .pipeline import build_pipeline, check_record
@@ -61,6 +62,24 @@ def _plan_of(pipe) -> dict:
         "remediations": remedies,
         "source": "estimate (parameters x 4 f32 copies); no memory planner in this build",
     }
+
+
+async def check_kernel(code: str, device: str = "webgpu") -> dict:
+    """Compile one WGSL compute shader (entry ``main``) on ``device`` and wait for the
+    verdict: {"ok": true} or DeviceError with the compiler's message and the source.
+    For authors of custom kernels; the browser reports shader errors asynchronously,
+    so this waits on a readback, where they surface."""
+    backend = get_device(device)
+    gpu = getattr(backend, "gpu", None)
+    if gpu is None:
+        raise ScellisError(f"device {device!r} runs no WGSL")
+    gpu.create_pipeline(code)
+    probe = gpu.create_buffer(4, data=b"\x01\x02\x03\x04")
+    try:
+        await gpu.read_buffer(probe, 0, 4)
+    finally:
+        gpu.destroy_buffer(probe)
+    return {"ok": True}
 
 
 async def _wait_while_paused() -> None:

@@ -43,7 +43,7 @@ export function mount(el, client, app) {
   el.innerHTML = TEMPLATE;
   const $ = (id) => el.querySelector(`#${id}`);
   const curves = createCurves($("run-curves"));
-  const state = { running: false, paused: false, total: 0, t0: 0, step0: 0, events: [] };
+  const state = { running: false, paused: false, total: 0, t0: 0, step0: 0, marks: [], events: [] };
   app.run = state; // tests read the live run from here
 
   const log = (text) => {
@@ -91,11 +91,16 @@ export function mount(el, client, app) {
       case "start":
         state.t0 = performance.now();
         state.step0 = ev.step;
+        state.marks = [];
         log(`start on ${ev.device}, tier ${ev.tier.name}, ${ev.parameters} parameters`);
         break;
       case "log": {
-        const secs = (performance.now() - state.t0) / 1000;
-        const rate = (ev.step - state.step0) / Math.max(secs, 1e-9);
+        // step/s over the last few log points: the first steps pay for shader compiles
+        const now = performance.now();
+        state.marks.push([ev.step, now]);
+        if (state.marks.length > 6) state.marks.shift();
+        const [s0, t0] = state.marks.length > 1 ? state.marks[0] : [state.step0, state.t0];
+        const rate = (ev.step - s0) / Math.max((now - t0) / 1000, 1e-9);
         $("run-step").textContent = ev.step;
         $("run-rate").textContent = rate.toFixed(2);
         $("run-eta").textContent = fmtTime((state.total - ev.step) / rate);
