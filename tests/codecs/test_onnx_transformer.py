@@ -125,9 +125,9 @@ def test_char_transformer_matches_onnxruntime(tmp_path, case):
 
 
 class _Layer(torch.nn.Module):
-    """One pre-norm causal layer written by hand: masked_fill, Div by sqrt(D), tanh GELU."""
+    """One pre-norm causal layer written by hand: masked_fill, Div by sqrt(D), SiLU."""
 
-    def __init__(self):
+    def __init__(self, offset: int = 1):
         super().__init__()
         self.ln1, self.ln2 = torch.nn.LayerNorm(D), torch.nn.LayerNorm(D)
         self.attn = torch.nn.Module()
@@ -135,7 +135,7 @@ class _Layer(torch.nn.Module):
             setattr(self.attn, n, torch.nn.Linear(D, D))
         self.mlp = torch.nn.Module()
         self.mlp.fc1, self.mlp.fc2 = torch.nn.Linear(D, 3 * D), torch.nn.Linear(3 * D, D)
-        self.register_buffer("drop", torch.triu(torch.ones(CTX, CTX, dtype=torch.bool), 1))
+        self.register_buffer("drop", torch.triu(torch.ones(CTX, CTX, dtype=torch.bool), offset))
 
     def forward(self, x):
         B, T, E = x.shape
@@ -145,15 +145,15 @@ class _Layer(torch.nn.Module):
         s = s.masked_fill(self.drop[:T, :T], float("-inf"))
         y = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, E)
         x = x + self.attn.o(y)
-        f = self.mlp.fc2(torch.nn.functional.gelu(self.mlp.fc1(self.ln2(x)), approximate="tanh"))
+        f = self.mlp.fc2(torch.nn.functional.silu(self.mlp.fc1(self.ln2(x))))
         return x + f
 
 
 class _HandWritten(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, offset: int = 1):
         super().__init__()
         self.tok = torch.nn.Embedding(VOCAB, D)
-        self.body = _Layer()
+        self.body = _Layer(offset)
         self.out = torch.nn.Linear(D, VOCAB)
 
     def forward(self, ids):
@@ -172,10 +172,19 @@ def test_hand_written_causal_layer_matches_onnxruntime(tmp_path):
     got = read(path)
     body = got.record["blocks"]["body"]
     assert body["block_id"] == "nn/transformer_block"
-    assert (body["kind"], body["activation"], body["d_ff"]) == ("decoder", "gelu_tanh", 3 * D)
+    assert (body["kind"], body["activation"], body["d_ff"]) == ("decoder", "silu", 3 * D)
     assert set(got.tensors) == set(model.state_dict()) - {"body.drop"}
     x = _ids(rng, 4)
     np.testing.assert_allclose(_ours(got, x, "reference"), _ort(path, x), rtol=1e-4, atol=2e-5)
+
+
+def test_a_mask_other_than_causal_is_refused(tmp_path):
+    path = tmp_path / "band.onnx"  # each position also sees the next one: no catalog block
+    _export(
+        _HandWritten(offset=2).eval(), torch.from_numpy(_ids(np.random.default_rng(1), 2)), path
+    )
+    with pytest.raises(ScellisError, match=r"Where \(node /body/Where\): an attention mask other"):
+        read(path)
 
 
 class _LoneResidual(torch.nn.Module):

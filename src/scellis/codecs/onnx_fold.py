@@ -114,9 +114,37 @@ def slice_vec(node, dims: list, starts, ends, axes, steps) -> list:
     return dims[s:e]
 
 
+def slice_const(node, c: Const, starts, ends, axes, steps) -> Const:
+    """A step-1 Slice of an n-d constant by constant bounds."""
+    shape = list(c.t.shape)
+    axes = [a % len(shape) for a in (axes or range(len(starts)))]
+    if (steps and any(s != 1 for s in steps)) or not all(isinstance(e, int) for e in ends):
+        raise ScellisError(f"{node.label()}: Slice of a constant with steps or computed ends")
+    lo, hi = [0] * len(shape), list(shape)
+    for a, s, e in zip(axes, starts, ends):
+        n = shape[a]
+        lo[a] = min(n, max(0, s + n if s < 0 else s))
+        hi[a] = max(lo[a], min(n, e + n if e < 0 else e))
+    vals, out = c.values, []
+    strides = [numel(shape[i + 1 :]) for i in range(len(shape))]
+
+    def walk(axis: int, base: int) -> None:
+        for i in range(lo[axis], hi[axis]):
+            if axis == len(shape) - 1:
+                out.append(vals[base + i])
+            else:
+                walk(axis + 1, base + i * strides[axis])
+
+    if shape:
+        walk(0, 0)
+    dims = tuple(h - lo_ for lo_, h in zip(lo, hi))
+    return Const(from_values(c.t.dtype, dims, out))
+
+
 def rows(node, w: Const, starts, ends, axes, steps) -> Partial:
-    """``weight[:T]`` of a 2-d constant: pending until it is added to a sequence."""
-    if (axes and list(axes) != [0]) or (steps and list(steps) != [1]) or int(starts[0]) != 0:
-        raise ScellisError(f"{node.label()}: Slice of a weight other than its first rows")
-    end = ends[0]
-    return Partial("rows", None, {"w": w.t, "end": end, "node": node})
+    """``weight[:T]`` of a 2-d constant: pending until it is added to a sequence (as a
+    learned position table, whose full weight it keeps), else used as the constant."""
+    sliced = slice_const(node, w, starts, ends, axes, steps)
+    if (axes and list(axes) != [0]) or int(starts[0]) != 0:
+        return sliced
+    return Partial("rows", None, {"w": w.t, "end": ends[0], "node": node, "const": sliced})

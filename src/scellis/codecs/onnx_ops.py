@@ -179,8 +179,12 @@ def slice_(imp, node):
     if isinstance(x, Const) and len(x.t.shape) == 1:
         vals = onnx_fold.slice_vec(node, x.values, *bounds)
         return [Const(from_values(x.t.dtype, (len(vals),), vals))]
+    if isinstance(x, Partial) and x.kind == "rows":  # a slice of a slice: constants only
+        x = x.data["const"]
     if isinstance(x, Const) and len(x.t.shape) == 2:
         return [onnx_fold.rows(node, x, *bounds)]
+    if isinstance(x, Const):
+        return [onnx_fold.slice_const(node, x, *bounds)]
     raise ScellisError(f"{node.label()}: Slice of a model tensor is not supported")
 
 
