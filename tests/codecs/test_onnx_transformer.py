@@ -21,6 +21,7 @@ pytest.importorskip("onnx")
 
 import scellis as sc  # noqa: E402
 from scellis.base.errors import ScellisError  # noqa: E402
+from scellis.cli.main import main  # noqa: E402
 from scellis.codecs import make, read  # noqa: E402
 from scellis.codecs.weights import load_into, state_of  # noqa: E402
 from scellis.model import RecordModel  # noqa: E402
@@ -50,6 +51,15 @@ def _record(layers: int, kind: str, final_norm: bool, activation: str, d_ff: int
     }
 
 
+def _load_module(folder, tag: str):
+    spec = importlib.util.spec_from_file_location(f"twin_{tag}", folder / "model.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    tm = mod.Model()
+    tm.load_state_dict(torch.load(folder / "state_dict.pt", weights_only=True), strict=True)
+    return tm.eval()
+
+
 def _torch_twin(tmp_path, record: dict, seed: int):
     """Scellis' model with random parameters, written as plain torch and loaded back."""
     m = RecordModel(record, device="reference").eval()
@@ -59,12 +69,7 @@ def _torch_twin(tmp_path, record: dict, seed: int):
         m.set_parameter(path, sc.tensor(v, device="reference"))
     out = tmp_path / "torch_module"
     make("codec/torch_module").write(out, state_of(m), record)
-    spec = importlib.util.spec_from_file_location(f"twin_{seed}", out / "model.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    tm = mod.Model()
-    tm.load_state_dict(torch.load(out / "state_dict.pt", weights_only=True), strict=True)
-    return tm.eval()
+    return _load_module(out, str(seed))
 
 
 def _export(model, x, path) -> None:
@@ -218,3 +223,22 @@ def test_char_transformer_matches_onnxruntime_on_webgpu(tmp_path):
     _export(tm, torch.from_numpy(_ids(rng, 2)), path)
     x = _ids(rng, 2)
     np.testing.assert_allclose(_ours(read(path), x, "webgpu"), _ort(path, x), rtol=1e-3, atol=1e-4)
+
+
+def test_scellis_import_then_export_to_torch_round_trips(tmp_path, capsys):
+    """ONNX -> `scellis import` -> record + store -> `scellis export --to torch` -> same logits."""
+    tm = _torch_twin(tmp_path, _record(*CASES["decoder2"]), seed=21)
+    onnx_path, rec, store = tmp_path / "lm.onnx", tmp_path / "lm.sml", tmp_path / "store"
+    rng = np.random.default_rng(4)
+    _export(tm, torch.from_numpy(_ids(rng, 2)), onnx_path)
+    assert main(["import", str(onnx_path), "--to", str(rec), "--store", str(store)]) == 0
+    assert f"codec/onnx, {len(tm.state_dict())} tensors" in capsys.readouterr().out
+    assert main(["validate", str(rec)]) == 0
+    out = tmp_path / "back"
+    assert (
+        main(["export", str(rec), "--to", "torch", "--out", str(out), "--store", str(store)]) == 0
+    )
+    back = _load_module(out, "back")
+    x = torch.from_numpy(_ids(rng, 3))
+    with torch.no_grad():
+        np.testing.assert_allclose(back(x).numpy(), tm(x).numpy(), rtol=1e-5, atol=1e-6)
