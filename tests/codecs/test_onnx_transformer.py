@@ -29,10 +29,10 @@ from scellis.model import RecordModel  # noqa: E402
 VOCAB, D, HEADS, CTX = 20, 16, 2, 8
 
 
-def _record(layers: int, kind: str, final_norm: bool, activation: str, d_ff: int) -> dict:
+def _record(layers: int, kind: str, final_norm: bool, activation: str, d_ff: int, bias=True):
     body = {"block_id": "nn/transformer", "in": "pos", "d_model": D, "num_heads": HEADS,
             "num_layers": layers, "kind": kind, "final_norm": final_norm,
-            "activation": activation, "d_ff": d_ff}  # fmt: skip
+            "activation": activation, "d_ff": d_ff, "bias": bias}  # fmt: skip
     return {
         "model": "tests/char_tf@1",
         "inputs": {"ids": {"shape": ["batch", CTX], "dtype": "i32"}},
@@ -97,15 +97,16 @@ def _ids(rng, batch: int):
     return rng.integers(0, VOCAB, (batch, CTX)).astype(np.int64)
 
 
-CASES = {  # layers, kind, final_norm, activation, d_ff
-    "decoder2": (2, "decoder", True, "gelu", 4 * D),
-    "encoder1_relu": (1, "encoder", False, "relu", 24),
+CASES = {  # layers, kind, final_norm, activation, d_ff, bias
+    "decoder2": (2, "decoder", True, "gelu", 4 * D, True),
+    "encoder1_relu": (1, "encoder", False, "relu", 24, True),
+    "decoder2_unbiased": (2, "decoder", True, "gelu", 4 * D, False),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_char_transformer_matches_onnxruntime(tmp_path, case):
-    layers, kind, final_norm, act, d_ff = CASES[case]
+    layers, kind, final_norm, act, d_ff, bias = CASES[case]
     tm = _torch_twin(tmp_path, _record(*CASES[case]), seed=len(case))
     path = tmp_path / f"{case}.onnx"
     rng = np.random.default_rng(5)
@@ -116,6 +117,7 @@ def test_char_transformer_matches_onnxruntime(tmp_path, case):
     assert [b["block_id"] for b in blocks.values()] == kinds
     body = blocks["body"]
     assert body["num_layers"] == layers and body.get("final_norm", True) == final_norm
+    assert body.get("bias", True) == bias
     assert (body["kind"], body["activation"], body["d_ff"], body["num_heads"]) == (
         kind, act, d_ff, HEADS,
     )  # fmt: skip

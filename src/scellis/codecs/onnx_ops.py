@@ -276,7 +276,8 @@ def add(imp, node):
             return [onnx_attn.additive_mask(node, x, y)]
         if isinstance(x, Sym) and isinstance(y, Partial) and y.kind == "rows":
             return [onnx_attn.position(imp, node, imp.sym(node, node.inputs[a is not x]), y)]
-    if isinstance(a, Sym) and isinstance(b, Sym):  # a residual connection
+    if all(isinstance(v, Sym) or (isinstance(v, Partial) and v.kind == "matmul") for v in (a, b)):
+        # a residual connection (an unbiased projection on either side is a linear now)
         return onnx_attn.residual(imp, node, imp.sym(node, node.inputs[0]),
                                   imp.sym(node, node.inputs[1]))  # fmt: skip
     if isinstance(b, Partial) or (isinstance(a, Const) and not isinstance(b, Const)):
@@ -295,8 +296,10 @@ def div(imp, node):
     x, c = imp.get(node.inputs[0]), imp.get(node.inputs[1])
     if (f := _fold2(node, x, c)) is not None:
         return [f]
-    if isinstance(x, Partial) and isinstance(c, Const):
+    if isinstance(x, Partial) and x.kind in ("heads", "scores") and isinstance(c, Const):
         return [onnx_attn.scale(node, x, c, divide=True)]
+    if isinstance(x, Partial) and x.kind == "matmul":  # an unbiased linear before exact GELU
+        x = imp.sym(node, node.inputs[0])
     if isinstance(x, Sym) and _is(c, math.sqrt(2.0), 1e-5):
         return [Partial("gelu_div", imp.sym(node, node.inputs[0]))]
     raise ScellisError(f"{node.label()}: Div of these values has no catalog block")
@@ -369,6 +372,9 @@ def layer_norm(imp, node):
         raise ScellisError(f"{node.label()}: LayerNormalization over axis {axis}, not the last")
     scale = imp.const(node, node.inputs[1]).t
     bias = imp.const(node, node.inputs[2]).t if len(node.inputs) > 2 and node.inputs[2] else None
+    made = [n.op for n in imp.g.nodes if bias is not None and node.inputs[2] in n.outputs]
+    if made == ["Constant"] and not any(bias.values()):
+        bias = None  # torch's LayerNorm(bias=False) exports a zero Constant, not a parameter
     eps = as_f32(node.attrs.get("epsilon", 1e-5))
     fields = {"normalized_shape": scale.shape[0], "eps": eps}
     if bias is None:
