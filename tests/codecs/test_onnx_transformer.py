@@ -134,8 +134,9 @@ def test_char_transformer_matches_onnxruntime(tmp_path, case):
 class _Layer(torch.nn.Module):
     """One pre-norm causal layer written by hand: masked_fill, Div by sqrt(D), SiLU."""
 
-    def __init__(self, offset: int = 1):
+    def __init__(self, offset: int = 1, temperature: float = 1.0):
         super().__init__()
+        self.temperature = temperature
         self.ln1, self.ln2 = torch.nn.LayerNorm(D), torch.nn.LayerNorm(D)
         self.attn = torch.nn.Module()
         for n in "qkvo":
@@ -148,7 +149,7 @@ class _Layer(torch.nn.Module):
         B, T, E = x.shape
         h = self.ln1(x)
         q, k, v = (getattr(self.attn, n)(h).view(B, T, HEADS, -1).transpose(1, 2) for n in "qkv")
-        s = q @ k.transpose(-2, -1) / math.sqrt(E // HEADS)
+        s = q @ k.transpose(-2, -1) / (math.sqrt(E // HEADS) * self.temperature)
         s = s.masked_fill(self.drop[:T, :T], float("-inf"))
         y = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, E)
         x = x + self.attn.o(y)
@@ -157,10 +158,10 @@ class _Layer(torch.nn.Module):
 
 
 class _HandWritten(torch.nn.Module):
-    def __init__(self, offset: int = 1):
+    def __init__(self, offset: int = 1, temperature: float = 1.0):
         super().__init__()
         self.tok = torch.nn.Embedding(VOCAB, D)
-        self.body = _Layer(offset)
+        self.body = _Layer(offset, temperature)
         self.out = torch.nn.Linear(D, VOCAB)
 
     def forward(self, ids):
@@ -191,6 +192,14 @@ def test_a_mask_other_than_causal_is_refused(tmp_path):
         _HandWritten(offset=2).eval(), torch.from_numpy(_ids(np.random.default_rng(1), 2)), path
     )
     with pytest.raises(ScellisError, match=r"Where \(node /body/Where\): an attention mask other"):
+        read(path)
+
+
+def test_a_scale_other_than_one_over_sqrt_d_is_refused(tmp_path):
+    path = tmp_path / "temp.onnx"  # the catalog's attention always scales by 1/sqrt(D)
+    ids = torch.from_numpy(_ids(np.random.default_rng(1), 2))
+    _export(_HandWritten(temperature=2.0).eval(), ids, path)
+    with pytest.raises(ScellisError, match=r"node /body/o/MatMul\): attention scale 0\.17"):
         read(path)
 
 

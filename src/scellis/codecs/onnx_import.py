@@ -5,7 +5,8 @@ one value per graph name (see ``onnx_values``) and handing each node to its rule
 ``onnx_ops``. Blocks are named after the torch module that exported them (the first
 component of the node name: ``/head/Gemm`` -> ``head``), so the weights' names are the
 torch state dict's. Every op type without a rule is listed, by node, before anything
-is matched; a node whose rule does not fit says why.
+is matched; a node whose rule does not fit says why. After the last node, consecutive
+transformer blocks are stacked into ``nn/transformer`` (see ``onnx_attn``).
 """
 
 from __future__ import annotations

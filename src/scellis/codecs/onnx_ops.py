@@ -7,7 +7,10 @@ MatMul(+Add) -> ``nn/linear``, Relu/Tanh/Sigmoid/Gelu and the exact-GELU chain (
 sqrt 2, Erf, Add 1, Mul x, Mul 0.5) -> ``nn/activation``, LayerNormalization ->
 ``nn/layer_norm``, LSTM/GRU (+ the transposes and squeezes around them, the last-step
 Gather after) -> ``nn/lstm``/``nn/gru`` with torch's gate order, Gather of weight rows by
-token ids -> ``nn/embedding``.
+token ids -> ``nn/embedding``, ``x + weight[:T]`` -> ``nn/learned_position``. Attention
+stages (Reshape to heads, MatMul of two activations, scale, mask, Softmax) and residual
+Adds are ``onnx_attn``'s; constant arithmetic (Sqrt, Expand, Trilu, Equal, Where,
+integer Div) is ``onnx_fold``'s.
 """
 
 from __future__ import annotations
