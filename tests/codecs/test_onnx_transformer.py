@@ -72,12 +72,13 @@ def _torch_twin(tmp_path, record: dict, seed: int):
     return _load_module(out, str(seed))
 
 
-def _export(model, x, path) -> None:
+def _export(model, x, path, free_length: bool = False) -> None:
+    axes = {0: "batch", 1: "seq"} if free_length else {0: "batch"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             model, (x,), str(path), dynamo=False, input_names=["x"], output_names=["y"],
-            dynamic_axes={"x": {0: "batch"}}, opset_version=17,
+            dynamic_axes={"x": axes}, opset_version=17,
         )  # fmt: skip
 
 
@@ -93,8 +94,8 @@ def _ours(imported, x, device: str):
     return np.asarray(y.tolist(), dtype=np.float32)
 
 
-def _ids(rng, batch: int):
-    return rng.integers(0, VOCAB, (batch, CTX)).astype(np.int64)
+def _ids(rng, batch: int, length: int = CTX):
+    return rng.integers(0, VOCAB, (batch, length)).astype(np.int64)
 
 
 CASES = {  # layers, kind, final_norm, activation, d_ff, bias
@@ -186,11 +187,11 @@ def test_hand_written_causal_layer_matches_onnxruntime(tmp_path):
     np.testing.assert_allclose(_ours(got, x, "reference"), _ort(path, x), rtol=1e-4, atol=2e-5)
 
 
-def test_a_mask_other_than_causal_is_refused(tmp_path):
+@pytest.mark.parametrize("free_length", [False, True])
+def test_a_mask_other_than_causal_is_refused(tmp_path, free_length):
     path = tmp_path / "band.onnx"  # each position also sees the next one: no catalog block
-    _export(
-        _HandWritten(offset=2).eval(), torch.from_numpy(_ids(np.random.default_rng(1), 2)), path
-    )
+    ids = torch.from_numpy(_ids(np.random.default_rng(1), 2))
+    _export(_HandWritten(offset=2).eval(), ids, path, free_length)
     with pytest.raises(ScellisError, match=r"Where \(node /body/Where\): an attention mask other"):
         read(path)
 
@@ -253,3 +254,21 @@ def test_scellis_import_then_export_to_torch_round_trips(tmp_path, capsys):
     x = torch.from_numpy(_ids(rng, 3))
     with torch.no_grad():
         np.testing.assert_allclose(back(x).numpy(), tm(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("which", ["char", "hand"])
+def test_a_free_sequence_length_imports_and_runs_shorter_contexts(tmp_path, which):
+    """Exported with a symbolic T: the causal mask is built from Shape, checked symbolically."""
+    if which == "char":
+        model = _torch_twin(tmp_path, _record(*CASES["decoder2"]), seed=31)
+    else:
+        torch.manual_seed(4)
+        model = _HandWritten().eval()
+    path = tmp_path / f"{which}_free.onnx"
+    rng = np.random.default_rng(8)
+    _export(model, torch.from_numpy(_ids(rng, 2)), path, free_length=True)
+    got = read(path)
+    assert got.record["inputs"]["x"]["shape"] == ["batch", "seq"]
+    for length in (CTX, 5):
+        x = _ids(rng, 3, length)
+        np.testing.assert_allclose(_ours(got, x, "reference"), _ort(path, x), rtol=1e-4, atol=2e-5)

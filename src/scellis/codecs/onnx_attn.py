@@ -21,7 +21,7 @@ import math
 import re
 
 from ..base.errors import ScellisError
-from .onnx_fold import known, where_const
+from .onnx_fold import grid_values, known, where_const, where_grid
 from .onnx_values import Const, Partial, ShapeVec, Sym
 
 HALF = "onnx/half"
@@ -111,35 +111,50 @@ def _causal(node, keep: list[bool], T: int, S: int) -> None:
         raise ScellisError(f"{node.label()}: an attention mask other than the causal one")
 
 
-def masked(node, p: Partial, keep: list[bool], shape) -> Partial:
+def _mask(node, p: Partial, m) -> tuple[list, int, int]:
+    """A mask's values with the square they cover: all of a constant, a grid's probe."""
     if p.kind != "scores" or p.data["causal"]:
         raise ScellisError(f"{node.label()}: a mask outside attention scores")
     T, S = p.data["shape"][2:]
-    if list(shape)[-2:] != [T, S] or any(d != 1 for d in list(shape)[:-2]):
-        raise ScellisError(f"{node.label()}: an attention mask of shape {list(shape)}")
+    if isinstance(m, Partial):  # symbolic [T, S]
+        if m.data["dims"] != [T, S]:
+            raise ScellisError(f"{node.label()}: an attention mask of shape {m.data['dims']}")
+        vals, n = grid_values(m)
+        return vals, n, n
+    shape = list(m.t.shape)
+    if shape[-2:] != [T, S] or any(d != 1 for d in shape[:-2]):
+        raise ScellisError(f"{node.label()}: an attention mask of shape {shape}")
+    return m.values, T, S
+
+
+def masked(node, p: Partial, keep: list[bool], T: int, S: int) -> Partial:
     _causal(node, keep, T, S)
     return Partial("scores", p.base, {**p.data, "causal": True})
 
 
-def additive_mask(node, p: Partial, c: Const) -> Partial:
+def additive_mask(node, p: Partial, m) -> Partial:
     """scores + M where M is 0 where attended and very negative elsewhere."""
-    vals = [float(v) for v in c.values]
+    vals, T, S = _mask(node, p, m)
+    vals = [float(v) for v in vals]
     if any(not (v == 0.0 or v <= -1e9) for v in vals):
         raise ScellisError(f"{node.label()}: an additive attention mask other than 0 / -inf")
-    return masked(node, p, [v == 0.0 for v in vals], c.t.shape)
+    return masked(node, p, [v == 0.0 for v in vals], T, S)
 
 
 def where(imp, node):
     cond, a, b = (imp.get(n) for n in node.inputs)
     if isinstance(cond, Const) and isinstance(a, Const) and isinstance(b, Const):
         return [where_const(node, cond, a, b)]
+    is_grid = isinstance(cond, Partial) and cond.kind == "grid"
+    if is_grid and all(isinstance(v, Const) and v.t.numel == 1 for v in (a, b)):
+        return [where_grid(node, cond, a, b)]
     # masked_fill: where(drop, -inf, scores) or where(keep, scores, -inf)
-    if isinstance(cond, Const) and isinstance(a, Const) and isinstance(b, Partial):
-        if a.t.numel == 1 and float(a.scalar()) <= -1e9:
-            return [masked(node, b, [not v for v in cond.values], cond.t.shape)]
-    if isinstance(cond, Const) and isinstance(b, Const) and isinstance(a, Partial):
-        if b.t.numel == 1 and float(b.scalar()) <= -1e9:
-            return [masked(node, a, [bool(v) for v in cond.values], cond.t.shape)]
+    if isinstance(cond, Const) or is_grid:
+        for fill, sc, flip in ((a, b, True), (b, a, False)):
+            ok = isinstance(fill, Const) and fill.t.numel == 1 and float(fill.scalar()) <= -1e9
+            if ok and isinstance(sc, Partial):
+                vals, T, S = _mask(node, sc, cond)
+                return [masked(node, sc, [bool(v) != flip for v in vals], T, S)]
     raise ScellisError(f"{node.label()}: Where of these values has no catalog block")
 
 
@@ -203,7 +218,7 @@ def position(imp, node, x: Sym, r: Partial) -> Sym:
     """x + weight[:T] -> nn/learned_position."""
     w, end = r.data["w"], r.data["end"]
     T = x.shape[-2] if len(x.shape) >= 2 else None
-    if not isinstance(T, int) or int(end) != T or len(w.shape) != 2 or w.shape[1] != x.shape[-1]:
+    if T is None or end != T or len(w.shape) != 2 or w.shape[1] != x.shape[-1]:
         raise ScellisError(f"{node.label()}: a position table that does not fit {x.shape}")
     fields = {"max_len": w.shape[0], "dim": w.shape[1]}
     name = imp.block(r.data["node"], "nn/learned_position", x, fields, {"weight": w})

@@ -6,6 +6,11 @@ Expand of a constant to [T, S], Trilu, Equal, Where. When every input is a known
 constant (or a shape vector whose dims are all known), these run here on plain Python
 lists, so the pattern rules downstream see numbers, not subgraphs. Broadcasting is
 limited to what those subgraphs use: equal shapes, or one side a single element.
+
+A model exported with a free sequence length builds its [T, S] mask from symbolic
+dims; that mask is a ``grid``: a function of (row, column) composed node by node
+(Expand, Trilu, Equal, Where, Slice of a table), evaluated on a small probe square
+where it meets the attention scores.
 """
 
 from __future__ import annotations
@@ -68,8 +73,34 @@ def sqrt(imp, node):
     return [Const(from_values("F32", c.t.shape, [math.sqrt(float(v)) for v in c.values]))]
 
 
+PROBE = 6  # the side of the square a symbolic [T, T] mask is checked on
+
+
+def grid(dims: list, f, limit: int | None = None) -> Partial:
+    """A [T, S] constant of symbolic size: ``f(i, j)``, defined for i, j < ``limit``."""
+    return Partial("grid", None, {"dims": list(dims), "f": f, "limit": limit})
+
+
+def grid_values(g: Partial) -> tuple[list, int]:
+    """The grid on its probe square: row-major values and the side."""
+    n = min(PROBE, g.data["limit"] or PROBE)
+    f = g.data["f"]
+    return [f(i, j) for i in range(n) for j in range(n)], n
+
+
+def _grid_op(node, a, b):
+    """Equal / Where-style folding where one side is a grid (the others scalars)."""
+    fa = a.data["f"] if isinstance(a, Partial) else (lambda i, j, v=a.scalar(): v)
+    fb = b.data["f"] if isinstance(b, Partial) else (lambda i, j, v=b.scalar(): v)
+    return fa, fb
+
+
 def expand(imp, node):
     c, shape = imp.get(node.inputs[0]), known(imp.get(node.inputs[1]))
+    if isinstance(c, Const) and c.t.numel == 1 and isinstance(shape, ShapeVec):
+        if len(shape.dims) == 2:
+            v = c.scalar()
+            return [grid(shape.dims, lambda i, j: v)]
     if not (isinstance(c, Const) and isinstance(shape, Const) and c.t.numel == 1):
         raise ScellisError(f"{node.label()}: Expand other than of one constant to a known shape")
     dims = tuple(int(d) for d in shape.values)
@@ -79,6 +110,10 @@ def expand(imp, node):
 def trilu(imp, node):
     c = imp.get(node.inputs[0])
     k = int(imp.get(node.inputs[1]).scalar()) if len(node.inputs) > 1 and node.inputs[1] else 0
+    if isinstance(c, Partial) and c.kind == "grid":
+        f, up = c.data["f"], bool(node.attrs.get("upper", 1))
+        kept = (lambda i, j: j - i >= k) if up else (lambda i, j: j - i <= k)
+        return [grid(c.data["dims"], lambda i, j: f(i, j) if kept(i, j) else 0, c.data["limit"])]
     if not isinstance(c, Const) or len(c.t.shape) != 2:
         raise ScellisError(f"{node.label()}: Trilu other than of a 2-d constant")
     rows, cols = c.t.shape
@@ -91,6 +126,18 @@ def trilu(imp, node):
         for j in range(cols)
     ]
     return [Const(from_values(c.t.dtype, c.t.shape, out))]
+
+
+def equal_grid(node, a, b) -> Partial:
+    g = a if isinstance(a, Partial) else b
+    fa, fb = _grid_op(node, a, b)
+    return grid(g.data["dims"], lambda i, j: fa(i, j) == fb(i, j), g.data["limit"])
+
+
+def where_grid(node, cond: Partial, a: Const, b: Const) -> Partial:
+    fc, (fa, fb) = cond.data["f"], _grid_op(node, a, b)
+    return grid(cond.data["dims"], lambda i, j: fa(i, j) if fc(i, j) else fb(i, j),
+                cond.data["limit"])  # fmt: skip
 
 
 def where_const(node, cond: Const, a: Const, b: Const) -> Const:
@@ -144,7 +191,20 @@ def slice_const(node, c: Const, starts, ends, axes, steps) -> Const:
 def rows(node, w: Const, starts, ends, axes, steps) -> Partial:
     """``weight[:T]`` of a 2-d constant: pending until it is added to a sequence (as a
     learned position table, whose full weight it keeps), else used as the constant."""
+    first = (not axes or list(axes) == [0]) and int(starts[0]) == 0 and len(starts) == 1
+    if first and isinstance(ends[0], str):  # a free sequence length
+        return Partial("rows", None, {"w": w.t, "end": ends[0], "node": node, "const": None})
     sliced = slice_const(node, w, starts, ends, axes, steps)
-    if (axes and list(axes) != [0]) or int(starts[0]) != 0:
+    if not first:
         return sliced
     return Partial("rows", None, {"w": w.t, "end": ends[0], "node": node, "const": sliced})
+
+
+def table_grid(node, r: Partial, starts, ends, axes, steps) -> Partial:
+    """``table[:T, :S]`` with symbolic T, S (a mask buffer cut to the sequence)."""
+    if list(axes or []) != [1] or int(starts[0]) != 0 or (steps and list(steps) != [1]):
+        raise ScellisError(f"{node.label()}: Slice of a table other than [:T, :S]")
+    w = Const(r.data["w"])
+    n_rows, n_cols = w.t.shape
+    vals = w.values
+    return grid([r.data["end"], ends[0]], lambda i, j: vals[i * n_cols + j], min(n_rows, n_cols))

@@ -183,6 +183,8 @@ def slice_(imp, node):
         vals = onnx_fold.slice_vec(node, x.values, *bounds)
         return [Const(from_values(x.t.dtype, (len(vals),), vals))]
     if isinstance(x, Partial) and x.kind == "rows":  # a slice of a slice: constants only
+        if x.data["const"] is None:
+            return [onnx_fold.table_grid(node, x, *bounds)]
         x = x.data["const"]
     if isinstance(x, Const) and len(x.t.shape) == 2:
         return [onnx_fold.rows(node, x, *bounds)]
@@ -195,6 +197,9 @@ def cast(imp, node):
     x = imp.get(node.inputs[0])
     if isinstance(x, (Sym, Zeros, ShapeVec)):
         return [x]
+    if isinstance(x, Partial) and x.kind == "grid" and node.attrs.get("to") in (1, 9):
+        f, to = x.data["f"], bool if node.attrs.get("to") == 9 else float
+        return [onnx_fold.grid(x.data["dims"], lambda i, j: to(f(i, j)), x.data["limit"])]
     if isinstance(x, Const):
         to = {1: "F32", 6: "I32", 7: "I64", 11: "F64", 9: "BOOL"}.get(node.attrs.get("to"))
         if to is None:
@@ -275,7 +280,11 @@ def add(imp, node):
     if (c := _fold2(node, a, b)) is not None:
         return [c]
     for x, y in ((a, b), (b, a)):
-        if isinstance(x, Partial) and x.kind == "scores" and isinstance(y, Const):
+        if (
+            isinstance(x, Partial)
+            and x.kind == "scores"
+            and (isinstance(y, Const) or (isinstance(y, Partial) and y.kind == "grid"))
+        ):
             return [onnx_attn.additive_mask(node, x, y)]
         if isinstance(x, Sym) and isinstance(y, Partial) and y.kind == "rows":
             return [onnx_attn.position(imp, node, imp.sym(node, node.inputs[a is not x]), y)]
@@ -342,7 +351,11 @@ def mul(imp, node):
 
 def const_only(imp, node):
     """Sub and Equal: only ever folded (mask and shape arithmetic)."""
-    c = _fold2(node, imp.get(node.inputs[0]), imp.get(node.inputs[1]))
+    a, b = imp.get(node.inputs[0]), imp.get(node.inputs[1])
+    if node.op == "Equal" and any(isinstance(v, Partial) and v.kind == "grid" for v in (a, b)):
+        if all(isinstance(v, Const) and v.t.numel == 1 or isinstance(v, Partial) for v in (a, b)):
+            return [onnx_fold.equal_grid(node, a, b)]
+    c = _fold2(node, a, b)
     if c is None:
         raise ScellisError(f"{node.label()}: {node.op} of model tensors has no catalog block")
     return [c]
