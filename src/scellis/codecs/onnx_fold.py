@@ -9,8 +9,8 @@ limited to what those subgraphs use: equal shapes, or one side a single element.
 
 A model exported with a free sequence length builds its [T, S] mask from symbolic
 dims; that mask is a ``grid``: a function of (row, column) composed node by node
-(Expand, Trilu, Equal, Where, Slice of a table), evaluated on a small probe square
-where it meets the attention scores.
+(Expand, Trilu, Equal, Where, Slice of a table), evaluated on a probe square where it
+meets the attention scores.
 """
 
 from __future__ import annotations
@@ -73,7 +73,10 @@ def sqrt(imp, node):
     return [Const(from_values("F32", c.t.shape, [math.sqrt(float(v)) for v in c.values]))]
 
 
-PROBE = 6  # the side of the square a symbolic [T, T] mask is checked on
+# the side of the square a symbolic [T, T] mask built from Expand/Trilu is checked on (a
+# table cut to [:T, :T] is checked whole); a mask that departs from causal only past
+# this many positions would pass, and no torch mask subgraph we know of does that
+PROBE = 64
 
 
 def grid(dims: list, f, limit: int | None = None) -> Partial:
@@ -83,7 +86,7 @@ def grid(dims: list, f, limit: int | None = None) -> Partial:
 
 def grid_values(g: Partial) -> tuple[list, int]:
     """The grid on its probe square: row-major values and the side."""
-    n = min(PROBE, g.data["limit"] or PROBE)
+    n = g.data["limit"] or PROBE
     f = g.data["f"]
     return [f(i, j) for i in range(n) for j in range(n)], n
 
