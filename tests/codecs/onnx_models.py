@@ -62,7 +62,7 @@ class CharModel(torch.nn.Module):
 
 
 class Attention(torch.nn.Module):
-    """Self-attention: exported as MatMul of two activations and Softmax (unsupported)."""
+    """torch's MultiheadAttention: packed in_proj, split with Mod/Slice arithmetic (unsupported)."""
 
     def __init__(self):
         super().__init__()

@@ -5,7 +5,8 @@ one value per graph name (see ``onnx_values``) and handing each node to its rule
 ``onnx_ops``. Blocks are named after the torch module that exported them (the first
 component of the node name: ``/head/Gemm`` -> ``head``), so the weights' names are the
 torch state dict's. Every op type without a rule is listed, by node, before anything
-is matched; a node whose rule does not fit says why.
+is matched; a node whose rule does not fit says why. After the last node, consecutive
+transformer blocks are stacked into ``nn/transformer`` (see ``onnx_attn``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..catalog.registry import field, register
-from . import onnx_proto
+from . import onnx_attn, onnx_proto
 from .base import Codec, Imported
 from .onnx_ops import HANDLERS
 from .onnx_values import Const, Opaque, Partial, Sym
@@ -47,6 +48,10 @@ class Importer:
         self.inputs: dict[str, dict] = {}
         self.uses: dict[str, int] = {}
         self.fed: dict[str, int] = {}  # block -> how many blocks read its output
+        self.prefix: dict[str, str] = {}  # block -> its exporting module (before dedup)
+        self.renamed: dict[str, str] = {}  # block folded into a stack -> the stack
+        self.outputs_of: set[str] = set()  # blocks read as graph outputs
+        self.stacked: set[str] = set()  # transformer blocks exported from inside a ModuleList
         for n in self.g.nodes:
             for i in n.inputs:
                 if i:
@@ -81,16 +86,17 @@ class Importer:
         return v
 
     # -- blocks ---------------------------------------------------------------------------
-    def _name(self, node, fallback: str) -> str:
+    def _name(self, node, fallback: str) -> tuple[str, str]:
         parts = [p for p in node.name.split("/") if p]
         base = _ident(parts[0] if len(parts) > 1 else fallback, fallback)
         name, k = base, 2
         while name in self.blocks or name in self.inputs:
             name, k = f"{base}_{k}", k + 1
-        return name
+        return name, base
 
     def block(self, node, block_id: str, x: Sym, fields: dict, weights: dict) -> str:
-        name = self._name(node, block_id.split("/")[-1])
+        name, base = self._name(node, block_id.split("/")[-1])
+        self.prefix[name] = base
         self.blocks[name] = {"block_id": block_id, "in": x.src, **fields}
         self.fed[x.src] = self.fed.get(x.src, 0) + 1
         for k, t in weights.items():
@@ -100,6 +106,8 @@ class Importer:
 
     def linear(self, node, x, w: RawTensor, b: RawTensor | None, pool: str | None = None) -> Sym:
         """A dense block; after a pooling of the time axis, a regression head that pools."""
+        if isinstance(x, Partial) and x.kind == "merged":  # attention heads' output projection
+            return onnx_attn.attention(self, node, x, w, b)
         if isinstance(x, Partial):  # pooled (Gather of one step, ReduceMean)
             x, pool = x.base, x.data["how"]
         out_f, in_f = w.shape
@@ -233,6 +241,9 @@ class Importer:
                     f"{self.where}: graph output {vi.name!r} is not a block's output"
                 )
             outputs.append(v.src)
+        self.outputs_of = set(outputs)
+        onnx_attn.stack(self)
+        outputs = [self.renamed.get(o, o) for o in outputs]
         if not self.blocks:
             raise ScellisError(f"{self.where}: the graph has no block the catalog knows")
         return {

@@ -7,7 +7,10 @@ MatMul(+Add) -> ``nn/linear``, Relu/Tanh/Sigmoid/Gelu and the exact-GELU chain (
 sqrt 2, Erf, Add 1, Mul x, Mul 0.5) -> ``nn/activation``, LayerNormalization ->
 ``nn/layer_norm``, LSTM/GRU (+ the transposes and squeezes around them, the last-step
 Gather after) -> ``nn/lstm``/``nn/gru`` with torch's gate order, Gather of weight rows by
-token ids -> ``nn/embedding``.
+token ids -> ``nn/embedding``, ``x + weight[:T]`` -> ``nn/learned_position``. Attention
+stages (Reshape to heads, MatMul of two activations, scale, mask, Softmax) and residual
+Adds are ``onnx_attn``'s; constant arithmetic (Sqrt, Expand, Trilu, Equal, Where,
+integer Div) is ``onnx_fold``'s.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import math
 
 from ..base.errors import ScellisError
+from . import onnx_attn, onnx_fold
+from .onnx_fold import known
 from .onnx_values import (
     Const,
     Opaque,
@@ -59,6 +64,8 @@ def shape(imp, node):
         return [ShapeVec(list(x.shape))]
     if isinstance(x, Const):
         return [const_int((len(x.t.shape),), x.t.shape)]
+    if isinstance(x, Partial) and "shape" in x.data:
+        return [ShapeVec(onnx_attn.shape_of(x))]
     raise ScellisError(f"{node.label()}: Shape of an unsupported value")
 
 
@@ -76,9 +83,10 @@ def gather(imp, node):
         raise ScellisError(f"{node.label()}: Gather with computed indices")
     if isinstance(x, ShapeVec):
         if idx.t.shape:
-            return [ShapeVec([x.dims[_index(Const(from_values("I64", (), [i])), len(x.dims))]
-                              for i in idx.values])]  # fmt: skip
-        return [ShapeVec([x.dims[_index(idx, len(x.dims))]])]
+            return [known(ShapeVec([x.dims[_index(Const(from_values("I64", (), [i])), len(x.dims))]
+                                    for i in idx.values]))]  # fmt: skip
+        d = x.dims[_index(idx, len(x.dims))]
+        return [const_int((), [d]) if isinstance(d, int) else ShapeVec([d])]
     if isinstance(x, Const) and len(x.t.shape) == 1 and axis == 0:
         vals = x.values
         picked = [vals[_index(Const(from_values("I64", (), [i])), len(vals))] for i in idx.values]
@@ -147,14 +155,41 @@ def constant_of_shape(imp, node):
     return [Zeros()]
 
 
+def _bounds(imp, node) -> list:
+    """starts, ends, axes, steps: each a list of ints (a symbolic end stays a str)."""
+    out = []
+    for i in range(1, 5):
+        if len(node.inputs) <= i or not node.inputs[i]:
+            out.append(None)
+            continue
+        v = known(imp.get(node.inputs[i]))
+        if isinstance(v, Const):
+            out.append([int(d) for d in v.values])
+        elif isinstance(v, ShapeVec):
+            out.append(list(v.dims))
+        else:
+            raise ScellisError(f"{node.label()}: Slice with computed bounds")
+    return out
+
+
 def slice_(imp, node):
     x = imp.get(node.inputs[0])
     if isinstance(x, Zeros):
         return [x]
+    bounds = _bounds(imp, node)
+    if isinstance(x, ShapeVec):
+        return [known(ShapeVec(onnx_fold.slice_vec(node, x.dims, *bounds)))]
     if isinstance(x, Const) and len(x.t.shape) == 1:
-        start, end = (int(imp.get(n).scalar()) for n in node.inputs[1:3])
-        vals = x.values[start:end]
+        vals = onnx_fold.slice_vec(node, x.values, *bounds)
         return [Const(from_values(x.t.dtype, (len(vals),), vals))]
+    if isinstance(x, Partial) and x.kind == "rows":  # a slice of a slice: constants only
+        if x.data["const"] is None:
+            return [onnx_fold.table_grid(node, x, *bounds)]
+        x = x.data["const"]
+    if isinstance(x, Const) and len(x.t.shape) == 2:
+        return [onnx_fold.rows(node, x, *bounds)]
+    if isinstance(x, Const):
+        return [onnx_fold.slice_const(node, x, *bounds)]
     raise ScellisError(f"{node.label()}: Slice of a model tensor is not supported")
 
 
@@ -162,6 +197,9 @@ def cast(imp, node):
     x = imp.get(node.inputs[0])
     if isinstance(x, (Sym, Zeros, ShapeVec)):
         return [x]
+    if isinstance(x, Partial) and x.kind == "grid" and node.attrs.get("to") in (1, 9):
+        f, to = x.data["f"], bool if node.attrs.get("to") == 9 else float
+        return [onnx_fold.grid(x.data["dims"], lambda i, j: to(f(i, j)), x.data["limit"])]
     if isinstance(x, Const):
         to = {1: "F32", 6: "I32", 7: "I64", 11: "F64", 9: "BOOL"}.get(node.attrs.get("to"))
         if to is None:
@@ -178,6 +216,9 @@ def cast(imp, node):
 
 
 def transpose(imp, node):
+    p = imp.get(node.inputs[0])
+    if isinstance(p, Partial) and p.kind in ("heads", "ctx"):
+        return [onnx_attn.transpose(node, p, tuple(node.attrs.get("perm") or (3, 2, 1, 0)))]
     x = imp.sym(node, node.inputs[0], allow_perm=True)
     perm = tuple(node.attrs.get("perm") or reversed(range(len(x.shape))))
     total = tuple((x.perm or tuple(range(len(perm))))[p] for p in perm)
@@ -211,8 +252,13 @@ def matmul(imp, node):
     if isinstance(right, Const) and len(right.t.shape) == 2:
         x = imp.get(node.inputs[0])
         pool = x.data["how"] if isinstance(x, Partial) and x.kind == "pool" else None
+        if isinstance(x, Partial) and x.kind == "merged":
+            return [Partial("matmul", x, {"w": transpose2(right.t), "node": node})]
         x = x.base if pool else imp.sym(node, node.inputs[0])
         return [Partial("matmul", x, {"w": transpose2(right.t), "node": node, "pool": pool})]
+    left = imp.get(node.inputs[0])
+    if isinstance(left, Partial) and isinstance(right, Partial):
+        return [onnx_attn.matmul(node, left, right)]
     raise ScellisError(f"{node.label()}: MatMul of two model tensors (attention) is not supported")
 
 
@@ -222,8 +268,30 @@ def _is(c, value: float, tol: float = 1e-6) -> bool:
     return abs(float(c.scalar()) - value) <= tol * max(1.0, abs(value))
 
 
+def _fold2(node, a, b):
+    a, b = known(a), known(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return onnx_fold.binary(node, a, b)
+    return None
+
+
 def add(imp, node):
     a, b = imp.get(node.inputs[0]), imp.get(node.inputs[1])
+    if (c := _fold2(node, a, b)) is not None:
+        return [c]
+    for x, y in ((a, b), (b, a)):
+        if (
+            isinstance(x, Partial)
+            and x.kind == "scores"
+            and (isinstance(y, Const) or (isinstance(y, Partial) and y.kind == "grid"))
+        ):
+            return [onnx_attn.additive_mask(node, x, y)]
+        if isinstance(x, Sym) and isinstance(y, Partial) and y.kind == "rows":
+            return [onnx_attn.position(imp, node, imp.sym(node, node.inputs[a is not x]), y)]
+    if all(isinstance(v, Sym) or (isinstance(v, Partial) and v.kind == "matmul") for v in (a, b)):
+        # a residual connection (an unbiased projection on either side is a linear now)
+        return onnx_attn.residual(imp, node, imp.sym(node, node.inputs[0]),
+                                  imp.sym(node, node.inputs[1]))  # fmt: skip
     if isinstance(b, Partial) or (isinstance(a, Const) and not isinstance(b, Const)):
         a, b = b, a
     if isinstance(a, Partial) and a.kind == "matmul" and isinstance(b, Const):
@@ -238,6 +306,12 @@ def add(imp, node):
 
 def div(imp, node):
     x, c = imp.get(node.inputs[0]), imp.get(node.inputs[1])
+    if (f := _fold2(node, x, c)) is not None:
+        return [f]
+    if isinstance(x, Partial) and x.kind in ("heads", "scores") and isinstance(c, Const):
+        return [onnx_attn.scale(node, x, c, divide=True)]
+    if isinstance(x, Partial) and x.kind == "matmul":  # an unbiased linear before exact GELU
+        x = imp.sym(node, node.inputs[0])
     if isinstance(x, Sym) and _is(c, math.sqrt(2.0), 1e-5):
         return [Partial("gelu_div", imp.sym(node, node.inputs[0]))]
     raise ScellisError(f"{node.label()}: Div of these values has no catalog block")
@@ -252,6 +326,11 @@ def erf(imp, node):
 
 def mul(imp, node):
     a, b = imp.get(node.inputs[0]), imp.get(node.inputs[1])
+    if (c := _fold2(node, a, b)) is not None:
+        return [c]
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Partial) and x.kind in ("heads", "scores") and isinstance(y, Const):
+            return [onnx_attn.scale(node, x, y, divide=False)]
     if isinstance(a, Partial) or isinstance(b, Const):
         a, b = b, a
     # a: the plain side, b: the partial / constant side
@@ -268,6 +347,18 @@ def mul(imp, node):
             if imp.retag_silu(x, s, name):
                 return [s]
     raise ScellisError(f"{node.label()}: Mul of these values has no catalog block")
+
+
+def const_only(imp, node):
+    """Sub and Equal: only ever folded (mask and shape arithmetic)."""
+    a, b = imp.get(node.inputs[0]), imp.get(node.inputs[1])
+    if node.op == "Equal" and any(isinstance(v, Partial) and v.kind == "grid" for v in (a, b)):
+        if all(isinstance(v, Const) and v.t.numel == 1 or isinstance(v, Partial) for v in (a, b)):
+            return [onnx_fold.equal_grid(node, a, b)]
+    c = _fold2(node, a, b)
+    if c is None:
+        raise ScellisError(f"{node.label()}: {node.op} of model tensors has no catalog block")
+    return [c]
 
 
 def _act(fn: str):
@@ -297,6 +388,9 @@ def layer_norm(imp, node):
         raise ScellisError(f"{node.label()}: LayerNormalization over axis {axis}, not the last")
     scale = imp.const(node, node.inputs[1]).t
     bias = imp.const(node, node.inputs[2]).t if len(node.inputs) > 2 and node.inputs[2] else None
+    made = [n.op for n in imp.g.nodes if bias is not None and node.inputs[2] in n.outputs]
+    if made == ["Constant"] and not any(bias.values()):
+        bias = None  # torch's LayerNorm(bias=False) exports a zero Constant, not a parameter
     eps = as_f32(node.attrs.get("epsilon", 1e-5))
     fields = {"normalized_shape": scale.shape[0], "eps": eps}
     if bias is None:
@@ -374,6 +468,14 @@ HANDLERS = {
     "Gelu": gelu,
     "LayerNormalization": layer_norm,
     "ReduceMean": reduce_mean,
+    "Sub": const_only,
+    "Equal": const_only,
+    "Sqrt": onnx_fold.sqrt,
+    "Expand": onnx_fold.expand,
+    "Trilu": onnx_fold.trilu,
+    "Where": onnx_attn.where,
+    "Reshape": onnx_attn.reshape,
+    "Softmax": onnx_attn.softmax,
     "LSTM": recurrent,
     "GRU": recurrent,
 }
