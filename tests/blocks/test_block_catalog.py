@@ -18,6 +18,7 @@ from scellis.catalog import blocks as B
 from scellis.catalog import entries, lookup, schema
 
 IDS = [
+    "nn/activation",
     "nn/attention",
     "nn/classification_head",
     "nn/dropout",

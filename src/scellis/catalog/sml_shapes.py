@@ -87,6 +87,7 @@ RULES = {
     "nn/learned_position": _position,
     "nn/sinusoidal_position": _same("dim"),
     "nn/dropout": _residual,
+    "nn/activation": _residual,
 }
 
 

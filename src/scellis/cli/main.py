@@ -12,7 +12,24 @@ import sys
 import click
 
 from .. import ScellisError, __version__
-from . import catalog, demo, devices, train, validate
+from . import (
+    catalog,
+    compare,
+    compile,
+    demo,
+    devices,
+    export,
+    import_,
+    init,
+    models,
+    plan,
+    resume,
+    runs,
+    serve,
+    site,
+    train,
+    validate,
+)
 
 
 @click.group(
@@ -25,7 +42,24 @@ def cli() -> None:
     pass
 
 
-for _mod in (demo, devices, catalog, validate, train):
+for _mod in (
+    demo,
+    init,
+    devices,
+    catalog,
+    validate,
+    train,
+    plan,
+    compile,
+    resume,
+    runs,
+    compare,
+    models,
+    import_,
+    export,
+    site,
+    serve,
+):
     cli.add_command(_mod.command)
 
 

@@ -1,135 +1,122 @@
-"""``scellis train FILE`` (cli layer): run the training pipeline an SML record carries.
+"""``scellis train FILE|MODEL_ID`` (cli layer): run a record's pipeline, recorded in a store.
 
 Validates the record (exit 2 with ``file:line:col`` messages if it is not valid),
-builds the model from the catalog, loads the record's data, and trains with the
-record's optimizer, scheduler, loss, clipping, precision, tier and seed. Progress is
-one line per log point (``--json``: one JSON object per event); Ctrl-C stops cleanly.
+builds the model, data, optimizer, scheduler and loss it names, registers a run in the
+store (default ``./.scellis``), and trains: per-step metrics and heartbeats go to the
+records, a checkpoint every ``--checkpoint-every`` steps and at the end. A progress
+bar on a terminal, plain lines otherwise, one JSON object per event with ``--json``.
+Ctrl-C stops at the next step boundary after saving a checkpoint (exit 130) and prints
+the command that resumes the run.
 """
 
 from __future__ import annotations
 
-import json
-import sys
+from dataclasses import asdict
 from pathlib import Path
-from types import SimpleNamespace
 
 import click
 
-from ..base.errors import ScellisError
-from ..base.rng import Generator
-from ..catalog.registry import lookup
-from ..catalog.sml_registry import catalog_registry
-from ..data.record import load_data
-from ..devices.base import get_device
-from ..model.build import RecordModel, config_of
-from ..sml import parse
-from ..train import Batches
-from ..train import run as run_training
-from .common import pick_device
-from .validate import check_file
+from ..store.objects import ObjectStore
+from ..store.records import Records
+from .runner import Output, Plan, adapter_of, drive, prepare, resolve_record
 
 
-def _entry_obj(section: dict, kind: str, where: str, *args):
-    entry = lookup(section.get("block_id", ""), kind)
-    cfg = config_of(entry, section, where)
-    return entry.impl(*args, config=cfg) if args else entry.impl(config=cfg)
-
-
-def _print_event(ev: dict) -> None:
-    kind = ev["kind"]
-    if kind == "log" and ev.get("loss") is not None:
-        print(
-            f"  step {ev['step']:6d}  epoch {ev['epoch']:3d}  loss {ev['loss']:.4f}  "
-            f"lr {ev['lr']:.3g}  {ev['throughput']:.0f} samples/s",
-            flush=True,
-        )
-    elif kind == "eval":
-        print(f"  eval  step {ev['step']:6d}  val_loss {ev['val_loss']:.4f}", flush=True)
-    elif kind == "warning":
-        print(f"  warning: {ev.get('message', ev)}", flush=True)
-
-
-def run(args) -> int:
-    problems = check_file(args.file, catalog_registry())
-    if problems:
-        for d in problems:
-            print(str(d), file=sys.stderr)
-        return 2
-    record = parse(Path(args.file).read_bytes(), args.file).data
-    device, why = pick_device(args.device)
-    dev = get_device(device)
-    seed = int(record.get("seed", 0))
-    model = RecordModel(record, device=dev, gen=Generator(seed, "init"))
-    if "data" not in record:
-        raise ScellisError(f"{args.file}: the record has no data section to train on")
-    ds = load_data(record["data"], base_dir=Path(args.file).parent)
-    batch = int(record.get("batch_size", 32))
-    optimizer = _entry_obj(record["optimizer"], "optimizer", "optimizer", model)
-    loss = _entry_obj(record["loss"], "loss", "loss")
-    scheduler = None
-    if record.get("scheduler"):
-        scheduler = _entry_obj(record["scheduler"], "scheduler", "scheduler", optimizer)
-    ev_cfg = record.get("eval") or {}
-    epochs = int(args.epochs if args.epochs is not None else record.get("epochs", 1))
-    info = (
-        f"scellis train {args.file}: {record.get('model')} on {dev.name}"
-        + (f" ({why})" if why else "")
-        + f", {epochs} epochs, dataset {ds.digest[:12]}"
-    )
-    emit = (
-        (lambda ev: print(json.dumps(ev, default=str), flush=True)) if args.json else _print_event
-    )
-    if args.json:
-        print(json.dumps({"kind": "info", "message": info, "dataset": ds.digest}), flush=True)
-    else:
-        print(info, flush=True)
+def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
+          keep_last, json_, argv, fault=None, writer=None, budget=None,
+          keep_best=True) -> int:  # fmt: skip
+    root = Path(store)
+    raw, label, base_dir = resolve_record(ref, root)
+    s = prepare(raw, label, base_dir, device, budget, store=root)
+    epochs = int(epochs if epochs is not None else s.record.get("epochs", 1))
+    plan = Plan(
+        epochs=epochs, max_steps=max_steps, log_every=log_every,
+        checkpoint_every=checkpoint_every, keep_last=keep_last, keep_best=keep_best,
+    )  # fmt: skip
+    objects, records = ObjectStore(root), Records(root)
     try:
-        summary = run_training(
-            model,
-            loss,
-            optimizer,
-            Batches(ds.x_train, ds.y_train, batch, device=dev),
-            epochs=epochs,
-            max_steps=args.max_steps,
-            determinism_tier=record.get("determinism_tier"),
-            seed=seed,
-            scheduler=scheduler,
-            val_data=Batches(
-                ds.x_val, ds.y_val, int(ev_cfg.get("batch_size", 64)), shuffle=False, device=dev
-            ),
-            grad_clip=record.get("grad_clip"),
-            precision=record.get("precision"),
-            log_every=args.log_every,
-            on_event=emit,
-        )
-    except KeyboardInterrupt:
-        print("scellis train: interrupted; no checkpoint store yet, nothing saved", file=sys.stderr)
-        return 130
-    if not args.json:
-        print(
-            f"done: {summary['steps']} steps in {summary['wall_s']:.1f}s, loss "
-            f"{summary['loss']:.4f}, val_loss {summary.get('val_loss') or float('nan'):.4f}"
-        )
-    return 0
+        record_hash = objects.put(raw)
+        records.add_dataset(s.dataset, str(s.record["data"].get("source")), s.rows)
+        rid = records.new_run(
+            record_hash=record_hash, model_id=s.record.get("model"), dataset_hash=s.dataset,
+            device=s.device.name, adapter=adapter_of(s.device), tier=s.tier, seed=s.ts.seed,
+            argv=argv, config={"plan": asdict(plan), "label": label, "base_dir": str(base_dir)},
+        )  # fmt: skip
+    finally:
+        records.close()
+    total = len(s.train) * epochs
+    total = min(total, max_steps) if max_steps is not None else total
+    out = Output(json_, print_every, total)
+    out.info(
+        f"scellis train {label}: {s.record.get('model')} on {s.device.name}"
+        + (f" ({s.why})" if s.why else "")
+        + f", {epochs} epochs, {s.tier} tier, dataset {s.dataset[:12]}, run {rid} in {root}",
+        run=rid, dataset=s.dataset, device=s.device.name, store=str(root),
+    )  # fmt: skip
+    return drive(s, plan, root, rid, record_hash, out, fault=fault, writer=writer)
 
 
-@click.command("train", help="Train the pipeline an SML record carries.")
-@click.argument("file", metavar="FILE")
-@click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
-@click.option("--epochs", type=int, default=None, help="override the record's epochs")
-@click.option("--max-steps", type=int, default=None, help="stop after this many steps")
-@click.option(
-    "--log-every", type=int, default=20, show_default=True, help="steps between log lines"
+@click.command(
+    "train", help="Train the pipeline an SML record (a file or a stored model id) carries."
 )
+@click.argument("file", metavar="FILE|MODEL_ID")
+@click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
+@click.option("--store", default=".scellis", show_default=True, help="the store folder")
+@click.option("--epochs", type=int, default=None, help="override the record's epochs")
+@click.option(
+    "--max-steps", type=click.IntRange(min=1), default=None, help="stop after this many steps"
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="steps between checkpoints (one is always written at the end)",
+)
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="checkpoints kept per run (the best one is kept too)",
+)
+@click.option(
+    "--log-every",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="steps between recorded metrics (1: every step)",
+)
+@click.option(
+    "--print-every",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="steps between printed lines when not on a terminal",
+)
+@click.option(
+    "--keep-best/--no-keep-best", default=True, show_default=True,
+    help="also keep the checkpoint with the lowest validation (else training) loss",
+)  # fmt: skip
+@click.option("--budget", default=None, help="memory budget for the plan, e.g. 4GiB")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
-def command(file, device, epochs, max_steps, log_every, json_):
-    return run(
-        SimpleNamespace(
-            file=file,
-            device=device,
-            epochs=epochs,
-            max_steps=max_steps,
-            log_every=log_every,
-            json=json_,
-        )
-    )
+def command(file, device, store, epochs, max_steps, checkpoint_every, keep_last, log_every,
+            print_every, keep_best, budget, json_):  # fmt: skip
+    return start(
+        file, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
+        keep_last, json_, argv=_argv(), budget=budget, keep_best=keep_best,
+    )  # fmt: skip
+
+
+def _argv() -> list[str]:
+    """The command as typed, rebuilt from click's parsed parameters."""
+    ctx = click.get_current_context()
+    out = [*ctx.command_path.split(), str(ctx.params["file"])]
+    for k, v in ctx.params.items():
+        if k == "keep_best":
+            out.append("--keep-best" if v else "--no-keep-best")
+            continue
+        if k == "file" or v is None or v is False:
+            continue
+        flag = "--" + k.rstrip("_").replace("_", "-")
+        out += [flag] if v is True else [flag, str(v)]
+    return out

@@ -6,7 +6,8 @@ the file's suffix). CSV keys: ``column`` (one series as feature and target) or
 ``features`` + ``target``, ``datetime``, ``datetime_format``, ``missing``,
 ``window`` (input length), ``horizon``, ``stride``, ``val_fraction``, ``normalise``
 (``standard`` is ``zscore``), ``delimiter``. Text keys: ``tokenizer: char``,
-``context``, ``stride``, ``val_fraction``, ``max_chars``.
+``context``, ``stride``, ``val_fraction``, ``max_chars``. Either may pin the dataset's
+version with ``sha256``: a file (or options) whose digest differs is refused.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from .text import TextDataset, read_text, text_dataset
 BUNDLED = Path(__file__).resolve().parent / "bundled"
 CSV_KEYS = {
     "source", "format", "column", "features", "target", "datetime", "datetime_format",
-    "missing", "window", "horizon", "stride", "val_fraction", "normalise", "delimiter",
+    "missing", "window", "horizon", "stride", "val_fraction", "normalise", "delimiter", "sha256",
 }  # fmt: skip
-TEXT_KEYS = {"source", "format", "tokenizer", "context", "stride", "val_fraction", "max_chars"}
+TEXT_KEYS = {
+    "source", "format", "tokenizer", "context", "stride", "val_fraction", "max_chars", "sha256",
+}  # fmt: skip
 _NORMALISE_ALIASES = {"standard": "zscore"}
 
 
@@ -50,6 +53,7 @@ def _check_keys(data: dict, allowed: set, fmt: str) -> None:
 
 def csv_config(data: dict, path: Path) -> CSVConfig:
     _check_keys(data, CSV_KEYS, "csv")
+    data = {k: v for k, v in data.items() if k != "sha256"}
     if "column" in data:
         if "features" in data or "target" in data:
             raise ScellisError("data: give either column, or features and target, not both")
@@ -75,9 +79,20 @@ def csv_config(data: dict, path: Path) -> CSVConfig:
 
 
 def load_data(data: dict, base_dir=".") -> SeriesDataset | TextDataset:
-    """The dataset a record's ``data`` mapping describes, read and windowed."""
+    """The dataset a record's ``data`` mapping describes, read, windowed and version-checked."""
     if not isinstance(data, dict):
         raise ScellisError("data must be a mapping")
+    ds = _load(data, base_dir)
+    want = data.get("sha256")
+    if want is not None and want != ds.digest:
+        raise ScellisError(
+            f"data.sha256: the dataset's version is {ds.digest}, the record pins {want} "
+            "(the file or the data options changed)"
+        )
+    return ds
+
+
+def _load(data: dict, base_dir) -> SeriesDataset | TextDataset:
     path = source_path(data.get("source"), base_dir)
     fmt = data.get("format") or ("csv" if path.suffix.lower() == ".csv" else "text")
     if fmt == "csv":

@@ -1,1 +1,1 @@
-"""The compiler's IR ladder and the memory planner (ir layer): blocks -> ops -> kernels -> schedule."""
+"""The compiler (ir layer): record -> blocks -> ops -> kernels -> schedule, and the planner."""

@@ -16,7 +16,7 @@ import re
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..base.errors import Diagnostic, ScellisError
-from .loader import Loaded, load
+from .loader import MAX_BYTES, MAX_LINE, Loaded, compose, load, walk
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./@-]*$")
@@ -56,6 +56,25 @@ def _last_end(node: Node) -> int:
     while not _flow(node) and node.value:
         node = node.value[-1][1] if isinstance(node, MappingNode) else node.value[-1]
     return node.end_mark.index
+
+
+def _marks(root: Node):
+    """Every distinct mark of the node tree (keys and values), once each."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for m in (n.start_mark, n.end_mark):
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield m
+        if isinstance(n, MappingNode):
+            stack.extend(x for pair in n.value for x in pair)
+        elif isinstance(n, SequenceNode):
+            stack.extend(n.value)
 
 
 class Document:
@@ -114,6 +133,51 @@ class Document:
         self.text = text
         self._set(loaded)
 
+    def _replace_scalar(self, node: ScalarNode, new: str) -> bool:
+        """Put ``new`` (one flow scalar) where ``node`` is written, without reading the
+        whole document again: the new text's scalar replaces the node's value and every
+        mark after it moves by the length difference. Returns False (nothing changed)
+        when the edit is not that simple; the caller then splices and re-reads.
+
+        An edit through the form sets one value at a time, and reading the document is
+        most of an edit's cost, so this keeps Model View's edits within a frame's budget.
+        """
+        start, end = node.start_mark.index, node.end_mark.index
+        old = self.text[start:end]
+        if "\n" in new or "\n" in old or node.anchor or old[:1] in "&!*":
+            return False
+        try:
+            tiny = compose(new, self.file)
+        except Diagnostic:
+            return False
+        if not isinstance(tiny, ScalarNode) or tiny.anchor:
+            return False
+        text = self.text[:start] + new + self.text[end:]
+        lo = text.rfind("\n", 0, start) + 1
+        hi = text.find("\n", start)
+        if len(text) > MAX_BYTES or (len(text) if hi < 0 else hi) - lo > MAX_LINE:
+            return False  # the full read reports the size limits
+        delta, line = len(new) - len(old), node.start_mark.line
+        root = self._nodes[()]
+        for m in _marks(root):
+            if m.index >= end:
+                m.index += delta
+                m.pointer = m.index
+                if m.line == line:
+                    m.column += delta
+            m.buffer = text
+        node.tag, node.value, node.style = tiny.tag, tiny.value, tiny.style
+        try:
+            loaded = walk(root, self.file)
+        except Diagnostic:
+            # a value the guards refuse (a tag, say): read the spliced text in full so
+            # the error is reported exactly as a fresh parse would report it
+            load(text, self.file)
+            raise
+        self.text = text
+        self._set(loaded)
+        return True
+
     def _line_end(self, idx: int) -> int:
         j = self.text.find("\n", idx - 1 if idx and self.text[idx - 1] == "\n" else idx)
         return len(self.text) if j < 0 else j + 1
@@ -144,7 +208,11 @@ class Document:
             raise ScellisError(
                 f"{'.'.join(map(str, path))} is shared through an alias; edit the anchor"
             )
-        self._splice([(node.start_mark.index, node.end_mark.index, render(value))])
+        new = render(value)
+        if isinstance(node, ScalarNode) and isinstance(value, (bool, int, float, str)):
+            if self._replace_scalar(node, new):
+                return
+        self._splice([(node.start_mark.index, node.end_mark.index, new)])
 
     def _block_path(self, block: str) -> tuple:
         if block in SECTIONS:

@@ -180,11 +180,15 @@ class _Walker:
             return v
 
 
+def walk(root: Node, file: str = "<input>") -> Loaded:
+    """The located values of an already composed node tree (with every guard of load)."""
+    w = _Walker(file)
+    w.out.data = w.walk(root, ())
+    return w.out
+
+
 def load(text: str | bytes, file: str = "<input>") -> Loaded:
     """The located values of one SML document; raises Diagnostic on anything unsafe."""
     if isinstance(text, bytes):
         text = decode(text, file)
-    root = compose(text, file)
-    w = _Walker(file)
-    w.out.data = w.walk(root, ())
-    return w.out
+    return walk(compose(text, file), file)

@@ -6,7 +6,7 @@ these methods (``scellis.catalog.sml_registry`` adapts the built-in catalog).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from ..base.errors import ScellisError
@@ -30,9 +30,11 @@ class FieldInfo:
     choices: tuple | None = None
 
     def as_json(self) -> dict:
-        d = asdict(self)
+        # field by field rather than dataclasses.asdict (a deep copy): the form asks for
+        # every field of every block on each edit
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["choices"] = list(self.choices) if self.choices is not None else None
-        if isinstance(d["default"], tuple):
+        if isinstance(d["default"], (tuple, list)):
             d["default"] = list(d["default"])
         return d
 

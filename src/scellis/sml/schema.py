@@ -17,7 +17,7 @@ DTYPES = ("f32", "f16", "i32", "u32", "bool")
 SECTIONS = {
     "model", "inputs", "blocks", "outputs", "optimizer", "scheduler", "loss", "epochs",
     "batch_size", "grad_clip", "precision", "determinism_tier", "seed", "data", "eval",
-    "activation_checkpointing",
+    "finetune", "activation_checkpointing",
 }  # fmt: skip
 REMAT = "activation_checkpointing"  # record-wide default, or per block next to block_id/in
 PRECISION = {
@@ -29,11 +29,12 @@ PRECISION = {
     "growth_interval": int,
 }  # fmt: skip
 DATA = {
-    "source": str, "format": ("csv", "text"), "column": str, "columns": list,
-    "datetime_column": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
+    "source": str, "format": ("csv", "text"), "column": str,
+    "datetime": str, "datetime_format": str, "features": list,
+    "target": str, "delimiter": str, "missing": ("error", "ffill", "mean", "drop"),
     "window": int, "horizon": int, "stride": int, "val_fraction": float,
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
-    "shuffle": bool, "max_chars": int, "sha256": str,
+    "max_chars": int, "sha256": str,
 }  # fmt: skip
 EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train")}
 
@@ -69,6 +70,14 @@ def _int(v, low: int) -> bool:
 def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
     """A free-standing section (precision, data, eval): known keys and simple types."""
     sec = doc.node(path) and doc.data.get(path[0])
+    policy = spec.get("policy")
+    if isinstance(sec, str) and isinstance(policy, tuple):
+        # the short form `precision: mixed_f16` names the policy alone
+        if sec not in policy:
+            out.append(
+                doc.diag(path, f"{path[0]} must be one of {' | '.join(policy)}, got {sec!r}")
+            )
+        return
     if not isinstance(sec, dict):
         out.append(doc.diag(path, f"{path[0]} must be a mapping"))
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..base.errors import Diagnostic, ScellisError
 from .document import NAME, Document
+from .finetune import check_finetune
 from .registry import FieldInfo, Registry, ShapeMismatch
 from .schema import check_record, hint
 
@@ -52,14 +53,15 @@ def _range(f: FieldInfo, v) -> str | None:
 
 def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list, extra=()):
     """Check one ``{block_id, fields}`` mapping; its fields with defaults, or None if bad."""
-    spec = doc.data.get(path[0]) if len(path) == 1 else doc.blocks.get(path[1])
+    spec = _value_at(doc.data, path)
+    label = ".".join(map(str, path[-2:])) if isinstance(path[-1], int) else path[-1]
     if not isinstance(spec, dict):
-        out.append(doc.diag(path, f"{path[-1]} must be a mapping with a block_id"))
+        out.append(doc.diag(path, f"{label} must be a mapping with a block_id"))
         return None
     bid = spec.get("block_id")
     if not isinstance(bid, str):
         ids = reg.ids(kind)
-        out.append(doc.diag(path, f"{path[-1]} needs a block_id", ids and f"e.g. {ids[0]}"))
+        out.append(doc.diag(path, f"{label} needs a block_id", ids and f"e.g. {ids[0]}"))
         return None
     found = reg.kind_of(bid)
     if found is None:
@@ -90,6 +92,17 @@ def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list,
             fix = f"add {k}: <{f.type}>" + (f", {f.doc}" if f.doc else "")
             out.append(doc.diag(path, f"missing required field {k!r} of {bid}", fix))
     return values if len(out) == n0 else None
+
+
+def _value_at(data, path: tuple):
+    for k in path:
+        if isinstance(data, dict):
+            data = data.get(k)
+        elif isinstance(data, list) and isinstance(k, int) and 0 <= k < len(data):
+            data = data[k]
+        else:
+            return None
+    return data
 
 
 def _refs(doc: Document, name: str, prev: str | None) -> tuple[list, bool]:
@@ -180,4 +193,7 @@ def validate(doc: Document, registry: Registry) -> list[Diagnostic]:
     for sec, kind in PIPELINE.items():
         if sec in doc.data:
             check_entry(doc, (sec,), kind, registry, out)
+    if "finetune" in doc.data:
+        for path in check_finetune(doc, registry, out):
+            check_entry(doc, path, "peft", registry, out)
     return sorted(out, key=lambda d: (d.line, d.col))

@@ -1,1 +1,1 @@
-"""Content-addressed objects, safetensors, checkpoint manifests and SQLite records (store layer: bytes, not tensors)."""
+"""Objects, safetensors, checkpoint manifests, SQLite records (store layer: bytes only)."""

@@ -25,7 +25,7 @@ from ..base.errors import ScellisError
 from ..catalog.clip import clip_grad_norm_, clip_grad_value_
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
-from ..runtime.creation import zeros
+from ..runtime.creation import full, zeros
 from ..runtime.tensor import Tensor
 from .data import batch_rows, epoch_batches
 from .determinism import resolve_tier
@@ -112,7 +112,10 @@ class _Run:
 
     def _accumulate(self, value: Tensor, ok) -> None:
         if self.acc is None:
-            self.acc = [zeros((), value.dtype, self.device) for _ in range(3)]
+            # a resumed run continues its skip count: the checkpoint's metrics carry it
+            done = float(self.ts.metrics.get("skipped_total") or 0)
+            self.acc = [zeros((), value.dtype, self.device) for _ in range(2)]
+            self.acc.append(full((), done, value.dtype, self.device))
         total, good, skipped = self.acc
         if ok is None:
             self.acc = [total + value, good + 1.0, skipped]

@@ -5,7 +5,17 @@ position, norm, compose and heads. All forwards are written with tensor methods 
 composites only, so they run on every device and in the browser.
 """
 
-from . import attention, compose, heads, linear, norm, position, recurrent, transformer  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    attention,
+    compose,
+    heads,
+    linear,
+    norm,
+    position,
+    recurrent,
+    transformer,
+)
 from .attention import AttentionConfig, MultiHeadAttention  # noqa: F401
 from .common import Block  # noqa: F401
 from .compose import Residual, ResidualConfig, Sequential, SequentialConfig, build  # noqa: F401

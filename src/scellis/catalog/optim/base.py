@@ -17,6 +17,9 @@ accumulates each leaf's gradient straight into its span of the group's flat
 gradient buffer (the gradient "home" this driver already recognises), leaving one
 dispatch per group and step.
 
+Given a Module, an optimizer takes only the parameters with ``requires_grad`` (frozen
+ones, see ``catalog.peft``, get no flat span, no gradient buffer and no state).
+
 Options live in ``param_groups`` (a list of dicts, as in torch): a scheduler sets
 ``group["lr"]`` between steps and the next step passes it as a kernel scalar.
 """
@@ -80,6 +83,11 @@ def _named(items) -> tuple[list[str], list[Tensor]]:
     return names, params
 
 
+def _trainable(module) -> list[tuple[str, Tensor]]:
+    """A module's parameters that require grad: frozen ones get no flat span and no state."""
+    return [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+
+
 class Optimizer:
     """Base of every optimizer: subclasses name their ``op`` and ``config`` and map a
     group's options to the op's attrs in ``attrs``."""
@@ -97,7 +105,7 @@ class Optimizer:
         self._groups: list[_Group] = []
         self.step_count = 0
         if hasattr(params, "named_parameters") and hasattr(params, "set_parameter"):
-            self._add(list(params.named_parameters()), {}, module=params)
+            self._add(_trainable(params), {}, module=params)
             return
         items = list(params)
         if items and all(isinstance(g, dict) for g in items):
@@ -112,7 +120,7 @@ class Optimizer:
         group = dict(group)
         params = group.pop("params")
         module = params if hasattr(params, "set_parameter") else None
-        items = list(params.named_parameters()) if module is not None else list(params)
+        items = _trainable(module) if module is not None else list(params)
         self._add(items, group, module)
 
     def _add(self, items, overrides: dict, module=None) -> None:

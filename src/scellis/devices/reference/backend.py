@@ -41,12 +41,14 @@ class ReferenceBackend:
     def __init__(self):
         self.live_bytes = 0
         self.peak_bytes = 0
+        self.allocs = 0  # allocations made (a refused run must make none)
 
     def supports(self, dtype: DType) -> bool:
         return dtype.name in NP_DTYPES
 
     def alloc(self, numel: int, dtype: DType) -> Buffer:
         arr = np.empty(max(numel, 1), dtype=NP_DTYPES[dtype.name])
+        self.allocs += 1
         self.live_bytes += arr.nbytes
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
         return Buffer(self, arr, numel, dtype)
@@ -84,7 +86,11 @@ class ReferenceBackend:
 
     # -- memory accounting, the same names every backend reports --
     def memory(self) -> dict:
-        return {"live_bytes": self.live_bytes, "peak_bytes": self.peak_bytes}
+        return {
+            "live_bytes": self.live_bytes,
+            "peak_bytes": self.peak_bytes,
+            "allocs": self.allocs,
+        }
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.live_bytes

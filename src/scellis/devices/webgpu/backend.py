@@ -20,14 +20,31 @@ from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
 
 
-def _size_class(nbytes: int) -> int:
-    """Pool bucket: powers of two from 256 B, then 1/8 steps above 1 MiB."""
+def size_class(nbytes: int) -> int:
+    """Pool bucket: powers of two from 256 B, then 1/8 steps above 1 MiB; what ``alloc``
+    counts in ``live_bytes`` (the memory planner predicts the peak with it)."""
     n = max(256, nbytes)
     p = 1 << (n - 1).bit_length()
     if p <= 1 << 20:
         return p
     step = p // 16
     return -(-n // step) * step
+
+
+def storage_bytes(numel: int, dtype: DType) -> int:
+    """Bytes a tensor of ``numel`` elements occupies in its storage (bool as u32)."""
+    nbytes = max(4, numel * storage_itemsize(dtype))
+    return (nbytes + 3) // 4 * 4
+
+
+def binding_geometry(limits: dict) -> tuple[int, int]:
+    """(window_bytes, chunk_bytes) for ``limits``: binding windows are whole multiples of
+    the offset alignment (and of 16 bytes); a GPU buffer (chunk) is whole windows."""
+    align = limits.get("min_storage_buffer_offset_alignment", 256)
+    bind = limits["max_storage_buffer_binding_size"]
+    window = max(align, bind // max(align, 16) * max(align, 16))
+    chunk = min(limits["max_buffer_size"], 1 << 62) // window * window
+    return window, chunk
 
 
 class WebGPUBackend:
@@ -49,13 +66,7 @@ class WebGPUBackend:
             if v > self.limits[k]:
                 raise DeviceError(f"limit {k} can be lowered, not raised above {self.limits[k]}")
             self.limits[k] = int(v)
-        align = self.limits.get("min_storage_buffer_offset_alignment", 256)
-        bind = self.limits["max_storage_buffer_binding_size"]
-        # windows are whole multiples of the offset alignment (and of 16 bytes)
-        self.window_bytes = max(align, bind // max(align, 16) * max(align, 16))
-        self.chunk_bytes = (
-            min(self.limits["max_buffer_size"], 1 << 62) // self.window_bytes * self.window_bytes
-        )
+        self.window_bytes, self.chunk_bytes = binding_geometry(self.limits)
         self._pool: dict[int, list[Storage]] = {}
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
@@ -76,9 +87,8 @@ class WebGPUBackend:
     def alloc(self, numel: int, dtype: DType) -> Buffer:
         if not self.supports(dtype):
             raise DeviceError(f"WebGPU on {self.info.name} has no {dtype}")
-        nbytes = max(4, numel * storage_itemsize(dtype))
-        nbytes = (nbytes + 3) // 4 * 4
-        key = _size_class(nbytes)
+        nbytes = storage_bytes(numel, dtype)
+        key = size_class(nbytes)
         windows = -(-key // self.window_bytes)
         if windows + 1 > self.limits["max_storage_buffers_per_shader_stage"]:
             raise LimitError(
@@ -187,6 +197,10 @@ class WebGPUBackend:
         return result if isinstance(result, list) else [(src, result)]
 
     # -- kernels --
+    def source(self) -> Source:
+        """An empty kernel for this device's limits (the IR's fused kernels start here)."""
+        return self._source()
+
     def _source(self) -> Source:
         return Source(self.limits, self.info.has_f16)
 

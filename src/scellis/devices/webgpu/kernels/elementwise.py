@@ -167,3 +167,21 @@ KERNELS = {
     for op in (*_FLOAT, *_ANY, *_BINARY, *_COMPARE, "div", "pow", "where", "clamp", "cast")
 }
 KERNELS.update({"full": fill, "arange": fill})
+
+# the IR's fusion pass composes these same expressions into one kernel
+ELEMENTWISE = frozenset(op for op, builder in KERNELS.items() if builder is elementwise)
+
+
+def expression(src: Source, op: str, ins, out, attrs) -> str:
+    """The WGSL expression of ``op`` over inputs ``a``, ``b``, ``c`` (compute types)."""
+    return _expr(src, op, ins, out, attrs)
+
+
+def compute_type(dtype) -> str:
+    """The WGSL type a value of ``dtype`` is computed in (f16 widens to f32)."""
+    return _compute_type(dtype)
+
+
+def store_cast(out, expr: str) -> str:
+    """``expr`` converted for a store into ``out`` (f16 outputs round once, here)."""
+    return _store(out, expr)

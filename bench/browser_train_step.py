@@ -1,0 +1,125 @@
+"""Milliseconds per training step in headless Chromium: Scellis (Pyodide + WebGPU) vs tf.js.
+
+Models (the same as bench/train_step.py's LSTM rows): ``seed_lstm`` LSTM(8) on [32, 5, 1]
+and ``lstm2x64`` 2-layer LSTM(64) on [64, 32, 1], Linear to 1, MSE, Adam. tf.js 4.22
+runs on its webgpu, webgl and wasm backends (npm packages in bench/browser/); Scellis runs
+in its Web Worker on the page's WebGPU adapter. Timing: ``--steps`` steps then one loss
+readback, median of ``--repeats`` blocks. "First step" is from a cold start to the first
+loss on the host: Pyodide start + wheel install + shader compiles for Scellis, backend
+set-up + first step for tf.js. On this machine WebGPU is SwiftShader (CPU).
+
+    python3 bench/browser_train_step.py [--models seed_lstm,lstm2x64] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent / "browser"
+FLAGS = [
+    "--enable-unsafe-webgpu",
+    "--use-webgpu-adapter=swiftshader",
+    "--no-sandbox",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CONFIGS = {
+    "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
+    "lstm2x64": {"batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
+}
+
+
+def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+    }
+
+    def log_message(self, *a):
+        pass
+
+
+def ensure_tfjs() -> None:
+    if not (HERE / "node_modules" / "@tensorflow" / "tfjs").exists():
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=HERE, check=True)
+
+
+def browser(pw, profile: str):
+    return pw.chromium.launch_persistent_context(
+        profile, executable_path="/usr/bin/chromium", headless=True, args=FLAGS
+    )
+
+
+def tfjs_rows(pw, models, steps, repeats) -> list[dict]:
+    ensure_tfjs()
+    httpd, url = serve(HERE)
+    rows = []
+    try:
+        for name in models:
+            for backend in ("webgpu", "webgl", "wasm"):
+                profile = tempfile.mkdtemp(prefix="scellis-bench-")
+                ctx = browser(pw, profile)
+                try:
+                    page = ctx.new_page()
+                    page.goto(f"{url}/tfjs.html")
+                    r = page.evaluate(
+                        "([b, c, s, k]) => tfjsBench(b, c, s, k)",
+                        [backend, CONFIGS[name], steps, repeats],
+                    )
+                finally:
+                    ctx.close()
+                    shutil.rmtree(profile, ignore_errors=True)
+                rows.append({"model": name, "impl": f"tfjs-{backend}", **r})
+    finally:
+        httpd.shutdown()
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="seed_lstm,lstm2x64")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    models = a.models.split(",")
+    with sync_playwright() as pw:
+        rows = tfjs_rows(pw, models, a.steps, a.repeats)
+    if a.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        if "error" in r:
+            print(f"{r['model']:<10} {r['impl']:<14} {r['error']}")
+        else:
+            print(
+                f"{r['model']:<10} {r['impl']:<14} {r['ms_per_step']:9.2f} ms/step   "
+                f"first step {r['first_step_ms']:8.0f} ms"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""``scellis compare RUN RUN`` (cli layer): two runs side by side.
+
+What differs in their configuration (run fields, the way they were driven, and a diff
+of the two records' text), their metrics side by side at sampled steps, and both loss
+curves as a small terminal plot; ``--png FILE`` exports the plot when matplotlib is
+installed (and says so when it is not).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+from pathlib import Path
+
+import click
+
+from ..store.objects import ObjectStore
+from .plot import curves
+from .runs import open_records, summary
+
+FIELDS = ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed", "status",
+          "step")  # fmt: skip
+
+
+def _sample(steps: list[int], n: int = 10) -> list[int]:
+    if len(steps) <= n:
+        return steps
+    return sorted({steps[round(i * (len(steps) - 1) / (n - 1))] for i in range(n)})
+
+
+def gather(store: str, refs: tuple[str, str]) -> dict:
+    rec = open_records(store)
+    objects = ObjectStore(store)
+    try:
+        ids = [rec.resolve(r) for r in refs]
+        runs = [summary(rec, rec.run(i), Path(store)) for i in ids]
+        metrics = [{k: rec.metrics(i, k) for k in ("loss", "lr", "val_loss")} for i in ids]
+    finally:
+        rec.close()
+    texts = [objects.get(r["record_hash"]).decode("utf-8", "replace") for r in runs]
+    a, b = runs
+    fields = {k: (a[k], b[k]) for k in FIELDS if a[k] != b[k]}
+    pa, pb = a["config"].get("plan", {}), b["config"].get("plan", {})
+    plan = {k: (pa.get(k), pb.get(k)) for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)}
+    diff = list(difflib.unified_diff(
+        texts[0].splitlines(), texts[1].splitlines(), f"{a['id']} record", f"{b['id']} record",
+        lineterm="", n=1,
+    ))  # fmt: skip
+    return {"runs": runs, "metrics": metrics, "differs": fields, "plan": plan, "record_diff": diff}
+
+
+def run(store, refs, png, json_) -> int:
+    g = gather(store, refs)
+    a, b = g["runs"]
+    la, lb = (dict(m["loss"]) for m in g["metrics"])
+    steps = _sample(sorted(set(la) | set(lb)))
+    if json_:
+        print(json.dumps({
+            "runs": [a["id"], b["id"]], "differs": g["differs"], "plan": g["plan"],
+            "record_diff": g["record_diff"],
+            "loss": [[s, la.get(s), lb.get(s)] for s in sorted(set(la) | set(lb))],
+            "final": [{k: r[k] for k in ("loss", "best_loss", "val_loss", "step")} for r in (a, b)],
+        }, indent=2))  # fmt: skip
+    else:
+        print(f"a = {a['id']}  ({a['model_id']}, {a['device']}, {a['status']})")
+        print(f"b = {b['id']}  ({b['model_id']}, {b['device']}, {b['status']})")
+        if not (g["differs"] or g["plan"] or g["record_diff"]):
+            print("configuration: identical (same record, data, device, tier, seed and plan)")
+        for k, (x, y) in {**g["differs"], **g["plan"]}.items():
+            print(f"  {k:16} a: {x}\n  {'':16} b: {y}")
+        if g["record_diff"]:
+            print("record:")
+            for line in g["record_diff"]:
+                print("  " + line)
+        print(f"\n{'step':>9} {'loss a':>10} {'loss b':>10} {'b - a':>10}")
+        for s in steps:
+            x, y = la.get(s), lb.get(s)
+            d = f"{y - x:+10.4f}" if x is not None and y is not None else f"{'-':>10}"
+            print(f"{s:>9} {_n(x)} {_n(y)} {d}")
+        for name in ("loss", "best_loss", "val_loss"):
+            print(f"{name:>9} {_n(a[name])} {_n(b[name])}")
+        print("\nloss (a, b; * both)")
+        print(curves([g["metrics"][0]["loss"], g["metrics"][1]["loss"]]))
+    if png:
+        return _png(png, g)
+    return 0
+
+
+def _n(v) -> str:
+    return f"{'-':>10}" if v is None else f"{v:10.4f}"
+
+
+def _png(path: str, g: dict) -> int:
+    if importlib.util.find_spec("matplotlib") is None:
+        print("scellis compare: matplotlib is not installed, so no PNG was written "
+              "(pip install matplotlib); the terminal plot above has the curves")  # fmt: skip
+        return 2
+    import matplotlib  # optional: only --png needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for r, m in zip(g["runs"], g["metrics"]):
+        ax.plot([s for s, _ in m["loss"]], [v for _, v in m["loss"]], label=f"{r['id']} loss")
+        if m["val_loss"]:
+            ax.plot([s for s, _ in m["val_loss"]], [v for _, v in m["val_loss"]], "--",
+                    label=f"{r['id']} val_loss")  # fmt: skip
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.legend()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"wrote {path}")
+    return 0
+
+
+@click.command("compare", help="Two runs side by side: what differs, metrics, loss curves.")
+@click.argument("run_a", metavar="RUN")
+@click.argument("run_b", metavar="RUN")
+@click.option("--store", default=".scellis", show_default=True, help="the store folder")
+@click.option("--png", default=None, metavar="FILE", help="also plot the curves to a PNG")
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+def command(run_a, run_b, store, png, json_):
+    return run(store, (run_a, run_b), png, json_)

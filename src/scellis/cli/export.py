@@ -1,0 +1,39 @@
+"""``scellis export FILE --to torch|safetensors|pt|onnx`` (cli layer): a model for other tools.
+
+FILE is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
+header names, or ``--weights``, else its own initial values) or any importable file.
+``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
+import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
+an ONNX model (dense and recurrent blocks).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..catalog.extensions import load_extensions
+from ..codecs.convert import export_file
+
+
+@click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | a codec id")
+@click.option("--out", type=click.Path(), help="where to write (default: beside FILE)")
+@click.option("--weights", help="sha256:<hex> in the store, or a weights file")
+@click.option("--store", default=".scellis", show_default=True, help="object store folder")
+@click.option("--extensions", multiple=True, metavar="PATH", help="user catalog entries (codecs)")
+@click.option("--json", "json_", is_flag=True, help="machine-readable summary")
+def command(file, to, out, weights, store, extensions, json_):
+    if extensions:
+        load_extensions(list(extensions))
+    res = export_file(file, to, out=out, store=store, weights=weights)
+    files = [str(p) for p in res.written]
+    if json_:
+        print(json.dumps({"file": file, "codec": res.codec, "written": files}))
+        return 0
+    print(f"{file}: {res.codec}, {len(res.tensors)} tensors")
+    for f in files:
+        print(f"  wrote {f}")
+    return 0

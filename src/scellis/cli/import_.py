@@ -1,0 +1,65 @@
+"""``scellis import FILE`` (cli layer): a model or weights file into a record + stored weights.
+
+The file's codec is found by its bytes, then its suffix (ONNX, safetensors, PyTorch
+state dicts, or a user's codec from ``--extensions``). ONNX models carry their
+architecture; a bare state dict maps onto ``--record`` (``--map OLD.=NEW.`` renames
+prefixes). The weights go into the object store (``--store``, default ``.scellis``) as
+one safetensors object; ``--to`` writes the record, its header naming that object. A
+refused file (hostile pickle, unsupported ops, names that do not fit) is exit 2 with
+the reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..base.errors import ScellisError
+from ..catalog.extensions import load_extensions
+from ..codecs.convert import import_file
+
+
+def parse_map(items) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ScellisError(f"--map takes OLD=NEW (e.g. model.=), got {item!r}")
+        old, new = item.split("=", 1)
+        out[old] = new
+    return out
+
+
+@click.command("import", help="Import ONNX / safetensors / PyTorch files as a record + weights.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--to", "to", type=click.Path(dir_okay=False), help="write the record (.sml) here")
+@click.option("--store", default=".scellis", show_default=True, help="object store folder")
+@click.option("--record", type=click.Path(dir_okay=False), help="map a state dict onto this record")
+@click.option("--map", "maps", multiple=True, metavar="OLD=NEW", help="rename a name or prefix")
+@click.option("--codec", help="a codec id instead of sniffing (e.g. codec/torch)")
+@click.option("--extensions", multiple=True, metavar="PATH", help="user catalog entries (codecs)")
+@click.option("--json", "json_", is_flag=True, help="machine-readable summary")
+def command(file, to, store, record, maps, codec, extensions, json_):
+    if extensions:
+        load_extensions(list(extensions))
+    res = import_file(
+        file, store=store, record=record, to=to, name_map=parse_map(maps) or None, codec=codec
+    )
+    blocks = list((res.record or {}).get("blocks") or {})
+    summary = {
+        "file": file,
+        "codec": res.codec,
+        "weights": f"sha256:{res.weights}",
+        "tensors": len(res.tensors),
+        "blocks": blocks,
+        "record": str(res.written[0]) if res.written else None,
+    }
+    if json_:
+        print(json.dumps(summary))
+        return 0
+    print(f"{file}: {res.codec}, {len(res.tensors)} tensors -> weights sha256:{res.weights}")
+    if blocks:
+        print(f"  blocks: {', '.join(blocks)}")
+    if res.written:
+        print(f"  record: {res.written[0]}")
+    return 0

@@ -1,0 +1,74 @@
+"""``scellis plan FILE`` (cli layer): the memory plan of a record's training step.
+
+Traces the step on the null device (nothing is allocated on a real one) and prints
+the verdict, the bytes of each class at the peak, the limits and budget used with
+where each number came from, and remediations with their estimated savings.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..base.errors import ScellisError
+from ..devices.adapters import list_adapters
+from ..ir.limits import PROFILES, resolve
+from ..ir.plan import make_plan
+from ..ir.record import load_record
+from .planning import loop_update_for
+
+DEVICES = ["auto", "webgpu", "reference", "null", *PROFILES]
+
+
+def target_for(device: str, budget: str | None):
+    """``auto``: this machine's WebGPU adapter, else the WebGPU spec's default limits."""
+    if device != "auto":
+        return resolve(device, budget, adapters=list_adapters)
+    try:
+        return resolve("webgpu", budget, adapters=list_adapters)
+    except ScellisError:
+        return resolve("webgpu-spec", budget)
+
+
+@click.command(
+    "plan",
+    help="Plan the memory of a record's training step before anything runs. Verdict "
+    "green (fits), yellow (fits with warnings: under 15% headroom, or tensors split "
+    "across binding windows) or red (refused). Exit status: 0 for green or yellow, "
+    "2 for red (and for an invalid record).",
+)
+@click.argument("file", metavar="FILE")
+@click.option(
+    "--device",
+    type=click.Choice(DEVICES),
+    default="auto",
+    show_default=True,
+    help="whose limits and budget: an adapter, the reference, or a declared profile",
+)
+@click.option("--budget", default=None, help="memory budget, e.g. 4GiB (default: detected)")
+@click.option("--batch", type=int, default=None, help="batch size (default: the record's)")
+@click.option(
+    "--mode", type=click.Choice(["training", "inference"]), default="training", show_default=True
+)
+@click.option("--precision", type=click.Choice(["f32", "mixed_f16"]), default=None)
+@click.option("--json", "json_", is_flag=True, help="the plan as one JSON object")
+def command(file, device, budget, batch, mode, precision, json_):
+    record = load_record(file)
+    target = target_for(device, budget)
+    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
+    plan = make_plan(
+        record,
+        target,
+        mode=mode,
+        batch=batch,
+        precision=precision,
+        update=loop_update_for(record),
+        eval_batch=eval_batch,
+    )
+    if json_:
+        print(json.dumps(plan.record()))
+    else:
+        print(f"scellis plan {file}: {record.get('model')} on {target.adapter or target.device}")
+        print(plan.text(), end="")
+    return 2 if plan.verdict == "red" else 0

@@ -1,0 +1,33 @@
+"""A small terminal plot of loss curves (cli layer): characters on a grid, no dependencies."""
+
+from __future__ import annotations
+
+import math
+
+MARKS = "ab"
+
+
+def curves(series: list[list[tuple[int, float]]], width: int = 60, height: int = 12) -> str:
+    """Plot each series of (step, value) with its own mark ('a', 'b'; '*' where they meet)."""
+    pts = [[(s, v) for s, v in ser if v is not None and math.isfinite(v)] for ser in series]
+    flat = [p for ser in pts for p in ser]
+    if not flat:
+        return "(no finite values to plot)"
+    s0, s1 = min(s for s, _ in flat), max(s for s, _ in flat)
+    v0, v1 = min(v for _, v in flat), max(v for _, v in flat)
+    if v1 == v0:
+        v0, v1 = v0 - 0.5, v1 + 0.5
+    grid = [[" "] * width for _ in range(height)]
+    for mark, ser in zip(MARKS, pts):
+        for s, v in ser:
+            x = 0 if s1 == s0 else round((s - s0) / (s1 - s0) * (width - 1))
+            y = round((v1 - v) / (v1 - v0) * (height - 1))
+            cell = grid[y][x]
+            grid[y][x] = mark if cell in (" ", mark) else "*"
+    lines = []
+    for i, row in enumerate(grid):
+        label = f"{v1:9.4f} " if i == 0 else (f"{v0:9.4f} " if i == height - 1 else " " * 10)
+        lines.append(label + "|" + "".join(row))
+    lines.append(" " * 10 + "+" + "-" * width)
+    lines.append(" " * 11 + f"step {s0}".ljust(width - len(f"step {s1}")) + f"step {s1}")
+    return "\n".join(lines)

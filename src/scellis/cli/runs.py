@@ -1,0 +1,160 @@
+"""``scellis runs`` and ``scellis runs show RUN`` (cli layer): the store's run records.
+
+A run whose status says running but whose process is gone (stale heartbeat, or a dead
+pid on this host) is listed as ``interrupted``, with its last checkpoint and the one
+command that resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from ..base.errors import ScellisError
+from ..store.gc import collect
+from ..store.objects import ObjectStore
+from ..store.records import Records
+from .runner import resume_command
+
+
+def open_records(store: str) -> Records:
+    root = Path(store)
+    if not (root / "records.sqlite").exists():
+        raise ScellisError(f"no store at {root} (scellis train --store {root} creates one)")
+    return Records(root)
+
+
+def summary(rec: Records, run: dict, root: Path) -> dict:
+    """A run with its last checkpoint, last loss and (when it can continue) how."""
+    cks = rec.checkpoints(run["id"])
+    losses = rec.metrics(run["id"], "loss")
+    vals = rec.metrics(run["id"], "val_loss")
+    out = {
+        k: run[k]
+        for k in ("id", "status", "model_id", "dataset_hash", "record_hash", "device",
+                  "adapter", "tier", "seed", "step", "started", "ended", "heartbeat",
+                  "host", "pid", "argv", "config")
+    }  # fmt: skip
+    out["last_checkpoint"] = (
+        {"step": cks[-1]["step"], "epoch": cks[-1]["epoch"], "manifest": cks[-1]["manifest"]}
+        if cks else None
+    )  # fmt: skip
+    out["checkpoints"] = [c["step"] for c in cks]
+    out["loss"] = losses[-1][1] if losses else None
+    out["best_loss"] = min((v for _, v in losses if v is not None), default=None)
+    out["val_loss"] = vals[-1][1] if vals else None
+    if run["status"] in ("interrupted", "failed"):
+        # with no checkpoint there is nothing to continue: the command that starts it over
+        out["resume"] = resume_command(root, run["id"]) if cks else " ".join(run["argv"])
+    return out
+
+
+def _when(t) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"
+
+
+def _num(v) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
+def list_runs(store: str, json_: bool) -> int:
+    rec = open_records(store)
+    try:
+        rows = [summary(rec, r, Path(store)) for r in rec.runs()]
+    finally:
+        rec.close()
+    if json_:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no runs in {store}")
+        return 0
+    head = f"{'RUN':24} {'STATUS':12} {'MODEL':28} {'DEVICE':10} {'TIER':6} {'STEP':>6} "
+    print(head + f"{'LOSS':>8} {'CKPT':>6}  STARTED")
+    for r in rows:
+        ck = r["last_checkpoint"]["step"] if r["last_checkpoint"] else "-"
+        print(
+            f"{r['id']:24} {r['status']:12} {str(r['model_id'])[:28]:28} {r['device']:10} "
+            f"{r['tier']:6} {r['step']:>6} {_num(r['loss']):>8} {ck:>6}  {_when(r['started'])}"
+        )
+    for r in rows:
+        if "resume" in r:
+            print(f"{r['id']} ({r['status']} at step {r['step']}): {r['resume']}")
+    return 0
+
+
+def show_run(ref: str, store: str, json_: bool) -> int:
+    rec = open_records(store)
+    try:
+        r = summary(rec, rec.run(rec.resolve(ref)), Path(store))
+    finally:
+        rec.close()
+    if json_:
+        print(json.dumps(r, indent=2))
+        return 0
+    print(f"run {r['id']}: {r['status']}")
+    for k in ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed",
+              "step", "host", "pid"):  # fmt: skip
+        print(f"  {k:13} {r[k]}")
+    print(f"  {'started':13} {_when(r['started'])}   ended {_when(r['ended'])}")
+    print(f"  {'command':13} {' '.join(r['argv'])}")
+    print(f"  {'loss':13} last {_num(r['loss'])}  best {_num(r['best_loss'])}  "
+          f"val {_num(r['val_loss'])}")  # fmt: skip
+    ck = r["last_checkpoint"]
+    if ck:
+        print(f"  {'checkpoint':13} step {ck['step']} (epoch {ck['epoch']}) {ck['manifest']}")
+        print(f"  {'kept':13} steps {', '.join(map(str, r['checkpoints']))}")
+    else:
+        print(f"  {'checkpoint':13} none")
+    if "resume" in r and ck:
+        print(f"interrupted at step {r['step']}; resume from step {ck['step']} with: {r['resume']}")
+    elif "resume" in r:
+        print(f"interrupted at step {r['step']} before any checkpoint; start it again with: "
+              f"{r['resume']}")  # fmt: skip
+    return 0
+
+
+@click.group("runs", invoke_without_command=True, help="List the store's runs (or show one).")
+@click.option("--store", default=".scellis", show_default=True, help="the store folder")
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+@click.pass_context
+def command(ctx, store, json_):
+    ctx.obj = {"store": store, "json": json_}
+    if ctx.invoked_subcommand is None:
+        return list_runs(store, json_)
+    return None
+
+
+@command.command("show", help="One run: its record, data, device, checkpoints and metrics.")
+@click.argument("run", metavar="RUN")
+@click.option("--store", default=None, help="the store folder")
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+@click.pass_context
+def show(ctx, run, store, json_):
+    return show_run(run, store or ctx.obj["store"], json_ or ctx.obj["json"])
+
+
+@command.command("gc", help="Drop unreferenced objects older than the grace period.")
+@click.option("--store", default=None, help="the store folder")
+@click.option(
+    "--grace", type=click.FloatRange(min=0), default=3600.0, show_default=True,
+    help="seconds: newer objects are kept (a writer may not have named them yet)",
+)  # fmt: skip
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+@click.pass_context
+def gc(ctx, store, grace, json_):
+    store = store or ctx.obj["store"]
+    rec = open_records(store)
+    try:
+        done = collect(ObjectStore(store), rec, grace_s=grace)
+    finally:
+        rec.close()
+    if json_ or ctx.obj["json"]:
+        print(json.dumps(done))
+    else:
+        print(f"removed {len(done['deleted'])} objects and {done['temp_removed']} temp files; "
+              f"{done['live']} referenced, {done['kept_recent']} too recent to judge")  # fmt: skip
+    return 0

@@ -1,0 +1,95 @@
+"""Codec entries (codecs layer): the base a format implements and how a file finds its codec.
+
+A codec is a catalog entry of kind ``codec`` (``register(id, "codec", Config, Impl)``),
+the same public path blocks take; a user's codec registers the same way from an
+extension file. ``Impl(config)`` reads files into an ``Imported`` (tensors, and a model
+record when the format carries the architecture) and may write them back. A file finds
+its codec by magic bytes first (``sniff``), then by suffix, so a ``.pt`` that is really
+something else is never handed to the wrong reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base.errors import ScellisError
+from ..catalog.registry import entries, lookup
+from .raw import RawTensor
+
+HEAD_BYTES = 64  # what sniff() sees of a file
+
+
+@dataclass
+class Imported:
+    """What a codec read: tensors by name, a record (dict) or None, and free metadata."""
+
+    tensors: dict[str, RawTensor]
+    record: dict | None = None
+    metadata: dict = field(default_factory=dict)
+    codec: str = ""
+
+
+class Codec:
+    """Base of a codec implementation; subclasses set the class attributes they use."""
+
+    suffixes: tuple[str, ...] = ()  # lower-case, with the dot: (".pt", ".pth")
+    can_read = True
+    can_write = False
+
+    def __init__(self, config):
+        self.config = config
+
+    @classmethod
+    def sniff(cls, head: bytes) -> bool:
+        """True when the first bytes of a file are this format's (False: not recognised)."""
+        return False
+
+    def read(self, path: Path) -> Imported:
+        raise ScellisError(f"{type(self).__name__} cannot read files")
+
+    def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
+        """Write ``tensors`` (and the record, when the format has a place for it); the paths."""
+        raise ScellisError(f"{type(self).__name__} cannot write files")
+
+
+def make(entry_id: str, **fields) -> Codec:
+    """The codec of catalog id ``entry_id`` with its Config from ``fields``."""
+    e = lookup(entry_id, "codec")
+    return e.impl(e.config(**fields))
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES)
+    except OSError as err:
+        raise ScellisError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def find(path: str | Path, *, writing: bool = False) -> str:
+    """The codec id for ``path``: sniffed from its bytes when reading, else by suffix."""
+    path = Path(path)
+    pool = [e for e in entries("codec") if (e.impl.can_write if writing else e.impl.can_read)]
+    if not writing:
+        head = _head(path)
+        for e in pool:
+            if e.impl.sniff(head):
+                return e.id
+    suffix = path.suffix.lower()
+    for e in pool:
+        if suffix in e.impl.suffixes:
+            return e.id
+    known = sorted({s for e in pool for s in e.impl.suffixes})
+    what = "write" if writing else "read"
+    raise ScellisError(
+        f"{path}: no codec can {what} this file (known suffixes: {', '.join(known) or 'none'})"
+    )
+
+
+def read(path: str | Path, codec: str | None = None, **fields) -> Imported:
+    """Read ``path`` with ``codec`` (an id) or the one ``find`` picks."""
+    cid = codec or find(path)
+    out = make(cid, **fields).read(Path(path))
+    out.codec = cid
+    return out

@@ -1,0 +1,137 @@
+"""Import and export as whole operations (codecs layer): files <-> record + stored weights.
+
+``import_file`` reads any registered format, maps the weights onto a record (the one
+the file carries, as ONNX does, or one given, for a bare state dict), and puts them in
+the object store as one safetensors object that also carries the record's text; the
+record written for the user names that object in its header (``# weights: sha256:…``).
+``export_file`` goes the other way, from a record (and its stored weights) or any
+importable file, to a registered writer: safetensors, a torch state dict, or a plain
+PyTorch module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base.errors import ScellisError
+from ..model.build import RecordModel
+from ..store.objects import ObjectStore
+from .base import Imported, make, read
+from .pretrained import finetuned_source
+from .raw import RawTensor
+from .record import check, record_text
+from .safetensors import SafetensorsCodec, SafetensorsConfig
+from .weights import map_names, state_of
+
+WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)
+TARGETS = {"safetensors": "codec/safetensors", "pt": "codec/torch", "torch": "codec/torch_module",
+           "onnx": "codec/onnx_export"}  # fmt: skip
+_DEFAULT_NAME = {"codec/safetensors": "{stem}.safetensors", "codec/torch": "{stem}.pt",
+                 "codec/torch_module": "{stem}_torch",
+                 "codec/onnx_export": "{stem}.onnx"}  # fmt: skip
+
+
+@dataclass
+class Result:
+    codec: str
+    record: dict | None
+    text: str | None
+    tensors: dict[str, RawTensor]
+    weights: str | None = None  # sha256 of the stored safetensors object
+    written: list[Path] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+
+
+def _shapes(record: dict) -> dict[str, tuple]:
+    m = RecordModel(record, device="null")
+    return {k: tuple(p.shape) for k, p in m.named_parameters()}
+
+
+def import_file(
+    path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
+    name_map: dict[str, str] | None = None, codec: str | None = None, strict: bool = True,
+) -> Result:  # fmt: skip
+    """Read ``path``, map and store its weights; write the record to ``to`` when given."""
+    path = Path(path)
+    im: Imported = read(path, codec)
+    rec, where = im.record, str(path)
+    if record is not None:
+        rtext = Path(record).read_text()
+        rec, where = check(rtext, str(record)), str(record)
+    tensors, unused = im.tensors, []
+    if rec is not None:
+        tensors, unused = map_names(im.tensors, _shapes(rec), name_map, strict=strict)
+    elif name_map:
+        raise ScellisError("a name map needs a record to map onto (--record)")
+    blob = SafetensorsCodec(SafetensorsConfig()).dumps(tensors, rec)
+    sha = ObjectStore(store).put(blob)
+    text = None
+    if rec is not None:
+        text = record_text(
+            rec, f"imported from {path.name} by scellis import ({im.codec}; from {where})\n"
+            f"weights: sha256:{sha}",
+        )  # fmt: skip
+        check(text, str(to or path))
+    res = Result(im.codec, rec, text, tensors, sha, unused=unused)
+    if to is not None:
+        if text is None:
+            raise ScellisError(f"{path}: holds weights only; give --record to write a record")
+        out = Path(to)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        res.written.append(out)
+    return res
+
+
+def header_weights(text: str, store) -> dict[str, RawTensor] | None:
+    """The tensors a record's ``# weights: sha256:…`` header names, or None without one."""
+    tag = WEIGHTS_TAG.search(text)
+    if tag is None:
+        return None
+    ref = f"sha256:{tag.group(1)}"
+    return (
+        SafetensorsCodec(SafetensorsConfig())
+        .loads(ObjectStore(store).get(tag.group(1)), ref)
+        .tensors
+    )
+
+
+def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
+    """(record, weights by parameter path) of a record file or of any importable file."""
+    if path.suffix.lower() == ".sml":
+        text = path.read_text()
+        rec = check(text, str(path))
+        tag = WEIGHTS_TAG.search(text)
+        ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
+        if ref is None:  # no weights anywhere: the record's own initial values
+            return rec, state_of(RecordModel(rec))
+        if ref.startswith("sha256:"):
+            blob = ObjectStore(store).get(ref[len("sha256:") :])
+            tensors = SafetensorsCodec(SafetensorsConfig()).loads(blob, ref).tensors
+        else:
+            tensors = read(ref).tensors
+        if rec.get("finetune"):
+            merged = finetuned_source(rec, tensors)
+            if merged is not None:
+                return merged
+        return rec, map_names(tensors, _shapes(rec))[0]
+    im = read(path)
+    if weights is not None:
+        raise ScellisError("--weights goes with a record (.sml) file")
+    rec = im.record
+    if rec is not None:
+        return rec, map_names(im.tensors, _shapes(rec))[0]
+    return None, im.tensors
+
+
+def export_file(path, to: str, *, out=None, store=".scellis", weights: str | None = None) -> Result:
+    """Write ``path``'s model with the writer ``to`` (safetensors | pt | torch | a codec id)."""
+    path = Path(path)
+    cid = TARGETS.get(to, to)
+    rec, tensors = _source(path, store, weights)
+    dest = Path(out) if out is not None else path.with_name(_DEFAULT_NAME.get(cid, "{stem}.out")
+                                                              .format(stem=path.stem))  # fmt: skip
+    written = make(cid).write(dest, tensors, rec)
+    return Result(cid, rec, None, tensors, written=written)

@@ -1,0 +1,53 @@
+"""Pre-trained weights for a run, and fine-tuned weights for export (codecs layer).
+
+A record that ``scellis import`` wrote names its weights in its header
+(``# weights: sha256:…``, an object in the store; ``convert.header_weights`` reads
+them). ``pretrained_model`` builds the record's model, loads those weights and applies
+the record's ``finetune:`` section, so ``scellis train`` fine-tunes the imported model
+rather than a fresh one.
+``finetuned_source`` is the export side: weights saved from a fine-tuning run (base
+tensors plus adapters) are loaded into the adapted model, LoRA-family adapters are
+merged into their dense weights, and what comes out is a plain record and its weights.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import ScellisError
+from ..base.rng import Generator
+from ..catalog.peft import adapters_of, apply_finetune, merge_lora
+from ..model.build import RecordModel
+from ..model.finetune import finetuned_record
+from .raw import RawTensor
+from .weights import load_into, state_of
+
+
+def pretrained_model(record: dict, tensors=None, *, device=None) -> RecordModel:
+    """The record's model: ``tensors`` (pre-trained weights, e.g. ``header_weights``)
+    loaded when given, then its ``finetune`` section applied."""
+    seed = int(record.get("seed", 0) or 0)
+    model = RecordModel(record, device=device, gen=Generator(seed, "init"))
+    if tensors is not None:
+        load_into(model, tensors)
+    if record.get("finetune"):
+        apply_finetune(model, record["finetune"], seed=seed)
+    return model
+
+
+def finetuned_source(record: dict, tensors: dict[str, RawTensor]):
+    """(plain record, merged weights) of a fine-tuned run's weights, or None when
+    ``tensors`` are not the adapted model's (e.g. the pre-trained weights alone)."""
+    model = RecordModel(record, device="reference")
+    apply_finetune(model, record["finetune"], seed=int(record.get("seed", 0) or 0))
+    names = {n for n, _ in model.named_parameters()}
+    if not names <= set(tensors):
+        return None
+    load_into(model, tensors)
+    eager = [p for p, m in adapters_of(model) if m.lowering == "eager"]
+    if eager:
+        raise ScellisError(
+            f"prefix/prompt adapters ({', '.join(eager)}) cannot be merged into the weights; "
+            "export them from Python with their adapter modules"
+        )
+    if adapters_of(model):
+        merge_lora(model)
+    return finetuned_record(record), state_of(model)

@@ -1,0 +1,54 @@
+"""Records as SML text (codecs layer): what an importer builds, written as a model file.
+
+An importer builds the record as plain data (``model``, ``inputs``, ``blocks``,
+``outputs`` and any pipeline sections); ``record_text`` writes it in the block style
+the example records use, one field per line, and ``check`` parses that text back and
+validates it against the catalog, so an importer can never hand out a record that
+``scellis validate`` would refuse.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import ScellisError
+from ..catalog.sml_registry import catalog_registry
+from ..sml import parse, render, validate
+
+_ORDER = ("model", "inputs", "blocks", "outputs")
+
+
+def _block(name: str, spec: dict) -> list[str]:
+    lines = [f"  {name}:"]
+    for k, v in spec.items():
+        lines.append(f"    {k}: {render(v)}")
+    return lines
+
+
+def record_text(record: dict, header: str = "") -> str:
+    """The record as SML text; ``header`` becomes leading ``#`` comment lines."""
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] if header else []
+    lines.append(f"model: {render(record['model'])}")
+    lines.append("")
+    lines.append("inputs:")
+    for name, spec in (record.get("inputs") or {}).items():
+        lines.append(f"  {name}: {render(spec)}")
+    lines.append("")
+    lines.append("blocks:")
+    for name, spec in record["blocks"].items():
+        lines.extend(_block(name, spec))
+    lines.append("")
+    lines.append(f"outputs: {render(list(record.get('outputs') or []))}")
+    rest = [k for k in record if k not in _ORDER]
+    if rest:
+        lines.append("")
+    for k in rest:
+        lines.append(f"{k}: {render(record[k])}")
+    return "\n".join(lines) + "\n"
+
+
+def check(text: str, where: str = "<imported>") -> dict:
+    """Parse and validate record text against the catalog; the record's data."""
+    doc = parse(text, where)
+    problems = validate(doc, catalog_registry())
+    if problems:
+        raise ScellisError(f"the imported record does not validate: {problems[0]}")
+    return doc.data

@@ -1,0 +1,106 @@
+"""Weights onto a model and back (codecs layer): the name map and dtype rules.
+
+A file's tensor names rarely equal a record's parameter paths exactly: a checkpoint
+nests the state dict (``model.``), DataParallel prefixes ``module.``, a torch
+Sequential numbers its children. ``resolve`` maps file names onto the model's dotted
+paths through an explicit ``name_map`` (exact names and ``prefix.`` rewrites, longest
+prefix first) and then, for names still unmatched, by dropping one shared leading
+component. Every parameter must be covered once, with the right shape; anything
+left over is an error unless ``strict`` is off. Values are widened (bf16 -> f32,
+ints -> i32) and cast to the parameter's dtype on its device.
+"""
+
+from __future__ import annotations
+
+from ..base.dtypes import as_dtype
+from ..base.errors import ScellisError
+from ..runtime.creation import from_bytes
+from .raw import CODE_OF, RawTensor, from_values, widen
+
+
+def _rename(name: str, name_map: dict[str, str]) -> str:
+    if name in name_map:
+        return name_map[name]
+    for src in sorted((k for k in name_map if k.endswith(".")), key=len, reverse=True):
+        if name.startswith(src):
+            return name_map[src] + name[len(src) :]
+    return name
+
+
+def resolve(file_names, param_names, name_map: dict[str, str] | None = None) -> dict[str, str]:
+    """{parameter path: file name} for every parameter the file provides."""
+    wanted = set(param_names)
+    renamed = {n: _rename(n, name_map or {}) for n in file_names}
+    hits = {new: old for old, new in renamed.items() if new in wanted}
+    if len(hits) < len(wanted):
+        # one shared wrapper component (``model.``, ``module.``, ``state_dict.``)
+        heads = {n.split(".", 1)[0] for n in renamed.values() if "." in n}
+        if len(heads) == 1:
+            head = heads.pop() + "."
+            for old, new in renamed.items():
+                short = new[len(head) :] if new.startswith(head) else new
+                if short in wanted and short not in hits:
+                    hits[short] = old
+    return hits
+
+
+def map_names(
+    tensors: dict[str, RawTensor], shapes: dict[str, tuple], name_map: dict[str, str] | None = None,
+    *, strict: bool = True,
+) -> tuple[dict[str, RawTensor], list[str]]:  # fmt: skip
+    """({parameter path: tensor} covering every path of ``shapes``, the names left unused)."""
+    hits = resolve(tensors, shapes, name_map)
+    missing = [p for p in shapes if p not in hits]
+    if missing:
+        held = ", ".join(list(tensors)[:6]) + (" ..." if len(tensors) > 6 else "")
+        raise ScellisError(
+            f"the weights have nothing for {len(missing)} parameter(s): {', '.join(missing[:6])}"
+            + (" ..." if len(missing) > 6 else "")
+            + f" (the file holds {held or 'no tensors'}; pass a name map)"
+        )
+    for path, fname in hits.items():
+        if tuple(tensors[fname].shape) != tuple(shapes[path]):
+            raise ScellisError(
+                f"{fname!r} has shape {list(tensors[fname].shape)} but parameter {path!r} is "
+                f"{list(shapes[path])}"
+            )
+    used = set(hits.values())
+    unused = [n for n in tensors if n not in used]
+    if strict and unused:
+        raise ScellisError(f"the weights hold names no parameter takes: {', '.join(unused[:6])}")
+    return {path: tensors[hits[path]] for path in shapes}, unused
+
+
+def load_into(
+    model, tensors: dict[str, RawTensor], name_map: dict[str, str] | None = None, *,
+    strict: bool = True,
+) -> list[str]:  # fmt: skip
+    """Set ``model``'s parameters from ``tensors``; returns the file names left unused."""
+    params = dict(model.named_parameters())
+    mapped, unused = map_names(
+        tensors, {k: tuple(p.shape) for k, p in params.items()}, name_map, strict=strict
+    )
+    for path, t in mapped.items():
+        p = params[path]
+        dt, data = widen(t)
+        v = from_bytes(data, p.shape, as_dtype(dt), p.device)
+        if v.dtype != p.dtype:
+            v = v.cast(p.dtype)
+        model.set_parameter(path, v.detach())
+    return unused
+
+
+def raw_of(t) -> RawTensor:
+    """A tensor's values as a RawTensor of its own dtype (read back from its device)."""
+    code = CODE_OF.get(t.dtype.name)
+    if code is None:
+        raise ScellisError(f"tensors of dtype {t.dtype} cannot be exported")
+    flat = t.detach().reshape(-1).tolist() if t.numel else []
+    if not isinstance(flat, list):
+        flat = [flat]
+    return from_values(code, t.shape, flat)
+
+
+def state_of(model) -> dict[str, RawTensor]:
+    """Every parameter of ``model`` by dotted path, as RawTensors."""
+    return {path: raw_of(p) for path, p in model.named_parameters()}

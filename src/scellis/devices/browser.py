@@ -1,0 +1,275 @@
+"""Browser GPU adapter (devices layer) on ``navigator.gpu``; the one js/pyodide importer.
+
+It runs inside the engine's Web Worker, in Pyodide, and implements the same ``GPU``
+protocol as ``devices.native_wgpu`` (buffers, pipelines, dispatches, async reads), so
+the WebGPU backend and every WGSL kernel run unchanged. ``await install()`` opens the
+adapter (WebGPU's set-up is asynchronous in a browser) and registers the ``webgpu``
+device name to use it.
+
+Errors: WebGPU reports validation and out-of-memory errors through error scopes whose
+results arrive as promises, while ``create_pipeline`` and ``dispatch`` are synchronous.
+So every pipeline compile pops its own scope into a pending list, and the work between
+two readbacks runs inside one open scope pair; ``read_buffer`` (the next point where
+the host waits anyway) awaits them all and raises the first error as a DeviceError,
+with the WGSL source and compiler messages for a shader that failed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import js
+from pyodide.ffi import to_js
+
+from ..base.errors import DeviceError
+from .base import register_device
+from .webgpu.backend import WebGPUBackend
+from .webgpu.gpu import LIMIT_NAMES, AdapterInfo
+
+NO_WEBGPU = (
+    "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). "
+    "Scellis trains on WebGPU: use a recent Chrome, Edge or Firefox with WebGPU enabled "
+    "(Chrome/Edge 113+; on Linux start Chromium with --enable-unsafe-webgpu), served "
+    "from https or localhost."
+)
+NO_ADAPTER = (
+    "WebGPU is present but navigator.gpu.requestAdapter() found no GPU adapter "
+    "(the GPU may be blocklisted or disabled; check chrome://gpu)."
+)
+
+
+def _absent(v) -> bool:
+    """JS null/undefined: Pyodide gives None or its ``jsnull`` object, by version."""
+    return v is None or type(v).__name__ in ("JsNull", "JsUndefined")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def _obj(d: dict):
+    """A plain JS object from a dict (JS objects inside it pass through as they are)."""
+    return to_js(d, dict_converter=js.Object.fromEntries)
+
+
+def _bytes_js(data: bytes, size: int):
+    if len(data) < size:
+        data = bytes(data) + bytes(size - len(data))
+    return to_js(memoryview(data))
+
+
+class BrowserGPU:
+    """A GPUDevice opened in this worker, with one open command encoder for batching."""
+
+    def __init__(self, adapter, device, info: AdapterInfo):
+        self._adapter, self._device, self.info = adapter, device, info
+        self.limits = dict(info.limits)
+        self._queue = device.queue
+        self._encoder = None
+        self._pass = None
+        self.encoded = 0
+        self._groups: OrderedDict = OrderedDict()
+        self._pending: list = []  # (error-scope promise, what it guards, WGSL source)
+        self._lost = None
+        self._usage = js.GPUBufferUsage.STORAGE | js.GPUBufferUsage.COPY_SRC
+        self._usage |= js.GPUBufferUsage.COPY_DST
+        self._readback = js.GPUBufferUsage.MAP_READ | js.GPUBufferUsage.COPY_DST
+        self._open_scopes()
+
+    def _open_scopes(self) -> None:
+        self._device.pushErrorScope("out-of-memory")
+        self._device.pushErrorScope("validation")
+
+    def _close_scopes(self) -> None:
+        # LIFO: validation was pushed last
+        self._pending.append((self._device.popErrorScope(), "GPU work", None))
+        self._pending.append((self._device.popErrorScope(), "GPU memory", None))
+
+    async def check(self) -> None:
+        """Raise the first WebGPU error reported since the last check, as a DeviceError."""
+        self._close_scopes()
+        pending, self._pending = self._pending, []
+        self._open_scopes()
+        first = None
+        for promise, what, code in pending:
+            err = await promise
+            if not _absent(err) and first is None:
+                first = (what, str(err.message), code)
+        if self._lost is not None:
+            raise DeviceError(f"the WebGPU device was lost: {self._lost}")
+        if first is not None:
+            what, message, code = first
+            if code is not None:
+                raise DeviceError(
+                    f"WGSL pipeline failed to compile: {message}\n--- source ---\n{code}"
+                )
+            raise DeviceError(f"WebGPU rejected the {what}: {message}")
+
+    # -- buffers --
+    def create_buffer(self, size: int, *, storage: bool = True, data: bytes | None = None):
+        size = max(4, (size + 3) // 4 * 4)
+        if data is None:
+            return self._device.createBuffer(_obj({"size": size, "usage": self._usage}))
+        buf = self._device.createBuffer(
+            _obj({"size": size, "usage": self._usage, "mappedAtCreation": True})
+        )
+        js.Uint8Array.new(buf.getMappedRange()).set(_bytes_js(data, size))
+        buf.unmap()
+        return buf
+
+    def destroy_buffer(self, buf) -> None:
+        self._groups.clear()  # a cached bind group may hold this buffer
+        buf.destroy()
+
+    def write_buffer(self, buf, offset: int, data: bytes) -> None:
+        # queue writes run before commands not yet submitted: submit those first
+        self.flush()
+        size = (len(data) + 3) // 4 * 4
+        self._queue.writeBuffer(buf, offset, _bytes_js(data, size))
+
+    async def read_buffer(self, buf, offset: int, size: int) -> bytes:
+        size4 = max(4, (size + 3) // 4 * 4)
+        staging = self._device.createBuffer(_obj({"size": size4, "usage": self._readback}))
+        self._end_pass()
+        enc = self._encoder or self._device.createCommandEncoder()
+        enc.copyBufferToBuffer(buf, offset, staging, 0, size4)
+        self._queue.submit(to_js([enc.finish()]))
+        self._encoder = None
+        self.encoded = 0
+        await self.check()
+        await staging.mapAsync(js.GPUMapMode.READ)
+        data = js.Uint8Array.new(staging.getMappedRange()).to_bytes()[:size]
+        staging.unmap()
+        staging.destroy()
+        return data
+
+    # -- pipelines and dispatch --
+    def create_pipeline(self, code: str, entry: str = "main"):
+        self._device.pushErrorScope("validation")
+        module = self._device.createShaderModule(_obj({"code": code}))
+        pipeline = self._device.createComputePipeline(
+            _obj({"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})})
+        )
+        self._pending.append((self._device.popErrorScope(), "pipeline", code))
+        return pipeline
+
+    def bind_group(self, pipeline, bindings):
+        """A bind group of ``bindings`` for ``pipeline``, made now and not cached here
+        (a replayed schedule holds its own)."""
+        entries = [
+            _obj({"binding": i, "resource": _obj({"buffer": b, "offset": o, "size": s})})
+            for i, (b, o, s) in enumerate(bindings)
+        ]
+        return self._device.createBindGroup(
+            _obj({"layout": pipeline.getBindGroupLayout(0), "entries": to_js(entries)})
+        )
+
+    def dispatch(self, pipeline, bindings, grid) -> None:
+        key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
+        hit = self._groups.get(key)
+        if hit is None:
+            group = self.bind_group(pipeline, bindings)
+            # the entry keeps its buffers alive, so an id in a key is never reused meanwhile
+            self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
+            if len(self._groups) > 4096:
+                self._groups.popitem(last=False)
+        else:
+            group = hit[0]
+            self._groups.move_to_end(key)
+        self.dispatch_group(pipeline, group, grid)
+
+    def dispatch_group(self, pipeline, group, grid) -> None:
+        """Encode one dispatch with a prepared bind group."""
+        if self._pass is None:
+            if self._encoder is None:
+                self._encoder = self._device.createCommandEncoder()
+            self._pass = self._encoder.beginComputePass()
+        self._pass.setPipeline(pipeline)
+        self._pass.setBindGroup(0, group)
+        self._pass.dispatchWorkgroups(*grid)
+        self.encoded += 1
+        if self.encoded >= 512:  # keep command buffers bounded
+            self.flush()
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+    def flush(self) -> None:
+        self._end_pass()
+        if self._encoder is not None:
+            self._queue.submit(to_js([self._encoder.finish()]))
+            self._encoder = None
+        self.encoded = 0
+
+
+def _adapter_info(adapter) -> AdapterInfo:
+    info = getattr(adapter, "info", None)
+    info = None if _absent(info) else info
+    get = lambda k: str(getattr(info, k, "") or "") if info is not None else ""
+    limits = {}
+    for name in LIMIT_NAMES:
+        v = getattr(adapter.limits, _camel(name), None)
+        if not _absent(v):
+            limits[name] = int(v)
+    features = sorted(str(f) for f in js.Array.from_(adapter.features).to_py())
+    return AdapterInfo(
+        name=get("device") or get("architecture") or get("description"),
+        vendor=get("vendor"),
+        backend="browser",
+        adapter_type="fallback" if getattr(info, "isFallbackAdapter", False) else "",
+        description=get("description"),
+        limits=limits,
+        features=features,
+        extra={"architecture": get("architecture")},
+    )
+
+
+async def open_gpu() -> BrowserGPU:
+    """Open the browser's WebGPU adapter and device (DeviceError naming what is missing)."""
+    gpu = getattr(js.navigator, "gpu", None)
+    if _absent(gpu):
+        raise DeviceError(NO_WEBGPU)
+    adapter = await gpu.requestAdapter(_obj({"powerPreference": "high-performance"}))
+    if _absent(adapter):
+        raise DeviceError(NO_ADAPTER)
+    info = _adapter_info(adapter)
+    feats = [f for f in ("shader-f16",) if f in info.features]
+    limits = {
+        _camel(k): v for k, v in info.limits.items() if k != "min_storage_buffer_offset_alignment"
+    }
+    device = await adapter.requestDevice(
+        _obj({"requiredFeatures": to_js(feats), "requiredLimits": _obj(limits)})
+    )
+    out = BrowserGPU(adapter, device, info)
+
+    def lost(reason):
+        out._lost = f"{reason.reason}: {reason.message}"
+
+    device.lost.then(lost)
+    return out
+
+
+_GPU: BrowserGPU | None = None
+
+
+class BrowserBackend(WebGPUBackend):
+    """The WebGPU backend on the worker's opened device (``await install()`` first)."""
+
+    def __init__(self, limits: dict | None = None):
+        if _GPU is None:
+            raise DeviceError(
+                "the browser GPU is not open yet: await scellis.devices.browser.install()"
+            )
+        super().__init__(gpu=_GPU, limits=limits)
+
+
+async def install() -> BrowserGPU:
+    """Open WebGPU in this worker and make ``get_device("webgpu")`` use it."""
+    global _GPU
+    if _GPU is None:
+        _GPU = await open_gpu()
+    register_device("webgpu", "scellis.devices.browser:BrowserBackend")
+    return _GPU

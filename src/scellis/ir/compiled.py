@@ -1,0 +1,78 @@
+"""A record's compiled inference forward (ir layer): trace, lower, fuse, then run.
+
+``compile_forward`` traces the record's forward on the null device and lowers it for
+a target; ``CompiledForward.run(model, *inputs)`` executes it on the model's device
+with the model's parameters (matched by their dotted names) and the given inputs.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import ScellisError
+from ..catalog.peft import adapters_of
+from .execute import run_graph
+from .fusion import fuse
+from .graph import OpGraph, op_graph
+from .kernels import KernelGraph, lower
+from .limits import Target, resolve
+from .trace import trace
+
+
+class CompiledForward:
+    def __init__(self, graph: OpGraph, kernels: KernelGraph, input_names: list[str]):
+        self.graph, self.kernels, self.input_names = graph, kernels, input_names
+
+    @property
+    def dispatches(self) -> int:
+        return self.kernels.dispatches
+
+    def run(self, model, *inputs):
+        g = self.graph
+        params = dict(model.named_parameters())
+        feeds = {}
+        for b, info in g.buffers.items():
+            if info.role == "param":
+                p = params.get(info.name)
+                if p is None:
+                    raise ScellisError(f"the model has no parameter {info.name!r}")
+                if p.offset != 0 or p.numel != info.numel or not p.is_contiguous():
+                    raise ScellisError(f"parameter {info.name!r} is not a whole buffer")
+                feeds[b] = p._buf
+            elif info.role == "input":
+                x = inputs[self.input_names.index(info.name)]
+                if x.numel != info.numel or not x.is_contiguous() or x.offset != 0:
+                    x = x.contiguous()
+                feeds[b] = x._buf
+        outs = run_graph(self.kernels, model_device(model), feeds)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def model_device(model):
+    return next(iter(model.parameters())).device
+
+
+def compile_forward(
+    record: dict, target: Target, *, batch: int | None = None, fused: bool = True
+) -> CompiledForward:
+    tr = trace(
+        record, mode="inference", batch=batch, supports_f16=target.has_f16, device=target.device
+    )
+    eager = [p for p, m in adapters_of(tr.keep[0]) if m.lowering == "eager"]
+    if eager:
+        raise ScellisError(
+            f"prefix/prompt adapters ({', '.join(eager)}) run on the eager path; "
+            "they are not compiled (run the model eagerly, or compile it without them)"
+        )
+    uploads = [e for e in tr.events if e[0] == "upload" and _phase_of(tr, e[1]) == "forward"]
+    if uploads:
+        raise ScellisError("this forward uploads host data while it runs; it cannot be compiled")
+    g = op_graph(tr)
+    # a device without binding limits (the reference) groups as the WebGPU spec would
+    kg = lower(g, target if target.limits else resolve("webgpu-spec"))
+    if fused:
+        kg = fuse(kg)
+    return CompiledForward(g, kg, list((record.get("inputs") or {}).keys()))
+
+
+def _phase_of(tr, serial: int) -> str:
+    a = tr.allocs().get(serial)
+    return a[2] if a else ""

@@ -1,0 +1,112 @@
+"""Buffer lifetimes to bytes (ir layer): the planner's simulation of a device allocator.
+
+Replays a trace's allocations and releases through the target allocator's rounding
+(WebGPU: the pool's size classes of ``storage_bytes``; reference: NumPy's
+``max(numel, 1) * itemsize``) and keeps, at every instant, the bytes live in each
+class. Parameters, gradients, optimizer state, the tape's saved activations, inputs,
+the f16 working copies of mixed precision and everything else (working memory) are
+co-resident; the peak is the largest sum over time, and the breakdown at that instant
+says what it is made of.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..base.dtypes import f32
+from ..devices.webgpu.backend import size_class, storage_bytes
+from .trace import Trace
+
+CLASSES = (
+    "parameters",
+    "gradients",
+    "optimizer_state",
+    "activations",
+    "inputs",
+    "working_copies_f16",
+    "working",
+    "loop_state",
+)
+
+
+def cost_fn(device: str):
+    if device == "reference":
+        return lambda numel, dtype: max(numel, 1) * dtype.itemsize
+    return lambda numel, dtype: size_class(storage_bytes(numel, dtype))
+
+
+@dataclass
+class MemoryProfile:
+    peak: int
+    at_peak: dict[str, int]  # class -> bytes live at the peak instant
+    class_peaks: dict[str, int]  # class -> its own largest live bytes
+    peak_phase: str
+    at_end: dict[str, int] = field(default_factory=dict)  # class -> bytes live at the end
+    largest: list[tuple[int, str, int, str]] = field(default_factory=list)  # bytes, class,...
+    buffers: dict[int, tuple[int, object, str]] = field(default_factory=dict)
+
+
+def classify(tr: Trace) -> dict[int, str]:
+    allocs = tr.allocs()
+    cls = {}
+    casts_of_params = set()
+    for e in tr.events:
+        if e[0] == "run" and e[1] == "cast" and tr.precision == "mixed_f16":
+            if e[2] and e[2][0].serial in tr.params:
+                casts_of_params |= {v.serial for v in e[3]}
+    for s in allocs:
+        if s in tr.params:
+            cls[s] = "parameters"
+        elif s in tr.grads:
+            cls[s] = "gradients"
+        elif s in tr.state:
+            cls[s] = "optimizer_state"
+        elif s in casts_of_params:
+            cls[s] = "working_copies_f16"
+        elif s in tr.saved:
+            cls[s] = "activations"
+        elif allocs[s][2] == "input":
+            cls[s] = "inputs"
+        else:
+            cls[s] = "working"
+    return cls
+
+
+def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryProfile:
+    """``loop_scalars`` 0-d f32 tensors are live throughout (the train loop's own)."""
+    cost = cost_fn(device)
+    cls = classify(tr)
+    live = {c: 0 for c in CLASSES}
+    live["loop_state"] = loop_scalars * cost(1, f32)
+    sizes: dict[int, tuple[int, str]] = {}
+    total = peak = live["loop_state"]
+    at_peak = dict(live)
+    class_peaks = dict(live)
+    phase = peak_phase = ""
+    for e in tr.events:
+        if e[0] == "alloc":
+            s, numel, dtype, phase = e[1], e[2], e[3], e[4]
+            nbytes = cost(numel, dtype)
+            c = cls[s]
+            sizes[s] = (nbytes, c)
+            live[c] += nbytes
+            total += nbytes
+            class_peaks[c] = max(class_peaks[c], live[c])
+            if total > peak:
+                peak, at_peak, peak_phase = total, dict(live), phase
+        elif e[0] == "release":
+            nbytes, c = sizes.pop(e[1])
+            live[c] -= nbytes
+            total -= nbytes
+    at_end = dict(live)
+    allocs = tr.allocs()
+    largest = sorted(
+        ((sizes_or(allocs, s, cost), cls[s], s, allocs[s][3]) for s in allocs),
+        reverse=True,
+    )[:5]
+    return MemoryProfile(peak, at_peak, class_peaks, peak_phase, at_end, largest)
+
+
+def sizes_or(allocs, s, cost) -> int:
+    numel, dtype = allocs[s][0], allocs[s][1]
+    return cost(numel, dtype)

@@ -1,0 +1,440 @@
+"""The memory plan (ir layer): will this run fit, and if not, what would make it fit.
+
+Before the first step: trace the record's step on the null device, replay its buffer
+lifetimes through the target's allocator rounding (``ir.memory``), then check
+
+- the peak (parameters + gradients + optimizer state + saved activations + inputs +
+  f16 working copies + working memory, summed where co-resident) against the budget;
+- every buffer against ``maxStorageBufferBindingSize`` (a wider one is split into
+  binding windows: a warning) and ``maxStorageBuffersPerShaderStage`` (a tensor or an
+  op needing more bindings than that cannot run: refused), by lowering the step's ops
+  with the backend's own kernel builders.
+
+Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom, or tensors
+that must be split); **red** refused. A red or yellow plan lists remediations with an
+estimated saving each, measured by re-tracing where that is possible (half the batch,
+mixed f16) and estimated from the classes otherwise (checkpointing, LoRA/PEFT).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..base.errors import DTypeError, LimitError, ScellisError
+from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
+from .graph import op_graph
+from .kernels import lower
+from .limits import Target, human
+from .memory import CLASSES, cost_fn, profile
+from .schedule import schedule
+from .trace import Trace, trace
+
+PERSISTENT = ("parameters", "gradients", "optimizer_state", "loop_state")
+HEADROOM_WARN = 0.15
+# the train loop's device-side scalars: 3 accumulators, the loss scale and its clean-step
+# count, the finite flag, and the accumulators' next values while they are replaced
+LOOP_SCALARS = 8
+
+
+class PlanRefused(ScellisError):
+    """A run the memory planner calls red: it would not fit, so it never starts."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        fixes = "; ".join(f"{r['fix']} (saves ~{human(r['saving'])})" for r in plan.remediations)
+        super().__init__(
+            f"the memory plan is red: {'; '.join(plan.problems)}"
+            + (f". Fixes: {fixes}" if fixes else "")
+        )
+
+
+@dataclass
+class Plan:
+    verdict: str
+    mode: str
+    batch: int
+    precision: str
+    peak: int
+    classes: dict[str, int]
+    class_peaks: dict[str, int]
+    target: Target
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    remediations: list[dict] = field(default_factory=list)
+    largest: int = 0
+    n_params: int = 0
+    step_peak: int = 0
+    eval_peak: int = 0  # 0: not planned
+    schedule_bytes: int = 0  # the step's buffers packed into slots by liveness (replay)
+
+    @property
+    def headroom(self) -> float:
+        return (self.target.budget - self.peak) / self.target.budget
+
+    def record(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "mode": self.mode,
+            "batch": self.batch,
+            "precision": self.precision,
+            "parameters_count": self.n_params,
+            "peak": self.peak,
+            "step_peak": self.step_peak,
+            "eval_peak": self.eval_peak,
+            "schedule_bytes": self.schedule_bytes,
+            "classes": self.classes,
+            "class_peaks": self.class_peaks,
+            "largest_buffer": self.largest,
+            "budget": self.target.budget,
+            "budget_source": self.target.budget_source,
+            "headroom": round(self.headroom, 4),
+            "limits": self.target.limits,
+            "limits_source": self.target.limits_source,
+            "device": self.target.device,
+            "problems": self.problems,
+            "warnings": self.warnings,
+            "remediations": self.remediations,
+        }
+
+    def text(self) -> str:
+        t = self.target
+        lines = [
+            f"memory plan: {self.verdict.upper()}  ({self.mode}, batch {self.batch}, "
+            f"precision {self.precision}, {self.n_params} parameters)",
+            f"  peak       {human(self.peak):>12}  of budget {human(t.budget)} ("
+            + (
+                f"{self.headroom:.0%} headroom)"
+                if self.peak <= t.budget
+                else f"over by {human(self.peak - t.budget)})"
+            ),
+            f"  budget     from {t.budget_source}",
+            f"  limits     from {t.limits_source}",
+        ]
+        if self.eval_peak:
+            lines.append(
+                f"  step peak  {human(self.step_peak):>12}; evaluation forward "
+                f"{human(self.eval_peak)} (with what a step leaves resident)"
+            )
+        if self.schedule_bytes:
+            lines.append(
+                f"  schedule   {human(self.schedule_bytes):>12}  (the step's buffers packed "
+                "by liveness, as a replay of the schedule would hold them)"
+            )
+        lines.append("  at the step's peak (co-resident):")
+        for c in CLASSES:
+            if self.classes.get(c):
+                lines.append(f"    {c:<20} {human(self.classes[c]):>12}")
+        if t.limits:
+            lines.append(
+                f"  largest buffer {human(self.largest)}; maxStorageBufferBindingSize "
+                f"{human(t.limits['max_storage_buffer_binding_size'])}, maxBufferSize "
+                f"{human(t.limits['max_buffer_size'])}"
+            )
+        lines += [f"  refused: {p}" for p in self.problems]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        if self.remediations:
+            lines.append("  remediations (estimated saving):")
+            for r in self.remediations:
+                lines.append(f"    - {r['fix']}: ~{human(r['saving'])}. {r['detail']}")
+        return "\n".join(lines) + "\n"
+
+
+def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int, int]:
+    """Problems, warnings, the largest buffer, and the bytes the step's schedule packs its
+    buffers into (0 when it was not lowered)."""
+    problems, warnings, largest = [], [], 0
+    allocs = tr.allocs()
+    for numel, dtype, _, _ in allocs.values():
+        largest = max(largest, storage_bytes(numel, dtype))
+    if not target.limits:
+        return problems, warnings, largest, 0
+    lim = target.limits
+    window, _ = binding_geometry(lim)
+    per_stage = lim["max_storage_buffers_per_shader_stage"]
+    split = 0
+    for numel, dtype, _, scope in allocs.values():
+        nbytes = storage_bytes(numel, dtype)
+        windows = -(-size_class(nbytes) // window)
+        where = f" in block {scope!r}" if scope else ""
+        if windows + 1 > per_stage:
+            problems.append(
+                f"a tensor of {human(nbytes)}{where} needs {windows} bindings of "
+                f"maxStorageBufferBindingSize={human(lim['max_storage_buffer_binding_size'])}, "
+                f"over maxStorageBuffersPerShaderStage={per_stage}"
+            )
+        elif nbytes > lim["max_storage_buffer_binding_size"]:
+            split += 1
+    if split:
+        warnings.append(
+            f"{split} tensor(s) exceed maxStorageBufferBindingSize and are split into binding "
+            "windows (slower kernels)"
+        )
+    packed = 0
+    if not problems:
+        try:
+            kg = lower(op_graph(tr), target)
+            problems += kg.verify()
+            packed = schedule(kg).bytes
+        except (LimitError, DTypeError) as e:  # an op this device cannot run
+            problems.append(str(e))
+    return problems, warnings, largest, packed
+
+
+def _runnable_precision(record: dict, precision: str | None, target: Target):
+    """The precision the run will really use on ``target`` (the train layer's rule: mixed
+    f16 without shader-f16 runs f32 when the record allows the fallback, else is refused),
+    a warning, and a refusal."""
+    spec = record.get("precision") if precision is None else precision
+    policy = spec.get("policy", "f32") if isinstance(spec, dict) else (spec or "f32")
+    if policy != "mixed_f16" or target.has_f16 or target.device != "webgpu":
+        return policy, "", ""
+    if isinstance(spec, dict) and spec.get("fallback") == "f32":
+        return "f32", "no shader-f16 here: planned in f32, as the record's fallback asks", ""
+    return policy, "", "precision mixed_f16 needs shader-f16, which this target lacks"
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def make_plan(
+    record: dict,
+    target: Target,
+    *,
+    mode: str = "training",
+    batch: int | None = None,
+    precision: str | None = None,
+    remediate: bool = True,
+    update=None,
+    loop_scalars: int = LOOP_SCALARS,
+    eval_batch: int | None = None,
+) -> Plan:
+    """``update``: the optimizer phase to trace (see ``trace.run_program``);
+    ``loop_scalars``: 0-d f32 tensors the train loop keeps on the device (loss sums,
+    step counts, the loss scale), counted as co-resident throughout."""
+    dev = target.device
+    precision, f16_note, f16_problem = _runnable_precision(record, precision, target)
+    tr = trace(record, mode=mode, batch=batch, precision=precision, update=update, device=dev)
+    prof = profile(tr, target.device, loop_scalars if mode == "training" else 0)
+    eval_peak = 0
+    if mode == "training" and eval_batch:
+        # evaluation runs between steps: its forward shares the device with everything
+        # a step leaves behind (parameters, gradients, optimizer state, loop scalars)
+        ev = profile(
+            trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev),
+            dev,
+        )
+        kept = sum(prof.at_end[c] for c in PERSISTENT)
+        eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
+    problems, warnings, largest, packed = _binding_checks(tr, target)
+    problems = _dedupe(problems)[:5]
+    peak = max(prof.peak, eval_peak)
+    if peak > target.budget:
+        problems.insert(
+            0,
+            f"peak {human(peak)} exceeds the budget {human(target.budget)} "
+            f"({target.budget_source})",
+        )
+    plan = Plan(
+        "green",
+        mode,
+        tr.batch,
+        tr.precision,
+        peak,
+        prof.at_peak,
+        prof.class_peaks,
+        target,
+        problems,
+        warnings,
+        largest=largest,
+        n_params=tr.n_params,
+        step_peak=prof.peak,
+        eval_peak=eval_peak,
+        schedule_bytes=packed,
+    )
+    if f16_problem:
+        plan.problems.append(f16_problem)
+    if f16_note:
+        plan.warnings.append(f16_note)
+    if 0 <= plan.headroom < HEADROOM_WARN:
+        plan.warnings.append(f"only {plan.headroom:.0%} headroom under the budget")
+    plan.verdict = "red" if plan.problems else "yellow" if plan.warnings else "green"
+    if remediate and plan.verdict != "green":
+        scalars = loop_scalars if mode == "training" else 0
+        plan.remediations = remediations(record, plan, tr, update, scalars)
+    return plan
+
+
+def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int = 0) -> list[dict]:
+    out = []
+    bind = plan.target.limits.get("max_storage_buffer_binding_size", 0)
+    if bind and plan.largest > bind:
+        out.append(
+            {
+                "fix": "narrower layers (every tensor within maxStorageBufferBindingSize)",
+                "saving": plan.largest - bind,
+                "detail": f"the largest tensor is {human(plan.largest)}, "
+                f"{human(plan.largest - bind)} over the {human(bind)} binding size (the "
+                "saving is in the largest tensor's bytes); a tensor within it binds as one "
+                "window. mixed_f16 halves activations and working copies, not the f32 "
+                "master weights",
+            }
+        )
+    if plan.peak <= plan.target.budget * (1 - HEADROOM_WARN):
+        return out  # memory is not what is wrong
+    c = plan.classes
+    fixed = c.get("parameters", 0) + c.get("gradients", 0) + c.get("optimizer_state", 0)
+    budget = plan.target.budget
+    if plan.batch > 1:
+        half = max(1, plan.batch // 2)
+        p2 = profile(
+            trace(
+                record,
+                mode=plan.mode,
+                batch=half,
+                precision=plan.precision,
+                update=update,
+                device=plan.target.device,
+            ),  # fmt: skip
+            plan.target.device,
+            scalars,
+        ).peak
+        per_sample = max(0.0, (plan.peak - p2) / (plan.batch - half))
+        base = plan.peak - per_sample * plan.batch
+        fits = int((budget - base) // per_sample) if per_sample > 0 and budget > base else 0
+        detail = f"batch {half} peaks at {human(p2)} (traced)"
+        if fits >= 1:
+            detail += f"; the largest batch that fits is about {min(fits, plan.batch - 1)}"
+        else:
+            detail += "; no batch size fits"
+        out.append({"fix": f"smaller batch ({half})", "saving": plan.peak - p2, "detail": detail})
+    if plan.mode == "training" and c.get("activations", 0):
+        out.append(_checkpointing(record, plan, tr, update, scalars))
+    if plan.precision == "f32":
+        try:
+            t16 = trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
+                        update=update, device=plan.target.device)  # fmt: skip
+            if plan.target.limits:  # a kernel without f16 (the fused LSTM) rules it out
+                lower(op_graph(t16), plan.target)
+            p16 = profile(t16, plan.target.device, scalars).peak
+        except ScellisError:
+            p16 = None
+        if p16 is not None and p16 < plan.peak:
+            out.append(
+                {
+                    "fix": "precision: mixed_f16",
+                    "saving": plan.peak - p16,
+                    "detail": f"f16 activations with f32 master weights peak at {human(p16)} "
+                    "(traced)",
+                }
+            )
+    if plan.mode == "training":
+        peft = _peft(record, plan, update, scalars)
+        if fixed > budget:
+            peft["detail"] = (
+                f"parameters, gradients and optimizer state alone take {human(fixed)}, over "
+                f"the budget: no batch size can help. " + peft["detail"]
+            )
+        out.append(peft)
+        if fixed > budget:
+            out = [r for r in out if not r["fix"].startswith("smaller batch")] + [
+                r for r in out if r["fix"].startswith("smaller batch")
+            ]
+            out.sort(key=lambda r: r["fix"] != "LoRA/PEFT")
+    return out
+
+
+LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8}
+
+
+def _peft(record: dict, plan: Plan, update, scalars: int) -> dict:
+    """LoRA (rank 8) on every dense block with the pre-trained weights frozen: traced when
+    the record has no finetune section and has dense blocks; else an estimate."""
+    c = plan.classes
+    train_state = c.get("gradients", 0) + c.get("optimizer_state", 0)
+    if not record.get("finetune"):
+        lora = {**record, "finetune": {"adapters": [dict(LORA)]}}
+        try:
+            peak = profile(
+                trace(lora, mode=plan.mode, batch=plan.batch, precision=plan.precision,
+                      update=update, device=plan.target.device),
+                plan.target.device,
+                scalars,
+            ).peak  # fmt: skip
+        except ScellisError:
+            peak = None  # no dense block to adapt
+        if peak is not None:
+            detail = (
+                f"LoRA rank 8 on every dense block, pre-trained weights frozen, peaks at "
+                f"{human(peak)} (traced)"
+            )
+            if peak >= plan.peak:
+                detail += (
+                    ": no saving for this model (the adapters' activations outweigh the "
+                    f"{human(train_state)} of gradients and optimizer state they spare)"
+                )
+            return {"fix": "LoRA/PEFT", "saving": max(0, plan.peak - peak), "detail": detail}
+    return {
+        "fix": "LoRA/PEFT",
+        "saving": int(train_state * 0.98),
+        "detail": "PEFT trains small adapters: the frozen weights need no gradients or "
+        f"optimizer state ({human(train_state)} at the peak; estimate: nearly all of it)",
+    }
+
+
+def _checkpointing(record: dict, plan: Plan, tr: Trace, update, scalars: int) -> dict:
+    """The saving of ``activation_checkpointing: true``: traced with it when the record is
+    not checkpointed yet; else estimated from where the saved activations sit."""
+    fix = "activation checkpointing (activation_checkpointing: true)"
+    if not record.get("activation_checkpointing"):
+        remat = {**record, "activation_checkpointing": True}
+        try:
+            peak = profile(
+                trace(remat, mode=plan.mode, batch=plan.batch, precision=plan.precision,
+                      update=update, device=plan.target.device),
+                plan.target.device,
+                scalars,
+            ).peak  # fmt: skip
+        except ScellisError:
+            peak = None
+        if peak is not None:
+            detail = f"recomputing blocks in backward peaks at {human(peak)} (traced)"
+            if peak >= plan.peak:
+                detail += ": no saving for this model (the recompute needs as much)"
+            return {"fix": fix, "saving": max(0, plan.peak - peak), "detail": detail}
+    cost = cost_fn(plan.target.device)
+    allocs = tr.allocs()
+    by_block: dict[str, int] = {}
+    for s in tr.saved:
+        numel, dtype, _, scope = allocs[s]
+        by_block[scope or "(loss)"] = by_block.get(scope or "(loss)", 0) + cost(numel, dtype)
+    act = plan.classes.get("activations", 0)
+    total = sum(by_block.values()) or 1
+    biggest_name, biggest = max(by_block.items(), key=lambda kv: kv[1])
+    share = biggest / total
+    if len(by_block) > 1 and share < 0.9:
+        saving = int(act * (1 - share))
+        detail = (
+            f"{human(act)} of saved activations at the peak over {len(by_block)} blocks; "
+            f"recomputing one block at a time keeps the largest ({biggest_name!r}, "
+            f"{share:.0%}) (estimate)"
+        )
+    else:
+        saving = int(act * 0.5)
+        detail = (
+            f"{human(act)} of saved activations at the peak, {share:.0%} of them in block "
+            f"{biggest_name!r}: checkpointing its layers one by one would keep about half "
+            "(estimate)"
+        )
+    return {"fix": fix, "saving": saving, "detail": detail}
+
+
+def plan_or_refuse(record: dict, target: Target, **kwargs) -> Plan:
+    """The plan, or ``PlanRefused`` (a ScellisError naming the fixes) when it is red.
+
+    Called before anything is allocated on the real device (it traces on the null
+    device), so a refused run allocates nothing."""
+    plan = make_plan(record, target, **kwargs)
+    if plan.verdict == "red":
+        raise PlanRefused(plan)
+    return plan

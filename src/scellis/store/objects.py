@@ -1,0 +1,169 @@
+"""The content-addressed object store (store layer): immutable blobs named by their sha256.
+
+Layout: ``ROOT/objects/sha256/ab/cdef...`` (the first two hex digits name the folder).
+An object becomes visible only by ``rename`` of a complete, fsynced temp file in the
+same folder (then the folder is fsynced), so a crash at any point leaves either the
+whole object or no object: temp files are named ``.tmp-*`` and are never read as
+objects. Every ``get`` re-hashes what it read; a missing or corrupt object is an error
+naming the hash, and ``put`` never overwrites an existing one: storing bytes that are
+already there verifies the stored copy, and a corrupt copy is an error, not replaced.
+
+Writing goes through a ``writer`` (``write(fd, data)``), the seam tests use to fail
+mid-object; a full disk (ENOSPC) becomes a ``StoreFullError``, with the temp file gone.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import time
+from pathlib import Path
+
+from ..base.errors import ScellisError
+
+
+class StoreError(ScellisError):
+    """A store object that is missing, corrupt or cannot be written."""
+
+
+class ObjectMissing(StoreError):
+    """No object has this hash."""
+
+
+class StoreFullError(StoreError):
+    """The disk under the store is full; nothing partial was left visible."""
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Writer:
+    """Writes all of ``data`` to a file descriptor (the default; tests inject failing ones)."""
+
+    def write(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # hosts without directory handles (some browser file systems) cannot sync them
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # likewise: a directory fsync the file system does not support
+    finally:
+        os.close(fd)
+
+
+def _is_hex(h: str) -> bool:
+    return len(h) == 64 and all(c in "0123456789abcdef" for c in h)
+
+
+class ObjectStore:
+    def __init__(self, root: str | os.PathLike, writer: Writer | None = None):
+        self.root = Path(root)
+        self.base = self.root / "objects" / "sha256"
+        self.writer = writer or Writer()
+
+    def path(self, h: str) -> Path:
+        if not _is_hex(h):
+            raise StoreError(f"{h!r} is not a sha256 object id (64 lowercase hex digits)")
+        return self.base / h[:2] / h[2:]
+
+    def has(self, h: str) -> bool:
+        return self.path(h).is_file()
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` (if not already there) and return its sha256 hex."""
+        data = bytes(data)
+        h = sha256(data)
+        final = self.path(h)
+        if final.exists():
+            # re-used: check it is whole (a corrupt copy must not be named by new records,
+            # and is not silently replaced either), and make it fresh for the collector
+            try:
+                self.get(h)
+                os.utime(final)
+                return h
+            except (ObjectMissing, FileNotFoundError):
+                pass  # collected meanwhile: write it again below
+        folder = final.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise self._error(e, h) from None
+        tmp = folder / f".tmp-{os.getpid()}-{time.monotonic_ns()}-{h[2:10]}"
+        fd = None
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            self.writer.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            fd = None
+            os.replace(tmp, final)
+        except OSError as e:
+            if fd is not None:
+                os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise self._error(e, h) from None
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(folder)
+        return h
+
+    def _error(self, e: OSError, h: str) -> StoreError:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StoreFullError(
+                f"the disk under {self.root} is full: object {h[:12]} was not written "
+                "(nothing partial is left; free space and resume)"
+            )
+        return StoreError(f"cannot write object {h[:12]} under {self.root}: {e.strerror or e}")
+
+    def get(self, h: str) -> bytes:
+        """The bytes of object ``h``, verified against the hash."""
+        p = self.path(h)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise ObjectMissing(f"object {h} is missing from {self.root}") from None
+        except OSError as e:
+            raise StoreError(f"object {h} cannot be read: {e.strerror or e}") from None
+        got = sha256(data)
+        if got != h:
+            raise StoreError(
+                f"object {h} is corrupt (its bytes hash to {got}); it was not replaced"
+            )
+        return data
+
+    def list(self) -> list[tuple[str, float]]:
+        """Every visible object as (hash, modification time); temp files are not objects."""
+        out = []
+        if not self.base.is_dir():
+            return out
+        for folder in sorted(self.base.iterdir()):
+            if len(folder.name) != 2 or not folder.is_dir():
+                continue
+            for f in sorted(folder.iterdir()):
+                h = folder.name + f.name
+                if _is_hex(h):
+                    out.append((h, f.stat().st_mtime))
+        return out
+
+    def temp_files(self) -> list[Path]:
+        if not self.base.is_dir():
+            return []
+        return sorted(self.base.glob("*/.tmp-*"))
+
+    def delete(self, h: str) -> None:
+        """Remove an object (garbage collection only: objects are otherwise immutable)."""
+        self.path(h).unlink(missing_ok=True)

@@ -1,0 +1,373 @@
+"""Provenance records in SQLite (store layer): runs, checkpoints, metrics, datasets, models.
+
+``ROOT/records.sqlite`` sits beside ``objects/``, in WAL mode so readers (``scellis
+runs`` in another terminal) see a consistent snapshot while a run writes. Every
+statement is parameterised; every multi-row change is one transaction, so a reader
+never sees a checkpoint without the metrics of the steps before it. The schema is
+versioned with ``PRAGMA user_version``; an unknown (newer) version is refused.
+
+A run is ``interrupted`` when its status says running but its process is gone: it ran
+on this host and its pid is dead, or it ran elsewhere and its heartbeat is older than
+``stale_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+from ..base.errors import ScellisError
+
+SCHEMA_VERSION = 1
+STALE_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    record_hash TEXT NOT NULL,
+    model_id TEXT,
+    dataset_hash TEXT,
+    device TEXT,
+    adapter TEXT,
+    tier TEXT,
+    seed INTEGER,
+    status TEXT NOT NULL,
+    started REAL NOT NULL,
+    ended REAL,
+    heartbeat REAL,
+    host TEXT,
+    pid INTEGER,
+    argv TEXT,
+    config TEXT,
+    step INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE checkpoints (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    batch INTEGER NOT NULL,
+    manifest TEXT NOT NULL,
+    loss REAL,
+    created REAL NOT NULL,
+    PRIMARY KEY (run_id, step)
+);
+CREATE TABLE metrics (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step INTEGER NOT NULL,
+    epoch INTEGER,
+    name TEXT NOT NULL,
+    value REAL,
+    PRIMARY KEY (run_id, step, name)
+);
+CREATE TABLE datasets (
+    hash TEXT PRIMARY KEY,
+    source TEXT,
+    rows INTEGER,
+    created REAL NOT NULL
+);
+CREATE TABLE models (
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    object TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (name, version)
+);
+"""
+
+
+# PRAGMA takes no parameters: the statement is a constant per version
+_SET_VERSION = {1: "PRAGMA user_version=1"}
+
+
+class Records:
+    def __init__(self, root: str | os.PathLike, *, stale_s: float = STALE_S):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path = self.root / "records.sqlite"
+        self.stale_s = stale_s
+        try:
+            # autocommit: transactions are explicit (``with self._tx()``)
+            self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            # WAL where the host supports it (a browser file system may not: then the
+            # default rollback journal still gives atomic transactions)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode NORMAL still commits atomically; it skips an fsync per commit
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            raise ScellisError(f"{self.path}: not a usable records database ({e})") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _migrate(self) -> None:
+        if self.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return  # the common case: no write lock needed just to open the store
+        with self._tx():
+            v = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if v == 0:
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self.db.execute(stmt)
+                self.db.execute(_SET_VERSION[SCHEMA_VERSION])
+            elif v != SCHEMA_VERSION:
+                raise ScellisError(
+                    f"{self.path} has schema version {v}; this scellis reads {SCHEMA_VERSION}"
+                )
+
+    def _tx(self):
+        return _Tx(self.db, "BEGIN IMMEDIATE")
+
+    def snapshot(self):
+        """A read transaction: every query inside sees the same committed state."""
+        return _Tx(self.db, "BEGIN")
+
+    # -- runs --
+    def new_run(self, *, record_hash: str, model_id, dataset_hash, device, adapter, tier,
+                seed, argv: list[str], config: dict) -> str:  # fmt: skip
+        now = time.time()
+        rid = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:6]
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO runs (id, record_hash, model_id, dataset_hash, device, adapter,"
+                " tier, seed, status, started, heartbeat, host, pid, argv, config)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (rid, record_hash, model_id, dataset_hash, device, adapter, tier, seed, now,
+                 now, _host(), os.getpid(), json.dumps(argv),
+                 json.dumps(config, sort_keys=True)),
+            )  # fmt: skip
+        return rid
+
+    def reopen_run(self, rid: str, *, device: str, adapter: str, tier: str, step: int) -> None:
+        """Mark ``rid`` running again from checkpoint ``step``: later metrics and
+        checkpoints are dropped (the resumed run replays those steps)."""
+        now = time.time()
+        with self._tx():
+            self.db.execute(
+                "UPDATE runs SET status='running', ended=NULL, heartbeat=?, host=?, pid=?,"
+                " device=?, adapter=?, tier=?, step=? WHERE id=?",
+                (now, _host(), os.getpid(), device, adapter, tier, step, rid),
+            )
+            self.db.execute("DELETE FROM metrics WHERE run_id=? AND step>?", (rid, step))
+            # later checkpoints were unusable (the latest usable one is resumed): the
+            # replayed steps write their own
+            self.db.execute("DELETE FROM checkpoints WHERE run_id=? AND step>?", (rid, step))
+
+    def heartbeat(self, rid: str) -> None:
+        with self._tx():
+            self.db.execute("UPDATE runs SET heartbeat=? WHERE id=?", (time.time(), rid))
+
+    def finish(self, rid: str, status: str) -> None:
+        now = time.time()
+        with self._tx():
+            self.db.execute(
+                "UPDATE runs SET status=?, ended=?, heartbeat=? WHERE id=?", (status, now, now, rid)
+            )
+
+    def log(self, rid: str, step: int, epoch: int, values: dict) -> None:
+        """Metrics of one step, and the run's step counter, in one transaction."""
+        with self._tx():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO metrics (run_id, step, epoch, name, value)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(rid, step, epoch, k, _num(v)) for k, v in values.items()],
+            )
+            self.db.execute(
+                "UPDATE runs SET step=?, heartbeat=? WHERE id=?", (step, time.time(), rid)
+            )
+
+    def resolve(self, ref: str) -> str:
+        """A run id from a full id or a unique prefix (or ``last``)."""
+        if ref == "last":
+            row = self.db.execute("SELECT id FROM runs ORDER BY started DESC LIMIT 1").fetchone()
+            if row is None:
+                raise ScellisError(f"no runs in {self.root}")
+            return row["id"]
+        rows = self.db.execute(
+            "SELECT id FROM runs WHERE id=? OR id LIKE ? ESCAPE '\\'",
+            (ref, ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"),
+        ).fetchall()
+        ids = sorted({r["id"] for r in rows})
+        if ref in ids:
+            return ref
+        if not ids:
+            raise ScellisError(f"no run {ref!r} in {self.root} (`scellis runs` lists them)")
+        if len(ids) > 1:
+            raise ScellisError(f"run {ref!r} is ambiguous: {', '.join(ids[:5])}")
+        return ids[0]
+
+    def run(self, rid: str) -> dict:
+        row = self.db.execute("SELECT * FROM runs WHERE id=?", (rid,)).fetchone()
+        if row is None:
+            raise ScellisError(f"no run {rid!r} in {self.root}")
+        return self._run_view(row)
+
+    def runs(self) -> list[dict]:
+        return [
+            self._run_view(r)
+            for r in self.db.execute("SELECT * FROM runs ORDER BY started").fetchall()
+        ]
+
+    def _run_view(self, row) -> dict:
+        d = dict(row)
+        d["argv"] = json.loads(d["argv"] or "[]")
+        d["config"] = json.loads(d["config"] or "{}")
+        d["status"] = self.reconciled_status(d)
+        return d
+
+    def reconciled_status(self, d: dict) -> str:
+        if d["status"] != "running":
+            return d["status"]
+        if d["host"] and d["host"] == _host() and d["pid"]:
+            # on this host the process table is the truth: a slow step is not a dead run
+            return "running" if _alive(d["pid"]) else "interrupted"
+        if time.time() - (d["heartbeat"] or 0) > self.stale_s:
+            return "interrupted"
+        return "running"
+
+    # -- checkpoints --
+    def add_checkpoint(self, rid, step, epoch, batch, manifest: str, loss) -> None:
+        with self._tx():
+            self.db.execute(
+                "INSERT OR REPLACE INTO checkpoints (run_id, step, epoch, batch, manifest, loss,"
+                " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rid, step, epoch, batch, manifest, _num(loss), time.time()),
+            )
+            self.db.execute("UPDATE runs SET heartbeat=? WHERE id=?", (time.time(), rid))
+
+    def checkpoints(self, rid: str) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT * FROM checkpoints WHERE run_id=? ORDER BY step", (rid,)
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    def drop_checkpoints(self, rid: str, steps: list[int]) -> None:
+        with self._tx():
+            self.db.executemany(
+                "DELETE FROM checkpoints WHERE run_id=? AND step=?", [(rid, s) for s in steps]
+            )
+
+    def metrics(self, rid: str, name: str = "loss") -> list[tuple[int, float]]:
+        rows = self.db.execute(
+            "SELECT step, value FROM metrics WHERE run_id=? AND name=? ORDER BY step", (rid, name)
+        ).fetchall()
+        return [(r["step"], r["value"]) for r in rows]
+
+    # -- datasets and models --
+    def add_dataset(self, h: str, source: str, rows: int) -> None:
+        with self._tx():
+            self.db.execute(
+                "INSERT OR IGNORE INTO datasets (hash, source, rows, created) VALUES (?, ?, ?, ?)",
+                (h, source, rows, time.time()),
+            )
+
+    def next_version(self, name: str) -> int:
+        row = self.db.execute("SELECT MAX(version) AS v FROM models WHERE name=?", (name,))
+        return (row.fetchone()["v"] or 0) + 1
+
+    def add_model(self, name: str, version: int, obj: str) -> bool:
+        """Record version ``version`` of model ``name`` (namespace/name) as object ``obj``;
+        False when another writer took that version first."""
+        try:
+            with self._tx():
+                self.db.execute(
+                    "INSERT INTO models (name, version, object, created) VALUES (?, ?, ?, ?)",
+                    (name, version, obj, time.time()),
+                )
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def model(self, name: str, version: int) -> str | None:
+        row = self.db.execute(
+            "SELECT object FROM models WHERE name=? AND version=?", (name, version)
+        ).fetchone()
+        return row["object"] if row else None
+
+    def models(self) -> list[dict]:
+        rows = self.db.execute("SELECT * FROM models ORDER BY name, version").fetchall()
+        return [dict(r) for r in rows]
+
+    def referenced(self) -> set[str]:
+        """Every object hash a row names directly (manifests name the rest)."""
+        with self.snapshot():
+            out = {r[0] for r in self.db.execute("SELECT manifest FROM checkpoints")}
+            out |= {r[0] for r in self.db.execute("SELECT record_hash FROM runs")}
+            out |= {r[0] for r in self.db.execute("SELECT object FROM models")}
+        return out
+
+
+class _Tx:
+    """BEGIN ... COMMIT (or ROLLBACK on error) on an autocommit connection. SQLite's own
+    failures (a full disk, a locked or damaged file) leave as ScellisErrors."""
+
+    def __init__(self, db, begin: str):
+        self.db, self.begin = db, begin
+
+    def __enter__(self):
+        try:
+            self.db.execute(self.begin)
+        except sqlite3.Error as e:
+            raise _error(e) from None
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return False
+            except sqlite3.Error as e:
+                exc_type, exc = type(e), e
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back already (it does on a full disk)
+        if isinstance(exc, sqlite3.Error):
+            raise _error(exc) from None
+        return False
+
+
+def _error(e: sqlite3.Error) -> ScellisError:
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(e):
+        return RecordsFullError(
+            f"the disk under the records database is full ({e}); free space and resume"
+        )
+    return ScellisError(f"records database: {e}")
+
+
+class RecordsFullError(ScellisError):
+    """The records database could not grow: the disk is full."""
+
+
+def _num(v):
+    if v is None or isinstance(v, (int, float)):
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _host() -> str:
+    try:
+        return socket.gethostname()
+    except OSError:  # a sandbox without a host name (the browser): pids cannot be checked
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True

@@ -1,0 +1,111 @@
+"""Everything the worker may call (webapp layer): ``dispatch(cmd, args_json)`` and friends.
+
+The worker sends ``{id, cmd, args}``; ``dispatch`` calls the public function ``cmd``
+of ``run_api`` or ``model_api`` with the JSON arguments as keywords and returns its
+value or async generator. A ScellisError is remembered for ``last_error`` so the page
+gets its message and located diagnostics rather than a Python traceback.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+from ..base.errors import Diagnostic, ScellisError
+from ..devices.base import get_device
+from ..version import __version__
+from . import model_api, run_api
+from .run_api import control, plan, train  # noqa: F401
+
+_last_error: dict | None = None
+_COMMANDS = {
+    name: getattr(mod, name)
+    for mod in (run_api, model_api)
+    for name in dir(mod)
+    if not name.startswith("_")
+    and callable(getattr(mod, name))
+    and getattr(getattr(mod, name), "__module__", "") == mod.__name__
+}
+
+
+def _remember(e: ScellisError) -> None:
+    global _last_error
+    problems = getattr(e, "problems", None) or ([e] if isinstance(e, Diagnostic) else [])
+    _last_error = {
+        "message": str(e),
+        "type": type(e).__name__,
+        "diagnostics": [
+            {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+            for d in problems
+        ],
+    }
+
+
+def last_error() -> dict | None:
+    """The last ScellisError a command raised (message, diagnostics), then forgotten."""
+    global _last_error
+    out, _last_error = _last_error, None
+    return out
+
+
+async def _guarded(agen):
+    try:
+        async for item in agen:
+            yield item
+    except ScellisError as e:
+        _remember(e)
+        raise
+
+
+async def _guarded_call(coro):
+    try:
+        return await coro
+    except ScellisError as e:
+        _remember(e)
+        raise
+
+
+def commands() -> list[str]:
+    return sorted(_COMMANDS)
+
+
+def dispatch(cmd: str, args_json: str = "{}"):
+    fn = _COMMANDS.get(cmd)
+    if fn is None:
+        e = ScellisError(f"unknown command {cmd!r}; known: {', '.join(commands())}")
+        _remember(e)
+        raise e
+    kwargs = json.loads(args_json)
+    try:
+        inspect.signature(fn).bind(**kwargs)
+    except TypeError as e:  # wrong keywords from the page: a bug there, said plainly
+        err = ScellisError(f"{cmd}: {e}")
+        _remember(err)
+        raise err from None
+    try:
+        out = fn(**kwargs)
+    except ScellisError as e:
+        _remember(e)
+        raise
+    if hasattr(out, "__anext__"):
+        return _guarded(out)
+    return _guarded_call(out) if inspect.iscoroutine(out) else out
+
+
+def hello() -> dict:
+    """What the page shows once the engine is up: version, device, adapter."""
+    dev = get_device("webgpu")
+    info = getattr(dev, "info", None)
+    return {
+        "version": __version__,
+        "device": f"webgpu ({info.name or info.vendor or 'adapter'})" if info else dev.name,
+        "adapter": {
+            "name": info.name,
+            "vendor": info.vendor,
+            "backend": info.backend,
+            "features": info.features,
+        }
+        if info
+        else None,
+        "commands": commands(),
+    }

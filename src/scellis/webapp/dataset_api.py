@@ -1,0 +1,220 @@
+"""The data panel's worker entry points (webapp layer): a dropped file to a hashed dataset.
+
+``load_table`` / ``load_text`` describe a file the user picked (columns, which ones are
+numeric or datetime, a preview and a plot series) without touching the record.
+``dataset_from`` saves the file under ``folder`` (the worker's file system in a tab),
+points the record's ``data`` section at it and writes its version, ``sha256``: the
+digest ``scellis.data`` computes natively for the same file and options (the very same
+functions, so a run in the tab and ``scellis train`` agree on the dataset's identity).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+
+from ..base.errors import ScellisError
+from ..data.csvsource import dataset_digest, load_csv
+from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
+from ..data.table import MISSING, parse_time, read_table
+from ..data.text import read_text, text_dataset
+from ..sml import Document, parse
+
+PREVIEW_ROWS = 8
+PLOT_POINTS = 2000
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _rows(text: str, delimiter: str = ",") -> tuple[list[str], list[list[str]]]:
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if r]
+    except csv.Error as e:
+        raise ScellisError(f"bad CSV: {e}") from None
+    if not rows:
+        raise ScellisError("the file is empty; expected a header row")
+    return [h.strip() for h in rows[0]], rows[1:]
+
+
+def _is_number(cell: str) -> bool:
+    if cell.strip().lower() in MISSING:
+        return True
+    try:
+        return math.isfinite(float(cell))
+    except ValueError:
+        return False
+
+
+def _time_format(cells: list[str]) -> str | None:
+    """``iso`` or ``year`` when every cell of a column reads as that kind of time."""
+    for fmt in ("iso", "year"):
+        try:
+            times = [parse_time(c, fmt) for c in cells]
+        except (ValueError, OverflowError):
+            continue
+        if times and all(a < b for a, b in zip(times, times[1:])):
+            return fmt
+    return None
+
+
+def _thin(n: int) -> list[int]:
+    """At most PLOT_POINTS row indices spread evenly over ``n`` rows (a preview, not data)."""
+    step = max(1, math.ceil(n / PLOT_POINTS))
+    return list(range(0, n, step))
+
+
+def load_table(name: str, text: str, column: str | None = None) -> dict:
+    """A CSV's ``{kind, name, columns, numeric, datetime, rows, preview, last, series}``.
+
+    ``numeric`` lists the columns whose every cell is a number or missing; ``datetime``
+    maps each column that reads as increasing times to its format. ``series`` is the
+    plot of ``column`` (the first numeric column by default): ``{column, x, y}``.
+    """
+    header, body = _rows(text)
+    cols = {h: [r[i] if i < len(r) else "" for r in body] for i, h in enumerate(header)}
+    numeric = [h for h, cells in cols.items() if cells and all(map(_is_number, cells))]
+    times = {h: f for h, cells in cols.items() if (f := _time_format(cells))}
+    value = column if column is not None else next((h for h in numeric if h not in times), None)
+    if value is None and numeric:
+        value = numeric[0]
+    series = None
+    if value is not None:
+        if value not in numeric:
+            raise ScellisError(f"column {value!r} is not numeric (numeric: {', '.join(numeric)})")
+        idx = _thin(len(body))
+        ys = [cols[value][i] for i in idx]
+        series = {
+            "column": value,
+            "x": idx,
+            "y": [None if c.strip().lower() in MISSING else float(c) for c in ys],
+        }
+    return {
+        "kind": "csv",
+        "name": name,
+        "columns": header,
+        "numeric": numeric,
+        "datetime": times,
+        "rows": len(body),
+        "preview": [r[: len(header)] for r in body[:PREVIEW_ROWS]],
+        "last": body[-1][: len(header)] if body else [],
+        "series": series,
+    }
+
+
+def load_text(name: str, text: str) -> dict:
+    """A text file's ``{kind, name, chars, vocab, preview}`` (a char-level corpus)."""
+    return {
+        "kind": "text",
+        "name": name,
+        "chars": len(text),
+        "vocab": len(set(text)),
+        "preview": text[:400],
+    }
+
+
+def _save(folder: str, name: str, text: str) -> Path:
+    safe = _SAFE.sub("_", Path(name).name).lstrip(".") or "data"
+    path = Path(folder) / safe
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _csv_digest(data: dict, path: Path) -> tuple[str, dict]:
+    cfg = csv_config({k: v for k, v in data.items() if k != "sha256"}, path)
+    names = list(dict.fromkeys([*cfg.features, cfg.target]))
+    table = read_table(path, names, cfg.datetime, cfg.datetime_format, cfg.delimiter)
+    info = {"rows": len(table)}
+    try:
+        ds = load_csv(cfg)
+        info.update(train_windows=len(ds.x_train), val_windows=len(ds.x_val))
+    except ScellisError as e:  # the file is fine; the windowing options do not fit it
+        info["warning"] = str(e)
+    return dataset_digest(cfg, table), info
+
+
+def _text_digest(data: dict, text: str) -> tuple[str, dict]:
+    if "max_chars" in data:
+        text = text[: int(data["max_chars"])]
+    ds = text_dataset(
+        text, int(data.get("context", 64)), data.get("stride"), data.get("val_fraction", 0.1)
+    )
+    return ds.digest, {"chars": len(text), "vocab": len(ds.vocab), "train_windows": len(ds.x_train)}
+
+
+def dataset_from(
+    record: str,
+    name: str,
+    text: str,
+    column: str | None = None,
+    datetime: str | None = None,
+    folder: str = "datasets",
+) -> dict:
+    """Save the file, point ``record``'s data section at it and write its sha256.
+
+    A CSV needs ``column`` (the series, both input and target) and may name a
+    ``datetime`` column; a file whose name does not end in ``.csv`` is text. Returns
+    ``{record, dataset: {name, source, format, hash, ...}}``; the record's other data
+    options (window, horizon, ...) are kept, and they are part of the version.
+    """
+    doc = parse(record, "model.sml")
+    data = doc.data.get("data") if isinstance(doc.data.get("data"), dict) else {}
+    fmt = "csv" if name.lower().endswith(".csv") else "text"
+    foreign = sorted(set(data) - (CSV_KEYS if fmt == "csv" else TEXT_KEYS))
+    if foreign:
+        other = "a text corpus" if fmt == "csv" else "a CSV series"
+        raise ScellisError(
+            f"this record's data section is for {other} ({', '.join(foreign)}); "
+            f"a {'CSV' if fmt == 'csv' else 'text'} file needs a record made for it"
+        )
+    path = _save(folder, name, text)
+    updates: dict = {"source": str(path), "format": fmt}
+    if fmt == "csv":
+        if "features" in data or "target" in data:
+            raise ScellisError(
+                "data names features and target; set the column in the code view instead"
+            )
+        if not column:
+            raise ScellisError("choose the value column of the CSV")
+        if not datetime and "datetime" in data:
+            raise ScellisError("the record's data names a datetime column; choose one")
+        updates["column"] = column
+        if datetime:
+            fmts = load_table(name, text)["datetime"]
+            if datetime not in fmts:
+                raise ScellisError(f"column {datetime!r} does not read as increasing times")
+            updates.update(datetime=datetime, datetime_format=fmts[datetime])
+        digest, info = _csv_digest({**data, **updates}, path)
+    else:
+        digest, info = _text_digest({**data, **updates}, text)
+    updates["sha256"] = digest
+    if "data" not in doc.data:
+        doc.set(("data",), updates)
+    else:
+        for k, v in updates.items():
+            doc.set(("data", k), v)
+    ds = {"name": name, "source": str(path), "format": fmt, "hash": digest, **info}
+    return {"record": doc.text, "dataset": ds}
+
+
+def rehash(doc: Document) -> None:
+    """After an edit of the data options: re-pin ``sha256`` (they are part of the version).
+
+    Only a record that pins a version and whose file is readable is touched; any other
+    problem is left to validation and to the run, which report it.
+    """
+    data = doc.data.get("data")
+    if not isinstance(data, dict) or "sha256" not in data:
+        return
+    try:
+        path = source_path(data.get("source"))
+        if (data.get("format") or ("csv" if path.suffix.lower() == ".csv" else "text")) == "csv":
+            digest = _csv_digest(data, path)[0]
+        else:
+            digest = _text_digest(data, read_text(path))[0]
+    except ScellisError:
+        return
+    if digest != data["sha256"]:
+        doc.set(("data", "sha256"), digest)

@@ -1,0 +1,192 @@
+"""The run panel's entry points (webapp layer): train a record in the tab, pause, stop.
+
+``train`` is an async generator of event dicts: ``fit``'s own events (start, log,
+eval, epoch, end...) plus ``plan`` (the memory verdict, before the first step),
+``progress`` (total steps, for the bar and the ETA) and ``sample`` (forecast vs
+actual, or generated text). ``control`` is called by the worker as soon as a message
+arrives; the loop reads it at every event, so pause and stop act at the next log point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from ..autograd import no_grad
+from ..base.errors import ScellisError
+from ..data.text import TextDataset
+from ..devices.base import get_device
+from ..runtime.creation import tensor
+from ..train import fit
+from .pipeline import build_pipeline, check_record
+
+# what the page asked for; reset when a run starts
+_control = {"paused": False, "stop": False}
+
+
+def control(message) -> dict:
+    """Apply a control message (a dict or its JSON): {"pause": bool} or {"stop": true}."""
+    msg = json.loads(message) if isinstance(message, str) else dict(message)
+    if "pause" in msg:
+        _control["paused"] = bool(msg["pause"])
+    if msg.get("stop"):
+        _control["stop"] = True
+    return dict(_control)
+
+
+def plan(record_text: str, device: str = "webgpu") -> dict:
+    """The memory verdict for ``record_text`` on ``device`` before any step runs.
+
+    No schedule-level planner exists in this build, so this is an estimate from the
+    parameter count (weights, gradients and two optimizer moments in f32) against the
+    device's largest buffer; it says so in ``source``.
+    """
+    record = check_record(record_text)
+    pipe = build_pipeline(record, device, epochs=0)
+    return _plan_of(pipe)
+
+
+def _plan_of(pipe) -> dict:
+    params = sum(p.numel for p in pipe.model.parameters())
+    need = params * 4 * 4
+    limits = getattr(pipe.device, "limits", {}) or {}
+    cap = int(limits.get("max_buffer_size", 0)) or None
+    verdict = "green" if cap is None or need < cap // 4 else "yellow" if need < cap else "red"
+    remedies = [] if verdict == "green" else ["lower batch_size", "use precision: mixed_f16"]
+    return {
+        "kind": "plan",
+        "verdict": verdict,
+        "parameters": params,
+        "estimate_bytes": need,
+        "limit_bytes": cap,
+        "remediations": remedies,
+        "source": "estimate (parameters x 4 f32 copies); no memory planner in this build",
+    }
+
+
+async def check_kernel(code: str, device: str = "webgpu") -> dict:
+    """Compile one WGSL compute shader (entry ``main``) on ``device`` and wait for the
+    verdict: {"ok": true} or DeviceError with the compiler's message and the source.
+    For authors of custom kernels; the browser reports shader errors asynchronously,
+    so this waits on a readback, where they surface."""
+    backend = get_device(device)
+    gpu = getattr(backend, "gpu", None)
+    if gpu is None:
+        raise ScellisError(f"device {device!r} runs no WGSL")
+    gpu.create_pipeline(code)
+    probe = gpu.create_buffer(4, data=b"\x01\x02\x03\x04")
+    try:
+        await gpu.read_buffer(probe, 0, 4)
+    finally:
+        gpu.destroy_buffer(probe)
+    return {"ok": True}
+
+
+async def _wait_while_paused() -> None:
+    while _control["paused"] and not _control["stop"]:
+        await asyncio.sleep(0.05)
+
+
+async def _series_sample(pipe, n: int = 48) -> dict:
+    ds = pipe.dataset
+    x = ds.x_val[:n]
+    with no_grad():
+        pipe.model.eval()
+        pred = pipe.model(tensor(x, device=pipe.device))
+        pipe.model.train()
+    values = await pred.read()
+    flat = values if not values or not isinstance(values[0], list) else [r[0] for r in values]
+    actual = [row[0] if isinstance(row, list) else row for row in ds.y_val[:n]]
+    return {
+        "kind": "sample",
+        "type": "forecast",
+        "predicted": [ds.denormalise(v) for v in flat],
+        "actual": [ds.denormalise(v) for v in actual],
+        "starts": ds.val_starts[:n],
+    }
+
+
+async def _text_sample(pipe, chars: int = 40) -> dict:
+    ds: TextDataset = pipe.dataset
+    window = list(ds.x_val[0])
+    out = []
+    with no_grad():
+        pipe.model.eval()
+        for _ in range(chars):
+            logits = pipe.model(tensor([window], device=pipe.device, dtype="i32"))
+            last = logits[0, len(window) - 1]
+            nxt = int(await last.argmax().read())  # greedy: the most likely next character
+            out.append(nxt)
+            window = window[1:] + [nxt]
+        pipe.model.train()
+    return {
+        "kind": "sample",
+        "type": "text",
+        "prompt": ds.vocab.decode(ds.x_val[0]),
+        "generated": ds.vocab.decode(out),
+    }
+
+
+async def _sample(pipe) -> dict:
+    if isinstance(pipe.dataset, TextDataset):
+        return await _text_sample(pipe)
+    return await _series_sample(pipe)
+
+
+async def train(
+    record_text: str,
+    device: str = "webgpu",
+    max_steps: int | None = None,
+    epochs: int | None = None,
+    log_every: int = 5,
+    tier: str | None = None,
+    samples: bool = True,
+    text_samples: bool = False,
+    validate: bool = True,
+    drop_last: bool = False,
+):
+    """Train ``record_text`` in this process, yielding events. ``tier`` overrides the
+    record's determinism tier; ``text_samples`` also generates text at every
+    evaluation (otherwise once, at the end: generation costs one forward per char).
+    ``validate`` off skips evaluation; ``drop_last`` drops short last batches (on a
+    software GPU each new batch shape costs a round of shader compiles)."""
+    _control.update(paused=False, stop=False)
+    record = check_record(record_text)
+    if tier is not None:
+        record = {**record, "determinism_tier": tier}
+    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
+    verdict = _plan_of(pipe)
+    yield verdict
+    if verdict["verdict"] == "red":
+        raise ScellisError(
+            "the memory plan is red: this run does not fit the device ("
+            + ", ".join(verdict["remediations"])
+            + ")"
+        )
+    total = pipe.epochs * len(pipe.train)
+    if max_steps is not None:
+        total = min(total, int(max_steps))
+    yield {"kind": "progress", "total_steps": total, "epochs": pipe.epochs}
+    is_text = isinstance(pipe.dataset, TextDataset)
+    gen = fit(
+        pipe.model,
+        pipe.loss,
+        pipe.optimizer,
+        pipe.train,
+        max_steps=max_steps,
+        log_every=log_every,
+        **pipe.fit_kwargs(validate),
+    )
+    try:
+        async for ev in gen:
+            if ev["kind"] == "end" and samples:
+                yield await _sample(pipe)
+            yield ev
+            if ev["kind"] == "eval" and samples and (text_samples or not is_text):
+                yield await _sample(pipe)
+            await _wait_while_paused()
+            if _control["stop"]:
+                yield {"kind": "stopped", "step": ev.get("step")}
+                break
+    finally:
+        await gen.aclose()

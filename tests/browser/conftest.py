@@ -1,0 +1,162 @@
+"""Browser test harness: the site built once, served on a free port, driven in Chromium.
+
+Debian's Chromium (``/usr/bin/chromium``) runs headless with WebGPU on SwiftShader;
+Playwright for Python drives it through ``launch_persistent_context`` with a fresh
+profile per context. ``site_url`` builds the site into a session tmp dir (the real
+``scellis site build``) and serves it with ``scellis serve``'s server. ``engine_page``
+is one page whose engine has started (Pyodide boot is the slow part, so tests share
+it); ``open_context`` makes further contexts (offline, close-and-reopen). Screenshots
+go to ``tests/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--enable-unsafe-webgpu",
+    "--use-webgpu-adapter=swiftshader",
+    "--no-sandbox",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+BOOT_MS = 180_000  # Pyodide + wheels + WebGPU on a loaded 2-core machine
+
+
+def _playwright():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (scripts/setup.sh installs it)")
+    return sync_playwright
+
+
+@pytest.fixture(scope="session")
+def site_dir(tmp_path_factory):
+    from scellis.cli.site_build import build_site
+
+    out = tmp_path_factory.mktemp("site") / "site"
+    build_site(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def site_url(site_dir):
+    from scellis.cli.serve import serve_in_thread
+
+    server = serve_in_thread(site_dir)
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def playwright_driver():
+    sync_playwright = _playwright()
+    with sync_playwright() as p:
+        yield p
+
+
+class Contexts:
+    """Persistent Chromium contexts, each on a fresh profile folder unless one is given."""
+
+    def __init__(self, p):
+        self.p, self.open, self.dirs = p, [], []
+
+    def new(self, profile: str | None = None, args: list[str] | None = None):
+        if profile is None:
+            profile = tempfile.mkdtemp(prefix="scellis-chromium-")
+            self.dirs.append(profile)
+        ctx = self.p.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=ARGS if args is None else args,
+        )
+        self.open.append(ctx)
+        return ctx, profile
+
+    def close_all(self):
+        for ctx in self.open:
+            try:
+                ctx.close()
+            except Exception:  # already closed by the test
+                pass
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def contexts(playwright_driver):
+    c = Contexts(playwright_driver)
+    yield c
+    c.close_all()
+
+
+def watch(page, log: list):
+    page.on("console", lambda m: log.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: log.append(f"pageerror: {e}"))
+
+
+def wait_engine(page, log=None):
+    """Wait for the worker's ready (or failed) mark; fail with the page's console."""
+    try:
+        page.wait_for_function("document.body.dataset.engine", timeout=BOOT_MS)
+    except Exception:
+        pytest.fail("the engine did not start:\n" + "\n".join((log or [])[-30:]))
+    state = page.evaluate("document.body.dataset.engine")
+    if state != "ready":
+        banner = page.inner_text("#banner")
+        pytest.fail(f"the engine failed to start: {banner}\n" + "\n".join((log or [])[-30:]))
+
+
+@pytest.fixture(scope="session")
+def engine_page(contexts, site_url):
+    ctx, _ = contexts.new()
+    page = ctx.new_page()
+    log: list[str] = []
+    watch(page, log)
+    page.goto(site_url)
+    wait_engine(page, log)
+    page.console_log = log
+    return page
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True, timeout=60_000)
+    return path
+
+
+def start_training(page, options: dict, example: str | None = None) -> None:
+    """Pick ``example`` in the run panel and start ``train`` with ``options`` (no wait)."""
+    import json
+
+    if example is not None:
+        page.select_option("#run-example", example)
+        page.wait_for_function(f"window.scellisApp.recordName === {json.dumps(example)}")
+    page.evaluate(
+        "(opts) => { window._run = null; window.scellisApp.run.train(opts).then("
+        "r => { window._run = {ok: r}; }, e => { window._run = {err: e.message}; }); }",
+        options,
+    )
+
+
+def finish_training(page, timeout_ms: int) -> dict:
+    page.wait_for_function("window._run !== null", timeout=timeout_ms, polling=1000)
+    out = page.evaluate("window._run")
+    if "err" in out:
+        pytest.fail(f"training failed in the tab: {out['err']}")
+    return out["ok"]

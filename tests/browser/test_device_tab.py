@@ -1,0 +1,54 @@
+"""The browser GPU adapter's error paths, in headless Chromium.
+
+A WGSL shader that does not compile becomes a DeviceError in Python (through an error
+scope, which the browser resolves asynchronously) carrying the compiler's message and
+the source; a valid one compiles. A browser with no WebGPU adapter gets a page-level
+message naming what is missing, before Pyodide even loads.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import ARGS, screenshot, watch
+
+pytestmark = pytest.mark.browser
+
+GOOD = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1) fn main() { out[0] = 7u; }
+"""
+BAD = "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }"
+
+CALL = """async ([cmd, args]) => {
+  try { return {ok: await window.scellisClient.call(cmd, args)}; }
+  catch (e) { return {err: e.message, type: e.type}; }
+}"""
+
+
+def test_wgsl_errors_become_device_errors(engine_page):
+    ok = engine_page.evaluate(CALL, ["check_kernel", {"code": GOOD}])
+    assert ok == {"ok": {"ok": True}}
+    bad = engine_page.evaluate(CALL, ["check_kernel", {"code": BAD}])
+    assert bad.get("type") == "DeviceError", bad
+    assert "WGSL pipeline failed to compile" in bad["err"]
+    assert BAD in bad["err"]  # the source travels with the message
+    # the device stays usable after a rejected shader
+    assert engine_page.evaluate(CALL, ["check_kernel", {"code": GOOD}]) == {"ok": {"ok": True}}
+
+
+def test_no_webgpu_adapter_is_said_on_the_page(contexts, site_url):
+    # the same Chromium without --enable-unsafe-webgpu: navigator.gpu exists, no adapter
+    plain = [a for a in ARGS if "webgpu" not in a]
+    ctx, _ = contexts.new(args=plain)
+    page = ctx.new_page()
+    log: list[str] = []
+    watch(page, log)
+    page.goto(site_url)
+    page.wait_for_function("document.body.dataset.engine", timeout=60_000)
+    assert page.evaluate("document.body.dataset.engine") == "failed"
+    banner = page.inner_text("#banner")
+    assert "found no GPU adapter" in banner and "WebGPU" in banner, banner
+    assert page.is_disabled("#run-train")
+    screenshot(page, "no_webgpu_adapter")
+    ctx.close()

@@ -1,0 +1,104 @@
+"""The plan is honest: planned peak >= the allocator's measured peak, and within +10%.
+
+Measured over two real train-loop steps (the guard, clipping and the optimizer
+included) at three sizes of each example: on the webgpu backend (lavapipe; its pool's
+size classes) and on the reference device (NumPy's exact sizes), each fresh per run
+so its peak counts that run only.
+"""
+
+from __future__ import annotations
+
+import pytest
+from planutil import MIXED, SIZES, measured_loop_peak
+
+from scellis.cli.planning import loop_update, loop_update_for
+from scellis.devices.reference.backend import ReferenceBackend
+from scellis.devices.webgpu import WebGPUBackend
+from scellis.ir.limits import of_backend, resolve
+from scellis.ir.plan import make_plan
+from scellis.ir.trace import trace
+
+
+def _check(name, record, plan, measured):
+    assert measured > 0
+    assert plan.peak >= measured, (name, plan.peak, measured)
+    assert plan.peak <= 1.10 * measured, (name, plan.peak, measured)
+
+
+# lavapipe is slow: the smallest and largest of each model, and the rematerialised one
+# (the reference below takes every size)
+ON_WEBGPU = [SIZES[i] for i in (0, 2, 3, 6)]
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("name,make", ON_WEBGPU, ids=[n for n, _ in ON_WEBGPU])
+def test_planned_peak_bounds_the_webgpu_allocator(name, make):
+    record = make()
+    dev = WebGPUBackend()
+    plan = make_plan(record, of_backend(dev), update=loop_update, remediate=False)
+    _check(name, record, plan, measured_loop_peak(record, dev))
+
+
+@pytest.mark.parametrize("name,make", SIZES, ids=[n for n, _ in SIZES])
+def test_planned_peak_bounds_the_reference_allocator(name, make):
+    record = make()
+    dev = ReferenceBackend()
+    plan = make_plan(record, resolve("reference"), update=loop_update, remediate=False)
+    _check(name, record, plan, measured_loop_peak(record, dev))
+
+
+@pytest.mark.parametrize("name,make", MIXED, ids=[n for n, _ in MIXED])
+def test_mixed_precision_plan_bounds_the_reference_allocator(name, make):
+    record = make()
+    update = loop_update_for(record)
+    assert update is not loop_update  # the loss scale's unscaling is traced too
+    plan = make_plan(record, resolve("reference"), update=update, remediate=False)
+    assert plan.classes["working_copies_f16"] > 0  # f16 casts of the f32 masters
+    _check(name, record, plan, measured_loop_peak(record, ReferenceBackend()))
+
+
+def test_the_guard_is_planned():
+    # the traced optimizer phase is the loop's: its guard copies the flat parameters and
+    # every state buffer before the step, which the plain update does not
+    record = SIZES[0][1]()
+
+    def optimizer_bytes(tr):
+        return sum(
+            e[2] * e[3].itemsize for e in tr.events if e[0] == "alloc" and e[4] == "optimizer"
+        )
+
+    guarded = trace(record, update=loop_update)
+    plain = trace(record)
+    state = sum(guarded.allocs()[s][0] * 4 for s in guarded.state)
+    params = sum(guarded.allocs()[s][0] * 4 for s in guarded.params)
+    assert optimizer_bytes(guarded) - optimizer_bytes(plain) >= params + state
+
+
+def test_the_plan_follows_the_records_checkpointing():
+    # the record asks for rematerialisation: the traced tape keeps less, the plan says so
+    plain, remat = SIZES[-2][1](), SIZES[-1][1]()
+    a = make_plan(plain, resolve("reference"), update=loop_update, remediate=False)
+    b = make_plan(remat, resolve("reference"), update=loop_update, remediate=False)
+    assert b.class_peaks["activations"] < a.class_peaks["activations"]
+
+
+@pytest.mark.webgpu
+def test_mixed_precision_plan_bounds_the_webgpu_allocator():
+    name, make = MIXED[1]
+    record = make()
+    dev = WebGPUBackend()
+    if not dev.info.has_f16:
+        pytest.skip("this adapter has no shader-f16")
+    plan = make_plan(record, of_backend(dev), update=loop_update_for(record), remediate=False)
+    _check(name, record, plan, measured_loop_peak(record, dev))
+
+
+@pytest.mark.webgpu
+def test_a_kernel_the_device_refuses_makes_the_plan_red():
+    # the fused LSTM kernel is f32-only on WebGPU: the plan says so before anything runs,
+    # with the error the eager run would stop on
+    record = MIXED[0][1]()
+    dev = WebGPUBackend()
+    plan = make_plan(record, of_backend(dev), update=loop_update_for(record), remediate=False)
+    assert plan.verdict == "red"
+    assert any("lstm_seq" in p and "f32 on WebGPU" in p for p in plan.problems)

@@ -1,0 +1,87 @@
+"""A one-scalar edit applied in place (no re-read) leaves the Document exactly as a fresh
+parse of the new text would: same values, same node and key positions, same errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ruamel.yaml.nodes import ScalarNode
+
+from scellis.base.errors import Diagnostic
+from scellis.sml import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = ("lstm_forecaster.sml", "char_transformer.sml")
+TEXTS = [(ROOT / "examples" / n).read_text() for n in NAMES]
+
+
+def positions(doc) -> dict:
+    def at(n):
+        s, e = n.start_mark, n.end_mark
+        return (s.index, s.line, s.column, e.index, e.line, e.column, n.tag, n.value)
+
+    out = {("v",) + p: at(n) for p, n in doc._nodes.items() if isinstance(n, ScalarNode)}
+    out.update({("k",) + p: at(n) for p, n in doc._keys.items()})
+    out.update({("c",) + p: at(n)[:6] for p, n in doc._nodes.items()})
+    return out
+
+
+def scalar_paths(doc) -> list:
+    return sorted((p for p, n in doc._nodes.items() if isinstance(n, ScalarNode) and p), key=str)
+
+
+values = st.one_of(
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=True, width=64),
+    st.booleans(),
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12),
+    st.sampled_from(["lstm", "a b", "yes", "null", "#x", "x: y", "-", "[1]", "{a}", "é"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([0, 1]), st.integers(0, 10_000), values)
+def test_in_place_edit_equals_a_fresh_parse(which, pick, value):
+    doc = parse(TEXTS[which])
+    paths = scalar_paths(doc)
+    path = paths[pick % len(paths)]
+    doc.set(path, value)
+    fresh = parse(doc.text)
+    assert doc.data == fresh.data
+    assert positions(doc) == positions(fresh)
+    # a second edit after the first, elsewhere, still agrees
+    other = paths[(pick * 7 + 3) % len(paths)]
+    doc.set(other, 12345)
+    again = parse(doc.text)
+    assert doc.data == again.data and positions(doc) == positions(again)
+
+
+def test_in_place_edit_keeps_every_other_byte():
+    text = TEXTS[0]
+    doc = parse(text)
+    doc.set(("blocks", "lstm", "hidden_size"), 640)
+    assert doc.text == text.replace("hidden_size: 32", "hidden_size: 640")
+    doc.set(("optimizer", "lr"), 0.5)
+    assert "optimizer: { block_id: training/optimizer/adam, lr: 0.5 }" in doc.text
+    assert doc.where(("loss", "block_id")) == parse(doc.text).where(("loss", "block_id"))
+
+
+def test_a_value_the_guards_refuse_is_reported_like_a_fresh_parse():
+    doc = parse(TEXTS[0])
+    with pytest.raises(Diagnostic) as e1:
+        doc.set(("blocks", "lstm", "hidden_size"), "x" * 20_000)
+    with pytest.raises(Diagnostic) as e2:
+        parse(TEXTS[0].replace("hidden_size: 32", "hidden_size: " + "x" * 20_000))
+    assert str(e1.value) == str(e2.value)
+    assert doc.text == TEXTS[0] and parse(doc.text).data == doc.data
+
+
+def test_a_line_made_too_long_by_the_edit_is_refused():
+    doc = parse(TEXTS[0])
+    value = "y" * 9_995  # short enough alone, too long with its key on the line
+    with pytest.raises(Diagnostic, match="line is"):
+        doc.set(("blocks", "lstm", "hidden_size"), value)
+    assert doc.text == TEXTS[0]

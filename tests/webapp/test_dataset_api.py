@@ -1,0 +1,133 @@
+"""The data panel's worker API: a CSV or text file to a record pinned by its sha256."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from scellis.base.errors import ScellisError
+from scellis.data import load_data
+from scellis.sml import parse
+from scellis.webapp import dataset_api, model_api
+from scellis.webapp.pipeline import build_pipeline, check_record
+
+ROOT = Path(__file__).resolve().parents[2]
+LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
+
+
+def make_csv(rng: random.Random, n: int = 120, spell=repr) -> tuple[str, list[float]]:
+    vals = [round(rng.gauss(50, 20), 3) for _ in range(n)]
+    rows = ["date,level,label"] + [
+        f"{1800 + i}-01-01,{spell(v)},x{rng.randint(0, 9)}" for i, v in enumerate(vals)
+    ]
+    return "\n".join(rows) + "\n", vals
+
+
+def test_load_table_columns_kinds_and_series():
+    text, vals = make_csv(random.Random(1))
+    r = dataset_api.load_table("levels.csv", text)
+    assert json.loads(json.dumps(r)) == r
+    assert r["columns"] == ["date", "level", "label"] and r["rows"] == len(vals)
+    assert r["numeric"] == ["level"] and r["datetime"] == {"date": "iso"}
+    assert r["series"]["column"] == "level" and r["series"]["y"] == vals
+    oracle = list(csv.reader(io.StringIO(text)))[1:9]
+    assert r["preview"] == oracle
+    with pytest.raises(ScellisError, match="not numeric"):
+        dataset_api.load_table("levels.csv", text, column="label")
+
+
+def test_dataset_from_pins_the_native_digest(tmp_path):
+    text, vals = make_csv(random.Random(2))
+    out = model_api.dataset_from(LSTM, "my levels.csv", text, column="level",
+                                 datetime="date", folder=str(tmp_path))  # fmt: skip
+    rec = out["record"]
+    data = parse(rec).data["data"]
+    assert data["column"] == "level" and data["datetime"] == "date"
+    assert Path(data["source"]).read_text() == text and Path(data["source"]).name == "my_levels.csv"
+    ds = load_data(data)  # the native connector re-reads the file and checks the pin
+    assert ds.digest == data["sha256"] == out["dataset"]["hash"]
+    assert ds.rows == len(vals) and out["dataset"]["train_windows"] == len(ds.x_train)
+    # the record still validates, and the comments of the data section survive
+    assert model_api.project(rec)["ok"], model_api.project(rec)["diagnostics"]
+    assert "# input length in years" in rec and "# fitted on the training split only" in rec
+
+
+def test_digest_depends_on_content_not_spelling(tmp_path):
+    a, _ = make_csv(random.Random(5), spell=repr)
+    b, _ = make_csv(random.Random(5), spell=lambda v: f"{v:.6f}")  # same numbers, new text
+    assert a != b
+    ha = dataset_api.dataset_from(LSTM, "a.csv", a, "level", folder=str(tmp_path))
+    hb = dataset_api.dataset_from(LSTM, "b.csv", b, "level", folder=str(tmp_path))
+    assert ha["dataset"]["hash"] == hb["dataset"]["hash"]
+    c = a.replace(a.splitlines()[5].split(",")[1], "1234.5", 1)
+    hc = dataset_api.dataset_from(LSTM, "c.csv", c, "level", folder=str(tmp_path))
+    assert hc["dataset"]["hash"] != ha["dataset"]["hash"]
+
+
+def test_changed_file_is_refused_and_option_edit_rehashes(tmp_path):
+    text, _ = make_csv(random.Random(9))
+    rec = dataset_api.dataset_from(LSTM, "s.csv", text, "level", folder=str(tmp_path))["record"]
+    src = Path(parse(rec).data["data"]["source"])
+    r = model_api.edit(rec, {"kind": "set_field", "block": "data", "field": "window", "value": 8})
+    new = parse(r["text"]).data["data"]
+    assert new["sha256"] != parse(rec).data["data"]["sha256"]
+    assert load_data(new).digest == new["sha256"]
+    src.write_text(text.replace(text.splitlines()[3].split(",")[1], "7.0", 1))
+    with pytest.raises(ScellisError, match="data.sha256"):
+        load_data(new)
+
+
+def test_text_file(tmp_path):
+    rng = random.Random(4)
+    text = "".join(rng.choice("abcde fgh\n") for _ in range(3000))
+    info = dataset_api.load_text("story.txt", text)
+    assert info["chars"] == 3000 and info["vocab"] == len(set(text))
+    char = (ROOT / "examples" / "char_transformer.sml").read_text()
+    out = dataset_api.dataset_from(char, "story.txt", text, folder=str(tmp_path))
+    data = parse(out["record"]).data["data"]
+    assert data["format"] == "text"
+    ds = load_data(data)
+    assert ds.digest == data["sha256"]
+    # the documented canonical form, computed here independently
+    head = {"context": 32, "format": "scellis.text/1", "stride": 16, "val_fraction": 0.1}
+    h = hashlib.sha256(json.dumps(head, separators=(",", ":")).encode() + b"\n" + text.encode())
+    assert h.hexdigest() == data["sha256"]
+
+
+def test_bad_files_are_clear_errors(tmp_path):
+    with pytest.raises(ScellisError, match="empty"):
+        dataset_api.load_table("e.csv", "")
+    text, _ = make_csv(random.Random(3))
+    with pytest.raises(ScellisError, match="choose the value column"):
+        dataset_api.dataset_from(LSTM, "a.csv", text, folder=str(tmp_path))
+    with pytest.raises(ScellisError, match="increasing times"):
+        dataset_api.dataset_from(LSTM, "a.csv", text, "level", "label", folder=str(tmp_path))
+
+
+def test_a_file_of_the_other_kind_is_refused(tmp_path):
+    char = (ROOT / "examples" / "char_transformer.sml").read_text()
+    text, _ = make_csv(random.Random(8))
+    with pytest.raises(ScellisError, match="is for a text corpus .*context"):
+        dataset_api.dataset_from(char, "s.csv", text, "level", folder=str(tmp_path))
+    with pytest.raises(ScellisError, match="is for a CSV series .*column"):
+        dataset_api.dataset_from(LSTM, "notes.txt", "abc " * 500, folder=str(tmp_path))
+    assert not list(tmp_path.iterdir())  # nothing saved for a refused file
+
+
+def test_the_run_trains_on_the_pinned_file(tmp_path, monkeypatch):
+    # the run reads the record's data relative to the worker's folder, as in the tab
+    monkeypatch.chdir(tmp_path)
+    text, vals = make_csv(random.Random(12), n=120)
+    rec = dataset_api.dataset_from(LSTM, "levels.csv", text, "level", "date")["record"]
+    record = check_record(rec)
+    pipe = build_pipeline(record, "reference", epochs=1)
+    assert pipe.dataset.digest == record["data"]["sha256"] and pipe.dataset.rows == len(vals)
+    # the same windows the native connector cuts from the values (window 20, horizon 1)
+    cut = round(len(vals) * 0.8)
+    assert len(pipe.dataset.x_train) == cut - 20 and len(pipe.dataset.x_val) == len(vals) - cut - 20

@@ -1,0 +1,151 @@
+// The data panel: load a CSV or text file (picker or drag-and-drop), choose the value
+// column and an optional datetime column, preview the table and plot the series, then
+// pin it in the record: the worker saves the file, computes its sha256 with the same
+// code as native scellis.data, and writes source + sha256 into the record's data section.
+import { drawSeries } from "./plot.js";
+import { injectStyles } from "../model_view/styles.js";
+
+const TEMPLATE = `
+  <h2>Data</h2>
+  <div class="dp">
+    <div class="dp-drop" tabindex="0">
+      Drop a CSV or text file here, or <label>choose a file<input type="file" class="dp-file" accept=".csv,.txt,.tsv,text/csv,text/plain" hidden></label>
+      <div class="muted dp-current">The record's own data section is used.</div>
+    </div>
+    <div class="dp-error" role="alert"></div>
+    <div class="dp-loaded" hidden>
+      <div class="dp-meta"><b class="dp-name"></b><span class="dp-size muted"></span></div>
+      <div class="dp-cols dp-csv-only">
+        <label>value column <select class="dp-value" aria-label="value column"></select></label>
+        <label>datetime column <select class="dp-time" aria-label="datetime column"></select></label>
+      </div>
+      <div class="dp-csv-only"><svg class="dp-plot" role="img" aria-label="series preview"></svg></div>
+      <div class="dp-wrap dp-csv-only"><table class="dp-table"></table></div>
+      <div class="dp-text dp-text-only"></div>
+      <div class="dp-meta"><button class="primary dp-use">Use in record</button><span class="dp-pinned"></span></div>
+    </div>
+  </div>`;
+
+export function mount(el, client, app) {
+  injectStyles();
+  el.innerHTML = TEMPLATE;
+  const $ = (s) => el.querySelector(s);
+  const state = { file: null, info: null };
+  app.dataPanel = state;
+
+  const error = (msg) => { $(".dp-error").textContent = msg || ""; };
+
+  async function loadFile(name, text) {
+    error("");
+    state.file = { name, text };
+    const isCsv = /\.(csv|tsv)$/i.test(name);
+    try {
+      state.info = await client.call(isCsv ? "load_table" : "load_text", { name, text });
+    } catch (e) { error(e.message); $(".dp-loaded").hidden = true; return; }
+    showInfo();
+  }
+
+  function option(sel, value, label, selected) {
+    const o = document.createElement("option");
+    o.value = value; o.textContent = label; o.selected = selected;
+    sel.appendChild(o);
+  }
+
+  function showInfo() {
+    const info = state.info;
+    $(".dp-loaded").hidden = false;
+    $(".dp-name").textContent = info.name;
+    $(".dp-pinned").textContent = "";
+    const csv = info.kind === "csv";
+    for (const n of el.querySelectorAll(".dp-csv-only")) n.hidden = !csv;
+    for (const n of el.querySelectorAll(".dp-text-only")) n.hidden = csv;
+    if (!csv) {
+      $(".dp-size").textContent = `${info.chars.toLocaleString()} characters, ${info.vocab} distinct`;
+      $(".dp-text").textContent = info.preview;
+      return;
+    }
+    $(".dp-size").textContent = `${info.rows} rows × ${info.columns.length} columns`;
+    const vsel = $(".dp-value"), tsel = $(".dp-time");
+    vsel.innerHTML = ""; tsel.innerHTML = "";
+    const value = info.series ? info.series.column : null;
+    for (const c of info.numeric) option(vsel, c, c, c === value);
+    option(tsel, "", "(none: row order)", true);
+    for (const c of Object.keys(info.datetime)) option(tsel, c, `${c} (${info.datetime[c]})`, false);
+    const guess = Object.keys(info.datetime).find((c) => c !== value);
+    if (guess) tsel.value = guess;
+    drawTable();
+    plot();
+  }
+
+  function plot() {
+    const info = state.info;
+    if (!info || !info.series) return;
+    const t = info.columns.indexOf($(".dp-time").value);
+    const ends = t >= 0 && info.preview.length ? [info.preview[0][t], info.last[t]] : null;
+    drawSeries($(".dp-plot"), info.series, info.series.column, ends);
+  }
+
+  function drawTable() {
+    const info = state.info;
+    const t = $(".dp-table");
+    t.innerHTML = "";
+    const head = t.createTHead().insertRow();
+    info.columns.forEach((c) => {
+      const th = document.createElement("th");
+      th.textContent = c;
+      if (c === $(".dp-value").value) th.className = "dp-value";
+      if (c === $(".dp-time").value) th.className = "dp-time";
+      head.appendChild(th);
+    });
+    const body = t.createTBody();
+    for (const row of info.preview) {
+      const tr = body.insertRow();
+      for (const cell of row) tr.insertCell().textContent = cell;
+    }
+  }
+
+  $(".dp-value").addEventListener("change", async () => {
+    const column = $(".dp-value").value;
+    try {
+      state.info = await client.call("load_table", { name: state.file.name, text: state.file.text, column });
+      drawTable();
+      plot();
+    } catch (e) { error(e.message); }
+  });
+  $(".dp-time").addEventListener("change", () => { drawTable(); plot(); });
+
+  $(".dp-use").addEventListener("click", async () => {
+    error("");
+    const csv = state.info.kind === "csv";
+    const args = { record: app.record, name: state.file.name, text: state.file.text };
+    if (csv) {
+      args.column = $(".dp-value").value;
+      if ($(".dp-time").value) args.datetime = $(".dp-time").value;
+    }
+    let out;
+    try { out = await client.call("dataset_from", args); } catch (e) { error(e.message); return; }
+    app.dataset = out.dataset;
+    app.record = out.record;
+    app.emit("record", out.record);
+    app.emit("dataset", out.dataset);
+    const d = out.dataset;
+    const pinned = $(".dp-pinned");
+    pinned.innerHTML = "";
+    const h = document.createElement("span");
+    h.className = "dp-hash"; h.title = d.hash; h.textContent = `sha256 ${d.hash.slice(0, 12)}…`;
+    const extra = d.warning ? ` — ${d.warning}` : d.train_windows !== undefined ? ` — ${d.train_windows} training windows${d.val_windows !== undefined ? `, ${d.val_windows} validation` : ""}` : "";
+    pinned.append(h, document.createTextNode(extra));
+    $(".dp-current").textContent = `Pinned: ${d.name} (${d.format}, sha256 ${d.hash.slice(0, 12)}…)`;
+  });
+
+  const readFile = (f) => f.text().then((text) => loadFile(f.name, text));
+  $(".dp-file").addEventListener("change", (ev) => { if (ev.target.files[0]) readFile(ev.target.files[0]); });
+  const drop = $(".dp-drop");
+  for (const t of ["dragenter", "dragover"]) drop.addEventListener(t, (ev) => { ev.preventDefault(); drop.classList.add("over"); });
+  for (const t of ["dragleave", "drop"]) drop.addEventListener(t, () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (ev) => {
+    ev.preventDefault();
+    const f = ev.dataTransfer && ev.dataTransfer.files[0];
+    if (f) readFile(f);
+  });
+}

@@ -1,0 +1,39 @@
+// The page's entry point: start the worker, make the shared app state, mount the panels.
+import * as client from "./worker_client.js";
+import { createApp } from "./app_state.js";
+import * as runPanel from "./run/index.js";
+import * as modelView from "./model_view/index.js";
+import * as dataPanel from "./data/index.js";
+import { showBanner } from "./banner.js";
+import "./app.css";
+
+const app = createApp();
+window.scellisApp = app; // tests and the console read the state from here
+window.scellisClient = client;
+
+function registerServiceWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.register("sw.js").catch((e) => console.warn("service worker", e));
+}
+
+async function start() {
+  registerServiceWorker();
+  const status = document.getElementById("engine-status");
+  client.onStatus((text) => { status.textContent = text; });
+  modelView.mount(document.getElementById("model-view"), client, app);
+  dataPanel.mount(document.getElementById("data-panel"), client, app);
+  runPanel.mount(document.getElementById("run-panel"), client, app);
+  try {
+    const hello = await client.ready();
+    status.textContent = `engine ready: ${hello.device}`;
+    document.body.dataset.engine = "ready";
+    app.emit("engine", hello);
+  } catch (e) {
+    document.body.dataset.engine = "failed";
+    status.textContent = "engine failed to start";
+    showBanner("error", e.message || String(e), "engine");
+    app.emit("engine-failed", e);
+  }
+}
+
+start();

@@ -1,0 +1,60 @@
+// Live curves with uPlot: training loss and validation loss on one chart (log scale),
+// the learning rate on a second. Points arrive by step; validation points are sparse,
+// so both series share one step axis and gaps are bridged.
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+function chart(el, title, series, log) {
+  const opts = {
+    title,
+    width: Math.max(320, Math.min(el.clientWidth || 640, 900)),
+    height: 200,
+    scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
+    series: [{ label: "step" }, ...series.map((s) => ({ spanGaps: true, width: 2, ...s }))],
+    axes: [{}, { size: 60 }],
+  };
+  return new uPlot(opts, [[], ...series.map(() => [])], el);
+}
+
+export function createCurves(root) {
+  root.innerHTML = '<div class="curve" id="curve-loss"></div><div class="curve" id="curve-lr"></div>';
+  const lossEl = root.querySelector("#curve-loss");
+  const lrEl = root.querySelector("#curve-lr");
+  let steps, cols, lossPlot, lrPlot;
+  const names = ["loss", "val_loss", "lr"];
+
+  function reset() {
+    if (lossPlot) lossPlot.destroy();
+    if (lrPlot) lrPlot.destroy();
+    steps = [];
+    cols = { loss: [], val_loss: [], lr: [] };
+    lossPlot = chart(lossEl, "loss", [
+      { label: "train", stroke: "#2563eb" },
+      { label: "validation", stroke: "#dc2626", points: { show: true } },
+    ], true);
+    lrPlot = chart(lrEl, "learning rate", [{ label: "lr", stroke: "#059669" }], false);
+  }
+
+  function add(name, step, value) {
+    if (value == null || !isFinite(value)) return;
+    let i = steps.indexOf(step);
+    if (i < 0) {
+      i = steps.length;
+      steps.push(step);
+      for (const n of names) cols[n].push(null);
+    }
+    cols[name][i] = value;
+    lossPlot.setData([steps, cols.loss, cols.val_loss]);
+    lrPlot.setData([steps, cols.lr]);
+  }
+
+  // what is drawn, for tests and export: the plotted series as {steps, loss, val_loss, lr}
+  function data() {
+    return { steps: [...steps], loss: [...cols.loss], val_loss: [...cols.val_loss], lr: [...cols.lr] };
+  }
+
+  reset();
+  const api = { add, reset, data, plots: () => [lossPlot, lrPlot] };
+  root.curves = api;
+  return api;
+}

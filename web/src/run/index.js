@@ -1,0 +1,178 @@
+// The run panel: memory verdict, Train / Pause / Stop, progress, step/s and ETA, live
+// curves (train and validation loss, LR) and evaluation samples. Mounted by main.js.
+import { createCurves } from "./curves.js";
+import { renderSample } from "./samples.js";
+import { watchVisibility } from "./visibility.js";
+import { showBanner, clearBanner } from "../banner.js";
+
+const TEMPLATE = `
+  <h2>Run</h2>
+  <div class="run-controls">
+    <select id="run-example" aria-label="example record">
+      <option value="lstm_forecaster">LSTM forecaster (sunspots)</option>
+      <option value="char_transformer">char Transformer (Python help)</option>
+    </select>
+    <button id="run-train" disabled>Train</button>
+    <button id="run-pause" disabled>Pause</button>
+    <button id="run-stop" disabled>Stop</button>
+    <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
+    <button id="run-detach" title="open the run in its own window">Detach</button>
+  </div>
+  <div id="run-plan" class="plan plan-none">memory plan: not computed yet</div>
+  <div class="progress"><div id="run-progress-bar"></div></div>
+  <div id="run-stats" class="stats">
+    <span>step <b id="run-step">0</b>/<b id="run-total">?</b></span>
+    <span><b id="run-rate">–</b> step/s</span>
+    <span>ETA <b id="run-eta">–</b></span>
+    <span>loss <b id="run-loss">–</b></span>
+    <span>val <b id="run-val">–</b></span>
+    <span id="run-state" class="muted">idle</span>
+  </div>
+  <div id="run-curves"></div>
+  <div id="run-sample"></div>
+  <details id="run-log-box"><summary>run log</summary><ol id="run-log"></ol></details>
+`;
+
+function fmtTime(s) {
+  if (!isFinite(s)) return "–";
+  if (s < 60) return `${s.toFixed(0)}s`;
+  return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
+}
+
+export function mount(el, client, app) {
+  el.innerHTML = TEMPLATE;
+  const $ = (id) => el.querySelector(`#${id}`);
+  const curves = createCurves($("run-curves"));
+  const state = { running: false, paused: false, total: 0, t0: 0, step0: 0, marks: [], events: [] };
+  app.run = state; // tests read the live run from here
+
+  const log = (text) => {
+    const li = document.createElement("li");
+    li.textContent = `${new Date().toISOString().slice(11, 19)} ${text}`;
+    $("run-log").appendChild(li);
+    app.emit("run-log", text);
+  };
+  state.log = log;
+
+  async function loadExample(name) {
+    const r = await fetch(`examples/${name}.sml`);
+    app.record = await r.text();
+    app.recordName = name;
+    app.emit("record", app.record);
+  }
+  $("run-example").addEventListener("change", (e) => loadExample(e.target.value));
+  loadExample($("run-example").value);
+
+  function setRunning(on) {
+    state.running = on;
+    $("run-train").disabled = on;
+    $("run-pause").disabled = !on;
+    $("run-stop").disabled = !on;
+    $("run-state").textContent = on ? "training" : "idle";
+  }
+
+  function onEvent(ev) {
+    state.events.push(ev);
+    app.emit("run-event", ev);
+    switch (ev.kind) {
+      case "plan": {
+        const p = $("run-plan");
+        p.className = `plan plan-${ev.verdict}`;
+        const mb = (b) => (b == null ? "?" : `${(b / 2 ** 20).toFixed(1)} MiB`);
+        p.textContent = `memory plan: ${ev.verdict} — needs ~${mb(ev.estimate_bytes)} of ` +
+          `${mb(ev.limit_bytes)} (${ev.source})` +
+          (ev.remediations.length ? `; try: ${ev.remediations.join(", ")}` : "");
+        break;
+      }
+      case "progress":
+        state.total = ev.total_steps;
+        $("run-total").textContent = ev.total_steps;
+        break;
+      case "start":
+        state.t0 = performance.now();
+        state.step0 = ev.step;
+        state.marks = [];
+        log(`start on ${ev.device}, tier ${ev.tier.name}, ${ev.parameters} parameters`);
+        break;
+      case "log": {
+        // step/s over the last few log points: the first steps pay for shader compiles
+        const now = performance.now();
+        state.marks.push([ev.step, now]);
+        if (state.marks.length > 6) state.marks.shift();
+        const [s0, t0] = state.marks.length > 1 ? state.marks[0] : [state.step0, state.t0];
+        const rate = (ev.step - s0) / Math.max((now - t0) / 1000, 1e-9);
+        $("run-step").textContent = ev.step;
+        $("run-rate").textContent = rate.toFixed(2);
+        $("run-eta").textContent = fmtTime((state.total - ev.step) / rate);
+        if (ev.loss != null) $("run-loss").textContent = ev.loss.toFixed(4);
+        $("run-progress-bar").style.width = `${(100 * ev.step) / Math.max(state.total, 1)}%`;
+        curves.add("loss", ev.step, ev.loss);
+        curves.add("lr", ev.step, ev.lr);
+        break;
+      }
+      case "eval":
+        $("run-val").textContent = ev.val_loss.toFixed(4);
+        curves.add("val_loss", ev.step, ev.val_loss);
+        break;
+      case "sample":
+        renderSample($("run-sample"), ev);
+        break;
+      case "warning":
+        log(`warning: ${ev.message}`);
+        break;
+      case "early_stop":
+        log(`early stop: ${ev.reason}`);
+        break;
+      case "stopped":
+        log(`stopped by the user at step ${ev.step}`);
+        break;
+      case "end":
+        $("run-progress-bar").style.width = "100%";
+        log(`end: ${ev.steps} steps in ${ev.wall_s.toFixed(1)}s, loss ${ev.loss?.toFixed(4)}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  async function train(options = {}) {
+    if (state.running) return null;
+    clearBanner("run-error");
+    curves.reset();
+    state.events = [];
+    $("run-sample").innerHTML = "";
+    setRunning(true);
+    try {
+      const args = { record_text: app.record, ...options };
+      if (app.dataset && app.dataset.ref) args.dataset = app.dataset.ref;
+      const result = await client.stream("train", args, onEvent);
+      app.emit("run-done", result);
+      return result;
+    } catch (e) {
+      const where = e.diagnostics && e.diagnostics.length
+        ? ` (line ${e.diagnostics[0].line}, col ${e.diagnostics[0].col})` : "";
+      showBanner("error", `training failed: ${e.message}${where}`, "run-error");
+      log(`error: ${e.message}`);
+      app.emit("run-failed", e);
+      throw e;
+    } finally {
+      setRunning(false);
+      state.paused = false;
+      $("run-pause").textContent = "Pause";
+    }
+  }
+  state.train = train;
+
+  $("run-train").addEventListener("click", () => train().catch(() => {}));
+  $("run-pause").addEventListener("click", () => {
+    state.paused = !state.paused;
+    client.control({ pause: state.paused });
+    $("run-pause").textContent = state.paused ? "Resume" : "Pause";
+    $("run-state").textContent = state.paused ? "paused" : "training";
+    log(state.paused ? "paused" : "resumed");
+  });
+  $("run-stop").addEventListener("click", () => { client.control({ stop: true }); log("stop asked"); });
+
+  watchVisibility(state, $("run-wakelock"), $("run-detach"), log);
+  app.on("engine", () => { $("run-train").disabled = false; });
+}

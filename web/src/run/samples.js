@@ -1,0 +1,28 @@
+// Evaluation samples: forecast vs actual (a small SVG line chart) or generated text.
+export function renderSample(el, ev) {
+  if (ev.type === "text") {
+    el.innerHTML = "<h3>generated text</h3><pre class=\"sample-text\"></pre>";
+    const pre = el.querySelector("pre");
+    const prompt = document.createElement("span");
+    prompt.className = "prompt";
+    prompt.textContent = ev.prompt;
+    const gen = document.createElement("span");
+    gen.className = "generated";
+    gen.textContent = ev.generated;
+    pre.append(prompt, gen);
+    return;
+  }
+  const w = 640, h = 180, pad = 24;
+  const all = [...ev.actual, ...ev.predicted];
+  const lo = Math.min(...all), hi = Math.max(...all);
+  const n = ev.actual.length;
+  const x = (i) => pad + ((w - 2 * pad) * i) / Math.max(n - 1, 1);
+  const y = (v) => h - pad - ((h - 2 * pad) * (v - lo)) / Math.max(hi - lo, 1e-9);
+  const path = (vs) => vs.map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join("");
+  el.innerHTML = `<h3>forecast vs actual (validation, one step ahead)</h3>
+    <svg class="sample-plot" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}">
+      <path d="${path(ev.actual)}" fill="none" stroke="#111827" stroke-width="2"/>
+      <path d="${path(ev.predicted)}" fill="none" stroke="#f59e0b" stroke-width="2" stroke-dasharray="5 3"/>
+      <text x="${pad}" y="14" font-size="12">actual (black) vs forecast (orange)</text>
+    </svg>`;
+}

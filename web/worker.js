@@ -1,0 +1,126 @@
+// The engine's Web Worker: loads Pyodide from the site (never a CDN), installs the scellis
+// wheel and its pure-Python dependencies from local files, opens WebGPU, and answers
+// messages {id, cmd, args} by calling scellis.webapp.api.<cmd>(**args):
+//   plain value      -> {id, result}
+//   async generator  -> {id, event} per item, then {id, result: last item or null}
+//   ScellisError     -> {id, error: {message, diagnostics}}
+// Messages {control: {...}} go to api.control(...) at once, even while a command runs
+// (the Python side awaits GPU readbacks, so the worker's event loop keeps turning).
+import { loadPyodide } from "./pyodide/pyodide.mjs";
+
+let api = null;
+let pyodide = null;
+const queue = []; // messages that arrive before the engine is ready
+
+function post(msg) { self.postMessage(msg); }
+function status(text) { post({ status: text }); }
+
+async function fetchBytes(url) {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`could not load ${url}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+// said before Pyodide loads (seconds): the same words as scellis.devices.browser's
+const NO_WEBGPU =
+  "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). " +
+  "Scellis trains on WebGPU: use a recent Chrome, Edge or Firefox with WebGPU enabled " +
+  "(Chrome/Edge 113+; on Linux start Chromium with --enable-unsafe-webgpu), served " +
+  "from https or localhost.";
+const NO_ADAPTER =
+  "WebGPU is present but navigator.gpu.requestAdapter() found no GPU adapter " +
+  "(the GPU may be blocklisted or disabled; check chrome://gpu).";
+
+async function boot() {
+  const t0 = performance.now();
+  if (!self.navigator.gpu) throw new Error(NO_WEBGPU);
+  // an adapter is asked for before Pyodide loads so a missing one is said at once;
+  // Python opens its own (scellis.devices.browser.open_gpu, same wording)
+  if (!(await self.navigator.gpu.requestAdapter())) throw new Error(NO_ADAPTER);
+  status("loading Python (Pyodide)…");
+  pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
+  const manifest = await (await fetch("./wheels/manifest.json")).json();
+  status("installing the scellis wheel…");
+  for (const name of manifest.wheels) {
+    // a wheel is a zip laid out as site-packages: unpacking it is installing it
+    pyodide.unpackArchive(await fetchBytes(`./wheels/${name}`), "wheel");
+  }
+  status("opening WebGPU…");
+  pyodide.globals.set("_pyodide_module", pyodide);
+  api = await pyodide.runPythonAsync(`
+from scellis.devices import browser as _browser
+await _browser.install()
+import scellis.webapp.api as _api
+_api
+`);
+  const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
+  hello.boot_ms = performance.now() - t0;
+  return hello;
+}
+
+function toJs(v) {
+  if (v && typeof v.toJs === "function") {
+    const out = v.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false });
+    v.destroy();
+    return out;
+  }
+  return v;
+}
+
+function errorOf(e) {
+  // a ScellisError raised in Python arrives as a PythonError; api.last_error() holds its
+  // message and located diagnostics so the page shows one clear line, not a traceback
+  if (api) {
+    const known = toJs(api.last_error());
+    if (known) return known;
+  }
+  return { message: (e && e.message) || String(e), diagnostics: [], type: e && e.type };
+}
+
+async function handle(msg) {
+  const { id, cmd, args } = msg;
+  try {
+    // arguments cross as JSON so nested values arrive as Python dicts/lists, not proxies
+    let out = api.dispatch(cmd, JSON.stringify(args || {}));
+    if (out && typeof out.then === "function") out = await out;
+    if (out && out.type === "async_generator") {
+      let last = null;
+      while (true) {
+        let item;
+        try { item = await out.__anext__(); } catch (e) {
+          if (e && e.type === "StopAsyncIteration") break;
+          throw e;
+        }
+        last = toJs(item);
+        post({ id, event: last });
+      }
+      out.destroy();
+      post({ id, result: last });
+    } else {
+      post({ id, result: toJs(out) });
+    }
+  } catch (e) {
+    post({ id, error: errorOf(e) });
+  }
+}
+
+self.onmessage = (ev) => {
+  const msg = ev.data;
+  if (msg.control) {
+    if (api) api.control(JSON.stringify(msg.control));
+    return;
+  }
+  if (!api) { queue.push(msg); return; }
+  handle(msg);
+};
+
+boot().then(
+  (hello) => {
+    post({ ready: hello });
+    for (const m of queue.splice(0)) handle(m);
+  },
+  (e) => {
+    const message = (e && e.message) || String(e);
+    post({ fatal: { message, no_webgpu: message.includes("WebGPU") } });
+  },
+);
