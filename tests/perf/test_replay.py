@@ -35,8 +35,8 @@ def _lstm(dev, rng):
     return m, MSELoss(), Adam(m, lr=0.01), Batches(x.tolist(), y.tolist(), 8, device=dev)
 
 
-def _char(dev, rng, dropout=0.0, layers=2):
-    m = CharTransformer(20, 16, 2, layers, 8, dropout=dropout, device=dev, gen=Generator(0, "init"))
+def _char(dev, rng):
+    m = CharTransformer(20, 8, 2, 2, 8, device=dev, gen=Generator(0, "init"))
     x, y = rng.integers(0, 20, (29, 8)), rng.integers(0, 20, (29, 8))
     opt = AdamW(m, lr=3e-3, weight_decay=0.01)
     return m, CrossEntropyLoss(), opt, Batches(x.tolist(), y.tolist(), 8, device=dev)
@@ -78,13 +78,13 @@ def _same(a, b) -> None:
 
 @pytest.mark.parametrize("make", [_lstm, _char], ids=["lstm_forecaster", "char_transformer"])
 def test_replayed_training_is_bitwise_eager(gpu, make):
-    eager = _train(make, gpu, False)
-    replayed = _train(make, gpu, True)
+    eager = _train(make, gpu, False, epochs=2)
+    replayed = _train(make, gpu, True, epochs=2)
     _same(replayed, eager)
     rec = replayed[2]["replay"]
-    # 3 epochs of 4 batches (8, 8, 8, then 5 rows): step 1 warm-up, 2-3 recorded,
-    # the three short batches eager, the other 6 replayed
-    assert rec["replayed_steps"] == 6 and rec["eager_steps"] == 6, rec
+    # 2 epochs of 4 batches (8, 8, 8, then 5 rows): step 1 warm-up, 2-3 recorded,
+    # the two short batches eager, the other 3 replayed
+    assert rec["replayed_steps"] == 3 and rec["eager_steps"] == 5, rec
     assert any("data-dependent shape" in why for why in rec["fallback"]), rec
     assert eager[2]["replay"] is None
 
@@ -137,9 +137,13 @@ def test_inference_forward_replay(gpu):
     batches = [sc.tensor(rng.integers(0, 20, (3, 8)), device=gpu, dtype="i32") for _ in range(6)]
     with no_grad():
         want = [np.asarray(model(x).tolist()) for x in batches]
+        inputs = [np.asarray(x.tolist()) for x in batches]
         forward = ReplayedFunction(model, gpu)
         got = [np.asarray(forward(x).tolist()) for x in batches]
     # call 1 warm-up, 2 and 3 traced, 4-6 replayed
     assert forward.ready and not forward.reason
     for g, w in zip(got, want):
         assert np.array_equal(g, w)
+    # replays write into the schedule's own input copies, never into the caller's tensors
+    for x, before in zip(batches, inputs):
+        assert np.array_equal(np.asarray(x.tolist()), before)

@@ -20,6 +20,13 @@ Steps that cannot replay run eagerly, with the reason in ``notes``: a batch of
 another shape (an epoch's short last batch), or a step the comparison refuses
 (dropout's per-step Philox attrs, a readback inside the step, ...). An eager step
 between replays keeps the schedule valid: everything it rebinds is pinned back.
+
+Memory: the schedule keeps every buffer the recorded step touched resident, one
+storage per tensor (a recording step reuses nothing from the pool it made itself).
+Measured on lavapipe at bench/replay.py's shapes: 4.4 MB resident against an eager
+peak of 3.5 MB (LSTM forecaster), 46 MB against 18.6 MB (char Transformer). Assigning
+the schedule's buffers by liveness (the memory planner's job) would bring it back
+to the eager peak.
 """
 
 from __future__ import annotations
