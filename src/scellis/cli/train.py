@@ -23,10 +23,12 @@ from .runner import Output, Plan, adapter_of, drive, prepare, resolve_record
 
 def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
           keep_last, json_, argv, fault=None, writer=None, budget=None,
-          keep_best=True) -> int:  # fmt: skip
+          keep_best=True, replay=False) -> int:  # fmt: skip
     root = Path(store)
     raw, label, base_dir = resolve_record(ref, root)
     s = prepare(raw, label, base_dir, device, budget, store=root)
+    if replay:
+        s.fit_kwargs["replay"] = True  # bitwise equal to eager; falls back per step
     epochs = int(epochs if epochs is not None else s.record.get("epochs", 1))
     plan = Plan(
         epochs=epochs, max_steps=max_steps, log_every=log_every,
@@ -98,12 +100,15 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
     help="also keep the checkpoint with the lowest validation (else training) loss",
 )  # fmt: skip
 @click.option("--budget", default=None, help="memory budget for the plan, e.g. 4GiB")
+@click.option(
+    "--replay", is_flag=True, help="replay the recorded step's dispatches (WebGPU; same results)"
+)
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
 def command(file, device, store, epochs, max_steps, checkpoint_every, keep_last, log_every,
-            print_every, keep_best, budget, json_):  # fmt: skip
+            print_every, keep_best, budget, replay, json_):  # fmt: skip
     return start(
         file, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
-        keep_last, json_, argv=_argv(), budget=budget, keep_best=keep_best,
+        keep_last, json_, argv=_argv(), budget=budget, replay=replay, keep_best=keep_best,
     )  # fmt: skip
 
 
