@@ -16,6 +16,8 @@ from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.text import TextDataset
 from ..devices.base import get_device
+from ..ir.limits import target_of_device
+from ..ir.plan import make_plan
 from ..runtime.creation import tensor
 from ..train import fit
 from .pipeline import build_pipeline, check_record
@@ -35,33 +37,18 @@ def control(message) -> dict:
 
 
 def plan(record_text: str, device: str = "webgpu") -> dict:
-    """The memory verdict for ``record_text`` on ``device`` before any step runs.
-
-    No schedule-level planner exists in this build, so this is an estimate from the
-    parameter count (weights, gradients and two optimizer moments in f32) against the
-    device's largest buffer; it says so in ``source``.
-    """
+    """The memory plan of ``record_text``'s training step on ``device``'s limits,
+    before anything runs (the ir layer's planner, tracing on the null device)."""
     record = check_record(record_text)
-    pipe = build_pipeline(record, device, epochs=0)
-    return _plan_of(pipe)
+    return _plan_event(record, get_device(device))
 
 
-def _plan_of(pipe) -> dict:
-    params = sum(p.numel for p in pipe.model.parameters())
-    need = params * 4 * 4
-    limits = getattr(pipe.device, "limits", {}) or {}
-    cap = int(limits.get("max_buffer_size", 0)) or None
-    verdict = "green" if cap is None or need < cap // 4 else "yellow" if need < cap else "red"
-    remedies = [] if verdict == "green" else ["lower batch_size", "use precision: mixed_f16"]
-    return {
-        "kind": "plan",
-        "verdict": verdict,
-        "parameters": params,
-        "estimate_bytes": need,
-        "limit_bytes": cap,
-        "remediations": remedies,
-        "source": "estimate (parameters x 4 f32 copies); no memory planner in this build",
-    }
+def _plan_event(record: dict, device) -> dict:
+    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
+    # update=None: the planner's own optimizer phase (the CLI also passes the loop's
+    # overflow guard, which lives above this layer and adds a few scalars)
+    p = make_plan(record, target_of_device(device), eval_batch=eval_batch)
+    return {"kind": "plan", **p.record()}
 
 
 async def check_kernel(code: str, device: str = "webgpu") -> dict:
@@ -154,15 +141,16 @@ async def train(
     record = check_record(record_text)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
-    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
-    verdict = _plan_of(pipe)
+    verdict = _plan_event(record, get_device(device))
     yield verdict
     if verdict["verdict"] == "red":
+        fixes = "; ".join(r.get("fix", "") for r in verdict["remediations"]) or "none found"
         raise ScellisError(
-            "the memory plan is red: this run does not fit the device ("
-            + ", ".join(verdict["remediations"])
-            + ")"
+            "the memory plan is red, so the run does not start: "
+            + "; ".join(verdict["problems"])
+            + f" (remediations: {fixes})"
         )
+    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
     total = pipe.epochs * len(pipe.train)
     if max_steps is not None:
         total = min(total, int(max_steps))
