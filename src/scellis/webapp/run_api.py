@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from ..autograd import no_grad
 from ..base.errors import ScellisError
@@ -74,9 +75,12 @@ async def _wait_while_paused() -> None:
         await asyncio.sleep(0.05)
 
 
-async def _series_sample(pipe, n: int = 48) -> dict:
+async def _series_sample(pipe) -> dict:
     ds = pipe.dataset
-    x = ds.x_val[:n]
+    # one training-sized batch: its kernels are compiled already (a software GPU pays
+    # seconds per new shape)
+    x = ds.x_val[: pipe.train.batch_size]
+    n = len(x)
     with no_grad():
         pipe.model.eval()
         pred = pipe.model(tensor(x, device=pipe.device))
@@ -165,8 +169,12 @@ async def train(
         log_every=log_every,
         **pipe.fit_kwargs(validate),
     )
+    t0, last_loss, step = time.perf_counter(), None, 0
     try:
         async for ev in gen:
+            step = ev.get("step", step)
+            if ev["kind"] == "log":
+                last_loss = ev["loss"]
             if ev["kind"] == "end" and samples:
                 yield await _sample(pipe)
             yield ev
@@ -174,7 +182,18 @@ async def train(
                 yield await _sample(pipe)
             await _wait_while_paused()
             if _control["stop"]:
-                yield {"kind": "stopped", "step": ev.get("step")}
                 break
     finally:
         await gen.aclose()
+    if _control["stop"]:
+        # fit's own end event never came: the run ends here, at a step boundary
+        yield {"kind": "stopped", "step": step}
+        if samples:
+            yield await _sample(pipe)
+        yield {
+            "kind": "end",
+            "steps": step,
+            "loss": last_loss,
+            "wall_s": time.perf_counter() - t0,
+            "stopped_by_user": True,
+        }
