@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import ARGS, screenshot, watch
+from .ui import full_screen
 
 pytestmark = pytest.mark.browser
 
@@ -64,6 +65,7 @@ def test_red_memory_plan_refuses_to_start(engine_page):
     huge = huge.replace("in_features: 32", "in_features: 16384")
     assert huge != text
     page = engine_page
+    full_screen(page, False)  # Model View's tests may leave it covering the run panel
     page.evaluate("t => { window.scellisApp.record = t; }", huge)
     out = page.evaluate(
         "async () => { try { await window.scellisApp.run.train({max_steps: 1}); return 'ran'; }"

@@ -20,6 +20,7 @@ import pytest
 from scellis.train import PROD_TOLERANCE
 
 from .conftest import finish_training, screenshot, start_training, wait_engine
+from .ui import full_screen
 
 pytestmark = pytest.mark.browser
 
@@ -46,6 +47,7 @@ def native_losses(text: str | None = None, options: dict = OPTIONS) -> list[floa
 
 def test_lstm_forecaster_trains_in_the_tab_like_native(engine_page):
     page = engine_page
+    full_screen(page, False)  # Model View's tests may leave it covering the run panel
     pytest.importorskip("wgpu")
     start_training(page, OPTIONS, "lstm_forecaster")
     # the native run goes in a thread (Playwright's sync API owns this thread's event
@@ -90,6 +92,7 @@ def test_pause_stop_and_forecast_sample(engine_page):
     the forecast-vs-actual sample is drawn at the end. Runs on the kernels the test
     above compiled."""
     page = engine_page
+    full_screen(page, False)  # Model View's tests may leave it covering the run panel
     start_training(page, {**OPTIONS, "samples": True}, "lstm_forecaster")
     page.wait_for_function(
         "window.scellisApp.run.events.some(e => e.kind === 'log')", timeout=120_000
@@ -125,6 +128,7 @@ def test_offline_reload_then_train(engine_page):
     off the page reloads, the engine starts and the same record trains again, giving
     the same first losses as before (same seed)."""
     page = engine_page
+    full_screen(page, False)  # Model View's tests may leave it covering the run panel
     before = [
         e["loss"] for e in page.evaluate("window.scellisApp.run.events") if e["kind"] == "log"
     ]
@@ -157,6 +161,7 @@ def test_char_transformer_trains_in_the_tab_like_native(engine_page):
     """The char Transformer's first steps in the tab agree with the native run within
     PROD_TOLERANCE and the loss falls (measured: 4.655, 4.256, 3.974 in both)."""
     page = engine_page
+    full_screen(page, False)  # Model View's tests may leave it covering the run panel
     start_training(page, CHAR, "char_transformer")
     text = (EXAMPLE.parent / "char_transformer.sml").read_text()
     with ThreadPoolExecutor(1) as pool:

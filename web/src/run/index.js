@@ -129,7 +129,8 @@ export function mount(el, client, app) {
         log(`stopped by the user at step ${ev.step}`);
         break;
       case "end":
-        $("run-progress-bar").style.width = "100%";
+        if (!ev.stopped_by_user) $("run-progress-bar").style.width = "100%";
+        $("run-eta").textContent = "–";
         log(`end: ${ev.steps} steps in ${ev.wall_s.toFixed(1)}s, loss ${ev.loss?.toFixed(4)}`);
         break;
       default:
