@@ -14,8 +14,10 @@ import pytest
 from scellis.data import load_data, text_dataset
 from scellis.sml import parse
 
-from .conftest import screenshot
+from .conftest import finish_training, screenshot, start_training
 from .ui import set_record, ui_page
+
+pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
@@ -121,3 +123,29 @@ def test_a_bad_csv_is_one_clear_message(page, tmp_path):
     page.set_input_files(".dp-file", str(f2))
     page.wait_for_function("document.querySelector('.dp-error').textContent.includes('empty')")
     assert "Traceback" not in page.text_content(".dp-error")
+
+
+def test_the_tab_trains_on_the_pinned_csv_and_refuses_a_wrong_pin(page, tmp_path):
+    reset(page)
+    text, _ = make_csv(33)
+    f = tmp_path / "pinned.csv"
+    f.write_text(text)
+    page.set_input_files(".dp-file", str(f))
+    page.wait_for_selector(".dp-loaded:not([hidden])")
+    page.click(".dp-use")
+    page.wait_for_function("window.scellisApp.record.includes('datasets/pinned.csv')")
+    record = page.evaluate("window.scellisApp.record")
+    pin = parse(record).data["data"]["sha256"]
+    set_record(page, record)
+    start_training(page, {"max_steps": 2, "samples": False, "log_every": 1})
+    finish_training(page, 300_000)
+    losses = [e["loss"] for e in page.evaluate("window.scellisApp.run.events") if "loss" in e]
+    assert losses and all(isinstance(x, float) for x in losses)
+    # the same record pinned to another version: the run refuses to start on this file
+    wrong = record.replace(pin, "f" * 64)
+    set_record(page, wrong)
+    start_training(page, {"max_steps": 2, "samples": False})
+    page.wait_for_function("window._run !== null", timeout=120_000)
+    out = page.evaluate("window._run")
+    assert "data.sha256" in out.get("err", ""), out
+    set_record(page, LSTM)

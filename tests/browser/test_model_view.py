@@ -18,6 +18,8 @@ from scellis.webapp import model_api
 from .conftest import ARTIFACTS, screenshot
 from .ui import set_record, ui_page
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("lstm_forecaster", "char_transformer")
 EXAMPLES = {n: (ROOT / "examples" / f"{n}.sml").read_text() for n in NAMES}

@@ -48,6 +48,19 @@ class Sequence(torch.nn.Module):
         return self.proj(self.gru(x)[0])
 
 
+class CharModel(torch.nn.Module):
+    """Token ids -> embedding -> GRU -> next-token logits at every step."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Embedding(20, 6)
+        self.rnn = torch.nn.GRU(6, 5, batch_first=True)
+        self.out = torch.nn.Linear(5, 20)
+
+    def forward(self, x):
+        return self.out(self.rnn(self.tok(x))[0])
+
+
 class Attention(torch.nn.Module):
     """Self-attention: exported as MatMul of two activations and Softmax (unsupported)."""
 

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 
-from onnx_models import MLP, Attention, Forecaster, Sequence, export  # noqa: E402
+from onnx_models import MLP, Attention, CharModel, Forecaster, Sequence, export  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from scellis.base.errors import ScellisError  # noqa: E402
@@ -23,6 +23,7 @@ CASES = {
     "lstm": (lambda: Forecaster(torch.nn.LSTM), (3, 6, 2)),
     "gru": (lambda: Forecaster(torch.nn.GRU, layers=3), (3, 5, 2)),
     "gru_seq": (Sequence, (2, 4, 3)),
+    "char_ids": (CharModel, (2, 7)),  # int64 token ids
 }
 
 
@@ -31,10 +32,17 @@ def _ort(path, x: np.ndarray) -> np.ndarray:
     return sess.run(None, {"x": x})[0]
 
 
+def _draw(rng, shape, case: str) -> np.ndarray:
+    if case == "char_ids":
+        return rng.integers(0, 20, shape).astype(np.int64)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
 def _ours(imported, x: np.ndarray, device: str) -> np.ndarray:
     m = RecordModel(imported.record, device=device).eval()
     load_into(m, imported.tensors)
-    y = m(sc.tensor(x, device=device, dtype="f32"))
+    kind = "i32" if x.dtype.kind == "i" else "f32"
+    y = m(sc.tensor(x.astype(np.int32) if kind == "i32" else x, device=device, dtype=kind))
     return np.asarray(y.tolist(), dtype=np.float32)
 
 
@@ -43,7 +51,7 @@ def _model(tmp_path, case: str, seed: int = 0):
     torch.manual_seed(seed)
     model = make()
     path = tmp_path / f"{case}.onnx"
-    export(model, torch.randn(*shape), path)
+    export(model, torch.from_numpy(_draw(np.random.default_rng(seed), shape, case)), path)
     return model, path, shape
 
 
@@ -60,7 +68,7 @@ def test_matches_onnxruntime_on_reference(tmp_path, case):
     assert set(got.tensors) == set(sd)
     rng = np.random.default_rng(len(case))
     for batch in (shape[0], shape[0] + 2):  # the batch axis stays free
-        x = rng.standard_normal((batch, *shape[1:])).astype(np.float32)
+        x = _draw(rng, (batch, *shape[1:]), case)
         np.testing.assert_allclose(_ours(got, x, "reference"), _ort(path, x), rtol=2e-5, atol=2e-6)
 
 

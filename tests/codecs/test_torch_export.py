@@ -21,6 +21,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _record(name: str) -> dict:
+    if name == "tied_lm":  # the char model with its head tied to the embedding, plus a bias
+        rec = _record("char_transformer")
+        rec["blocks"]["head"].update(tie_to="tok", bias=True)
+        return rec
     return sc.sml.parse((EXAMPLES / f"{name}.sml").read_text()).data
 
 
@@ -44,14 +48,14 @@ def _load(folder: Path):
 
 
 def _inputs(name: str, rng):
-    if name == "char_transformer":
+    if name in ("char_transformer", "tied_lm"):
         ids = rng.integers(0, 88, (2, 32))
         return sc.tensor(ids.astype(np.int32), device="reference"), torch.from_numpy(ids)
     x = rng.standard_normal((3, 20, 1)).astype(np.float32)
     return sc.tensor(x, device="reference"), torch.from_numpy(x)
 
 
-@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer"])
+@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer", "tied_lm"])
 def test_exported_module_reproduces_scellis(tmp_path, name):
     record = _record(name)
     m = _randomised(record, seed=len(name))

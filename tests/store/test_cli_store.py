@@ -63,10 +63,9 @@ def test_train_json_events_then_runs_and_show(tmp_path, capsys):
     assert code == 0 and f"run {row['id']}: done" in out and "step 9 (epoch 1)" in out
 
 
-def test_a_killed_run_lists_as_interrupted_with_its_resume_command(tmp_path, capsys):
-    rec, store = write_record(tmp_path), tmp_path / "s"
+def _kill_at(rec, store, step):
     harness = str(Path(__file__).resolve().parents[1] / "resume" / "harness.py")
-    spec = {"cmd": "train", "pause_after": 6,
+    spec = {"cmd": "train", "pause_after": step,
             "argv": [str(rec), "--store", str(store), "--device", "reference",
                      "--checkpoint-every", "4", "--json"]}  # fmt: skip
     p = subprocess.Popen(
@@ -78,13 +77,26 @@ def test_a_killed_run_lists_as_interrupted_with_its_resume_command(tmp_path, cap
             break
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=60)
+
+
+def test_a_killed_run_lists_as_interrupted_with_its_resume_command(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    _kill_at(rec, store, 6)
     code, out, _ = _cli(capsys, "runs", "--store", str(store))
     assert code == 0
     (rid,) = [ln.split()[0] for ln in out.splitlines()[1:] if "interrupted" in ln.split()[1:2]]
-    assert f"{rid} was interrupted at step 6: scellis resume {rid} --store {store}" in out
+    assert f"{rid} (interrupted at step 6): scellis resume {rid} --store {store}" in out
     code, out, _ = _cli(capsys, "runs", "show", rid, "--store", str(store))
     assert "interrupted at step 6; resume from step 4 with: " in out
     assert f"scellis resume {rid} --store {store}" in out
+
+
+def test_killed_before_any_checkpoint_shows_the_command_that_starts_it_again(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    _kill_at(rec, store, 2)
+    code, out, _ = _cli(capsys, "runs", "show", "last", "--store", str(store))
+    assert "interrupted at step 2 before any checkpoint; start it again with: " in out
+    assert f"scellis train {rec} --store {store} --device reference --checkpoint-every 4" in out
 
 
 @pytest.mark.webgpu

@@ -158,3 +158,16 @@ def test_retention_keeps_last_k_and_best_and_gc_is_safe(tmp_path):
 def _objects_of(objs, m):
     man = read_manifest(objs, m)
     return {m, man["weights"], man["optimizer_state"]}
+
+
+def test_the_heartbeat_thread_beats_while_the_main_thread_is_busy(tmp_path):
+    from scellis.cli.runner import Heartbeat
+
+    rec = Records(tmp_path)
+    rid = _run(rec)
+    rec.db.execute("UPDATE runs SET heartbeat=0 WHERE id=?", (rid,))
+    with Heartbeat(tmp_path, rid, every=0.05):
+        deadline = time.time() + 10
+        while rec.run(rid)["heartbeat"] == 0 and time.time() < deadline:
+            time.sleep(0.02)  # a long "step": the main thread writes nothing
+    assert rec.run(rid)["heartbeat"] > time.time() - 10

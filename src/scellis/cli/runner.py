@@ -15,6 +15,7 @@ import json
 import re
 import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,6 +166,39 @@ class Stop:
         return False
 
 
+class Heartbeat:
+    """Beats every ``every`` seconds from a thread with its own connection, so a step
+    longer than the stale limit does not make a live run look dead from another host."""
+
+    def __init__(self, root: Path, rid: str, every: float = 10.0):
+        self.root, self.rid, self.every = root, rid, every
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name="scellis-heartbeat", daemon=True)
+
+    def _beat(self):
+        try:
+            records = Records(self.root)
+        except ScellisError:
+            return
+        try:
+            while not self.done.wait(self.every):
+                try:
+                    records.heartbeat(self.rid)
+                except ScellisError:
+                    pass  # a full disk or a busy file: the next beat tries again
+        finally:
+            records.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join(timeout=5)
+        return False
+
+
 def resume_command(root: Path, rid: str) -> str:
     store = "" if Path(root) == Path(".scellis") else f" --store {root}"
     return f"scellis resume {rid}{store}"
@@ -220,7 +254,7 @@ def drive(
     """Train to the plan's end; ``fault`` and ``writer`` are fault-injection seams (tests)."""
     objects, records = ObjectStore(root, writer=writer), Records(root)
     try:
-        with Stop() as stop:
+        with Stop() as stop, Heartbeat(root, rid):
             try:
                 end = asyncio.run(
                     _drive(s, plan, objects, records, rid, record_hash, out, stop, fault)

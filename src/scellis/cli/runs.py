@@ -46,8 +46,9 @@ def summary(rec: Records, run: dict, root: Path) -> dict:
     out["loss"] = losses[-1][1] if losses else None
     out["best_loss"] = min((v for _, v in losses if v is not None), default=None)
     out["val_loss"] = vals[-1][1] if vals else None
-    if run["status"] in ("interrupted", "failed") and cks:
-        out["resume"] = resume_command(root, run["id"])
+    if run["status"] in ("interrupted", "failed"):
+        # with no checkpoint there is nothing to continue: the command that starts it over
+        out["resume"] = resume_command(root, run["id"]) if cks else " ".join(run["argv"])
     return out
 
 
@@ -81,7 +82,7 @@ def list_runs(store: str, json_: bool) -> int:
         )
     for r in rows:
         if "resume" in r:
-            print(f"{r['id']} was interrupted at step {r['step']}: {r['resume']}")
+            print(f"{r['id']} ({r['status']} at step {r['step']}): {r['resume']}")
     return 0
 
 
@@ -108,8 +109,11 @@ def show_run(ref: str, store: str, json_: bool) -> int:
         print(f"  {'kept':13} steps {', '.join(map(str, r['checkpoints']))}")
     else:
         print(f"  {'checkpoint':13} none")
-    if "resume" in r:
+    if "resume" in r and ck:
         print(f"interrupted at step {r['step']}; resume from step {ck['step']} with: {r['resume']}")
+    elif "resume" in r:
+        print(f"interrupted at step {r['step']} before any checkpoint; start it again with: "
+              f"{r['resume']}")  # fmt: skip
     return 0
 
 

@@ -135,6 +135,14 @@ class Importer:
             spec["function"] = "silu"
         return ok
 
+    def embedding(self, node, ids: Sym, w: RawTensor) -> Sym:
+        if ids.perm is not None or ids.src not in self.inputs:
+            raise ScellisError(f"{node.label()}: an embedding lookup of computed ids")
+        n, d = w.shape
+        name = self.block(node, "nn/embedding", ids, {"num_embeddings": n, "embedding_dim": d},
+                          {"weight": w})  # fmt: skip
+        return Sym(name, list(ids.shape) + [d])
+
     def activation(self, node, x: Sym, fn: str) -> Sym:
         name = self.block(node, "nn/activation", x, {"function": fn}, {})
         return Sym(name, list(x.shape))

@@ -6,7 +6,8 @@ Cast) fold constants and track layouts; compute ops become catalog blocks: Gemm 
 MatMul(+Add) -> ``nn/linear``, Relu/Tanh/Sigmoid/Gelu and the exact-GELU chain (Div by
 sqrt 2, Erf, Add 1, Mul x, Mul 0.5) -> ``nn/activation``, LayerNormalization ->
 ``nn/layer_norm``, LSTM/GRU (+ the transposes and squeezes around them, the last-step
-Gather after) -> ``nn/lstm``/``nn/gru`` with torch's gate order.
+Gather after) -> ``nn/lstm``/``nn/gru`` with torch's gate order, Gather of weight rows by
+token ids -> ``nn/embedding``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def _index(c: Const, n: int) -> int:
 def gather(imp, node):
     x, idx = imp.get(node.inputs[0]), imp.get(node.inputs[1])
     axis = node.attrs.get("axis", 0) or 0
+    if isinstance(x, Const) and isinstance(idx, Sym) and len(x.t.shape) == 2 and axis == 0:
+        return [imp.embedding(node, idx, x.t)]  # rows of a weight picked by token ids
     if not isinstance(idx, Const):
         raise ScellisError(f"{node.label()}: Gather with computed indices")
     if isinstance(x, ShapeVec):

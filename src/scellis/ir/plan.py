@@ -312,44 +312,74 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
         out.append(_checkpointing(record, plan, tr, update, scalars))
     if plan.precision == "f32":
         try:
-            p16 = profile(
-                trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
-                      update=update, device=plan.target.device),
-                plan.target.device,
-                scalars,
-            ).peak  # fmt: skip
+            t16 = trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
+                        update=update, device=plan.target.device)  # fmt: skip
+            if plan.target.limits:  # a kernel without f16 (the fused LSTM) rules it out
+                lower(op_graph(t16), plan.target)
+            p16 = profile(t16, plan.target.device, scalars).peak
         except ScellisError:
             p16 = None
         if p16 is not None and p16 < plan.peak:
-            note = "" if plan.target.has_f16 or plan.target.device != "webgpu" else (
-                " (this target lacks shader-f16)"
-            )  # fmt: skip
             out.append(
                 {
                     "fix": "precision: mixed_f16",
                     "saving": plan.peak - p16,
                     "detail": f"f16 activations with f32 master weights peak at {human(p16)} "
-                    f"(traced){note}",
+                    "(traced)",
                 }
             )
     if plan.mode == "training":
-        train_state = c.get("gradients", 0) + c.get("optimizer_state", 0)
-        detail = (
-            "LoRA/PEFT trains small adapters: the frozen weights need no gradients or "
-            "optimizer state (estimate: nearly all of them)"
-        )
+        peft = _peft(record, plan, update, scalars)
         if fixed > budget:
-            detail = (
+            peft["detail"] = (
                 f"parameters, gradients and optimizer state alone take {human(fixed)}, over "
-                f"the budget: no batch size can help. " + detail
+                f"the budget: no batch size can help. " + peft["detail"]
             )
-        out.append({"fix": "LoRA/PEFT", "saving": int(train_state * 0.98), "detail": detail})
+        out.append(peft)
         if fixed > budget:
             out = [r for r in out if not r["fix"].startswith("smaller batch")] + [
                 r for r in out if r["fix"].startswith("smaller batch")
             ]
             out.sort(key=lambda r: r["fix"] != "LoRA/PEFT")
     return out
+
+
+LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8}
+
+
+def _peft(record: dict, plan: Plan, update, scalars: int) -> dict:
+    """LoRA (rank 8) on every dense block with the pre-trained weights frozen: traced when
+    the record has no finetune section and has dense blocks; else an estimate."""
+    c = plan.classes
+    train_state = c.get("gradients", 0) + c.get("optimizer_state", 0)
+    if not record.get("finetune"):
+        lora = {**record, "finetune": {"adapters": [dict(LORA)]}}
+        try:
+            peak = profile(
+                trace(lora, mode=plan.mode, batch=plan.batch, precision=plan.precision,
+                      update=update, device=plan.target.device),
+                plan.target.device,
+                scalars,
+            ).peak  # fmt: skip
+        except ScellisError:
+            peak = None  # no dense block to adapt
+        if peak is not None:
+            detail = (
+                f"LoRA rank 8 on every dense block, pre-trained weights frozen, peaks at "
+                f"{human(peak)} (traced)"
+            )
+            if peak >= plan.peak:
+                detail += (
+                    ": no saving for this model (the adapters' activations outweigh the "
+                    f"{human(train_state)} of gradients and optimizer state they spare)"
+                )
+            return {"fix": "LoRA/PEFT", "saving": max(0, plan.peak - peak), "detail": detail}
+    return {
+        "fix": "LoRA/PEFT",
+        "saving": int(train_state * 0.98),
+        "detail": "PEFT trains small adapters: the frozen weights need no gradients or "
+        f"optimizer state ({human(train_state)} at the peak; estimate: nearly all of it)",
+    }
 
 
 def _checkpointing(record: dict, plan: Plan, tr: Trace, update, scalars: int) -> dict:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 
 from ..devices.webgpu.replay import Schedule, Trace
+from .dispatch import apply
 
 
 class StepReplay:
@@ -65,13 +66,26 @@ class StepReplay:
                 )
         return ""
 
-    @contextlib.contextmanager
-    def eager(self, feeds):
-        """Wrap one eager run of the step; it is recorded while traces are still due."""
+    def _due(self, feeds) -> bool:
         due = not self.reason and self.schedule is None and self.runs >= self.warmup
         if due and self.traces and _shapes(self.traces[0][1]) != _shapes(feeds):
-            due = False  # an odd-shaped step (a short last batch) is not compared, only run
-        if not due:
+            return False  # an odd-shaped step (a short last batch) is not compared, only run
+        return due
+
+    def stage(self, feeds) -> list:
+        """The tensors the next eager run should take: copies when it will be traced.
+
+        A traced run's inputs become the schedule's input buffers, which every replay
+        overwrites, so they must be the schedule's own, never the caller's tensors."""
+        if not self._due(feeds):
+            return list(feeds)
+        return [apply("copy", (t,)) for t in feeds]
+
+    @contextlib.contextmanager
+    def eager(self, feeds):
+        """Wrap one eager run of the step on ``feeds`` (from ``stage``); it is recorded
+        while traces are still due."""
+        if not self._due(feeds):
             self.runs += 1
             yield
             return
@@ -203,8 +217,9 @@ class ReplayedFunction:
             self.sr.replay(feeds)
             return self.out
         was_ready = self.sr.ready
-        with self.sr.eager(feeds):
-            out = self.fn(*inputs)
+        staged = self.sr.stage(feeds)
+        with self.sr.eager(staged):
+            out = self.fn(*staged)
         if not was_ready:
             self.out = out  # the last traced call's output is the one replays rewrite
         return out

@@ -29,12 +29,12 @@ PRECISION = {
     "growth_interval": int,
 }  # fmt: skip
 DATA = {
-    "source": str, "format": ("csv", "text"), "column": str, "columns": list,
-    "datetime_column": str, "datetime": str, "datetime_format": str, "features": list,
-    "target": str, "delimiter": str, "missing": ("refuse", "fill_previous", "fill_zero", "drop"),
+    "source": str, "format": ("csv", "text"), "column": str,
+    "datetime": str, "datetime_format": str, "features": list,
+    "target": str, "delimiter": str, "missing": ("error", "ffill", "mean", "drop"),
     "window": int, "horizon": int, "stride": int, "val_fraction": float,
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
-    "shuffle": bool, "max_chars": int, "sha256": str,
+    "max_chars": int, "sha256": str,
 }  # fmt: skip
 EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train")}
 

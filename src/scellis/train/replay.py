@@ -39,6 +39,12 @@ def _feeds(x, y) -> list:
     return out
 
 
+def _swap(v, swap: dict):
+    if isinstance(v, (tuple, list)):
+        return type(v)(swap.get(id(t), t) for t in v)
+    return swap.get(id(v), v)
+
+
 @no_grad()
 def _copy_into(dst: Tensor, src: Tensor) -> None:
     apply_inplace("flat_gather", (src.reshape((src.numel,)),), (dst.reshape((dst.numel,)),))
@@ -68,7 +74,11 @@ class TrainReplay:
                 self._replayed_step(r, x, feeds)
                 return
             self._note(why)
-        with self.sr.eager(feeds):
+        staged = self.sr.stage(feeds)
+        if any(a is not b for a, b in zip(staged, feeds)):  # traced: on its own input copies
+            swap = {id(a): b for a, b in zip(feeds, staged)}
+            x, y = _swap(x, swap), _swap(y, swap)
+        with self.sr.eager(staged):
             r.eager_step(x, y)
             self._pin(r)
         self.eager += 1

@@ -86,7 +86,9 @@ export function createForm(root, { onEdit, onError, catalog }) {
     const row = el("div", "mv-field");
     row.dataset.field = f.name;
     const label = el("label", "mv-field-label");
-    label.append(el("span", "mv-field-name", f.name), el("span", "mv-type", f.type));
+    const nameEl = el("span", "mv-field-name", f.name);
+    nameEl.title = f.name;
+    label.append(nameEl, el("span", "mv-type", f.type));
     const id = `mv-f-${block || "top"}-${f.name}`;
     label.htmlFor = id;
     let input;

@@ -54,10 +54,11 @@ const CSS = `
 .mv-remove { padding: 0 .4rem; color: #6b7280; }
 .mv-doc { margin: .2rem 0 .3rem; color: #4b5563; font-size: .8rem; }
 .mv-reads { font: 12px ui-monospace, monospace; color: #374151; margin-bottom: .2rem; }
-.mv-fields { display: grid; grid-template-columns: minmax(9rem, max-content) minmax(6rem, 10rem) 1fr; gap: .15rem .6rem; align-items: center; }
+.mv-fields { display: grid; grid-template-columns: minmax(7rem, 12rem) minmax(5.5rem, 9rem) minmax(7rem, 1fr); gap: .15rem .6rem; align-items: center; }
 .mv-field { display: contents; }
-.mv-field-label { display: flex; gap: .35rem; align-items: baseline; font-size: .85rem; }
-.mv-field-name { font-family: ui-monospace, monospace; }
+.mv-field-label { display: flex; gap: .35rem; align-items: baseline; font-size: .85rem; min-width: 0; }
+.mv-field-name { font-family: ui-monospace, monospace; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; min-width: 0; }
+.mv-type { flex: none; }
 .mv-type { font-size: .68rem; color: #6b7280; background: #f3f4f6; border-radius: 3px; padding: 0 .25rem; }
 .mv-field input, .mv-field select { width: 100%; }
 .mv-field input:not(.mv-set) { color: #6b7280; font-style: italic; }

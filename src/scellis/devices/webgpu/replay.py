@@ -11,8 +11,9 @@ meta buffer and a bind group made once, and ``run`` encodes set-pipeline /
 set-bind-group / dispatch for each, with no kernel builder, no meta lookup and no
 bind-group cache lookup per op. Launches of the ops named ``patched`` (the optimizer
 updates, whose learning rate and step count are kernel scalars) are re-encoded each
-run from the attrs the host passes: only their meta words are rewritten, and the
-re-encoded launch must be the same pipeline and grid, or the run is refused.
+run from the attrs the host passes: they get fresh meta words (a new small buffer and
+bind group per run), and the re-encoded launch must be the same pipeline and grid,
+or the run is refused.
 """
 
 from __future__ import annotations
@@ -100,66 +101,80 @@ class Schedule:
         self.backend, self.gpu = backend, backend.gpu
         self.trace = trace  # holds the buffers
         self.patched = patched
-        self.items: list = []  # ("d", pipeline, group, grid) | ("u", Buffer, bytes)
-        self.patch_slots: list = []  # (Entry, [meta gpu buffer per launch])
+        # ("d", pipeline, group, grid) | ("u", Buffer, bytes) | ("p", slot, launch)
+        self.items: list = []
+        self.patch_slots: list[Entry] = []
         self.meta_buffers: list = []
         shared: dict[bytes, object] = {}
-        bind = getattr(self.gpu, "bind_group", None)
         for e in trace.entries:
             if e.op == "<upload>":
                 self.items.append(("u", e.outs[0].buf, e.data))
                 continue
-            own = e.op in patched
-            metas = []
+            if e.op in patched:
+                self.items.extend(("p", len(self.patch_slots), j) for j in range(len(e.launches)))
+                self.patch_slots.append(e)
+                continue
             for ln in e.launches:
                 words = array.array("I", ln.meta or [0]).tobytes()
-                mb = None if own else shared.get(words)
+                mb = shared.get(words)
                 if mb is None:
-                    mb = self.gpu.create_buffer(len(words), data=words)
+                    mb = shared[words] = self.gpu.create_buffer(len(words), data=words)
                     self.meta_buffers.append(mb)
-                    if not own:
-                        shared[words] = mb
-                metas.append(mb)
-                bindings = list(ln.bindings) + [(mb, 0, max(4, len(ln.meta) * 4))]
-                group = bind(ln.pipeline, bindings) if bind is not None else bindings
-                self.items.append(("d", ln.pipeline, group, ln.grid))
-            if own:
-                self.patch_slots.append((e, metas))
-        self.dispatches = sum(1 for it in self.items if it[0] == "d")
+                self.items.append(("d", ln.pipeline, self._group(ln, mb), ln.grid))
+        self.dispatches = sum(1 for it in self.items if it[0] != "u")
 
-    def run(self, patches: list[dict] | None = None) -> None:
-        """Replay every launch; ``patches`` are the new attrs of the patched ops, in order."""
-        patches = patches or []
+    def _group(self, ln: Launch, meta_buffer):
+        bindings = list(ln.bindings) + [(meta_buffer, 0, max(4, len(ln.meta) * 4))]
+        bind = getattr(self.gpu, "bind_group", None)
+        return bind(ln.pipeline, bindings) if bind is not None else bindings
+
+    def _patched_groups(self, patches: list[dict]) -> list[list]:
+        """Bind groups of the patched launches for this run's attrs. Each run gets fresh
+        meta buffers (created holding their words): rewriting one in place would have
+        to wait for the previous run's queued dispatches, i.e. force a submission."""
         if len(patches) != len(self.patch_slots):
             raise DeviceError(
                 f"this schedule re-encodes {len(self.patch_slots)} ops; {len(patches)} attrs given"
             )
-        for (e, metas), attrs in zip(self.patch_slots, patches):
+        out = []
+        for e, attrs in zip(self.patch_slots, patches):
             launches = self.backend.encode(e.op, e.ins, e.outs, attrs)
             if len(launches) != len(e.launches):
                 raise DeviceError(f"{e.op}: re-encoded with other attrs, it launches differently")
-            for (src, grid), old, mb in zip(launches, e.launches, metas):
+            groups = []
+            for (src, grid), old in zip(launches, e.launches):
                 same = self.backend.pipeline(src.text()) is old.pipeline
                 if not same or tuple(grid) != old.grid or len(src.meta) != len(old.meta):
                     raise DeviceError(f"{e.op}: the new attrs change its kernel, not only scalars")
-                self.gpu.write_buffer(mb, 0, array.array("I", src.meta or [0]).tobytes())
+                words = array.array("I", src.meta or [0]).tobytes()
+                groups.append(self._group(old, self.gpu.create_buffer(len(words), data=words)))
+            out.append(groups)
+        return out
+
+    def run(self, patches: list[dict] | None = None) -> None:
+        """Replay every launch; ``patches`` are the new attrs of the patched ops, in order."""
+        fresh = self._patched_groups(patches or [])
         direct = getattr(self.gpu, "dispatch_group", None)
+        send = direct if direct is not None else self.gpu.dispatch
         for item in self.items:
-            if item[0] == "d":
-                _, pipeline, group, grid = item
-                if direct is not None:
-                    direct(pipeline, group, grid)
-                else:
-                    self.gpu.dispatch(pipeline, group, grid)
+            kind = item[0]
+            if kind == "d":
+                send(item[1], item[2], item[3])
+            elif kind == "p":
+                e = self.patch_slots[item[1]]
+                send(
+                    e.launches[item[2]].pipeline, fresh[item[1]][item[2]], e.launches[item[2]].grid
+                )
             else:
                 self.backend.upload(item[1], item[2])
+        # no flush: like eager work, the dispatches stay encoded until the next
+        # submission point (a write, a readback, or the 512-dispatch bound)
         self.backend.stats["dispatches"] += self.dispatches
-        self.gpu.flush()
 
     def release(self) -> None:
-        """Free the private meta buffers (the traced tensors go when the trace does)."""
+        """Free the private meta buffers and drop the recorded tensors now."""
         self.gpu.flush()
         for mb in self.meta_buffers:
             self.gpu.destroy_buffer(mb)
         self.meta_buffers, self.items, self.patch_slots = [], [], []
-        self.trace = Trace()  # drop the recorded tensors now, not at the next collection
+        self.trace = Trace()
