@@ -141,12 +141,15 @@ def screenshot(page, name: str) -> Path:
 
 
 def start_training(page, options: dict, example: str | None = None) -> None:
-    """Pick ``example`` in the run panel and start ``train`` with ``options`` (no wait)."""
-    import json
-
+    """Make ``example`` the page's record and start ``train`` with ``options`` (no wait)."""
     if example is not None:
-        page.select_option("#run-example", example)
-        page.wait_for_function(f"window.scellisApp.recordName === {json.dumps(example)}")
+        # the example's own text, whatever earlier tests left in the shared page
+        page.evaluate(
+            "async (name) => { const t = await (await fetch(`examples/${name}.sml`)).text();"
+            " const app = window.scellisApp; app.record = t; app.recordName = name;"
+            " app.emit('record', t); }",
+            example,
+        )
     page.evaluate(
         "(opts) => { window._run = null; window.scellisApp.run.train(opts).then("
         "r => { window._run = {ok: r}; }, e => { window._run = {err: e.message}; }); }",

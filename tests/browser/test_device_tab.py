@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import ARGS, screenshot, watch
+from .ui import full_screen
 
 pytestmark = pytest.mark.browser
 
@@ -52,3 +53,29 @@ def test_no_webgpu_adapter_is_said_on_the_page(contexts, site_url):
     assert page.is_disabled("#run-train")
     screenshot(page, "no_webgpu_adapter")
     ctx.close()
+
+
+def test_red_memory_plan_refuses_to_start(engine_page):
+    """A record whose step cannot fit is planned before any step: the page shows the
+    red verdict with its remediations, and training does not start."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "lstm_forecaster.sml").read_text()
+    huge = text.replace("hidden_size: 32", "hidden_size: 16384")
+    huge = huge.replace("in_features: 32", "in_features: 16384")
+    assert huge != text
+    page = engine_page
+    full_screen(page, False)  # Model View's tests may leave it covering the run panel
+    page.evaluate("t => { window.scellisApp.record = t; }", huge)
+    out = page.evaluate(
+        "async () => { try { await window.scellisApp.run.train({max_steps: 1}); return 'ran'; }"
+        " catch (e) { return e.message; } }"
+    )
+    assert out.startswith("the memory plan is red, so the run does not start"), out
+    assert "exceeds the budget" in out and "remediations:" in out
+    plan = page.inner_text("#run-plan")
+    assert plan.startswith("memory plan: red") and "remediations:" in plan, plan
+    assert "the memory plan is red" in page.inner_text("#banner")
+    kinds = [e["kind"] for e in page.evaluate("window.scellisApp.run.events")]
+    assert kinds == ["plan"]  # nothing after the verdict: no start, no step
+    screenshot(page, "plan_red_refused")

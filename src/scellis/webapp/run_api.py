@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.text import TextDataset
 from ..devices.base import get_device
+from ..ir.limits import target_of_device
+from ..ir.plan import make_plan
 from ..runtime.creation import tensor
 from ..train import fit
 from .pipeline import build_pipeline, check_record
@@ -35,33 +38,18 @@ def control(message) -> dict:
 
 
 def plan(record_text: str, device: str = "webgpu") -> dict:
-    """The memory verdict for ``record_text`` on ``device`` before any step runs.
-
-    No schedule-level planner exists in this build, so this is an estimate from the
-    parameter count (weights, gradients and two optimizer moments in f32) against the
-    device's largest buffer; it says so in ``source``.
-    """
+    """The memory plan of ``record_text``'s training step on ``device``'s limits,
+    before anything runs (the ir layer's planner, tracing on the null device)."""
     record = check_record(record_text)
-    pipe = build_pipeline(record, device, epochs=0)
-    return _plan_of(pipe)
+    return _plan_event(record, get_device(device))
 
 
-def _plan_of(pipe) -> dict:
-    params = sum(p.numel for p in pipe.model.parameters())
-    need = params * 4 * 4
-    limits = getattr(pipe.device, "limits", {}) or {}
-    cap = int(limits.get("max_buffer_size", 0)) or None
-    verdict = "green" if cap is None or need < cap // 4 else "yellow" if need < cap else "red"
-    remedies = [] if verdict == "green" else ["lower batch_size", "use precision: mixed_f16"]
-    return {
-        "kind": "plan",
-        "verdict": verdict,
-        "parameters": params,
-        "estimate_bytes": need,
-        "limit_bytes": cap,
-        "remediations": remedies,
-        "source": "estimate (parameters x 4 f32 copies); no memory planner in this build",
-    }
+def _plan_event(record: dict, device) -> dict:
+    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
+    # update=None: the planner's own optimizer phase (the CLI also passes the loop's
+    # overflow guard, which lives above this layer and adds a few scalars)
+    p = make_plan(record, target_of_device(device), eval_batch=eval_batch)
+    return {"kind": "plan", **p.record()}
 
 
 async def check_kernel(code: str, device: str = "webgpu") -> dict:
@@ -87,9 +75,12 @@ async def _wait_while_paused() -> None:
         await asyncio.sleep(0.05)
 
 
-async def _series_sample(pipe, n: int = 48) -> dict:
+async def _series_sample(pipe) -> dict:
     ds = pipe.dataset
-    x = ds.x_val[:n]
+    # one training-sized batch: its kernels are compiled already (a software GPU pays
+    # seconds per new shape)
+    x = ds.x_val[: pipe.train.batch_size]
+    n = len(x)
     with no_grad():
         pipe.model.eval()
         pred = pipe.model(tensor(x, device=pipe.device))
@@ -154,15 +145,16 @@ async def train(
     record = check_record(record_text)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
-    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
-    verdict = _plan_of(pipe)
+    verdict = _plan_event(record, get_device(device))
     yield verdict
     if verdict["verdict"] == "red":
+        fixes = "; ".join(r.get("fix", "") for r in verdict["remediations"]) or "none found"
         raise ScellisError(
-            "the memory plan is red: this run does not fit the device ("
-            + ", ".join(verdict["remediations"])
-            + ")"
+            "the memory plan is red, so the run does not start: "
+            + "; ".join(verdict["problems"])
+            + f" (remediations: {fixes})"
         )
+    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
     total = pipe.epochs * len(pipe.train)
     if max_steps is not None:
         total = min(total, int(max_steps))
@@ -177,8 +169,12 @@ async def train(
         log_every=log_every,
         **pipe.fit_kwargs(validate),
     )
+    t0, last_loss, step = time.perf_counter(), None, 0
     try:
         async for ev in gen:
+            step = ev.get("step", step)
+            if ev["kind"] == "log":
+                last_loss = ev["loss"]
             if ev["kind"] == "end" and samples:
                 yield await _sample(pipe)
             yield ev
@@ -186,7 +182,18 @@ async def train(
                 yield await _sample(pipe)
             await _wait_while_paused()
             if _control["stop"]:
-                yield {"kind": "stopped", "step": ev.get("step")}
                 break
     finally:
         await gen.aclose()
+    if _control["stop"]:
+        # fit's own end event never came: the run ends here, at a step boundary
+        yield {"kind": "stopped", "step": step}
+        if samples:
+            yield await _sample(pipe)
+        yield {
+            "kind": "end",
+            "steps": step,
+            "loss": last_loss,
+            "wall_s": time.perf_counter() - t0,
+            "stopped_by_user": True,
+        }

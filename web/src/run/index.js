@@ -79,9 +79,11 @@ export function mount(el, client, app) {
         const p = $("run-plan");
         p.className = `plan plan-${ev.verdict}`;
         const mb = (b) => (b == null ? "?" : `${(b / 2 ** 20).toFixed(1)} MiB`);
-        p.textContent = `memory plan: ${ev.verdict} — needs ~${mb(ev.estimate_bytes)} of ` +
-          `${mb(ev.limit_bytes)} (${ev.source})` +
-          (ev.remediations.length ? `; try: ${ev.remediations.join(", ")}` : "");
+        const fixes = (ev.remediations || []).map((r) => r.fix).filter(Boolean);
+        p.textContent = `memory plan: ${ev.verdict} — peak ${mb(ev.peak)} of ${mb(ev.budget)} ` +
+          `(${ev.budget_source}; largest buffer ${mb(ev.largest_buffer)})` +
+          [...(ev.problems || []), ...(ev.warnings || [])].map((w) => `; ${w}`).join("") +
+          (fixes.length ? `; remediations: ${fixes.join("; ")}` : "");
         break;
       }
       case "progress":
@@ -127,7 +129,8 @@ export function mount(el, client, app) {
         log(`stopped by the user at step ${ev.step}`);
         break;
       case "end":
-        $("run-progress-bar").style.width = "100%";
+        if (!ev.stopped_by_user) $("run-progress-bar").style.width = "100%";
+        $("run-eta").textContent = "–";
         log(`end: ${ev.steps} steps in ${ev.wall_s.toFixed(1)}s, loss ${ev.loss?.toFixed(4)}`);
         break;
       default:

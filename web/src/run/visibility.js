@@ -13,6 +13,7 @@ export function watchVisibility(state, wakeButton, detachButton, log) {
         "hidden");
       log("tab hidden: training will slow down while it stays in the background");
     } else {
+      clearBanner("hidden");
       log("tab visible again");
     }
   });

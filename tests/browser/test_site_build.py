@@ -1,0 +1,80 @@
+"""The built site, checked as files (no browser): wheel, service worker list, API errors.
+
+The wheel must be what pip would accept (RECORD hashes match every member) and carry
+no module that imports NumPy or wgpu; the service worker must precache every file the
+site holds; and the worker's ``dispatch`` must turn a bad record into located
+diagnostics (line:col) rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from scellis.base.errors import Diagnostic
+from scellis.webapp import api
+
+
+def test_wheels_are_complete_and_browser_safe(site_dir):
+    manifest = json.loads((site_dir / "wheels" / "manifest.json").read_text())
+    names = manifest["wheels"]
+    assert names[0].startswith("scellis-") and len(names) == 3
+    assert any(n.startswith("ruamel_yaml-") for n in names)
+    assert any(n.startswith("click-") for n in names)
+    with zipfile.ZipFile(site_dir / "wheels" / names[0]) as z:
+        members = set(z.namelist())
+        record = next(n for n in members if n.endswith(".dist-info/RECORD"))
+        rows = [r.split(",") for r in z.read(record).decode().splitlines() if r]
+        for name, digest, size in rows:
+            if name == record:
+                continue
+            data = z.read(name)
+            want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            assert digest == "sha256=" + want.decode() and int(size) == len(data), name
+        assert {r[0] for r in rows} == members
+        assert "scellis/devices/browser.py" in members
+        assert "scellis/webapp/api.py" in members
+        assert "scellis/data/bundled/sunspots_yearly.csv" in members
+        assert not any(m.startswith("scellis/devices/reference/") for m in members)
+        assert "scellis/devices/native_wgpu.py" not in members
+
+
+def test_service_worker_precaches_every_file(site_dir):
+    sw = (site_dir / "sw.js").read_text()
+    listed = set(json.loads(re.search(r"const FILES = (\[.*?\]);", sw).group(1)))
+    files = {
+        "./" + p.relative_to(site_dir).as_posix()
+        for p in site_dir.rglob("*")
+        if p.is_file() and p.name != "sw.js" and not p.name.endswith(".map")
+    }
+    assert files <= listed and listed - files == {"./"}
+    for needed in ("./pyodide/pyodide.asm.wasm", "./worker.js", "./app.js", "./index.html"):
+        assert needed in listed
+
+
+def test_a_bad_record_gives_located_diagnostics():
+    example = Path(__file__).resolve().parents[2] / "examples" / "lstm_forecaster.sml"
+    text = example.read_text().replace("block_id: nn/lstm", "block_id: nn/no_such_block")
+    lines = text.splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "nn/no_such_block" in t)
+    col = lines[line - 1].index("nn/no_such_block") + 1
+    with pytest.raises(Diagnostic):
+        api.dispatch("plan", json.dumps({"record_text": text, "device": "null"}))
+    err = api.last_error()
+    assert err["type"] == "RecordProblems"
+    where = [(d["line"], d["col"]) for d in err["diagnostics"] if "no_such_block" in d["message"]]
+    assert where == [(line, col)], err["diagnostics"]
+    assert api.last_error() is None  # told once
+
+
+def test_unknown_command_and_bad_arguments_are_clear():
+    with pytest.raises(Exception, match="unknown command 'nope'"):
+        api.dispatch("nope", "{}")
+    with pytest.raises(Exception, match="train: missing a required argument: 'record_text'"):
+        api.dispatch("train", json.dumps({"recrd": ""}))
