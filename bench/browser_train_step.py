@@ -118,11 +118,14 @@ def scellis_rows(pw, models, steps, repeats) -> list[dict]:
                 page.goto(url)
                 page.wait_for_function("document.body.dataset.engine", timeout=300_000)
                 boot_ms = (time.perf_counter() - t0) * 1e3
-                r = page.evaluate(
-                    "([m, s, k]) => window.scellisClient.call('bench_train_step',"
-                    " {model: m, steps: s, repeats: k})",
-                    [name, steps, repeats],
-                )
+                try:
+                    r = page.evaluate(
+                        "([m, s, k]) => window.scellisClient.call('bench_train_step',"
+                        " {model: m, steps: s, repeats: k})",
+                        [name, steps, repeats],
+                    )
+                except Exception as e:  # a failed side is a row that says why, not a crash
+                    r = {"impl": "scellis-webgpu", "error": str(e).splitlines()[-1][:300]}
             finally:
                 ctx.close()
                 shutil.rmtree(profile, ignore_errors=True)
