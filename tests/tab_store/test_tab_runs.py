@@ -5,12 +5,16 @@ tab's resume and the native ``scellis resume`` both continue it from its checkpo
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from scellis.base.errors import ScellisError
 from scellis.cli.main import main
 from scellis.store.records import Records
 from scellis.webapp import api, run_api
@@ -96,3 +100,45 @@ def test_native_resume_continues_a_tab_run(tmp_path, capsys):
         assert run["status"] == "done" and run["step"] == 8
     finally:
         records.close()
+
+
+def test_bundle_from_the_tab_resumes_natively_and_back(tmp_path, capsys):
+    tab = tmp_path / "tab"
+    _die_at_4(tab)
+    (run,) = run_api.runs(str(tab))
+    args = json.dumps({"run": run["id"], "store": str(tab)})
+    data = base64.b64decode(api.dispatch("export_run", args))
+    assert data == base64.b64decode(run_api.export_run(run["id"], str(tab)))  # deterministic
+    f = tmp_path / "run.tar"
+    f.write_bytes(data)
+    native = tmp_path / "native"
+    assert main(["runs", "import", str(f), "--store", str(native), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["run"] == run["id"] and got["status"] == "interrupted"
+    # the same bundle twice is refused, one clear line
+    assert main(["runs", "import", str(f), "--store", str(native)]) == 2
+    assert "already in" in capsys.readouterr().err
+    assert main(["resume", run["id"], "--store", str(native), "--device", "reference",
+                 "--to-step", "6", "--json"]) == 0  # fmt: skip
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert [x["step"] for x in lines if x["kind"] == "log"] == [5, 6]
+    # and back: the natively continued run, exported by the CLI, resumes in the tab
+    back = tmp_path / "back.tar"
+    assert main(["runs", "export", run["id"], "--store", str(native), "-o", str(back)]) == 0
+    tab2 = tmp_path / "tab2"
+    b64 = base64.b64encode(back.read_bytes()).decode()
+    assert api.dispatch("import_run", json.dumps({"data": b64, "store": str(tab2)})) == run["id"]
+    (r2,) = run_api.runs(str(tab2))
+    assert r2["checkpoint_step"] == 6 and r2["status"] == "done"
+
+
+def test_a_damaged_bundle_is_refused(tmp_path):
+    tab = tmp_path / "tab"
+    _die_at_4(tab)
+    (run,) = run_api.runs(str(tab))
+    data = bytearray(base64.b64decode(run_api.export_run(run["id"], str(tab))))
+    i = data.rfind(b"objects/") + 700  # inside the last object's bytes
+    data[i] ^= 0xFF
+    b64 = base64.b64encode(bytes(data)).decode()
+    with pytest.raises(ScellisError, match="hashes to|not a"):
+        run_api.import_run(b64, str(tmp_path / "other"))

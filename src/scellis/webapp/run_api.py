@@ -10,6 +10,7 @@ arrives; the loop reads it at every event, so pause and stop act at the next log
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 
@@ -20,6 +21,7 @@ from ..devices.base import get_device
 from ..ir.limits import target_of_device
 from ..ir.plan import make_plan
 from ..runtime.creation import tensor
+from ..store import bundle
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import TrainState, fit
@@ -231,6 +233,28 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
 def runs(store: str = tab_store.ROOT) -> list[dict]:
     """The runs of the tab's store with their status (``interrupted`` for a dead tab's)."""
     return tab_store.list_runs(store)
+
+
+def export_run(run: str, store: str = tab_store.ROOT) -> str:
+    """Run ``run``'s bundle (``store.bundle``), base64-encoded for the trip to the page."""
+    objects, records = ObjectStore(store), Records(store)
+    try:
+        return base64.b64encode(bundle.export_run(objects, records, records.resolve(run))).decode()
+    finally:
+        records.close()
+
+
+def import_run(data: str, store: str = tab_store.ROOT) -> str:
+    """Add a bundle (base64 of its bytes) to the tab's store; returns the run id."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (ValueError, TypeError):
+        raise ScellisError("import_run: the bundle is not base64 text") from None
+    objects, records = ObjectStore(store), Records(store)
+    try:
+        return bundle.import_run(objects, records, raw)
+    finally:
+        records.close()
 
 
 def _new_run(store, record_text, record, pipe, plan) -> tab_store.Recorder:
