@@ -55,7 +55,7 @@ def test_a_tab_run_is_recorded_and_checkpointed(tmp_path):
                   checkpoint_every=3, **OPTS)  # fmt: skip
     cks = [e["step"] for e in evs if e["kind"] == "checkpoint"]
     assert cks == [3, 6, 8]
-    rid = next(e["run"] for e in evs if e["kind"] == "run")
+    rid = next(e["run"] for e in evs if e["kind"] == "progress")
     records = Records(store)
     try:
         run = records.run(rid)

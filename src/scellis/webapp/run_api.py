@@ -175,7 +175,6 @@ async def train(
             "checkpoint_every": checkpoint_every, "keep_last": 3, "keep_best": True,
         }  # fmt: skip
         recorder = _new_run(store, record_text, record, pipe, plan)
-        yield {"kind": "run", "run": recorder.rid, "store": store}
     async for ev in _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
                           validate):  # fmt: skip
         yield ev
@@ -279,7 +278,10 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
     total = pipe.epochs * len(pipe.train)
     if max_steps is not None:
         total = min(total, int(max_steps))
-    yield {"kind": "progress", "total_steps": total, "epochs": pipe.epochs}
+    progress = {"kind": "progress", "total_steps": total, "epochs": pipe.epochs}
+    if recorder is not None:  # the recorded run's id, for the page's run list
+        progress["run"] = recorder.rid
+    yield progress
     is_text = isinstance(pipe.dataset, TextDataset)
     gen = fit(
         pipe.model,

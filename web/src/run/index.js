@@ -91,6 +91,7 @@ export function mount(el, client, app) {
       case "progress":
         state.total = ev.total_steps;
         $("run-total").textContent = ev.total_steps;
+        if (ev.run) log(`recording run ${ev.run}`);
         break;
       case "start":
         state.t0 = performance.now();
@@ -126,9 +127,6 @@ export function mount(el, client, app) {
         break;
       case "early_stop":
         log(`early stop: ${ev.reason}`);
-        break;
-      case "run":
-        log(`recording run ${ev.run}`);
         break;
       case "resume":
         log(`resuming run ${ev.run} from step ${ev.step}`);
