@@ -42,7 +42,25 @@ function syncfs(populate) {
   return new Promise((res, rej) => pyodide.FS.syncfs(populate, (e) => (e ? rej(e) : res())));
 }
 
+// one tab at a time owns the store: IDBFS copies the whole folder into each tab's memory
+// and writes it back whole, so two writers would overwrite each other's runs (and a
+// second tab would take the first one's live run for a dead one). The lock is held for
+// the worker's life; a tab that cannot take it keeps its runs for itself only.
+function ownStore() {
+  if (!self.navigator.locks) return Promise.resolve(true);
+  return new Promise((res) => {
+    self.navigator.locks.request("scellis-store", { ifAvailable: true }, (lock) => {
+      res(lock !== null);
+      return lock ? new Promise(() => {}) : null; // held until the worker ends
+    });
+  });
+}
+
 async function mountStore() {
+  if (!(await ownStore())) {
+    status("another tab holds this site's run store; runs of this tab are not kept");
+    return;
+  }
   try {
     pyodide.FS.mkdirTree(PERSIST);
     pyodide.FS.mount(pyodide.FS.filesystems.IDBFS, {}, PERSIST);
