@@ -3,13 +3,15 @@ survives the tab's death as ``interrupted``, resumes in a reopened tab (same pro
 from its last checkpoint, and its exported bundle continues natively.
 
 One Chromium profile is opened, trained in for a few steps, closed mid-run (after the
-step-4 checkpoint was flushed), and reopened.
+step-4 checkpoint was flushed), and reopened. The reverse trip (a native run's bundle
+imported through the panel's file input, then resumed in the tab) runs in the same page.
 """
 
 from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,7 @@ OPTIONS = dict(
     checkpoint_every=2,
 )  # fmt: skip
 STEP_MS = 300_000
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lstm_forecaster.sml"
 
 
 def _open(contexts, site_url, profile=None):
@@ -35,6 +38,24 @@ def _open(contexts, site_url, profile=None):
     page.goto(site_url)
     wait_engine(page, log)
     return ctx, profile, page
+
+
+def _native_bundle(tmp_path) -> dict:
+    store = tmp_path / "made-natively"
+    train = ["train", str(EXAMPLE), "--store", str(store), "--device", "reference", "--json",
+             "--max-steps", "4", "--checkpoint-every", "2", "--log-every", "1"]  # fmt: skip
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(main, train).result() == 0
+    records = Records(store)
+    try:
+        (run,) = records.runs()
+        records.drop_checkpoints(run["id"], [4])
+        records.finish(run["id"], "interrupted")
+    finally:
+        records.close()
+    file = tmp_path / "native.tar"
+    assert main(["runs", "export", run["id"], "--store", str(store), "-o", str(file)]) == 0
+    return {"run": run["id"], "file": file}
 
 
 def _events(page):
@@ -75,6 +96,22 @@ def test_close_reopen_interrupted_resume_then_native_resume(contexts, site_url, 
         f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=30_000
     )
 
+    # the reverse: a run trained natively (killed after its step-2 checkpoint: the
+    # status Ctrl-C leaves, and no later checkpoint), exported by the CLI, is imported
+    # into the tab through the panel's file input and resumed there
+    other = _native_bundle(tmp_path)
+    page.set_input_files("#runs-import", str(other["file"]))
+    osel = f"#run-runs tr[data-run='{other['run']}']"
+    page.wait_for_selector(osel, timeout=60_000)
+    assert page.get_attribute(osel, "data-status") == "interrupted"
+    page.click(f"{osel} button.run-resume")
+    page.wait_for_function(
+        f"document.querySelector(\"{osel}\")?.dataset.status === 'done'", timeout=STEP_MS
+    )
+    evs = _events(page)
+    assert evs[0] == {"kind": "resume", "run": other["run"], "step": 2, "skipped": []}
+    assert [e["step"] for e in evs if e["kind"] == "log"] == [3, 4]
+
     # Export downloads the bundle; the native CLI imports it and continues the run
     with page.expect_download(timeout=60_000) as dl:
         page.click(f"{sel} button.run-export")
@@ -82,6 +119,7 @@ def test_close_reopen_interrupted_resume_then_native_resume(contexts, site_url, 
     dl.value.save_as(bundle)
     ctx.close()
     store = tmp_path / "native"
+    capsys.readouterr()  # the native train's lines above
     assert main(["runs", "import", str(bundle), "--store", str(store)]) == 0
     resume = ["resume", rid, "--store", str(store), "--device", "reference", "--to-step", "8",
               "--json"]  # fmt: skip
