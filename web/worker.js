@@ -31,6 +31,55 @@ const NO_ADAPTER =
   "WebGPU is present but navigator.gpu.requestAdapter() found no GPU adapter " +
   "(the GPU may be blocklisted or disabled; check chrome://gpu).";
 
+// the persistent folder: IDBFS keeps /scellis in IndexedDB. It is loaded once at boot
+// and written back after every checkpoint, at a run's end and after each command, one
+// flush at a time (the run store under /scellis/store is the native store's layout)
+const PERSIST = "/scellis";
+let persistent = false;
+let flushing = Promise.resolve();
+
+function syncfs(populate) {
+  return new Promise((res, rej) => pyodide.FS.syncfs(populate, (e) => (e ? rej(e) : res())));
+}
+
+// one tab at a time owns the store: IDBFS copies the whole folder into each tab's memory
+// and writes it back whole, so two writers would overwrite each other's runs (and a
+// second tab would take the first one's live run for a dead one). The lock is held for
+// the worker's life; a tab that cannot take it keeps its runs for itself only.
+function ownStore() {
+  if (!self.navigator.locks) return Promise.resolve(true);
+  return new Promise((res) => {
+    self.navigator.locks.request("scellis-store", { ifAvailable: true }, (lock) => {
+      res(lock !== null);
+      return lock ? new Promise(() => {}) : null; // held until the worker ends
+    });
+  });
+}
+
+async function mountStore() {
+  if (!(await ownStore())) {
+    status("another tab holds this site's run store; runs of this tab are not kept");
+    return;
+  }
+  try {
+    pyodide.FS.mkdirTree(PERSIST);
+    pyodide.FS.mount(pyodide.FS.filesystems.IDBFS, {}, PERSIST);
+    await syncfs(true);
+    persistent = true;
+  } catch (e) {
+    // no IndexedDB (a private window may refuse it): runs are kept for this tab only
+    status(`no persistent storage (${(e && e.message) || e}); runs last this tab only`);
+  }
+}
+
+function flush() {
+  if (!persistent) return flushing;
+  flushing = flushing.then(() => syncfs(false)).catch((e) => {
+    status(`could not save runs to browser storage: ${(e && e.message) || e}`);
+  });
+  return flushing;
+}
+
 async function boot() {
   const t0 = performance.now();
   if (!self.navigator.gpu) throw new Error(NO_WEBGPU);
@@ -45,6 +94,7 @@ async function boot() {
     // a wheel is a zip laid out as site-packages: unpacking it is installing it
     pyodide.unpackArchive(await fetchBytes(`./wheels/${name}`), "wheel");
   }
+  await mountStore();
   status("opening WebGPU…");
   pyodide.globals.set("_pyodide_module", pyodide);
   api = await pyodide.runPythonAsync(`
@@ -54,6 +104,7 @@ import scellis.webapp.api as _api
 _api
 `);
   const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
+  hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
   return hello;
 }
@@ -92,14 +143,19 @@ async function handle(msg) {
           throw e;
         }
         last = toJs(item);
+        if (last && (last.kind === "checkpoint" || last.kind === "end")) await flush();
         post({ id, event: last });
       }
       out.destroy();
+      await flush();
       post({ id, result: last });
     } else {
-      post({ id, result: toJs(out) });
+      const result = toJs(out);
+      await flush();
+      post({ id, result });
     }
   } catch (e) {
+    await flush(); // a failed run's last rows (status failed) are kept too
     post({ id, error: errorOf(e) });
   }
 }

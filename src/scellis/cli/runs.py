@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..store import bundle
 from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
@@ -157,4 +158,49 @@ def gc(ctx, store, grace, json_):
     else:
         print(f"removed {len(done['deleted'])} objects and {done['temp_removed']} temp files; "
               f"{done['live']} referenced, {done['kept_recent']} too recent to judge")  # fmt: skip
+    return 0
+
+
+@command.command("export", help="Write one run (rows, record, checkpoints) as a bundle file.")
+@click.argument("run", metavar="RUN")
+@click.option("-o", "--output", "output", required=True, help="the bundle file to write")
+@click.option("--store", default=None, help="the store folder")
+@click.pass_context
+def export(ctx, run, output, store):
+    store = store or ctx.obj["store"]
+    rec = open_records(store)
+    try:
+        rid = rec.resolve(run)
+        data = bundle.export_run(ObjectStore(store), rec, rid)
+    finally:
+        rec.close()
+    try:
+        Path(output).write_bytes(data)
+    except OSError as e:
+        raise ScellisError(f"{output}: cannot write ({e.strerror or e})") from None
+    print(f"wrote run {rid} to {output} ({len(data)} bytes)")
+    return 0
+
+
+@command.command("import", help="Add a run bundle (from a tab's Export, or runs export).")
+@click.argument("file", metavar="FILE")
+@click.option("--store", default=None, help="the store folder")
+@click.option("--json", "json_", is_flag=True, help="machine-readable output")
+@click.pass_context
+def import_(ctx, file, store, json_):
+    root = Path(store or ctx.obj["store"])
+    try:
+        data = Path(file).read_bytes()
+    except OSError as e:
+        raise ScellisError(f"{file}: cannot read ({e.strerror or e})") from None
+    rec = Records(root)
+    try:
+        rid = bundle.import_run(ObjectStore(root), rec, data)
+        status = rec.run(rid)["status"]
+    finally:
+        rec.close()
+    if json_ or ctx.obj["json"]:
+        print(json.dumps({"run": rid, "status": status, "resume": resume_command(root, rid)}))
+    else:
+        print(f"imported run {rid} ({status}); continue it with: {resume_command(root, rid)}")
     return 0

@@ -80,6 +80,16 @@ CREATE TABLE models (
 """
 
 
+# each table's columns, as the schema above names them
+_COLUMNS = {
+    "runs": ("id", "record_hash", "model_id", "dataset_hash", "device", "adapter", "tier",
+             "seed", "status", "started", "ended", "heartbeat", "host", "pid", "argv",
+             "config", "step"),
+    "checkpoints": ("run_id", "step", "epoch", "batch", "manifest", "loss", "created"),
+    "metrics": ("run_id", "step", "epoch", "name", "value"),
+    "datasets": ("hash", "source", "rows", "created"),
+}  # fmt: skip
+
 # PRAGMA takes no parameters: the statement is a constant per version
 _SET_VERSION = {1: "PRAGMA user_version=1"}
 
@@ -159,6 +169,47 @@ class Records:
             # later checkpoints were unusable (the latest usable one is resumed): the
             # replayed steps write their own
             self.db.execute("DELETE FROM checkpoints WHERE run_id=? AND step>?", (rid, step))
+
+    def rows_of(self, rid: str) -> dict:
+        """The raw rows of run ``rid`` (runs, checkpoints, metrics, its dataset): what a
+        run bundle carries."""
+        with self.snapshot():
+            run = self.db.execute("SELECT * FROM runs WHERE id=?", (rid,)).fetchone()
+            if run is None:
+                raise ScellisError(f"no run {rid!r} in {self.root}")
+            q = "SELECT * FROM {} WHERE run_id=? ORDER BY step"
+            cks = self.db.execute(q.format("checkpoints"), (rid,)).fetchall()
+            mets = self.db.execute(q.format("metrics"), (rid,)).fetchall()
+            ds = self.db.execute("SELECT * FROM datasets WHERE hash=?", (run["dataset_hash"],))
+            ds = ds.fetchall()
+        return {
+            "run": dict(run),
+            "checkpoints": [dict(r) for r in cks],
+            "metrics": [dict(r) for r in mets],
+            "datasets": [dict(r) for r in ds],
+        }
+
+    def add_rows(self, rows: dict) -> None:
+        """Insert a bundle's rows (``rows_of``'s shape) in one transaction. A run that
+        was running where it came from is ``interrupted`` here: its process is not."""
+        run = dict(rows["run"])
+        if run["status"] == "running":
+            run["status"] = "interrupted"
+        with self._tx():
+            if self.db.execute("SELECT 1 FROM runs WHERE id=?", (run["id"],)).fetchone():
+                raise ScellisError(f"run {run['id']} is already in {self.root}")
+            for table, items in (("datasets", rows.get("datasets", [])), ("runs", [run]),
+                                 ("checkpoints", rows["checkpoints"]),
+                                 ("metrics", rows["metrics"])):  # fmt: skip
+                for item in items:
+                    cols = [c for c in item if c in _COLUMNS[table]]
+                    verb = "INSERT OR IGNORE" if table == "datasets" else "INSERT"
+                    # column names come from the fixed schema list, never from the bundle
+                    self.db.execute(
+                        f"{verb} INTO {table} ({', '.join(cols)})"
+                        f" VALUES ({', '.join('?' * len(cols))})",
+                        [item[c] for c in cols],
+                    )
 
     def heartbeat(self, rid: str) -> None:
         with self._tx():

@@ -10,6 +10,7 @@ arrives; the loop reads it at every event, so pause and stop act at the next log
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 
@@ -20,7 +21,13 @@ from ..devices.base import get_device
 from ..ir.limits import target_of_device
 from ..ir.plan import make_plan
 from ..runtime.creation import tensor
-from ..train import fit
+from ..store import bundle
+from ..store.objects import ObjectStore
+from ..store.records import Records
+from ..train import TrainState, fit
+from ..train import checkpoint as ckpt
+from ..train.determinism import resolve_tier
+from . import tab_store
 from .pipeline import build_pipeline, check_record
 
 # what the page asked for; reset when a run starts
@@ -135,12 +142,17 @@ async def train(
     text_samples: bool = False,
     validate: bool = True,
     drop_last: bool = False,
+    store: str | None = None,
+    checkpoint_every: int = 10,
 ):
     """Train ``record_text`` in this process, yielding events. ``tier`` overrides the
     record's determinism tier; ``text_samples`` also generates text at every
     evaluation (otherwise once, at the end: generation costs one forward per char).
     ``validate`` off skips evaluation; ``drop_last`` drops short last batches (on a
-    software GPU each new batch shape costs a round of shader compiles)."""
+    software GPU each new batch shape costs a round of shader compiles). With
+    ``store`` (a folder: the worker's persistent one is ``tab_store.ROOT``) the run is
+    recorded there like ``scellis train --store`` and checkpointed every
+    ``checkpoint_every`` steps and at its end."""
     _control.update(paused=False, stop=False)
     record = check_record(record_text)
     if tier is not None:
@@ -155,10 +167,121 @@ async def train(
             + f" (remediations: {fixes})"
         )
     pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
+    ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
+    recorder = None
+    if store is not None:
+        plan = {
+            "epochs": pipe.epochs, "max_steps": max_steps, "log_every": log_every,
+            "checkpoint_every": checkpoint_every, "keep_last": 3, "keep_best": True,
+        }  # fmt: skip
+        recorder = _new_run(store, record_text, record, pipe, plan)
+    async for ev in _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
+                          validate):  # fmt: skip
+        yield ev
+
+
+async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
+                 device: str = "webgpu"):  # fmt: skip
+    """Continue run ``run`` of ``store`` from its latest checkpoint that loads, as
+    ``scellis resume`` does: the record from the store, the data re-hashed against the
+    run's, the plan from the run's config, later metrics and checkpoints dropped."""
+    _control.update(paused=False, stop=False)
+    objects, records = ObjectStore(store), Records(store)
+    try:
+        rid = records.resolve(run)
+        row = records.run(rid)
+        if tab_store.status_of(row) == "running":
+            raise ScellisError(f"run {rid} is running in this tab")
+        plan = row["config"]["plan"]
+        text = objects.get(row["record_hash"]).decode("utf-8")
+        record = check_record(text)
+        if row["tier"]:
+            record = {**record, "determinism_tier": row["tier"]}
+        pipe = build_pipeline(record, device, epochs=plan["epochs"])
+        ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
+        skipped, m, c = [], None, None
+        for c in reversed(records.checkpoints(rid)):
+            try:
+                m = ckpt.load(ts, objects, c["manifest"])
+                break
+            except ScellisError as e:
+                skipped.append(f"checkpoint at step {c['step']}: {e}")
+        if m is None:
+            raise ScellisError(f"run {rid} has no usable checkpoint ({'; '.join(skipped)})")
+        digest = getattr(pipe.dataset, "digest", None)
+        if digest is not None and m["dataset"] not in (None, digest):
+            raise ScellisError(f"the data of run {rid} changed since its checkpoint")
+        if plan["max_steps"] is not None and ts.step >= plan["max_steps"]:
+            raise ScellisError(f"run {rid} is already at step {ts.step}")
+        dev = pipe.device
+        records.reopen_run(rid, device=dev.name, adapter=tab_store.adapter_of(dev),
+                           tier=row["tier"], step=c["step"])  # fmt: skip
+    finally:
+        records.close()
+    recorder = tab_store.Recorder(
+        store, rid, row["record_hash"], m["dataset"], row["tier"], pipe.device,
+        plan["checkpoint_every"], plan["keep_last"],
+    )  # fmt: skip
+    recorder.last_step = ts.step
+    yield {"kind": "resume", "run": rid, "step": ts.step, "skipped": skipped}
+    async for ev in _loop(pipe, ts, recorder, plan["max_steps"], plan["log_every"], samples,
+                          False, True):  # fmt: skip
+        yield ev
+
+
+def runs(store: str = tab_store.ROOT) -> list[dict]:
+    """The runs of the tab's store with their status (``interrupted`` for a dead tab's)."""
+    return tab_store.list_runs(store)
+
+
+def export_run(run: str, store: str = tab_store.ROOT) -> str:
+    """Run ``run``'s bundle (``store.bundle``), base64-encoded for the trip to the page."""
+    objects, records = ObjectStore(store), Records(store)
+    try:
+        return base64.b64encode(bundle.export_run(objects, records, records.resolve(run))).decode()
+    finally:
+        records.close()
+
+
+def import_run(data: str, store: str = tab_store.ROOT) -> str:
+    """Add a bundle (base64 of its bytes) to the tab's store; returns the run id."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (ValueError, TypeError):
+        raise ScellisError("import_run: the bundle is not base64 text") from None
+    objects, records = ObjectStore(store), Records(store)
+    try:
+        return bundle.import_run(objects, records, raw)
+    finally:
+        records.close()
+
+
+def _new_run(store, record_text, record, pipe, plan) -> tab_store.Recorder:
+    objects, records = ObjectStore(store), Records(store)
+    try:
+        record_hash = objects.put(record_text.encode("utf-8"))
+        digest = getattr(pipe.dataset, "digest", None)
+        tier = resolve_tier(record.get("determinism_tier")).name
+        dev = pipe.device
+        rid = records.new_run(
+            record_hash=record_hash, model_id=record.get("model"), dataset_hash=digest,
+            device=dev.name, adapter=tab_store.adapter_of(dev), tier=tier, seed=pipe.seed,
+            argv=["(tab)"], config={"plan": plan, "label": "record.sml", "base_dir": "."},
+        )  # fmt: skip
+    finally:
+        records.close()
+    return tab_store.Recorder(store, rid, record_hash, digest, tier, dev,
+                              plan["checkpoint_every"], plan["keep_last"])  # fmt: skip
+
+
+async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples, validate):
     total = pipe.epochs * len(pipe.train)
     if max_steps is not None:
         total = min(total, int(max_steps))
-    yield {"kind": "progress", "total_steps": total, "epochs": pipe.epochs}
+    progress = {"kind": "progress", "total_steps": total, "epochs": pipe.epochs}
+    if recorder is not None:  # the recorded run's id, for the page's run list
+        progress["run"] = recorder.rid
+    yield progress
     is_text = isinstance(pipe.dataset, TextDataset)
     gen = fit(
         pipe.model,
@@ -167,24 +290,46 @@ async def train(
         pipe.train,
         max_steps=max_steps,
         log_every=log_every,
+        state=ts,
         **pipe.fit_kwargs(validate),
     )
     t0, last_loss, step = time.perf_counter(), None, 0
+    status = "interrupted"  # what the row says if this generator is abandoned
     try:
         async for ev in gen:
             step = ev.get("step", step)
             if ev["kind"] == "log":
                 last_loss = ev["loss"]
-            if ev["kind"] == "end" and samples:
-                yield await _sample(pipe)
+            if ev["kind"] == "end":
+                if recorder is not None:
+                    ck = await recorder.checkpoint(ts, "end")
+                    if ck is not None:
+                        yield ck
+                if samples:
+                    yield await _sample(pipe)
             yield ev
+            if recorder is not None:
+                ck = await recorder.on_event(ev, ts)
+                if ck is not None:
+                    yield ck
+            if ev["kind"] == "end":
+                status = "done"
             if ev["kind"] == "eval" and samples and (text_samples or not is_text):
                 yield await _sample(pipe)
             await _wait_while_paused()
             if _control["stop"]:
                 break
+        if _control["stop"] and recorder is not None and ev["kind"] in ("log", "eval"):
+            ck = await recorder.checkpoint(ts, "stop")
+            if ck is not None:
+                yield ck
+    except ScellisError:
+        status = "failed"
+        raise
     finally:
         await gen.aclose()
+        if recorder is not None:
+            recorder.finish(status)
     if _control["stop"]:
         # fit's own end event never came: the run ends here, at a step boundary
         yield {"kind": "stopped", "step": step}

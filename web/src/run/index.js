@@ -3,6 +3,7 @@
 import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
 import { watchVisibility } from "./visibility.js";
+import { mountRuns, STORE } from "./runs.js";
 import { showBanner, clearBanner } from "../banner.js";
 
 const TEMPLATE = `
@@ -30,6 +31,7 @@ const TEMPLATE = `
   </div>
   <div id="run-curves"></div>
   <div id="run-sample"></div>
+  <div id="run-runs"></div>
   <details id="run-log-box"><summary>run log</summary><ol id="run-log"></ol></details>
 `;
 
@@ -89,6 +91,7 @@ export function mount(el, client, app) {
       case "progress":
         state.total = ev.total_steps;
         $("run-total").textContent = ev.total_steps;
+        if (ev.run) log(`recording run ${ev.run}`);
         break;
       case "start":
         state.t0 = performance.now();
@@ -125,6 +128,13 @@ export function mount(el, client, app) {
       case "early_stop":
         log(`early stop: ${ev.reason}`);
         break;
+      case "resume":
+        log(`resuming run ${ev.run} from step ${ev.step}`);
+        for (const why of ev.skipped || []) log(`skipped ${why}`);
+        break;
+      case "checkpoint":
+        log(`checkpoint at step ${ev.step} (${ev.reason})`);
+        break;
       case "stopped":
         log(`stopped by the user at step ${ev.step}`);
         break;
@@ -138,7 +148,19 @@ export function mount(el, client, app) {
     }
   }
 
+  // every tab run is recorded in the worker's persistent store (IndexedDB) unless the
+  // caller passes store: null
   async function train(options = {}) {
+    const args = { record_text: app.record, store: STORE, ...options };
+    if (app.dataset && app.dataset.ref) args.dataset = app.dataset.ref;
+    return go("train", args);
+  }
+
+  async function resume(run, options = {}) {
+    return go("resume", { run, store: STORE, ...options });
+  }
+
+  async function go(cmd, args) {
     if (state.running) return null;
     clearBanner("run-error");
     curves.reset();
@@ -146,9 +168,7 @@ export function mount(el, client, app) {
     $("run-sample").innerHTML = "";
     setRunning(true);
     try {
-      const args = { record_text: app.record, ...options };
-      if (app.dataset && app.dataset.ref) args.dataset = app.dataset.ref;
-      const result = await client.stream("train", args, onEvent);
+      const result = await client.stream(cmd, args, onEvent);
       app.emit("run-done", result);
       return result;
     } catch (e) {
@@ -162,9 +182,13 @@ export function mount(el, client, app) {
       setRunning(false);
       state.paused = false;
       $("run-pause").textContent = "Pause";
+      runs.refresh();
     }
   }
   state.train = train;
+  state.resume = resume;
+  const runs = mountRuns($("run-runs"), client, app, resume);
+  state.runs = runs;
 
   $("run-train").addEventListener("click", () => train().catch(() => {}));
   $("run-pause").addEventListener("click", () => {
@@ -177,5 +201,5 @@ export function mount(el, client, app) {
   $("run-stop").addEventListener("click", () => { client.control({ stop: true }); log("stop asked"); });
 
   watchVisibility(state, $("run-wakelock"), $("run-detach"), log);
-  app.on("engine", () => { $("run-train").disabled = false; });
+  app.on("engine", () => { $("run-train").disabled = false; runs.refresh(); });
 }
