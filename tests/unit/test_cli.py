@@ -59,6 +59,8 @@ def test_train_runs_the_records_pipeline_with_json_events():
         "--log-every",
         "4",
         "--json",
+        "--store",
+        tempfile.mkdtemp(),  # never the repository's own ./.scellis
     )
     assert r.returncode == 0, r.stderr
     events = [json.loads(line) for line in r.stdout.splitlines()]

@@ -39,6 +39,9 @@ def test_bad_namespace_is_refused(tmp_path, capsys, ns):
 def test_starter_trains_a_few_steps(tmp_path, capsys):
     f = tmp_path / "m.sml"
     assert main(["init", str(f)]) == 0
-    assert main(["train", str(f), "--device", "reference", "--max-steps", "4", "--json"]) == 0
+    store = str(tmp_path / "store")
+    argv = ["train", str(f), "--device", "reference", "--max-steps", "4", "--json"]
+    argv += ["--store", store]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert '"kind": "end"' in out or '"kind":"end"' in out
