@@ -16,15 +16,13 @@ with the WGSL source and compiler messages for a shader that failed.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import js
 from pyodide.ffi import to_js
 
 from ..base.errors import DeviceError
 from .base import register_device
 from .webgpu.backend import WebGPUBackend
-from .webgpu.gpu import LIMIT_NAMES, AdapterInfo
+from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache
 
 NO_WEBGPU = (
     "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). "
@@ -59,7 +57,7 @@ def _bytes_js(data: bytes, size: int):
     return to_js(memoryview(data))
 
 
-class BrowserGPU:
+class BrowserGPU(BindGroupCache):
     """A GPUDevice opened in this worker, with one open command encoder for batching."""
 
     def __init__(self, adapter, device, info: AdapterInfo):
@@ -69,7 +67,7 @@ class BrowserGPU:
         self._encoder = None
         self._pass = None
         self.encoded = 0
-        self._groups: OrderedDict = OrderedDict()
+        self._init_groups()
         self._pending: list = []  # (error-scope promise, what it guards, WGSL source)
         self._lost = None
         self._usage = js.GPUBufferUsage.STORAGE | js.GPUBufferUsage.COPY_SRC
@@ -164,20 +162,6 @@ class BrowserGPU:
         return self._device.createBindGroup(
             _obj({"layout": pipeline.getBindGroupLayout(0), "entries": to_js(entries)})
         )
-
-    def dispatch(self, pipeline, bindings, grid) -> None:
-        key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
-        hit = self._groups.get(key)
-        if hit is None:
-            group = self.bind_group(pipeline, bindings)
-            # the entry keeps its buffers alive, so an id in a key is never reused meanwhile
-            self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
-            if len(self._groups) > 4096:
-                self._groups.popitem(last=False)
-        else:
-            group = hit[0]
-            self._groups.move_to_end(key)
-        self.dispatch_group(pipeline, group, grid)
 
     def dispatch_group(self, pipeline, group, grid) -> None:
         """Encode one dispatch with a prepared bind group."""

@@ -8,12 +8,11 @@ backend, e.g. ``llvmpipe`` or ``vulkan``.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 
 import wgpu
 
 from ..base.errors import DeviceError
-from .webgpu.gpu import LIMIT_NAMES, AdapterInfo
+from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -64,7 +63,7 @@ def choose_adapter(want: str | None = None):
     return adapter
 
 
-class NativeGPU:
+class NativeGPU(BindGroupCache):
     """A device opened on one adapter, with one open command encoder for batching."""
 
     def __init__(self, adapter: str | None = None):
@@ -86,7 +85,7 @@ class NativeGPU:
         self.encoded = 0  # dispatches encoded since the last flush
         # bind groups by (pipeline, bound ranges); pooled buffers make these repeat.
         # Entries hold their buffers, so an id in a key is never reused while cached.
-        self._groups: OrderedDict = OrderedDict()
+        self._init_groups()
 
     # -- buffers --
     def create_buffer(self, size: int, *, storage: bool = True, data: bytes | None = None):
@@ -147,19 +146,6 @@ class NativeGPU:
             for i, (b, o, s) in enumerate(bindings)
         ]
         return self._device.create_bind_group(layout=layout, entries=entries)
-
-    def dispatch(self, pipeline, bindings, grid) -> None:
-        key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
-        hit = self._groups.get(key)
-        if hit is None:
-            group = self.bind_group(pipeline, bindings)
-            self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
-            if len(self._groups) > 4096:
-                self._groups.popitem(last=False)
-        else:
-            group = hit[0]
-            self._groups.move_to_end(key)
-        self.dispatch_group(pipeline, group, grid)
 
     def dispatch_group(self, pipeline, group, grid) -> None:
         """Encode one dispatch with a prepared bind group."""

@@ -8,6 +8,7 @@ Buffers here are opaque handles; sizes and offsets are in bytes.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,3 +72,30 @@ class GPU(Protocol):
 
     def flush(self) -> None:
         """Submit everything encoded so far."""
+
+
+class BindGroupCache:
+    """Bind groups reused by (pipeline, bindings): the dispatch path both GPU adapters share.
+
+    The adapter provides ``bind_group(pipeline, bindings)`` and ``dispatch_group(pipeline,
+    group, grid)``; ``_groups`` must be cleared when a cached buffer is destroyed.
+    """
+
+    GROUPS_MAX = 4096
+
+    def _init_groups(self) -> None:
+        self._groups: OrderedDict = OrderedDict()
+
+    def dispatch(self, pipeline, bindings, grid) -> None:
+        key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
+        hit = self._groups.get(key)
+        if hit is None:
+            group = self.bind_group(pipeline, bindings)
+            # the entry keeps its buffers alive, so an id in a key is never reused meanwhile
+            self._groups[key] = (group, pipeline, [b for b, _, _ in bindings])
+            if len(self._groups) > self.GROUPS_MAX:
+                self._groups.popitem(last=False)
+        else:
+            group = hit[0]
+            self._groups.move_to_end(key)
+        self.dispatch_group(pipeline, group, grid)
