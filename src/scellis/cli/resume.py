@@ -57,6 +57,11 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
             plan.max_steps = to_step
         raw = objects.get(run["record_hash"])
         s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"])
+        tab = cfg.get("tab") or {}  # a run started in a tab: drive it as the tab did
+        if tab.get("drop_last"):
+            s.train.drop_last = True
+        if tab.get("validate") is False:
+            s.val = None
         if tier is not None:  # continue under another determinism tier than the record's
             s.tier = resolve_tier(tier).name
             s.fit_kwargs["determinism_tier"] = s.tier

@@ -2,11 +2,14 @@
 
 A bundle holds ``run.json`` (the run's ``runs`` row, its checkpoints, metrics and
 dataset rows, as ``Records.rows_of`` gives them) and ``objects/<sha256>`` for the
-run's record text, every checkpoint manifest and the objects each manifest names.
+run's record text, every checkpoint manifest and the objects each manifest names,
+and the run's data files (``store.runfiles``: a CSV or text file loaded in the tab).
 Importing writes the objects first (each is re-hashed: a bundle whose file does not
 hash to its name is refused), then the rows in one transaction, so a store never names
-an object it lacks. The tab exports bundles as downloads; ``scellis runs import`` reads
-them, and so does the tab.
+an object it lacks. A run with data files gets them written back out under
+``<store>/files/<run>/`` and that folder as its ``base_dir``, so ``scellis resume``
+reads the very bytes it trained on. The tab exports bundles as downloads;
+``scellis runs import`` reads them, and so does the tab.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ..base.errors import ScellisError
 from .manifest import objects_of, read_manifest
 from .objects import ObjectStore
 from .records import Records
+from .runfiles import materialize
 
 FORMAT = "scellis-run-bundle/1"
 
@@ -27,6 +31,7 @@ def export_run(objects: ObjectStore, records: Records, rid: str) -> bytes:
     """The bundle of run ``rid`` (tar bytes)."""
     rows = records.rows_of(rid)
     hashes = [rows["run"]["record_hash"]]
+    hashes.extend(sorted(_files_of(rows["run"]).values()))
     for c in rows["checkpoints"]:
         hashes.append(c["manifest"])
         hashes.extend(sorted(objects_of(read_manifest(objects, c["manifest"]))))
@@ -63,8 +68,31 @@ def import_run(objects: ObjectStore, records: Records, data: bytes) -> str:
                 raise ScellisError(f"run bundle: object {want[:12]} hashes to {got[:12]}")
     for c in rows["checkpoints"]:
         read_manifest(objects, c["manifest"])  # present and a manifest, or refused
+    run = rows["run"]
+    files = _files_of(run)
+    if files:
+        if not isinstance(run.get("id"), str) or not run["id"].replace("-", "").isalnum():
+            raise ScellisError(f"run bundle: bad run id {run.get('id')!r}")
+        folder = materialize(objects, files, objects.root / "files" / run["id"])
+        config = json.loads(run["config"])
+        config["base_dir"] = str(folder.resolve())
+        rows = {**rows, "run": {**run, "config": json.dumps(config, sort_keys=True)}}
     records.add_rows(rows)
     return rows["run"]["id"]
+
+
+def _files_of(run: dict) -> dict[str, str]:
+    """The run row's data files ``{source: sha256}`` (its config is JSON text here)."""
+    try:
+        config = json.loads(run.get("config") or "{}")
+    except (TypeError, json.JSONDecodeError):
+        raise ScellisError("run bundle: the run's config is not JSON") from None
+    files = config.get("files") or {}
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
+        raise ScellisError("run bundle: the run's files are not a {source: sha256} map")
+    return files
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:

@@ -352,6 +352,9 @@ class Records:
             out = {r[0] for r in self.db.execute("SELECT manifest FROM checkpoints")}
             out |= {r[0] for r in self.db.execute("SELECT record_hash FROM runs")}
             out |= {r[0] for r in self.db.execute("SELECT object FROM models")}
+            # a run's data files (store.runfiles), listed in its config
+            for (cfg,) in self.db.execute("SELECT config FROM runs"):
+                out |= set((json.loads(cfg or "{}").get("files") or {}).values())
         return out
 
 

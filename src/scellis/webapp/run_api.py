@@ -25,7 +25,6 @@ from ..store import bundle
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import TrainState, fit
-from ..train import checkpoint as ckpt
 from ..train.determinism import resolve_tier
 from . import tab_store
 from .pipeline import build_pipeline, check_record
@@ -174,17 +173,21 @@ async def train(
             "epochs": pipe.epochs, "max_steps": max_steps, "log_every": log_every,
             "checkpoint_every": checkpoint_every, "keep_last": 3, "keep_best": True,
         }  # fmt: skip
-        recorder = _new_run(store, record_text, record, pipe, plan)
+        options = {"drop_last": drop_last, "validate": validate, "samples": samples,
+                   "text_samples": text_samples}  # fmt: skip
+        recorder = _new_run(store, record_text, record, pipe, plan, options)
     async for ev in _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
                           validate):  # fmt: skip
         yield ev
 
 
-async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
-                 device: str = "webgpu"):  # fmt: skip
-    """Continue run ``run`` of ``store`` from its latest checkpoint that loads, as
-    ``scellis resume`` does: the record from the store, the data re-hashed against the
-    run's, the plan from the run's config, later metrics and checkpoints dropped."""
+async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = None,
+                 device: str = "webgpu", step: int | None = None):  # fmt: skip
+    """Continue run ``run`` of ``store`` from its latest checkpoint that loads (or from
+    the one at ``step``), as ``scellis resume`` does: the record from the store, its data
+    files written back out and re-hashed against the run's, the plan and the tab's
+    options (drop_last, validate, samples) from the run's config, later metrics and
+    checkpoints dropped. ``samples`` overrides the stored choice."""
     _control.update(paused=False, stop=False)
     objects, records = ObjectStore(store), Records(store)
     try:
@@ -192,22 +195,19 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
         row = records.run(rid)
         if tab_store.status_of(row) == "running":
             raise ScellisError(f"run {rid} is running in this tab")
-        plan = row["config"]["plan"]
+        config = row["config"]
+        plan, opts = config["plan"], tab_store.options_of(config)
+        if samples is not None:
+            opts["samples"] = bool(samples)
         text = objects.get(row["record_hash"]).decode("utf-8")
         record = check_record(text)
         if row["tier"]:
             record = {**record, "determinism_tier": row["tier"]}
-        pipe = build_pipeline(record, device, epochs=plan["epochs"])
+        base_dir = tab_store.data_folder(objects, rid, config)
+        pipe = build_pipeline(record, device, epochs=plan["epochs"], base_dir=base_dir,
+                              drop_last=opts["drop_last"])  # fmt: skip
         ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
-        skipped, m, c = [], None, None
-        for c in reversed(records.checkpoints(rid)):
-            try:
-                m = ckpt.load(ts, objects, c["manifest"])
-                break
-            except ScellisError as e:
-                skipped.append(f"checkpoint at step {c['step']}: {e}")
-        if m is None:
-            raise ScellisError(f"run {rid} has no usable checkpoint ({'; '.join(skipped)})")
+        m, c, skipped = tab_store.load_checkpoint(ts, objects, records, rid, step)
         digest = getattr(pipe.dataset, "digest", None)
         if digest is not None and m["dataset"] not in (None, digest):
             raise ScellisError(f"the data of run {rid} changed since its checkpoint")
@@ -224,8 +224,8 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
     )  # fmt: skip
     recorder.last_step = ts.step
     yield {"kind": "resume", "run": rid, "step": ts.step, "skipped": skipped}
-    async for ev in _loop(pipe, ts, recorder, plan["max_steps"], plan["log_every"], samples,
-                          False, True):  # fmt: skip
+    async for ev in _loop(pipe, ts, recorder, plan["max_steps"], plan["log_every"],
+                          opts["samples"], opts["text_samples"], opts["validate"]):  # fmt: skip
         yield ev
 
 
@@ -256,17 +256,19 @@ def import_run(data: str, store: str = tab_store.ROOT) -> str:
         records.close()
 
 
-def _new_run(store, record_text, record, pipe, plan) -> tab_store.Recorder:
+def _new_run(store, record_text, record, pipe, plan, options) -> tab_store.Recorder:
     objects, records = ObjectStore(store), Records(store)
     try:
         record_hash = objects.put(record_text.encode("utf-8"))
+        files = tab_store.keep_data_files(objects, record)
         digest = getattr(pipe.dataset, "digest", None)
         tier = resolve_tier(record.get("determinism_tier")).name
         dev = pipe.device
         rid = records.new_run(
             record_hash=record_hash, model_id=record.get("model"), dataset_hash=digest,
             device=dev.name, adapter=tab_store.adapter_of(dev), tier=tier, seed=pipe.seed,
-            argv=["(tab)"], config={"plan": plan, "label": "record.sml", "base_dir": "."},
+            argv=["(tab)"], config={"plan": plan, "label": "record.sml", "base_dir": ".",
+                                    "files": files, "tab": options},
         )  # fmt: skip
     finally:
         records.close()

@@ -7,6 +7,11 @@ object, the run is a ``runs`` row (with the CLI's config: plan, label, base_dir,
 ``scellis resume`` can drive it natively), per-step metrics, and a checkpoint (the
 train layer's ``checkpoint.save``) every ``checkpoint_every`` steps and at the end.
 
+A run keeps what it needs to be resumed anywhere: the tab's own options (``tab`` in
+its config: drop_last, validate, samples; a resume drives the run as it was started)
+and the data file it trained on when the user loaded one (``files``: kept as an
+object, written back out for a resume, carried by the run's bundle).
+
 A tab has no process table to ask whether a run is alive: a run still marked
 ``running`` whose heartbeat predates this worker's start was left by a tab that died
 (this origin's store has one writer, the worker of the tab that trains), so it reads
@@ -15,14 +20,22 @@ A tab has no process table to ask whether a run is alive: a run still marked
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
+from ..base.errors import ScellisError
+from ..data.record import source_path
+from ..store import runfiles
 from ..store.gc import collect, retain
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import checkpoint as ckpt
 
 ROOT = "/scellis/store"
+# the options a tab run was started with; a run recorded before they were kept (or
+# by the CLI) reads as the CLI drives it
+OPTIONS = {"drop_last": False, "validate": True, "samples": False, "text_samples": False}
 _BOOT = time.time()
 _live: set[str] = set()  # runs this worker is driving now
 
@@ -52,6 +65,7 @@ def list_runs(root: str = ROOT) -> list[dict]:
                     "device": r["device"],
                     "started": r["started"],
                     "checkpoint_step": cks[-1]["step"] if cks else None,
+                    "checkpoints": [c["step"] for c in cks],
                 }
             )
         return out
@@ -111,3 +125,47 @@ class Recorder:
 def adapter_of(dev) -> str:
     info = getattr(dev, "info", None)
     return getattr(info, "name", "") or dev.name
+
+
+def options_of(config: dict) -> dict:
+    """The tab options of a run's config, with the defaults for what it does not say."""
+    return {**OPTIONS, **{k: v for k, v in (config.get("tab") or {}).items() if k in OPTIONS}}
+
+
+def keep_data_files(objects: ObjectStore, record: dict) -> dict[str, str]:
+    """Keep the file behind ``record``'s data section (not a bundled one) as an object:
+    ``{source: sha256}``, or ``{}`` when the data comes with the package."""
+    data = record.get("data")
+    source = data.get("source") if isinstance(data, dict) else None
+    if not isinstance(source, str) or source.startswith("bundled:"):
+        return {}
+    return runfiles.keep(objects, {source: source_path(source)})
+
+
+def data_folder(objects: ObjectStore, rid: str, config: dict) -> str:
+    """Where a resume reads run ``rid``'s data from: its kept files written out under a
+    scratch folder of this process (the worker's memory in a tab), else ``.``."""
+    files = config.get("files") or {}
+    if not files:
+        return "."
+    folder = Path(tempfile.gettempdir()) / "scellis-run-files" / rid
+    return str(runfiles.materialize(objects, files, folder))
+
+
+def load_checkpoint(ts, objects: ObjectStore, records: Records, rid: str, step=None):
+    """Load run ``rid``'s checkpoint at ``step`` into ``ts`` (or, without a step, its
+    latest one that loads); returns (manifest, checkpoint row, skipped reasons)."""
+    cks = records.checkpoints(rid)
+    if step is not None:
+        chosen = [c for c in cks if c["step"] == int(step)]
+        if not chosen:
+            have = ", ".join(str(c["step"]) for c in cks) or "none"
+            raise ScellisError(f"run {rid} has no checkpoint at step {step} (it has: {have})")
+        return ckpt.load(ts, objects, chosen[0]["manifest"]), chosen[0], []
+    skipped = []
+    for c in reversed(cks):
+        try:
+            return ckpt.load(ts, objects, c["manifest"]), c, skipped
+        except ScellisError as e:
+            skipped.append(f"checkpoint at step {c['step']}: {e}")
+    raise ScellisError(f"run {rid} has no usable checkpoint ({'; '.join(skipped) or 'none'})")
