@@ -44,25 +44,38 @@ function syncfs(populate) {
 
 // one tab at a time owns the store: IDBFS copies the whole folder into each tab's memory
 // and writes it back whole, so two writers would overwrite each other's runs (and a
-// second tab would take the first one's live run for a dead one). The lock is held for
-// the worker's life; a tab that cannot take it keeps its runs for itself only.
-function ownStore() {
+// second tab would take the first one's live run for a dead one). The lock is held
+// until the worker ends or hands the store over (release_store: a detached run window
+// takes it with take_store, which waits for the lock); a tab that cannot take it at
+// boot keeps its runs for itself only.
+let releaseLock = null; // ends the held lock's callback, which frees the lock
+
+function lockStore(wait) {
   if (!self.navigator.locks) return Promise.resolve(true);
   return new Promise((res) => {
-    self.navigator.locks.request("scellis-store", { ifAvailable: true }, (lock) => {
+    self.navigator.locks.request("scellis-store", wait ? {} : { ifAvailable: true }, (lock) => {
       res(lock !== null);
-      return lock ? new Promise(() => {}) : null; // held until the worker ends
+      return lock ? new Promise((done) => { releaseLock = done; }) : null;
     });
   });
 }
 
-async function mountStore() {
-  if (!(await ownStore())) {
-    status("another tab holds this site's run store; runs of this tab are not kept");
-    return;
+// what a tab wrote under /scellis while it did not own the store (memory only) must not
+// shadow or mix with the store it mounts
+function wipe(path) {
+  const FS = pyodide.FS;
+  if (!FS.analyzePath(path).exists) return;
+  for (const name of FS.readdir(path)) {
+    if (name === "." || name === "..") continue;
+    const p = `${path}/${name}`;
+    if (FS.isDir(FS.stat(p).mode)) { wipe(p); FS.rmdir(p); } else FS.unlink(p);
   }
+}
+
+async function openStore() {
   try {
     pyodide.FS.mkdirTree(PERSIST);
+    wipe(PERSIST);
     pyodide.FS.mount(pyodide.FS.filesystems.IDBFS, {}, PERSIST);
     await syncfs(true);
     persistent = true;
@@ -71,6 +84,40 @@ async function mountStore() {
     status(`no persistent storage (${(e && e.message) || e}); runs last this tab only`);
   }
 }
+
+async function mountStore() {
+  if (!(await lockStore(false))) {
+    status("another tab holds this site's run store; runs of this tab are not kept");
+    return;
+  }
+  await openStore();
+}
+
+// the store handover, between this worker's commands (never during a run: the page asks
+// only between runs): write everything back, unmount, let the lock go
+async function releaseStore() {
+  await flush();
+  const had = persistent || releaseLock !== null;
+  if (persistent) {
+    pyodide.FS.unmount(PERSIST);
+    persistent = false;
+    wipe(PERSIST);
+  }
+  if (releaseLock) { releaseLock(); releaseLock = null; }
+  return { released: had };
+}
+
+// wait for the lock (the other window holds it until it releases or closes), then mount
+// the store as it was written back
+async function takeStore() {
+  if (!releaseLock) await lockStore(true);
+  if (!persistent) await openStore();
+  // runs still marked running before now were another worker's (see tab_store)
+  toJs(api.dispatch("store_taken", "{}"));
+  return { persistent };
+}
+
+const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 
 function flush() {
   if (!persistent) return flushing;
@@ -130,6 +177,13 @@ function errorOf(e) {
 
 async function handle(msg) {
   const { id, cmd, args } = msg;
+  if (STORE_COMMANDS[cmd]) {
+    STORE_COMMANDS[cmd]().then(
+      (result) => post({ id, result }),
+      (e) => post({ id, error: { message: `${cmd}: ${(e && e.message) || e}`, diagnostics: [] } }),
+    );
+    return;
+  }
   try {
     // arguments cross as JSON so nested values arrive as Python dicts/lists, not proxies
     let out = api.dispatch(cmd, JSON.stringify(args || {}));

@@ -68,9 +68,7 @@ def csv_record(tmp_path, monkeypatch):
     return out["record"]
 
 
-def test_resume_keeps_options_and_data_and_bundle_resumes_natively(
-    csv_record, tmp_path, capsys
-):
+def test_resume_keeps_options_and_data_and_bundle_resumes_natively(csv_record, tmp_path, capsys):
     whole = _events("train", record_text=csv_record, store=str(tmp_path / "w"), **OPTS)
     assert sorted(_losses(whole)) == list(range(1, 9))
     assert not [e for e in whole if e["kind"] == "eval"]

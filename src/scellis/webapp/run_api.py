@@ -229,6 +229,12 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
         yield ev
 
 
+def store_taken() -> dict:
+    """Said by the worker once it has taken the store over from another window."""
+    tab_store.opened()
+    return {"ok": True}
+
+
 def runs(store: str = tab_store.ROOT) -> list[dict]:
     """The runs of the tab's store with their status (``interrupted`` for a dead tab's)."""
     return tab_store.list_runs(store)

@@ -40,6 +40,14 @@ _BOOT = time.time()
 _live: set[str] = set()  # runs this worker is driving now
 
 
+def opened() -> None:
+    """The worker (re)mounted the store after another window held it: a run still marked
+    ``running`` from before now is not this worker's (that window let the store go, or
+    died), so it reads ``interrupted``."""
+    global _BOOT
+    _BOOT = time.time()
+
+
 def status_of(run: dict) -> str:
     """The run's status as the tab sees it (see the module note)."""
     if run["status"] != "running":

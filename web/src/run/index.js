@@ -4,6 +4,7 @@ import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
 import { watchVisibility } from "./visibility.js";
 import { mountRuns, STORE } from "./runs.js";
+import { createDetacher, detachedRun, runDetached } from "./detach.js";
 import { showBanner, clearBanner } from "../banner.js";
 
 const TEMPLATE = `
@@ -45,7 +46,10 @@ export function mount(el, client, app) {
   el.innerHTML = TEMPLATE;
   const $ = (id) => el.querySelector(`#${id}`);
   const curves = createCurves($("run-curves"));
-  const state = { running: false, paused: false, total: 0, t0: 0, step0: 0, marks: [], events: [] };
+  const state = {
+    running: false, paused: false, total: 0, t0: 0, step0: 0, marks: [], events: [], remote: [],
+    runId: null, away: false, current: null,
+  };
   app.run = state; // tests read the live run from here
 
   const log = (text) => {
@@ -67,15 +71,33 @@ export function mount(el, client, app) {
 
   function setRunning(on) {
     state.running = on;
-    $("run-train").disabled = on;
+    $("run-train").disabled = on || state.away;
     $("run-pause").disabled = !on;
     $("run-stop").disabled = !on;
-    $("run-state").textContent = on ? "training" : "idle";
+    $("run-state").textContent = on ? "training" : state.away ? "in the detached window" : "idle";
+  }
+
+  // while the run lives in a detached window this tab has no store: nothing to train into
+  function setAway(on) {
+    state.away = on;
+    $("run-train").disabled = on || state.running;
+    $("run-detach").disabled = on;
+    if (!state.running) $("run-state").textContent = on ? "in the detached window" : "idle";
   }
 
   function onEvent(ev) {
     state.events.push(ev);
     app.emit("run-event", ev);
+    show(ev);
+  }
+
+  // a detached window's events, relayed: shown here, kept apart from this tab's own
+  function onRemote(ev) {
+    state.remote.push(ev);
+    show(ev);
+  }
+
+  function show(ev) {
     switch (ev.kind) {
       case "plan": {
         const p = $("run-plan");
@@ -89,6 +111,7 @@ export function mount(el, client, app) {
         break;
       }
       case "progress":
+        if (ev.run) state.runId = ev.run;
         state.total = ev.total_steps;
         $("run-total").textContent = ev.total_steps;
         if (ev.run) log(`recording run ${ev.run}`);
@@ -129,6 +152,7 @@ export function mount(el, client, app) {
         log(`early stop: ${ev.reason}`);
         break;
       case "resume":
+        state.runId = ev.run;
         log(`resuming run ${ev.run} from step ${ev.step}`);
         for (const why of ev.skipped || []) log(`skipped ${why}`);
         break;
@@ -136,7 +160,8 @@ export function mount(el, client, app) {
         log(`checkpoint at step ${ev.step} (${ev.reason})`);
         break;
       case "stopped":
-        log(`stopped by the user at step ${ev.step}`);
+        log(state.detach && state.detach.phase === "handing"
+          ? `handed over at step ${ev.step}` : `stopped by the user at step ${ev.step}`);
         break;
       case "end":
         if (!ev.stopped_by_user) $("run-progress-bar").style.width = "100%";
@@ -156,6 +181,7 @@ export function mount(el, client, app) {
     return go("train", args);
   }
 
+  // options: {step} starts from that checkpoint (else the latest that loads)
   async function resume(run, options = {}) {
     return go("resume", { run, store: STORE, ...options });
   }
@@ -165,10 +191,13 @@ export function mount(el, client, app) {
     clearBanner("run-error");
     curves.reset();
     state.events = [];
+    state.runId = null;
     $("run-sample").innerHTML = "";
     setRunning(true);
+    const job = client.stream(cmd, args, onEvent);
+    state.current = job;
     try {
-      const result = await client.stream(cmd, args, onEvent);
+      const result = await job;
       app.emit("run-done", result);
       return result;
     } catch (e) {
@@ -200,6 +229,17 @@ export function mount(el, client, app) {
   });
   $("run-stop").addEventListener("click", () => { client.control({ stop: true }); log("stop asked"); });
 
-  watchVisibility(state, $("run-wakelock"), $("run-detach"), log);
-  app.on("engine", () => { $("run-train").disabled = false; runs.refresh(); });
+  const detached = detachedRun();
+  if (detached) {
+    runDetached(detached, { client, log, app, resume });
+    watchVisibility(state, $("run-wakelock"), null, log);
+    // a dashboard of the one run: nothing else is trained from here
+    for (const id of ["run-detach", "run-train", "run-example"]) $(id).hidden = true;
+  } else {
+    const detacher = createDetacher({ state, client, log, app, runs, setAway, onRemote });
+    state.detachRun = detacher.detach;
+    $("run-detach").addEventListener("click", () => detacher.detach());
+    watchVisibility(state, $("run-wakelock"), detacher.detach, log);
+    app.on("engine", () => { $("run-train").disabled = state.away; runs.refresh(); });
+  }
 }

@@ -1,8 +1,9 @@
 // The run panel's list of recorded runs: the worker's persistent store (IDBFS under
 // /scellis, kept in IndexedDB). A run left `running` by a tab that died reads
-// `interrupted` and offers Resume (from its last checkpoint); any run can be exported
-// as a bundle file (`scellis runs import FILE` continues it natively) and a bundle can
-// be imported back into the tab.
+// `interrupted` and offers Resume; every run that is not running lists its checkpoints
+// and resumes from any one of them (later metrics and checkpoints are dropped: the
+// resumed run replays those steps). Any run can be exported as a bundle file
+// (`scellis runs import FILE` continues it natively) and a bundle can be imported back.
 export const STORE = "/scellis/store";
 
 export function mountRuns(el, client, app, resume) {
@@ -34,8 +35,22 @@ export function mountRuns(el, client, app, resume) {
         tr.appendChild(td);
       }
       const td = document.createElement("td");
-      if (r.status === "interrupted" && r.checkpoint_step != null) {
-        td.appendChild(button("Resume", "run-resume", () => resume(r.id).catch(() => {})));
+      // a done run's checkpoint at its last step has nothing left to train
+      const from = r.status === "running" ? []
+        : (r.checkpoints || []).filter((s) => r.status !== "done" || s < r.step);
+      if (from.length) {
+        const pick = document.createElement("select");
+        pick.className = "run-from";
+        pick.title = "the checkpoint to resume from";
+        for (const s of from) pick.add(new Option(`step ${s}`, String(s)));
+        pick.value = String(from[from.length - 1]);
+        td.appendChild(pick);
+        td.appendChild(button("Resume", "run-resume", () => {
+          // the latest: the latest that loads (a damaged one is skipped, named)
+          const step = Number(pick.value);
+          const opts = step === from[from.length - 1] && r.status !== "done" ? {} : { step };
+          resume(r.id, opts).catch(() => {});
+        }));
       }
       if (r.checkpoint_step != null) {
         td.appendChild(button("Export", "run-export", () => exportRun(r.id)));
@@ -46,6 +61,11 @@ export function mountRuns(el, client, app, resume) {
   }
 
   async function refresh() {
+    if (app.storeAway) {
+      // another window (detached run, or its tab) holds the store: no copy of it here
+      body.innerHTML = "<tr><td colspan=6 class=muted>the run store is with another window</td></tr>";
+      return state.list;
+    }
     try {
       state.list = await client.call("runs", { store: STORE });
     } catch (e) {

@@ -1,16 +1,18 @@
 // The long run, honestly: a hidden tab is throttled by the browser, so say so loudly
 // (banner + run-log entry); offer a screen wake lock only on the user's click, and a
-// detached run window that can stay visible while this tab is in the background.
+// detached run window (detach.js) that can stay visible while this tab is in the
+// background. ``detach`` is null in the detached window itself.
 import { showBanner, clearBanner } from "../banner.js";
 
-export function watchVisibility(state, wakeButton, detachButton, log) {
+export function watchVisibility(state, wakeButton, detach, log) {
   document.addEventListener("visibilitychange", () => {
     if (!state.running) return;
     if (document.visibilityState === "hidden") {
       showBanner("warning",
         "This tab is hidden: the browser throttles background tabs, so training will slow " +
-        "down (and may stop if the tab is discarded). Keep it visible, or detach the run.",
-        "hidden");
+        "down (and may stop if the tab is discarded). " +
+        (detach ? "Keep it visible, or detach the run into its own window." : "Keep it visible."),
+        "hidden", detach ? [["Detach the run", () => detach()]] : []);
       log("tab hidden: training will slow down while it stays in the background");
     } else {
       clearBanner("hidden");
@@ -35,13 +37,6 @@ export function watchVisibility(state, wakeButton, detachButton, log) {
     } catch (e) {
       showBanner("warning", `The screen wake lock was refused: ${e.message}`, "wakelock");
     }
-  });
-
-  detachButton.addEventListener("click", () => {
-    const win = window.open(location.href.split("#")[0] + "#detached", "scellis-run",
-      "popup,width=720,height=760");
-    if (!win) showBanner("warning", "The browser blocked the detached window (allow pop-ups).", "detach");
-    else log("opened a detached run window");
   });
 
   return { clear: () => clearBanner("hidden") };

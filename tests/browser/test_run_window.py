@@ -1,0 +1,238 @@
+"""The run in its own window, and runs that carry what they need (headless Chromium).
+
+One Chromium profile, one tab (``main``):
+
+- Detach: a live run moves to a detached window (a popup of the same site with its own
+  engine worker) at a step boundary; the window takes the run store over, continues
+  the same run from that checkpoint and relays its progress to the tab, which takes the
+  store back at the end. The oracle: the same run, uninterrupted, in the same tab.
+- A run on a CSV loaded in the data panel, with drop_last and no validation: resuming
+  it from an earlier checkpoint (any listed one) keeps those options, and its bundle
+  (which carries the CSV) continues natively; the oracle is a native run.
+- Model View's full-screen overlay covers the page, however tall the run panel is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from scellis.cli.main import main as cli
+from scellis.store.records import Records
+from scellis.train import PROD_TOLERANCE
+from scellis.webapp import api
+
+from .conftest import finish_training, screenshot, start_training, wait_engine, watch
+from .ui import full_screen
+
+pytestmark = pytest.mark.browser
+
+OPTIONS = dict(
+    max_steps=6, log_every=1, tier="prod", samples=False, validate=False, drop_last=True,
+    checkpoint_every=2,
+)  # fmt: skip
+STEP_MS = 420_000
+LOGS = "window.scellisApp.run.events.filter(e => e.kind === 'log')"
+
+
+@pytest.fixture(scope="module")
+def main(contexts, site_url):
+    ctx, _ = contexts.new()
+    page = ctx.new_page()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    log: list[str] = []
+    watch(page, log)
+    page.goto(site_url)
+    wait_engine(page, log)
+    page.console_log = log
+    return page
+
+
+def _logs(events) -> dict[int, float]:
+    return {e["step"]: e["loss"] for e in events if e["kind"] == "log"}
+
+
+def _done(page, timeout=STEP_MS):
+    page.wait_for_function(
+        "(() => { const r = window.scellisApp.run;"
+        " return !r.running && r.events.some(e => e.kind === 'end'); })()",
+        timeout=timeout, polling=500,
+    )  # fmt: skip
+    return page.evaluate("window.scellisApp.run.events")
+
+
+def test_detach_moves_the_live_run_to_its_own_window(main):
+    page = main
+    start_training(page, OPTIONS, "lstm_forecaster")
+    page.wait_for_function(f"{LOGS}.length >= 2", timeout=STEP_MS, polling=500)
+    # held while the window's engine boots (on a software GPU the run would end first)
+    page.click("#run-pause")
+    with page.context.expect_page(timeout=60_000) as info:
+        page.click("#run-detach")
+    win = info.value
+    wlog: list[str] = []
+    watch(win, wlog)
+    assert "#detach=" in win.url
+    wait_engine(win, wlog)
+    # the tab stops at a step, lets the store go, and shows what the window relays
+    page.wait_for_function(
+        "(() => { const r = window.scellisApp.run;"
+        " return r.detach.phase === 'away' && r.remote.some(e => e.kind === 'log'); })()",
+        timeout=STEP_MS, polling=500,
+    )  # fmt: skip
+    assert "continues in its own window" in page.inner_text("#banner")
+    assert page.is_disabled("#run-train")
+    screenshot(page, "detach_tab_while_away")
+    win.wait_for_function(
+        "window.scellisApp.run.detach.phase === 'ended'", timeout=STEP_MS, polling=500
+    )
+    screenshot(win, "detach_window")
+    assert win.is_hidden("#model-view") and win.is_hidden("#run-train")
+    here = page.evaluate("window.scellisApp.run.events")
+    there = win.evaluate("window.scellisApp.run.events")
+    rid = next(e["run"] for e in here if e["kind"] == "progress")
+    k = max(_logs(here))
+    assert [e["kind"] for e in here][-2:] == ["stopped", "end"] and here[-2]["step"] == k
+    assert there[0] == {"kind": "resume", "run": rid, "step": k, "skipped": []}, there[0]
+    assert sorted(_logs(there)) == list(range(k + 1, 7))
+    assert there[-1]["kind"] == "end" and not there[-1].get("stopped_by_user")
+    # the relayed events are the window's own
+    page.wait_for_function(
+        "window.scellisApp.run.detach.phase === null", timeout=120_000, polling=500
+    )
+    assert page.evaluate("window.scellisApp.run.remote") == there
+    # the store is back in the tab: the one run, done, at step 6
+    sel = f"#run-runs tr[data-run='{rid}']"
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
+    )
+    assert "continues in its own window" not in page.inner_text("#banner")
+
+    # the oracle: the same run, never detached, in the same tab on the same device
+    start_training(page, OPTIONS)
+    finish_training(page, timeout_ms=STEP_MS)
+    whole = _logs(page.evaluate("window.scellisApp.run.events"))
+    joined = {**_logs(here), **_logs(there)}
+    assert joined == whole, (joined, whole)  # bitwise: same device, same kernels, same seed
+    win.close()
+
+
+def _csv(seed: int = 3, n: int = 120) -> str:
+    # 76 training windows in batches of 32: drop_last drops a short third batch
+    rng = random.Random(seed)
+    return "year,v\n" + "".join(f"{1800 + i},{rng.uniform(5, 100):.2f}\n" for i in range(n))
+
+
+def _native_losses(record: str, folder: Path, steps: int) -> dict[int, float]:
+    """The same run natively (reference device), reading the CSV from ``folder``."""
+    (folder / "datasets").mkdir(parents=True)
+    (folder / "datasets" / "flow.csv").write_text(_csv())
+    args = {**OPTIONS, "max_steps": steps, "record_text": record, "device": "reference"}
+
+    async def go():
+        return [e async for e in api.dispatch("train", json.dumps(args))]
+
+    old = os.getcwd()
+    os.chdir(folder)  # the record names datasets/flow.csv, as the tab's worker saved it
+    try:
+        return _logs(asyncio.run(go()))
+    finally:
+        os.chdir(old)
+
+
+def _within(got: dict, want: dict) -> None:
+    tol = PROD_TOLERANCE["f32"]
+    assert got.keys() <= want.keys(), (got, want)
+    for s, v in got.items():
+        assert abs(v - want[s]) <= tol["atol"] + tol["rtol"] * abs(want[s]), (s, got, want)
+
+
+def test_csv_run_keeps_options_resumes_any_checkpoint_and_bundles_its_data(main, tmp_path, capsys):
+    page = main
+    f = tmp_path / "flow.csv"
+    f.write_text(_csv())
+    page.set_input_files(".dp-file", str(f))
+    page.wait_for_selector(".dp-loaded:not([hidden])")
+    page.select_option(".dp-value", "v")
+    page.click(".dp-use")
+    page.wait_for_selector(".dp-hash")
+    record = page.evaluate("window.scellisApp.record")
+    assert "datasets/flow.csv" in record
+
+    start_training(page, OPTIONS)
+    finish_training(page, timeout_ms=STEP_MS)
+    first = page.evaluate("window.scellisApp.run.events")
+    whole = _logs(first)
+    assert sorted(whole) == list(range(1, 7)) and not [e for e in first if e["kind"] == "eval"]
+    rid = next(e["run"] for e in first if e["kind"] == "progress")
+    sel = f"#run-runs tr[data-run='{rid}']"
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
+    )
+    # every checkpoint is listed; a done run offers the ones before its last step
+    (row,) = [r for r in page.evaluate("window.scellisApp.run.runs.list") if r["id"] == rid]
+    assert row["checkpoints"] == [2, 4, 6]
+    choices = page.eval_on_selector_all(f"{sel} .run-from option", "os => os.map(o => o.value)")
+    assert choices == ["2", "4"]
+    page.select_option(f"{sel} select.run-from", "2")
+    page.click(f"{sel} button.run-resume")
+    again = _done(page)
+    assert again[0] == {"kind": "resume", "run": rid, "step": 2, "skipped": []}
+    # the options it was started with: the same steps (drop_last) and no evaluation
+    assert not [e for e in again if e["kind"] == "eval"]
+    assert _logs(again) == {s: v for s, v in whole.items() if s > 2}
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
+    )
+
+    # the bundle carries the CSV: the native CLI imports it and continues to step 8
+    with page.expect_download(timeout=60_000) as dl:
+        page.click(f"{sel} button.run-export")
+    bundle = tmp_path / "run.tar"
+    dl.value.save_as(bundle)
+    store = tmp_path / "native"
+    capsys.readouterr()
+    assert cli(["runs", "import", str(bundle), "--store", str(store)]) == 0
+    assert (store / "files" / rid / "datasets" / "flow.csv").read_text() == _csv()
+    resume = ["resume", rid, "--store", str(store), "--device", "reference", "--tier", "prod",
+              "--to-step", "8", "--json"]  # fmt: skip
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's loop
+        assert pool.submit(cli, resume).result() == 0
+        oracle = pool.submit(_native_losses, record, tmp_path / "oracle", 8).result()
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    natively = {x["step"]: x["loss"] for x in lines if x.get("kind") == "log"}
+    assert sorted(natively) == [7, 8]
+    _within(whole, oracle)  # the tab's steps 1..6
+    _within(natively, oracle)  # and the native continuation of its bundle
+    records = Records(store)
+    try:
+        assert records.run(rid)["status"] == "done" and records.run(rid)["step"] == 8
+    finally:
+        records.close()
+
+
+def test_full_screen_model_view_covers_the_whole_page(main):
+    page = main
+    page.set_viewport_size({"width": 1440, "height": 900})
+    # a run panel taller than the window (a long run list or log), as after a session
+    page.evaluate("document.querySelector('#run-runs').style.minHeight = '1600px'")
+    try:
+        full_screen(page, True)
+        height = page.evaluate("document.documentElement.scrollHeight")
+        assert height <= 900, f"the page is {height}px tall under a 900px overlay"
+        at = page.evaluate(
+            "[...Array(9).keys()].map(i => document.elementFromPoint(40 + i * 170, 897)"
+            ".closest('section')?.id)"
+        )
+        assert set(at) == {"model-view"}, at
+        screenshot(page, "model_view_full_screen")
+        full_screen(page, False)
+        assert page.evaluate("document.documentElement.scrollHeight") > 1600
+    finally:
+        page.evaluate("document.querySelector('#run-runs').style.minHeight = ''")

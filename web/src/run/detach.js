@@ -1,0 +1,152 @@
+// The detached run window: the live run moves to a window of its own (the same page,
+// opened as `#detach=RUN`, showing only the run panel, with its own engine worker) so
+// it can stay in view while the tab that started it goes to the background.
+//
+// One worker at a time owns the run store (the "scellis-store" lock, see worker.js), so
+// the handover is a relay over a BroadcastChannel:
+//   tab: Detach -> opens the window, keeps training while the window's engine boots
+//   window: "ready"  -> tab: stops the run at its next step (checkpoint), writes the
+//                       store back and lets it go (release_store), says "handoff"
+//   window: takes the store (take_store), says "taken", resumes the run from that
+//           checkpoint with the options it was started with, and relays its events
+//   tab: shows the relayed events, asks for the store back (take_store waits until the
+//        window lets it go: at the run's end, or when the window closes), then lists
+//        the runs again
+// The resumed run is the same run: same id, same store, same seed and Philox streams,
+// so its per-step losses are those of an uninterrupted run.
+import { showBanner, clearBanner } from "../banner.js";
+
+const CHANNEL = "scellis-detach";
+
+export function detachedRun() {
+  const m = /^#detach=([\w-]+)$/.exec(location.hash);
+  return m ? m[1] : null;
+}
+
+// in the tab that trains; ctx: {state, client, log, app, runs, setAway(on), onRemote(ev)}
+export function createDetacher(ctx) {
+  const { state, client, log, app } = ctx;
+  const chan = new BroadcastChannel(CHANNEL);
+  const job = { run: null, phase: null, win: null }; // phase: opening | handing | away
+  state.detach = job;
+
+  function done(why) {
+    if (why) log(why);
+    job.run = null;
+    job.phase = null;
+    job.win = null;
+    clearBanner("detach");
+    app.storeAway = false;
+    ctx.setAway(false);
+    ctx.runs.refresh();
+  }
+
+  async function handOver() {
+    job.phase = "handing";
+    if (!state.running) {
+      // the run ended on its own while the window was starting: nothing left to move
+      chan.postMessage({ type: "nothing", run: job.run });
+      done(`run ${job.run} ended here before the detached window was ready`);
+      return;
+    }
+    log(`the detached window is ready: handing run ${job.run} over at the next step`);
+    client.control({ stop: true });
+    await state.current.catch(() => {});
+    await client.call("release_store");
+    app.storeAway = true;
+    job.phase = "away";
+    ctx.setAway(true);
+    ctx.runs.refresh();
+    showBanner("info",
+      `Run ${job.run} continues in its own window; this tab shows its progress and takes ` +
+      "the run store back when that run ends or its window closes.",
+      "detach", [["Show the window", () => job.win && job.win.focus()]]);
+    chan.postMessage({ type: "handoff", run: job.run });
+  }
+
+  async function takeBack() {
+    try {
+      await client.call("take_store"); // resolves once the window has let the store go
+      done("the run store is back in this tab");
+    } catch (e) {
+      done(`could not take the run store back: ${e.message}`);
+    }
+  }
+
+  chan.onmessage = (ev) => {
+    const m = ev.data || {};
+    if (!job.run || m.run !== job.run) return;
+    if (m.type === "ready" && job.phase === "opening") handOver();
+    else if (m.type === "taken" && job.phase === "away") {
+      log(`run ${job.run} continues in the detached window`);
+      takeBack();
+    } else if (m.type === "event" && job.phase === "away") ctx.onRemote(m.event);
+  };
+
+  function detach() {
+    if (job.run) { if (job.win && !job.win.closed) job.win.focus(); return; }
+    if (!state.running || !state.runId) {
+      showBanner("warning", "Nothing to detach: start a recorded run first.", "detach");
+      return;
+    }
+    const url = `${location.href.split("#")[0]}#detach=${state.runId}`;
+    const win = window.open(url, `scellis-run-${state.runId}`, "popup,width=780,height=860");
+    if (!win) {
+      showBanner("warning", "The browser blocked the detached window (allow pop-ups).", "detach");
+      return;
+    }
+    Object.assign(job, { run: state.runId, phase: "opening", win });
+    log(`opened a detached window for run ${job.run}; training goes on here until it is ready`);
+    showBanner("info",
+      `Run ${job.run} moves to its own window: it goes on here until that window's engine ` +
+      "has started, then continues there from a checkpoint (this tab shows its progress).",
+      "detach", [["Show the window", () => win.focus()]]);
+  }
+  return { detach };
+}
+
+// in the detached window; ctx: {client, log, app, resume}
+export function runDetached(run, ctx) {
+  const { client, log, app } = ctx;
+  document.body.classList.add("detached");
+  document.title = `Scellis — run ${run}`;
+  const chan = new BroadcastChannel(CHANNEL);
+  const job = { run, phase: "booting" }; // booting | waiting | running | ended
+  app.run.detach = job;
+  showBanner("info", `Detached window for run ${run}: starting the engine…`, "detach");
+
+  app.on("engine", () => {
+    job.phase = "waiting";
+    showBanner("info", `Detached window for run ${run}: waiting for the tab to hand it over…`,
+      "detach");
+    chan.postMessage({ type: "ready", run });
+  });
+  app.on("run-event", (ev) => { if (job.phase === "running") chan.postMessage({ type: "event", run, event: ev }); });
+
+  chan.onmessage = async (ev) => {
+    const m = ev.data || {};
+    if (m.run !== run) return;
+    if (m.type === "nothing") {
+      job.phase = "ended";
+      showBanner("info", `Run ${run} ended in its tab before this window was ready.`, "detach");
+      return;
+    }
+    if (m.type !== "handoff" || job.phase !== "waiting") return;
+    await client.call("take_store");
+    job.phase = "running";
+    chan.postMessage({ type: "taken", run });
+    showBanner("info", `Run ${run} runs in this window (detached from its tab).`, "detach");
+    log(`took run ${run} over from its tab`);
+    try {
+      await ctx.resume(run);
+    } catch (e) {
+      // go() has shown the error
+    } finally {
+      job.phase = "ended";
+      await client.call("release_store"); // the tab takes the store back
+      app.storeAway = true;
+      app.run.runs.refresh();
+      showBanner("info", `Run ${run} has ended; its tab has the run store again.`, "detach");
+    }
+  };
+}
