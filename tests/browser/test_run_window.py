@@ -39,6 +39,7 @@ OPTIONS = dict(
 )  # fmt: skip
 STEP_MS = 420_000
 LOGS = "window.scellisApp.run.events.filter(e => e.kind === 'log')"
+_ORACLE: dict[int, float] = {}  # the uninterrupted run's losses, from the first test
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +121,7 @@ def test_detach_moves_the_live_run_to_its_own_window(main):
     whole = _logs(page.evaluate("window.scellisApp.run.events"))
     joined = {**_logs(here), **_logs(there)}
     assert joined == whole, (joined, whole)  # bitwise: same device, same kernels, same seed
+    _ORACLE.update(whole)
     win.close()
 
 
@@ -236,3 +238,35 @@ def test_full_screen_model_view_covers_the_whole_page(main):
         assert page.evaluate("document.documentElement.scrollHeight") > 1600
     finally:
         page.evaluate("document.querySelector('#run-runs').style.minHeight = ''")
+
+
+def test_a_detached_window_whose_tab_closed_takes_the_run_over(main):
+    """Last (it closes the tab): the tab dies before it hands the run over; the window
+    finds no one holding the store, takes it and resumes from the last checkpoint."""
+    if not _ORACLE:
+        pytest.skip("needs the uninterrupted run of the detach test")
+    page = main
+    start_training(page, OPTIONS, "lstm_forecaster")
+    page.wait_for_function(f"{LOGS}.length >= 2", timeout=STEP_MS, polling=500)
+    page.click("#run-pause")
+    page.wait_for_function(
+        "window.scellisApp.run.events.some(e => e.kind === 'checkpoint')", timeout=STEP_MS
+    )
+    rid = next(e["run"] for e in page.evaluate("window.scellisApp.run.events")
+               if e["kind"] == "progress")  # fmt: skip
+    with page.context.expect_page(timeout=60_000) as info:
+        page.click("#run-detach")
+    win = info.value
+    wlog: list[str] = []
+    watch(win, wlog)
+    page.close()  # before the window's engine is up: no handover will come
+    wait_engine(win, wlog)
+    win.wait_for_function(
+        "window.scellisApp.run.detach.phase === 'ended'", timeout=STEP_MS, polling=500
+    )
+    there = win.evaluate("window.scellisApp.run.events")
+    assert there[0]["kind"] == "resume" and there[0]["run"] == rid, there[:2]
+    k = there[0]["step"]
+    assert k >= 2 and sorted(_logs(there)) == list(range(k + 1, 7))
+    assert _logs(there) == {s: v for s, v in _ORACLE.items() if s > k}
+    assert "no tab holds the run store" in win.text_content("#run-log")

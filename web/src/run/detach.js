@@ -96,6 +96,14 @@ export function createDetacher(ctx) {
       return;
     }
     Object.assign(job, { run: state.runId, phase: "opening", win });
+    // closed before it took the run: the run simply goes on here
+    const watchWin = setInterval(() => {
+      if (job.phase !== "opening") { clearInterval(watchWin); return; }
+      if (win.closed) {
+        clearInterval(watchWin);
+        done("the detached window was closed before it took the run; the run goes on here");
+      }
+    }, 1000);
     log(`opened a detached window for run ${job.run}; training goes on here until it is ready`);
     showBanner("info",
       `Run ${job.run} moves to its own window: it goes on here until that window's engine ` +
@@ -111,16 +119,39 @@ export function runDetached(run, ctx) {
   document.body.classList.add("detached");
   document.title = `Scellis — run ${run}`;
   const chan = new BroadcastChannel(CHANNEL);
-  const job = { run, phase: "booting" }; // booting | waiting | running | ended
+  const job = { run, phase: "booting" }; // booting | waiting | taking | running | ended
   app.run.detach = job;
   showBanner("info", `Detached window for run ${run}: starting the engine…`, "detach");
 
-  app.on("engine", () => {
+  app.on("engine", (hello) => {
+    if (hello && hello.persistent) {
+      // the worker found the store free at boot: the tab is gone already
+      job.phase = "waiting";
+      log(`no tab holds the run store: continuing run ${run} from its last checkpoint`);
+      takeOver();
+      return;
+    }
     job.phase = "waiting";
     showBanner("info", `Detached window for run ${run}: waiting for the tab to hand it over…`,
       "detach");
     chan.postMessage({ type: "ready", run });
+    orphanCheck();
   });
+
+  // the tab that opened this window may be gone (closed before the handover): when no
+  // one holds the store, this window takes it and resumes the run from its checkpoint
+  async function orphanCheck() {
+    while (job.phase === "waiting") {
+      await new Promise((res) => setTimeout(res, 3000));
+      if (job.phase !== "waiting" || !navigator.locks) return;
+      const { held } = await navigator.locks.query();
+      if (!held.some((l) => l.name === "scellis-store")) {
+        log(`no tab holds the run store: continuing run ${run} from its last checkpoint`);
+        takeOver();
+        return;
+      }
+    }
+  }
   app.on("run-event", (ev) => { if (job.phase === "running") chan.postMessage({ type: "event", run, event: ev }); });
 
   chan.onmessage = async (ev) => {
@@ -131,7 +162,11 @@ export function runDetached(run, ctx) {
       showBanner("info", `Run ${run} ended in its tab before this window was ready.`, "detach");
       return;
     }
-    if (m.type !== "handoff" || job.phase !== "waiting") return;
+    if (m.type === "handoff" && job.phase === "waiting") takeOver();
+  };
+
+  async function takeOver() {
+    job.phase = "taking";
     await client.call("take_store");
     job.phase = "running";
     chan.postMessage({ type: "taken", run });
@@ -148,5 +183,5 @@ export function runDetached(run, ctx) {
       app.run.runs.refresh();
       showBanner("info", `Run ${run} has ended; its tab has the run store again.`, "detach");
     }
-  };
+  }
 }
