@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import random
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,41 @@ def test_any_listed_checkpoint_resumes(csv_record, tmp_path):
     _close(_losses(again), {k: v for k, v in _losses(whole).items() if k > 4})
     (after,) = run_api.runs(str(store))
     assert after["status"] == "done" and after["step"] == 8
+
+
+def _with_files(bundle: bytes, files) -> bytes:
+    """``bundle`` with its run's config naming ``files`` (the rest unchanged)."""
+    src = tarfile.open(fileobj=io.BytesIO(bundle), mode="r:")
+    out = io.BytesIO()
+    with src, tarfile.open(fileobj=out, mode="w") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read()
+            if m.name == "run.json":
+                rows = json.loads(data)
+                config = json.loads(rows["run"]["config"])
+                config["files"] = files
+                rows["run"]["config"] = json.dumps(config)
+                data = json.dumps(rows).encode()
+            info = tarfile.TarInfo(m.name)
+            info.size = len(data)
+            dst.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_a_bundle_naming_files_badly_is_refused(csv_record, tmp_path):
+    store = tmp_path / "st"
+    _events("train", stop_at=2, record_text=csv_record, store=str(store), **OPTS)
+    (run,) = run_api.runs(str(store))
+    bundle = base64.b64decode(run_api.export_run(run["id"], str(store)))
+    records = Records(store)
+    try:
+        h = json.loads(records.rows_of(run["id"])["run"]["config"])["files"]
+    finally:
+        records.close()
+    assert list(h) == ["datasets/flow.csv"]
+    for files, why in (({"/etc/flow.csv": h["datasets/flow.csv"]}, "not a relative path"),
+                       ({"datasets/flow.csv": "ab" * 32}, "missing"),
+                       (["datasets/flow.csv"], "not a {source: sha256} map")):  # fmt: skip
+        b64 = base64.b64encode(_with_files(bundle, files)).decode()
+        with pytest.raises(ScellisError, match=why):
+            run_api.import_run(b64, str(tmp_path / "other"))
