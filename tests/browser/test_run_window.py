@@ -39,7 +39,6 @@ OPTIONS = dict(
 )  # fmt: skip
 STEP_MS = 420_000
 LOGS = "window.scellisApp.run.events.filter(e => e.kind === 'log')"
-_ORACLE: dict[int, float] = {}  # the uninterrupted run's losses, from the first test
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +54,15 @@ def main(contexts, site_url):
     return page
 
 
+@pytest.fixture(scope="module")
+def oracle(main) -> dict[int, float]:
+    """The per-step losses of the run the detach tests move, never detached: the same
+    record and options in the same tab on the same device."""
+    start_training(main, OPTIONS, "lstm_forecaster")
+    finish_training(main, timeout_ms=STEP_MS)
+    return _logs(main.evaluate("window.scellisApp.run.events"))
+
+
 def _logs(events) -> dict[int, float]:
     return {e["step"]: e["loss"] for e in events if e["kind"] == "log"}
 
@@ -68,7 +76,7 @@ def _done(page, timeout=STEP_MS):
     return page.evaluate("window.scellisApp.run.events")
 
 
-def test_detach_moves_the_live_run_to_its_own_window(main):
+def test_detach_moves_the_live_run_to_its_own_window(main, oracle):
     page = main
     start_training(page, OPTIONS, "lstm_forecaster")
     page.wait_for_function(f"{LOGS}.length >= 2", timeout=STEP_MS, polling=500)
@@ -103,6 +111,10 @@ def test_detach_moves_the_live_run_to_its_own_window(main):
     assert there[0] == {"kind": "resume", "run": rid, "step": k, "skipped": []}, there[0]
     assert sorted(_logs(there)) == list(range(k + 1, 7))
     assert there[-1]["kind"] == "end" and not there[-1].get("stopped_by_user")
+    # the window draws the whole run: the tab's steps (stored metrics), then its own
+    drawn = win.evaluate("document.querySelector('#run-curves').curves.data()")
+    assert drawn["steps"] == list(range(1, 7))
+    assert dict(zip(drawn["steps"], drawn["loss"])) == {**_logs(here), **_logs(there)}
     # the relayed events are the window's own
     page.wait_for_function(
         "window.scellisApp.run.detach.phase === null", timeout=120_000, polling=500
@@ -114,14 +126,8 @@ def test_detach_moves_the_live_run_to_its_own_window(main):
         f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
     )
     assert "continues in its own window" not in page.inner_text("#banner")
-
-    # the oracle: the same run, never detached, in the same tab on the same device
-    start_training(page, OPTIONS)
-    finish_training(page, timeout_ms=STEP_MS)
-    whole = _logs(page.evaluate("window.scellisApp.run.events"))
     joined = {**_logs(here), **_logs(there)}
-    assert joined == whole, (joined, whole)  # bitwise: same device, same kernels, same seed
-    _ORACLE.update(whole)
+    assert joined == oracle, (joined, oracle)  # bitwise: same device, kernels and seed
     win.close()
 
 
@@ -206,12 +212,12 @@ def test_csv_run_keeps_options_resumes_any_checkpoint_and_bundles_its_data(main,
               "--to-step", "8", "--json"]  # fmt: skip
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's loop
         assert pool.submit(cli, resume).result() == 0
-        oracle = pool.submit(_native_losses, record, tmp_path / "oracle", 8).result()
+        native_run = pool.submit(_native_losses, record, tmp_path / "oracle", 8).result()
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     natively = {x["step"]: x["loss"] for x in lines if x.get("kind") == "log"}
     assert sorted(natively) == [7, 8]
-    _within(whole, oracle)  # the tab's steps 1..6
-    _within(natively, oracle)  # and the native continuation of its bundle
+    _within(whole, native_run)  # the tab's steps 1..6
+    _within(natively, native_run)  # and the native continuation of its bundle
     records = Records(store)
     try:
         assert records.run(rid)["status"] == "done" and records.run(rid)["step"] == 8
@@ -240,11 +246,9 @@ def test_full_screen_model_view_covers_the_whole_page(main):
         page.evaluate("document.querySelector('#run-runs').style.minHeight = ''")
 
 
-def test_a_detached_window_whose_tab_closed_takes_the_run_over(main):
+def test_a_detached_window_whose_tab_closed_takes_the_run_over(main, oracle):
     """Last (it closes the tab): the tab dies before it hands the run over; the window
     finds no one holding the store, takes it and resumes from the last checkpoint."""
-    if not _ORACLE:
-        pytest.skip("needs the uninterrupted run of the detach test")
     page = main
     start_training(page, OPTIONS, "lstm_forecaster")
     page.wait_for_function(f"{LOGS}.length >= 2", timeout=STEP_MS, polling=500)
@@ -268,5 +272,5 @@ def test_a_detached_window_whose_tab_closed_takes_the_run_over(main):
     assert there[0]["kind"] == "resume" and there[0]["run"] == rid, there[:2]
     k = there[0]["step"]
     assert k >= 2 and sorted(_logs(there)) == list(range(k + 1, 7))
-    assert _logs(there) == {s: v for s, v in _ORACLE.items() if s > k}
+    assert _logs(there) == {s: v for s, v in oracle.items() if s > k}
     assert "no tab holds the run store" in win.text_content("#run-log")

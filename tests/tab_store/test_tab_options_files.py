@@ -88,6 +88,10 @@ def test_resume_keeps_options_and_data_and_bundle_resumes_natively(csv_record, t
     collect(ObjectStore(store), Records(store), grace_s=0.0)  # the file is not garbage
     resumed = _events("resume", run=rid, store=str(store), device="reference")
     assert resumed[0] == {"kind": "resume", "run": rid, "step": 3, "skipped": []}
+    # the curves so far come back with it (for a page that did not draw them)
+    assert resumed[1]["kind"] == "history"
+    assert {s: v for s, v in resumed[1]["metrics"]["loss"]} == _losses(first)
+    assert [s for s, _ in resumed[1]["metrics"]["lr"]] == [1, 2, 3]
     assert not [e for e in resumed if e["kind"] == "eval"]  # validate=False was kept
     _close({**_losses(first), **_losses(resumed)}, _losses(whole))
 

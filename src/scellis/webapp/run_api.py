@@ -29,6 +29,7 @@ from ..train.determinism import resolve_tier
 from . import tab_store
 from .pipeline import build_pipeline, check_record
 
+_HISTORY = 2000  # metric points a resume sends back to the page, per curve
 # what the page asked for; reset when a run starts
 _control = {"paused": False, "stop": False}
 
@@ -216,6 +217,10 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
         dev = pipe.device
         records.reopen_run(rid, device=dev.name, adapter=tab_store.adapter_of(dev),
                            tier=row["tier"], step=c["step"])  # fmt: skip
+        # the curves so far, for a page that did not see them (a detached window, a
+        # reloaded tab); the latest points only: a curve needs no more
+        history = {n: [list(p) for p in records.metrics(rid, n)[-_HISTORY:]]
+                   for n in ("loss", "val_loss", "lr")}  # fmt: skip
     finally:
         records.close()
     recorder = tab_store.Recorder(
@@ -224,6 +229,7 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
     )  # fmt: skip
     recorder.last_step = ts.step
     yield {"kind": "resume", "run": rid, "step": ts.step, "skipped": skipped}
+    yield {"kind": "history", "run": rid, "metrics": history}
     async for ev in _loop(pipe, ts, recorder, plan["max_steps"], plan["log_every"],
                           opts["samples"], opts["text_samples"], opts["validate"]):  # fmt: skip
         yield ev

@@ -151,6 +151,12 @@ export function mount(el, client, app) {
       case "early_stop":
         log(`early stop: ${ev.reason}`);
         break;
+      case "history":
+        // the resumed run's earlier points (stored metrics), so its curves start at step 1
+        for (const [name, points] of Object.entries(ev.metrics || {})) {
+          for (const [step, value] of points) curves.add(name, step, value);
+        }
+        break;
       case "resume":
         state.runId = ev.run;
         log(`resuming run ${ev.run} from step ${ev.step}`);
