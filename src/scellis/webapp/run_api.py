@@ -18,17 +18,14 @@ from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.text import TextDataset
 from ..devices.base import get_device
-from ..ir.limits import target_of_device
-from ..ir.plan import make_plan
 from ..runtime.creation import tensor
 from ..store import bundle
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train import TrainState, fit
-from ..train import checkpoint as ckpt
-from ..train.determinism import resolve_tier
+from ..train.planning import plan_run
+from ..train.prepare import check_record, prepare_run
+from ..train.recording import new_run, restore
 from . import tab_store
-from .pipeline import build_pipeline, check_record
 
 # what the page asked for; reset when a run starts
 _control = {"paused": False, "stop": False}
@@ -52,11 +49,8 @@ def plan(record_text: str, device: str = "webgpu") -> dict:
 
 
 def _plan_event(record: dict, device) -> dict:
-    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    # update=None: the planner's own optimizer phase (the CLI also passes the loop's
-    # overflow guard, which lives above this layer and adds a few scalars)
-    p = make_plan(record, target_of_device(device), eval_batch=eval_batch)
-    return {"kind": "plan", **p.record()}
+    # the plan of the step the loop runs, as the CLI plans it (train.planning)
+    return {"kind": "plan", **plan_run(record, device=device).record()}
 
 
 async def check_kernel(code: str, device: str = "webgpu") -> dict:
@@ -166,8 +160,8 @@ async def train(
             + "; ".join(verdict["problems"])
             + f" (remediations: {fixes})"
         )
-    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
-    ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
+    pipe = prepare_run(record, device, epochs=epochs, drop_last=drop_last)
+    ts = pipe.ts
     recorder = None
     if store is not None:
         plan = {
@@ -197,25 +191,11 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
         record = check_record(text)
         if row["tier"]:
             record = {**record, "determinism_tier": row["tier"]}
-        pipe = build_pipeline(record, device, epochs=plan["epochs"])
-        ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
-        skipped, m, c = [], None, None
-        for c in reversed(records.checkpoints(rid)):
-            try:
-                m = ckpt.load(ts, objects, c["manifest"])
-                break
-            except ScellisError as e:
-                skipped.append(f"checkpoint at step {c['step']}: {e}")
-        if m is None:
-            raise ScellisError(f"run {rid} has no usable checkpoint ({'; '.join(skipped)})")
-        digest = getattr(pipe.dataset, "digest", None)
-        if digest is not None and m["dataset"] not in (None, digest):
-            raise ScellisError(f"the data of run {rid} changed since its checkpoint")
-        if plan["max_steps"] is not None and ts.step >= plan["max_steps"]:
-            raise ScellisError(f"run {rid} is already at step {ts.step}")
-        dev = pipe.device
-        records.reopen_run(rid, device=dev.name, adapter=tab_store.adapter_of(dev),
-                           tier=row["tier"], step=c["step"])  # fmt: skip
+        pipe = prepare_run(record, device, epochs=plan["epochs"])
+        ts = pipe.ts
+        # the CLI's resume point: latest loadable checkpoint, same data, steps left
+        back = restore(objects, records, rid, pipe, max_steps=plan["max_steps"])
+        skipped, m = back.skipped, back.manifest
     finally:
         records.close()
     recorder = tab_store.Recorder(
@@ -259,18 +239,12 @@ def import_run(data: str, store: str = tab_store.ROOT) -> str:
 def _new_run(store, record_text, record, pipe, plan) -> tab_store.Recorder:
     objects, records = ObjectStore(store), Records(store)
     try:
-        record_hash = objects.put(record_text.encode("utf-8"))
-        digest = getattr(pipe.dataset, "digest", None)
-        tier = resolve_tier(record.get("determinism_tier")).name
-        dev = pipe.device
-        rid = records.new_run(
-            record_hash=record_hash, model_id=record.get("model"), dataset_hash=digest,
-            device=dev.name, adapter=tab_store.adapter_of(dev), tier=tier, seed=pipe.seed,
-            argv=["(tab)"], config={"plan": plan, "label": "record.sml", "base_dir": "."},
-        )  # fmt: skip
+        # the runs row ``scellis resume`` reads back (train.recording)
+        rid, record_hash = new_run(objects, records, record_text.encode("utf-8"), pipe, plan,
+                                   argv=["(tab)"])  # fmt: skip
     finally:
         records.close()
-    return tab_store.Recorder(store, rid, record_hash, digest, tier, dev,
+    return tab_store.Recorder(store, rid, record_hash, pipe.digest, pipe.tier, pipe.device,
                               plan["checkpoint_every"], plan["keep_last"])  # fmt: skip
 
 
@@ -283,16 +257,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
         progress["run"] = recorder.rid
     yield progress
     is_text = isinstance(pipe.dataset, TextDataset)
-    gen = fit(
-        pipe.model,
-        pipe.loss,
-        pipe.optimizer,
-        pipe.train,
-        max_steps=max_steps,
-        log_every=log_every,
-        state=ts,
-        **pipe.fit_kwargs(validate),
-    )
+    gen = pipe.fit(max_steps=max_steps, log_every=log_every, validate=validate)
     t0, last_loss, step = time.perf_counter(), None, 0
     status = "interrupted"  # what the row says if this generator is abandoned
     try:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import time
 
-from ..store.gc import collect, retain
+from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train import checkpoint as ckpt
+from ..train.recording import RunRecorder, adapter_of  # noqa: F401  (run_api names it here)
 
 ROOT = "/scellis/store"
 _BOOT = time.time()
@@ -59,43 +59,31 @@ def list_runs(root: str = ROOT) -> list[dict]:
         records.close()
 
 
-class Recorder:
-    """Writes one run's metrics and checkpoints as ``fit``'s events arrive."""
+class Recorder(RunRecorder):
+    """Writes one run's metrics and checkpoints as ``fit``'s events arrive (the train
+    layer's ``RunRecorder``, as the CLI's, over this store), with the tab's events."""
 
     def __init__(self, root: str, rid: str, record_hash: str, dataset: str | None, tier: str,
                  device, checkpoint_every: int, keep_last: int = 3):  # fmt: skip
-        self.root, self.rid, self.record_hash = root, rid, record_hash
-        self.dataset, self.tier, self.device = dataset, tier, device
-        self.every, self.keep_last = max(1, int(checkpoint_every)), keep_last
-        self.objects, self.records = ObjectStore(root), Records(root)
-        self.last_step = None
+        super().__init__(
+            ObjectStore(root), Records(root), rid, record_hash=record_hash, dataset=dataset,
+            tier=tier, device=device, keep_last=keep_last,
+        )  # fmt: skip
+        self.root, self.every = root, max(1, int(checkpoint_every))
         _live.add(rid)
 
     async def checkpoint(self, ts, reason: str) -> dict | None:
-        if self.last_step == ts.step:
+        h = await self.save(ts)
+        if h is None:
             return None
-        h, _ = await ckpt.save(
-            ts, self.objects, record=self.record_hash, dataset=self.dataset, tier=self.tier,
-            extra={"device": self.device.name, "adapter": adapter_of(self.device),
-                   "run": self.rid},
-        )  # fmt: skip
-        score = ts.metrics.get("val_loss", ts.metrics.get("loss"))
-        self.records.add_checkpoint(self.rid, ts.step, ts.epoch, ts.batch, h, score)
-        self.last_step = ts.step
-        retain(self.records, self.rid, self.keep_last, True)
         return {"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason,
                 "run": self.rid}  # fmt: skip
 
     async def on_event(self, ev: dict, ts) -> dict | None:
         """Record ``ev``; the checkpoint event to pass on, when one was written."""
-        kind = ev["kind"]
-        if kind == "log":
-            self.records.log(self.rid, ev["step"], ev["epoch"], {"loss": ev["loss"],
-                             "lr": ev["lr"]})  # fmt: skip
-            if ts.step % self.every == 0:
-                return await self.checkpoint(ts, "every")
-        elif kind == "eval":
-            self.records.log(self.rid, ev["step"], ev["epoch"], {"val_loss": ev["val_loss"]})
+        self.log(ev)
+        if ev["kind"] == "log" and ts.step % self.every == 0:
+            return await self.checkpoint(ts, "every")
         return None
 
     def finish(self, status: str) -> None:
@@ -106,8 +94,3 @@ class Recorder:
                 collect(self.objects, self.records)
         finally:
             self.records.close()
-
-
-def adapter_of(dev) -> str:
-    info = getattr(dev, "info", None)
-    return getattr(info, "name", "") or dev.name
