@@ -176,4 +176,7 @@ def test_the_tab_trains_on_the_pinned_csv_and_refuses_a_wrong_pin(page, tmp_path
     page.wait_for_function("window._run !== null", timeout=120_000)
     out = page.evaluate("window._run")
     assert "data.sha256" in out.get("err", ""), out
-    set_record(page, LSTM)
+    assert page.text_content(".dp-current").startswith("Pinned: pinned.csv")
+    set_record(page, LSTM)  # a record without the file: the panel no longer claims the pin
+    assert page.text_content(".dp-current") == "The record's own data section is used."
+    assert page.evaluate("window.scellisApp.dataset") is None
