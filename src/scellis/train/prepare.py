@@ -99,13 +99,15 @@ class Prepared:
         self.tier = resolve_tier(tier).name
         self.fit_kwargs["determinism_tier"] = self.tier
 
-    def fit(self, *, max_steps: int | None = None, log_every: int = 10, validate: bool = True):
-        """``fit``'s event stream for this run (evaluation on ``val`` unless not
-        ``validate``), continuing ``ts``."""
+    def fit(self, *, max_steps: int | None = None, log_every: int = 10, validate: bool = True,
+            eval_every: int | None = None):  # fmt: skip
+        """``fit``'s event stream for this run, continuing ``ts``: evaluation on ``val``
+        (every ``eval_every`` steps, else at each epoch's end) unless not ``validate``."""
         return fit(
             self.model, self.loss, self.optimizer, self.train, epochs=self.epochs,
             val_data=self.val if validate else None, max_steps=max_steps,
-            log_every=log_every, state=self.ts, **self.fit_kwargs,
+            eval_every=eval_every if validate else None, log_every=log_every, state=self.ts,
+            **self.fit_kwargs,
         )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from ..runtime.creation import tensor
 from ..store import bundle
 from ..store.objects import ObjectStore
 from ..store.records import Records
+from ..train import Batches
 from ..train.planning import plan_run
 from ..train.prepare import check_record, prepare_run
 from ..train.recording import new_run, restore
@@ -99,29 +100,36 @@ async def _series_sample(pipe) -> dict:
 
 
 async def _text_sample(pipe, chars: int = 40) -> dict:
+    """Greedy continuations of the first validation windows, one row per prompt: as
+    many prompts as a training batch holds, so generation runs the forward kernels the
+    steps compiled (a software GPU pays seconds per new shape). The window slides by
+    one character per step and keeps its length for the same reason."""
     ds: TextDataset = pipe.dataset
-    window = list(ds.x_val[0])
-    out = []
+    windows = [list(w) for w in ds.x_val[: pipe.train.batch_size]]
+    if not windows:
+        raise ScellisError("the text has no validation window to start a sample from")
+    outs: list[list[int]] = [[] for _ in windows]
     with no_grad():
         pipe.model.eval()
         for _ in range(chars):
-            logits = pipe.model(tensor([window], device=pipe.device, dtype="i32"))
-            last = logits[0, len(window) - 1]
-            nxt = int(await last.argmax().read())  # greedy: the most likely next character
-            out.append(nxt)
-            window = window[1:] + [nxt]
+            logits = pipe.model(tensor(windows, device=pipe.device, dtype="i32"))
+            last = logits[:, len(windows[0]) - 1]
+            nxt = await last.argmax(axis=-1).read()  # the most likely next characters
+            for w, out, c in zip(windows, outs, nxt):
+                out.append(int(c))
+                w.append(int(c))
+                del w[0]
         pipe.model.train()
-    return {
-        "kind": "sample",
-        "type": "text",
-        "prompt": ds.vocab.decode(ds.x_val[0]),
-        "generated": ds.vocab.decode(out),
-    }
+    rows = [
+        {"prompt": ds.vocab.decode(p), "generated": ds.vocab.decode(o)}
+        for p, o in zip(ds.x_val, outs)
+    ]
+    return {"kind": "sample", "type": "text", "greedy": True, **rows[0], "rows": rows}
 
 
-async def _sample(pipe) -> dict:
+async def _sample(pipe, chars: int = 40) -> dict:
     if isinstance(pipe.dataset, TextDataset):
-        return await _text_sample(pipe)
+        return await _text_sample(pipe, chars)
     return await _series_sample(pipe)
 
 
@@ -138,6 +146,9 @@ async def train(
     drop_last: bool = False,
     store: str | None = None,
     checkpoint_every: int = 10,
+    eval_every: int | None = None,
+    val_rows: int | None = None,
+    sample_chars: int = 40,
 ):
     """Train ``record_text`` in this process, yielding events. ``tier`` overrides the
     record's determinism tier; ``text_samples`` also generates text at every
@@ -146,8 +157,11 @@ async def train(
     software GPU each new batch shape costs a round of shader compiles). With
     ``store`` (a folder: the worker's persistent one is ``tab_store.ROOT``) the run is
     recorded there like ``scellis train --store`` and checkpointed every
-    ``checkpoint_every`` steps and at its end."""
+    ``checkpoint_every`` steps and at its end. ``eval_every`` N validates every N
+    steps (otherwise at each epoch's end) on the first ``val_rows`` validation rows
+    (all by default); ``sample_chars`` is the length of a generated text sample."""
     _control.update(paused=False, stop=False)
+    _check_counts(eval_every=eval_every, val_rows=val_rows, sample_chars=sample_chars)
     record = check_record(record_text)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
@@ -161,6 +175,10 @@ async def train(
             + f" (remediations: {fixes})"
         )
     pipe = prepare_run(record, device, epochs=epochs, drop_last=drop_last)
+    if val_rows is not None:
+        v = pipe.val
+        pipe.val = Batches(v.x[:val_rows], v.y[:val_rows], v.batch_size, shuffle=False,
+                           device=pipe.device)  # fmt: skip
     ts = pipe.ts
     recorder = None
     if store is not None:
@@ -170,8 +188,14 @@ async def train(
         }  # fmt: skip
         recorder = _new_run(store, record_text, record, pipe, plan)
     async for ev in _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
-                          validate):  # fmt: skip
+                          validate, eval_every=eval_every, chars=sample_chars):  # fmt: skip
         yield ev
+
+
+def _check_counts(**counts) -> None:
+    for name, n in counts.items():
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ScellisError(f"train: {name} must be a whole number >= 1, got {n!r}")
 
 
 async def resume(run: str, store: str = tab_store.ROOT, samples: bool = False,
@@ -248,7 +272,8 @@ def _new_run(store, record_text, record, pipe, plan) -> tab_store.Recorder:
                               plan["checkpoint_every"], plan["keep_last"])  # fmt: skip
 
 
-async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples, validate):
+async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples, validate,
+                *, eval_every=None, chars=40):  # fmt: skip
     total = pipe.epochs * len(pipe.train)
     if max_steps is not None:
         total = min(total, int(max_steps))
@@ -257,7 +282,8 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
         progress["run"] = recorder.rid
     yield progress
     is_text = isinstance(pipe.dataset, TextDataset)
-    gen = pipe.fit(max_steps=max_steps, log_every=log_every, validate=validate)
+    gen = pipe.fit(max_steps=max_steps, log_every=log_every, validate=validate,
+                   eval_every=eval_every)  # fmt: skip
     t0, last_loss, step = time.perf_counter(), None, 0
     status = "interrupted"  # what the row says if this generator is abandoned
     try:
@@ -271,7 +297,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
                     if ck is not None:
                         yield ck
                 if samples:
-                    yield await _sample(pipe)
+                    yield await _sample(pipe, chars)
             yield ev
             if recorder is not None:
                 ck = await recorder.on_event(ev, ts)
@@ -280,7 +306,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
             if ev["kind"] == "end":
                 status = "done"
             if ev["kind"] == "eval" and samples and (text_samples or not is_text):
-                yield await _sample(pipe)
+                yield await _sample(pipe, chars)
             await _wait_while_paused()
             if _control["stop"]:
                 break
@@ -299,7 +325,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
         # fit's own end event never came: the run ends here, at a step boundary
         yield {"kind": "stopped", "step": step}
         if samples:
-            yield await _sample(pipe)
+            yield await _sample(pipe, chars)
         yield {
             "kind": "end",
             "steps": step,
