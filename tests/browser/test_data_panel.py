@@ -6,13 +6,18 @@ same bytes with the same options and must find the sha256 the page wrote.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from scellis.data import load_data, text_dataset
 from scellis.sml import parse
+from scellis.train import PROD_TOLERANCE
+from scellis.webapp import api
 
 from .conftest import finish_training, screenshot, start_training
 from .ui import set_record, ui_page
@@ -21,6 +26,16 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
+
+
+def native_losses(record: str, opts: dict) -> list[float]:
+    async def go():
+        args = json.dumps({"record_text": record, "device": "reference", **opts})
+        return [e["loss"] async for e in api.dispatch("train", args) if e["kind"] == "log"]
+
+    # in a thread: Playwright's sync API owns this thread's event loop
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
 
 
 def make_csv(seed: int, n: int = 160) -> tuple[str, list[float]]:
@@ -137,10 +152,23 @@ def test_the_tab_trains_on_the_pinned_csv_and_refuses_a_wrong_pin(page, tmp_path
     record = page.evaluate("window.scellisApp.record")
     pin = parse(record).data["data"]["sha256"]
     set_record(page, record)
-    start_training(page, {"max_steps": 2, "samples": False, "log_every": 1})
+    # full batches only (the shapes the LSTM's other tests compiled), prod tier
+    opts = {"max_steps": 2, "samples": False, "validate": False, "log_every": 1}
+    opts.update(tier="prod", drop_last=True)
+    start_training(page, opts)
     finish_training(page, 300_000)
-    losses = [e["loss"] for e in page.evaluate("window.scellisApp.run.events") if "loss" in e]
-    assert losses and all(isinstance(x, float) for x in losses)
+    events = page.evaluate("window.scellisApp.run.events")
+    losses = [e["loss"] for e in events if e["kind"] == "log"]
+    # the oracle: the same record trained natively on the same file (the reference
+    # device, which the prod tier promises to match); on the record's own sunspots the
+    # losses would be others
+    native = native_losses(record.replace("datasets/pinned.csv", str(f)), opts)
+    tol = PROD_TOLERANCE["f32"]
+    assert len(losses) == len(native) == 2
+    for b, n in zip(losses, native):
+        assert abs(b - n) <= tol["atol"] + tol["rtol"] * abs(n), (losses, native)
+    sunspots = native_losses(LSTM, opts)
+    assert all(abs(a - b) > 1e-3 * abs(b) for a, b in zip(native, sunspots))
     # the same record pinned to another version: the run refuses to start on this file
     wrong = record.replace(pin, "f" * 64)
     set_record(page, wrong)
@@ -148,4 +176,7 @@ def test_the_tab_trains_on_the_pinned_csv_and_refuses_a_wrong_pin(page, tmp_path
     page.wait_for_function("window._run !== null", timeout=120_000)
     out = page.evaluate("window._run")
     assert "data.sha256" in out.get("err", ""), out
-    set_record(page, LSTM)
+    assert page.text_content(".dp-current").startswith("Pinned: pinned.csv")
+    set_record(page, LSTM)  # a record without the file: the panel no longer claims the pin
+    assert page.text_content(".dp-current") == "The record's own data section is used."
+    assert page.evaluate("window.scellisApp.dataset") is None

@@ -9,6 +9,7 @@ from planutil import ROOT
 
 from scellis.cli.main import main
 from scellis.devices import get_device
+from scellis.webapp import run_api
 
 LSTM = str(ROOT / "examples" / "lstm_forecaster.sml")
 LM = str(ROOT / "examples" / "char_transformer.sml")
@@ -128,3 +129,15 @@ def test_f16_is_not_offered_where_its_kernels_cannot_run(capsys):
     _, on_ref = plan_json(capsys, LSTM, "--device", "reference", "--budget", "1MiB")
     assert not any(r["fix"].startswith("precision") for r in on_gpu["remediations"])
     assert any(r["fix"].startswith("precision") for r in on_ref["remediations"])
+
+
+@pytest.mark.parametrize("path", [LSTM, LM], ids=["lstm", "transformer"])
+def test_the_tab_plans_what_the_cli_plans(capsys, path):
+    # one planning path (train.planning): the tab's verdict event is the CLI's plan,
+    # the loop's guarded update included (the tab once planned a plain optimizer step)
+    rc, cli = plan_json(capsys, path, "--device", "reference")
+    tab = run_api.plan(open(path, encoding="utf-8").read(), device="reference")
+    assert rc == 0 and tab.pop("kind") == "plan"
+    # the reference device's budget is the host's free memory, read at each call
+    assert tab.pop("budget") > 0 and cli.pop("budget") > 0
+    assert tab == cli

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 from planutil import MIXED, SIZES, measured_loop_peak
 
-from scellis.cli.planning import loop_update, loop_update_for
 from scellis.devices.reference.backend import ReferenceBackend
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ir.limits import of_backend, resolve
 from scellis.ir.plan import make_plan
 from scellis.ir.trace import trace
+from scellis.train.planning import loop_update, loop_update_for
 
 
 def _check(name, record, plan, measured):

@@ -37,7 +37,7 @@ def test_save_then_load_restores_every_leaf(tmp_path):
     s.ts.metrics["odd"] = float("nan")  # JSON has no NaN: the manifest must still hold it
     objs = ObjectStore(tmp_path / "store")
     record = objs.put((tmp_path / "tiny.sml").read_bytes())
-    h, m = asyncio.run(ckpt.save(s.ts, objs, record=record, dataset=s.dataset, tier=s.tier))
+    h, m = asyncio.run(ckpt.save(s.ts, objs, record=record, dataset=s.digest, tier=s.tier))
     # the weights object is plain safetensors keyed by the dotted parameter paths
     weights, meta = loads(objs.get(m["weights"]))
     assert set(weights) == set(s.ts.model.state_dict()) and meta == {"format": "scellis"}

@@ -14,8 +14,8 @@ import pytest
 from scellis.base.errors import ScellisError
 from scellis.data import load_data
 from scellis.sml import parse
+from scellis.train.prepare import check_record, prepare_run
 from scellis.webapp import dataset_api, model_api
-from scellis.webapp.pipeline import build_pipeline, check_record
 
 ROOT = Path(__file__).resolve().parents[2]
 LSTM = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
@@ -126,7 +126,7 @@ def test_the_run_trains_on_the_pinned_file(tmp_path, monkeypatch):
     text, vals = make_csv(random.Random(12), n=120)
     rec = dataset_api.dataset_from(LSTM, "levels.csv", text, "level", "date")["record"]
     record = check_record(rec)
-    pipe = build_pipeline(record, "reference", epochs=1)
+    pipe = prepare_run(record, "reference", epochs=1)
     assert pipe.dataset.digest == record["data"]["sha256"] and pipe.dataset.rows == len(vals)
     # the same windows the native connector cuts from the values (window 20, horizon 1)
     cut = round(len(vals) * 0.8)

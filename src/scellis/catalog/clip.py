@@ -71,3 +71,18 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
     for p in _params(parameters):
         if p.grad is not None:
             p.grad = p.grad.clamp(-v, v)
+
+
+def clipper(spec):
+    """The record's ``grad_clip`` as a function of the parameters (None: no clipping).
+    ``spec`` is a number (a max norm) or a mapping: max_norm (and norm_type), or max_value."""
+    if spec is None:
+        return None
+    spec = {"max_norm": spec} if isinstance(spec, (int, float)) else dict(spec)
+    if "max_norm" in spec:
+        n, t = float(spec["max_norm"]), float(spec.get("norm_type", 2.0))
+        return lambda ps: clip_grad_norm_(ps, n, t)
+    if "max_value" in spec:
+        v = float(spec["max_value"])
+        return lambda ps: clip_grad_value_(ps, v)
+    raise ScellisError("grad_clip takes max_norm (and norm_type) or max_value")

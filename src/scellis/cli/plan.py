@@ -14,9 +14,8 @@ import click
 from ..base.errors import ScellisError
 from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
-from ..ir.plan import make_plan
 from ..ir.record import load_record
-from .planning import loop_update_for
+from ..train.planning import plan_run
 
 DEVICES = ["auto", "webgpu", "reference", "null", *PROFILES]
 
@@ -56,16 +55,8 @@ def target_for(device: str, budget: str | None):
 def command(file, device, budget, batch, mode, precision, json_):
     record = load_record(file)
     target = target_for(device, budget)
-    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    plan = make_plan(
-        record,
-        target,
-        mode=mode,
-        batch=batch,
-        precision=precision,
-        update=loop_update_for(record),
-        eval_batch=eval_batch,
-    )
+    # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan
+    plan = plan_run(record, target, mode=mode, batch=batch, precision=precision)
     if json_:
         print(json.dumps(plan.record()))
     else:

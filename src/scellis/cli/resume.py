@@ -17,23 +17,8 @@ import click
 from ..base.errors import ScellisError
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train import checkpoint as ckpt
-from ..train.determinism import resolve_tier
-from .runner import Output, Plan, adapter_of, drive, prepare
-
-
-def _usable(objects, records, rid, device):
-    """The latest checkpoint whose objects load (and the ones skipped on the way)."""
-    cks = records.checkpoints(rid)
-    skipped = []
-    for c in reversed(cks):
-        try:
-            sd, m = ckpt.state_dict_of(objects, c["manifest"], device)
-            return c, sd, m, skipped
-        except ScellisError as e:
-            skipped.append(f"checkpoint at step {c['step']}: {e}")
-    why = ("; ".join(skipped)) if skipped else "it has none"
-    raise ScellisError(f"run {rid} has no usable checkpoint to resume from ({why})")
+from ..train.recording import adapter_of, restore
+from .runner import Output, Plan, drive, prepare
 
 
 def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None,
@@ -56,32 +41,19 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
         if to_step is not None:
             plan.max_steps = to_step
         raw = objects.get(run["record_hash"])
-        s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"])
+        s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"],
+                    epochs=plan.epochs)  # fmt: skip
         tab = cfg.get("tab") or {}  # a run started in a tab: drive it as the tab did
         if tab.get("drop_last"):
             s.train.drop_last = True
         if tab.get("validate") is False:
             s.val = None
         if tier is not None:  # continue under another determinism tier than the record's
-            s.tier = resolve_tier(tier).name
-            s.fit_kwargs["determinism_tier"] = s.tier
-        c, sd, m, skipped = _usable(objects, records, rid, s.device)
-        if s.dataset != m["dataset"]:
-            raise ScellisError(
-                f"the data of run {rid} changed: it hashes to {s.dataset[:12]}, the run "
-                f"trained on {m['dataset'][:12]}"
-            )
-        s.ts.load_state_dict(sd)
-        limit = plan.max_steps
-        if limit is not None and s.ts.step >= limit:
-            raise ScellisError(f"run {rid} is already at step {s.ts.step} (asked for {limit})")
-        if s.ts.epoch >= plan.epochs:
-            raise ScellisError(f"run {rid} has finished its {plan.epochs} epochs")
-        records.reopen_run(
-            rid, device=s.device.name, adapter=adapter_of(s.device), tier=s.tier, step=c["step"]
-        )
+            s.set_tier(tier)
+        back = restore(objects, records, rid, s, max_steps=plan.max_steps, epochs=plan.epochs)
     finally:
         records.close()
+    c, m, skipped = back.checkpoint, back.manifest, back.skipped
     total = len(s.train) * plan.epochs
     total = min(total, plan.max_steps) if plan.max_steps is not None else total
     out = Output(json_, print_every, total)

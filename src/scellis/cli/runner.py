@@ -1,9 +1,11 @@
 """Running a record against a store (cli layer): what ``train`` and ``resume`` share.
 
 ``prepare`` turns a record's text into the live pieces (model, optimizer, scheduler,
-loss, data) on a device. ``drive`` runs the async training loop over a ``TrainState``
-and, at step boundaries, writes what the store keeps: per-step metrics, heartbeats,
-checkpoints every N steps and at the end. Ctrl-C only raises a flag; the loop stops
+loss, data) on a device: the train layer's ``prepare_run``, which the tab uses too,
+once the memory plan (``train.planning``) has passed. ``drive`` runs the async
+training loop over the run's ``TrainState`` and, at step boundaries, writes what the
+store keeps (``train.recording``): per-step metrics, heartbeats, checkpoints every N
+steps and at the end. Ctrl-C only raises a flag; the loop stops
 at the next step boundary, checkpoints, and the run ends ``interrupted`` (exit 130)
 with the command that resumes it.
 """
@@ -16,117 +18,48 @@ import re
 import signal
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from ..catalog.registry import lookup
-from ..catalog.sml_registry import catalog_registry
 from ..codecs.convert import header_weights
-from ..codecs.pretrained import pretrained_model
-from ..data.record import load_data
 from ..devices.base import get_device
-from ..ir.limits import target_of_device
-from ..ir.plan import plan_or_refuse
-from ..model.build import config_of
-from ..sml import emit, parse, validate
-from ..store.gc import collect, retain
+from ..sml import emit, parse
+from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train import Batches, TrainState, fit
-from ..train import checkpoint as ckpt
-from ..train.determinism import resolve_tier
+from ..train.planning import plan_run
+from ..train.prepare import Prepared, RecordProblems, check_record, prepare_run
+from ..train.recording import RunRecorder
 from .common import pick_device
-from .planning import loop_update_for
 from .progress import Progress
 
 
-def _entry_obj(section: dict, kind: str, where: str, *args):
-    entry = lookup(section.get("block_id", ""), kind)
-    cfg = config_of(entry, section, where)
-    return entry.impl(*args, config=cfg) if args else entry.impl(config=cfg)
-
-
-@dataclass
-class Setup:
-    record: dict
-    label: str
-    device: object
-    why: str
-    ts: TrainState
-    loss: object
-    train: Batches
-    val: Batches
-    dataset: str
-    rows: int
-    tier: str
-    fit_kwargs: dict = field(default_factory=dict)
-
-
-def check_text(raw: bytes, label: str) -> None:
-    """Validate a record's text; the problems, located, as one ScellisError."""
-    doc = parse(raw, label)
-    problems = validate(doc, catalog_registry())
-    if problems:
-        raise ScellisError("\n".join(str(d) for d in problems))
+def check_text(raw: bytes, label: str) -> dict:
+    """The record of a text; its problems, located, as one ScellisError (one a line)."""
+    try:
+        return check_record(raw, label)
+    except RecordProblems as e:
+        raise ScellisError("\n".join(str(d) for d in e.problems)) from None
 
 
 def prepare(
     raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None,
-    store=None,
-) -> Setup:  # fmt: skip
-    """The run's live pieces; with ``store``, an imported record's header weights are
-    loaded first (a resume passes none: its checkpoint holds every tensor)."""
-    check_text(raw, label)
-    record = parse(raw, label).data
+    store=None, epochs: int | None = None,
+) -> Prepared:  # fmt: skip
+    """The run's live pieces (``train.prepare``) on the device ``device_name`` picks;
+    with ``store``, an imported record's header weights are loaded first (a resume
+    passes none: its checkpoint holds every tensor). ``epochs`` replaces the record's."""
+    record = check_text(raw, label)
     device, why = pick_device(device_name)
     dev = get_device(device)
-    seed = int(record.get("seed", 0))
     # the memory plan traces on the null device: a red plan refuses before any allocation
-    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    update = loop_update_for(record)
-    plan_or_refuse(record, target_of_device(dev, budget), update=update, eval_batch=eval_batch)
+    plan_run(record, device=dev, budget=budget, refuse=True)
     text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     weights = header_weights(text, store) if store is not None else None
-    model = pretrained_model(record, weights, device=dev)
-    if "data" not in record:
-        raise ScellisError(f"{label}: the record has no data section to train on")
-    ds = load_data(record["data"], base_dir=base_dir)
-    batch = int(record.get("batch_size", 32))
-    optimizer = _entry_obj(record["optimizer"], "optimizer", "optimizer", model)
-    loss = _entry_obj(record["loss"], "loss", "loss")
-    scheduler = None
-    if record.get("scheduler"):
-        scheduler = _entry_obj(record["scheduler"], "scheduler", "scheduler", optimizer)
-    ev_cfg = record.get("eval") or {}
-    tier = resolve_tier(record.get("determinism_tier")).name
-    return Setup(
-        record=record,
-        label=label,
-        device=dev,
-        why=why,
-        ts=TrainState(model, optimizer, scheduler, seed=seed),
-        loss=loss,
-        train=Batches(ds.x_train, ds.y_train, batch, device=dev),
-        val=Batches(
-            ds.x_val, ds.y_val, int(ev_cfg.get("batch_size", 64)), shuffle=False, device=dev
-        ),
-        dataset=ds.digest,
-        rows=len(ds.x_train) + len(ds.x_val),
-        tier=tier,
-        fit_kwargs=dict(
-            determinism_tier=record.get("determinism_tier"),
-            seed=seed,
-            scheduler=scheduler,
-            grad_clip=record.get("grad_clip"),
-            precision=record.get("precision"),
-        ),
-    )
-
-
-def adapter_of(dev) -> str:
-    info = getattr(dev, "info", None)
-    return getattr(info, "name", "") or dev.name
+    s = prepare_run(record, dev, base_dir=base_dir, epochs=epochs, weights=weights, label=label)
+    s.why = why
+    return s
 
 
 @dataclass
@@ -204,37 +137,23 @@ def resume_command(root: Path, rid: str) -> str:
     return f"scellis resume {rid}{store}"
 
 
-async def _drive(s: Setup, plan: Plan, objects, records, rid, record_hash, out, stop, fault):
+async def _drive(s: Prepared, plan: Plan, objects, records, rid, record_hash, out, stop, fault):
     ts = s.ts
-    last_ck = {"step": None}
+    recorder = RunRecorder(
+        objects, records, rid, record_hash=record_hash, dataset=s.digest, tier=s.tier,
+        device=s.device, keep_last=plan.keep_last, keep_best=plan.keep_best, fault=fault,
+    )  # fmt: skip
 
     async def checkpoint(reason: str):
-        if last_ck["step"] == ts.step:
-            return
-        h, m = await ckpt.save(
-            ts, objects, record=record_hash, dataset=s.dataset, tier=s.tier, fault=fault,
-            extra={"device": s.device.name, "adapter": adapter_of(s.device), "run": rid},
-        )  # fmt: skip
-        if fault is not None:
-            fault("before_record", ts.step)
-        # "best" judges by the validation loss when the run evaluates, else the training loss
-        score = ts.metrics.get("val_loss", ts.metrics.get("loss"))
-        records.add_checkpoint(rid, ts.step, ts.epoch, ts.batch, h, score)
-        last_ck["step"] = ts.step
-        retain(records, rid, plan.keep_last, plan.keep_best)
-        out.event({"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason})
+        h = await recorder.save(ts)
+        if h is not None:
+            out.event({"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason})
 
     end = None
-    async for ev in fit(
-        ts.model, s.loss, ts.optimizer, s.train, epochs=plan.epochs, val_data=s.val,
-        log_every=plan.log_every, max_steps=plan.max_steps, state=ts, **s.fit_kwargs,
-    ):  # fmt: skip
+    async for ev in s.fit(max_steps=plan.max_steps, log_every=plan.log_every):
         kind = ev["kind"]
-        if kind == "log":
-            records.log(rid, ev["step"], ev["epoch"], {"loss": ev["loss"], "lr": ev["lr"]})
-        elif kind == "eval":
-            records.log(rid, ev["step"], ev["epoch"], {"val_loss": ev["val_loss"]})
-        elif kind == "end":
+        recorder.log(ev)
+        if kind == "end":
             end = ev
         out.event(ev)
         if kind == "log" and ts.step % plan.checkpoint_every == 0:
@@ -249,7 +168,7 @@ async def _drive(s: Setup, plan: Plan, objects, records, rid, record_hash, out, 
 
 
 def drive(
-    s: Setup, plan: Plan, root: Path, rid: str, record_hash: str, out, fault=None, writer=None
+    s: Prepared, plan: Plan, root: Path, rid: str, record_hash: str, out, fault=None, writer=None
 ) -> int:
     """Train to the plan's end; ``fault`` and ``writer`` are fault-injection seams (tests)."""
     objects, records = ObjectStore(root, writer=writer), Records(root)

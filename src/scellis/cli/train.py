@@ -18,7 +18,8 @@ import click
 
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from .runner import Output, Plan, adapter_of, drive, prepare, resolve_record
+from ..train.recording import new_run
+from .runner import Output, Plan, drive, prepare, resolve_record
 
 
 def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpoint_every,
@@ -26,23 +27,19 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
           keep_best=True, replay=False) -> int:  # fmt: skip
     root = Path(store)
     raw, label, base_dir = resolve_record(ref, root)
-    s = prepare(raw, label, base_dir, device, budget, store=root)
+    s = prepare(raw, label, base_dir, device, budget, store=root, epochs=epochs)
     if replay:
         s.fit_kwargs["replay"] = True  # bitwise equal to eager; falls back per step
-    epochs = int(epochs if epochs is not None else s.record.get("epochs", 1))
+    epochs = s.epochs
     plan = Plan(
         epochs=epochs, max_steps=max_steps, log_every=log_every,
         checkpoint_every=checkpoint_every, keep_last=keep_last, keep_best=keep_best,
     )  # fmt: skip
     objects, records = ObjectStore(root), Records(root)
     try:
-        record_hash = objects.put(raw)
-        records.add_dataset(s.dataset, str(s.record["data"].get("source")), s.rows)
-        rid = records.new_run(
-            record_hash=record_hash, model_id=s.record.get("model"), dataset_hash=s.dataset,
-            device=s.device.name, adapter=adapter_of(s.device), tier=s.tier, seed=s.ts.seed,
-            argv=argv, config={"plan": asdict(plan), "label": label, "base_dir": str(base_dir)},
-        )  # fmt: skip
+        records.add_dataset(s.digest, str(s.record["data"].get("source")), s.rows)
+        rid, record_hash = new_run(objects, records, raw, s, asdict(plan), argv=argv,
+                                   base_dir=base_dir)  # fmt: skip
     finally:
         records.close()
     total = len(s.train) * epochs
@@ -51,8 +48,8 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
     out.info(
         f"scellis train {label}: {s.record.get('model')} on {s.device.name}"
         + (f" ({s.why})" if s.why else "")
-        + f", {epochs} epochs, {s.tier} tier, dataset {s.dataset[:12]}, run {rid} in {root}",
-        run=rid, dataset=s.dataset, device=s.device.name, store=str(root),
+        + f", {epochs} epochs, {s.tier} tier, dataset {s.digest[:12]}, run {rid} in {root}",
+        run=rid, dataset=s.digest, device=s.device.name, store=str(root),
     )  # fmt: skip
     return drive(s, plan, root, rid, record_hash, out, fault=fault, writer=writer)
 

@@ -48,6 +48,17 @@ class Codec:
     def read(self, path: Path) -> Imported:
         raise ScellisError(f"{type(self).__name__} cannot read files")
 
+    def read_bytes(self, path: Path) -> bytes:
+        """The file's bytes, refused (a ScellisError) over the codec's ``max_bytes`` cap
+        or when it cannot be read."""
+        try:
+            size = path.stat().st_size
+            if size > self.config.max_bytes:
+                raise ScellisError(f"{path}: {size} bytes is over the {self.config.max_bytes} cap")
+            return path.read_bytes()
+        except OSError as e:
+            raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         """Write ``tensors`` (and the record, when the format has a place for it); the paths."""
         raise ScellisError(f"{type(self).__name__} cannot write files")

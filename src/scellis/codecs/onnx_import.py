@@ -275,13 +275,7 @@ class OnnxCodec(Codec):
         return len(head) > 2 and head[0] == 0x08 and 3 <= head[1] <= 20
 
     def read(self, path: Path) -> Imported:
-        try:
-            size = path.stat().st_size
-            if size > self.config.max_bytes:
-                raise ScellisError(f"{path}: {size} bytes is over the {self.config.max_bytes} cap")
-            data = path.read_bytes()
-        except OSError as e:
-            raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+        data = self.read_bytes(path)
         try:
             m = onnx_proto.model(data, path.parent, str(path))
         except _MALFORMED as e:

@@ -38,13 +38,7 @@ class SafetensorsCodec(Codec):
         return len(head) > 8 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") > 1
 
     def read(self, path: Path) -> Imported:
-        try:
-            size = path.stat().st_size
-            if size > self.config.max_bytes:
-                raise ScellisError(f"{path}: {size} bytes is over the {self.config.max_bytes} cap")
-            data = path.read_bytes()
-        except OSError as e:
-            raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+        data = self.read_bytes(path)
         return self.loads(data, str(path))
 
     def loads(self, data: bytes, where: str) -> Imported:

@@ -69,13 +69,7 @@ class TorchCodec(Codec):
 
     def read(self, path: Path) -> Imported:
         where = str(path)
-        try:
-            size = path.stat().st_size
-            if size > self.config.max_bytes:
-                raise ScellisError(f"{where}: {size} bytes is over the {self.config.max_bytes} cap")
-            data = path.read_bytes()
-        except OSError as e:
-            raise ScellisError(f"{where}: cannot read: {e.strerror or e}") from None
+        data = self.read_bytes(path)
         if not data.startswith(b"PK"):
             raise ScellisError(
                 f"{where}: the legacy (non-zip) torch format is not read; re-save it with a "

@@ -8,9 +8,11 @@ lifetimes are the same, the buffer lifetimes recorded here are the ones the real
 allocator sees: the memory planner's activation figures come from them.
 
 A training trace runs two steps (the first creates the optimizer state; the second is
-the steady state) of: zero_grad, forward, loss, backward, then the optimizer phase:
-clipping and the step, or the caller's ``update`` (the CLI passes the train loop's
-guarded update, so its copies are traced too). Loss scaling is not traced.
+the steady state) of ``step.train_step``, the function the train loop runs: zero_grad,
+forward, loss, backward, then the optimizer phase: clipping and the step, or the
+caller's ``update`` (``train.planning`` passes the loop's guarded update, so its
+copies are traced too). The loss is not scaled in the trace (the update still
+unscales the gradients where the loop would).
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ from ..base.dtypes import DType, f16, f32, i32
 from ..base.errors import ScellisError
 from ..base.rng import Generator
 from ..base.shapes import contiguous_strides, numel
-from ..catalog.clip import clip_grad_norm_, clip_grad_value_
+from ..catalog.clip import clipper
 from ..catalog.peft import apply_finetune
-from ..catalog.registry import lookup
 from ..devices.null import TracingBackend
-from ..model.build import RecordModel, config_of
+from ..model.build import RecordModel, entry_object
 from ..runtime.tensor import Tensor
 from .record import batch_size, concrete_inputs
+from .step import plain_update, to_compute, train_step, working_copies
 
 # a target's (shape, dtype) from the prediction's, per loss; int class ids for CE
 _TARGETS = {
@@ -78,12 +80,6 @@ def _input(dev: TracingBackend, shape, dtype: DType) -> Tensor:
     return Tensor(buf, shape, contiguous_strides(shape), 0, dtype, dev)
 
 
-def _entry_obj(section: dict, kind: str, *args):
-    entry = lookup(section.get("block_id", ""), kind)
-    cfg = config_of(entry, section, kind)
-    return entry.impl(*args, config=cfg) if args else entry.impl(config=cfg)
-
-
 @contextlib.contextmanager
 def _phase(dev, name: str, scope: str = ""):
     if not isinstance(dev, TracingBackend):  # a real device runs unlabelled
@@ -96,21 +92,34 @@ def _phase(dev, name: str, scope: str = ""):
         dev.scope = ""
 
 
-def _forward(model, dev, args, dtype, shapes: dict | None = None):
-    """The model's own forward, with every block's dispatches labelled with its name (and
-    its output shape noted): each block's ``forward`` is wrapped for the call."""
+@contextlib.contextmanager
+def _blocks_labelled(model, dev, shapes: dict | None = None):
+    """Within the block, every record block's dispatches are labelled with its name (and
+    its output shape noted in ``shapes``): each block's ``forward`` is wrapped."""
     if not isinstance(dev, TracingBackend):
-        return model(*args)
+        yield
+        return
     wrapped = []
     for name in model.order:
         mod = getattr(model, name)
         wrapped.append(mod)
         object.__setattr__(mod, "forward", _labelled(mod.forward, dev, name, shapes))
     try:
-        return model(*args)
+        yield
     finally:
         for mod in wrapped:
             object.__delattr__(mod, "forward")  # the class's forward again
+
+
+@contextlib.contextmanager
+def _step_phase(dev, model, name: str):
+    """A training step's phase on ``dev``; the forward's dispatches carry their block."""
+    with _phase(dev, name):
+        if name != "forward":
+            yield
+            return
+        with _blocks_labelled(model, dev):
+            yield
 
 
 def _labelled(fn, dev: TracingBackend, name: str, shapes: dict | None):
@@ -125,27 +134,6 @@ def _labelled(fn, dev: TracingBackend, name: str, shapes: dict | None):
         return out
 
     return call
-
-
-@contextlib.contextmanager
-def _working_copies(model, dtype):
-    """Under mixed precision the forward reads f16 casts of the f32 master parameters
-    (recorded casts, so gradients reach the masters), as the train layer's policy does."""
-    if dtype == f32:
-        yield
-        return
-    owners = dict(model.named_modules())
-    swapped = []
-    for path, p in model.named_parameters():
-        owner, _, name = path.rpartition(".")
-        if p.dtype.is_float and p.dtype != dtype:
-            swapped.append((owners[owner], name, p))
-            object.__setattr__(owners[owner], name, p.cast(dtype))
-    try:
-        yield
-    finally:
-        for mod, name, p in swapped:
-            object.__setattr__(mod, name, p)
 
 
 def _precision(record: dict, override: str | None) -> str:
@@ -237,8 +225,8 @@ def run_program(
         if mode == "training":
             if not record.get("optimizer") or not record.get("loss"):
                 raise ScellisError("a training trace needs the record's optimizer and loss")
-            optimizer = _entry_obj(record["optimizer"], "optimizer", model)
-            loss = _entry_obj(record["loss"], "loss")
+            optimizer = entry_object(record["optimizer"], "optimizer", model)
+            loss = entry_object(record["loss"], "loss")
     if tr is not None:
         tr.optimizer = (record.get("optimizer") or {}).get("block_id", "") if optimizer else ""
         for name, p in model.named_parameters():
@@ -250,11 +238,12 @@ def run_program(
         model.eval()
         with _phase(dev, "input"):
             xs = [feed(dev, s, dt) for s, dt in specs.values()]
-        with no_grad(), _phase(dev, "forward"), _working_copies(model, compute):
+        with no_grad(), _phase(dev, "forward"), working_copies(model, compute):
             if tr is not None:
                 tr.inputs = {serial(x): n for x, n in zip(xs, specs)}
-            xs = [x.cast(compute) if x.dtype.is_float and x.dtype != compute else x for x in xs]
-            out = _forward(model, dev, xs, compute, tr.block_shapes if tr else None)
+            xs = to_compute(xs, compute)
+            with _blocks_labelled(model, dev, tr.block_shapes if tr else None):
+                out = model(*xs)
         outs = out if isinstance(out, tuple) else (out,)
         if tr is not None:
             tr.outputs = [serial(o) for o in outs]
@@ -262,36 +251,36 @@ def run_program(
         mark(("mark", "end"))
         return model, None
     model.train()
-    clip = _clipper(record.get("grad_clip"))
+    clip = clipper(record.get("grad_clip"))
+    target_of = _TARGETS.get(record["loss"].get("block_id", ""), lambda s, d: (s, d))
+
+    def make_target(pred):
+        if isinstance(pred, tuple):
+            raise ScellisError("training traces take a model with one output")
+        yshape, ydt = target_of(pred.shape, pred.dtype)
+        return feed(dev, yshape, ydt)
+
     for step in range(steps):
         mark(("mark", f"step {step}"))
         with _phase(dev, "input"):
             xs = [feed(dev, s, dt) for s, dt in specs.values()]
-        with _phase(dev, "forward"):
-            optimizer.zero_grad()
-            with _working_copies(model, compute):
-                fx = [x.cast(compute) if x.dtype.is_float and x.dtype != compute else x for x in xs]
-                pred = _forward(model, dev, fx, compute)
-        if isinstance(pred, tuple):
-            raise ScellisError("training traces take a model with one output")
-        with _phase(dev, "loss"):
-            if pred.dtype == f16:
-                pred = pred.cast(f32)
-            make = _TARGETS.get(record["loss"].get("block_id", ""), lambda s, d: (s, d))
-            yshape, ydt = make(pred.shape, pred.dtype)
-            y = feed(dev, yshape, ydt)
-            value = loss(pred, y)
-        if tr is not None:
+
+        def observe(pred, y, value, last=step == steps - 1, xs=xs):
+            if tr is None:
+                return
             tr.saved |= _tape_buffers(value)
-            if step == steps - 1:  # the graph shows the last (steady-state) step
+            if last:  # the graph shows the last (steady-state) step
                 tr.inputs = {serial(x): n for x, n in zip(xs, specs)} | {serial(y): "target"}
                 tr.outputs = [serial(pred)]
                 tr.output_views = [(pred.shape, pred.strides, pred.offset)]
-        with _phase(dev, "backward"):
-            value.backward()
-        with no_grad(), _phase(dev, "optimizer"):
-            (update or plain_update)(model.parameters(), optimizer, clip)
-        del xs, fx, pred, y, value
+
+        # the train loop's own step function (ir/step.py), with the caller's update
+        train_step(
+            model, loss, optimizer, xs, None, update=update or plain_update, clip=clip,
+            compute=compute, phase=lambda name: _step_phase(dev, model, name),
+            observe=observe, make_target=make_target,
+        )  # fmt: skip
+        del xs, observe
     if tr is not None:
         for p in model.parameters():
             if p.grad is not None:
@@ -303,23 +292,3 @@ def run_program(
         tr.saved -= set(tr.params) | set(tr.inputs)
     mark(("mark", "end"))
     return model, optimizer
-
-
-def plain_update(params, optimizer, clip) -> None:
-    """The optimizer phase without the train loop's overflow guard: clip, then step."""
-    if clip is not None:
-        clip(params)
-    optimizer.step()
-
-
-def _clipper(spec):
-    if spec is None:
-        return None
-    spec = {"max_norm": spec} if isinstance(spec, (int, float)) else dict(spec)
-    if "max_norm" in spec:
-        n, t = float(spec["max_norm"]), float(spec.get("norm_type", 2.0))
-        return lambda ps: clip_grad_norm_(ps, n, t)
-    if "max_value" in spec:
-        v = float(spec["max_value"])
-        return lambda ps: clip_grad_value_(ps, v)
-    raise ScellisError("grad_clip takes max_norm (and norm_type) or max_value")

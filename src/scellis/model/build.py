@@ -38,6 +38,14 @@ def config_of(entry, fields: dict, where: str):
         raise ScellisError(f"{where}: {e}") from None
 
 
+def entry_object(section: dict, kind: str, *args):
+    """The catalog object a record section names (``block_id`` + fields) of ``kind``
+    (optimizer, loss, scheduler), built with ``args`` (the model, the optimizer)."""
+    entry = lookup(section.get("block_id", ""), kind)
+    cfg = config_of(entry, section, kind)
+    return entry.impl(*args, config=cfg) if args else entry.impl(config=cfg)
+
+
 def _inputs_of(spec) -> list[str]:
     src = spec.get("in")
     return [src] if isinstance(src, str) else list(src or [])

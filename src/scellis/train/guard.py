@@ -75,3 +75,19 @@ def guarded_step(optimizer, ok: Tensor | None) -> None:
         old = before.get(key)  # state made by this step was zeros before it
         kept = live.where(ok.expand(live.shape), old if old is not None else 0.0)
         apply_inplace("flat_gather", (kept,), (live,))
+
+
+def loop_update(params, optimizer, clip, *, scale=None, guard: bool = True, scaler=None):
+    """The train loop's optimizer phase (``ir.step.train_step``'s ``update``), in its
+    order: gradients divided by the loss ``scale`` (a 0-d device tensor, under loss
+    scaling), the finite flag (with ``guard``), clipping, the guarded step, then the
+    loss ``scaler``'s update from the flag. Returns the flag (None unguarded)."""
+    if scale is not None:
+        scale_grads(params, 1.0 / scale)
+    ok = finite_flag(params) if guard else None
+    if clip is not None:
+        clip(params)
+    guarded_step(optimizer, ok)
+    if ok is not None and scaler is not None:
+        scaler.update(ok)
+    return ok

@@ -18,35 +18,24 @@ reduce_on_plateau was fed), ``epoch``, ``early_stop`` and the final ``end`` summ
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from ..autograd import no_grad
 from ..base.dtypes import f16
 from ..base.errors import ScellisError
-from ..catalog.clip import clip_grad_norm_, clip_grad_value_
+from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
+from ..ir.step import to_compute, train_step, working_copies
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
 from ..runtime.tensor import Tensor
 from .data import batch_rows, epoch_batches
 from .determinism import resolve_tier
-from .guard import finite_flag, guarded_step, scale_grads
-from .precision import resolve_precision, to_compute, working_copies
+from .guard import loop_update
+from .precision import resolve_precision
 from .replay import TrainReplay
 from .state import TrainState
 from .stopping import EarlyStopping
-
-
-def _clipper(spec):
-    if spec is None:
-        return None
-    spec = {"max_norm": spec} if isinstance(spec, (int, float)) else dict(spec)
-    if "max_norm" in spec:
-        n, t = float(spec["max_norm"]), float(spec.get("norm_type", 2.0))
-        return lambda ps: clip_grad_norm_(ps, n, t)
-    if "max_value" in spec:
-        v = float(spec["max_value"])
-        return lambda ps: clip_grad_value_(ps, v)
-    raise ScellisError("grad_clip takes max_norm (and norm_type) or max_value")
 
 
 class _Run:
@@ -59,7 +48,7 @@ class _Run:
         self.tier = resolve_tier(opts["determinism_tier"])
         self.prec = resolve_precision(opts["precision"], self.device)
         ts.scaler.configure(self.prec, self.device)
-        self.clip = _clipper(opts["grad_clip"])
+        self.clip = clipper(opts["grad_clip"])
         self.early = EarlyStopping.of(opts["early_stopping"])
         self.plateau = isinstance(self.scheduler, ReduceOnPlateau)
         self.guard = opts["skip_nonfinite"] or ts.scaler.dynamic
@@ -88,25 +77,16 @@ class _Run:
         self.window["samples"] += batch_rows(x)
 
     def eager_step(self, x, y) -> None:
-        scaler, dt = self.ts.scaler, self.prec.compute
+        scaler = self.ts.scaler
         self.host_enter()
-        self.optimizer.zero_grad()
-        with working_copies(self.model, dt):
-            pred = self.model(to_compute(x, dt))
-        if isinstance(pred, Tensor) and pred.dtype == f16:
-            pred = pred.cast("f32")  # the loss and its reductions run in f32
-        value = self.loss(pred, y)
-        (value * scaler.scale if scaler.active else value).backward()
-        params = self.model.parameters()
+        scale = scaler.scale if scaler.active else None
+        update = partial(loop_update, scale=scale, guard=self.guard, scaler=scaler)
+        # the one step function (ir/step.py): the memory planner traces it too
+        value, ok = train_step(
+            self.model, self.loss, self.optimizer, (x,), y,
+            update=update, clip=self.clip, compute=self.prec.compute, scale=scale,
+        )  # fmt: skip
         with no_grad():
-            if scaler.active:
-                scale_grads(params, 1.0 / scaler.scale)
-            ok = finite_flag(params) if self.guard else None
-            if self.clip is not None:
-                self.clip(params)
-            guarded_step(self.optimizer, ok)
-            if ok is not None:
-                scaler.update(ok)
             self._accumulate(value.detach(), ok)
         self.count(x)
 

@@ -15,7 +15,6 @@ host learns the scale only at log points (it is in the log events).
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import asdict, dataclass
 
 from ..base.dtypes import f16, f32
@@ -121,37 +120,6 @@ def resolve_precision(spec, device) -> Precision:
         else ""
     )
     return Precision("mixed_f16", "mixed_f16", note=note, **kw)
-
-
-@contextlib.contextmanager
-def working_copies(model, dtype):
-    """Within the block, every float parameter attribute of ``model`` is its cast to
-    ``dtype`` (recorded, so gradients reach the master); restored on exit."""
-    if dtype == f32:
-        yield
-        return
-    owners = dict(model.named_modules())
-    swapped = []
-    for path, p in model.named_parameters():
-        owner, _, name = path.rpartition(".")
-        mod = owners[owner]
-        if p.dtype.is_float and p.dtype != dtype:
-            swapped.append((mod, name, p))
-            object.__setattr__(mod, name, p.cast(dtype))
-    try:
-        yield
-    finally:
-        for mod, name, p in swapped:
-            object.__setattr__(mod, name, p)
-
-
-def to_compute(x, dtype):
-    """A float input tensor (or a tuple/list of them) cast to the compute dtype."""
-    if isinstance(x, Tensor):
-        return x.cast(dtype) if x.dtype.is_float and x.dtype != dtype else x
-    if isinstance(x, (tuple, list)):
-        return type(x)(to_compute(v, dtype) for v in x)
-    return x
 
 
 class LossScaler:

@@ -18,16 +18,15 @@ from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.text import TextDataset
 from ..devices.base import get_device
-from ..ir.limits import target_of_device
-from ..ir.plan import make_plan
 from ..runtime.creation import tensor
 from ..store import bundle
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train import TrainState, fit
-from ..train.determinism import resolve_tier
+from ..train import Batches
+from ..train.planning import plan_run
+from ..train.prepare import check_record, prepare_run
+from ..train.recording import new_run, restore
 from . import tab_store
-from .pipeline import build_pipeline, check_record
 
 _HISTORY = 2000  # metric points a resume sends back to the page, per curve
 # what the page asked for; reset when a run starts
@@ -52,11 +51,8 @@ def plan(record_text: str, device: str = "webgpu") -> dict:
 
 
 def _plan_event(record: dict, device) -> dict:
-    eval_batch = int((record.get("eval") or {}).get("batch_size", 64))
-    # update=None: the planner's own optimizer phase (the CLI also passes the loop's
-    # overflow guard, which lives above this layer and adds a few scalars)
-    p = make_plan(record, target_of_device(device), eval_batch=eval_batch)
-    return {"kind": "plan", **p.record()}
+    # the plan of the step the loop runs, as the CLI plans it (train.planning)
+    return {"kind": "plan", **plan_run(record, device=device).record()}
 
 
 async def check_kernel(code: str, device: str = "webgpu") -> dict:
@@ -105,29 +101,36 @@ async def _series_sample(pipe) -> dict:
 
 
 async def _text_sample(pipe, chars: int = 40) -> dict:
+    """Greedy continuations of the first validation windows, one row per prompt: as
+    many prompts as a training batch holds, so generation runs the forward kernels the
+    steps compiled (a software GPU pays seconds per new shape). The window slides by
+    one character per step and keeps its length for the same reason."""
     ds: TextDataset = pipe.dataset
-    window = list(ds.x_val[0])
-    out = []
+    windows = [list(w) for w in ds.x_val[: pipe.train.batch_size]]
+    if not windows:
+        raise ScellisError("the text has no validation window to start a sample from")
+    outs: list[list[int]] = [[] for _ in windows]
     with no_grad():
         pipe.model.eval()
         for _ in range(chars):
-            logits = pipe.model(tensor([window], device=pipe.device, dtype="i32"))
-            last = logits[0, len(window) - 1]
-            nxt = int(await last.argmax().read())  # greedy: the most likely next character
-            out.append(nxt)
-            window = window[1:] + [nxt]
+            logits = pipe.model(tensor(windows, device=pipe.device, dtype="i32"))
+            last = logits[:, len(windows[0]) - 1]
+            nxt = await last.argmax(axis=-1).read()  # the most likely next characters
+            for w, out, c in zip(windows, outs, nxt):
+                out.append(int(c))
+                w.append(int(c))
+                del w[0]
         pipe.model.train()
-    return {
-        "kind": "sample",
-        "type": "text",
-        "prompt": ds.vocab.decode(ds.x_val[0]),
-        "generated": ds.vocab.decode(out),
-    }
+    rows = [
+        {"prompt": ds.vocab.decode(p), "generated": ds.vocab.decode(o)}
+        for p, o in zip(ds.x_val, outs)
+    ]
+    return {"kind": "sample", "type": "text", "greedy": True, **rows[0], "rows": rows}
 
 
-async def _sample(pipe) -> dict:
+async def _sample(pipe, chars: int = 40) -> dict:
     if isinstance(pipe.dataset, TextDataset):
-        return await _text_sample(pipe)
+        return await _text_sample(pipe, chars)
     return await _series_sample(pipe)
 
 
@@ -144,6 +147,9 @@ async def train(
     drop_last: bool = False,
     store: str | None = None,
     checkpoint_every: int = 10,
+    eval_every: int | None = None,
+    val_rows: int | None = None,
+    sample_chars: int = 40,
 ):
     """Train ``record_text`` in this process, yielding events. ``tier`` overrides the
     record's determinism tier; ``text_samples`` also generates text at every
@@ -152,8 +158,11 @@ async def train(
     software GPU each new batch shape costs a round of shader compiles). With
     ``store`` (a folder: the worker's persistent one is ``tab_store.ROOT``) the run is
     recorded there like ``scellis train --store`` and checkpointed every
-    ``checkpoint_every`` steps and at its end."""
+    ``checkpoint_every`` steps and at its end. ``eval_every`` N validates every N
+    steps (otherwise at each epoch's end) on the first ``val_rows`` validation rows
+    (all by default); ``sample_chars`` is the length of a generated text sample."""
     _control.update(paused=False, stop=False)
+    _check_counts(eval_every=eval_every, val_rows=val_rows, sample_chars=sample_chars)
     record = check_record(record_text)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
@@ -166,8 +175,9 @@ async def train(
             + "; ".join(verdict["problems"])
             + f" (remediations: {fixes})"
         )
-    pipe = build_pipeline(record, device, epochs=epochs, drop_last=drop_last)
-    ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
+    pipe = prepare_run(record, device, epochs=epochs, drop_last=drop_last)
+    _slice_val(pipe, val_rows)
+    ts = pipe.ts
     recorder = None
     if store is not None:
         plan = {
@@ -175,11 +185,25 @@ async def train(
             "checkpoint_every": checkpoint_every, "keep_last": 3, "keep_best": True,
         }  # fmt: skip
         options = {"drop_last": drop_last, "validate": validate, "samples": samples,
-                   "text_samples": text_samples}  # fmt: skip
+                   "text_samples": text_samples, "eval_every": eval_every,
+                   "val_rows": val_rows, "sample_chars": sample_chars}  # fmt: skip
         recorder = _new_run(store, record_text, record, pipe, plan, options)
     async for ev in _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
-                          validate):  # fmt: skip
+                          validate, eval_every=eval_every, chars=sample_chars):  # fmt: skip
         yield ev
+
+
+def _slice_val(pipe, val_rows: int | None) -> None:
+    if val_rows is not None:
+        v = pipe.val
+        pipe.val = Batches(v.x[:val_rows], v.y[:val_rows], v.batch_size, shuffle=False,
+                           device=pipe.device)  # fmt: skip
+
+
+def _check_counts(**counts) -> None:
+    for name, n in counts.items():
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ScellisError(f"train: {name} must be a whole number >= 1, got {n!r}")
 
 
 async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = None,
@@ -187,7 +211,7 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
     """Continue run ``run`` of ``store`` from its latest checkpoint that loads (or from
     the one at ``step``), as ``scellis resume`` does: the record from the store, its data
     files written back out and re-hashed against the run's, the plan and the tab's
-    options (drop_last, validate, samples) from the run's config, later metrics and
+    options (drop_last, validate, samples...) from the run's config, later metrics and
     checkpoints dropped. ``samples`` overrides the stored choice."""
     _control.update(paused=False, stop=False)
     objects, records = ObjectStore(store), Records(store)
@@ -205,18 +229,14 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
         if row["tier"]:
             record = {**record, "determinism_tier": row["tier"]}
         base_dir = tab_store.data_folder(objects, rid, config)
-        pipe = build_pipeline(record, device, epochs=plan["epochs"], base_dir=base_dir,
-                              drop_last=opts["drop_last"])  # fmt: skip
-        ts = TrainState(pipe.model, pipe.optimizer, pipe.scheduler, seed=pipe.seed)
-        m, c, skipped = tab_store.load_checkpoint(ts, objects, records, rid, step)
-        digest = getattr(pipe.dataset, "digest", None)
-        if digest is not None and m["dataset"] not in (None, digest):
-            raise ScellisError(f"the data of run {rid} changed since its checkpoint")
-        if plan["max_steps"] is not None and ts.step >= plan["max_steps"]:
-            raise ScellisError(f"run {rid} is already at step {ts.step}")
-        dev = pipe.device
-        records.reopen_run(rid, device=dev.name, adapter=tab_store.adapter_of(dev),
-                           tier=row["tier"], step=c["step"])  # fmt: skip
+        pipe = prepare_run(record, device, epochs=plan["epochs"], base_dir=base_dir,
+                           drop_last=opts["drop_last"])  # fmt: skip
+        _slice_val(pipe, opts["val_rows"])
+        ts = pipe.ts
+        # the CLI's resume point: that checkpoint or the latest loadable one, same data,
+        # steps left
+        back = restore(objects, records, rid, pipe, max_steps=plan["max_steps"], step=step)
+        skipped, m = back.skipped, back.manifest
         # the curves so far, for a page that did not see them (a detached window, a
         # reloaded tab); the latest points only: a curve needs no more
         history = {n: [list(p) for p in records.metrics(rid, n)[-_HISTORY:]]
@@ -231,7 +251,8 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
     yield {"kind": "resume", "run": rid, "step": ts.step, "skipped": skipped}
     yield {"kind": "history", "run": rid, "metrics": history}
     async for ev in _loop(pipe, ts, recorder, plan["max_steps"], plan["log_every"],
-                          opts["samples"], opts["text_samples"], opts["validate"]):  # fmt: skip
+                          opts["samples"], opts["text_samples"], opts["validate"],
+                          eval_every=opts["eval_every"], chars=opts["sample_chars"]):  # fmt: skip
         yield ev
 
 
@@ -271,24 +292,19 @@ def import_run(data: str, store: str = tab_store.ROOT) -> str:
 def _new_run(store, record_text, record, pipe, plan, options) -> tab_store.Recorder:
     objects, records = ObjectStore(store), Records(store)
     try:
-        record_hash = objects.put(record_text.encode("utf-8"))
-        files = tab_store.keep_data_files(objects, record)
-        digest = getattr(pipe.dataset, "digest", None)
-        tier = resolve_tier(record.get("determinism_tier")).name
-        dev = pipe.device
-        rid = records.new_run(
-            record_hash=record_hash, model_id=record.get("model"), dataset_hash=digest,
-            device=dev.name, adapter=tab_store.adapter_of(dev), tier=tier, seed=pipe.seed,
-            argv=["(tab)"], config={"plan": plan, "label": "record.sml", "base_dir": ".",
-                                    "files": files, "tab": options},
-        )  # fmt: skip
+        # the runs row ``scellis resume`` reads back (train.recording), with what a
+        # resume elsewhere needs: the tab's options and the user's data file
+        extra = {"tab": options, "files": tab_store.keep_data_files(objects, record)}
+        rid, record_hash = new_run(objects, records, record_text.encode("utf-8"), pipe, plan,
+                                   argv=["(tab)"], extra=extra)  # fmt: skip
     finally:
         records.close()
-    return tab_store.Recorder(store, rid, record_hash, digest, tier, dev,
+    return tab_store.Recorder(store, rid, record_hash, pipe.digest, pipe.tier, pipe.device,
                               plan["checkpoint_every"], plan["keep_last"])  # fmt: skip
 
 
-async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples, validate):
+async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples, validate,
+                *, eval_every=None, chars=40):  # fmt: skip
     total = pipe.epochs * len(pipe.train)
     if max_steps is not None:
         total = min(total, int(max_steps))
@@ -297,16 +313,8 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
         progress["run"] = recorder.rid
     yield progress
     is_text = isinstance(pipe.dataset, TextDataset)
-    gen = fit(
-        pipe.model,
-        pipe.loss,
-        pipe.optimizer,
-        pipe.train,
-        max_steps=max_steps,
-        log_every=log_every,
-        state=ts,
-        **pipe.fit_kwargs(validate),
-    )
+    gen = pipe.fit(max_steps=max_steps, log_every=log_every, validate=validate,
+                   eval_every=eval_every)  # fmt: skip
     t0, last_loss, step = time.perf_counter(), None, 0
     status = "interrupted"  # what the row says if this generator is abandoned
     try:
@@ -320,7 +328,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
                     if ck is not None:
                         yield ck
                 if samples:
-                    yield await _sample(pipe)
+                    yield await _sample(pipe, chars)
             yield ev
             if recorder is not None:
                 ck = await recorder.on_event(ev, ts)
@@ -329,7 +337,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
             if ev["kind"] == "end":
                 status = "done"
             if ev["kind"] == "eval" and samples and (text_samples or not is_text):
-                yield await _sample(pipe)
+                yield await _sample(pipe, chars)
             await _wait_while_paused()
             if _control["stop"]:
                 break
@@ -348,7 +356,7 @@ async def _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
         # fit's own end event never came: the run ends here, at a step boundary
         yield {"kind": "stopped", "step": step}
         if samples:
-            yield await _sample(pipe)
+            yield await _sample(pipe, chars)
         yield {
             "kind": "end",
             "steps": step,

@@ -8,7 +8,7 @@ object, the run is a ``runs`` row (with the CLI's config: plan, label, base_dir,
 train layer's ``checkpoint.save``) every ``checkpoint_every`` steps and at the end.
 
 A run keeps what it needs to be resumed anywhere: the tab's own options (``tab`` in
-its config: drop_last, validate, samples; a resume drives the run as it was started)
+its config: drop_last, validate, samples...; a resume drives the run as it was started)
 and the data file it trained on when the user loaded one (``files``: kept as an
 object, written back out for a resume, carried by the run's bundle).
 
@@ -24,18 +24,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..base.errors import ScellisError
 from ..data.record import source_path
 from ..store import runfiles
-from ..store.gc import collect, retain
+from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train import checkpoint as ckpt
+from ..train.recording import RunRecorder, adapter_of  # noqa: F401  (run_api names it here)
 
 ROOT = "/scellis/store"
-# the options a tab run was started with; a run recorded before they were kept (or
-# by the CLI) reads as the CLI drives it
-OPTIONS = {"drop_last": False, "validate": True, "samples": False, "text_samples": False}
+# the options a tab run was started with (``train``'s keywords); a run recorded before
+# they were kept, or by the CLI, reads as the CLI drives it
+OPTIONS = {"drop_last": False, "validate": True, "samples": False, "text_samples": False,
+           "eval_every": None, "val_rows": None, "sample_chars": 40}  # fmt: skip
 _BOOT = time.time()
 _live: set[str] = set()  # runs this worker is driving now
 
@@ -81,43 +81,31 @@ def list_runs(root: str = ROOT) -> list[dict]:
         records.close()
 
 
-class Recorder:
-    """Writes one run's metrics and checkpoints as ``fit``'s events arrive."""
+class Recorder(RunRecorder):
+    """Writes one run's metrics and checkpoints as ``fit``'s events arrive (the train
+    layer's ``RunRecorder``, as the CLI's, over this store), with the tab's events."""
 
     def __init__(self, root: str, rid: str, record_hash: str, dataset: str | None, tier: str,
                  device, checkpoint_every: int, keep_last: int = 3):  # fmt: skip
-        self.root, self.rid, self.record_hash = root, rid, record_hash
-        self.dataset, self.tier, self.device = dataset, tier, device
-        self.every, self.keep_last = max(1, int(checkpoint_every)), keep_last
-        self.objects, self.records = ObjectStore(root), Records(root)
-        self.last_step = None
+        super().__init__(
+            ObjectStore(root), Records(root), rid, record_hash=record_hash, dataset=dataset,
+            tier=tier, device=device, keep_last=keep_last,
+        )  # fmt: skip
+        self.root, self.every = root, max(1, int(checkpoint_every))
         _live.add(rid)
 
     async def checkpoint(self, ts, reason: str) -> dict | None:
-        if self.last_step == ts.step:
+        h = await self.save(ts)
+        if h is None:
             return None
-        h, _ = await ckpt.save(
-            ts, self.objects, record=self.record_hash, dataset=self.dataset, tier=self.tier,
-            extra={"device": self.device.name, "adapter": adapter_of(self.device),
-                   "run": self.rid},
-        )  # fmt: skip
-        score = ts.metrics.get("val_loss", ts.metrics.get("loss"))
-        self.records.add_checkpoint(self.rid, ts.step, ts.epoch, ts.batch, h, score)
-        self.last_step = ts.step
-        retain(self.records, self.rid, self.keep_last, True)
         return {"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason,
                 "run": self.rid}  # fmt: skip
 
     async def on_event(self, ev: dict, ts) -> dict | None:
         """Record ``ev``; the checkpoint event to pass on, when one was written."""
-        kind = ev["kind"]
-        if kind == "log":
-            self.records.log(self.rid, ev["step"], ev["epoch"], {"loss": ev["loss"],
-                             "lr": ev["lr"]})  # fmt: skip
-            if ts.step % self.every == 0:
-                return await self.checkpoint(ts, "every")
-        elif kind == "eval":
-            self.records.log(self.rid, ev["step"], ev["epoch"], {"val_loss": ev["val_loss"]})
+        self.log(ev)
+        if ev["kind"] == "log" and ts.step % self.every == 0:
+            return await self.checkpoint(ts, "every")
         return None
 
     def finish(self, status: str) -> None:
@@ -128,11 +116,6 @@ class Recorder:
                 collect(self.objects, self.records)
         finally:
             self.records.close()
-
-
-def adapter_of(dev) -> str:
-    info = getattr(dev, "info", None)
-    return getattr(info, "name", "") or dev.name
 
 
 def options_of(config: dict) -> dict:
@@ -158,22 +141,3 @@ def data_folder(objects: ObjectStore, rid: str, config: dict) -> str:
         return "."
     folder = Path(tempfile.gettempdir()) / "scellis-run-files" / rid
     return str(runfiles.materialize(objects, files, folder))
-
-
-def load_checkpoint(ts, objects: ObjectStore, records: Records, rid: str, step=None):
-    """Load run ``rid``'s checkpoint at ``step`` into ``ts`` (or, without a step, its
-    latest one that loads); returns (manifest, checkpoint row, skipped reasons)."""
-    cks = records.checkpoints(rid)
-    if step is not None:
-        chosen = [c for c in cks if c["step"] == int(step)]
-        if not chosen:
-            have = ", ".join(str(c["step"]) for c in cks) or "none"
-            raise ScellisError(f"run {rid} has no checkpoint at step {step} (it has: {have})")
-        return ckpt.load(ts, objects, chosen[0]["manifest"]), chosen[0], []
-    skipped = []
-    for c in reversed(cks):
-        try:
-            return ckpt.load(ts, objects, c["manifest"]), c, skipped
-        except ScellisError as e:
-            skipped.append(f"checkpoint at step {c['step']}: {e}")
-    raise ScellisError(f"run {rid} has no usable checkpoint ({'; '.join(skipped) or 'none'})")

@@ -138,6 +138,15 @@ export function mount(el, client, app) {
     $(".dp-current").textContent = `Pinned: ${d.name} (${d.format}, sha256 ${d.hash.slice(0, 12)}…)`;
   });
 
+  // the pin lives in the record: once a record without the saved file comes in (another
+  // example, an edit of data.source), runs use that record's data, and the panel says so
+  app.on("record", (text) => {
+    if (!app.dataset || text.includes(app.dataset.source)) return;
+    app.dataset = null;
+    $(".dp-current").textContent = "The record's own data section is used.";
+    $(".dp-pinned").textContent = "";
+  });
+
   const readFile = (f) => f.text().then((text) => loadFile(f.name, text));
   $(".dp-file").addEventListener("change", (ev) => { if (ev.target.files[0]) readFile(ev.target.files[0]); });
   const drop = $(".dp-drop");

@@ -4,6 +4,12 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
+// steps are whole numbers: ticks at 1, 2, 5, 10, 20, 50... never at 1.5
+const STEP_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6].map((p) => m * p))
+  .sort((a, b) => a - b);
+// a rate like 7.5e-4 needs more than the fixed decimals uPlot picks (0.001 twice)
+const expTicks = (u, splits) => splits.map((v) => (v === 0 ? "0" : v.toExponential(1)));
+
 function chart(el, title, series, log) {
   const opts = {
     title,
@@ -11,7 +17,7 @@ function chart(el, title, series, log) {
     height: 200,
     scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
     series: [{ label: "step" }, ...series.map((s) => ({ spanGaps: true, width: 2, ...s }))],
-    axes: [{}, { size: 60 }],
+    axes: [{ incrs: STEP_INCRS }, log ? { size: 60 } : { size: 60, values: expTicks }],
   };
   return new uPlot(opts, [[], ...series.map(() => [])], el);
 }

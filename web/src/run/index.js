@@ -180,11 +180,10 @@ export function mount(el, client, app) {
   }
 
   // every tab run is recorded in the worker's persistent store (IndexedDB) unless the
-  // caller passes store: null
+  // caller passes store: null. The data panel's dataset rides in the record itself: its
+  // "Use in record" writes the saved file's path and sha256 into the data section.
   async function train(options = {}) {
-    const args = { record_text: app.record, store: STORE, ...options };
-    if (app.dataset && app.dataset.ref) args.dataset = app.dataset.ref;
-    return go("train", args);
+    return go("train", { record_text: app.record, store: STORE, ...options });
   }
 
   // options: {step} starts from that checkpoint (else the latest that loads)

@@ -1,15 +1,24 @@
 // Evaluation samples: forecast vs actual (a small SVG line chart) or generated text.
+const TEXT_ROWS = 4; // prompts shown; the event carries one row per prompt of a batch
+
 export function renderSample(el, ev) {
   if (ev.type === "text") {
-    el.innerHTML = "<h3>generated text</h3><pre class=\"sample-text\"></pre>";
-    const pre = el.querySelector("pre");
-    const prompt = document.createElement("span");
-    prompt.className = "prompt";
-    prompt.textContent = ev.prompt;
-    const gen = document.createElement("span");
-    gen.className = "generated";
-    gen.textContent = ev.generated;
-    pre.append(prompt, gen);
+    const rows = (ev.rows || [{ prompt: ev.prompt, generated: ev.generated }]).slice(0, TEXT_ROWS);
+    const how = ev.greedy ? "greedy, " : "";
+    el.innerHTML = `<h3>generated text <span class="muted">(${how}${ev.generated.length} characters` +
+      " after each validation prompt; generated part highlighted)</span></h3>";
+    for (const row of rows) {
+      const pre = document.createElement("pre");
+      pre.className = "sample-text";
+      const prompt = document.createElement("span");
+      prompt.className = "prompt";
+      prompt.textContent = row.prompt;
+      const gen = document.createElement("span");
+      gen.className = "generated";
+      gen.textContent = row.generated;
+      pre.append(prompt, gen);
+      el.appendChild(pre);
+    }
     return;
   }
   const w = 640, h = 180, pad = 24;

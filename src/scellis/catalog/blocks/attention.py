@@ -31,6 +31,20 @@ from .position import rotary
 ATTENTION_PATHS = ("auto", "naive", "flash")
 
 
+def attend(q, k, v, keep, p: float, training: bool):
+    """The naive path over heads [B, H, T, D] and [B, H, S, D]: softmax(q k^T / sqrt(D))
+    where ``keep()`` (bool flags broadcastable to [B, H, T, S], or None) keeps, dropout
+    ``p`` on the weights in training, times v; the heads merged back, [B, T, H * D]."""
+    B, H, T, D = q.shape
+    scores = (q @ k.mT) * (1.0 / math.sqrt(D))
+    flags = keep()  # called here: the mask's ops follow the scores' matmul in the op graph
+    if flags is not None:
+        scores = scores.where(flags, MASKED)
+    w = softmax(scores, -1).cast(v.dtype)
+    w = dropout(w, p, training)
+    return (w @ v).permute(0, 2, 1, 3).reshape(B, T, H * D)
+
+
 @dataclass(frozen=True)
 class AttentionConfig:
     """Multi-head scaled dot-product attention over [B, T, E]."""
@@ -118,13 +132,7 @@ class MultiHeadAttention(Block):
             scale = 1.0 / math.sqrt(E // c.num_heads)
             y = flash_attention(q, k, v.cast(q.dtype), c.causal, scale).cast(v.dtype)
             return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
-        scores = (q @ k.mT) * (1.0 / math.sqrt(E // c.num_heads))
-        keep = self._keep(mask, T, S, x.device)
-        if keep is not None:
-            scores = scores.where(keep, MASKED)
-        w = softmax(scores, -1).cast(v.dtype)
-        w = dropout(w, c.dropout, self.training)
-        y = (w @ v).permute(0, 2, 1, 3).reshape(B, T, E)
+        y = attend(q, k, v, lambda: self._keep(mask, T, S, x.device), c.dropout, self.training)
         return self.o(y)
 
 

@@ -15,15 +15,12 @@ and the compile output say so.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ...base.errors import ScellisError, ShapeError
-from ...ops.composites import softmax
 from ...runtime.creation import arange
-from ...runtime.functional import dropout
-from ..blocks.attention import MultiHeadAttention
-from ..blocks.common import MASKED, Block
+from ..blocks.attention import MultiHeadAttention, attend
+from ..blocks.common import Block
 from ..blocks.position import rotary
 from ..module import Module
 from ..registry import field
@@ -106,13 +103,7 @@ class PrefixAttention(Block):
         k, v = pk.cast(k.dtype).cat([k], 2), pv.cast(v.dtype).cat([v], 2)
         if q.dtype.itemsize < 4:
             q, k = q.cast("f32"), k.cast("f32")
-        scores = (q @ k.mT) * (1.0 / math.sqrt(E // c.num_heads))
-        keep = self._keep(mask, T, S, x.device)
-        if keep is not None:
-            scores = scores.where(keep, MASKED)
-        w = softmax(scores, -1).cast(v.dtype)
-        w = dropout(w, c.dropout, self.training)
-        y = (w @ v).permute(0, 2, 1, 3).reshape(B, T, E)
+        y = attend(q, k, v, lambda: self._keep(mask, T, S, x.device), c.dropout, self.training)
         return self.o(y)
 
     def unwrap(self) -> Module:

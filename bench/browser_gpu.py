@@ -1,0 +1,543 @@
+"""bench/browser_train_step.py's workloads in Chromium on a machine with a real GPU and no
+network: chromium-headless-shell is driven directly (no Playwright, no node), pages post
+their results to a small local server.
+
+Two steps. Here (network, node, the repo): ``pack`` builds the Scellis site, copies the
+tf.js files the peer page loads, the files the headless shell needs from chromium-common,
+the shared libraries it links and the GL/Vulkan loader debs into ``p2/rest.tar.gz``, and
+splits the headless shell's deb (already xz) into ``p1/`` and ``p2/`` so that each part
+can travel in its own device call. There: ``run`` installs the loader debs, links in only
+the libraries the machine lacks, checks which Chromium flag set gives a WebGPU adapter
+that is not a CPU one, then times the rows: Scellis (its Web Worker, Pyodide, WebGPU) and
+tf.js on webgpu, webgl and wasm, each in a fresh profile.
+
+    python3 bench/browser_gpu.py pack --out .cr [--debs DIR]
+    cat .cr/p1/shell.deb.* .cr/p2/shell.deb.* > /tmp/shell.deb
+    mkdir -p /tmp/g && dpkg -x /tmp/shell.deb /tmp/g/x && tar -xzf .cr/p2/rest.tar.gz -C /tmp/g
+    python3 /tmp/g/browser_gpu.py run --root /tmp/g --out "$OUT" [--steps 20 --repeats 5]
+
+Timing is the same as bench/browser_train_step.py's: ``steps`` steps then one loss
+readback, median of ``repeats`` blocks; "engine start" is navigation start to the worker's
+ready mark (performance.now() in the page), "first step" is measured by each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+# where the shell and its resources sit once the deb is unpacked (dpkg -x DEB ROOT/x)
+CHROME_DIR = "x/usr/lib/chromium"
+# what the shell needs from chromium-common (the rest of that deb is left behind)
+COMMON_FILES = [
+    "icudtl.dat",
+    "snapshot_blob.bin",
+    "v8_context_snapshot.bin",
+    "libvulkan.so.1",
+    "libvk_swiftshader.so",
+    "vk_swiftshader_icd.json",
+    "libEGL.so",
+    "libGLESv2.so",
+    "chrome_crashpad_handler",
+]
+TFJS_FILES = [
+    "@tensorflow/tfjs/dist/tf.min.js",
+    "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
+    "@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+    "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm",
+    "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm",
+    "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
+]
+GL_DEBS = ["libvulkan1", "libegl1", "libglvnd0", "libopengl0", "libgl1", "libglx0", "libgles2"]
+# glibc's own libraries always come from the machine that runs the browser
+SYSTEM_LIBS = ("libc.so", "libm.so", "libpthread", "libdl.so", "librt.so", "ld-linux", "libresolv")
+COMMON = [
+    "--no-sandbox",
+    "--headless",
+    "--enable-unsafe-webgpu",
+    "--ignore-gpu-blocklist",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--enable-logging=stderr",
+    "--window-size=1280,900",
+    "--lang=en-US",
+]
+# tried in order; the first whose WebGPU adapter is a real GPU times the rows
+FLAG_SETS = {
+    "vulkan": [
+        "--use-angle=vulkan",
+        "--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan",
+        "--disable-vulkan-surface",
+    ],
+    "vulkan-gl-angle": [
+        "--use-gl=angle",
+        "--use-angle=vulkan",
+        "--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan",
+        "--disable-vulkan-surface",
+        "--disable-features=SkiaGraphite",
+    ],
+    "vulkan-plain": ["--use-vulkan", "--enable-features=Vulkan"],
+    "swiftshader": ["--use-webgpu-adapter=swiftshader"],
+}
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+FONTS_CONF = """<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>{dir}</dir><cachedir>/tmp/browser-gpu-fc-cache</cachedir></fontconfig>
+"""
+ICD_CANDIDATES = [
+    "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json",
+    "/usr/share/vulkan/icd.d/nvidia_icd.json",
+    "/etc/vulkan/icd.d/nvidia_icd.json",
+    "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.x86_64.json",
+]
+EGL_CANDIDATES = [
+    "/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+    "/usr/share/glvnd/egl_vendor.d/10_nvidia.json",
+]
+
+# ---------------------------------------------------------------- the pages' scripts
+
+POST_JS = """
+const __q = new URLSearchParams(location.search);
+function __post(obj) {
+  if (__errors.length) obj.page_errors = __errors.slice(0, 5);
+  return fetch("/__result?token=" + __q.get("token"),
+               {method: "POST", body: JSON.stringify(obj)}).catch(() => {});
+}
+// page errors go with the result (they need not be fatal); a page that never posts times out
+const __errors = [];
+window.addEventListener("error", (e) => __errors.push("page error: " + e.message));
+window.addEventListener("unhandledrejection",
+  (e) => __errors.push("unhandled rejection: " + String(e.reason && e.reason.message || e.reason)));
+"""
+
+PROBE_HTML = (
+    """<!doctype html><meta charset="utf-8"><title>gpu probe</title><body><script>"""
+    + POST_JS
+    + """
+(async () => {
+  const out = {ua: navigator.userAgent, has_gpu: !!navigator.gpu};
+  try {
+    const a = navigator.gpu &&
+      await navigator.gpu.requestAdapter({powerPreference: "high-performance"});
+    if (a) {
+      const i = a.info || {};
+      out.webgpu = {vendor: i.vendor, architecture: i.architecture, device: i.device,
+                    description: i.description, fallback: !!i.isFallbackAdapter,
+                    f16: a.features.has("shader-f16"),
+                    maxBufferSize: a.limits.maxBufferSize};
+    } else out.webgpu = null;
+  } catch (e) { out.webgpu_error = String(e); }
+  try {
+    const gl = document.createElement("canvas").getContext("webgl2");
+    const ext = gl && gl.getExtension("WEBGL_debug_renderer_info");
+    const name = ext ? ext.UNMASKED_RENDERER_WEBGL : gl && gl.RENDERER;
+    out.webgl = gl ? gl.getParameter(name) : null;
+  } catch (e) { out.webgl_error = String(e); }
+  __post(out);
+})();
+</script>"""
+)
+
+SCELLIS_JS = (
+    POST_JS
+    + """
+(async () => {
+  const model = __q.get("model"), steps = +__q.get("steps"), repeats = +__q.get("repeats");
+  const __text = (id) => {
+    const el = document.getElementById(id);
+    return el ? el.textContent : "";
+  };
+  setInterval(() => fetch("/__note?token=" + __q.get("token"), {method: "POST",
+    body: `t=${performance.now().toFixed(0)} status=${__text("engine-status")}` +
+          ` banner=${__text("banner")}`}), 10000);
+  try {
+    while (!document.body.dataset.engine) await new Promise((r) => setTimeout(r, 20));
+    const engineMs = performance.now();
+    fetch("/__note?token=" + __q.get("token"), {method: "POST",
+          body: "engine " + document.body.dataset.engine + " at " + engineMs.toFixed(0) + " ms"});
+    if (document.body.dataset.engine !== "ready") {
+      const st = document.getElementById("engine-status"), b = document.getElementById("banner");
+      await __post({error: "engine did not start: " + (st && st.textContent) +
+                           " / " + (b && b.textContent),
+                    engine_start_ms: engineMs});
+      return;
+    }
+    let r;
+    try {
+      r = await window.scellisClient.call("bench_train_step", {model, steps, repeats});
+    } catch (e) {
+      const msg = String(e && e.message || e).split("\\n").slice(-3).join(" | ");
+      r = {impl: "scellis-webgpu", error: msg.slice(0, 400)};
+    }
+    r.engine_start_ms = engineMs;
+    await __post(r);
+  } catch (e) { await __post({error: String(e && e.message || e)}); }
+})();
+"""
+)
+
+TFJS_JS = (
+    POST_JS
+    + """
+(async () => {
+  const cfg = JSON.parse(__q.get("cfg"));
+  try {
+    const r = await tfjsBench(__q.get("backend"), cfg, +__q.get("steps"), +__q.get("repeats"));
+    await __post(r);
+  } catch (e) { await __post({error: String(e && e.message || e).slice(0, 400)}); }
+})();
+"""
+)
+
+CONFIGS = {
+    "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
+    "lstm2x64": {"batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
+}
+
+# ---------------------------------------------------------------- pack (here)
+
+
+def _sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path) -> int:
+    """The headless shell's deb travels as it is (already xz, ~61 MiB), split in two; the
+    rest (site, tf.js, the few files it needs from chromium-common, libraries, loader debs)
+    goes in one gzip tarball with the deb's second part."""
+    stage = Path(tempfile.mkdtemp(prefix="browser-gpu-stage-"))
+    work = Path(tempfile.mkdtemp(prefix="browser-gpu-debs-"))
+    try:
+        sys.path.insert(0, str(ROOT / "src"))
+        from scellis.cli.main import main as scellis_main
+
+        if scellis_main(["site", "build", "--out", str(stage / "site")]) != 0:
+            raise SystemExit("site build failed")
+        for m in (stage / "site").rglob("*.map"):
+            m.unlink()
+        tf = stage / "tfjs"
+        tf.mkdir(parents=True)
+        for f in ("tfjs.html", "tfjs_bench.js"):
+            shutil.copy2(ROOT / "bench" / "browser" / f, tf / f)
+        for f in TFJS_FILES:
+            dst = tf / "node_modules" / f
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(tfjs_modules / f, dst)
+        if debs is None:
+            debs = work
+            _sh(["apt-get", "download", "chromium-headless-shell", "chromium-common"], cwd=work)
+        xroot = work / "x"
+        for deb in debs.glob("chromium-*.deb"):
+            _sh(["dpkg", "-x", str(deb), str(xroot)])
+        shell_deb = next(debs.glob("chromium-headless-shell_*.deb"))
+        lib = xroot / "usr/lib/chromium"
+        dst = stage / CHROME_DIR
+        dst.mkdir(parents=True)
+        for f in COMMON_FILES:
+            shutil.copy2(lib / f, dst / f)
+        (stage / "libs").mkdir()
+        sonames = set()
+        for binary in ("chromium-headless-shell", "libvulkan.so.1"):
+            ldd = subprocess.run(["ldd", str(lib / binary)], capture_output=True, text=True).stdout
+            for line in ldd.splitlines():
+                parts = line.split()
+                if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
+                    if not any(parts[0].startswith(s) for s in SYSTEM_LIBS):
+                        sonames.add((parts[0], parts[2]))
+        for name, path in sorted(sonames):
+            shutil.copy2(os.path.realpath(path), stage / "libs" / name)
+        # Skia aborts on a page with text when fontconfig finds no configuration at all
+        (stage / "fonts").mkdir()
+        shutil.copy2(FONT, stage / "fonts" / Path(FONT).name)
+        (stage / "gl").mkdir()
+        _sh(["apt-get", "download", *GL_DEBS], cwd=stage / "gl", capture_output=True)
+        shutil.copy2(Path(__file__), stage / "browser_gpu.py")
+        shutil.rmtree(out, ignore_errors=True)
+        (out / "p1").mkdir(parents=True)
+        (out / "p2").mkdir(parents=True)
+        data = shell_deb.read_bytes()
+        cut = min(len(data), part_mib << 20)
+        (out / "p1" / "shell.deb.00").write_bytes(data[:cut])
+        (out / "p2" / "shell.deb.01").write_bytes(data[cut:])
+        _sh(["tar", "-czf", str(out / "p2" / "rest.tar.gz"), "-C", str(stage), "."])
+        for d in ("p1", "p2"):
+            mib = sum(f.stat().st_size for f in (out / d).iterdir()) / 2**20
+            print(f"{out / d}: {mib:.1f} MiB")
+        print(f"libraries bundled: {len(sonames)}")
+        return 0
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- run (there)
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """Static files from the payload root; injects the runner scripts; takes results."""
+
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".mjs": "text/javascript",
+    }
+    results: dict[str, queue.Queue] = {}
+
+    def log_message(self, *a):
+        pass
+
+    def _send(self, body: bytes, ctype: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path = urlparse(self.path).path
+        if path == "/probe.html":
+            return self._send(PROBE_HTML.encode(), "text/html; charset=utf-8")
+        if path == "/__scellis.js":
+            return self._send(SCELLIS_JS.encode(), "text/javascript")
+        if path == "/__tfjs.js":
+            return self._send(TFJS_JS.encode(), "text/javascript")
+        inject = {"/site/": "/__scellis.js", "/site/index.html": "/__scellis.js"}
+        inject["/tfjs/tfjs.html"] = "/__tfjs.js"
+        if path in inject:
+            f = Path(self.directory) / path.lstrip("/")
+            f = f / "index.html" if f.is_dir() else f
+            html = f.read_text()
+            tag = f'<script src="{inject[path]}"></script>'
+            html = html.replace("</body>", tag + "</body>") if "</body>" in html else html + tag
+            return self._send(html.encode(), "text/html; charset=utf-8")
+        return super().do_GET()
+
+    def do_POST(self):
+        u = urlparse(self.path)
+        n = int(self.headers.get("Content-Length", 0))
+        body = self.rfile.read(n)
+        token = parse_qs(u.query).get("token", [""])[0]
+        if u.path == "/__note":
+            print(f"  note: {body.decode(errors='replace')[:300]}", flush=True)
+        if u.path == "/__result" and token in self.results:
+            try:
+                self.results[token].put(json.loads(body))
+            except ValueError:
+                self.results[token].put({"error": "unreadable result: " + body[:200].decode()})
+        self._send(b"ok", "text/plain")
+
+
+def _serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(Handler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+class Browser:
+    def __init__(self, root: Path, log, env: dict):
+        self.chrome = root / CHROME_DIR / "chromium-headless-shell"
+        self.log, self.env = log, env
+
+    def visit(self, url: str, flags: list[str], timeout: float, label: str) -> dict:
+        """Open ``url`` (a page that posts one result) in a fresh profile; return the result."""
+        token = uuid.uuid4().hex
+        Handler.results[token] = queue.Queue()
+        sep = "&" if "?" in url else "?"
+        profile = tempfile.mkdtemp(prefix="browser-gpu-profile-")
+        errf = tempfile.TemporaryFile()
+        cmd = [str(self.chrome), *COMMON, *flags, f"--user-data-dir={profile}"]
+        cmd.append(f"{url}{sep}token={token}")
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, stdout=errf, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+        )
+        try:
+            r = Handler.results[token].get(timeout=timeout)
+        except queue.Empty:
+            exited = proc.poll()
+            r = {"error": f"no result in {timeout:.0f} s (browser exit code {exited})"}
+        r["wall_s"] = round(time.perf_counter() - t0, 2)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        errf.seek(0)
+        text = errf.read().decode(errors="replace")
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        self.log.write(f"===== {label} ({len(lines)} lines; first 60, last 40)\n")
+        keep = lines if len(lines) <= 100 else lines[:60] + ["..."] + lines[-40:]
+        self.log.write("\n".join(keep) + "\n")
+        self.log.flush()
+        shutil.rmtree(profile, ignore_errors=True)
+        Handler.results.pop(token, None)
+        return r
+
+
+def _setup(root: Path, log, install_gl: bool) -> dict:
+    """Install the loader debs, link the libraries the machine lacks, find the ICDs."""
+    if install_gl:  # the device's recipe: unpack onto / then refresh the linker cache
+        for deb in sorted((root / "gl").glob("*.deb")):
+            subprocess.run(["dpkg", "-x", str(deb), "/"], check=True)
+        subprocess.run(["ldconfig"], check=True)
+    have = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    have_names = {ln.split()[0] for ln in have.splitlines()[1:] if ln.strip()}
+    missing = root / "libmissing"
+    missing.mkdir(exist_ok=True)
+    linked = []
+    for f in sorted((root / "libs").iterdir()):
+        if f.name not in have_names:
+            (missing / f.name).unlink(missing_ok=True)
+            (missing / f.name).symlink_to(f)
+            linked.append(f.name)
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = ":".join(
+        p for p in (str(missing), os.environ.get("LD_LIBRARY_PATH", "")) if p
+    )
+    env.setdefault("HOME", "/tmp")
+    env["LANG"] = env["LC_ALL"] = "en_US.UTF-8"  # "C" makes ICU say en-US@posix: app.js throws
+    env["LANGUAGE"] = "en_US"
+    if (root / "fonts").is_dir():
+        conf = root / "fonts" / "fonts.conf"
+        conf.write_text(FONTS_CONF.format(dir=root / "fonts"))
+        env["FONTCONFIG_FILE"] = str(conf)
+    if "VK_DRIVER_FILES" not in env:
+        icd = next((c for c in ICD_CANDIDATES if Path(c).is_file()), None)
+        if icd:
+            env["VK_DRIVER_FILES"] = icd
+    if "__EGL_VENDOR_LIBRARY_FILENAMES" not in env:
+        egl = next((c for c in EGL_CANDIDATES if Path(c).is_file()), None)
+        if egl:
+            env["__EGL_VENDOR_LIBRARY_FILENAMES"] = egl
+    ldd = subprocess.run(
+        ["ldd", str(root / CHROME_DIR / "chromium-headless-shell")],
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    notfound = [ln.strip() for ln in ldd.splitlines() if "not found" in ln]
+    info = {
+        "linked_from_payload": linked,
+        "still_not_found": notfound,
+        "VK_DRIVER_FILES": env.get("VK_DRIVER_FILES"),
+        "__EGL_VENDOR_LIBRARY_FILENAMES": env.get("__EGL_VENDOR_LIBRARY_FILENAMES"),
+    }
+    log.write("===== setup\n" + json.dumps(info, indent=1) + "\n")
+    print("setup:", json.dumps(info))
+    return env
+
+
+def _is_real_gpu(probe: dict) -> bool:
+    a = probe.get("webgpu") or {}
+    text = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "description"))
+    return bool(a) and not a.get("fallback") and "swiftshader" not in text.lower()
+
+
+def run(a) -> int:
+    root = Path(a.root).resolve()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = open(out / "chrome_log.txt", "w")
+    env = _setup(root, log, not a.no_install_gl)
+    httpd, url = _serve(root)
+    b = Browser(root, log, env)
+    report: dict = {"probes": {}, "rows": [], "steps": a.steps, "repeats": a.repeats}
+    try:
+        chosen = None
+        for name in a.flag_sets.split(","):
+            p = b.visit(f"{url}/probe.html", FLAG_SETS[name], 60, f"probe {name}")
+            report["probes"][name] = p
+            print(f"probe {name}: {json.dumps(p)}", flush=True)
+            if _is_real_gpu(p):
+                chosen = name
+                break
+        if chosen is None and not a.allow_cpu:
+            print("no flag set gave a real GPU adapter: nothing timed")
+            return 1
+        chosen = chosen or "swiftshader"
+        report["flag_set"] = chosen
+        report["flags"] = COMMON + FLAG_SETS[chosen]
+        flags = FLAG_SETS[chosen]
+        for model in a.models.split(","):
+            for impl in a.impls.split(","):
+                if impl == "scellis":
+                    q = f"model={model}&steps={a.steps}&repeats={a.repeats}"
+                    r = b.visit(f"{url}/site/?{q}", flags, a.timeout, f"{model} scellis")
+                    r.setdefault("impl", "scellis-webgpu")
+                else:
+                    cfg = json.dumps(CONFIGS[model], separators=(",", ":"))
+                    q = f"backend={impl}&steps={a.steps}&repeats={a.repeats}&cfg={cfg}"
+                    r = b.visit(f"{url}/tfjs/tfjs.html?{q}", flags, a.timeout, f"{model} {impl}")
+                    r["impl"] = f"tfjs-{impl}"
+                row = {"model": model, **r}
+                report["rows"].append(row)
+                print(json.dumps(row), flush=True)
+                (out / "results.json").write_text(json.dumps(report, indent=1))
+    finally:
+        httpd.shutdown()
+        log.close()
+        (out / "results.json").write_text(json.dumps(report, indent=1))
+    for r in report["rows"]:
+        if "error" in r:
+            print(f"{r['model']:<10} {r['impl']:<15} {r['error']}")
+        else:
+            start = r.get("engine_start_ms")
+            extra = f"  engine start {start:7.0f} ms" if start is not None else ""
+            print(
+                f"{r['model']:<10} {r['impl']:<15} {r['ms_per_step']:9.3f} ms/step   "
+                f"first step {r['first_step_ms']:8.0f} ms{extra}"
+            )
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pack", help="build the payload here")
+    p.add_argument("--out", required=True)
+    p.add_argument("--part-mib", type=int, default=46, help="size of the deb's first part")
+    p.add_argument("--debs", help="a folder with the two chromium debs (else apt-get download)")
+    p.add_argument("--tfjs-modules", default=str(ROOT / "bench" / "browser" / "node_modules"))
+    r = sub.add_parser("run", help="time the rows on this machine (the payload unpacked)")
+    r.add_argument("--root", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--models", default="seed_lstm,lstm2x64")
+    r.add_argument("--impls", default="scellis,webgpu,webgl,wasm")
+    r.add_argument("--flag-sets", default="vulkan,vulkan-gl-angle,vulkan-plain")
+    r.add_argument("--allow-cpu", action="store_true", help="time on SwiftShader if no GPU")
+    r.add_argument("--no-install-gl", action="store_true", help="leave / alone (local tries)")
+    r.add_argument("--steps", type=int, default=20)
+    r.add_argument("--repeats", type=int, default=5)
+    r.add_argument("--timeout", type=float, default=180)
+    a = ap.parse_args()
+    if a.cmd == "pack":
+        debs = Path(a.debs) if a.debs else None
+        return pack(Path(a.out), a.part_mib, debs, Path(a.tfjs_modules))
+    return run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
