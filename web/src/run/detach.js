@@ -122,6 +122,9 @@ export function runDetached(run, ctx) {
   const job = { run, phase: "booting" }; // booting | waiting | taking | running | ended
   app.run.detach = job;
   showBanner("info", `Detached window for run ${run}: starting the engine…`, "detach");
+  // a resume has no plan event: the verdict was given before the run's first step
+  document.getElementById("run-plan").textContent =
+    "memory plan: checked before the run's first step, in its tab";
 
   app.on("engine", (hello) => {
     if (hello && hello.persistent) {
