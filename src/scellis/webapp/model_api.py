@@ -104,6 +104,10 @@ def _locate(doc: Document, form: dict) -> dict:
             f["line"] = doc.where(path + (f["name"],))[0] if f["set"] else None
         if "in" in entry:
             entry["in_line"] = doc.where(path + ("in",))[0]
+        if path[0] == "blocks":
+            # where a shape problem of this block is reported (its in:, else the block),
+            # so the page can place the ones it works out itself (model_view/local.js)
+            entry["in_at"] = list(doc.where(path + ("in",)))
     form["settings"] = [
         {"name": k, **rule, "value": doc.data.get(k), "line": doc.where((k,))[0]}
         for k, rule in SETTINGS.items()
