@@ -80,7 +80,7 @@ export function mount(el, client, app) {
       const predict = performance.now() - t0;
       let local = null;
       if (hit) {
-        const parts = show(hit.next);
+        const parts = show(hit.next, true);
         local = { view: hit.next, ms: performance.now() - t0, parts, predict_ms: predict };
       }
       // a short pause while typing, then one projection of what is there (the pause is
@@ -104,7 +104,7 @@ export function mount(el, client, app) {
   }
 
   let shownProblems = "";
-  function show(v) {
+  function show(v, local = false) {
     // put one view (a projection or a local answer) in all three views; a full layout is
     // forced at the end, so the time measured after it includes the page's own layout work.
     // Returns the time of each part (ms), for the latency breakdown.
@@ -119,7 +119,7 @@ export function mount(el, client, app) {
     lap("code");
     if (v.parsed) {
       const diags = v.diagnostics.map((d) => ({ ...d, block: blockOfLine(v.form, d.line) }));
-      graph.render(v.graph, diags);
+      graph.render(v.graph, diags, { quick: local });
       lap("graph");
       form.render(v.form, v.diagnostics);
       lap("form");
@@ -220,7 +220,7 @@ export function mount(el, client, app) {
     const parts0 = performance.now() - t0; // working the answer out
     let local = null;
     if (next) {
-      const parts = show(next);
+      const parts = show(next, true);
       local = { view: next, ms: performance.now() - t0, parts, predict_ms: parts0 };
     }
     return run("edit", { text, edit }, kind, t0, local);
