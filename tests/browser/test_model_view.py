@@ -213,7 +213,10 @@ def _edits(name: str, n: int):
 
 # per example: the block rewired in the graph and the two inputs it alternates between
 # (the LSTM's head reading the window is a shape mismatch: a problem worked out locally)
-REWIRES = {"lstm_forecaster": ("head", ("window", "lstm")), "char_transformer": ("body", ("tok", "pos"))}
+REWIRES = {
+    "lstm_forecaster": ("head", ("window", "lstm")),
+    "char_transformer": ("body", ("tok", "pos")),
+}
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -227,8 +230,10 @@ def _latencies(page, n0: int) -> list[dict]:
 
 def _wait_latencies(page, n: int) -> None:
     page.wait_for_function(
-        "n => window.scellisApp.modelView.latencies.length >= n"
-        " && !document.querySelector('#model-view').dataset.busy",
+        "n => { const xs = window.scellisApp.modelView.latencies;"
+        " return xs.length >= n && xs[xs.length - 1].painted_ms !== undefined"
+        " && xs[xs.length - 1].confirmed_painted_ms !== undefined"
+        " && !document.querySelector('#model-view').dataset.busy; }",
         arg=n,
     )
 
@@ -246,7 +251,8 @@ def _agrees_with_native(page, want: dict) -> None:
     assert view["form"] == want["form"]
     assert view["diagnostics"] == want["diagnostics"]
     drawn = page.eval_on_selector_all(
-        ".mv-node", "ns => ns.map(n => [n.dataset.id, n.querySelector('.mv-node-shape').textContent])"
+        ".mv-node",
+        "ns => ns.map(n => [n.dataset.id, n.querySelector('.mv-node-shape').textContent])",
     )
     assert drawn == [[n["id"], shapeText(n["out_shape"])] for n in want["graph"]["nodes"]]
     assert edges(page) == {(e["from"], e["to"]) for e in want["graph"]["edges"]}
@@ -280,8 +286,12 @@ def _summary(xs: list[dict]) -> dict:
         "answered_locally": sum(1 for x in xs if x["agreed"]),
         "all_views_p50_ms": _pct([x["ms"] for x in xs], 50),
         "all_views_p95_ms": _pct([x["ms"] for x in xs], 95),
+        "all_views_painted_p50_ms": _pct([x["painted_ms"] for x in xs], 50),
+        "all_views_painted_p95_ms": _pct([x["painted_ms"] for x in xs], 95),
         "worker_confirmed_p50_ms": _pct([x["confirmed_ms"] for x in xs], 50),
         "worker_confirmed_p95_ms": _pct([x["confirmed_ms"] for x in xs], 95),
+        "worker_confirmed_painted_p50_ms": _pct([x["confirmed_painted_ms"] for x in xs], 50),
+        "worker_confirmed_painted_p95_ms": _pct([x["confirmed_painted_ms"] for x in xs], 95),
         "local_p50_ms": _pct(loc, 50) if loc else None,
         "local_p95_ms": _pct(loc, 95) if loc else None,
         "worker_round_trip_p50_ms": _pct([x["worker_ms"] for x in xs], 50),
@@ -365,3 +375,45 @@ def test_edit_to_all_views_latency(page):
             print(f"  {name} {kind}: " + ", ".join(f"{k} {v}" for k, v in r.items()))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "model_view_latency.json").write_text(json.dumps(report, indent=2))
+
+
+def test_ui_thread_shape_rules_match_the_python_ones(page):
+    """shapes.js gives what catalog.sml_shapes gives (output shape or the same mismatch)
+    for every built-in rule, on random fields and input shapes around the fields' sizes."""
+    from scellis.catalog.sml_registry import catalog_registry
+    from scellis.catalog.sml_shapes import RULES, infer_shape
+    from scellis.sml.registry import ShapeMismatch
+
+    assert sorted(page.evaluate("window.scellisApp.modelView.shapes.ids")) == sorted(RULES)
+    reg, rng, cases = catalog_registry(), random.Random(5), []
+    for bid in RULES:
+        infos = reg.fields(bid)
+        for _ in range(25):
+            fields = {}
+            for f in infos:
+                v = f.default
+                if f.type.startswith("int") and not (f.choices):
+                    v = rng.choice([1, 2, 4, 8, 16]) if rng.random() < 0.8 else v
+                elif f.choices:
+                    v = rng.choice(list(f.choices))
+                fields[f.name] = v
+            sizes = [v for v in fields.values() if isinstance(v, int) and not isinstance(v, bool)]
+            rank = rng.randint(0, 4)
+            dims = ["batch"] + [rng.choice(sizes + [3, "t"]) if sizes else 3 for _ in range(4)]
+            cases.append((bid, fields, [dims[:rank]]))
+    got = page.evaluate(
+        "cs => cs.map(([id, f, xs]) => window.scellisApp.modelView.shapes.infer(id, f, xs))", cases
+    )
+    checked = {"shape": 0, "mismatch": 0}
+    for (bid, fields, xs), js in zip(cases, got):
+        try:
+            want = {"shape": infer_shape(bid, fields, xs)}
+        except ShapeMismatch as e:
+            want = {"mismatch": [e.what, e.expected, e.got, e.index]}
+        except Exception:  # the same inputs fail in JS too (not a rule's answer)
+            assert "error" in js or js.get("shape") is None, (bid, fields, xs, js)
+            continue
+        assert js == want, (bid, fields, xs)
+        checked[next(iter(want))] += 1
+    # both answers were exercised, not only one
+    assert checked["shape"] > 50 and checked["mismatch"] > 50, checked

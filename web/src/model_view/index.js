@@ -11,6 +11,7 @@ import { createForm } from "./form.js";
 import { createCode } from "./code.js";
 import { injectStyles } from "./styles.js";
 import { applyEdit, editOfText, sameView } from "./local.js";
+import { inferShape, ShapeMismatch, RULES } from "./shapes.js";
 
 const TEMPLATE = `
   <div class="mv-bar">
@@ -33,6 +34,29 @@ const TEMPLATE = `
   </div>
   <ol class="mv-problems" aria-label="problems"></ol>
 `;
+
+function afterPaint(t0, done) {
+  // the time from t0 to just after the next frame is painted: a message posted from the
+  // frame's animation callback is handled once that frame's rendering is done
+  requestAnimationFrame(() => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => done(performance.now() - t0);
+    ch.port2.postMessage(0);
+  });
+}
+
+function painted(local) {
+  // local.painted_ms once known; an entry waiting for it is filled in then
+  afterPaint(local.t0, (ms) => {
+    local.painted_ms = ms;
+    if (local.entry) fillPainted(local.entry, local);
+  });
+}
+
+function fillPainted(entry, local) {
+  entry.local_painted_ms = local.painted_ms;
+  if (entry.agreed) entry.painted_ms = local.painted_ms;
+}
 
 function percentile(xs, p) {
   if (!xs.length) return NaN;
@@ -81,7 +105,8 @@ export function mount(el, client, app) {
       let local = null;
       if (hit) {
         const parts = show(hit.next, true);
-        local = { view: hit.next, ms: performance.now() - t0, parts, predict_ms: predict };
+        local = { view: hit.next, ms: performance.now() - t0, parts, predict_ms: predict, t0 };
+        painted(local);
       }
       // a short pause while typing, then one projection of what is there (the pause is
       // not counted in confirmed_ms: its clock starts when the projection is sent)
@@ -172,13 +197,20 @@ export function mount(el, client, app) {
       const confirmed = performance.now() - t0;
       // worker_ms: the round trip; py_ms: Python; back_ms: the answer's way to the page
       const back = performance.timeOrigin + r.answered - r.py_end;
-      state.latencies.push({
+      const entry = {
         kind, seq, confirmed_ms: confirmed, local_ms: local ? local.ms : null, agreed,
         // the views showed this edit from the local answer on only when it was right
         ms: agreed ? local.ms : confirmed,
         local_parts: local ? { predict: local.predict_ms, ...local.parts } : null, render_parts: parts,
         worker_ms: r.answered - t0, py_ms: r.py_ms, back_ms: back, there_ms: r.answered - t0 - back - r.py_ms,
+      };
+      // painted_ms: the same two clocks, to the end of the frame that shows it
+      afterPaint(t0, (ms) => {
+        entry.confirmed_painted_ms = ms;
+        if (!entry.agreed) entry.painted_ms = ms;
       });
+      if (local) { local.entry = entry; if (local.painted_ms !== undefined) fillPainted(entry, local); }
+      state.latencies.push(entry);
       if (agreed === false) state.disagreed.push({ kind, local: local.view, worker: r });
       showLatency();
     }
@@ -221,10 +253,17 @@ export function mount(el, client, app) {
     let local = null;
     if (next) {
       const parts = show(next, true);
-      local = { view: next, ms: performance.now() - t0, parts, predict_ms: parts0 };
+      local = { view: next, ms: performance.now() - t0, parts, predict_ms: parts0, t0 };
+      painted(local);
     }
     return run("edit", { text, edit }, kind, t0, local);
   }
+  // the UI thread's shape rules, for the test that holds them to the Python ones
+  state.shapes = { ids: Object.keys(RULES), infer: (id, fields, inputs) => {
+    try { return { shape: inferShape(id, fields, inputs) }; } catch (e) {
+      return e instanceof ShapeMismatch ? { mismatch: [e.what, e.expected, e.got, e.index] } : { error: String(e) };
+    }
+  } };
   state.disagreed = []; // local answers the worker did not confirm (shown: the worker's)
   state.project = project;
   state.send = send;
