@@ -7,6 +7,7 @@ reads what the page shows (the CodeMirror text, the SVG graph, the form inputs).
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -300,6 +301,10 @@ def _summary(xs: list[dict]) -> dict:
         "python_p95_ms": _pct([x["py_ms"] for x in xs], 95),
         "back_to_page_p50_ms": _pct([x["back_ms"] for x in xs], 50),
     }
+    # every edit's (all views, painted, worker-confirmed) ms, to read the tail from
+    out["samples_ms"] = [
+        [round(x["ms"], 1), round(x["painted_ms"], 1), round(x["confirmed_ms"], 1)] for x in xs
+    ]
     # where the page's time goes (p50/p95 per part): the local answer, and the worker's
     for which in ("local_parts", "render_parts"):
         rows = [x[which] for x in xs if x[which]]
@@ -314,7 +319,7 @@ def test_edit_to_all_views_latency(page):
     every view showing the edit and to the worker's confirmation, p50/p95 (reported, not
     asserted); asserted: every local answer agreed with the worker, and the views show what
     the Python engine gives natively for the same edits."""
-    report = {}
+    report = {"load_average_at_start": os.getloadavg(), "cpus": os.cpu_count()}
     for name in EXAMPLES:
         load(page, name)
         report[name] = {}
@@ -369,10 +374,13 @@ def test_edit_to_all_views_latency(page):
         _agrees_with_native(page, model_api.project(code_text(page)))
         report[name]["code_edit"] = _summary(lat)
     assert page.evaluate("window.scellisApp.modelView.disagreed.length") == 0
+    report["load_average_at_end"] = os.getloadavg()
     print("\nModel View edit latency (ms; all views = every view shows the edit):")
-    for name, kinds in report.items():
-        for kind, r in kinds.items():
-            print(f"  {name} {kind}: " + ", ".join(f"{k} {v}" for k, v in r.items()))
+    print(f"  load average {report['load_average_at_start']} -> {report['load_average_at_end']}")
+    for name in EXAMPLES:
+        for kind, r in report[name].items():
+            row = {k: v for k, v in r.items() if k != "samples_ms"}
+            print(f"  {name} {kind}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "model_view_latency.json").write_text(json.dumps(report, indent=2))
 
