@@ -72,6 +72,9 @@ async function mountStore() {
   }
 }
 
+// commands that never write under /scellis (a sync of the store costs a frame or more)
+const READ_ONLY = new Set(["project", "edit", "catalog"]);
+
 function flush() {
   if (!persistent) return flushing;
   flushing = flushing.then(() => syncfs(false)).catch((e) => {
@@ -151,7 +154,8 @@ async function handle(msg) {
       post({ id, result: last });
     } else {
       const result = toJs(out);
-      await flush();
+      // Model View's edits and projections write nothing: no store sync on their way back
+      if (!READ_ONLY.has(cmd)) await flush();
       post({ id, result });
     }
   } catch (e) {
