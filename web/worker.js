@@ -119,6 +119,9 @@ async function takeStore() {
 
 const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 
+// commands that never write under /scellis (a sync of the store costs a frame or more)
+const READ_ONLY = new Set(["project", "edit", "catalog"]);
+
 function flush() {
   if (!persistent) return flushing;
   flushing = flushing.then(() => syncfs(false)).catch((e) => {
@@ -205,7 +208,8 @@ async function handle(msg) {
       post({ id, result: last });
     } else {
       const result = toJs(out);
-      await flush();
+      // Model View's edits and projections write nothing: no store sync on their way back
+      if (!READ_ONLY.has(cmd)) await flush();
       post({ id, result });
     }
   } catch (e) {

@@ -7,6 +7,7 @@ reads what the page shows (the CodeMirror text, the SVG graph, the form inputs).
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -211,54 +212,150 @@ def _edits(name: str, n: int):
     return block, field, [base + 1 + (i % 7) for i in range(n)]
 
 
+# per example: the block rewired in the graph and the two inputs it alternates between
+# (the LSTM's head reading the window is a shape mismatch: a problem worked out locally)
+REWIRES = {
+    "lstm_forecaster": ("head", ("window", "lstm")),
+    "char_transformer": ("body", ("tok", "pos")),
+}
+
+
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return round(xs[min(len(xs) - 1, max(0, -(-len(xs) * p // 100) - 1))], 2)
 
 
+def _latencies(page, n0: int) -> list[dict]:
+    return page.evaluate("window.scellisApp.modelView.latencies")[n0:]
+
+
+def _wait_latencies(page, n: int) -> None:
+    page.wait_for_function(
+        "n => { const xs = window.scellisApp.modelView.latencies;"
+        " return xs.length >= n && xs[xs.length - 1].painted_ms !== undefined"
+        " && xs[xs.length - 1].confirmed_painted_ms !== undefined"
+        " && !document.querySelector('#model-view').dataset.busy; }",
+        arg=n,
+    )
+
+
+def _agrees_with_native(page, want: dict) -> None:
+    """The views show what the Python engine gives natively: text, graph, form, problems,
+    read both from the page's state and from its DOM (node shapes, form inputs)."""
+    view = page.evaluate(
+        "() => { const v = window.scellisApp.modelView.view;"
+        " return {text: v.text, graph: v.graph, form: v.form, diagnostics: v.diagnostics}; }"
+    )
+    want = json.loads(json.dumps(want))
+    assert code_text(page) == want["text"] == view["text"]
+    assert view["graph"] == want["graph"]
+    assert view["form"] == want["form"]
+    assert view["diagnostics"] == want["diagnostics"]
+    drawn = page.eval_on_selector_all(
+        ".mv-node",
+        "ns => ns.map(n => [n.dataset.id, n.querySelector('.mv-node-shape').textContent])",
+    )
+    assert drawn == [[n["id"], shapeText(n["out_shape"])] for n in want["graph"]["nodes"]]
+    assert edges(page) == {(e["from"], e["to"]) for e in want["graph"]["edges"]}
+    for name, entry in want["form"]["blocks"].items():
+        for f in entry["fields"]:
+            assert _reads_as(page.input_value(f"#mv-f-{name}-{f['name']}"), f["value"]), (name, f)
+    n = len(want["diagnostics"])
+    status = "valid" if not n else f"{n} problem{'s' if n > 1 else ''}"
+    assert page.text_content(".mv-status") == status
+
+
+def _reads_as(shown: str, v) -> bool:
+    """A form input's text shows the value v (JS spells numbers its own way: 0 for 0.0)."""
+    if v is None:
+        return shown == ""
+    if isinstance(v, bool):
+        return shown == ("true" if v else "false")
+    if isinstance(v, (int, float)):
+        return float(shown) == v
+    return shown == v if isinstance(v, str) else json.loads(shown) == v
+
+
+def shapeText(s) -> str:
+    return f"[{', '.join(map(str, s))}]" if isinstance(s, list) else "shape ?"
+
+
+def _summary(xs: list[dict]) -> dict:
+    loc = [x["local_ms"] for x in xs if x["local_ms"] is not None]
+    out = {
+        "n": len(xs),
+        "answered_locally": sum(1 for x in xs if x["agreed"]),
+        "all_views_p50_ms": _pct([x["ms"] for x in xs], 50),
+        "all_views_p95_ms": _pct([x["ms"] for x in xs], 95),
+        "all_views_painted_p50_ms": _pct([x["painted_ms"] for x in xs], 50),
+        "all_views_painted_p95_ms": _pct([x["painted_ms"] for x in xs], 95),
+        "worker_confirmed_p50_ms": _pct([x["confirmed_ms"] for x in xs], 50),
+        "worker_confirmed_p95_ms": _pct([x["confirmed_ms"] for x in xs], 95),
+        "worker_confirmed_painted_p50_ms": _pct([x["confirmed_painted_ms"] for x in xs], 50),
+        "worker_confirmed_painted_p95_ms": _pct([x["confirmed_painted_ms"] for x in xs], 95),
+        "local_p50_ms": _pct(loc, 50) if loc else None,
+        "local_p95_ms": _pct(loc, 95) if loc else None,
+        "worker_round_trip_p50_ms": _pct([x["worker_ms"] for x in xs], 50),
+        "to_python_p50_ms": _pct([x["there_ms"] for x in xs], 50),
+        "python_p50_ms": _pct([x["py_ms"] for x in xs], 50),
+        "python_p95_ms": _pct([x["py_ms"] for x in xs], 95),
+        "back_to_page_p50_ms": _pct([x["back_ms"] for x in xs], 50),
+    }
+    # every edit's (all views, painted, worker-confirmed) ms, to read the tail from
+    out["samples_ms"] = [
+        [round(x["ms"], 1), round(x["painted_ms"], 1), round(x["confirmed_ms"], 1)] for x in xs
+    ]
+    # where the page's time goes (p50/p95 per part): the local answer, and the worker's
+    for which in ("local_parts", "render_parts"):
+        rows = [x[which] for x in xs if x[which]]
+        for part in rows[0] if rows else ():
+            ys = [r[part] for r in rows]
+            out[f"{which[:-6]}_{part}_p50_p95_ms"] = [_pct(ys, 50), _pct(ys, 95)]
+    return out
+
+
 def test_edit_to_all_views_latency(page):
-    report = {}
+    """Form edits, graph rewires and typed values on both examples: each kind's latency to
+    every view showing the edit and to the worker's confirmation, p50/p95 (reported, not
+    asserted); asserted: every local answer agreed with the worker, and the views show what
+    the Python engine gives natively for the same edits."""
+    report = {"load_average_at_start": os.getloadavg(), "cpus": os.cpu_count()}
     for name in EXAMPLES:
         load(page, name)
-        before = len(page.evaluate("window.scellisApp.modelView.latencies"))
-        predicted0 = len(page.evaluate("window.scellisApp.modelView.predicted"))
+        report[name] = {}
+        n0 = len(page.evaluate("window.scellisApp.modelView.latencies"))
         block, field, values = _edits(name, 50)
         sel = f"#mv-f-{block}-{field}"
-        for v in values:
+        for i, v in enumerate(values):
             page.fill(sel, str(v))
             page.press(sel, "Enter")
-            page.wait_for_function(
-                "([s, n]) => window.scellisApp.modelView.latencies.length >= n"
-                " && window.scellisApp.modelView.code.text.includes(s)",
-                arg=[f"{field}: {v}\n", before + 1],
-            )
-            before += 1
-        lat = page.evaluate("window.scellisApp.modelView.latencies.slice(-50)")
-        pred = page.evaluate("window.scellisApp.modelView.predicted").__getitem__(
-            slice(predicted0, None)
-        )
-        # the text shown is what the Python edit produces natively for the same edit
-        want = model_api.edit(EXAMPLES[name], {"kind": "set_field", "block": block,
-                                               "field": field, "value": values[-1]})  # fmt: skip
-        assert code_text(page) == want["text"]
+            _wait_latencies(page, n0 + i + 1)
+        lat = _latencies(page, n0)
         assert len(lat) == 50 and all(x["kind"] == "set_field" for x in lat)
-        # every one of these edits was predicted on the UI thread, and the prediction
-        # was right: the worker's text equals it (checked above for the last one)
-        assert len(pred) == 50
-        report[name] = {
-            "n": len(lat),
-            "all_views_p50_ms": _pct([x["ms"] for x in lat], 50),
-            "all_views_p95_ms": _pct([x["ms"] for x in lat], 95),
-            "worker_round_trip_p50_ms": _pct([x["worker_ms"] for x in lat], 50),
-            "to_python_p50_ms": _pct([x["there_ms"] for x in lat], 50),
-            "back_to_page_p50_ms": _pct([x["back_ms"] for x in lat], 50),
-            "python_p50_ms": _pct([x["py_ms"] for x in lat], 50),
-            "python_p95_ms": _pct([x["py_ms"] for x in lat], 95),
-            "optimistic_code_p50_ms": _pct([x["ms"] for x in pred], 50),
-            "optimistic_code_p95_ms": _pct([x["ms"] for x in pred], 95),
-        }
-        # code edits: typed text (a CodeMirror change) -> form and graph, after the
-        # 120 ms typing pause (not counted: the clock starts when the projection is sent)
+        assert all(x["agreed"] for x in lat), [x for x in lat if not x["agreed"]][:2]
+        text0 = EXAMPLES[name]
+        last = {"kind": "set_field", "block": block, "field": field, "value": values[-1]}
+        want = model_api.edit(text0, last)
+        _agrees_with_native(page, want)
+        report[name]["form_edit"] = _summary(lat)
+
+        # rewires in the graph: the selected block's in: picker
+        target, sources = REWIRES[name]
+        text1 = want["text"]
+        n0 = len(page.evaluate("window.scellisApp.modelView.latencies"))
+        page.click(f".mv-node[data-id='{target}']")
+        for i in range(20):
+            page.select_option(".mv-rewire-select", sources[i % 2])
+            _wait_latencies(page, n0 + i + 1)
+        lat = _latencies(page, n0)
+        assert len(lat) == 20 and all(x["kind"] == "rewire" for x in lat)
+        assert all(x["agreed"] for x in lat), [x for x in lat if not x["agreed"]][:2]
+        want = model_api.edit(text1, {"kind": "rewire", "block": target, "in": sources[1]})
+        _agrees_with_native(page, want)
+        report[name]["rewire"] = _summary(lat)
+
+        # typed values: a CodeMirror change -> form and graph; the worker's projection
+        # follows the 120 ms typing pause (confirmed_ms starts when it is sent)
         n0 = len(page.evaluate("window.scellisApp.modelView.latencies"))
         for i in range(20):
             v = values[i] + 10
@@ -270,18 +367,61 @@ def test_edit_to_all_views_latency(page):
                   view.dispatch({changes: {from, to: from + m[2].length, insert: String(v)}}); }""",
                 [field, v],
             )
-            page.wait_for_function(
-                "([sel, v]) => document.querySelector(sel).value === v"
-                " && !document.querySelector('#model-view').dataset.busy",
-                arg=[sel, str(v)],
-            )
-        code = [x for x in page.evaluate("window.scellisApp.modelView.latencies")[n0:]]
-        assert len(code) == 20 and all(x["kind"] == "code" for x in code)
-        report[name]["code_edit_all_views_p50_ms"] = _pct([x["ms"] for x in code], 50)
-        report[name]["code_edit_all_views_p95_ms"] = _pct([x["ms"] for x in code], 95)
-        report[name]["code_edit_python_p50_ms"] = _pct([x["py_ms"] for x in code], 50)
-    print("\nModel View latency over 50 form edits (and 20 code edits) per example (ms):")
-    for name, r in report.items():
-        print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in r.items()))
+            _wait_latencies(page, n0 + i + 1)
+        lat = _latencies(page, n0)
+        assert len(lat) == 20 and all(x["kind"] == "code" for x in lat)
+        assert all(x["agreed"] for x in lat), [x for x in lat if not x["agreed"]][:2]
+        _agrees_with_native(page, model_api.project(code_text(page)))
+        report[name]["code_edit"] = _summary(lat)
+    assert page.evaluate("window.scellisApp.modelView.disagreed.length") == 0
+    report["load_average_at_end"] = os.getloadavg()
+    print("\nModel View edit latency (ms; all views = every view shows the edit):")
+    print(f"  load average {report['load_average_at_start']} -> {report['load_average_at_end']}")
+    for name in EXAMPLES:
+        for kind, r in report[name].items():
+            row = {k: v for k, v in r.items() if k != "samples_ms"}
+            print(f"  {name} {kind}: " + ", ".join(f"{k} {v}" for k, v in row.items()))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "model_view_latency.json").write_text(json.dumps(report, indent=2))
+
+
+def test_ui_thread_shape_rules_match_the_python_ones(page):
+    """shapes.js gives what catalog.sml_shapes gives (output shape or the same mismatch)
+    for every built-in rule, on random fields and input shapes around the fields' sizes."""
+    from scellis.catalog.sml_registry import catalog_registry
+    from scellis.catalog.sml_shapes import RULES, infer_shape
+    from scellis.sml.registry import ShapeMismatch
+
+    assert sorted(page.evaluate("window.scellisApp.modelView.shapes.ids")) == sorted(RULES)
+    reg, rng, cases = catalog_registry(), random.Random(5), []
+    for bid in RULES:
+        infos = reg.fields(bid)
+        for _ in range(25):
+            fields = {}
+            for f in infos:
+                v = f.default
+                if f.type.startswith("int") and not (f.choices):
+                    v = rng.choice([1, 2, 4, 8, 16]) if rng.random() < 0.8 else v
+                elif f.choices:
+                    v = rng.choice(list(f.choices))
+                fields[f.name] = v
+            sizes = [v for v in fields.values() if isinstance(v, int) and not isinstance(v, bool)]
+            rank = rng.randint(0, 4)
+            dims = ["batch"] + [rng.choice(sizes + [3, "t"]) if sizes else 3 for _ in range(4)]
+            cases.append((bid, fields, [dims[:rank]]))
+    got = page.evaluate(
+        "cs => cs.map(([id, f, xs]) => window.scellisApp.modelView.shapes.infer(id, f, xs))", cases
+    )
+    checked = {"shape": 0, "mismatch": 0}
+    for (bid, fields, xs), js in zip(cases, got):
+        try:
+            want = {"shape": infer_shape(bid, fields, xs)}
+        except ShapeMismatch as e:
+            want = {"mismatch": [e.what, e.expected, e.got, e.index]}
+        except Exception:  # the same inputs fail in JS too (not a rule's answer)
+            assert "error" in js or js.get("shape") is None, (bid, fields, xs, js)
+            continue
+        assert js == want, (bid, fields, xs)
+        checked[next(iter(want))] += 1
+    # both answers were exercised, not only one
+    assert checked["shape"] > 50 and checked["mismatch"] > 50, checked

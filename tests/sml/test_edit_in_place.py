@@ -85,3 +85,43 @@ def test_a_line_made_too_long_by_the_edit_is_refused():
     with pytest.raises(Diagnostic, match="line is"):
         doc.set(("blocks", "lstm", "hidden_size"), value)
     assert doc.text == TEXTS[0]
+
+
+typed = st.text(st.sampled_from("0123456789.-+_aeZ :#,'\"[]{}\n"), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([0, 1]), st.integers(0, 10_000), st.integers(0, 3), typed)
+def test_retext_equals_a_fresh_parse_or_declines(which, pos, cut, insert):
+    """Any small typed change (``cut`` characters at ``pos`` replaced by ``insert``):
+    taken in place only when it stays inside one plain scalar, and then exactly what a
+    fresh parse gives; declined (False, nothing changed) otherwise."""
+    text = TEXTS[which]
+    doc = parse(text)
+    before = positions(doc)
+    at = pos % len(text)
+    new = text[:at] + insert + text[at + cut :]
+    try:
+        fresh = parse(new)
+    except Diagnostic:
+        fresh = None
+    taken = doc.retext(new)
+    if not taken:
+        assert doc.text == text and positions(doc) == before and doc.data == parse(text).data
+        return
+    assert fresh is not None and doc.text == new
+    assert doc.data == fresh.data and positions(doc) == positions(fresh)
+
+
+def test_retext_takes_a_typed_value_without_a_parse():
+    doc = parse(TEXTS[0])
+    new = TEXTS[0].replace("hidden_size: 32", "hidden_size: 48")
+    assert doc.retext(new) and doc.data["blocks"]["lstm"]["hidden_size"] == 48
+    assert positions(doc) == positions(parse(new))
+    # a comment typed after the value, a new key, a quoted value: left to a parse
+    for other in (
+        new.replace("hidden_size: 48", "hidden_size: 48 # wide"),
+        new.replace("hidden_size: 48", "hidden_size: 48\n    x: 1"),
+        new.replace("hidden_size: 48", "hidden_size: '48'"),
+    ):
+        assert not doc.retext(other) and doc.text == new

@@ -167,3 +167,45 @@ def test_edits_of_the_same_text_are_independent():
     d = model_api.edit(b["text"], {"kind": "set_field", "block": "head", "field": "n_outputs",
                                    "value": 1})  # fmt: skip
     assert d["text"] == LSTM
+
+
+def _fresh(fn, *args):
+    """``fn`` with no Document kept from an earlier call (what a first call gives)."""
+    model_api._last[0] = None
+    out = fn(*args)
+    return {k: v for k, v in out.items() if k not in ("py_ms", "py_end")}
+
+
+def _kept(fn, *args):
+    out = fn(*args)
+    return {k: v for k, v in out.items() if k not in ("py_ms", "py_end")}
+
+
+def test_a_typed_value_projects_like_a_fresh_parse():
+    rng = random.Random(3)
+    text = LSTM
+    model_api.project(text)
+    for _ in range(12):
+        # a value typed in the code view: taken in place by the kept Document
+        new = re.sub(r"(hidden_size: )\d+", lambda m: m[1] + str(rng.randint(1, 99)), text)
+        new = re.sub(r"(lr: )[0-9.]+", lambda m: m[1] + str(rng.choice([0.5, 0.02, 1.0])), new)
+        got = _kept(model_api.project, new)
+        assert got == _fresh(model_api.project, new)
+        text = new
+    # the shape problem a typed value makes is located as a fresh parse locates it
+    model_api.project(text)
+    bad = re.sub(r"(in_features: )\d+", r"\g<1>7", text)
+    got = _kept(model_api.project, bad)
+    assert got["diagnostics"] and got == _fresh(model_api.project, bad)
+    assert got["form"]["blocks"]["head"]["in_at"] == [got["diagnostics"][0]["line"], 9]
+
+
+def test_a_failed_edit_leaves_no_half_edited_document():
+    model_api.project(LSTM)
+    with pytest.raises(ScellisError):
+        model_api.edit(LSTM, {"kind": "set_field", "block": "nope", "field": "x", "value": 1})
+    big = {"kind": "set_field", "block": "lstm", "field": "hidden_size", "value": "x" * 20_000}
+    with pytest.raises(ScellisError):
+        model_api.edit(LSTM, big)
+    edit = {"kind": "set_field", "block": "lstm", "field": "hidden_size", "value": 40}
+    assert _kept(model_api.edit, LSTM, edit) == _fresh(model_api.edit, LSTM, edit)

@@ -16,7 +16,7 @@ import re
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..base.errors import Diagnostic, ScellisError
-from .loader import MAX_BYTES, MAX_LINE, Loaded, compose, load, walk
+from .loader import MAX_BYTES, MAX_LINE, Loaded, compose, load, plain_scalar, walk
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./@-]*$")
@@ -146,10 +146,14 @@ class Document:
         old = self.text[start:end]
         if "\n" in new or "\n" in old or node.anchor or old[:1] in "&!*":
             return False
-        try:
-            tiny = compose(new, self.file)
-        except Diagnostic:
-            return False
+        tiny = plain_scalar(new)
+        if tiny is None:
+            try:
+                tiny = compose(new, self.file)
+            except Diagnostic:
+                return False
+            if isinstance(tiny, ScalarNode) and tiny.end_mark.index != len(new):
+                return False  # the value is followed by something else (a comment)
         if not isinstance(tiny, ScalarNode) or tiny.anchor:
             return False
         text = self.text[:start] + new + self.text[end:]
@@ -177,6 +181,34 @@ class Document:
         self.text = text
         self._set(loaded)
         return True
+
+    def retext(self, text: str) -> bool:
+        """Take ``text`` as this document's text when it differs from the current one
+        inside one plain scalar value (a value typed in the code view), without reading
+        the whole text again; the result is what ``parse(text)`` gives. Returns False,
+        with nothing changed, when the change is anything else: the caller parses."""
+        old = self.text
+        if text == old:
+            return True
+        a = 0
+        n = min(len(old), len(text))
+        while a < n and old[a] == text[a]:
+            a += 1
+        b = 0
+        while b < n - a and old[-1 - b] == text[-1 - b]:
+            b += 1
+        hi = len(old) - b
+        for path, node in self._nodes.items():
+            if not isinstance(node, ScalarNode) or node.style is not None:
+                continue
+            start, end = node.start_mark.index, node.end_mark.index
+            if start <= a and hi <= end:
+                new = text[start : end + len(text) - len(old)]
+                shared = sum(m is node for m in self._nodes.values()) > 1
+                if shared or not path or plain_scalar(new) is None:
+                    return False
+                return self._replace_scalar(node, new)
+        return False
 
     def _line_end(self, idx: int) -> int:
         j = self.text.find("\n", idx - 1 if idx and self.text[idx - 1] == "\n" else idx)

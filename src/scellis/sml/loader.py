@@ -97,6 +97,22 @@ def compose(text: str, file: str) -> Node:
     return root
 
 
+# a value typed as one plain token: no spaces, quotes, indicators or comment marks
+_TOKEN = re.compile(r"[-+]?[A-Za-z0-9_.][A-Za-z0-9_.+-]*$")
+_RESOLVER: list = []
+
+
+def plain_scalar(text: str) -> ScalarNode | None:
+    """The scalar YAML reads from ``text`` when it is one plain token (``32``, ``0.5``,
+    ``last``), tagged by the same resolver ``compose`` uses but without running the
+    parser (most of the cost of reading one value); None for anything else."""
+    if not _TOKEN.match(text):
+        return None
+    if not _RESOLVER:
+        _RESOLVER.append(YAML(typ="rt").resolver)
+    return ScalarNode(_RESOLVER[0].resolve(ScalarNode, text, (True, False)), text)
+
+
 class _Walker:
     def __init__(self, file: str):
         self.file, self.count, self.aliases = file, 0, 0

@@ -28,16 +28,16 @@ __all__ = ["catalog", "dataset_from", "edit", "bundled_files", "load_table", "lo
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
-# kept, so the next edit of that same text skips a parse (a Document's text always
-# matches its nodes: an edit that fails leaves both unchanged).
+# kept, so the next edit of that same text skips a parse, and a text that differs from it
+# in one typed value is taken without one (Document.retext). The cache is emptied while a
+# call works on it, so a call that fails half-way never leaves a Document behind.
 _last: list = [None]
 
 
 def _doc(text: str, file: str) -> Document:
-    doc = _last[0]
-    if doc is None or doc.text != text or doc.file != file:
+    doc, _last[0] = _last[0], None
+    if doc is None or doc.file != file or not doc.retext(text):
         doc = parse(text, file)
-    _last[0] = doc
     return doc
 
 
@@ -104,6 +104,10 @@ def _locate(doc: Document, form: dict) -> dict:
             f["line"] = doc.where(path + (f["name"],))[0] if f["set"] else None
         if "in" in entry:
             entry["in_line"] = doc.where(path + ("in",))[0]
+        if path[0] == "blocks":
+            # where a shape problem of this block is reported (its in:, else the block),
+            # so the page can place the ones it works out itself (model_view/local.js)
+            entry["in_at"] = list(doc.where(path + ("in",)))
     form["settings"] = [
         {"name": k, **rule, "value": doc.data.get(k), "line": doc.where((k,))[0]}
         for k, rule in SETTINGS.items()
@@ -159,7 +163,9 @@ def _project(text: str, file: str) -> dict:
             "form": None,
             "diagnostics": [_diag_json(d)],
         }
-    return _project_doc(doc)
+    out = _project_doc(doc)
+    _last[0] = doc
+    return out
 
 
 def _need(edit: dict, *keys: str) -> list:
@@ -206,7 +212,9 @@ def edit(text: str, edit: dict, file: str = FILE, encoded: bool = False) -> dict
     EDITS[edit["kind"]](doc, edit)
     if edit["kind"] == "set_field" and edit.get("block") == "data":
         rehash(doc)
-    return _out(_project_doc(doc), t0, encoded)
+    out = _project_doc(doc)
+    _last[0] = doc
+    return _out(out, t0, encoded)
 
 
 def catalog(kind: str = "block") -> list[dict]:

@@ -46,6 +46,10 @@ function hint(f) {
   return parts.join(" · ");
 }
 
+function readsText(entry) {
+  return `in: ${Array.isArray(entry.in) ? entry.in.join(", ") : entry.in}`;
+}
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -81,6 +85,7 @@ function addBlockRow(form, catalog, onEdit) {
 export function createForm(root, { onEdit, onError, catalog }) {
   let signature = "";
   const inputs = new Map(); // "block/field" -> {input, msg, f}
+  const reading = new Map(); // block -> its "in:" line (updated in place: a rewire keeps the cards)
 
   function fieldRow(card, block, f) {
     const row = el("div", "mv-field");
@@ -151,8 +156,9 @@ export function createForm(root, { onEdit, onError, catalog }) {
     if (entry.doc) card.appendChild(el("p", "mv-doc", entry.doc));
     if (entry.error) card.appendChild(el("div", "mv-msg", entry.error));
     if ("in" in entry) {
-      const reads = el("div", "mv-reads", `in: ${Array.isArray(entry.in) ? entry.in.join(", ") : entry.in}`);
+      const reads = el("div", "mv-reads", readsText(entry));
       card.appendChild(reads);
+      reading.set(block, reads);
     }
     const body = el("div", "mv-fields");
     for (const f of entry.fields) fieldRow(body, block, f);
@@ -161,7 +167,7 @@ export function createForm(root, { onEdit, onError, catalog }) {
   }
 
   function sig(form) {
-    const b = Object.entries(form.blocks).map(([n, e]) => [n, e.block_id, e.fields.map((f) => f.name), show(e.in)]);
+    const b = Object.entries(form.blocks).map(([n, e]) => [n, e.block_id, e.fields.map((f) => f.name), "in" in e]);
     const p = Object.entries(form.pipeline).map(([n, e]) => [n, e.block_id, e.fields.map((f) => f.name)]);
     return JSON.stringify([b, p, form.settings.map((s) => s.name)]);
   }
@@ -169,6 +175,7 @@ export function createForm(root, { onEdit, onError, catalog }) {
   function build(form) {
     root.innerHTML = "";
     inputs.clear();
+    reading.clear();
     const blocks = el("div", "mv-group");
     blocks.appendChild(el("h3", "mv-group-title", "Blocks"));
     for (const [name, e] of Object.entries(form.blocks)) blocks.appendChild(entryCard(name, "block", e, name, true));
@@ -191,6 +198,10 @@ export function createForm(root, { onEdit, onError, catalog }) {
   function render(form, diagnostics = []) {
     const s = sig(form);
     if (s !== signature) { build(form); signature = s; }
+    for (const [name, e] of Object.entries(form.blocks)) {
+      const reads = reading.get(name);
+      if (reads && "in" in e && reads.textContent !== readsText(e)) reads.textContent = readsText(e);
+    }
     const byLine = new Map();
     for (const d of diagnostics) byLine.set(d.line, d);
     const fields = [

@@ -75,7 +75,10 @@ export function createGraph(el, { onRewire, onSelect }) {
     window.addEventListener("pointerup", up);
   }
 
-  let laidOut = "";
+  // laidOut: the nodes and edges drawn; exact: drawn where dagre put them (a rewire from
+  // the UI thread first moves only the edges, and dagre lays the graph out a frame later)
+  let laidOut = "", laidNodes = "", exact = true, settling = false;
+  const centres = new Map();
 
   function patch(graph) {
     // same nodes and edges as drawn: update shapes and marks, keep the layout
@@ -88,12 +91,47 @@ export function createGraph(el, { onRewire, onSelect }) {
     }
   }
 
-  function render(graph, diagnostics = []) {
+  function redrawEdges(graph) {
+    // the new wiring between the nodes where they are: straight, port to top
+    for (const e of root.querySelectorAll(".mv-edge")) e.remove();
+    const first = root.querySelector(".mv-node");
+    for (const e of graph.edges) {
+      const a = centres.get(e.from), b = centres.get(e.to);
+      if (!a || !b) continue;
+      const d = `M${a.x.toFixed(1)},${(a.y + H / 2).toFixed(1)} L${b.x.toFixed(1)},${(b.y - H / 2).toFixed(1)}`;
+      const path = svg("path", { d, class: "mv-edge", "data-from": e.from, "data-to": e.to, "marker-end": "url(#mv-arrow)" });
+      root.insertBefore(path, first);
+    }
+  }
+
+  function settle() {
+    settling = false;
+    if (!exact && current) layoutAll(current);
+  }
+
+  function render(graph, diagnostics = [], { quick = false } = {}) {
     current = graph;
     problems = new Set(diagnostics.map((d) => d.block).filter(Boolean));
-    const key = JSON.stringify([graph.nodes.map((n) => [n.id, n.block_id]), graph.edges]);
-    if (key === laidOut) { patch(graph); return; }
+    const nodesKey = JSON.stringify(graph.nodes.map((n) => [n.id, n.block_id]));
+    const key = JSON.stringify([nodesKey, graph.edges]);
+    if (key === laidOut && (exact || quick)) { patch(graph); return; }
+    if (quick && nodesKey === laidNodes) {
+      laidOut = key;
+      exact = false;
+      redrawEdges(graph);
+      patch(graph);
+      if (selected) select_(selected);
+      if (!settling) { settling = true; requestAnimationFrame(() => setTimeout(settle, 0)); }
+      return;
+    }
     laidOut = key;
+    layoutAll(graph);
+  }
+
+  function layoutAll(graph) {
+    laidNodes = JSON.stringify(graph.nodes.map((n) => [n.id, n.block_id]));
+    exact = true;
+    centres.clear();
     const g = new graphlib.Graph();
     g.setGraph({ rankdir: "TB", nodesep: 28, ranksep: 44, marginx: 16, marginy: 16 });
     g.setDefaultEdgeLabel(() => ({}));
@@ -118,6 +156,7 @@ export function createGraph(el, { onRewire, onSelect }) {
     const outs = new Set(graph.outputs || []);
     for (const n of graph.nodes) {
       const p = g.node(n.id);
+      centres.set(n.id, { x: p.x, y: p.y });
       const kind = n.block_id === "input" ? "input" : "block";
       const cls = ["mv-node", `mv-${kind}`, outs.has(n.id) ? "mv-output" : "", problems.has(n.id) ? "mv-bad" : "", n.id === selected ? "selected" : ""].join(" ");
       const grp = svg("g", { class: cls, "data-id": n.id, "data-kind": kind, transform: `translate(${p.x - W / 2},${p.y - H / 2})`, tabindex: 0 }, root);

@@ -1,13 +1,17 @@
-// Model View: graph, form and code views of the one record (app.record). Every edit
-// (form field, graph rewire, code typing) goes to the worker (model_api.edit / project),
-// and the one result it returns re-renders all three views, so they never disagree.
-// Each round trip is timed (performance.now from the edit to the end of the render of
-// every view) into app.modelView.latencies for the tests and the status line.
+// Model View: graph, form and code views of the one record. A form edit, a graph rewire
+// or a typed value that can be worked out on the UI thread (local.js) is shown in all three
+// views at once, from the view shown now; every edit also goes to the worker
+// (model_api.edit / project), whose projection is what stays: it replaces the local one,
+// and the two are compared (a disagreement is counted and the worker's view is shown).
+// Each edit is timed into app.modelView.latencies: ms (edit to every view showing it),
+// local_ms (the UI thread's answer, when there was one) and confirmed_ms (edit to the
+// worker's answer rendered), with the worker round trip split into its parts.
 import { createGraph } from "./graph.js";
 import { createForm } from "./form.js";
 import { createCode } from "./code.js";
 import { injectStyles } from "./styles.js";
-import { predict } from "./optimistic.js";
+import { applyEdit, editOfText, sameView } from "./local.js";
+import { inferShape, ShapeMismatch, RULES } from "./shapes.js";
 
 const TEMPLATE = `
   <div class="mv-bar">
@@ -31,6 +35,29 @@ const TEMPLATE = `
   <ol class="mv-problems" aria-label="problems"></ol>
 `;
 
+function afterPaint(t0, done) {
+  // the time from t0 to just after the next frame is painted: a message posted from the
+  // frame's animation callback is handled once that frame's rendering is done
+  requestAnimationFrame(() => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => done(performance.now() - t0);
+    ch.port2.postMessage(0);
+  });
+}
+
+function painted(local) {
+  // local.painted_ms once known; an entry waiting for it is filled in then
+  afterPaint(local.t0, (ms) => {
+    local.painted_ms = ms;
+    if (local.entry) fillPainted(local.entry, local);
+  });
+}
+
+function fillPainted(entry, local) {
+  entry.local_painted_ms = local.painted_ms;
+  if (entry.agreed) entry.painted_ms = local.painted_ms;
+}
+
 function percentile(xs, p) {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -42,7 +69,9 @@ export function mount(el, client, app) {
   el.classList.add("mv");
   el.innerHTML = TEMPLATE;
   const $ = (sel) => el.querySelector(sel);
-  const state = { result: null, latencies: [], busy: 0, seq: 0, shown: 0, lastError: null };
+  // result: the worker's last projection; view: what the three views show now (that
+  // projection, or a local answer on top of it)
+  const state = { result: null, view: null, latencies: [], busy: 0, seq: 0, shown: 0, lastError: null };
   app.modelView = state;
 
   const setStatus = (text, kind) => {
@@ -62,19 +91,31 @@ export function mount(el, client, app) {
   state.catalog = null;
   client.call("catalog", { kind: "block" }).then((c) => {
     state.catalog = c;
-    if (state.result && state.result.parsed) { form.rebuild(); form.render(state.result.form, state.result.diagnostics); }
+    if (state.view && state.view.parsed) { form.rebuild(); form.render(state.view.form, state.view.diagnostics); }
   }, () => {});
   let codeTimer = null;
   const code = createCode($(".mv-code"), {
     onChange: (text) => {
+      const t0 = performance.now();
       app.record = text;
       clearTimeout(codeTimer);
-      // a short pause while typing, then one projection of what is there
-      codeTimer = setTimeout(() => project(text, "code", performance.now()), state.codeDelay);
+      // a typed value the UI thread can read: form and graph follow at once
+      const hit = state.local ? editOfText(state.view, text) : null;
+      const predict = performance.now() - t0;
+      let local = null;
+      if (hit) {
+        const parts = show(hit.next, true);
+        local = { view: hit.next, ms: performance.now() - t0, parts, predict_ms: predict, t0 };
+        painted(local);
+      }
+      // a short pause while typing, then one projection of what is there (the pause is
+      // not counted in confirmed_ms: its clock starts when the projection is sent)
+      codeTimer = setTimeout(() => { codeTimer = null; project(text, "code", performance.now(), local); }, state.codeDelay);
     },
   });
   state.codeDelay = 120;
   state.code = code;
+  state.local = true; // answer what it can on the UI thread (off: every edit waits for the worker)
 
   function blockOfLine(form, line) {
     // the block (or pipeline entry) whose lines contain ``line``
@@ -87,52 +128,96 @@ export function mount(el, client, app) {
     return hit;
   }
 
-  function render(r, kind, t0) {
+  let shownProblems = "";
+  function show(v, local = false) {
+    // put one view (a projection or a local answer) in all three views; a full layout is
+    // forced at the end, so the time measured after it includes the page's own layout work.
+    // Returns the time of each part (ms), for the latency breakdown.
+    const parts = {};
+    let t = performance.now();
+    const lap = (k) => { const n = performance.now(); parts[k] = n - t; t = n; };
+    state.view = v;
+    if (v.text !== code.text) code.setText(v.text);
+    if (app.record !== v.text) { app.record = v.text; app.emit("record", v.text); }
+    const key = JSON.stringify(v.diagnostics);
+    if (key !== shownProblems) code.showDiagnostics(v.diagnostics);
+    lap("code");
+    if (v.parsed) {
+      const diags = v.diagnostics.map((d) => ({ ...d, block: blockOfLine(v.form, d.line) }));
+      graph.render(v.graph, diags, { quick: local });
+      lap("graph");
+      form.render(v.form, v.diagnostics);
+      lap("form");
+      el.classList.remove("mv-stale");
+    } else {
+      el.classList.add("mv-stale"); // graph and form keep the last good record, dimmed
+    }
+    const n = v.diagnostics.length;
+    if (!v.parsed) setStatus(`${v.diagnostics[0].line}:${v.diagnostics[0].col}: ${v.diagnostics[0].message}`, "bad");
+    else setStatus(n ? `${n} problem${n > 1 ? "s" : ""}` : "valid", n ? "warn" : "ok");
+    const mid = v.parsed && typeof v.text === "string" ? (v.text.match(/^model:\s*(\S+)/m) || [])[1] : null;
+    if (mid) $(".mv-model-id").textContent = mid;
+    if (key !== shownProblems) {
+      shownProblems = key;
+      const list = $(".mv-problems");
+      list.innerHTML = "";
+      for (const d of v.diagnostics) {
+        const li = document.createElement("li");
+        li.innerHTML = `<a href="#"><b></b> <span></span></a>`;
+        li.querySelector("b").textContent = `${d.line}:${d.col}`;
+        li.querySelector("span").textContent = d.message + (d.fix ? ` (${d.fix})` : "");
+        li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); showTab("code"); code.goto(d.line, d.col); });
+        list.appendChild(li);
+      }
+    }
+    lap("status");
+    void el.offsetHeight; // style and layout now, inside the measured time
+    lap("layout");
+    return parts;
+  }
+
+  function showLatency() {
+    // loading a record (the first one waits for the engine to start) is not an edit
+    const xs = state.latencies.filter((x) => x.kind !== "load");
+    if (!xs.length) return;
+    const all = xs.map((x) => x.ms), conf = xs.map((x) => x.confirmed_ms);
+    $(".mv-latency").textContent = `${xs[xs.length - 1].ms.toFixed(1)} ms (p50 ${percentile(all, 50).toFixed(1)}, p95 ${percentile(all, 95).toFixed(1)};`
+      + ` worker-confirmed p50 ${percentile(conf, 50).toFixed(1)}, p95 ${percentile(conf, 95).toFixed(1)}; n=${xs.length})`;
+  }
+
+  function render(r, kind, t0, local) {
     // typing went on while this text was projected: a newer projection is on its way,
     // and this answer must not put the older text back under the user's cursor
     if (kind === "code" && r.text !== code.text) return;
     const seq = ++state.shown;
     state.result = r;
-    if (r.text !== code.text) code.setText(r.text);
-    if (app.record !== r.text) { app.record = r.text; app.emit("record", r.text); }
-    code.showDiagnostics(r.diagnostics);
-    if (r.parsed) {
-      const diags = r.diagnostics.map((d) => ({ ...d, block: blockOfLine(r.form, d.line) }));
-      graph.render(r.graph, diags);
-      form.render(r.form, r.diagnostics);
-      el.classList.remove("mv-stale");
-    } else {
-      el.classList.add("mv-stale"); // graph and form keep the last good record, dimmed
-    }
-    const n = r.diagnostics.length;
-    if (!r.parsed) setStatus(`${r.diagnostics[0].line}:${r.diagnostics[0].col}: ${r.diagnostics[0].message}`, "bad");
-    else setStatus(n ? `${n} problem${n > 1 ? "s" : ""}` : "valid", n ? "warn" : "ok");
-    const mid = r.parsed && typeof r.text === "string" ? (r.text.match(/^model:\s*(\S+)/m) || [])[1] : null;
-    if (mid) $(".mv-model-id").textContent = mid;
-    const list = $(".mv-problems");
-    list.innerHTML = "";
-    for (const d of r.diagnostics) {
-      const li = document.createElement("li");
-      li.innerHTML = `<a href="#"><b></b> <span></span></a>`;
-      li.querySelector("b").textContent = `${d.line}:${d.col}`;
-      li.querySelector("span").textContent = d.message + (d.fix ? ` (${d.fix})` : "");
-      li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); showTab("code"); code.goto(d.line, d.col); });
-      list.appendChild(li);
-    }
+    const agreed = local ? sameView(local.view, r) : null;
+    const parts = show(r);
     if (t0 !== undefined) {
-      const ms = performance.now() - t0;
-      // ms: edit to all three views rendered; worker_ms: the round trip; py_ms: Python
-      const back = performance.timeOrigin + r.answered - r.py_end; // answer: worker -> page
-      state.latencies.push({ kind, ms, seq, worker_ms: r.answered - t0, py_ms: r.py_ms, back_ms: back,
-        there_ms: r.answered - t0 - back - r.py_ms });
-      // loading a record (first one waits for the engine to start) is not an edit
-      const xs = state.latencies.filter((x) => x.kind !== "load").map((x) => x.ms);
-      if (xs.length) $(".mv-latency").textContent = `${ms.toFixed(1)} ms (p50 ${percentile(xs, 50).toFixed(1)}, p95 ${percentile(xs, 95).toFixed(1)}, n=${xs.length})`;
+      const confirmed = performance.now() - t0;
+      // worker_ms: the round trip; py_ms: Python; back_ms: the answer's way to the page
+      const back = performance.timeOrigin + r.answered - r.py_end;
+      const entry = {
+        kind, seq, confirmed_ms: confirmed, local_ms: local ? local.ms : null, agreed,
+        // the views showed this edit from the local answer on only when it was right
+        ms: agreed ? local.ms : confirmed,
+        local_parts: local ? { predict: local.predict_ms, ...local.parts } : null, render_parts: parts,
+        worker_ms: r.answered - t0, py_ms: r.py_ms, back_ms: back, there_ms: r.answered - t0 - back - r.py_ms,
+      };
+      // painted_ms: the same two clocks, to the end of the frame that shows it
+      afterPaint(t0, (ms) => {
+        entry.confirmed_painted_ms = ms;
+        if (!entry.agreed) entry.painted_ms = ms;
+      });
+      if (local) { local.entry = entry; if (local.painted_ms !== undefined) fillPainted(entry, local); }
+      state.latencies.push(entry);
+      if (agreed === false) state.disagreed.push({ kind, local: local.view, worker: r });
+      showLatency();
     }
     app.emit("model-view", r);
   }
 
-  async function run(cmd, args, kind, t0) {
+  async function run(cmd, args, kind, t0, local) {
     const mine = ++state.seq;
     state.busy++;
     el.dataset.busy = "1";
@@ -141,51 +226,56 @@ export function mount(el, client, app) {
       const r = typeof raw === "string" ? JSON.parse(raw) : raw;
       r.answered = performance.now();
       // an older answer that arrives after a newer request was sent is dropped
-      if (mine === state.seq) render(r, kind, t0);
+      if (mine === state.seq) render(r, kind, t0, local);
       return r;
     } catch (e) {
       state.lastError = e.message;
+      // a refused edit leaves the text as it was: show the last projection again
+      if (state.result && mine === state.seq) show(state.result);
       setStatus(e.message, "bad");
-      // a refused edit leaves the text as it was: show it again
-      if (state.result && state.result.parsed) form.render(state.result.form, state.result.diagnostics);
       return null;
     } finally {
       if (--state.busy === 0) delete el.dataset.busy;
     }
   }
 
-  function project(text, kind = "load", t0 = performance.now()) {
-    return run("project", { text }, kind, t0);
-  }
-  function fieldLine(edit) {
-    const form = state.result && state.result.form;
-    if (!form || edit.kind !== "set_field") return null;
-    const entry = edit.block === null ? { fields: form.settings } : form.blocks[edit.block] || form.pipeline[edit.block];
-    const f = entry && entry.fields.find((x) => x.name === edit.field);
-    return f ? f.line : null;
+  function project(text, kind = "load", t0 = performance.now(), local = null) {
+    return run("project", { text }, kind, t0, local);
   }
 
   function send(edit, kind) {
     const t0 = performance.now();
-    const text = state.result ? state.result.text : app.record;
-    if (state.optimistic && edit.kind === "set_field") {
-      const guess = predict(text, fieldLine(edit), edit.field, edit.value);
-      if (guess !== null) {
-        code.setText(guess);
-        state.predicted.push({ kind, ms: performance.now() - t0 });
-      }
+    // the view shown, unless typing has left it behind the code (then the last projection)
+    const base = state.view && state.view.text === code.text ? state.view : state.result;
+    const text = base ? base.text : app.record;
+    const next = state.local && base ? applyEdit(base, edit) : null;
+    const parts0 = performance.now() - t0; // working the answer out
+    let local = null;
+    if (next) {
+      const parts = show(next, true);
+      local = { view: next, ms: performance.now() - t0, parts, predict_ms: parts0, t0 };
+      painted(local);
     }
-    return run("edit", { text, edit }, kind, t0);
+    return run("edit", { text, edit }, kind, t0, local);
   }
-  state.optimistic = true;
-  state.predicted = []; // edit -> code view updated on the UI thread, before the worker answers
+  // the UI thread's shape rules, for the test that holds them to the Python ones
+  state.shapes = { ids: Object.keys(RULES), infer: (id, fields, inputs) => {
+    try { return { shape: inferShape(id, fields, inputs) }; } catch (e) {
+      return e instanceof ShapeMismatch ? { mismatch: [e.what, e.expected, e.got, e.index] } : { error: String(e) };
+    }
+  } };
+  state.disagreed = []; // local answers the worker did not confirm (shown: the worker's)
   state.project = project;
   state.send = send;
   state.stats = () => {
-    const out = {};
-    for (const x of state.latencies) (out[x.kind] = out[x.kind] || []).push(x.ms);
-    if (state.predicted.length) out.predicted = state.predicted.map((x) => x.ms);
-    return Object.fromEntries(Object.entries(out).map(([k, xs]) => [k, { n: xs.length, p50: percentile(xs, 50), p95: percentile(xs, 95) }]));
+    // per kind: p50/p95 of "every view shows the edit" (ms) and of "worker-confirmed"
+    const by = {};
+    for (const x of state.latencies) (by[x.kind] = by[x.kind] || []).push(x);
+    const pc = (xs) => ({ p50: percentile(xs, 50), p95: percentile(xs, 95) });
+    return Object.fromEntries(Object.entries(by).map(([k, xs]) => [k, {
+      n: xs.length, local: xs.filter((x) => x.agreed).length,
+      all_views: pc(xs.map((x) => x.ms)), confirmed: pc(xs.map((x) => x.confirmed_ms)),
+    }]));
   };
 
   function showTab(name) {
@@ -205,6 +295,7 @@ export function mount(el, client, app) {
   // the record changes from outside (an example picked, a dataset pinned): project it
   app.on("record", (text) => {
     if (state.result && text === state.result.text) return;
+    if (state.view && text === state.view.text) return; // a local answer, shown already
     if (text === code.text && codeTimer) return; // our own typing, already scheduled
     code.setText(text);
     project(text, "load");

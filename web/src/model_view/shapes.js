@@ -1,0 +1,80 @@
+// The built-in blocks' shape rules on the UI thread, written to give what
+// scellis.catalog.sml_shapes gives (same output shape, same mismatch), so a form edit or a
+// rewire can redraw the graph's shapes at once. A block whose id has no rule here is not
+// predicted: Model View then waits for the worker. The browser test checks these rules
+// against the Python ones on random fields and shapes.
+
+export class ShapeMismatch extends Error {
+  constructor(what, expected, got, index = 0) {
+    super(`expects ${what} ${expected}, gets ${got}`);
+    Object.assign(this, { what, expected, got, index });
+  }
+}
+
+const isInt = (d) => Number.isInteger(d);
+
+function last(shape, want, minRank = 1, rank = null) {
+  if (rank !== null && shape.length !== rank) throw new ShapeMismatch("rank", rank, shape.length);
+  if (shape.length < minRank) throw new ShapeMismatch("rank at least", minRank, shape.length);
+  const got = shape[shape.length - 1];
+  if (isInt(got) && isInt(want) && got !== want) throw new ShapeMismatch("last dim", want, got);
+}
+
+const feature = (key, outKey) => (f, xs) => { last(xs[0], f[key]); return [...xs[0].slice(0, -1), f[outKey]]; };
+const same = (key) => (f, xs) => { last(xs[0], f[key]); return [...xs[0]]; };
+
+function recurrent(f, xs) {
+  last(xs[0], f.input_size, 1, 3);
+  const x = xs[0];
+  return f.output === "last" ? [x[0], f.hidden_size] : [x[0], x[1], f.hidden_size];
+}
+
+const head = (nKey) => (f, xs) => {
+  const x = xs[0];
+  last(x, f.in_features, f.pool !== "none" ? 3 : 1);
+  return [...(f.pool !== "none" ? x.slice(0, -2) : x.slice(0, -1)), f[nKey]];
+};
+
+function mlp(f, xs) {
+  last(xs[0], f.in_features);
+  // Python's `out_features or in_features`: 0 and None both fall back
+  return [...xs[0].slice(0, -1), f.out_features || f.in_features];
+}
+
+function position(f, xs) {
+  const x = xs[0];
+  last(x, f.dim, 2);
+  const t = x[x.length - 2];
+  if (isInt(t) && t > f.max_len) throw new ShapeMismatch("a sequence of at most", f.max_len, t);
+  return [...x];
+}
+
+const residual = (f, xs) => [...xs[0]];
+
+export const RULES = {
+  "nn/linear": feature("in_features", "out_features"),
+  "nn/lm_head": feature("d_model", "vocab_size"),
+  "nn/embedding": (f, xs) => [...xs[0], f.embedding_dim],
+  "nn/lstm": recurrent,
+  "nn/gru": recurrent,
+  "nn/regression_head": head("n_outputs"),
+  "nn/classification_head": head("n_classes"),
+  "nn/mlp": mlp,
+  "nn/transformer": same("d_model"),
+  "nn/transformer_block": same("d_model"),
+  "nn/attention": same("embed_dim"),
+  "nn/layer_norm": same("normalized_shape"),
+  "nn/rms_norm": same("normalized_shape"),
+  "nn/learned_position": position,
+  "nn/sinusoidal_position": same("dim"),
+  "nn/dropout": residual,
+  "nn/activation": residual,
+};
+
+export function inferShape(blockId, fields, inputs) {
+  // -> a shape, or throws ShapeMismatch; undefined when there is no rule here
+  const rule = RULES[blockId];
+  if (!rule) return undefined;
+  if (!inputs.length) return null;
+  return rule(fields, inputs);
+}
