@@ -17,7 +17,7 @@ with the WGSL source and compiler messages for a shader that failed.
 from __future__ import annotations
 
 import js
-from pyodide.ffi import to_js
+from pyodide.ffi import JsException, to_js
 
 from ..base.errors import DeviceError
 from .base import register_device
@@ -91,7 +91,14 @@ class BrowserGPU(BindGroupCache):
         self._open_scopes()
         first = None
         for promise, what, code in pending:
-            err = await promise
+            try:
+                err = await promise
+            except JsException as e:
+                # the scope itself failed (the GPU process went away, e.g. after a shader
+                # compile that never ended): say what it guarded rather than a JS error
+                if first is None:
+                    first = (what, f"no answer from the device ({e})", code)
+                continue
             if not _absent(err) and first is None:
                 first = (what, str(err.message), code)
         if self._lost is not None:

@@ -170,7 +170,10 @@ def _load(name: str, tile: Tile, side: Side, widen: str) -> tuple[str, str, str]
     into registers ``<name><pass>v``, stash stores them into ``sh_<name>``.
 
     Every invocation moves 4 consecutive elements along the stride-1 dim per pass, so
-    neighbouring invocations read neighbouring addresses.
+    neighbouring invocations read neighbouring addresses. Bounds guards join their two
+    tests with the non-short-circuit ``&`` (both sides are cheap and side-effect free):
+    ``&&`` is lowered to a branch of its own per guard, and with scalar reads of both
+    operands (64 guards) SwiftShader's compiler never finished the t16 pipeline.
     """
     st, sk = (f"mt[{i}u]" for i in ((_SA_T, _SA_K) if name == "a" else (_SB_T, _SB_K)))
     size, t0 = ("M", "m0") if name == "a" else ("N", "n0")
@@ -191,14 +194,14 @@ def _load(name: str, tile: Tile, side: Side, widen: str) -> tuple[str, str, str]
         body.append(f"    {v}v = vec4<f32>(0.0);")
         if side.vec:
             body.append(
-                f"    if ({v}t < {size} && {gk} < K) {{"
+                f"    if (({v}t < {size}) & ({gk} < K)) {{"
                 f" {v}v = {widen}(ld_{name}(({v}e + {gk} * {sk}) / 4u)); }}"
             )
         for j in range(0 if side.vec else 4):
             if side.along == "t":
-                ok, e = f"{v}t + {j}u < {size} && {gk} < K", f"{v}e + {j}u * {st} + {gk} * {sk}"
+                ok, e = f"({v}t + {j}u < {size}) & ({gk} < K)", f"{v}e + {j}u * {st} + {gk} * {sk}"
             else:
-                ok, e = f"{v}t < {size} && {gk} + {j}u < K", f"{v}e + ({gk} + {j}u) * {sk}"
+                ok, e = f"({v}t < {size}) & ({gk} + {j}u < K)", f"{v}e + ({gk} + {j}u) * {sk}"
             body.append(f"    if ({ok}) {{ {v}v[{j}] = f32(ld_{name}({e})); }}")
         if side.along == "t":
             stash.append(f"    sh_{name}[{v}k * {bt4}u + {v}l] = {v}v;")
