@@ -87,6 +87,8 @@ const CSS = `
 .mv.mv-full .mv-pane-title { display: block; }
 .mv.mv-full .mv-graph-canvas, .mv.mv-full .mv-form { max-height: calc(100vh - 9rem); }
 .mv.mv-full .mv-code { height: calc(100vh - 9rem); }
+/* full screen: a wide graph is scaled to the pane's width (no hidden columns to scroll to) */
+.mv.mv-full .mv-graph-canvas svg { max-width: 100%; height: auto !important; }
 body.mv-full-open { overflow: hidden; }
 .mv-cm-error { text-decoration: underline wavy #dc2626; }
 /* the data panel */
