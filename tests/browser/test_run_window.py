@@ -246,6 +246,79 @@ def test_full_screen_model_view_covers_the_whole_page(main):
         page.evaluate("document.querySelector('#run-runs').style.minHeight = ''")
 
 
+def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(main, oracle):
+    """The detached window closes while it trains: the tab takes the store back, lists
+    the run ``interrupted`` and its one-click Resume continues from the window's last
+    checkpoint with the losses of the uninterrupted run (bitwise: same device)."""
+    page = main
+    start_training(page, OPTIONS, "lstm_forecaster")
+    page.wait_for_function(f"{LOGS}.length >= 1", timeout=STEP_MS, polling=500)
+    page.click("#run-pause")
+    with page.context.expect_page(timeout=60_000) as info:
+        page.click("#run-detach")
+    win = info.value
+    wlog: list[str] = []
+    watch(win, wlog)
+    wait_engine(win, wlog)
+    # the window trains on and writes a checkpoint of its own (flushed to the store)
+    win.wait_for_function(
+        "(() => { const ev = window.scellisApp.run.events;"
+        " const k = ev[0] && ev[0].kind === 'resume' ? ev[0].step : null;"
+        " return k !== null && ev.some(e => e.kind === 'checkpoint' && e.step > k); })()",
+        timeout=STEP_MS, polling=500,
+    )  # fmt: skip
+    win.click("#run-pause")
+    there = win.evaluate("window.scellisApp.run.events")
+    assert there[-1]["kind"] != "end", "the window's run ended before it was closed"
+    rid = there[0]["run"]
+    saved = max(e["step"] for e in there if e["kind"] == "checkpoint")
+    win.wait_for_timeout(1500)  # the checkpoint's store flush (IndexedDB) completes
+    win.close()
+    sel = f"#run-runs tr[data-run='{rid}']"
+    page.wait_for_function(
+        "window.scellisApp.run.detach.phase === null", timeout=120_000, polling=500
+    )
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'interrupted'", timeout=60_000
+    )
+    assert "continues in its own window" not in page.inner_text("#banner")
+    assert not page.is_disabled("#run-train")
+    (row,) = [r for r in page.evaluate("window.scellisApp.run.runs.list") if r["id"] == rid]
+    assert row["checkpoint_step"] == saved, (row, saved)
+    screenshot(page, "detach_window_closed_mid_run")
+    page.click(f"{sel} button.run-resume")
+    again = _done(page)
+    assert again[0] == {"kind": "resume", "run": rid, "step": saved, "skipped": []}, again[0]
+    assert sorted(_logs(again)) == list(range(saved + 1, 7))
+    assert _logs(again) == {s: v for s, v in oracle.items() if s > saved}
+    # the window's own steps were those of the uninterrupted run too
+    assert _logs(there) == {s: v for s, v in oracle.items() if s in _logs(there)}
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
+    )
+
+
+def test_a_window_closed_before_it_takes_over_leaves_the_run_in_the_tab(main, oracle):
+    page = main
+    start_training(page, OPTIONS, "lstm_forecaster")
+    page.wait_for_function(f"{LOGS}.length >= 1", timeout=STEP_MS, polling=500)
+    page.click("#run-pause")
+    with page.context.expect_page(timeout=60_000) as info:
+        page.click("#run-detach")
+    info.value.close()  # long before its engine is up
+    page.wait_for_function(
+        "window.scellisApp.run.detach.phase === null", timeout=60_000, polling=500
+    )
+    assert "closed before it took the run" in page.text_content("#run-log")
+    assert page.evaluate("window.scellisApp.run.running")
+    page.click("#run-pause")  # resume training here
+    finish_training(page, timeout_ms=STEP_MS)
+    here = page.evaluate("window.scellisApp.run.events")
+    assert not [e for e in here if e["kind"] in ("stopped", "resume")]
+    assert here[-1]["kind"] == "end" and not here[-1].get("stopped_by_user")
+    assert _logs(here) == oracle
+
+
 def test_a_detached_window_whose_tab_closed_takes_the_run_over(main, oracle):
     """Last (it closes the tab): the tab dies before it hands the run over; the window
     finds no one holding the store, takes it and resumes from the last checkpoint."""

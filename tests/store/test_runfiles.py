@@ -1,6 +1,6 @@
 """A run's data files kept as objects and written back out (store.runfiles), and the
-checks on what a bundle may name: only relative paths inside the folder, only hashes of
-objects the store has."""
+checks on what a bundle may name: every copy lands inside the folder it is given (a
+path outside it is kept under ``outside/``), only hashes of objects the store has."""
 
 from __future__ import annotations
 
@@ -26,13 +26,29 @@ def test_keep_then_materialize_round_trips(tmp_path):
     assert (out / "datasets" / "river.csv").read_bytes() == src.read_bytes()
 
 
-@pytest.mark.parametrize("source", ["/etc/passwd", "../outside.csv", "a/../../b.csv", ""])
-def test_a_path_outside_the_folder_is_refused(tmp_path, source):
+@pytest.mark.parametrize("source", ["/etc/passwd", "../outside.csv", "a/../../b.csv", "C:/d/x.csv"])
+def test_a_path_outside_the_folder_is_written_inside_it(tmp_path, source):
+    # a native run may name its CSV anywhere; its copy (and a bundle's) stays in the folder
     objects = ObjectStore(tmp_path / "st")
     h = objects.put(b"x")
-    with pytest.raises(ScellisError, match="not a relative path"):
+    out = tmp_path / "out"
+    (path,) = runfiles.local_sources(objects, {source: h}, out).values()
+    name = source.rsplit("/", 1)[1]
+    assert path == (out / "outside" / h[:16] / name).resolve() and path.read_bytes() == b"x"
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and "st" not in p.parts] == [path]
+    record = {"data": {"source": source, "format": "csv"}, "seed": 1}
+    assert runfiles.with_local_data(record, {source: path}) == {
+        "data": {"source": str(path), "format": "csv"}, "seed": 1,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("source", ["", "a/..", "/"])
+def test_a_source_that_names_no_file_is_refused(tmp_path, source):
+    objects = ObjectStore(tmp_path / "st")
+    h = objects.put(b"x")
+    with pytest.raises(ScellisError, match="names no file"):
         runfiles.materialize(objects, {source: h}, tmp_path / "out")
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_missing_object_or_file_is_named(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..store import runfiles
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train.recording import adapter_of, restore
@@ -41,8 +42,12 @@ def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=N
         if to_step is not None:
             plan.max_steps = to_step
         raw = objects.get(run["record_hash"])
+        # the data files the run kept (by hash), written out under the store: the run
+        # reads them, wherever the original files went
+        files = cfg.get("files") or {}
+        sources = runfiles.local_sources(objects, files, root / "files" / rid) if files else None
         s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"],
-                    epochs=plan.epochs)  # fmt: skip
+                    epochs=plan.epochs, sources=sources)  # fmt: skip
         tab = cfg.get("tab") or {}  # a run started in a tab: drive it as the tab did
         if tab.get("drop_last"):
             s.train.drop_last = True

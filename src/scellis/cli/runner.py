@@ -25,6 +25,7 @@ from ..base.errors import ScellisError
 from ..codecs.convert import header_weights
 from ..devices.base import get_device
 from ..sml import emit, parse
+from ..store import runfiles
 from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
@@ -45,12 +46,15 @@ def check_text(raw: bytes, label: str) -> dict:
 
 def prepare(
     raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None,
-    store=None, epochs: int | None = None,
+    store=None, epochs: int | None = None, sources: dict | None = None,
 ) -> Prepared:  # fmt: skip
     """The run's live pieces (``train.prepare``) on the device ``device_name`` picks;
     with ``store``, an imported record's header weights are loaded first (a resume
-    passes none: its checkpoint holds every tensor). ``epochs`` replaces the record's."""
+    passes none: its checkpoint holds every tensor). ``epochs`` replaces the record's;
+    ``sources`` (``store.runfiles.local_sources``) reads the data from the run's kept copy."""
     record = check_text(raw, label)
+    if sources:
+        record = runfiles.with_local_data(record, sources)
     device, why = pick_device(device_name)
     dev = get_device(device)
     # the memory plan traces on the null device: a red plan refuses before any allocation

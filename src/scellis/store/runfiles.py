@@ -30,26 +30,47 @@ def keep(objects: ObjectStore, paths: dict[str, Path]) -> dict[str, str]:
     return out
 
 
-def _relative(source: str) -> PurePosixPath:
+def stored_path(source: str, h: str) -> PurePosixPath:
+    """Where the kept file of ``source`` (hash ``h``) is written under a run's folder: at
+    its own path when that is relative and inside the folder (what the tab writes), else
+    (a native run's ``/home/me/flow.csv`` or ``../flow.csv``) under ``outside/`` by hash
+    and file name, so that a bundle can never write outside the folder it is given."""
     p = PurePosixPath(source.replace("\\", "/"))
-    if p.is_absolute() or ".." in p.parts or not p.parts:
+    if not p.parts or not p.name or p.name in (".", ".."):
         raise ScellisError(
-            f"the run's data file {source!r} is not a relative path inside its folder; "
-            "it cannot be written back out"
+            f"the run's data file {source!r} names no file; it cannot be written back out"
         )
+    if p.is_absolute() or ".." in p.parts or ":" in p.parts[0]:
+        return PurePosixPath("outside", h[:16], p.name)
     return p
 
 
 def materialize(objects: ObjectStore, files: dict[str, str], folder) -> Path:
-    """Write ``{source: sha256}`` under ``folder`` (each at its source path) and return
-    the folder: the base directory to read the record's data from. A file already there
-    with the right bytes is left alone."""
+    """Write ``{source: sha256}`` under ``folder`` (each at its ``stored_path``) and
+    return the folder: the base directory to read the record's data from (a source that
+    is not relative is read from ``local_sources``). A file already there with the right
+    bytes is left alone. The bytes come from the object store, checked against the hash."""
     base = Path(folder)
     for source, h in sorted(files.items()):
-        path = base / _relative(source)
+        path = base / stored_path(source, h)
         data = objects.get(h)  # ObjectMissing (a ScellisError) names the hash
         if path.is_file() and path.read_bytes() == data:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     return base
+
+
+def local_sources(objects: ObjectStore, files: dict[str, str], folder) -> dict[str, Path]:
+    """``materialize`` the files, then ``{source: absolute path of its copy}``."""
+    base = materialize(objects, files, folder).resolve()
+    return {source: base / stored_path(source, h) for source, h in files.items()}
+
+
+def with_local_data(record: dict, sources: dict[str, Path]) -> dict:
+    """``record`` reading its data section's file from its kept copy when it has one."""
+    data = record.get("data")
+    source = data.get("source") if isinstance(data, dict) else None
+    if not isinstance(source, str) or source not in sources:
+        return record
+    return {**record, "data": {**data, "source": str(sources[source])}}

@@ -228,7 +228,7 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
         record = check_record(text)
         if row["tier"]:
             record = {**record, "determinism_tier": row["tier"]}
-        base_dir = tab_store.data_folder(objects, rid, config)
+        record, base_dir = tab_store.local_data(objects, rid, config, record)
         pipe = prepare_run(record, device, epochs=plan["epochs"], base_dir=base_dir,
                            drop_last=opts["drop_last"])  # fmt: skip
         _slice_val(pipe, opts["val_rows"])

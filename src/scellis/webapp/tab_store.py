@@ -133,11 +133,14 @@ def keep_data_files(objects: ObjectStore, record: dict) -> dict[str, str]:
     return runfiles.keep(objects, {source: source_path(source)})
 
 
-def data_folder(objects: ObjectStore, rid: str, config: dict) -> str:
-    """Where a resume reads run ``rid``'s data from: its kept files written out under a
-    scratch folder of this process (the worker's memory in a tab), else ``.``."""
+def local_data(objects: ObjectStore, rid: str, config: dict, record: dict) -> tuple[dict, str]:
+    """(record, base_dir) a resume of run ``rid`` reads its data with: its kept files
+    written out under a scratch folder of this process (the worker's memory in a tab),
+    the record's data section pointed at its copy (a native run's CSV may have been
+    named by an absolute path); the record as it is and ``.`` when it kept none."""
     files = config.get("files") or {}
     if not files:
-        return "."
+        return record, "."
     folder = Path(tempfile.gettempdir()) / "scellis-run-files" / rid
-    return str(runfiles.materialize(objects, files, folder))
+    sources = runfiles.local_sources(objects, files, folder)
+    return runfiles.with_local_data(record, sources), str(folder)
