@@ -9,6 +9,11 @@ One Chromium profile, one tab (``main``):
 - A run on a CSV loaded in the data panel, with drop_last and no validation: resuming
   it from an earlier checkpoint (any listed one) keeps those options, and its bundle
   (which carries the CSV) continues natively; the oracle is a native run.
+- A detached window closed mid-run: the tab takes the store back, lists the run
+  ``interrupted`` and one click resumes it (oracle: the run uninterrupted, bitwise); a
+  window closed before it takes over leaves the run in the tab, untouched.
+- A native run on a CSV named by an absolute path (then deleted): its bundle carries the
+  kept copy, and the tab imports and resumes it (oracle: the native run, in tolerance).
 - Model View's full-screen overlay covers the page, however tall the run panel is.
 """
 
@@ -225,6 +230,49 @@ def test_csv_run_keeps_options_resumes_any_checkpoint_and_bundles_its_data(main,
         records.close()
 
 
+def test_a_native_csv_run_continues_in_the_tab_from_its_bundle(main, tmp_path, capsys):
+    """``scellis train`` on a CSV named by an absolute path outside the store, the CSV
+    deleted, ``scellis runs export``: the tab imports the bundle and resumes the run on
+    the kept copy; its steps match the native run's (another device: within tolerance)."""
+    page = main
+    csv = tmp_path / "user" / "flow.csv"
+    csv.parent.mkdir()
+    csv.write_text(_csv())
+    text = (Path(__file__).resolve().parents[2] / "examples" / "lstm_forecaster.sml").read_text()
+    text = text.replace("source: bundled:sunspots_yearly.csv", f"source: {csv}")
+    text = text.replace("column: sunspots", "column: v").replace("epochs: 60", "epochs: 2")
+    rec = tmp_path / "flow.sml"
+    rec.write_text(text)
+    store, bundle = tmp_path / "native", tmp_path / "run.tar"
+    train = ["train", str(rec), "--store", str(store), "--device", "reference", "--json",
+             "--max-steps", "4", "--checkpoint-every", "2"]  # fmt: skip
+    capsys.readouterr()
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's loop
+        assert pool.submit(cli, train).result() == 0
+    events = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    native = {e["step"]: e["loss"] for e in events if e["kind"] == "log"}
+    rid = events[-1]["run"]
+    assert sorted(native) == [1, 2, 3, 4]
+    csv.unlink()  # the bundle carries the run's copy
+    assert cli(["runs", "export", rid, "-o", str(bundle), "--store", str(store)]) == 0
+    page.set_input_files("#runs-import", str(bundle))
+    sel = f"#run-runs tr[data-run='{rid}']"
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
+    )
+    choices = page.eval_on_selector_all(f"{sel} .run-from option", "os => os.map(o => o.value)")
+    assert choices == ["2"]
+    page.click(f"{sel} button.run-resume")
+    again = _done(page)
+    assert again[0]["kind"] == "resume" and again[0]["step"] == 2, again[:2]
+    got = _logs(again)
+    assert sorted(got) == [3, 4]
+    _within(got, native)
+    page.wait_for_function(
+        f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
+    )
+
+
 def test_full_screen_model_view_covers_the_whole_page(main):
     page = main
     page.set_viewport_size({"width": 1440, "height": 900})
@@ -246,12 +294,17 @@ def test_full_screen_model_view_covers_the_whole_page(main):
         page.evaluate("document.querySelector('#run-runs').style.minHeight = ''")
 
 
-def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(main, oracle):
+def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(main):
     """The detached window closes while it trains: the tab takes the store back, lists
     the run ``interrupted`` and its one-click Resume continues from the window's last
     checkpoint with the losses of the uninterrupted run (bitwise: same device)."""
     page = main
-    start_training(page, OPTIONS, "lstm_forecaster")
+    longer = {**OPTIONS, "max_steps": 12}  # steps left however fast the window trains
+    start_training(page, longer, "lstm_forecaster")
+    finish_training(page, timeout_ms=STEP_MS)
+    oracle = _logs(page.evaluate("window.scellisApp.run.events"))
+    assert sorted(oracle) == list(range(1, 13))
+    start_training(page, longer, "lstm_forecaster")
     page.wait_for_function(f"{LOGS}.length >= 1", timeout=STEP_MS, polling=500)
     page.click("#run-pause")
     with page.context.expect_page(timeout=60_000) as info:
@@ -268,11 +321,12 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
         timeout=STEP_MS, polling=500,
     )  # fmt: skip
     win.click("#run-pause")
+    win.wait_for_timeout(2000)  # the step under way ends; its checkpoint's flush completes
     there = win.evaluate("window.scellisApp.run.events")
     assert there[-1]["kind"] != "end", "the window's run ended before it was closed"
-    rid = there[0]["run"]
+    rid, k = there[0]["run"], there[0]["step"]
     saved = max(e["step"] for e in there if e["kind"] == "checkpoint")
-    win.wait_for_timeout(1500)  # the checkpoint's store flush (IndexedDB) completes
+    assert k < saved < 12
     win.close()
     sel = f"#run-runs tr[data-run='{rid}']"
     page.wait_for_function(
@@ -285,12 +339,15 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     assert not page.is_disabled("#run-train")
     (row,) = [r for r in page.evaluate("window.scellisApp.run.runs.list") if r["id"] == rid]
     assert row["checkpoint_step"] == saved, (row, saved)
+    banner = page.locator("#banner [data-key='detach-closed']")
+    assert f"checkpoint at step {saved}" in banner.inner_text(), banner.inner_text()
     screenshot(page, "detach_window_closed_mid_run")
-    page.click(f"{sel} button.run-resume")
+    banner.locator("button", has_text="Resume").click()  # the one click
     again = _done(page)
     assert again[0] == {"kind": "resume", "run": rid, "step": saved, "skipped": []}, again[0]
-    assert sorted(_logs(again)) == list(range(saved + 1, 7))
+    assert sorted(_logs(again)) == list(range(saved + 1, 13))
     assert _logs(again) == {s: v for s, v in oracle.items() if s > saved}
+    assert banner.count() == 0
     # the window's own steps were those of the uninterrupted run too
     assert _logs(there) == {s: v for s, v in oracle.items() if s in _logs(there)}
     page.wait_for_function(

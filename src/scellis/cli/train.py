@@ -2,9 +2,11 @@
 
 Validates the record (exit 2 with ``file:line:col`` messages if it is not valid),
 builds the model, data, optimizer, scheduler and loss it names, registers a run in the
-store (default ``./.scellis``), and trains: per-step metrics and heartbeats go to the
-records, a checkpoint every ``--checkpoint-every`` steps and at the end. A progress
-bar on a terminal, plain lines otherwise, one JSON object per event with ``--json``.
+store (default ``./.scellis``) with a copy of the data file its record names (by
+sha256: a resume reads it, and the run's bundle carries it), and trains: per-step
+metrics and heartbeats go to the records, a checkpoint every ``--checkpoint-every``
+steps and at the end. A progress bar on a terminal, plain lines otherwise, one JSON
+object per event with ``--json``.
 Ctrl-C stops at the next step boundary after saving a checkpoint (exit 130) and prints
 the command that resumes the run.
 """
@@ -43,8 +45,9 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
         # the user's data file is kept with the run (by hash): a resume, here after the
         # file moved or in a tab from the run's bundle, reads that copy
         files = data_files(objects, s.record, base_dir)
+        extra = {"files": files} if files else None
         rid, record_hash = new_run(objects, records, raw, s, asdict(plan), argv=argv,
-                                   base_dir=base_dir, extra={"files": files} if files else None)  # fmt: skip
+                                   base_dir=base_dir, extra=extra)  # fmt: skip
     finally:
         records.close()
     total = len(s.train) * epochs

@@ -1,11 +1,13 @@
 """A run's data files as objects (store layer): kept by hash, written back out by path.
 
-A run trained on a file the user loaded (a CSV or text file in the tab's data panel)
-names it in its record by a relative ``source`` path, and that file lives outside the
-store. So the run keeps each such file as an object and lists it in its config as
-``files: {source: sha256}``; a resume elsewhere (a reloaded tab, another window, the
-native CLI after ``scellis runs import``) writes the files back under a folder of its
-own and reads the record's data relative to that folder. Only bytes and paths here:
+A run trained on a file the user loaded (a CSV or text file in the tab's data panel,
+or the file a record names to ``scellis train``) names it in its record by a ``source``
+path, and that file lives outside the store. So the run keeps each such file as an
+object and lists it in its config as ``files: {source: sha256}``; a resume elsewhere
+(a reloaded tab, another window, the native CLI after the file moved or after
+``scellis runs import``) writes the files back under a folder of its own and reads the
+record's data from there (a source that is not a relative path inside its folder is
+written under ``outside/``; ``local_sources`` says where). Only bytes and paths here:
 which sources are files is the caller's business.
 """
 

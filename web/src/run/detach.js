@@ -65,11 +65,29 @@ export function createDetacher(ctx) {
   }
 
   async function takeBack() {
+    const run = job.run;
     try {
       await client.call("take_store"); // resolves once the window has let the store go
-      done("the run store is back in this tab");
     } catch (e) {
       done(`could not take the run store back: ${e.message}`);
+      return;
+    }
+    done("the run store is back in this tab");
+    // the window closed (or crashed) mid-run: the store says so, and one click goes on
+    const list = await ctx.runs.refresh();
+    const row = (list || []).find((r) => r.id === run);
+    if (row && row.status === "interrupted") {
+      const at = row.checkpoint_step;
+      log(`the detached window closed before run ${run} ended (step ${row.step})`);
+      showBanner("warning",
+        `The detached window closed before run ${run} ended; it is listed as interrupted` +
+        (at != null ? ` and Resume continues it from its checkpoint at step ${at}.`
+          : " (it has no checkpoint to resume from)."),
+        "detach-closed",
+        at != null ? [["Resume", () => {
+          clearBanner("detach-closed");
+          state.resume(run).catch(() => {});
+        }]] : []);
     }
   }
 

@@ -194,6 +194,7 @@ export function mount(el, client, app) {
   async function go(cmd, args) {
     if (state.running) return null;
     clearBanner("run-error");
+    clearBanner("detach-closed"); // a run closed with its detached window: resumed or not
     curves.reset();
     state.events = [];
     state.runId = null;
