@@ -321,6 +321,9 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
         timeout=STEP_MS, polling=500,
     )  # fmt: skip
     win.click("#run-pause")
+    win.wait_for_function(
+        "document.getElementById('run-state').textContent === 'paused'", timeout=60_000
+    )
     win.wait_for_timeout(2000)  # the step under way ends; its checkpoint's flush completes
     there = win.evaluate("window.scellisApp.run.events")
     assert there[-1]["kind"] != "end", "the window's run ended before it was closed"
