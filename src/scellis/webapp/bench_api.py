@@ -52,7 +52,9 @@ async def bench_train_step(
     """ms per training step of ``model`` (a key of CONFIGS) on this tab's WebGPU,
     eager or (``replay``) as a recorded schedule."""
     if model not in CONFIGS:
-        raise ScellisError(f"bench_train_step: model must be one of {sorted(CONFIGS)}, got {model!r}")
+        raise ScellisError(
+            f"bench_train_step: model must be one of {sorted(CONFIGS)}, got {model!r}"
+        )
     for name, n in (("steps", steps), ("repeats", repeats), ("warmup", warmup)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ScellisError(f"bench_train_step: {name} must be a whole number >= 1, got {n!r}")
