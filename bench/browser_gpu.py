@@ -8,8 +8,9 @@ the shared libraries it links and the GL/Vulkan loader debs into ``p2/rest.tar.g
 splits the headless shell's deb (already xz) into ``p1/`` and ``p2/`` so that each part
 can travel in its own device call. There: ``run`` installs the loader debs, links in only
 the libraries the machine lacks, checks which Chromium flag set gives a WebGPU adapter
-that is not a CPU one, then times the rows: Scellis (its Web Worker, Pyodide, WebGPU) and
-tf.js on webgpu, webgl and wasm, each in a fresh profile.
+that is not a CPU one, then times the rows: Scellis (its Web Worker, Pyodide, WebGPU;
+eager and ``scellis-replay``, the recorded schedule) and tf.js on webgpu, webgl and wasm,
+each in a fresh profile.
 
     python3 bench/browser_gpu.py pack --out .cr [--debs DIR]
     cat .cr/p1/shell.deb.* .cr/p2/shell.deb.* > /tmp/shell.deb
@@ -162,6 +163,7 @@ SCELLIS_JS = (
     + """
 (async () => {
   const model = __q.get("model"), steps = +__q.get("steps"), repeats = +__q.get("repeats");
+  const replay = __q.get("replay") === "1";
   const __text = (id) => {
     const el = document.getElementById(id);
     return el ? el.textContent : "";
@@ -183,10 +185,10 @@ SCELLIS_JS = (
     }
     let r;
     try {
-      r = await window.scellisClient.call("bench_train_step", {model, steps, repeats});
+      r = await window.scellisClient.call("bench_train_step", {model, steps, repeats, replay});
     } catch (e) {
       const msg = String(e && e.message || e).split("\\n").slice(-3).join(" | ");
-      r = {impl: "scellis-webgpu", error: msg.slice(0, 400)};
+      r = {impl: replay ? "scellis-webgpu-replay" : "scellis-webgpu", error: msg.slice(0, 400)};
     }
     r.engine_start_ms = engineMs;
     await __post(r);
@@ -483,10 +485,11 @@ def run(a) -> int:
         flags = FLAG_SETS[chosen]
         for model in a.models.split(","):
             for impl in a.impls.split(","):
-                if impl == "scellis":
-                    q = f"model={model}&steps={a.steps}&repeats={a.repeats}"
-                    r = b.visit(f"{url}/site/?{q}", flags, a.timeout, f"{model} scellis")
-                    r.setdefault("impl", "scellis-webgpu")
+                if impl in ("scellis", "scellis-replay"):  # eager, or the recorded schedule
+                    rep = int(impl == "scellis-replay")
+                    q = f"model={model}&steps={a.steps}&repeats={a.repeats}&replay={rep}"
+                    r = b.visit(f"{url}/site/?{q}", flags, a.timeout, f"{model} {impl}")
+                    r.setdefault("impl", "scellis-webgpu-replay" if rep else "scellis-webgpu")
                 else:
                     cfg = json.dumps(CONFIGS[model], separators=(",", ":"))
                     q = f"backend={impl}&steps={a.steps}&repeats={a.repeats}&cfg={cfg}"
@@ -525,7 +528,7 @@ def main() -> int:
     r.add_argument("--root", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--models", default="seed_lstm,lstm2x64")
-    r.add_argument("--impls", default="scellis,webgpu,webgl,wasm")
+    r.add_argument("--impls", default="scellis,scellis-replay,webgpu,webgl,wasm")
     r.add_argument("--flag-sets", default="vulkan,vulkan-gl-angle,vulkan-plain")
     r.add_argument("--allow-cpu", action="store_true", help="time on SwiftShader if no GPU")
     r.add_argument("--no-install-gl", action="store_true", help="leave / alone (local tries)")

@@ -8,7 +8,13 @@ readback, median of ``--repeats`` blocks. "First step" is from a cold start to t
 loss on the host: Pyodide start + wheel install + shader compiles for Scellis, backend
 set-up + first step for tf.js. On this machine WebGPU is SwiftShader (CPU).
 
-    python3 bench/browser_train_step.py [--models seed_lstm,lstm2x64] [--json]
+``--replay`` adds "Scellis (WebGPU, replay)" rows: the same step as a recorded dispatch
+schedule (``bench_train_step(replay=True)``), each in its own fresh profile right after
+the eager row; ``last_loss`` equal in both says the replayed run matched the eager one.
+``--no-tfjs`` leaves the tf.js rows out.
+
+    python3 bench/browser_train_step.py [--models seed_lstm,lstm2x64] [--replay] [--no-tfjs]
+        [--json]
 """
 
 from __future__ import annotations
@@ -95,7 +101,7 @@ def tfjs_rows(pw, models, steps, repeats) -> list[dict]:
     return rows
 
 
-def scellis_rows(pw, models, steps, repeats) -> list[dict]:
+def scellis_rows(pw, models, steps, repeats, replay=False) -> list[dict]:
     """The Scellis side: the built site (``scellis site build``) in a fresh profile; the
     engine's start (Pyodide, wheels, device) is timed from navigation to its ready mark."""
     import time
@@ -108,8 +114,9 @@ def scellis_rows(pw, models, steps, repeats) -> list[dict]:
         raise SystemExit("site build failed")
     httpd, url = serve(site)
     rows = []
+    modes = (False, True) if replay else (False,)
     try:
-        for name in models:
+        for name, rep in ((n, m) for n in models for m in modes):
             profile = tempfile.mkdtemp(prefix="scellis-bench-")
             ctx = browser(pw, profile)
             try:
@@ -120,12 +127,13 @@ def scellis_rows(pw, models, steps, repeats) -> list[dict]:
                 boot_ms = (time.perf_counter() - t0) * 1e3
                 try:
                     r = page.evaluate(
-                        "([m, s, k]) => window.scellisClient.call('bench_train_step',"
-                        " {model: m, steps: s, repeats: k})",
-                        [name, steps, repeats],
+                        "([m, s, k, r]) => window.scellisClient.call('bench_train_step',"
+                        " {model: m, steps: s, repeats: k, replay: r})",
+                        [name, steps, repeats, rep],
                     )
                 except Exception as e:  # a failed side is a row that says why, not a crash
-                    r = {"impl": "scellis-webgpu", "error": str(e).splitlines()[-1][:300]}
+                    impl = "scellis-webgpu-replay" if rep else "scellis-webgpu"
+                    r = {"impl": impl, "error": str(e).splitlines()[-1][:300]}
             finally:
                 ctx.close()
                 shutil.rmtree(profile, ignore_errors=True)
@@ -142,25 +150,30 @@ def main() -> int:
     ap.add_argument("--models", default="seed_lstm,lstm2x64")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--replay", action="store_true", help="also time the replayed step")
+    ap.add_argument("--no-tfjs", action="store_true", help="Scellis rows only")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     models = a.models.split(",")
     with sync_playwright() as pw:
-        rows = scellis_rows(pw, models, a.steps, a.repeats)
-        rows += tfjs_rows(pw, models, a.steps, a.repeats)
+        rows = scellis_rows(pw, models, a.steps, a.repeats, a.replay)
+        if not a.no_tfjs:
+            rows += tfjs_rows(pw, models, a.steps, a.repeats)
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
         if "error" in r:
-            print(f"{r['model']:<10} {r['impl']:<14} {r['error']}")
+            print(f"{r['model']:<10} {r['impl']:<21} {r['error']}")
         else:
             start = r.get("engine_start_ms")
             extra = f"  (+ engine start {start:7.0f} ms)" if start is not None else ""
+            if "last_loss" in r:
+                extra += f"  last loss {r['last_loss']!r}"
             print(
-                f"{r['model']:<10} {r['impl']:<14} {r['ms_per_step']:9.2f} ms/step   "
+                f"{r['model']:<10} {r['impl']:<21} {r['ms_per_step']:9.2f} ms/step   "
                 f"first step {r['first_step_ms']:8.0f} ms{extra}"
             )
     return 0

@@ -1,10 +1,20 @@
 """Train-step timing inside the tab (webapp layer): the Scellis side of
 bench/browser_train_step.py, the same models and method as its tf.js side.
 
-One step = forward + MSE + backward + Adam on the worker's WebGPU device; ``steps``
-steps then one loss readback, median of ``repeats`` blocks. ``first_step_ms`` runs
+One step = forward + MSE + backward + Adam on the worker's WebGPU device; after
+``warmup`` steps (at least 3), ``steps`` steps then one loss readback, median of
+``repeats`` blocks. ``first_step_ms`` runs
 from the call to the first loss on the host (model build, uploads, shader compiles);
 the page adds the Pyodide start-up it measured before the engine was ready.
+
+``replay=True`` runs the same step as a recorded dispatch schedule (runtime.replay):
+the first steps run eagerly (the first makes Adam's state and the cached constants,
+the next two are recorded and compared), then every step is the schedule with
+Adam's step counts re-encoded on the host. The warm-up covers the recording, so
+the timed blocks are all replays; ``replayed_steps`` counts them. The loss read at
+the end is the recorded step's loss tensor, whose buffer every replay rewrites, so
+an eager and a replayed call of the same ``steps``/``repeats``/``warmup`` end on
+the same loss (``last_loss``) when replay is bitwise equal to eager.
 """
 
 from __future__ import annotations
@@ -13,12 +23,14 @@ import random
 import statistics
 import time
 
+from ..base.errors import ScellisError
 from ..base.rng import Generator
 from ..catalog.losses import MSELoss
 from ..catalog.optim import Adam
 from ..devices.base import get_device
 from ..model.zoo import LSTMForecaster
 from ..runtime.creation import tensor
+from ..runtime.replay import StepReplay
 
 CONFIGS = {
     "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
@@ -34,9 +46,18 @@ def _data(cfg: dict) -> tuple[list, list]:
 
 
 async def bench_train_step(
-    model: str = "seed_lstm", steps: int = 20, repeats: int = 3, warmup: int = 2
-) -> dict:
-    """ms per training step of ``model`` (a key of CONFIGS) on this tab's WebGPU."""
+    model: str = "seed_lstm", steps: int = 20, repeats: int = 3, warmup: int = 2,
+    replay: bool = False,
+) -> dict:  # fmt: skip
+    """ms per training step of ``model`` (a key of CONFIGS) on this tab's WebGPU,
+    eager or (``replay``) as a recorded schedule."""
+    if model not in CONFIGS:
+        raise ScellisError(
+            f"bench_train_step: model must be one of {sorted(CONFIGS)}, got {model!r}"
+        )
+    for name, n in (("steps", steps), ("repeats", repeats), ("warmup", warmup)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ScellisError(f"bench_train_step: {name} must be a whole number >= 1, got {n!r}")
     cfg = CONFIGS[model]
     t0 = time.perf_counter()
     dev = get_device("webgpu")
@@ -45,28 +66,58 @@ async def bench_train_step(
     x, y = _data(cfg)
     xt, yt = tensor(x, device=dev, dtype="f32"), tensor(y, device=dev, dtype="f32")
 
-    def step():
+    def eager_step(x, y):
         opt.zero_grad()
-        loss = loss_fn(net(xt), yt)
+        loss = loss_fn(net(x), y)
         loss.backward()
         opt.step()
         return loss
 
+    sr = StepReplay(dev, patched={opt.op}) if replay else None
+    held = {"loss": None, "replayed": 0}
+
+    def step():
+        if sr is None:
+            return eager_step(xt, yt)
+        if sr.ready:
+            sr.replay([xt, yt], opt.host_step())
+            held["replayed"] += 1
+            return held["loss"]  # the recorded step's loss: each replay rewrites it
+        was_ready = sr.ready
+        staged = sr.stage([xt, yt])
+        with sr.eager(staged):
+            loss = eager_step(*staged)
+        if not was_ready:
+            held["loss"] = loss
+        return loss
+
     first = await step().read()
     first_ms = (time.perf_counter() - t0) * 1e3
-    for _ in range(max(0, warmup - 1)):
+    # replay needs 1 + 2 eager steps (warm-up, two recordings) before it is ready; eager
+    # warms up as long, so both modes time steps 4, 5, ... of the same run
+    for _ in range(max(warmup, 3) - 1):
         await step().read()
+    if sr is not None and not sr.ready:
+        why = sr.reason or "the two recorded steps did not agree"
+        sr.close()
+        raise ScellisError(f"bench_train_step: the step cannot replay: {why}")
     blocks = []
     for _ in range(repeats):
         s = time.perf_counter()
         for _ in range(steps):
             loss = step()
-        await loss.read()
+        last = await loss.read()
         blocks.append((time.perf_counter() - s) / steps * 1e3)
-    return {
-        "impl": "scellis-webgpu",
+    out = {
+        "impl": "scellis-webgpu-replay" if replay else "scellis-webgpu",
         "ms_per_step": statistics.median(blocks),
         "first_step_ms": first_ms,
         "first_loss": first,
+        "last_loss": last,
         "adapter": getattr(dev, "adapter_name", dev.name),
     }
+    if sr is not None:
+        out["replayed_steps"] = held["replayed"]
+        out["dispatches_per_step"] = sr.schedule.dispatches
+        sr.close()
+    return out

@@ -150,6 +150,7 @@ async def train(
     eval_every: int | None = None,
     val_rows: int | None = None,
     sample_chars: int = 40,
+    replay: bool = False,
 ):
     """Train ``record_text`` in this process, yielding events. ``tier`` overrides the
     record's determinism tier; ``text_samples`` also generates text at every
@@ -160,9 +161,13 @@ async def train(
     recorded there like ``scellis train --store`` and checkpointed every
     ``checkpoint_every`` steps and at its end. ``eval_every`` N validates every N
     steps (otherwise at each epoch's end) on the first ``val_rows`` validation rows
-    (all by default); ``sample_chars`` is the length of a generated text sample."""
+    (all by default); ``sample_chars`` is the length of a generated text sample.
+    ``replay`` runs steps as a recorded schedule (``fit(replay=True)``: bitwise equal
+    to eager, falling back per step; the ``end`` event's ``replay`` says how it went)."""
     _control.update(paused=False, stop=False)
     _check_counts(eval_every=eval_every, val_rows=val_rows, sample_chars=sample_chars)
+    if not isinstance(replay, bool):
+        raise ScellisError(f"train: replay must be true or false, got {replay!r}")
     record = check_record(record_text)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
@@ -176,6 +181,8 @@ async def train(
             + f" (remediations: {fixes})"
         )
     pipe = prepare_run(record, device, epochs=epochs, drop_last=drop_last)
+    if replay:
+        pipe.fit_kwargs["replay"] = True
     _slice_val(pipe, val_rows)
     ts = pipe.ts
     recorder = None
