@@ -193,7 +193,8 @@ async def train(
         }  # fmt: skip
         options = {"drop_last": drop_last, "validate": validate, "samples": samples,
                    "text_samples": text_samples, "eval_every": eval_every,
-                   "val_rows": val_rows, "sample_chars": sample_chars}  # fmt: skip
+                   "val_rows": val_rows, "sample_chars": sample_chars,
+                   "replay": replay}  # fmt: skip
         recorder = _new_run(store, record_text, record, pipe, plan, options)
     async for ev in _loop(pipe, ts, recorder, max_steps, log_every, samples, text_samples,
                           validate, eval_every=eval_every, chars=sample_chars):  # fmt: skip
@@ -239,6 +240,8 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
         pipe = prepare_run(record, device, epochs=plan["epochs"], base_dir=base_dir,
                            drop_last=opts["drop_last"])  # fmt: skip
         _slice_val(pipe, opts["val_rows"])
+        if opts["replay"]:
+            pipe.fit_kwargs["replay"] = True
         ts = pipe.ts
         # the CLI's resume point: that checkpoint or the latest loadable one, same data,
         # steps left

@@ -35,7 +35,7 @@ ROOT = "/scellis/store"
 # the options a tab run was started with (``train``'s keywords); a run recorded before
 # they were kept, or by the CLI, reads as the CLI drives it
 OPTIONS = {"drop_last": False, "validate": True, "samples": False, "text_samples": False,
-           "eval_every": None, "val_rows": None, "sample_chars": 40}  # fmt: skip
+           "eval_every": None, "val_rows": None, "sample_chars": 40, "replay": False}  # fmt: skip
 _BOOT = time.time()
 _live: set[str] = set()  # runs this worker is driving now
 
