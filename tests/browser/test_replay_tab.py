@@ -58,3 +58,32 @@ def test_bench_train_step_replay_matches_eager_in_the_tab(engine_page):
     # bad input is a clear message, not a traceback
     with pytest.raises(Exception, match="model must be one of"):
         engine_page.evaluate(call, {"model": "nope"})
+
+
+def test_the_replay_box_makes_the_train_button_replay(engine_page):
+    """The run panel's "replay step" box is what a user has: Train with it ticked runs
+    the record replayed (the end event's summary counts replayed steps), unticked eager,
+    and both give the same losses."""
+    page = engine_page
+    full_screen(page, False)
+    record = seed_record().replace("epochs: 60", "epochs: 1")  # one epoch, a short run
+    assert record != seed_record()
+    set_record(page, record)
+
+    def click_train(replay: bool) -> tuple[list[float], dict]:
+        page.set_checked("#run-replay", replay)
+        page.click("#run-train")
+        page.wait_for_function(
+            "(() => { const ev = window.scellisApp.run.events;"
+            " return ev.length && ev[ev.length - 1].kind === 'end'"
+            " && !window.scellisApp.run.running; })()",
+            timeout=300_000, polling=250,
+        )  # fmt: skip
+        events = page.evaluate("window.scellisApp.run.events")
+        return [e["loss"] for e in events if e["kind"] == "log"], events[-1]
+
+    replayed, end = click_train(True)
+    assert end.get("replay") and end["replay"]["replayed_steps"] >= 1, end
+    eager, end = click_train(False)
+    assert end.get("replay") is None
+    assert replayed == eager and len(eager) >= 2
