@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -121,16 +122,24 @@ def wait_engine(page, log=None):
         pytest.fail(f"the engine failed to start: {banner}\n" + "\n".join((log or [])[-30:]))
 
 
-@pytest.fixture(scope="session")
-def engine_page(contexts, site_url):
-    ctx, _ = contexts.new()
+def open_engine_page(contexts, site_url, profile=None, viewport=None):
+    """A new context (on ``profile``, else a fresh one) with one page on the site whose
+    engine has started; its console lines in ``page.console_log``. (ctx, profile, page)."""
+    ctx, profile = contexts.new(profile)
     page = ctx.new_page()
+    if viewport is not None:
+        page.set_viewport_size(viewport)
     log: list[str] = []
     watch(page, log)
     page.goto(site_url)
     wait_engine(page, log)
     page.console_log = log
-    return page
+    return ctx, profile, page
+
+
+@pytest.fixture(scope="session")
+def engine_page(contexts, site_url):
+    return open_engine_page(contexts, site_url)[2]
 
 
 def screenshot(page, name: str) -> Path:
@@ -155,6 +164,16 @@ def start_training(page, options: dict, example: str | None = None) -> None:
         "r => { window._run = {ok: r}; }, e => { window._run = {err: e.message}; }); }",
         options,
     )
+
+
+def train_beside_native(page, native, *args, timeout_ms: int):
+    """Let the tab's run (started by ``start_training``) train while
+    ``native(*args)`` runs in a thread (Playwright's sync API owns this thread's event
+    loop); wait for the tab's run, then return what ``native`` returned."""
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(native, *args)
+        finish_training(page, timeout_ms=timeout_ms)
+        return job.result()
 
 
 def finish_training(page, timeout_ms: int) -> dict:

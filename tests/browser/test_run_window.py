@@ -33,7 +33,14 @@ from scellis.store.records import Records
 from scellis.train import PROD_TOLERANCE
 from scellis.webapp import api
 
-from .conftest import finish_training, screenshot, start_training, wait_engine, watch
+from .conftest import (
+    finish_training,
+    open_engine_page,
+    screenshot,
+    start_training,
+    wait_engine,
+    watch,
+)
 from .ui import full_screen
 
 pytestmark = pytest.mark.browser
@@ -48,15 +55,7 @@ LOGS = "window.scellisApp.run.events.filter(e => e.kind === 'log')"
 
 @pytest.fixture(scope="module")
 def main(contexts, site_url):
-    ctx, _ = contexts.new()
-    page = ctx.new_page()
-    page.set_viewport_size({"width": 1280, "height": 900})
-    log: list[str] = []
-    watch(page, log)
-    page.goto(site_url)
-    wait_engine(page, log)
-    page.console_log = log
-    return page
+    return open_engine_page(contexts, site_url, viewport={"width": 1280, "height": 900})[2]
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +65,16 @@ def oracle(main) -> dict[int, float]:
     start_training(main, OPTIONS, "lstm_forecaster")
     finish_training(main, timeout_ms=STEP_MS)
     return _logs(main.evaluate("window.scellisApp.run.events"))
+
+
+def _detach(page):
+    """Click Detach: the window it opens, with its console lines collected. (win, log)"""
+    with page.context.expect_page(timeout=60_000) as info:
+        page.click("#run-detach")
+    win = info.value
+    wlog: list[str] = []
+    watch(win, wlog)
+    return win, wlog
 
 
 def _logs(events) -> dict[int, float]:
@@ -87,11 +96,7 @@ def test_detach_moves_the_live_run_to_its_own_window(main, oracle):
     page.wait_for_function(f"{LOGS}.length >= 2", timeout=STEP_MS, polling=500)
     # held while the window's engine boots (on a software GPU the run would end first)
     page.click("#run-pause")
-    with page.context.expect_page(timeout=60_000) as info:
-        page.click("#run-detach")
-    win = info.value
-    wlog: list[str] = []
-    watch(win, wlog)
+    win, wlog = _detach(page)
     assert "#detach=" in win.url
     wait_engine(win, wlog)
     # the tab stops at a step, lets the store go, and shows what the window relays
@@ -307,11 +312,7 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     start_training(page, longer, "lstm_forecaster")
     page.wait_for_function(f"{LOGS}.length >= 1", timeout=STEP_MS, polling=500)
     page.click("#run-pause")
-    with page.context.expect_page(timeout=60_000) as info:
-        page.click("#run-detach")
-    win = info.value
-    wlog: list[str] = []
-    watch(win, wlog)
+    win, wlog = _detach(page)
     wait_engine(win, wlog)
     # the window trains on and writes a checkpoint of its own (flushed to the store)
     win.wait_for_function(
@@ -363,9 +364,7 @@ def test_a_window_closed_before_it_takes_over_leaves_the_run_in_the_tab(main, or
     start_training(page, OPTIONS, "lstm_forecaster")
     page.wait_for_function(f"{LOGS}.length >= 1", timeout=STEP_MS, polling=500)
     page.click("#run-pause")
-    with page.context.expect_page(timeout=60_000) as info:
-        page.click("#run-detach")
-    info.value.close()  # long before its engine is up
+    _detach(page)[0].close()  # long before its engine is up
     page.wait_for_function(
         "window.scellisApp.run.detach.phase === null", timeout=60_000, polling=500
     )
@@ -391,11 +390,7 @@ def test_a_detached_window_whose_tab_closed_takes_the_run_over(main, oracle):
     )
     rid = next(e["run"] for e in page.evaluate("window.scellisApp.run.events")
                if e["kind"] == "progress")  # fmt: skip
-    with page.context.expect_page(timeout=60_000) as info:
-        page.click("#run-detach")
-    win = info.value
-    wlog: list[str] = []
-    watch(win, wlog)
+    win, wlog = _detach(page)
     page.close()  # before the window's engine is up: no handover will come
     wait_engine(win, wlog)
     win.wait_for_function(

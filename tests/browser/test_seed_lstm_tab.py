@@ -11,13 +11,12 @@ trains the same record natively (wgpu on lavapipe); per-step losses must agree w
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from scellis.train import PROD_TOLERANCE
 
-from .conftest import finish_training, start_training
+from .conftest import start_training, train_beside_native
 from .test_train_tab import EXAMPLE, OPTIONS, native_losses
 from .ui import full_screen, set_record
 
@@ -49,10 +48,7 @@ def test_seed_lstm_trains_in_the_tab_like_native(engine_page):
     text = seed_record()
     set_record(page, text)
     start_training(page, SEED_OPTIONS)
-    with ThreadPoolExecutor(1) as pool:
-        native_job = pool.submit(native_losses, text, SEED_OPTIONS)
-        finish_training(page, timeout_ms=420_000)
-        native = native_job.result()
+    native = train_beside_native(page, native_losses, text, SEED_OPTIONS, timeout_ms=420_000)
     events = page.evaluate("window.scellisApp.run.events")
     assert events[-1]["kind"] == "end", [e["kind"] for e in events][-5:]
     logs = [e for e in events if e["kind"] == "log"]

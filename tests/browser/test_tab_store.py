@@ -18,7 +18,7 @@ import pytest
 from scellis.cli.main import main
 from scellis.store.records import Records
 
-from .conftest import start_training, wait_engine, watch
+from .conftest import open_engine_page, start_training
 
 pytestmark = pytest.mark.browser
 
@@ -28,16 +28,6 @@ OPTIONS = dict(
 )  # fmt: skip
 STEP_MS = 300_000
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lstm_forecaster.sml"
-
-
-def _open(contexts, site_url, profile=None):
-    ctx, profile = contexts.new(profile)
-    page = ctx.new_page()
-    log: list[str] = []
-    watch(page, log)
-    page.goto(site_url)
-    wait_engine(page, log)
-    return ctx, profile, page
 
 
 def _native_bundle(tmp_path) -> dict:
@@ -63,7 +53,7 @@ def _events(page):
 
 
 def test_close_reopen_interrupted_resume_then_native_resume(contexts, site_url, tmp_path, capsys):
-    ctx, profile, page = _open(contexts, site_url)
+    ctx, profile, page = open_engine_page(contexts, site_url)
     start_training(page, OPTIONS, "lstm_forecaster")
     # the worker posts a checkpoint event only after flushing the store to IndexedDB
     page.wait_for_function(
@@ -73,7 +63,7 @@ def test_close_reopen_interrupted_resume_then_native_resume(contexts, site_url, 
     rid = next(e["run"] for e in _events(page) if e["kind"] == "progress")
     ctx.close()  # the tab dies mid-run: no end, no finish
 
-    ctx, _, page = _open(contexts, site_url, profile)
+    ctx, _, page = open_engine_page(contexts, site_url, profile)
     sel = f"#run-runs tr[data-run='{rid}']"
     page.wait_for_selector(sel, timeout=60_000)
     assert page.get_attribute(sel, "data-status") == "interrupted"

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from scellis.train import PROD_TOLERANCE
 
-from .conftest import finish_training, screenshot, start_training, wait_engine
+from .conftest import (
+    finish_training,
+    screenshot,
+    start_training,
+    train_beside_native,
+    wait_engine,
+)
 from .ui import full_screen
 
 pytestmark = pytest.mark.browser
@@ -50,12 +55,8 @@ def test_lstm_forecaster_trains_in_the_tab_like_native(engine_page):
     full_screen(page, False)  # Model View's tests may leave it covering the run panel
     pytest.importorskip("wgpu")
     start_training(page, OPTIONS, "lstm_forecaster")
-    # the native run goes in a thread (Playwright's sync API owns this thread's event
-    # loop) while the tab trains
-    with ThreadPoolExecutor(1) as pool:
-        native_job = pool.submit(native_losses)
-        finish_training(page, timeout_ms=420_000)
-        native = native_job.result()
+    # the native run goes in a thread while the tab trains
+    native = train_beside_native(page, native_losses, timeout_ms=420_000)
     events = page.evaluate("window.scellisApp.run.events")
     kinds = [e["kind"] for e in events]
     assert kinds[:3] == ["plan", "progress", "start"], kinds[:5]
@@ -211,10 +212,7 @@ def test_char_transformer_trains_validates_and_writes_in_the_tab_like_native(eng
     )
     page.evaluate("document.getElementById('run-example').value = 'char_transformer'")
     start_training(page, CHAR)
-    with ThreadPoolExecutor(1) as pool:
-        native_job = pool.submit(native_events, text, CHAR)
-        finish_training(page, timeout_ms=480_000)
-        native = native_job.result()
+    native = train_beside_native(page, native_events, text, CHAR, timeout_ms=480_000)
     events = page.evaluate("window.scellisApp.run.events")
 
     def of(evs, kind, key):

@@ -18,11 +18,9 @@ from pathlib import Path
 
 import click
 
-from ..data.record import source_path
-from ..store import runfiles
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train.recording import new_run
+from ..train.recording import keep_data_files, new_run
 from .runner import Output, Plan, drive, prepare, resolve_record
 
 
@@ -44,7 +42,7 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
         records.add_dataset(s.digest, str(s.record["data"].get("source")), s.rows)
         # the user's data file is kept with the run (by hash): a resume, here after the
         # file moved or in a tab from the run's bundle, reads that copy
-        files = data_files(objects, s.record, base_dir)
+        files = keep_data_files(objects, s.record, base_dir)
         extra = {"files": files} if files else None
         rid, record_hash = new_run(objects, records, raw, s, asdict(plan), argv=argv,
                                    base_dir=base_dir, extra=extra)  # fmt: skip
@@ -60,16 +58,6 @@ def start(ref, device, store, epochs, max_steps, log_every, print_every, checkpo
         run=rid, dataset=s.digest, device=s.device.name, store=str(root),
     )  # fmt: skip
     return drive(s, plan, root, rid, record_hash, out, fault=fault, writer=writer)
-
-
-def data_files(objects: ObjectStore, record: dict, base_dir) -> dict[str, str]:
-    """Keep the file the record's data section names (not a bundled one) as an object:
-    ``{source: sha256}``, or ``{}``."""
-    data = record.get("data")
-    source = data.get("source") if isinstance(data, dict) else None
-    if not isinstance(source, str) or source.startswith("bundled:"):
-        return {}
-    return runfiles.keep(objects, {source: source_path(source, base_dir)})
 
 
 @click.command(

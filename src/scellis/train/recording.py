@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from ..data.record import source_path
+from ..store import runfiles
 from ..store.gc import retain
 from ..store.objects import ObjectStore
 from ..store.records import Records
@@ -24,6 +26,17 @@ def adapter_of(dev) -> str:
     """The adapter a device runs on (its name where it has no adapter info)."""
     info = getattr(dev, "info", None)
     return getattr(info, "name", "") or dev.name
+
+
+def keep_data_files(objects: ObjectStore, record: dict, base_dir=".") -> dict[str, str]:
+    """Keep the file behind ``record``'s data section (read from ``base_dir``; not a
+    bundled one) as an object: ``{source: sha256}``, or ``{}`` when the data comes with
+    the package. What a run lists as its ``files``, on either host."""
+    data = record.get("data")
+    source = data.get("source") if isinstance(data, dict) else None
+    if not isinstance(source, str) or source.startswith("bundled:"):
+        return {}
+    return runfiles.keep(objects, {source: source_path(source, base_dir)})
 
 
 def new_run(objects: ObjectStore, records: Records, raw: bytes, prep, plan: dict, *,

@@ -25,7 +25,7 @@ from ..store.records import Records
 from ..train import Batches
 from ..train.planning import plan_run
 from ..train.prepare import check_record, prepare_run
-from ..train.recording import new_run, restore
+from ..train.recording import keep_data_files, new_run, restore
 from . import tab_store
 
 _HISTORY = 2000  # metric points a resume sends back to the page, per curve
@@ -180,10 +180,8 @@ async def train(
             + "; ".join(verdict["problems"])
             + f" (remediations: {fixes})"
         )
-    pipe = prepare_run(record, device, epochs=epochs, drop_last=drop_last)
-    if replay:
-        pipe.fit_kwargs["replay"] = True
-    _slice_val(pipe, val_rows)
+    pipe = _prepare(record, device, epochs, ".", drop_last=drop_last, val_rows=val_rows,
+                    replay=replay)  # fmt: skip
     ts = pipe.ts
     recorder = None
     if store is not None:
@@ -201,11 +199,16 @@ async def train(
         yield ev
 
 
-def _slice_val(pipe, val_rows: int | None) -> None:
-    if val_rows is not None:
+def _prepare(record, device, epochs, base_dir, *, drop_last, val_rows, replay):
+    """``prepare_run`` with the tab's options applied: what a run and its resume share."""
+    pipe = prepare_run(record, device, epochs=epochs, base_dir=base_dir, drop_last=drop_last)
+    if val_rows is not None:  # validate on the first rows only
         v = pipe.val
         pipe.val = Batches(v.x[:val_rows], v.y[:val_rows], v.batch_size, shuffle=False,
                            device=pipe.device)  # fmt: skip
+    if replay:
+        pipe.fit_kwargs["replay"] = True  # bitwise equal to eager; falls back per step
+    return pipe
 
 
 def _check_counts(**counts) -> None:
@@ -237,11 +240,8 @@ async def resume(run: str, store: str = tab_store.ROOT, samples: bool | None = N
         if row["tier"]:
             record = {**record, "determinism_tier": row["tier"]}
         record, base_dir = tab_store.local_data(objects, rid, config, record)
-        pipe = prepare_run(record, device, epochs=plan["epochs"], base_dir=base_dir,
-                           drop_last=opts["drop_last"])  # fmt: skip
-        _slice_val(pipe, opts["val_rows"])
-        if opts["replay"]:
-            pipe.fit_kwargs["replay"] = True
+        pipe = _prepare(record, device, plan["epochs"], base_dir, drop_last=opts["drop_last"],
+                        val_rows=opts["val_rows"], replay=opts["replay"])  # fmt: skip
         ts = pipe.ts
         # the CLI's resume point: that checkpoint or the latest loadable one, same data,
         # steps left
@@ -304,7 +304,7 @@ def _new_run(store, record_text, record, pipe, plan, options) -> tab_store.Recor
     try:
         # the runs row ``scellis resume`` reads back (train.recording), with what a
         # resume elsewhere needs: the tab's options and the user's data file
-        extra = {"tab": options, "files": tab_store.keep_data_files(objects, record)}
+        extra = {"tab": options, "files": keep_data_files(objects, record)}
         rid, record_hash = new_run(objects, records, record_text.encode("utf-8"), pipe, plan,
                                    argv=["(tab)"], extra=extra)  # fmt: skip
     finally:

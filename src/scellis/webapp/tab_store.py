@@ -24,7 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..data.record import source_path
 from ..store import runfiles
 from ..store.gc import collect
 from ..store.objects import ObjectStore
@@ -121,16 +120,6 @@ class Recorder(RunRecorder):
 def options_of(config: dict) -> dict:
     """The tab options of a run's config, with the defaults for what it does not say."""
     return {**OPTIONS, **{k: v for k, v in (config.get("tab") or {}).items() if k in OPTIONS}}
-
-
-def keep_data_files(objects: ObjectStore, record: dict) -> dict[str, str]:
-    """Keep the file behind ``record``'s data section (not a bundled one) as an object:
-    ``{source: sha256}``, or ``{}`` when the data comes with the package."""
-    data = record.get("data")
-    source = data.get("source") if isinstance(data, dict) else None
-    if not isinstance(source, str) or source.startswith("bundled:"):
-        return {}
-    return runfiles.keep(objects, {source: source_path(source)})
 
 
 def local_data(objects: ObjectStore, rid: str, config: dict, record: dict) -> tuple[dict, str]:
