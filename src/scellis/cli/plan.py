@@ -15,7 +15,7 @@ from ..base.errors import ScellisError
 from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
 from ..ir.record import load_record
-from ..train.planning import plan_run
+from ..run.planning import plan_run
 
 DEVICES = ["auto", "webgpu", "reference", "null", *PROFILES]
 

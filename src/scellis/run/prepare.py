@@ -1,10 +1,10 @@
-"""A run's live pieces from its record (train layer): what ``scellis train`` and the tab train.
+"""A run's live pieces from its record (run layer): what a run session trains.
 
 ``check_record`` parses and validates a record's text (every located problem in one
 ``RecordProblems``). ``prepare_run`` builds, on a device, the record's model (with
 pre-trained weights loaded and its ``finetune`` section applied, when it has them),
 its data (or a dataset the caller loaded), the optimizer, loss and scheduler, the
-batches and the ``TrainState``. Callers plan first (``train.planning.plan_run``), so
+batches and the ``TrainState``. Callers plan first (``run.planning.plan_run``), so
 a red plan refuses before anything is allocated on the device. What is the caller's
 own stays with it: the CLI's terminal output and argv, the tab's events and samples.
 """
@@ -21,11 +21,11 @@ from ..data.record import load_data
 from ..devices.base import get_device
 from ..model.build import entry_object
 from ..sml import parse, validate
-from .data import Batches
-from .determinism import resolve_tier
-from .fit import fit
+from ..train.data import Batches
+from ..train.determinism import resolve_tier
+from ..train.fit import fit
+from ..train.state import TrainState
 from .planning import eval_batch_of
-from .state import TrainState
 
 
 class RecordProblems(Diagnostic):
@@ -100,15 +100,24 @@ class Prepared:
         self.fit_kwargs["determinism_tier"] = self.tier
 
     def fit(self, *, max_steps: int | None = None, log_every: int = 10, validate: bool = True,
-            eval_every: int | None = None):  # fmt: skip
+            eval_every: int | None = None, should_stop=None):  # fmt: skip
         """``fit``'s event stream for this run, continuing ``ts``: evaluation on ``val``
         (every ``eval_every`` steps, else at each epoch's end) unless not ``validate``."""
+        validate = validate and self.val is not None
         return fit(
             self.model, self.loss, self.optimizer, self.train, epochs=self.epochs,
             val_data=self.val if validate else None, max_steps=max_steps,
             eval_every=eval_every if validate else None, log_every=log_every, state=self.ts,
-            **self.fit_kwargs,
+            should_stop=should_stop, **self.fit_kwargs,
         )  # fmt: skip
+
+    def limit_validation(self, rows: int | None) -> None:
+        """Validate on the first ``rows`` validation rows only (None: all of them)."""
+        if rows is None or self.val is None:
+            return
+        v = self.val
+        self.val = Batches(v.x[:rows], v.y[:rows], v.batch_size, shuffle=False,
+                           device=self.device)  # fmt: skip
 
 
 def prepare_run(

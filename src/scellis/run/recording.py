@@ -1,6 +1,6 @@
-"""A run's rows in the store as it trains and when it resumes (train layer).
+"""A run's rows in the store as it trains and when it resumes (run layer).
 
-What ``scellis train`` and the tab both write, through the same code. ``new_run``
+What the run session writes for ``scellis train`` and the tab alike. ``new_run``
 registers a run. ``RunRecorder`` writes, while ``fit`` runs, the metrics of its
 ``log`` and ``eval`` events and checkpoints (at most one per step), each recorded
 with its score and followed by the run's retention (the last ``keep_last`` and the
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from ..base.errors import ScellisError
 from ..data.record import source_path
 from ..store import runfiles
-from ..store.gc import retain
+from ..store.gc import collect, retain
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from . import checkpoint as ckpt
+from ..train import checkpoint as ckpt
 
 
 def adapter_of(dev) -> str:
@@ -39,19 +39,18 @@ def keep_data_files(objects: ObjectStore, record: dict, base_dir=".") -> dict[st
     return runfiles.keep(objects, {source: source_path(source, base_dir)})
 
 
-def new_run(objects: ObjectStore, records: Records, raw: bytes, prep, plan: dict, *,
-            argv: list[str], base_dir=".", extra: dict | None = None,
-            ) -> tuple[str, str]:  # fmt: skip
-    """Register a run of ``prep`` (a ``train.prepare.Prepared``): its record text as an
-    object and a runs row whose config (``plan``: how it is driven, the record's label
-    and ``base_dir``, plus ``extra``'s keys: the tab's options and data files) is what a
-    resume reads back, here or on the other host. Returns (run id, record hash)."""
+def new_run(objects: ObjectStore, records: Records, raw: bytes, prep, config: dict, *,
+            argv: list[str], base_dir=".") -> tuple[str, str]:  # fmt: skip
+    """Register a run of ``prep`` (a ``run.prepare.Prepared``): its record text as an
+    object and a runs row whose config (``config``: the run's options, edits and data
+    files, plus the record's label and ``base_dir``) is what a resume reads back, here
+    or on the other host. Returns (run id, record hash)."""
     record_hash = objects.put(raw)
     dev = prep.device
     rid = records.new_run(
         record_hash=record_hash, model_id=prep.record.get("model"), dataset_hash=prep.digest,
         device=dev.name, adapter=adapter_of(dev), tier=prep.tier, seed=prep.seed, argv=argv,
-        config={**(extra or {}), "plan": plan, "label": prep.label, "base_dir": str(base_dir)},
+        config={**config, "label": prep.label, "base_dir": str(base_dir)},
     )  # fmt: skip
     return rid, record_hash
 
@@ -70,14 +69,25 @@ class RunRecorder:
         self.keep_last, self.keep_best, self.fault = keep_last, keep_best, fault
         self.last_step = None  # the step of the last checkpoint written
 
-    def log(self, ev: dict) -> None:
+    def log(self, ev) -> None:
         """The metrics row of a ``log`` or ``eval`` event (other events write none)."""
-        if ev["kind"] == "log":
-            self.records.log(
-                self.rid, ev["step"], ev["epoch"], {"loss": ev["loss"], "lr": ev["lr"]}
-            )
-        elif ev["kind"] == "eval":
-            self.records.log(self.rid, ev["step"], ev["epoch"], {"val_loss": ev["val_loss"]})
+        if ev.kind == "log":
+            self.records.log(self.rid, ev.step, ev.epoch, {"loss": ev.loss, "lr": ev.lr})
+        elif ev.kind == "eval":
+            self.records.log(self.rid, ev.step, ev.epoch, {"val_loss": ev.val_loss})
+
+    def finish(self, status: str) -> None:
+        """Record how the run ended (done runs also let go of unreferenced objects) and
+        close the store. A full disk may refuse the row: the run then reads as
+        interrupted once its process is gone, which is as resumable."""
+        try:
+            self.records.finish(self.rid, status)
+            if status == "done":
+                collect(self.objects, self.records)
+        except ScellisError:
+            pass
+        finally:
+            self.records.close()
 
     async def save(self, ts) -> str | None:
         """Checkpoint ``ts`` (None: this step has one already); returns the manifest hash."""
@@ -133,7 +143,7 @@ def checkpoint_at(objects: ObjectStore, records: Records, rid: str, step: int, d
 
 def restore(objects: ObjectStore, records: Records, rid: str, prep, *, max_steps: int | None,
             epochs: int | None = None, step: int | None = None) -> Restored:  # fmt: skip
-    """Continue run ``rid`` in ``prep`` (a ``train.prepare.Prepared`` of its record):
+    """Continue run ``rid`` in ``prep`` (a ``run.prepare.Prepared`` of its record):
     its state from the latest usable checkpoint (or the one at ``step``), refused when
     the data hashes otherwise or no step is left (``max_steps`` reached; with ``epochs``,
     every epoch done); the run row is reopened on ``prep``'s device and tier (later

@@ -1,12 +1,13 @@
-"""The training step's order, written once (ir layer): the train loop runs it, the tracer traces it.
+"""One training step's order, written once (train layer): the loop runs it, the planner traces it.
 
 ``train_step`` is one step's device work: zero the gradients, the forward under
 the precision policy's working copies, the loss in f32, the backward of the
 (optionally scaled) loss, then the caller's optimizer phase under ``no_grad``. The
-train loop (train layer) calls it with its guarded update and loss scale; the
-memory planner's tracer (``trace.run_program``) calls it on the recording null
-device with the same update, labelling each phase. Because both run this function,
-the plan cannot count a different step than the one that runs.
+train loop calls it with its guarded update and loss scale; the memory planner's
+tracer (``ir.trace.run_program``, a layer above) calls it on the recording null
+device with the update ``loop_update_for`` gives for the record, labelling each
+phase. Because both run this function, the plan cannot count a different step than
+the one that runs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import contextlib
 
 from ..autograd import no_grad
 from ..base.dtypes import f16, f32
+from ..runtime.creation import full
 from ..runtime.tensor import Tensor
+from .guard import loop_update
 
 
 def unlabelled(name: str):
@@ -59,6 +62,28 @@ def plain_update(params, optimizer, clip) -> None:
     if clip is not None:
         clip(params)
     optimizer.step()
+
+
+def _loss_scaled(record: dict) -> bool:
+    spec = record.get("precision")
+    if isinstance(spec, dict):
+        scaling = spec.get("loss_scaling", "dynamic")
+        return spec.get("policy") == "mixed_f16" and scaling != "none"
+    return spec == "mixed_f16"
+
+
+def loop_update_for(record: dict):
+    """The loop's optimizer phase (overflow guard, clipping, the step) for ``record``'s
+    precision policy: what the planner traces so that it counts the loop's copies."""
+    if not _loss_scaled(record):
+        return loop_update
+
+    def update(params, optimizer, clip):
+        # the loop divides the gradients by its 0-d device scale (new gradient tensors)
+        scale = full((), 2.0**16, f32, params[0].device)
+        return loop_update(params, optimizer, clip, scale=scale)
+
+    return update
 
 
 def train_step(
