@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import Diagnostic, ScellisError
+from ..catalog.extensions import load_record_extensions
 from ..catalog.sml_registry import catalog_registry
 from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
@@ -37,12 +38,14 @@ class RecordProblems(Diagnostic):
         self.problems = problems
 
 
-def check_record(text: str | bytes, name: str = "record.sml") -> dict:
-    """The parsed record of ``text``; RecordProblems (line:col) when it is not valid."""
+def check_record(text: str | bytes, name: str = "record.sml", *, base_dir=".") -> dict:
+    """The parsed record of ``text``; RecordProblems (line:col) when it is not valid.
+    The extensions its ``extensions:`` section names (relative to ``base_dir``, the
+    record file's folder) are loaded first, so the entries they register validate."""
     raw = text.encode("utf-8") if isinstance(text, str) else text
     try:
         doc = parse(raw, name)
-        problems = validate(doc, catalog_registry())
+        problems = load_record_extensions(doc, base_dir) or validate(doc, catalog_registry())
     except Diagnostic as d:
         problems = [d]
     if problems:

@@ -231,11 +231,12 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
     is recorded in (None: not recorded, no checkpoints). ``tier`` replaces the record's
     determinism tier; ``why`` says how the device was picked."""
     o = options or RunOptions()
-    if o.extensions:
-        load_extensions(list(o.extensions), base_dir=base_dir)
+    if o.extensions:  # named where the user is; kept absolute so a resume finds them
+        o.extensions = [_absolute(e) for e in o.extensions]
+        load_extensions(list(o.extensions))
     edits = o.record_edits()
     text = effective_record(raw, label, edits)
-    record = check_record(text, label)
+    record = check_record(text, label, base_dir=base_dir)
     if tier is not None:
         record = {**record, "determinism_tier": tier}
     dev = get_device(device)
@@ -250,6 +251,12 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
         s.root = Path(store)
         s.rid, s.record_hash = _register(s, text, raw, base_dir, list(argv))
     return s
+
+
+def _absolute(extension: str) -> str:
+    """A path that exists, made absolute; a dotted module name as it is."""
+    p = Path(extension)
+    return str(p.resolve()) if p.exists() else extension
 
 
 def _apply_options(prep, o: RunOptions, why: str) -> None:
@@ -307,8 +314,10 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
                                     where=surface)  # fmt: skip
         _check_resumable(rid, row, is_live, step, (overrides or {}).get("max_steps"))
         if o.extensions:
-            load_extensions(list(o.extensions), base_dir=config.get("base_dir", "."))
-        record = check_record(objects.get(row["record_hash"]), config["label"])
+            load_extensions(list(o.extensions))
+        base_dir = config.get("base_dir", ".")
+        record = check_record(objects.get(row["record_hash"]), config["label"],
+                              base_dir=base_dir)  # fmt: skip
         record = {**record, "determinism_tier": tier or row["tier"] or record.get(
             "determinism_tier")}  # fmt: skip
         files = config.get("files") or {}
@@ -319,7 +328,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
             )
         dev = get_device(device or row["device"])
         plan = _plan_or_refuse(record, dev, None)
-        prep = prepare_run(record, dev, base_dir=config.get("base_dir", "."),
+        prep = prepare_run(record, dev, base_dir=base_dir,
                            epochs=legacy_epochs(config), drop_last=o.drop_last,
                            label=config["label"])  # fmt: skip
         _apply_options(prep, o, why)
