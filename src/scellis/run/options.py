@@ -14,6 +14,7 @@ so those are not stored as options. ``set`` holds the general ``PATH=VALUE`` edi
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,3 +227,7 @@ def schema(surface: str = TAB) -> list[dict]:
          "doc": f.metadata["doc"]}
         for f in RunOptions.on(surface)
     ]  # fmt: skip
+
+
+def schema_text(surface: str = TAB) -> str:
+    return json.dumps(schema(surface), indent=1) + "\n"

@@ -320,7 +320,3 @@ def schema() -> dict:
 
 def schema_text() -> str:
     return json.dumps(schema(), indent=1, sort_keys=True) + "\n"
-
-
-if __name__ == "__main__":  # python -m scellis.train.events > web/src/run/events.schema.json
-    print(schema_text(), end="")

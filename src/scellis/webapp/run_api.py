@@ -17,7 +17,6 @@ from pathlib import Path
 from ..base.errors import ScellisError
 from ..devices.base import get_device
 from ..ir.plan import PlanRefused
-from ..run import options as run_options
 from ..run.options import TAB, RunOptions
 from ..run.prepare import check_record
 from ..run.session import RunControl, RunSession, plan_event, resume_run, start_run
@@ -39,11 +38,6 @@ def control(message) -> dict:
     if msg.get("stop"):
         _control.stop("stop")
     return {"paused": _control.paused, "stop": _control.stopping}
-
-
-def options() -> list[dict]:
-    """The run options the panel shows, with the tab's defaults (``run.options``)."""
-    return run_options.schema(TAB)
 
 
 def event_schema() -> dict:
