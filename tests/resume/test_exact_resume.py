@@ -1,4 +1,4 @@
-"""Exact resume (issue 6): straight vs killed-and-resumed runs are bitwise identical on debug.
+"""Exact resume: straight vs killed-and-resumed runs are bitwise identical on debug.
 
 Every run is a real ``scellis`` process (tests/resume/harness.py) on a real store. A
 straight run trains N steps; another run of the same record is SIGKILLed at a random
