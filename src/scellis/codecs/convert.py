@@ -22,7 +22,7 @@ from .base import Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
 from .record import check, record_text
-from .safetensors import SafetensorsCodec, SafetensorsConfig
+from .safetensors.codec import SafetensorsCodec, SafetensorsConfig
 from .weights import map_names, state_of
 
 WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)

@@ -17,12 +17,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..catalog.registry import field, register
-from .base import Codec, Imported
-from .raw import RawTensor
+from ...base.errors import ScellisError
+from ...catalog.registry import field, register
+from ..base import Codec, Imported
+from ..raw import RawTensor
 from .safezip import DEFAULT_CAP, SafeZip
-from .torch_pickle import RestrictedUnpickler
+from .unpickle import RestrictedUnpickler
 
 _PKL_CAP = 256 << 20  # data.pkl holds structure only; 256 MiB of it is already absurd
 

@@ -14,14 +14,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..catalog.registry import register
-from ..model.build import RecordModel
-from ..runtime.creation import zeros
-from .base import Codec
-from .onnx_values import reorder_gates, transpose2
-from .protobuf_write import bytes_field, float_field, packed_ints, varint_field
-from .raw import RawTensor, from_values
+from ...base.errors import ScellisError
+from ...catalog.registry import register
+from ...model.build import RecordModel
+from ...runtime.creation import zeros
+from ..base import Codec
+from ..protobuf.writer import bytes_field, float_field, packed_ints, varint_field
+from ..raw import RawTensor, from_values
+from .values import reorder_gates, transpose2
 
 _ELEM = {"F32": 1, "U8": 2, "I8": 3, "I16": 5, "I32": 6, "I64": 7, "BOOL": 9, "F16": 10,
          "F64": 11, "U32": 12}  # fmt: skip

@@ -10,7 +10,7 @@ distributed stack; nothing here runs torch.
 
 from __future__ import annotations
 
-from ..base.errors import ScellisError
+from ...base.errors import ScellisError
 
 HELPERS = '''
 ACTS = {

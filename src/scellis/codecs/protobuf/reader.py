@@ -2,7 +2,7 @@
 
 Schema-free: ``fields`` yields (field number, wire type, value) where a varint or a
 fixed-width value is an int and a length-delimited one is a memoryview of its bytes.
-The message types that read ONNX build on it in ``onnx_proto``. Every length is
+The message types that read ONNX build on it in ``codecs.onnx.proto``. Every length is
 checked against the buffer, so a truncated or hostile file is an error, never a read
 past the end. Groups (wire types 3 and 4, unused by ONNX) are refused.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from ..base.errors import ScellisError
+from ...base.errors import ScellisError
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 

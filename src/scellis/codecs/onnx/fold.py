@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-from ..base.errors import ScellisError
-from .onnx_values import Const, Partial, ShapeVec
-from .raw import from_values, numel
+from ...base.errors import ScellisError
+from ..raw import from_values, numel
+from .values import Const, Partial, ShapeVec
 
 _INT = ("I64", "I32", "I16", "I8", "U8")
 

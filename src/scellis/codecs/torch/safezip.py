@@ -13,7 +13,7 @@ import io
 import zipfile
 import zlib
 
-from ..base.errors import ScellisError
+from ...base.errors import ScellisError
 
 DEFAULT_CAP = 4 << 30  # 4 GiB: archives (and their inflated members) above this are refused
 

@@ -12,9 +12,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from .protobuf import LEN, blob, fields, num, packed_fixed, packed_varints, signed64, text
-from .raw import ITEMSIZE, RawTensor, from_values
+from ...base.errors import ScellisError
+from ..protobuf.reader import LEN, blob, fields, num, packed_fixed, packed_varints, signed64, text
+from ..raw import ITEMSIZE, RawTensor, from_values
 
 # TensorProto.DataType -> dtype code
 DTYPES = {

@@ -15,8 +15,8 @@ import io
 import pickle
 from collections import OrderedDict
 
-from ..base.errors import ScellisError
-from .raw import ITEMSIZE, RawTensor
+from ...base.errors import ScellisError
+from ..raw import ITEMSIZE, RawTensor
 
 MAX_DIMS = 64
 

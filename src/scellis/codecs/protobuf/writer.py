@@ -1,4 +1,4 @@
-"""A protocol-buffers wire-format writer (codecs layer): the mirror of ``protobuf``.
+"""A protocol-buffers wire-format writer (codecs layer): the mirror of ``reader``.
 
 Messages are built as bytes, field by field: ``varint_field``, ``bytes_field`` (strings,
 bytes and nested messages), ``fixed32_float`` and packed repeated ints. Enough for the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from .protobuf import I32, LEN, VARINT
+from .reader import I32, LEN, VARINT
 
 
 def varint(n: int) -> bytes:

@@ -1,6 +1,6 @@
 """``export --to torch`` as a codec (codecs layer): a plain PyTorch module plus its weights.
 
-Writes ``<dir>/model.py`` (``torch_source``) and ``<dir>/state_dict.pt`` (the torch
+Writes ``<dir>/model.py`` (``source``) and ``<dir>/state_dict.pt`` (the torch
 codec's archive, readable with ``torch.load(..., weights_only=True)``). Write-only:
 reading a module back would mean running its code.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..catalog.registry import register
-from ..model.build import RecordModel
-from .base import Codec
-from .raw import RawTensor
-from .torch_pt import TorchCodec, TorchConfig
-from .torch_source import module_source
+from ...base.errors import ScellisError
+from ...catalog.registry import register
+from ...model.build import RecordModel
+from ..base import Codec
+from ..raw import RawTensor
+from .pt import TorchCodec, TorchConfig
+from .source import module_source
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..catalog.registry import field, register
-from ..sml import parse
-from ..store.safetensors import dumps, loads
-from .base import Codec, Imported
-from .raw import RawTensor
-from .record import record_text
+from ...base.errors import ScellisError
+from ...catalog.registry import field, register
+from ...sml import parse
+from ...store.safetensors import dumps, loads
+from ..base import Codec, Imported
+from ..raw import RawTensor
+from ..record import record_text
 
 RECORD_KEY = "scellis.record"
 

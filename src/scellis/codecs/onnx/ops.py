@@ -9,18 +9,19 @@ sqrt 2, Erf, Add 1, Mul x, Mul 0.5) -> ``nn/activation``, LayerNormalization ->
 Gather after) -> ``nn/lstm``/``nn/gru`` with torch's gate order, Gather of weight rows by
 token ids -> ``nn/embedding``, ``x + weight[:T]`` -> ``nn/learned_position``. Attention
 stages (Reshape to heads, MatMul of two activations, scale, mask, Softmax) and residual
-Adds are ``onnx_attn``'s; constant arithmetic (Sqrt, Expand, Trilu, Equal, Where,
-integer Div) is ``onnx_fold``'s.
+Adds are ``attn``'s; constant arithmetic (Sqrt, Expand, Trilu, Equal, Where,
+integer Div) is ``fold``'s.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..base.errors import ScellisError
-from . import onnx_attn, onnx_fold
-from .onnx_fold import known
-from .onnx_values import (
+from ...base.errors import ScellisError
+from ..raw import from_values
+from . import attn, fold
+from .fold import known
+from .values import (
     Const,
     Opaque,
     Partial,
@@ -34,7 +35,6 @@ from .onnx_values import (
     take_rows,
     transpose2,
 )
-from .raw import from_values
 
 
 def _attr_const(node) -> Const:
@@ -65,7 +65,7 @@ def shape(imp, node):
     if isinstance(x, Const):
         return [const_int((len(x.t.shape),), x.t.shape)]
     if isinstance(x, Partial) and "shape" in x.data:
-        return [ShapeVec(onnx_attn.shape_of(x))]
+        return [ShapeVec(attn.shape_of(x))]
     raise ScellisError(f"{node.label()}: Shape of an unsupported value")
 
 
@@ -178,18 +178,18 @@ def slice_(imp, node):
         return [x]
     bounds = _bounds(imp, node)
     if isinstance(x, ShapeVec):
-        return [known(ShapeVec(onnx_fold.slice_vec(node, x.dims, *bounds)))]
+        return [known(ShapeVec(fold.slice_vec(node, x.dims, *bounds)))]
     if isinstance(x, Const) and len(x.t.shape) == 1:
-        vals = onnx_fold.slice_vec(node, x.values, *bounds)
+        vals = fold.slice_vec(node, x.values, *bounds)
         return [Const(from_values(x.t.dtype, (len(vals),), vals))]
     if isinstance(x, Partial) and x.kind == "rows":  # a slice of a slice: constants only
         if x.data["const"] is None:
-            return [onnx_fold.table_grid(node, x, *bounds)]
+            return [fold.table_grid(node, x, *bounds)]
         x = x.data["const"]
     if isinstance(x, Const) and len(x.t.shape) == 2:
-        return [onnx_fold.rows(node, x, *bounds)]
+        return [fold.rows(node, x, *bounds)]
     if isinstance(x, Const):
-        return [onnx_fold.slice_const(node, x, *bounds)]
+        return [fold.slice_const(node, x, *bounds)]
     raise ScellisError(f"{node.label()}: Slice of a model tensor is not supported")
 
 
@@ -199,7 +199,7 @@ def cast(imp, node):
         return [x]
     if isinstance(x, Partial) and x.kind == "grid" and node.attrs.get("to") in (1, 9):
         f, to = x.data["f"], bool if node.attrs.get("to") == 9 else float
-        return [onnx_fold.grid(x.data["dims"], lambda i, j: to(f(i, j)), x.data["limit"])]
+        return [fold.grid(x.data["dims"], lambda i, j: to(f(i, j)), x.data["limit"])]
     if isinstance(x, Const):
         to = {1: "F32", 6: "I32", 7: "I64", 11: "F64", 9: "BOOL"}.get(node.attrs.get("to"))
         if to is None:
@@ -218,7 +218,7 @@ def cast(imp, node):
 def transpose(imp, node):
     p = imp.get(node.inputs[0])
     if isinstance(p, Partial) and p.kind in ("heads", "ctx"):
-        return [onnx_attn.transpose(node, p, tuple(node.attrs.get("perm") or (3, 2, 1, 0)))]
+        return [attn.transpose(node, p, tuple(node.attrs.get("perm") or (3, 2, 1, 0)))]
     x = imp.sym(node, node.inputs[0], allow_perm=True)
     perm = tuple(node.attrs.get("perm") or reversed(range(len(x.shape))))
     total = tuple((x.perm or tuple(range(len(perm))))[p] for p in perm)
@@ -258,7 +258,7 @@ def matmul(imp, node):
         return [Partial("matmul", x, {"w": transpose2(right.t), "node": node, "pool": pool})]
     left = imp.get(node.inputs[0])
     if isinstance(left, Partial) and isinstance(right, Partial):
-        return [onnx_attn.matmul(node, left, right)]
+        return [attn.matmul(node, left, right)]
     raise ScellisError(f"{node.label()}: MatMul of two model tensors (attention) is not supported")
 
 
@@ -271,7 +271,7 @@ def _is(c, value: float, tol: float = 1e-6) -> bool:
 def _fold2(node, a, b):
     a, b = known(a), known(b)
     if isinstance(a, Const) and isinstance(b, Const):
-        return onnx_fold.binary(node, a, b)
+        return fold.binary(node, a, b)
     return None
 
 
@@ -285,12 +285,12 @@ def add(imp, node):
             and x.kind == "scores"
             and (isinstance(y, Const) or (isinstance(y, Partial) and y.kind == "grid"))
         ):
-            return [onnx_attn.additive_mask(node, x, y)]
+            return [attn.additive_mask(node, x, y)]
         if isinstance(x, Sym) and isinstance(y, Partial) and y.kind == "rows":
-            return [onnx_attn.position(imp, node, imp.sym(node, node.inputs[a is not x]), y)]
+            return [attn.position(imp, node, imp.sym(node, node.inputs[a is not x]), y)]
     if all(isinstance(v, Sym) or (isinstance(v, Partial) and v.kind == "matmul") for v in (a, b)):
         # a residual connection (an unbiased projection on either side is a linear now)
-        return onnx_attn.residual(imp, node, imp.sym(node, node.inputs[0]),
+        return attn.residual(imp, node, imp.sym(node, node.inputs[0]),
                                   imp.sym(node, node.inputs[1]))  # fmt: skip
     if isinstance(b, Partial) or (isinstance(a, Const) and not isinstance(b, Const)):
         a, b = b, a
@@ -309,7 +309,7 @@ def div(imp, node):
     if (f := _fold2(node, x, c)) is not None:
         return [f]
     if isinstance(x, Partial) and x.kind in ("heads", "scores") and isinstance(c, Const):
-        return [onnx_attn.scale(node, x, c, divide=True)]
+        return [attn.scale(node, x, c, divide=True)]
     if isinstance(x, Partial) and x.kind == "matmul":  # an unbiased linear before exact GELU
         x = imp.sym(node, node.inputs[0])
     if isinstance(x, Sym) and _is(c, math.sqrt(2.0), 1e-5):
@@ -330,7 +330,7 @@ def mul(imp, node):
         return [c]
     for x, y in ((a, b), (b, a)):
         if isinstance(x, Partial) and x.kind in ("heads", "scores") and isinstance(y, Const):
-            return [onnx_attn.scale(node, x, y, divide=False)]
+            return [attn.scale(node, x, y, divide=False)]
     if isinstance(a, Partial) or isinstance(b, Const):
         a, b = b, a
     # a: the plain side, b: the partial / constant side
@@ -354,7 +354,7 @@ def const_only(imp, node):
     a, b = imp.get(node.inputs[0]), imp.get(node.inputs[1])
     if node.op == "Equal" and any(isinstance(v, Partial) and v.kind == "grid" for v in (a, b)):
         if all(isinstance(v, Const) and v.t.numel == 1 or isinstance(v, Partial) for v in (a, b)):
-            return [onnx_fold.equal_grid(node, a, b)]
+            return [fold.equal_grid(node, a, b)]
     c = _fold2(node, a, b)
     if c is None:
         raise ScellisError(f"{node.label()}: {node.op} of model tensors has no catalog block")
@@ -470,12 +470,12 @@ HANDLERS = {
     "ReduceMean": reduce_mean,
     "Sub": const_only,
     "Equal": const_only,
-    "Sqrt": onnx_fold.sqrt,
-    "Expand": onnx_fold.expand,
-    "Trilu": onnx_fold.trilu,
-    "Where": onnx_attn.where,
-    "Reshape": onnx_attn.reshape,
-    "Softmax": onnx_attn.softmax,
+    "Sqrt": fold.sqrt,
+    "Expand": fold.expand,
+    "Trilu": fold.trilu,
+    "Where": attn.where,
+    "Reshape": attn.reshape,
+    "Softmax": attn.softmax,
     "LSTM": recurrent,
     "GRU": recurrent,
 }

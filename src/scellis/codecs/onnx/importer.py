@@ -1,12 +1,12 @@
 """ONNX models into records (codecs layer): a graph run abstractly, matched onto blocks.
 
 The importer walks the nodes in order (ONNX graphs are topologically sorted), keeping
-one value per graph name (see ``onnx_values``) and handing each node to its rule in
-``onnx_ops``. Blocks are named after the torch module that exported them (the first
+one value per graph name (see ``values``) and handing each node to its rule in
+``ops``. Blocks are named after the torch module that exported them (the first
 component of the node name: ``/head/Gemm`` -> ``head``), so the weights' names are the
 torch state dict's. Every op type without a rule is listed, by node, before anything
 is matched; a node whose rule does not fit says why. After the last node, consecutive
-transformer blocks are stacked into ``nn/transformer`` (see ``onnx_attn``).
+transformer blocks are stacked into ``nn/transformer`` (see ``attn``).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..catalog.registry import field, register
-from . import onnx_attn, onnx_proto
-from .base import Codec, Imported
-from .onnx_ops import HANDLERS
-from .onnx_values import Const, Opaque, Partial, Sym
-from .raw import RawTensor
-from .record import check, record_text
+from ...base.errors import ScellisError
+from ...catalog.registry import field, register
+from ..base import Codec, Imported
+from ..raw import RawTensor
+from ..record import check, record_text
+from . import attn, proto
+from .ops import HANDLERS
+from .values import Const, Opaque, Partial, Sym
 
 _MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError,
               AttributeError, struct.error)  # fmt: skip
@@ -39,7 +39,7 @@ def _ident(s: str, fallback: str) -> str:
 
 
 class Importer:
-    def __init__(self, model: onnx_proto.Model, where: str):
+    def __init__(self, model: proto.Model, where: str):
         self.where = where
         self.g = model.graph
         self.env: dict[str, object] = {k: Const(v) for k, v in self.g.initializers.items()}
@@ -107,7 +107,7 @@ class Importer:
     def linear(self, node, x, w: RawTensor, b: RawTensor | None, pool: str | None = None) -> Sym:
         """A dense block; after a pooling of the time axis, a regression head that pools."""
         if isinstance(x, Partial) and x.kind == "merged":  # attention heads' output projection
-            return onnx_attn.attention(self, node, x, w, b)
+            return attn.attention(self, node, x, w, b)
         if isinstance(x, Partial):  # pooled (Gather of one step, ReduceMean)
             x, pool = x.base, x.data["how"]
         out_f, in_f = w.shape
@@ -242,7 +242,7 @@ class Importer:
                 )
             outputs.append(v.src)
         self.outputs_of = set(outputs)
-        onnx_attn.stack(self)
+        attn.stack(self)
         outputs = [self.renamed.get(o, o) for o in outputs]
         if not self.blocks:
             raise ScellisError(f"{self.where}: the graph has no block the catalog knows")
@@ -277,7 +277,7 @@ class OnnxCodec(Codec):
     def read(self, path: Path) -> Imported:
         data = self.read_bytes(path)
         try:
-            m = onnx_proto.model(data, path.parent, str(path))
+            m = proto.model(data, path.parent, str(path))
         except _MALFORMED as e:
             raise ScellisError(
                 f"{path}: not a readable ONNX model ({type(e).__name__}: {e})"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ..base.errors import ScellisError
-from .raw import ITEMSIZE, RawTensor, from_values, numel
+from ...base.errors import ScellisError
+from ..raw import ITEMSIZE, RawTensor, from_values, numel
 
 
 @dataclass

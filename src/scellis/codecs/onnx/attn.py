@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 import re
 
-from ..base.errors import ScellisError
-from .onnx_fold import grid_values, known, where_const, where_grid
-from .onnx_values import Const, Partial, ShapeVec, Sym
+from ...base.errors import ScellisError
+from .fold import grid_values, known, where_const, where_grid
+from .values import Const, Partial, ShapeVec, Sym
 
 HALF = "onnx/half"
 _STACKED = re.compile(r"(blocks|layers|h)\.\d+")  # torch's ModuleList children
