@@ -123,8 +123,8 @@ class RunSession:
                 reason = cadence.due(ev)
                 if reason and recorder is not None:
                     ck = await self._checkpoint(recorder, reason)
+                    cadence.written()  # (None: this step has its checkpoint already)
                     if ck is not None:
-                        cadence.written()
                         yield ck
                 if ev.kind == "eval" and self._samples_at_eval():
                     yield await sample(self.prep, o.sample_chars)
