@@ -54,7 +54,8 @@ class TrainedRun:
         try:
             write_weights(model, sd["model"])
         except ScellisError as e:
-            raise ScellisError(f"run {self.rid}: its checkpoint does not fit its record ({e})")
+            msg = f"run {self.rid}: its checkpoint does not fit its record ({e})"
+            raise ScellisError(msg) from None
         model.eval()
         return model
 
