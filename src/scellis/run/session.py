@@ -190,7 +190,10 @@ class Cadence:
         self.last = time.monotonic()
         self.epoch_due = False
         # the run validates right after an epoch's end: checkpoint after that, not before
-        self.eval_follows_epoch = o.validate and o.eval_every is None and p.val is not None
+        validates = o.validate and p.val is not None
+        self.eval_every = (o.eval_every or p.eval_every) if validates else None
+        self.eval_follows_epoch = validates and self.eval_every is None
+        self.held: str | None = None  # a log point's checkpoint, waiting for its eval
 
     def due(self, ev) -> str | None:
         if ev.kind == "epoch" and self.every is None:
@@ -200,16 +203,21 @@ class Cadence:
             return None
         if ev.kind not in ("log", "eval"):
             return None
+        reason = self.held if ev.kind == "eval" else None
         if ev.kind == "log" and self.every is not None and self.ts.step % self.every == 0:
-            return "every"
-        if self.epoch_due:
-            return "epoch"
-        if time.monotonic() - self.last >= self.seconds:
-            return "time"
-        return None
+            reason = "every"
+        reason = reason or ("epoch" if self.epoch_due else None)
+        if reason is None and time.monotonic() - self.last >= self.seconds:
+            reason = "time"
+        if reason and ev.kind == "log" and self._eval_follows(ev.step):
+            self.held, reason = reason, None  # after this step's validation, not before
+        return reason
+
+    def _eval_follows(self, step: int) -> bool:
+        return self.eval_every is not None and step % self.eval_every == 0
 
     def written(self) -> None:
-        self.last, self.epoch_due = time.monotonic(), False
+        self.last, self.epoch_due, self.held = time.monotonic(), False, None
 
 
 # -- building a session --

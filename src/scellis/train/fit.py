@@ -52,9 +52,10 @@ async def fit(
     ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
     ``replay=True`` runs steps as a recorded dispatch schedule where the device and the
     step allow it (train/replay.py); the ``end`` event's ``replay`` says how many steps
-    replayed and why any did not. ``should_stop()`` is asked after every log and
-    evaluation point (the states a checkpoint can resume from): when it answers true
-    the run ends there, and ``end`` says ``stopped_by_user``. ``metrics`` (a
+    replayed and why any did not. ``should_stop()`` is asked after every step (once
+    its log point and validation, when it has them, are done): when it answers true
+    the run ends there, with a last log of the partial window, and ``end`` says
+    ``stopped_by_user``. ``metrics`` (a
     ``train.evaluation.MetricSet``) are computed at every validation pass, and early
     stopping or reduce_on_plateau may watch them (``val_mae``...). A run with
     ``val_data`` always ends with a validation pass of its last step (unless stopped).
@@ -112,12 +113,11 @@ async def fit(
                 ev = await r.log()
                 stop = r.feed("loss", ev["loss"], ev)
                 yield ev
-                stop = asked() or stop
             if not stop and eval_every is not None and ts.step % eval_every == 0:
                 ev = await r.evaluate()
                 stop = r.feed_eval(ev)
                 yield ev
-                stop = asked() or stop
+            stop = asked() or stop  # after this step's log and validation, if it has them
             if max_steps is not None and ts.step >= max_steps and not stop:
                 stop, r.stop_reason = True, ""
                 break

@@ -20,21 +20,20 @@ import time
 from functools import partial
 
 from ..autograd import no_grad
-from ..base.dtypes import f16
-from ..base.errors import ScellisError
 from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
 from ..runtime.tensor import Tensor
-from .data import batch_rows, epoch_batches
+from .data import batch_rows
 from .determinism import resolve_tier
+from .evaluation import validation_pass
 from .events import End, Eval, Log, Start
 from .guard import loop_update
 from .precision import resolve_precision
 from .replay import TrainReplay
 from .state import TrainState
-from .step import to_compute, train_step, working_copies
+from .step import train_step
 from .stopping import EarlyStopping
 
 
@@ -143,31 +142,16 @@ class _Run:
         return ev
 
     async def evaluate(self) -> Eval:
-        ts, dt, metrics = self.ts, self.prec.compute, self.o.get("metrics")
-        self.model.eval()
-        total, rows = None, 0
-        if metrics is not None:
-            metrics.reset()
-        with no_grad(), working_copies(self.model, dt):
-            for x, y in epoch_batches(self.o["val_data"], 0, ts.seed):
-                pred = self.model(to_compute(x, dt))
-                if isinstance(pred, Tensor) and pred.dtype == f16:
-                    pred = pred.cast("f32")
-                n = batch_rows(x)
-                part = self.loss(pred, y) * float(n)
-                total, rows = (part if total is None else total + part), rows + n
-                if metrics is not None and metrics.needs_predictions:
-                    metrics.update(await self._read(pred), await self._read(y))
-        self.model.train()
-        if total is None:
-            raise ScellisError("val_data produced no batches")
-        val = (await self._read(total)) / rows
+        ts = self.ts
+        val, metrics = await validation_pass(
+            self.model, self.loss, self.o["val_data"], seed=ts.seed, compute=self.prec.compute,
+            metrics=self.o.get("metrics"), read=self._read,
+        )  # fmt: skip
         ts.metrics["val_loss"] = val
         self.last_eval_step = ts.step
-        ev = Eval(step=ts.step, epoch=ts.epoch, val_loss=val)
+        ev = Eval(step=ts.step, epoch=ts.epoch, val_loss=val, metrics=metrics)
         if metrics is not None:
-            ev.metrics = metrics.results(val)
-            ts.metrics.update({f"val_{k}": v for k, v in ev.metrics.items()})
+            ts.metrics.update({f"val_{k}": v for k, v in metrics.items()})
         return ev
 
     def feed_eval(self, ev: Eval) -> bool:
