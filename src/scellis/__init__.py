@@ -3,10 +3,11 @@
 The public surface; everything here is a re-export.
 """
 
-from . import rng  # noqa: F401
+from . import data, nn, optim, rng  # noqa: F401
 from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: F401
 from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
+from .codecs.state_file import load, save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,

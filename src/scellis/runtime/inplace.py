@@ -34,13 +34,18 @@ def transfer(t: Tensor, device=None, dtype: DType | str | None = None) -> Tensor
     dt = as_dtype(dtype) if dtype is not None else t.dtype
     out = t
     if dev is not t.device:
-        src = t.detach() if t.is_contiguous() else apply("copy", (t.detach(),))
-        raw = run_sync(src.device.read(src._buf))
-        at, n = src.offset * src.dtype.itemsize, src.numel * src.dtype.itemsize
-        out = from_bytes(raw[at : at + n], src.shape, src.dtype, dev)
+        out = from_bytes(host_bytes(t), t.shape, t.dtype, dev)
     if dt != out.dtype:
         out = out.cast(dt)
     return out
+
+
+def host_bytes(t: Tensor) -> bytes:
+    """``t``'s values in C order, in its dtype's host layout (one readback)."""
+    src = t.detach() if t.is_contiguous() else apply("copy", (t.detach(),))
+    raw = run_sync(src.device.read(src._buf))
+    at = src.offset * src.dtype.itemsize
+    return bytes(raw[at : at + src.numel * src.dtype.itemsize])
 
 
 def rebind(t: Tensor, new: Tensor) -> None:
