@@ -11,15 +11,26 @@ from .codecs.state_file import load, save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,
-    arange,
     default_device,
-    full,
     functional,  # noqa: F401
-    ones,
-    rand,
     set_default_device,
     tensor,
-    zeros,
 )
-from .runtime.creation import from_bytes, generator, manual_seed, randn  # noqa: F401
+from .runtime.creation import from_bytes, generator, manual_seed  # noqa: F401
+from .runtime.factories import (  # noqa: F401
+    arange,
+    empty,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    zeros,
+    zeros_like,
+)
 from .version import __version__  # noqa: F401

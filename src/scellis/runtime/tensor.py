@@ -15,6 +15,7 @@ from ..base.dtypes import DType
 from ..base.errors import ScellisError
 from ..base.shapes import is_contiguous, numel
 from ..devices.base import Backend, Buffer, View
+from .torchlike import TorchLikeMethods
 
 _loop: list = []
 
@@ -56,7 +57,7 @@ def nest(flat: list, shape: tuple[int, ...]):
     return flat
 
 
-class Tensor:
+class Tensor(TorchLikeMethods):
     __slots__ = (
         "_buf",
         "shape",
