@@ -7,7 +7,7 @@ Browser-safe: pure Python, no NumPy.
 """
 
 from ..catalog.module import Module, ModuleList  # noqa: F401
-from . import functional  # noqa: F401
+from . import functional, utils  # noqa: F401
 from .attention import MultiheadAttention, TransformerEncoderLayer  # noqa: F401
 from .containers import ModuleDict, Sequential  # noqa: F401
 from .layers import (  # noqa: F401
