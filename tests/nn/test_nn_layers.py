@@ -151,3 +151,21 @@ def test_loss_modules_and_functional_match_torch():
     )
     torch.testing.assert_close(th(nn.functional.relu(sc.tensor(x))), torch.relu(torch.tensor(x)))
     assert arr(nn.functional.relu(sc.tensor(x))).min() >= 0
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch's note on its nested-tensor path
+def test_transformer_encoder_stack_with_final_norm():
+    def build(lib):
+        layer = lib.nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0)
+        return lib.nn.TransformerEncoder(layer, num_layers=2, norm=lib.nn.LayerNorm(8))
+
+    torch.manual_seed(1)
+    theirs = build(torch)
+    ours = build(sc)
+    assert len(ours.state_dict()) == len(theirs.state_dict()) + 2 * 4  # q, k, v unpacked
+    ours.load_state_dict(theirs.state_dict())
+    x = normal("enc", 4, 3, 8)
+    y = ours(sc.tensor(x))
+    with torch.no_grad():
+        ty = theirs(torch.tensor(x))
+    torch.testing.assert_close(th(y), ty)

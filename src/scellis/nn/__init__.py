@@ -8,7 +8,11 @@ Browser-safe: pure Python, no NumPy.
 
 from ..catalog.module import Module, ModuleList  # noqa: F401
 from . import functional, utils  # noqa: F401
-from .attention import MultiheadAttention, TransformerEncoderLayer  # noqa: F401
+from .attention import (  # noqa: F401
+    MultiheadAttention,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .containers import ModuleDict, Sequential  # noqa: F401
 from .layers import (  # noqa: F401
     GELU,

@@ -16,7 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..base.errors import ScellisError
+from ..base.rng import Generator
 from ..catalog import blocks as B
+from ..catalog.module import Module, ModuleList
 from ._home import block_args, unsupported
 
 
@@ -111,6 +113,10 @@ class TransformerEncoderLayer(B.TransformerBlock):
         )  # fmt: skip
         super().__init__(cfg, **block_args(device, dtype, generator))
         object.__setattr__(self, "batch_first", bool(batch_first))
+        args = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward,
+                    dropout=dropout, activation=activation, layer_norm_eps=layer_norm_eps,
+                    norm_first=norm_first, bias=bias, device=device, dtype=dtype)  # fmt: skip
+        object.__setattr__(self, "torch_args", args)
 
     def translate_state(self, state: dict) -> dict:
         renamed = {}
@@ -127,3 +133,37 @@ class TransformerEncoderLayer(B.TransformerBlock):
             raise unsupported("src_mask and is_causal", "TransformerEncoderLayer")
         y = super().forward(_batch_major(src, self.batch_first), _keep_flags(src_key_padding_mask))
         return _batch_major(y, self.batch_first)
+
+
+_COPIES = Generator(0, "layer-copies")
+
+
+class TransformerEncoder(Module):
+    """torch.nn.TransformerEncoder(encoder_layer, num_layers, norm=None): ``layers.0`` ..
+    ``layers.{n-1}``, each a copy of ``encoder_layer`` (same config and starting
+    weights, as torch's deep copies), then ``norm`` if given."""
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm=None,
+                 enable_nested_tensor=True, mask_check=True):  # fmt: skip
+        super().__init__()
+        layers = []
+        # the stack permutes once; the copies draw from a private stream, then take
+        # the layer's weights, so the caller's streams advance as with one layer
+        args = {**encoder_layer.torch_args, "batch_first": True, "generator": _COPIES}
+        for _ in range(int(num_layers)):
+            layer = TransformerEncoderLayer(**args)
+            layer.load_state_dict(encoder_layer.state_dict())
+            layers.append(layer)
+        self.layers = ModuleList(layers)
+        self.norm = norm
+        object.__setattr__(self, "batch_first", encoder_layer.batch_first)
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        if mask is not None or is_causal:
+            raise unsupported("mask and is_causal", "TransformerEncoder")
+        x = _batch_major(src, self.batch_first)
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask=src_key_padding_mask)
+        if self.norm is not None:
+            x = self.norm(x)
+        return _batch_major(x, self.batch_first)
