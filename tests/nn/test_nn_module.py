@@ -108,3 +108,12 @@ def test_sequential_by_names_and_module_dict():
     d["b"] = nn.Tanh()
     assert list(d) == ["a", "b"] and "a" in d and len(d) == 2
     assert list(d.state_dict()) == ["a.weight", "a.bias"]
+
+
+def test_torch_tensors_of_any_dtype_load():
+    m = nn.Linear(2, 1)
+    sd = {"weight": torch.tensor([[0.5, -1.5]], dtype=torch.bfloat16),
+          "bias": torch.tensor([2.0], dtype=torch.float64)}  # fmt: skip
+    m.load_state_dict(sd)
+    assert m.weight.tolist() == [[0.5, -1.5]] and m.bias.tolist() == [2.0]
+    assert m.weight.dtype == sc.f32

@@ -33,12 +33,16 @@ def translated(module, state: dict) -> dict:
 
 def as_tensor(value, like: Tensor) -> Tensor:
     """``value`` (our tensor, a torch tensor, an array, nested lists) on ``like``'s
-    device in ``like``'s dtype. Torch tensors are read through ``tolist`` (duck typed:
-    torch is never imported here)."""
+    device in ``like``'s dtype. A torch tensor is duck typed (torch is never imported
+    here): read as an array where torch can make one, else (bf16) as lists."""
     if isinstance(value, Tensor):
         return transfer(value.detach(), like.device, like.dtype)
     if not hasattr(value, "__array_interface__") and hasattr(value, "detach"):
-        value = value.detach().cpu().tolist()
+        host = value.detach().cpu()
+        try:
+            value = host.numpy()
+        except (TypeError, RuntimeError):
+            value = host.tolist()
     return tensor(value, device=like.device, dtype=like.dtype)
 
 
