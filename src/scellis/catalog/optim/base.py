@@ -41,7 +41,7 @@ from ...runtime.dispatch import apply, apply_inplace
 from ...runtime.inplace import transfer
 from ...runtime.tensor import Tensor
 from ..registry import check_config
-from .flat import adopt, flat_view, flatten_parameters, span, view_of
+from .flat import flat_view, flatten_in_place, span, view_of
 
 
 class _Group:
@@ -83,20 +83,12 @@ class _Group:
         live = flat_view(self.params)
         if live is not None and live._buf is self.flat._buf and live.offset == self.flat.offset:
             return
-        self.flat = _flatten_in_place(self.params)
+        self.flat = flatten_in_place(self.params)
         self.starts = [p.offset - self.flat.offset for p in self.params]
         self.state = {
             k: transfer(v, self.flat.device, self.flat.dtype) for k, v in self.state.items()
         }
         self.grad_flat = None
-
-
-def _flatten_in_place(params: list[Tensor]) -> Tensor:
-    """Copy ``params`` into one flat buffer and point each parameter object at its span
-    (the objects stay: whoever holds them sees the optimizer's updates)."""
-    for p, view in zip(params, flatten_parameters(params)):
-        adopt(p, view)
-    return flat_view(params)
 
 
 def _named(items) -> tuple[list[str], list[Tensor]]:
@@ -158,7 +150,7 @@ class Optimizer:
         names, params = _named(items)
         flat = flat_view(params)
         if flat is None:
-            flat = _flatten_in_place(params)
+            flat = flatten_in_place(params)
         opts["params"] = params
         self.param_groups.append(opts)
         self._groups.append(_Group(names, params, flat))
