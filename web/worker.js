@@ -9,6 +9,7 @@
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
 let api = null;
+const PERSIST_KINDS = new Set(); // filled from the engine's event schema at boot
 let pyodide = null;
 const queue = []; // messages that arrive before the engine is ready
 
@@ -153,6 +154,9 @@ await _browser.install()
 import scellis.webapp.api as _api
 _api
 `);
+  // the event kinds after which the store is written back (the engine's schema says)
+  const defs = toJs(api.event_schema()).$defs;
+  for (const [kind, def] of Object.entries(defs)) if (def["x-persist"]) PERSIST_KINDS.add(kind);
   const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
@@ -200,7 +204,7 @@ async function handle(msg) {
           throw e;
         }
         last = toJs(item);
-        if (last && (last.kind === "checkpoint" || last.kind === "end")) await flush();
+        if (last && PERSIST_KINDS.has(last.kind)) await flush();
         post({ id, event: last });
       }
       out.destroy();

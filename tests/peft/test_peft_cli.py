@@ -16,7 +16,7 @@ from scellis.catalog.optim import Adam
 from scellis.cli.main import main
 from scellis.codecs import make, read
 from scellis.codecs.pretrained import pretrained_model
-from scellis.codecs.safetensors import SafetensorsCodec, SafetensorsConfig
+from scellis.codecs.safetensors.codec import SafetensorsCodec, SafetensorsConfig
 from scellis.codecs.weights import load_into, state_of
 from scellis.data.text import CharVocab
 from scellis.model import RecordModel

@@ -1,4 +1,4 @@
-"""End to end (issue 9 item 6): a model trained in PyTorch, exported to ONNX and to a
+"""Fine-tuning end to end: a model trained in PyTorch, exported to ONNX and to a
 state dict, imported, LoRA fine-tuned on new data, checkpointed, resumed exactly, merged
 and exported to safetensors that PyTorch loads with matching outputs.
 

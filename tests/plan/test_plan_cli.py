@@ -133,7 +133,7 @@ def test_f16_is_not_offered_where_its_kernels_cannot_run(capsys):
 
 @pytest.mark.parametrize("path", [LSTM, LM], ids=["lstm", "transformer"])
 def test_the_tab_plans_what_the_cli_plans(capsys, path):
-    # one planning path (train.planning): the tab's verdict event is the CLI's plan,
+    # one planning path (run.planning): the tab's verdict event is the CLI's plan,
     # the loop's guarded update included (the tab once planned a plain optimizer step)
     rc, cli = plan_json(capsys, path, "--device", "reference")
     tab = run_api.plan(open(path, encoding="utf-8").read(), device="reference")

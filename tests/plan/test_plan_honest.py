@@ -16,7 +16,8 @@ from scellis.devices.webgpu import WebGPUBackend
 from scellis.ir.limits import of_backend, resolve
 from scellis.ir.plan import make_plan
 from scellis.ir.trace import trace
-from scellis.train.planning import loop_update, loop_update_for
+from scellis.train.guard import loop_update
+from scellis.train.step import loop_update_for
 
 
 def _check(name, record, plan, measured):

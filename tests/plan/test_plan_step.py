@@ -2,7 +2,7 @@
 
 Oracle: the train loop's own step (``_Run.eager_step``, the one ``fit`` runs) driven on
 the recording null device, against the memory planner's trace of the record with the
-loop's update (``train.planning.loop_update_for``). The loop's host-side loss
+loop's update (``train.step.loop_update_for``). The loop's host-side loss
 accumulation (a sum per step, outside the step) is left out of the comparison.
 Under f32 the two must agree op for op; loss scaling is not traced (trace.py says so).
 """
@@ -22,7 +22,7 @@ from scellis.model.build import RecordModel, entry_object
 from scellis.runtime.tensor import Tensor
 from scellis.train import TrainState
 from scellis.train.loop import _Run
-from scellis.train.planning import loop_update_for
+from scellis.train.step import loop_update_for
 
 STEPS = 2
 

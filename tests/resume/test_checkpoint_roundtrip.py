@@ -6,7 +6,7 @@ import asyncio
 import math
 from pathlib import Path
 
-from scellis.cli.runner import prepare
+from scellis.run.session import start_run
 from scellis.runtime.tensor import Tensor
 from scellis.store.objects import ObjectStore
 from scellis.store.safetensors import loads
@@ -27,7 +27,7 @@ def _plain(tree):
 
 def _setup(folder: Path):
     rec = write_record(folder)
-    return prepare(rec.read_bytes(), str(rec), folder, "reference")
+    return start_run(rec.read_bytes(), str(rec), base_dir=folder, device="reference").prep
 
 
 def test_save_then_load_restores_every_leaf(tmp_path):

@@ -1,4 +1,4 @@
-"""Exact resume (issue 6): straight vs killed-and-resumed runs are bitwise identical on debug.
+"""Exact resume: straight vs killed-and-resumed runs are bitwise identical on debug.
 
 Every run is a real ``scellis`` process (tests/resume/harness.py) on a real store. A
 straight run trains N steps; another run of the same record is SIGKILLed at a random
@@ -144,7 +144,7 @@ def test_ctrl_c_checkpoints_exits_130_and_resumes_bitwise(straight, record, tmp_
     ck = [e for e in events if e["kind"] == "checkpoint"]
     assert [(e["step"], e["reason"]) for e in ck] == [(4, "every"), (6, "interrupt")]
     assert max(e["step"] for e in events if e["kind"] == "log") == 6  # stopped at once
-    assert events[-1] == {"kind": "resume", "command": f"scellis resume {rid} --store {store}"}
+    assert events[-1] == {"kind": "resume_hint", "command": f"scellis resume {rid} --store {store}"}
     assert _visible_checkpoints(store, rid) == ("interrupted", [4, 6])
     code, out, err = _ok({"cmd": "resume", "argv": [rid, "--store", str(store), "--json"]})
     assert code == 0, err
@@ -207,9 +207,9 @@ def test_faults_during_checkpoint_writes_and_a_full_disk_are_survived(straight, 
     bitwise equal to the straight run. (The order matters: a retry re-creates the same
     bytes, so objects an earlier attempt completed are found stored, not rewritten.)"""
     store = tmp_path / "b"
-    kw = dict(ref=str(record), device="reference", store=str(store), epochs=None,
-              max_steps=STEPS, log_every=1, print_every=20, checkpoint_every=EVERY,
-              keep_last=50, json_=True)  # fmt: skip
+    opts = dict(max_steps=STEPS, log_every=1, checkpoint_every=EVERY, keep_last=50)
+    kw = dict(ref=str(record), device="reference", store=str(store), options=opts,
+              print_every=20, json_=True)  # fmt: skip
     code, _, err = _ok({"cmd": "train", "kw": kw, "die": {"point": "after_weights", "step": 8}})
     assert code == 9, err
     rid = _only_run(store)
@@ -256,8 +256,8 @@ def test_skipped_overflow_steps_resume_bitwise(tmp_path, capsys):
     logs = {e["step"]: e for e in events if e["kind"] == "log"}
     assert [s for s, e in logs.items() if e["skipped"]] == [1, 2, 3, 4, 9]
     assert logs[12]["loss_scale"] == 32768.0
-    kw = dict(ref=str(rec), device="reference", store=str(b), epochs=None, max_steps=steps,
-              log_every=1, print_every=20, checkpoint_every=4, keep_last=50,
+    opts = dict(max_steps=steps, log_every=1, checkpoint_every=4, keep_last=50)
+    kw = dict(ref=str(rec), device="reference", store=str(b), options=opts, print_every=20,
               json_=True)  # fmt: skip
     code, _, err = _ok({"cmd": "train", "kw": kw, "die": {"point": "before_manifest", "step": 12}})
     assert code == 9, err
@@ -298,7 +298,10 @@ def test_a_really_full_disk_fails_cleanly_and_the_run_resumes(straight, record, 
         (error,) = [e for e in events if e["kind"] == "error"]
         assert "is full" in error["message"] and "free space and resume" in error["message"]
         rid = _only_run(store)
-        assert events[-1] == {"kind": "resume", "command": f"scellis resume {rid} --store {store}"}
+        assert events[-1] == {
+            "kind": "resume_hint",
+            "command": f"scellis resume {rid} --store {store}",
+        }
         assert _visible_checkpoints(store, rid)[1][:1] == [4]  # something to resume from
         objs = ObjectStore(store)
         for h, _ in objs.list():

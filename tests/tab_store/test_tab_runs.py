@@ -60,7 +60,7 @@ def test_a_tab_run_is_recorded_and_checkpointed(tmp_path):
     try:
         run = records.run(rid)
         assert run["status"] == "done" and run["step"] == 8
-        assert run["config"]["plan"]["checkpoint_every"] == 3
+        assert run["config"]["options"]["checkpoint_every"] == 3
         logged = [s for s, _ in records.metrics(rid)]
         assert logged == list(range(1, 9))
         assert [c["step"] for c in records.checkpoints(rid)][-1] == 8

@@ -13,8 +13,8 @@ import pytest
 
 from scellis.base.errors import ScellisError
 from scellis.data import load_data
+from scellis.run.prepare import check_record, prepare_run
 from scellis.sml import parse
-from scellis.train.prepare import check_record, prepare_run
 from scellis.webapp import dataset_api, model_api
 
 ROOT = Path(__file__).resolve().parents[2]

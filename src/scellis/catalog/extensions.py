@@ -6,6 +6,10 @@ An extension is a Python module whose top level calls the public
 file in it, sorted by name). Files are imported from their path under a private module
 name; ``sys.path`` is never changed and nothing is unpickled. A failure inside a user
 module becomes one ScellisError naming the file and line.
+
+A record names its own extensions in an ``extensions:`` section (paths relative to the
+record's folder); ``load_record_extensions`` loads them before the record is validated,
+so the entries they register validate, plan, compile and train like built-ins.
 """
 
 from __future__ import annotations
@@ -18,15 +22,19 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from ..base.errors import ScellisError
+from ..base.errors import Diagnostic, ScellisError
+from ..sml import Document, validate
 from . import registry
+from .sml_registry import catalog_registry
 
 # a file is imported once per process: its entries stay registered, a second load is a no-op
 _LOADED: dict[str, ModuleType] = {}
 
 
-def _is_path(spec: str) -> bool:
-    return spec.endswith(".py") or "/" in spec or "\\" in spec or Path(spec).exists()
+def _is_path(spec: str, base_dir=None) -> bool:
+    if spec.endswith(".py") or "/" in spec or "\\" in spec or Path(spec).exists():
+        return True
+    return base_dir is not None and (Path(base_dir) / spec).exists()
 
 
 def _where(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
@@ -77,7 +85,7 @@ def _load_file(path: Path) -> ModuleType:
     return module
 
 
-def _load_dotted(name: str) -> ModuleType:
+def _load_dotted(name: str, base_dir=None) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     try:
@@ -87,7 +95,8 @@ def _load_dotted(name: str) -> ModuleType:
     except Exception as e:  # a parent package failed while being imported
         raise _fail(e, set(), name) from None
     if found is None:
-        raise ScellisError(f"no catalog extension module named {name!r}")
+        where = "" if base_dir is None else f", nor a file or folder of that name in {base_dir}"
+        raise ScellisError(f"no catalog extension module named {name!r}{where}")
     files = {str(Path(found.origin).resolve())} if found.origin else set()
     try:
         return importlib.import_module(name)
@@ -107,16 +116,52 @@ def load_extensions(paths_or_modules, base_dir=None) -> list[ModuleType]:
     out = []
     for item in paths_or_modules:
         spec = str(item)
-        if not isinstance(item, Path) and not _is_path(spec):
-            out.append(_load_dotted(spec))
+        if not isinstance(item, Path) and not _is_path(spec, base_dir):
+            out.append(_load_dotted(spec, base_dir))
             continue
         path = Path(spec)
-        if base_dir is not None and not path.is_absolute():
+        relative = base_dir is not None and not path.is_absolute()
+        if relative:
             path = Path(base_dir) / path
         if path.is_dir():
             out.extend(_load_file(p) for p in sorted(path.glob("*.py")))
         elif path.is_file():
             out.append(_load_file(path))
         else:
-            raise ScellisError(f"{spec}: no such catalog extension file or folder")
+            where = f" (looked for {path.resolve()})" if relative else ""
+            raise ScellisError(f"{spec}: no such catalog extension file or folder{where}")
     return out
+
+
+def load_record_extensions(record, base_dir=".") -> list[Diagnostic]:
+    """Load what a record's ``extensions:`` section names; its problems, [] when all loaded.
+
+    ``record`` is a parsed ``sml.Document`` (each problem is located at its list item) or
+    a record dict (problems at line 1 of ``<record>``). Relative paths are taken from
+    ``base_dir``, the record file's folder. Call it before validating the record, so the
+    entries it registers are known. Loading is idempotent: an extension loaded before
+    (by this or by ``--extensions``) is not run again and registers nothing twice.
+    Values that are not a list of strings are left to validation, which locates them.
+    """
+    doc = record if isinstance(record, Document) else None
+    data = record.data if doc is not None else record
+    items = data.get("extensions") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return []
+    out: list[Diagnostic] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
+            continue
+        try:
+            load_extensions([item], base_dir=base_dir)
+        except ScellisError as e:
+            msg = str(e)
+            out.append(doc.diag(("extensions", i), msg) if doc else Diagnostic(msg, "<record>"))
+    return out
+
+
+def validate_record(doc: Document, base_dir=".") -> list[Diagnostic]:
+    """Every problem of a parsed record: its extensions are loaded first (relative to
+    ``base_dir``), then it is validated against the catalog. A failed extension's
+    problems come alone: the unknown ids it would have registered are not news."""
+    return load_record_extensions(doc, base_dir) or validate(doc, catalog_registry())

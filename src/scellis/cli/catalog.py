@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import click
 
 from ..catalog import entries, schema
-from ..catalog.extensions import load_extensions
 from ..catalog.registry import KINDS
+from .common import extensions_option, load_cli_extensions
 
 
 def _plain(v):
@@ -57,8 +57,7 @@ def entry_json(entry) -> dict:
 
 
 def run(args) -> int:
-    if args.extensions:
-        load_extensions(args.extensions)
+    load_cli_extensions(args.extensions)
     found = entries(args.kind)
     if args.json:
         print(json.dumps([entry_json(e) for e in found], indent=2))
@@ -74,11 +73,6 @@ def run(args) -> int:
 @click.command("catalog", help="List the catalog: blocks, optimizers, schedulers, losses.")
 @click.option("--kind", type=click.Choice(KINDS), help="only entries of this kind")
 @click.option("--json", "json_", is_flag=True, help="machine-readable output, with schemas")
-@click.option(
-    "--extensions",
-    multiple=True,
-    metavar="PATH",
-    help="load user entries first: a folder or .py file, or a dotted module (repeatable)",
-)
+@extensions_option
 def command(kind, json_, extensions):
     return run(SimpleNamespace(kind=kind, json=json_, extensions=list(extensions)))

@@ -1,8 +1,26 @@
-"""Shared CLI helpers (cli layer): choosing the device for ``--device auto``."""
+"""Shared CLI helpers (cli layer): ``--extensions``, and the device for ``--device auto``."""
 
 from __future__ import annotations
 
+import click
+
 import scellis as sc
+
+from ..catalog.extensions import load_extensions
+
+extensions_option = click.option(
+    "--extensions",
+    multiple=True,
+    metavar="PATH",
+    help="load user catalog entries first: a folder or .py file, or a dotted module "
+    "(repeatable; a record's own extensions: section is loaded too)",
+)
+
+
+def load_cli_extensions(paths) -> None:
+    """Load what ``--extensions`` named (paths relative to the working folder)."""
+    if paths:
+        load_extensions(list(paths))
 
 
 def pick_device(name: str) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from ..devices.adapters import list_adapters
 from ..ir.ladder import RUNGS, emit
 from ..ir.limits import PROFILES, resolve
 from ..ir.record import load_record
+from .common import extensions_option, load_cli_extensions
 
 
 @click.command(
@@ -39,8 +40,10 @@ from ..ir.record import load_record
     help=f"limits to lower for: {' | '.join(PROFILES)} | adapter (this machine's WebGPU)",
 )
 @click.option("--no-fuse", is_flag=True, help="one kernel per op (what eager execution runs)")
+@extensions_option
 @click.option("--json", "json_", is_flag=True, help="one JSON object: text, problems, counts")
-def command(file, rung, mode, batch, target, no_fuse, json_):
+def command(file, rung, mode, batch, target, no_fuse, json_, extensions):
+    load_cli_extensions(extensions)
     record = load_record(file)
     tgt = resolve("webgpu" if target == "adapter" else target, adapters=list_adapters)
     out = emit(record, rung, tgt, mode=mode, batch=batch, fused=not no_fuse)

@@ -13,8 +13,8 @@ import json
 
 import click
 
-from ..catalog.extensions import load_extensions
 from ..codecs.convert import export_file
+from .common import extensions_option, load_cli_extensions
 
 
 @click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX.")
@@ -23,11 +23,10 @@ from ..codecs.convert import export_file
 @click.option("--out", type=click.Path(), help="where to write (default: beside FILE)")
 @click.option("--weights", help="sha256:<hex> in the store, or a weights file")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")
-@click.option("--extensions", multiple=True, metavar="PATH", help="user catalog entries (codecs)")
+@extensions_option
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
 def command(file, to, out, weights, store, extensions, json_):
-    if extensions:
-        load_extensions(list(extensions))
+    load_cli_extensions(extensions)
     res = export_file(file, to, out=out, store=store, weights=weights)
     files = [str(p) for p in res.written]
     if json_:

@@ -16,8 +16,8 @@ import json
 import click
 
 from ..base.errors import ScellisError
-from ..catalog.extensions import load_extensions
 from ..codecs.convert import import_file
+from .common import extensions_option, load_cli_extensions
 
 
 def parse_map(items) -> dict[str, str]:
@@ -37,11 +37,10 @@ def parse_map(items) -> dict[str, str]:
 @click.option("--record", type=click.Path(dir_okay=False), help="map a state dict onto this record")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW", help="rename a name or prefix")
 @click.option("--codec", help="a codec id instead of sniffing (e.g. codec/torch)")
-@click.option("--extensions", multiple=True, metavar="PATH", help="user catalog entries (codecs)")
+@extensions_option
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
 def command(file, to, store, record, maps, codec, extensions, json_):
-    if extensions:
-        load_extensions(list(extensions))
+    load_cli_extensions(extensions)
     res = import_file(
         file, store=store, record=record, to=to, name_map=parse_map(maps) or None, codec=codec
     )

@@ -15,7 +15,8 @@ from ..base.errors import ScellisError
 from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
 from ..ir.record import load_record
-from ..train.planning import plan_run
+from ..run.planning import plan_run
+from .common import extensions_option, load_cli_extensions
 
 DEVICES = ["auto", "webgpu", "reference", "null", *PROFILES]
 
@@ -51,8 +52,10 @@ def target_for(device: str, budget: str | None):
     "--mode", type=click.Choice(["training", "inference"]), default="training", show_default=True
 )
 @click.option("--precision", type=click.Choice(["f32", "mixed_f16"]), default=None)
+@extensions_option
 @click.option("--json", "json_", is_flag=True, help="the plan as one JSON object")
-def command(file, device, budget, batch, mode, precision, json_):
+def command(file, device, budget, batch, mode, precision, json_, extensions):
+    load_cli_extensions(extensions)
     record = load_record(file)
     target = target_for(device, budget)
     # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan

@@ -1,101 +1,80 @@
 """``scellis resume RUN`` (cli layer): continue a run from its latest usable checkpoint.
 
-The run's record comes from the store (its text is an object), its data is reloaded
-and must hash to the run's dataset, and the way it was driven (epochs, step limit,
-log and checkpoint intervals) comes from the run's config. On the device, adapter and
-tier it ran on, a ``debug``-tier run continues bitwise; anywhere else it continues,
-and says that bitwise continuation is not promised. A checkpoint whose objects are
-missing or corrupt is skipped (named) for the one before it.
+The run session (``run.session.resume_run``) takes the record from the store, writes
+the run's kept data files back out and checks their hash, and drives the run with the
+options it was started with (``RunOptions``; a flag given here replaces the stored
+value). On the device, adapter and tier it ran on, a ``debug``-tier run continues
+bitwise; anywhere else it continues, and says that bitwise continuation is not
+promised. A checkpoint whose objects are missing or corrupt is skipped (named) for
+the one before it.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..base.errors import ScellisError
-from ..store import runfiles
-from ..store.objects import ObjectStore
-from ..store.records import Records
-from ..train.recording import adapter_of, restore
-from .runner import Output, Plan, drive, prepare
+from ..run.prepare import RecordProblems
+from ..run.recording import adapter_of
+from ..run.session import RunSession, StoreSeams, resume_run
+from .common import pick_device
+from .run_options import options_given, run_options
+from .runner import Output, drive
 
 
-def resume(ref, store, to_step, device, json_, print_every, fault=None, writer=None,
-           tier=None) -> int:  # fmt: skip
-    root = Path(store)
-    if not (root / "records.sqlite").exists():
-        raise ScellisError(f"no store at {root} (train with --store {root} first)")
-    objects, records = ObjectStore(root), Records(root)
+def resume(ref, store=".scellis", to_step=None, device=None, json_=False, print_every=20,
+           fault=None, writer=None, tier=None, options: dict | None = None) -> int:  # fmt: skip
+    """Continue run ``ref``; ``options`` are the run options given on the command line
+    (the rest stay as stored); ``to_step`` is ``--max-steps``' older name."""
+    overrides = dict(options or {})
+    if to_step is not None:
+        overrides["max_steps"] = to_step
+    name, why = pick_device(device) if device else (None, "")
     try:
-        rid = records.resolve(ref)
-        run = records.run(rid)
-        if run["status"] == "running":
-            raise ScellisError(f"run {rid} is still running (pid {run['pid']} on {run['host']})")
-        if run["status"] == "done" and to_step is None:
-            raise ScellisError(
-                f"run {rid} is done at step {run['step']}; --to-step N continues it further"
-            )
-        cfg = run["config"]
-        plan = Plan(**cfg["plan"])
-        if to_step is not None:
-            plan.max_steps = to_step
-        raw = objects.get(run["record_hash"])
-        # the data files the run kept (by hash), written out under the store: the run
-        # reads them, wherever the original files went
-        files = cfg.get("files") or {}
-        sources = runfiles.local_sources(objects, files, root / "files" / rid) if files else None
-        s = prepare(raw, cfg["label"], Path(cfg["base_dir"]), device or run["device"],
-                    epochs=plan.epochs, sources=sources)  # fmt: skip
-        tab = cfg.get("tab") or {}  # a run started in a tab: drive it as the tab did
-        if tab.get("drop_last"):
-            s.train.drop_last = True
-        if tab.get("validate") is False:
-            s.val = None
-        if tier is not None:  # continue under another determinism tier than the record's
-            s.set_tier(tier)
-        back = restore(objects, records, rid, s, max_steps=plan.max_steps, epochs=plan.epochs)
-    finally:
-        records.close()
-    c, m, skipped = back.checkpoint, back.manifest, back.skipped
-    total = len(s.train) * plan.epochs
-    total = min(total, plan.max_steps) if plan.max_steps is not None else total
-    out = Output(json_, print_every, total)
-    for line in skipped:
+        s = resume_run(store, ref, overrides=overrides, device=name, why=why, tier=tier,
+                       seams=StoreSeams(fault, writer))  # fmt: skip
+    except RecordProblems as e:
+        raise ScellisError("\n".join(str(d) for d in e.problems)) from None
+    out = Output(json_, print_every, s.total_steps)
+    _say_where(s, out)
+    return drive(s, out)
+
+
+def _say_where(s: RunSession, out: Output) -> None:
+    c, m, dev = s.restored.checkpoint, s.restored.manifest, s.prep.device
+    for line in s.restored.skipped:
         out.info(f"skipped {line}")
-    same = (m.get("device"), m.get("adapter"), m["tier"]) == (
-        s.device.name, adapter_of(s.device), s.tier,
-    )  # fmt: skip
     out.info(
-        f"scellis resume {rid}: from step {c['step']} (epoch {c['epoch']}, batch {c['batch']}) "
-        f"on {s.device.name}" + (f" ({s.why})" if s.why else ""),
-        run=rid, step=c["step"], manifest=c["manifest"],
+        f"scellis resume {s.rid}: from step {c['step']} (epoch {c['epoch']}, batch "
+        f"{c['batch']}) on {dev.name}" + (f" ({s.prep.why})" if s.prep.why else ""),
+        run=s.rid, step=c["step"], manifest=c["manifest"],
     )  # fmt: skip
-    if not same:
+    here = (dev.name, adapter_of(dev), s.prep.tier)
+    if (m.get("device"), m.get("adapter"), m["tier"]) != here:
         out.info(
             f"note: the checkpoint was written on {m.get('device')} ({m.get('adapter')}, "
-            f"{m['tier']} tier) and this resume runs on {s.device.name} "
-            f"({adapter_of(s.device)}, {s.tier} tier): it continues, but bitwise "
-            "continuation is not promised",
-            bitwise=False,
-        )  # fmt: skip
-    elif s.tier != "debug":
-        out.info(
-            f"note: the {s.tier} tier continues within its tolerance; only debug promises a "
-            "bitwise continuation",
+            f"{m['tier']} tier) and this resume runs on {dev.name} ({here[1]}, {here[2]} "
+            "tier): it continues, but bitwise continuation is not promised",
             bitwise=False,
         )
-    return drive(s, plan, root, rid, run["record_hash"], out, fault=fault, writer=writer)
+    elif s.prep.tier != "debug":
+        out.info(
+            f"note: the {s.prep.tier} tier continues within its tolerance; only debug "
+            "promises a bitwise continuation",
+            bitwise=False,
+        )
 
 
 @click.command("resume", help="Continue a run from its latest checkpoint.")
 @click.argument("run", metavar="RUN")
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
-@click.option("--to-step", type=click.IntRange(min=1), default=None, help="stop at this step")
+@click.option("--to-step", type=click.IntRange(min=1), default=None,
+              help="stop at this step (the same as --max-steps)")  # fmt: skip
 @click.option("--device", default=None, help="auto | reference | webgpu (default: the run's)")
-@click.option("--tier", default=None, help="debug | prod | fast (default: the record's)")
+@click.option("--tier", default=None, help="debug | prod | fast (default: the run's)")
+@run_options("resume")
 @click.option("--print-every", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
-def command(run, store, to_step, device, tier, print_every, json_):
-    return resume(run, store, to_step, device, json_, print_every, tier=tier)
+def command(run, store, to_step, device, tier, print_every, json_, **params):
+    return resume(run, store, to_step, device, json_, print_every, tier=tier,
+                  options=options_given(params, "resume"))  # fmt: skip

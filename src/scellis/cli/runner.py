@@ -1,13 +1,12 @@
-"""Running a record against a store (cli layer): what ``train`` and ``resume`` share.
+"""Driving a run session from the terminal (cli layer): what ``train`` and ``resume`` share.
 
-``prepare`` turns a record's text into the live pieces (model, optimizer, scheduler,
-loss, data) on a device: the train layer's ``prepare_run``, which the tab uses too,
-once the memory plan (``train.planning``) has passed. ``drive`` runs the async
-training loop over the run's ``TrainState`` and, at step boundaries, writes what the
-store keeps (``train.recording``): per-step metrics, heartbeats, checkpoints every N
-steps and at the end. Ctrl-C only raises a flag; the loop stops
-at the next step boundary, checkpoints, and the run ends ``interrupted`` (exit 130)
-with the command that resumes it.
+The run itself is a ``run.session.RunSession``; here is only what a terminal adds:
+``resolve_record`` (a file or a stored model id), ``drive`` (``asyncio.run`` over the
+session's events, a heartbeat thread for steps longer than the stale limit, Ctrl-C as
+the session's stop) and ``Output``, the printer of its events (a progress bar on a
+terminal, lines otherwise, JSON lines with ``--json``). Ctrl-C stops at the next step
+boundary after a checkpoint; the run ends ``interrupted`` (exit 130) with the command
+that resumes it.
 """
 
 from __future__ import annotations
@@ -18,21 +17,15 @@ import re
 import signal
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from ..codecs.convert import header_weights
-from ..devices.base import get_device
+from ..run.prepare import RecordProblems, check_record
+from ..run.session import RunControl, RunSession
 from ..sml import emit, parse
-from ..store import runfiles
-from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from ..train.planning import plan_run
-from ..train.prepare import Prepared, RecordProblems, check_record, prepare_run
-from ..train.recording import RunRecorder
-from .common import pick_device
+from ..train import events as E
 from .progress import Progress
 
 
@@ -44,52 +37,19 @@ def check_text(raw: bytes, label: str) -> dict:
         raise ScellisError("\n".join(str(d) for d in e.problems)) from None
 
 
-def prepare(
-    raw: bytes, label: str, base_dir: Path, device_name: str, budget: str | None = None,
-    store=None, epochs: int | None = None, sources: dict | None = None,
-) -> Prepared:  # fmt: skip
-    """The run's live pieces (``train.prepare``) on the device ``device_name`` picks;
-    with ``store``, an imported record's header weights are loaded first (a resume
-    passes none: its checkpoint holds every tensor). ``epochs`` replaces the record's;
-    ``sources`` (``store.runfiles.local_sources``) reads the data from the run's kept copy."""
-    record = check_text(raw, label)
-    if sources:
-        record = runfiles.with_local_data(record, sources)
-    device, why = pick_device(device_name)
-    dev = get_device(device)
-    # the memory plan traces on the null device: a red plan refuses before any allocation
-    plan_run(record, device=dev, budget=budget, refuse=True)
-    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-    weights = header_weights(text, store) if store is not None else None
-    s = prepare_run(record, dev, base_dir=base_dir, epochs=epochs, weights=weights, label=label)
-    s.why = why
-    return s
-
-
-@dataclass
-class Plan:
-    """How a run is driven; stored in the run's config so a resume drives it the same."""
-
-    epochs: int
-    max_steps: int | None
-    log_every: int
-    checkpoint_every: int
-    keep_last: int
-    keep_best: bool
-
-
 class Stop:
-    """Ctrl-C as a flag read at step boundaries (the state is consistent only there)."""
+    """Ctrl-C as the session's stop, read at step boundaries (the state is consistent
+    only there)."""
 
-    def __init__(self):
-        self.requested = False
+    def __init__(self, control: RunControl):
+        self.control = control
         self._old = None
 
     def __enter__(self):
         def handler(signum, frame):
-            if self.requested:  # a second Ctrl-C: give up waiting for the step to end
+            if self.control.stopping:  # a second Ctrl-C: give up waiting for the step
                 raise KeyboardInterrupt
-            self.requested = True
+            self.control.stop("interrupt")
 
         try:
             self._old = signal.signal(signal.SIGINT, handler)
@@ -141,77 +101,51 @@ def resume_command(root: Path, rid: str) -> str:
     return f"scellis resume {rid}{store}"
 
 
-async def _drive(s: Prepared, plan: Plan, objects, records, rid, record_hash, out, stop, fault):
-    ts = s.ts
-    recorder = RunRecorder(
-        objects, records, rid, record_hash=record_hash, dataset=s.digest, tier=s.tier,
-        device=s.device, keep_last=plan.keep_last, keep_best=plan.keep_best, fault=fault,
-    )  # fmt: skip
-
-    async def checkpoint(reason: str):
-        h = await recorder.save(ts)
-        if h is not None:
-            out.event({"kind": "checkpoint", "step": ts.step, "manifest": h, "reason": reason})
-
+async def _print_events(session: RunSession, out) -> E.End | None:
     end = None
-    async for ev in s.fit(max_steps=plan.max_steps, log_every=plan.log_every):
-        kind = ev["kind"]
-        recorder.log(ev)
-        if kind == "end":
-            end = ev
+    async for ev in session.events():
         out.event(ev)
-        if kind == "log" and ts.step % plan.checkpoint_every == 0:
-            await checkpoint("every")
-        # only after a log or an eval is the state one a resume can continue from (after
-        # the epoch event, that epoch's evaluation has not run yet)
-        if stop.requested and kind in ("log", "eval"):
-            await checkpoint("interrupt")
-            return None
-    await checkpoint("end")
+        if ev.kind == "end":
+            end = ev
     return end
 
 
-def drive(
-    s: Prepared, plan: Plan, root: Path, rid: str, record_hash: str, out, fault=None, writer=None
-) -> int:
-    """Train to the plan's end; ``fault`` and ``writer`` are fault-injection seams (tests)."""
-    objects, records = ObjectStore(root, writer=writer), Records(root)
-    try:
-        with Stop() as stop, Heartbeat(root, rid):
-            try:
-                end = asyncio.run(
-                    _drive(s, plan, objects, records, rid, record_hash, out, stop, fault)
-                )
-            except KeyboardInterrupt:
-                _finish(records, rid, "interrupted")
-                out.fail("interrupted before the step ended; the last checkpoint stands")
-                out.resume_hint(resume_command(root, rid))
-                return 130
-            except ScellisError as e:
-                _finish(records, rid, "failed")
-                out.fail(str(e))
-                out.resume_hint(resume_command(root, rid))
-                return 2
-        if end is None:
-            _finish(records, rid, "interrupted")
-            out.fail(f"interrupted at step {s.ts.step}; checkpoint saved")
+def drive(session: RunSession, out) -> int:
+    """Train to the session's end, printing its events; returns the exit status."""
+    root, rid = session.root, session.rid
+    with Stop(session.control), Heartbeat(root, rid):
+        try:
+            end = asyncio.run(_print_events(session, out))
+        except KeyboardInterrupt:
+            _mark_interrupted(root, rid)
+            out.fail("interrupted before the step ended; the last checkpoint stands")
             out.resume_hint(resume_command(root, rid))
             return 130
-        records.finish(rid, "done")
-        collect(objects, records)
-        out.summary(end, rid)
-        return 0
-    finally:
-        records.close()
+        except ScellisError as e:
+            out.fail(str(e))
+            out.resume_hint(resume_command(root, rid))
+            return 2
+    if end is None or end.stopped_by_user:
+        step = end.steps if end is not None else session.ts.step
+        out.fail(f"interrupted at step {step}; checkpoint saved")
+        out.resume_hint(resume_command(root, rid))
+        return 130
+    out.summary(end)
+    return 0
 
 
-def _finish(records: Records, rid: str, status: str) -> None:
-    """Record how the run ended, if the store still can (a full disk may refuse: the
-    run then reads as interrupted once this process is gone, which is as resumable)."""
+def _mark_interrupted(root: Path, rid: str) -> None:
+    """A second Ctrl-C abandoned the step: say so in the row, if the store still can."""
     try:
-        records.finish(rid, status)
+        records = Records(root)
+    except ScellisError:
+        return
+    try:
+        records.finish(rid, "interrupted")
     except ScellisError:
         pass
+    finally:
+        records.close()
 
 
 class Output:
@@ -222,68 +156,83 @@ class Output:
         self.print_every = max(1, print_every)
         self.bar = Progress(total) if (not json_mode and sys.stdout.isatty()) else None
 
-    def _j(self, obj):
-        print(json.dumps(obj, default=str), flush=True)
+    def _j(self, ev: E.Event):
+        print(json.dumps(ev.to_dict(), default=str), flush=True)
 
     def info(self, message: str, **extra):
         if self.json:
-            self._j({"kind": "info", "message": message, **extra})
+            self._j(E.Info(message=message, **extra))
         else:
             print(message, flush=True)
 
-    def event(self, ev: dict):
+    def event(self, ev: E.Event):
         if self.json:
-            if ev["kind"] == "end":
-                return  # the summary: written last, after the final checkpoint, with the run id
-            if ev["kind"] in ("log", "eval", "checkpoint"):
-                ev = {"step": ev.get("step"), "loss": ev.get("loss"), "lr": ev.get("lr"), **ev}
             self._j(ev)
             return
-        kind = ev["kind"]
-        if kind == "log" and self.bar is not None:
+        show = _TERMINAL.get(ev.kind)
+        if show is not None:
+            show(self, ev)
+
+    def _log(self, ev: E.Log):
+        if self.bar is not None:
             self.bar.update(ev)
-        elif kind == "log" and ev["step"] % self.print_every == 0 and ev["loss"] is not None:
+        elif ev.step % self.print_every == 0 and ev.loss is not None:
             print(
-                f"  step {ev['step']:6d}  epoch {ev['epoch']:3d}  loss {ev['loss']:.4f}  "
-                f"lr {ev['lr']:.3g}  {ev['throughput']:.0f} samples/s",
+                f"  step {ev.step:6d}  epoch {ev.epoch:3d}  loss {ev.loss:.4f}  "
+                f"lr {ev.lr:.3g}  {ev.throughput:.0f} samples/s",
                 flush=True,
             )
-        elif kind == "eval" and self.bar is None:
-            print(f"  eval  step {ev['step']:6d}  val_loss {ev['val_loss']:.4f}", flush=True)
-        elif kind == "warning":
-            self._line(f"  warning: {ev.get('message', ev)}")
+
+    def _eval(self, ev: E.Eval):
+        if self.bar is None:
+            print(f"  eval  step {ev.step:6d}  val_loss {ev.val_loss:.4f}", flush=True)
 
     def _line(self, text: str):
         if self.bar is not None:
             self.bar.clear()
         print(text, flush=True)
 
+    def _sample(self, ev: E.Sample):
+        if ev.type == "text":
+            self._line(f"  sample: {ev.prompt!r} -> {ev.generated!r}")
+        else:
+            pairs = ", ".join(f"{p:.3g}/{a:.3g}" for p, a in zip(ev.predicted, ev.actual))
+            self._line(f"  forecast/actual: {pairs[:200]}")
+
     def fail(self, message: str):
         if self.bar is not None:
             self.bar.clear()
         if self.json:
-            self._j({"kind": "error", "message": message})
+            self._j(E.Error(message=message))
         else:
             print(f"scellis: {message}", file=sys.stderr, flush=True)
 
     def resume_hint(self, cmd: str):
         if self.json:
-            self._j({"kind": "resume", "command": cmd})
+            self._j(E.ResumeHint(command=cmd))
         else:
             print(f"resume with: {cmd}", file=sys.stderr, flush=True)
 
-    def summary(self, end: dict, rid: str):
+    def summary(self, end: E.End):
         if self.bar is not None:
             self.bar.finish()
         if self.json:
-            self._j({**end, "run": rid})
-            return
-        val = end.get("val_loss")
+            return  # the end event was the last line
         print(
-            f"done: run {rid}, {end['steps']} steps in {end['wall_s']:.1f}s, loss "
-            f"{_f(end.get('loss'))}, val_loss {_f(val)}",
+            f"done: run {end.run}, {end.steps} steps in {end.wall_s:.1f}s, loss "
+            f"{_f(end.loss)}, val_loss {_f(end.val_loss)}",
             flush=True,
         )
+
+
+# what a terminal shows of each kind (the others are for --json and the tab)
+_TERMINAL = {
+    "log": Output._log,
+    "eval": Output._eval,
+    "sample": Output._sample,
+    "warning": lambda out, ev: out._line(f"  warning: {ev.message}"),
+    "early_stop": lambda out, ev: out._line(f"  early stop: {ev.reason}"),
+}
 
 
 def _f(v) -> str:

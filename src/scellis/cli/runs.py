@@ -100,6 +100,14 @@ def show_run(ref: str, store: str, json_: bool) -> int:
     for k in ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed",
               "step", "host", "pid"):  # fmt: skip
         print(f"  {k:13} {r[k]}")
+    edits = (r["config"] or {}).get("edits")
+    if edits:  # the run trained the file's record with these changes
+        source = r["config"].get("source_hash", "?")
+        print(f"  {'record':13} edited from the file's {source[:12]} by {', '.join(edits)}")
+    options = (r["config"] or {}).get("options")
+    if options:
+        given = {k: v for k, v in options.items() if v not in (None, [], False)}
+        print(f"  {'options':13} " + " ".join(f"{k}={v}" for k, v in sorted(given.items())))
     print(f"  {'started':13} {_when(r['started'])}   ended {_when(r['ended'])}")
     print(f"  {'command':13} {' '.join(r['argv'])}")
     print(f"  {'loss':13} last {_num(r['loss'])}  best {_num(r['best_loss'])}  "

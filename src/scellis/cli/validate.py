@@ -2,25 +2,27 @@
 
 Prints ``FILE: ok`` for a valid record (exit 0), otherwise one ``file:line:col:
 message`` line per problem (exit 2). Unreadable files and bad text are problems
-too, never a traceback. ``--extensions PATH`` loads user entries first.
+too, never a traceback. ``--extensions PATH`` loads user entries first; a record's
+own ``extensions:`` section is loaded (relative to its folder) before it is checked.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import click
 
 from ..base.errors import Diagnostic, ScellisError
-from ..catalog.extensions import load_extensions
-from ..catalog.sml_registry import catalog_registry
-from ..sml import parse, validate
+from ..catalog.extensions import validate_record
+from ..sml import parse
 from ..sml.loader import MAX_BYTES
+from .common import extensions_option, load_cli_extensions
 
 
-def check_file(path: str, registry) -> list[Diagnostic]:
+def check_file(path: str) -> list[Diagnostic]:
     """Every problem of one file, located; [] when it is a valid record."""
     try:
         with open(path, "rb") as f:
@@ -28,7 +30,7 @@ def check_file(path: str, registry) -> list[Diagnostic]:
     except OSError as e:
         return [Diagnostic(f"cannot read: {e.strerror or e}", path, 1, 1)]
     try:
-        return validate(parse(raw, path), registry)
+        return validate_record(parse(raw, path), Path(path).parent)
     except Diagnostic as d:
         return [d]
     except ScellisError as e:
@@ -36,12 +38,10 @@ def check_file(path: str, registry) -> list[Diagnostic]:
 
 
 def run(args) -> int:
-    if args.extensions:
-        load_extensions(args.extensions)
-    reg = catalog_registry()
+    load_cli_extensions(args.extensions)
     bad = False
     for path in args.files:
-        problems = check_file(path, reg)
+        problems = check_file(path)
         bad = bad or bool(problems)
         if args.json:
             rows = [
@@ -60,6 +60,6 @@ def run(args) -> int:
 @click.command("validate", help="Check SML model files; file:line:col per problem.")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per file")
-@click.option("--extensions", multiple=True, metavar="PATH", help="user catalog entries")
+@extensions_option
 def command(files, json_, extensions):
     return run(SimpleNamespace(files=list(files), json=json_, extensions=list(extensions)))

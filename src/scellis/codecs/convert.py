@@ -22,7 +22,7 @@ from .base import Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
 from .record import check, record_text
-from .safetensors import SafetensorsCodec, SafetensorsConfig
+from .safetensors.codec import SafetensorsCodec, SafetensorsConfig
 from .weights import map_names, state_of
 
 WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)
@@ -59,7 +59,7 @@ def import_file(
     rec, where = im.record, str(path)
     if record is not None:
         rtext = Path(record).read_text()
-        rec, where = check(rtext, str(record)), str(record)
+        rec, where = check(rtext, str(record), Path(record).parent), str(record)
     tensors, unused = im.tensors, []
     if rec is not None:
         tensors, unused = map_names(im.tensors, _shapes(rec), name_map, strict=strict)
@@ -102,7 +102,7 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
     """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":
         text = path.read_text()
-        rec = check(text, str(path))
+        rec = check(text, str(path), path.parent)
         tag = WEIGHTS_TAG.search(text)
         ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
         if ref is None:  # no weights anywhere: the record's own initial values

@@ -4,12 +4,14 @@ An importer builds the record as plain data (``model``, ``inputs``, ``blocks``,
 ``outputs`` and any pipeline sections); ``record_text`` writes it in the block style
 the example records use, one field per line, and ``check`` parses that text back and
 validates it against the catalog, so an importer can never hand out a record that
-``scellis validate`` would refuse.
+``scellis validate`` would refuse. Given the record file's folder, ``check`` first loads
+the extensions the record's ``extensions:`` section names.
 """
 
 from __future__ import annotations
 
 from ..base.errors import ScellisError
+from ..catalog.extensions import load_record_extensions
 from ..catalog.sml_registry import catalog_registry
 from ..sml import parse, render, validate
 
@@ -45,10 +47,12 @@ def record_text(record: dict, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(text: str, where: str = "<imported>") -> dict:
-    """Parse and validate record text against the catalog; the record's data."""
+def check(text: str, where: str = "<imported>", base_dir=None) -> dict:
+    """Parse and validate record text against the catalog; the record's data. With
+    ``base_dir`` (the record file's folder) its extensions are loaded first."""
     doc = parse(text, where)
-    problems = validate(doc, catalog_registry())
+    problems = load_record_extensions(doc, base_dir) if base_dir is not None else []
+    problems = problems or validate(doc, catalog_registry())
     if problems:
         raise ScellisError(f"the imported record does not validate: {problems[0]}")
     return doc.data

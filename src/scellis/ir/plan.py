@@ -43,7 +43,7 @@ class PlanRefused(ScellisError):
         self.plan = plan
         fixes = "; ".join(f"{r['fix']} (saves ~{human(r['saving'])})" for r in plan.remediations)
         super().__init__(
-            f"the memory plan is red: {'; '.join(plan.problems)}"
+            f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}"
             + (f". Fixes: {fixes}" if fixes else "")
         )
 

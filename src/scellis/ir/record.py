@@ -1,7 +1,8 @@
 """Loading a model record for the compiler (ir layer): parse, validate, resolve sizes.
 
-The compiler works on a record dict; ``load_record`` reads and validates an SML file
-(a ``ScellisError`` listing every ``file:line:col`` problem when it is not valid) and
+The compiler works on a record dict; ``load_record`` reads and validates an SML file,
+loading the extensions its ``extensions:`` section names first (a ``ScellisError``
+listing every ``file:line:col`` problem when it is not valid) and
 ``concrete_inputs`` turns the record's symbolic input shapes (``batch``) into ints.
 """
 
@@ -11,18 +12,18 @@ from pathlib import Path
 
 from ..base.dtypes import as_dtype
 from ..base.errors import ScellisError
-from ..catalog.sml_registry import catalog_registry
-from ..sml import parse, validate
+from ..catalog.extensions import validate_record
+from ..sml import parse
 
 
 def load_record(path: str) -> dict:
-    """The validated record of the SML file at ``path``."""
+    """The validated record of the SML file at ``path`` (extensions relative to its folder)."""
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
         raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
     doc = parse(raw, path)
-    problems = validate(doc, catalog_registry())
+    problems = validate_record(doc, Path(path).parent)
     if problems:
         raise ScellisError("; ".join(str(d) for d in problems))
     return doc.data

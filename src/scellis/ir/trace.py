@@ -10,7 +10,7 @@ allocator sees: the memory planner's activation figures come from them.
 A training trace runs two steps (the first creates the optimizer state; the second is
 the steady state) of ``step.train_step``, the function the train loop runs: zero_grad,
 forward, loss, backward, then the optimizer phase: clipping and the step, or the
-caller's ``update`` (``train.planning`` passes the loop's guarded update, so its
+caller's ``update`` (``run.planning`` passes the loop's guarded update, so its
 copies are traced too). The loss is not scaled in the trace (the update still
 unscales the gradients where the loop would).
 """
@@ -30,8 +30,8 @@ from ..catalog.peft import apply_finetune
 from ..devices.null import TracingBackend
 from ..model.build import RecordModel, entry_object
 from ..runtime.tensor import Tensor
+from ..train.step import plain_update, to_compute, train_step, working_copies
 from .record import batch_size, concrete_inputs
-from .step import plain_update, to_compute, train_step, working_copies
 
 # a target's (shape, dtype) from the prediction's, per loss; int class ids for CE
 _TARGETS = {
@@ -274,7 +274,7 @@ def run_program(
                 tr.outputs = [serial(pred)]
                 tr.output_views = [(pred.shape, pred.strides, pred.offset)]
 
-        # the train loop's own step function (ir/step.py), with the caller's update
+        # the train loop's own step function (train/step.py), with the caller's update
         train_step(
             model, loss, optimizer, xs, None, update=update or plain_update, clip=clip,
             compute=compute, phase=lambda name: _step_phase(dev, model, name),

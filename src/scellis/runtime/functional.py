@@ -6,7 +6,6 @@ from ..base.errors import ScellisError
 from ..ops import composites as C
 from .creation import generator
 from .dispatch import apply
-from .methods import _where
 from .tensor import Tensor
 
 softmax, log_softmax, logsumexp, layer_norm, gelu = (
@@ -30,9 +29,9 @@ mean, var = C.mean, C.var
 
 def where(cond: Tensor, a, b) -> Tensor:
     if isinstance(a, Tensor):
-        return _where(a, cond, b)
+        return a.where(cond, b)
     if isinstance(b, Tensor):
-        return _where(b, cond.logical_not(), a)
+        return b.where(cond.logical_not(), a)
     raise ScellisError("where needs at least one tensor branch")
 
 

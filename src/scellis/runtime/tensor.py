@@ -1,8 +1,9 @@
 """The Tensor (runtime layer): data handle, geometry and autograd slots; no op bodies.
 
-Op methods are attached by ``runtime.methods`` from the op table, so this file stays
-a small record. Values reach the host only through ``await t.read()`` (and the sync
-``tolist``/``item`` built on it where no event loop is running).
+The op methods come from three mixins, ``TensorMath`` (elementwise), ``TensorShape``
+(views and indexing) and ``TensorNN`` (reductions, matmul, composites, backward), so
+this file stays a small record. Values reach the host only through ``await t.read()``
+(and the sync ``tolist``/``item`` built on it where no event loop is running).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from ..base.dtypes import DType
 from ..base.errors import ScellisError
 from ..base.shapes import is_contiguous, numel
 from ..devices.base import Backend, Buffer, View
+from .tensor_math import TensorMath
+from .tensor_nn import TensorNN
+from .tensor_shape import TensorShape
 from .torchlike import TorchLikeMethods
 
 _loop: list = []
@@ -57,7 +61,7 @@ def nest(flat: list, shape: tuple[int, ...]):
     return flat
 
 
-class Tensor(TorchLikeMethods):
+class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
     __slots__ = (
         "_buf",
         "shape",
@@ -165,5 +169,3 @@ class Tensor(TorchLikeMethods):
 
     def __int__(self) -> int:
         return int(self.item())
-
-    __hash__ = object.__hash__

@@ -17,7 +17,7 @@ DTYPES = ("f32", "f16", "i32", "u32", "bool")
 SECTIONS = {
     "model", "inputs", "blocks", "outputs", "optimizer", "scheduler", "loss", "epochs",
     "batch_size", "grad_clip", "precision", "determinism_tier", "seed", "data", "eval",
-    "finetune", "activation_checkpointing",
+    "finetune", "activation_checkpointing", "extensions",
 }  # fmt: skip
 REMAT = "activation_checkpointing"  # record-wide default, or per block next to block_id/in
 PRECISION = {
@@ -165,6 +165,24 @@ def _check_remat(doc: Document, out: list) -> None:
             out.append(doc.diag(p, f"{REMAT} must be true or false, got {spec[REMAT]!r}"))
 
 
+def _check_extensions(doc: Document, out: list) -> None:
+    # only the shape here: the catalog loads the paths (relative to the record's folder)
+    ext = doc.data["extensions"]
+    if not isinstance(ext, list):
+        out.append(
+            doc.diag(
+                ("extensions",),
+                f"extensions must be a list of paths or module names, got {ext!r}",
+                "e.g. extensions: [my_blocks.py]",
+            )
+        )
+        return
+    for i, item in enumerate(ext):
+        if not isinstance(item, str) or not item.strip():
+            msg = f"an extension is a path or a dotted module name, got {item!r}"
+            out.append(doc.diag(("extensions", i), msg))
+
+
 def check_record(doc: Document) -> list:
     """Diagnostics for the record's structure and pipeline scalars, in document order."""
     out: list = []
@@ -210,6 +228,8 @@ def check_record(doc: Document) -> list:
     if "grad_clip" in d:
         _check_grad_clip(doc, out)
     _check_remat(doc, out)
+    if "extensions" in d:
+        _check_extensions(doc, out)
     for k, spec in (("precision", PRECISION), ("data", DATA), ("eval", EVAL)):
         if k in d:
             check_options(doc, (k,), spec, out)

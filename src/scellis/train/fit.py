@@ -11,6 +11,7 @@ import time
 
 from ..base.errors import ScellisError
 from .data import epoch_batches
+from .events import EarlyStop, Epoch, RunWarning
 from .loop import _Run
 from .state import TrainState
 
@@ -37,8 +38,9 @@ async def fit(
     state: TrainState | None = None,
     resume: dict | None = None,
     replay: bool = False,
+    should_stop=None,
 ):
-    """Train ``model`` on ``data`` for ``epochs`` epochs, yielding event dicts.
+    """Train ``model`` on ``data`` for ``epochs`` epochs, yielding events (train/events.py).
 
     ``determinism_tier`` (debug | prod | fast) is required. ``eval_every`` N evaluates on
     ``val_data`` every N steps (without it, at each epoch's end when ``val_data`` is
@@ -49,7 +51,9 @@ async def fit(
     ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
     ``replay=True`` runs steps as a recorded dispatch schedule where the device and the
     step allow it (train/replay.py); the ``end`` event's ``replay`` says how many steps
-    replayed and why any did not.
+    replayed and why any did not. ``should_stop()`` is asked after every log and
+    evaluation point (the states a checkpoint can resume from): when it answers true
+    the run ends there, and ``end`` says ``stopped_by_user``.
     """
     if log_every < 1 or (eval_every is not None and eval_every < 1):
         raise ScellisError("log_every and eval_every must be >= 1")
@@ -81,11 +85,17 @@ async def fit(
     t0 = time.perf_counter()
     yield r.start_event()
     if r.prec.fallback:
-        yield {"kind": "warning", "message": r.prec.note}
+        yield RunWarning(message=r.prec.note)
     if r.tier.note:
-        yield {"kind": "warning", "message": r.tier.note}
+        yield RunWarning(message=r.tier.note)
     model.train()
-    stop = False
+    stop = user_stop = False
+
+    def asked() -> bool:
+        nonlocal user_stop
+        user_stop = user_stop or bool(should_stop is not None and should_stop())
+        return user_stop
+
     while ts.epoch < epochs and not stop:
         for x, y in epoch_batches(data, ts.epoch, ts.seed, ts.batch):
             r.step(x, y)
@@ -97,10 +107,12 @@ async def fit(
                 ev = await r.log()
                 stop = r.feed("loss", ev["loss"], ev)
                 yield ev
+                stop = asked() or stop
             if not stop and eval_every is not None and ts.step % eval_every == 0:
                 ev = await r.evaluate()
                 stop = r.feed("val_loss", ev["val_loss"], ev)
                 yield ev
+                stop = asked() or stop
             if max_steps is not None and ts.step >= max_steps and not stop:
                 stop, r.stop_reason = True, ""
                 break
@@ -108,24 +120,21 @@ async def fit(
                 break
         else:
             ts.epoch, ts.batch = ts.epoch + 1, 0
-            yield {"kind": "epoch", "epoch": ts.epoch, "step": ts.step}
+            yield Epoch(epoch=ts.epoch, step=ts.step)
             if eval_every is None and val_data is not None:
                 ev = await r.evaluate()
                 stop = r.feed("val_loss", ev["val_loss"], ev)
                 yield ev
+                stop = asked() or stop
         if stop and r.stop_reason:
-            yield {
-                "kind": "early_stop",
-                "step": ts.step,
-                "epoch": ts.epoch,
-                "reason": r.stop_reason,
-                "best": ts.early.get("best"),
-            }
+            yield EarlyStop(
+                step=ts.step, epoch=ts.epoch, reason=r.stop_reason, best=ts.early.get("best")
+            )
         if max_steps is not None and ts.step >= max_steps:
             break
     if r.window["steps"]:
         yield await r.log()
-    yield r.end_event(time.perf_counter() - t0)
+    yield r.end_event(time.perf_counter() - t0, stopped_by_user=user_stop)
     if r.replay is not None:
         r.replay.close()
 

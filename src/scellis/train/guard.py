@@ -78,7 +78,7 @@ def guarded_step(optimizer, ok: Tensor | None) -> None:
 
 
 def loop_update(params, optimizer, clip, *, scale=None, guard: bool = True, scaler=None):
-    """The train loop's optimizer phase (``ir.step.train_step``'s ``update``), in its
+    """The train loop's optimizer phase (``train.step.train_step``'s ``update``), in its
     order: gradients divided by the loss ``scale`` (a 0-d device tensor, under loss
     scaling), the finite flag (with ``guard``), clipping, the guarded step, then the
     loss ``scaler``'s update from the flag. Returns the flag (None unguarded)."""

@@ -8,11 +8,10 @@ per log point (every ``log_every`` steps, and once at the end for a partial wind
 plus one per evaluation (the validation loss, which early stopping and
 reduce_on_plateau need on the host). Nothing else is read back.
 
-Events are plain dicts with a ``kind``: ``start``, ``warning``, ``log`` (step, epoch,
-loss: the mean over the window's clean steps, None if all were skipped; lr: the rate
-the last step used; throughput in samples/s over the window, including the device
-time since the last readback; skipped; loss_scale), ``eval`` (val_loss, and lr after
-reduce_on_plateau was fed), ``epoch``, ``early_stop`` and the final ``end`` summary.
+Events are the typed classes of ``train/events.py``: ``start``, ``warning``, ``log``
+(the window's mean loss, the rate the last step used, samples/s over the window
+including the device time since the last readback), ``eval``, ``epoch``,
+``early_stop`` and the final ``end`` summary.
 """
 
 from __future__ import annotations
@@ -25,16 +24,17 @@ from ..base.dtypes import f16
 from ..base.errors import ScellisError
 from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
-from ..ir.step import to_compute, train_step, working_copies
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
 from ..runtime.tensor import Tensor
 from .data import batch_rows, epoch_batches
 from .determinism import resolve_tier
+from .events import End, Eval, Log, Start
 from .guard import loop_update
 from .precision import resolve_precision
 from .replay import TrainReplay
 from .state import TrainState
+from .step import to_compute, train_step, working_copies
 from .stopping import EarlyStopping
 
 
@@ -55,7 +55,7 @@ class _Run:
         self.readbacks = 0
         self.acc = None  # device tensors: loss sum, good steps, skipped total
         self.window = {"steps": 0, "samples": 0, "t0": time.perf_counter()}
-        self.last: dict = {}
+        self.last: Log | dict = {}  # the last log event
         self.stop_reason = ""
         self.step_lr = self.optimizer.param_groups[0]["lr"]  # the rate the last step used
         # opt-in: steps as a recorded schedule (train/replay.py); eager stays the default
@@ -81,7 +81,7 @@ class _Run:
         self.host_enter()
         scale = scaler.scale if scaler.active else None
         update = partial(loop_update, scale=scale, guard=self.guard, scaler=scaler)
-        # the one step function (ir/step.py): the memory planner traces it too
+        # the one step function (train/step.py): the memory planner traces it too
         value, ok = train_step(
             self.model, self.loss, self.optimizer, (x,), y,
             update=update, clip=self.clip, compute=self.prec.compute, scale=scale,
@@ -108,7 +108,7 @@ class _Run:
         return await t.read()
 
     # -- readback points --
-    async def log(self) -> dict:
+    async def log(self) -> Log:
         ts, w = self.ts, self.window
         total, good, skipped = self.acc
         scale = self.ts.scaler.scale.cast(total.dtype)
@@ -116,19 +116,18 @@ class _Run:
         now = time.perf_counter()
         loss = vals[0] / vals[1] if vals[1] else None  # None: every step was skipped
         skipped_total = int(vals[2])
-        ev = {
-            "kind": "log",
-            "step": ts.step,
-            "epoch": ts.epoch,
-            "batch": ts.batch,
-            "loss": loss,
-            "lr": self.step_lr,
-            "throughput": w["samples"] / max(now - w["t0"], 1e-9),
-            "samples": w["samples"],
-            "skipped": w["steps"] - int(vals[1]),
-            "skipped_total": skipped_total,
-            "loss_scale": vals[3],
-        }
+        ev = Log(
+            step=ts.step,
+            epoch=ts.epoch,
+            batch=ts.batch,
+            loss=loss,
+            lr=self.step_lr,
+            throughput=w["samples"] / max(now - w["t0"], 1e-9),
+            samples=w["samples"],
+            skipped=w["steps"] - int(vals[1]),
+            skipped_total=skipped_total,
+            loss_scale=vals[3],
+        )
         if self.replay is not None:
             self.replay.reset_window(self.acc)  # the schedule reads these very buffers
         else:
@@ -142,7 +141,7 @@ class _Run:
         ts.metrics.update(loss=loss, skipped_total=skipped_total, loss_scale=vals[3])
         return ev
 
-    async def evaluate(self) -> dict:
+    async def evaluate(self) -> Eval:
         ts, dt = self.ts, self.prec.compute
         self.model.eval()
         total, rows = None, 0
@@ -159,20 +158,20 @@ class _Run:
             raise ScellisError("val_data produced no batches")
         val = (await self._read(total)) / rows
         ts.metrics["val_loss"] = val
-        return {"kind": "eval", "step": ts.step, "epoch": ts.epoch, "val_loss": val}
+        return Eval(step=ts.step, epoch=ts.epoch, val_loss=val)
 
-    def feed(self, metric: str, value: float, ev: dict) -> bool:
+    def feed(self, metric: str, value: float, ev: Log | Eval) -> bool:
         """Give ``value`` to reduce_on_plateau and early stopping; True: stop the run."""
         if value is None:  # a window of skipped steps has no loss to judge
             return False
         if self.plateau and metric == self.o["plateau_metric"]:
             before = self.optimizer.param_groups[0]["lr"]
             self.scheduler.step(value)
-            ev["lr"] = self.optimizer.param_groups[0]["lr"]
-            ev["lr_reduced"] = ev["lr"] < before
+            ev.lr = self.optimizer.param_groups[0]["lr"]
+            ev.lr_reduced = ev.lr < before
         if self.early is not None and metric == self.early.metric:
             stop = self.early.feed(value, self.ts.early)
-            ev["best"], ev["bad"] = self.ts.early["best"], self.ts.early["bad"]
+            ev.best, ev.bad = self.ts.early["best"], self.ts.early["bad"]
             if stop:
                 self.stop_reason = (
                     f"{metric} did not improve by more than "
@@ -181,39 +180,38 @@ class _Run:
             return stop
         return False
 
-    def start_event(self) -> dict:
+    def start_event(self) -> Start:
         data = self.data
-        return {
-            "kind": "start",
-            "device": self.device.name,
-            "tier": self.tier.record(),
-            "precision": self.prec.record(),
-            "epochs": self.o["epochs"],
-            "steps_per_epoch": len(data) if hasattr(data, "__len__") else None,
-            "step": self.ts.step,
-            "epoch": self.ts.epoch,
-            "seed": self.ts.seed,
-            "parameters": sum(p.numel for p in self.model.parameters()),
-        }
+        return Start(
+            device=self.device.name,
+            tier=self.tier.record(),
+            precision=self.prec.record(),
+            epochs=self.o["epochs"],
+            steps_per_epoch=len(data) if hasattr(data, "__len__") else None,
+            step=self.ts.step,
+            epoch=self.ts.epoch,
+            seed=self.ts.seed,
+            parameters=sum(p.numel for p in self.model.parameters()),
+        )
 
-    def end_event(self, wall: float) -> dict:
+    def end_event(self, wall: float, *, stopped_by_user: bool = False) -> End:
         ts = self.ts
-        return {
-            "kind": "end",
-            "steps": ts.step,
-            "epoch": ts.epoch,
-            "batch": ts.batch,
-            "loss": self.last.get("loss"),
-            "val_loss": ts.metrics.get("val_loss"),
-            "best": ts.early.get("best"),
-            "stopped_early": bool(self.stop_reason),
-            "reason": self.stop_reason,
-            "skipped_total": ts.metrics.get("skipped_total", 0),
-            "loss_scale": ts.metrics.get("loss_scale"),
-            "lr": self.step_lr,
-            "readbacks": self.readbacks,
-            "wall_s": wall,
-            "tier": self.tier.record(),
-            "precision": self.prec.record(),
-            "replay": self.replay.record() if self.replay is not None else None,
-        }
+        return End(
+            steps=ts.step,
+            epoch=ts.epoch,
+            batch=ts.batch,
+            loss=self.last.get("loss"),
+            val_loss=ts.metrics.get("val_loss"),
+            best=ts.early.get("best"),
+            stopped_early=bool(self.stop_reason),
+            reason=self.stop_reason,
+            skipped_total=ts.metrics.get("skipped_total", 0),
+            loss_scale=ts.metrics.get("loss_scale"),
+            lr=self.step_lr,
+            readbacks=self.readbacks,
+            wall_s=wall,
+            tier=self.tier.record(),
+            precision=self.prec.record(),
+            replay=self.replay.record() if self.replay is not None else None,
+            stopped_by_user=stopped_by_user,
+        )

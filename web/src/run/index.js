@@ -2,6 +2,9 @@
 // curves (train and validation loss, LR) and evaluation samples. Mounted by main.js.
 import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
+import { showEvent } from "./show.js";
+import { optionsHtml, readOptions } from "./options.js";
+import OPTIONS from "./options.schema.json";
 import { watchVisibility } from "./visibility.js";
 import { mountRuns, STORE } from "./runs.js";
 import { createDetacher, detachedRun, runDetached } from "./detach.js";
@@ -19,8 +22,9 @@ const TEMPLATE = `
     <button id="run-stop" disabled>Stop</button>
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
-    <label class="run-opt" title="record the training step once and replay its dispatches (same losses bit for bit; 2.8-5.4x faster per step on a real GPU)"><input type="checkbox" id="run-replay"> replay step</label>
   </div>
+  <details id="run-options" class="run-options"><summary>run options</summary>
+    <div id="run-options-fields" class="run-options-fields"></div></details>
   <div id="run-plan" class="plan plan-none">memory plan: not computed yet</div>
   <div class="progress"><div id="run-progress-bar"></div></div>
   <div id="run-stats" class="stats">
@@ -37,15 +41,15 @@ const TEMPLATE = `
   <details id="run-log-box"><summary>run log</summary><ol id="run-log"></ol></details>
 `;
 
-function fmtTime(s) {
-  if (!isFinite(s)) return "–";
-  if (s < 60) return `${s.toFixed(0)}s`;
-  return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
-}
-
 export function mount(el, client, app) {
   el.innerHTML = TEMPLATE;
   const $ = (id) => el.querySelector(`#${id}`);
+  $("run-options-fields").innerHTML = optionsHtml(OPTIONS);
+  // the panel's run options, as the engine's train takes them
+  const panelOptions = () => readOptions(OPTIONS, (name) => {
+    const input = el.querySelector(`[data-option="${name}"]`);
+    return input.type === "checkbox" ? input.checked : input.value;
+  });
   const curves = createCurves($("run-curves"));
   const state = {
     running: false, paused: false, total: 0, t0: 0, step0: 0, marks: [], events: [], remote: [],
@@ -98,93 +102,14 @@ export function mount(el, client, app) {
     show(ev);
   }
 
-  function show(ev) {
-    switch (ev.kind) {
-      case "plan": {
-        const p = $("run-plan");
-        p.className = `plan plan-${ev.verdict}`;
-        const mb = (b) => (b == null ? "?" : `${(b / 2 ** 20).toFixed(1)} MiB`);
-        const fixes = (ev.remediations || []).map((r) => r.fix).filter(Boolean);
-        p.textContent = `memory plan: ${ev.verdict} — peak ${mb(ev.peak)} of ${mb(ev.budget)} ` +
-          `(${ev.budget_source}; largest buffer ${mb(ev.largest_buffer)})` +
-          [...(ev.problems || []), ...(ev.warnings || [])].map((w) => `; ${w}`).join("") +
-          (fixes.length ? `; remediations: ${fixes.join("; ")}` : "");
-        break;
-      }
-      case "progress":
-        if (ev.run) state.runId = ev.run;
-        state.total = ev.total_steps;
-        $("run-total").textContent = ev.total_steps;
-        if (ev.run) log(`recording run ${ev.run}`);
-        break;
-      case "start":
-        state.t0 = performance.now();
-        state.step0 = ev.step;
-        state.marks = [];
-        log(`start on ${ev.device}, tier ${ev.tier.name}, ${ev.parameters} parameters`);
-        break;
-      case "log": {
-        // step/s over the last few log points: the first steps pay for shader compiles
-        const now = performance.now();
-        state.marks.push([ev.step, now]);
-        if (state.marks.length > 6) state.marks.shift();
-        const [s0, t0] = state.marks.length > 1 ? state.marks[0] : [state.step0, state.t0];
-        const rate = (ev.step - s0) / Math.max((now - t0) / 1000, 1e-9);
-        $("run-step").textContent = ev.step;
-        $("run-rate").textContent = rate.toFixed(2);
-        $("run-eta").textContent = fmtTime((state.total - ev.step) / rate);
-        if (ev.loss != null) $("run-loss").textContent = ev.loss.toFixed(4);
-        $("run-progress-bar").style.width = `${(100 * ev.step) / Math.max(state.total, 1)}%`;
-        curves.add("loss", ev.step, ev.loss);
-        curves.add("lr", ev.step, ev.lr);
-        break;
-      }
-      case "eval":
-        $("run-val").textContent = ev.val_loss.toFixed(4);
-        curves.add("val_loss", ev.step, ev.val_loss);
-        break;
-      case "sample":
-        renderSample($("run-sample"), ev);
-        break;
-      case "warning":
-        log(`warning: ${ev.message}`);
-        break;
-      case "early_stop":
-        log(`early stop: ${ev.reason}`);
-        break;
-      case "history":
-        // the resumed run's earlier points (stored metrics), so its curves start at step 1
-        for (const [name, points] of Object.entries(ev.metrics || {})) {
-          for (const [step, value] of points) curves.add(name, step, value);
-        }
-        break;
-      case "resume":
-        state.runId = ev.run;
-        log(`resuming run ${ev.run} from step ${ev.step}`);
-        for (const why of ev.skipped || []) log(`skipped ${why}`);
-        break;
-      case "checkpoint":
-        log(`checkpoint at step ${ev.step} (${ev.reason})`);
-        break;
-      case "stopped":
-        log(state.detach && state.detach.phase === "handing"
-          ? `handed over at step ${ev.step}` : `stopped by the user at step ${ev.step}`);
-        break;
-      case "end":
-        if (!ev.stopped_by_user) $("run-progress-bar").style.width = "100%";
-        $("run-eta").textContent = "–";
-        log(`end: ${ev.steps} steps in ${ev.wall_s.toFixed(1)}s, loss ${ev.loss?.toFixed(4)}`);
-        break;
-      default:
-        break;
-    }
-  }
+  const view = { $, state, curves, log, renderSample };
+  const show = (ev) => showEvent(view, ev);
 
   // every tab run is recorded in the worker's persistent store (IndexedDB) unless the
   // caller passes store: null. The data panel's dataset rides in the record itself: its
   // "Use in record" writes the saved file's path and sha256 into the data section.
   async function train(options = {}) {
-    return go("train", { record_text: app.record, store: STORE, ...options });
+    return go("train", { record_text: app.record, store: STORE, ...panelOptions(), ...options });
   }
 
   // options: {step} starts from that checkpoint (else the latest that loads)
@@ -226,8 +151,7 @@ export function mount(el, client, app) {
   const runs = mountRuns($("run-runs"), client, app, resume);
   state.runs = runs;
 
-  $("run-train").addEventListener("click", () =>
-    train($("run-replay").checked ? { replay: true } : {}).catch(() => {}));
+  $("run-train").addEventListener("click", () => train().catch(() => {}));
   $("run-pause").addEventListener("click", () => {
     state.paused = !state.paused;
     client.control({ pause: state.paused });

@@ -1,0 +1,269 @@
+"""ONNX messages (codecs layer): ModelProto, GraphProto, NodeProto, TensorProto, attributes.
+
+Only the fields an importer needs are read (field numbers from onnx.proto3); others are
+skipped. Initializer payloads become RawTensors: ``raw_data`` or the typed repeated
+fields, or external data read from a file beside the model, refused when its path is
+absolute or resolves outside the model's folder.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...base.errors import ScellisError
+from ..protobuf.reader import LEN, blob, fields, num, packed_fixed, packed_varints, signed64, text
+from ..raw import ITEMSIZE, RawTensor, from_values
+
+# TensorProto.DataType -> dtype code
+DTYPES = {
+    1: "F32", 2: "U8", 3: "I8", 4: "U16", 5: "I16", 6: "I32", 7: "I64", 9: "BOOL",
+    10: "F16", 11: "F64", 12: "U32", 13: "U64", 16: "BF16",
+}  # fmt: skip
+
+
+@dataclass
+class Node:
+    op: str
+    inputs: list[str]
+    outputs: list[str]
+    name: str = ""
+    domain: str = ""
+    attrs: dict = field(default_factory=dict)
+
+    def label(self) -> str:
+        return f"{self.op} (node {self.name or self.outputs[0] if self.outputs else '?'})"
+
+
+@dataclass
+class ValueInfo:
+    name: str
+    dtype: str | None = None
+    dims: list = field(default_factory=list)  # int, or str for a symbolic dim
+
+
+@dataclass
+class Graph:
+    name: str = ""
+    nodes: list[Node] = field(default_factory=list)
+    initializers: dict[str, RawTensor] = field(default_factory=dict)
+    inputs: list[ValueInfo] = field(default_factory=list)
+    outputs: list[ValueInfo] = field(default_factory=list)
+
+
+@dataclass
+class Model:
+    ir_version: int = 0
+    producer: str = ""
+    opsets: dict = field(default_factory=dict)  # domain -> version
+    graph: Graph = field(default_factory=Graph)
+
+
+class _Ctx:
+    def __init__(self, folder: Path | None, where: str):
+        self.folder, self.where = folder, where
+
+
+def _external(entries: dict, ctx: _Ctx, name: str) -> bytes:
+    loc = entries.get("location", "")
+    if ctx.folder is None:
+        raise ScellisError(f"{ctx.where}: tensor {name!r} has external data but no folder")
+    rel = Path(loc)
+    base = ctx.folder.resolve()
+    target = (base / rel).resolve()
+    if not loc or rel.is_absolute() or (target != base and base not in target.parents):
+        raise ScellisError(
+            f"{ctx.where}: tensor {name!r} keeps its data at {loc!r}, outside the model's folder"
+        )
+    offset = int(entries.get("offset", 0) or 0)
+    length = entries.get("length")
+    try:
+        with open(target, "rb") as f:
+            f.seek(offset)
+            data = f.read(int(length)) if length is not None else f.read()
+    except OSError as e:
+        raise ScellisError(f"{ctx.where}: external data {loc!r}: {e.strerror or e}") from None
+    if length is not None and len(data) != int(length):
+        raise ScellisError(f"{ctx.where}: external data {loc!r} is shorter than declared")
+    return data
+
+
+def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
+    dims, dtype, name, raw = [], 0, "", None
+    typed: dict[int, list] = {}
+    external, location = {}, 0
+    for fno, wt, v in fields(buf):
+        if fno == 1:
+            dims.extend(packed_varints(v, wt))
+        elif fno == 2:
+            dtype = num(v)
+        elif fno == 8:
+            name = text(v)
+        elif fno == 9:
+            raw = blob(v)
+        elif fno == 4:
+            typed.setdefault(4, []).extend(packed_fixed(v, wt, "f"))
+        elif fno == 10:
+            typed.setdefault(10, []).extend(packed_fixed(v, wt, "d"))
+        elif fno in (5, 7, 11):
+            typed.setdefault(fno, []).extend(packed_varints(v, wt))
+        elif fno == 13:
+            kv = {}
+            for n2, _, v2 in fields(v):
+                kv[n2] = text(v2)
+            external[kv.get(1, "")] = kv.get(2, "")
+        elif fno == 14:
+            location = num(v)
+    code = DTYPES.get(dtype)
+    if code is None:
+        raise ScellisError(f"{ctx.where}: tensor {name!r} has unsupported ONNX data type {dtype}")
+    if any(d < 0 for d in dims):
+        raise ScellisError(f"{ctx.where}: tensor {name!r} has a negative dimension")
+    shape = tuple(dims)
+    if location == 1:
+        raw = _external(external, ctx, name)
+    if raw is not None:
+        return name, RawTensor(code, shape, raw)
+    vals = next(iter(typed.values()), [])
+    if code in ("F16", "BF16"):  # 16-bit floats travel as their bit patterns in int32_data
+        data = struct.pack(f"<{len(vals)}H", *[v & 0xFFFF for v in vals])
+        return name, RawTensor(code, shape, data)
+    if code == "U64":
+        vals = [v & ((1 << 64) - 1) for v in vals]
+    if code == "BOOL":
+        vals = [bool(v) for v in vals]
+    return name, from_values(code, shape, vals)
+
+
+def attribute(buf, ctx: _Ctx) -> tuple[str, object]:
+    name, atype = "", 0
+    got: dict[int, list] = {}
+    for fno, wt, v in fields(buf):
+        if fno == 1:
+            name = text(v)
+        elif fno == 20:
+            atype = num(v)
+        elif fno == 2:
+            got[2] = packed_fixed(v, wt, "f")
+        elif fno == 3:
+            got[3] = [signed64(num(v))]
+        elif fno == 4:
+            got[4] = [blob(v)]
+        elif fno == 5:
+            got[5] = [tensor(v, ctx)[1]]
+        elif fno == 6:
+            got[6] = [v]  # a subgraph: kept as bytes; no supported op takes one
+        elif fno == 7:
+            got.setdefault(7, []).extend(packed_fixed(v, wt, "f"))
+        elif fno == 8:
+            got.setdefault(8, []).extend(packed_varints(v, wt))
+        elif fno == 9:
+            got.setdefault(9, []).append(blob(v))
+    single = {1: 2, 2: 3, 3: 4, 4: 5, 5: 6}
+    if atype in single:
+        vals = got.get(single[atype], [None])
+        v = vals[0]
+        return name, (v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+    if atype == 6:
+        return name, got.get(7, [])
+    if atype == 7:
+        return name, got.get(8, [])
+    if atype == 8:
+        return name, [s.decode("utf-8", "replace") for s in got.get(9, [])]
+    return name, None
+
+
+def node(buf, ctx: _Ctx) -> Node:
+    n = Node("", [], [])
+    for fno, wt, v in fields(buf):
+        if fno == 1:
+            n.inputs.append(text(v))
+        elif fno == 2:
+            n.outputs.append(text(v))
+        elif fno == 3:
+            n.name = text(v)
+        elif fno == 4:
+            n.op = text(v)
+        elif fno == 7:
+            n.domain = text(v)
+        elif fno == 5 and wt == LEN:
+            k, val = attribute(v, ctx)
+            n.attrs[k] = val
+    return n
+
+
+def value_info(buf) -> ValueInfo:
+    vi = ValueInfo("")
+    for fno, _, v in fields(buf):
+        if fno == 1:
+            vi.name = text(v)
+        elif fno == 2:
+            for n2, _, tt in fields(v):
+                if n2 != 1:  # only tensor types
+                    continue
+                for n3, _, v3 in fields(tt):
+                    if n3 == 1:
+                        vi.dtype = DTYPES.get(num(v3))
+                    elif n3 == 2:
+                        for n4, _, dim in fields(v3):
+                            if n4 != 1:
+                                continue
+                            d: object = "?"
+                            for n5, _, v5 in fields(dim):
+                                if n5 == 1:
+                                    d = signed64(num(v5))
+                                elif n5 == 2:
+                                    d = text(v5)
+                            vi.dims.append(d)
+    return vi
+
+
+def graph(buf, ctx: _Ctx) -> Graph:
+    g = Graph()
+    for fno, _, v in fields(buf):
+        if fno == 1:
+            g.nodes.append(node(v, ctx))
+        elif fno == 2:
+            g.name = text(v)
+        elif fno == 5:
+            name, t = tensor(v, ctx)
+            if name in g.initializers:
+                raise ScellisError(f"{ctx.where}: initializer {name!r} appears twice")
+            g.initializers[name] = t
+        elif fno == 11:
+            g.inputs.append(value_info(v))
+        elif fno == 12:
+            g.outputs.append(value_info(v))
+        elif fno == 15:
+            raise ScellisError(f"{ctx.where}: sparse initializers are not supported")
+    return g
+
+
+def model(data: bytes, folder: Path | None = None, where: str = "<onnx>") -> Model:
+    """Decode a ModelProto; ``folder`` is where external data may live (the model's)."""
+    ctx = _Ctx(folder, where)
+    m = Model()
+    found = False
+    for fno, _, v in fields(data):
+        if fno == 1:
+            m.ir_version = num(v)
+        elif fno == 2:
+            m.producer = text(v)
+        elif fno == 7:
+            m.graph = graph(v, ctx)
+            found = True
+        elif fno == 8:
+            dom, ver = "", 0
+            for n2, _, v2 in fields(v):
+                if n2 == 1:
+                    dom = text(v2)
+                elif n2 == 2:
+                    ver = num(v2)
+            m.opsets[dom] = ver
+    if not found:
+        raise ScellisError(f"{where}: not an ONNX model (no graph)")
+    return m
+
+
+assert all(c in ITEMSIZE for c in DTYPES.values())

@@ -1,0 +1,187 @@
+"""PyTorch ``.pt`` / ``.pth`` state dicts (codecs layer): read without torch, write for torch.
+
+Reading: the zip archive ``torch.save`` writes (checked by ``SafeZip``), whose
+``data.pkl`` goes through the restricted unpickler and whose ``data/<key>`` members are
+the storages. Nested dicts flatten to dotted names (``{"model": {"fc.weight": t}}`` ->
+``model.fc.weight``); non-tensor leaves (an epoch, a name) land in the metadata. The
+legacy (pre-1.6, non-zip) format is refused.
+
+Writing emits the same archive layout with a pickle of only the globals the reader
+allows, so ``torch.load(..., weights_only=True)`` reads it back.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...base.errors import ScellisError
+from ...catalog.registry import field, register
+from ..base import Codec, Imported
+from ..raw import RawTensor
+from .safezip import DEFAULT_CAP, SafeZip
+from .unpickle import RestrictedUnpickler
+
+_PKL_CAP = 256 << 20  # data.pkl holds structure only; 256 MiB of it is already absurd
+
+
+@dataclass(frozen=True)
+class TorchConfig:
+    """PyTorch state dict archives (.pt, .pth) written by torch.save."""
+
+    max_bytes: int = field(DEFAULT_CAP, doc="refuse archives larger than this", min=1)
+
+
+_MAX_DEPTH = 64  # nesting of dicts/lists around the tensors
+
+
+def _flatten(obj, prefix: str, tensors: dict, meta: dict, where: str, depth: int = 0) -> None:
+    if depth > _MAX_DEPTH:
+        raise ScellisError(f"{where}: the state dict nests deeper than {_MAX_DEPTH} levels")
+    if isinstance(obj, RawTensor):
+        if not prefix:
+            raise ScellisError(f"{where}: the file holds one bare tensor, not a state dict")
+        tensors[prefix] = obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if not isinstance(k, (str, int)):
+                raise ScellisError(f"{where}: a dict key of type {type(k).__name__}")
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), tensors, meta, where, depth + 1)
+    elif isinstance(obj, (list, tuple)) and any(isinstance(v, (RawTensor, dict)) for v in obj):
+        for i, v in enumerate(obj):
+            _flatten(v, f"{prefix}.{i}" if prefix else str(i), tensors, meta, where, depth + 1)
+    elif obj is None or isinstance(obj, (bool, int, float, str, list, tuple)):
+        meta[prefix or "value"] = obj
+    else:
+        raise ScellisError(f"{where}: unexpected {type(obj).__name__} in the state dict")
+
+
+class TorchCodec(Codec):
+    suffixes = (".pt", ".pth", ".bin", ".ckpt")
+    can_write = True
+
+    @classmethod
+    def sniff(cls, head: bytes) -> bool:
+        # a zip archive, or a bare pickle (the legacy format, recognised to refuse it clearly)
+        return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
+
+    def read(self, path: Path) -> Imported:
+        where = str(path)
+        data = self.read_bytes(path)
+        if not data.startswith(b"PK"):
+            raise ScellisError(
+                f"{where}: the legacy (non-zip) torch format is not read; re-save it with a "
+                "current torch.save"
+            )
+        z = SafeZip(data, where, self.config.max_bytes)
+        pkls = [n for n in z.names() if n.endswith("/data.pkl") and n.count("/") == 1]
+        if len(pkls) != 1:
+            raise ScellisError(f"{where}: expected one <name>/data.pkl member, found {len(pkls)}")
+        root = pkls[0][: -len("data.pkl")]
+        order = root + "byteorder"
+        if order in z.names() and z.read(order).strip() not in (b"little", b""):
+            raise ScellisError(f"{where}: big-endian archives are not read")
+        if z.size(pkls[0]) > _PKL_CAP:
+            raise ScellisError(f"{where}: data.pkl is over {_PKL_CAP} bytes")
+
+        def storage(key: str) -> bytes:
+            if not key or "/" in key or key in (".", ".."):
+                raise ScellisError(f"{where}: storage key {key!r} is not a plain name")
+            return z.read(f"{root}data/{key}")
+
+        pkl = z.read(pkls[0])
+        obj = RestrictedUnpickler(pkl, storage, where, self.config.max_bytes).run()
+        tensors: dict[str, RawTensor] = {}
+        meta: dict = {}
+        _flatten(obj, "", tensors, meta, where)
+        return Imported(tensors, None, meta)
+
+    def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        root = path.stem or "archive"
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+            zf.writestr(f"{root}/data.pkl", _pickle(tensors))
+            zf.writestr(f"{root}/byteorder", "little")
+            for i, t in enumerate(tensors.values()):
+                zf.writestr(f"{root}/data/{i}", t.data)
+            zf.writestr(f"{root}/version", "3\n")
+        path.write_bytes(buf.getvalue())
+        return [path]
+
+
+# -- writing: a protocol-2 pickle by hand, naming only allowed globals --------------------
+
+_STORAGE_OF = {
+    "F64": "DoubleStorage",
+    "F32": "FloatStorage",
+    "F16": "HalfStorage",
+    "BF16": "BFloat16Storage",
+    "I64": "LongStorage",
+    "I32": "IntStorage",
+    "I16": "ShortStorage",
+    "I8": "CharStorage",
+    "U8": "ByteStorage",
+    "BOOL": "BoolStorage",
+}
+
+
+def _pickle(tensors: dict[str, RawTensor]) -> bytes:
+    """The data.pkl of an OrderedDict state dict over storages ``0``, ``1``, ..."""
+    out = io.BytesIO()
+    w = out.write
+    w(b"\x80\x02")
+    w(b"ccollections\nOrderedDict\n)R")  # OrderedDict() on the stack
+    if tensors:
+        w(b"(")  # MARK for SETITEMS
+    for i, (name, t) in enumerate(tensors.items()):
+        _unicode(w, name)
+        w(b"ctorch._utils\n_rebuild_tensor_v2\n(")
+        w(b"(")
+        _unicode(w, "storage")
+        w(f"ctorch\n{_STORAGE_OF[t.dtype]}\n".encode())
+        _unicode(w, str(i))
+        _unicode(w, "cpu")
+        _int(w, t.numel)
+        w(b"tQ")  # TUPLE, BINPERSID
+        _int(w, 0)
+        strides, acc = [], 1
+        for s in reversed(t.shape):
+            strides.append(acc)
+            acc *= s
+        _tuple(w, list(t.shape))
+        _tuple(w, list(reversed(strides)))
+        w(b"\x89")  # requires_grad False
+        w(b"ccollections\nOrderedDict\n)R")
+        w(b"tR")
+    if tensors:
+        w(b"u")  # SETITEMS
+    w(b".")
+    return out.getvalue()
+
+
+def _unicode(w, s: str) -> None:
+    b = s.encode("utf-8")
+    w(b"X" + len(b).to_bytes(4, "little") + b)
+
+
+def _int(w, n: int) -> None:
+    if 0 <= n < 256:
+        w(b"K" + bytes([n]))
+    elif -(2**31) <= n < 2**31:
+        w(b"J" + n.to_bytes(4, "little", signed=True))
+    else:
+        b = n.to_bytes((n.bit_length() + 8) // 8, "little", signed=True)
+        w(b"\x8a" + bytes([len(b)]) + b)
+
+
+def _tuple(w, items: list) -> None:
+    w(b"(")
+    for v in items:
+        _int(w, v)
+    w(b"t")
+
+
+register("codec/torch", "codec", TorchConfig, TorchCodec, builtin=True)

@@ -1,0 +1,175 @@
+"""A run's live pieces from its record (run layer): what a run session trains.
+
+``check_record`` parses and validates a record's text (every located problem in one
+``RecordProblems``). ``prepare_run`` builds, on a device, the record's model (with
+pre-trained weights loaded and its ``finetune`` section applied, when it has them),
+its data (or a dataset the caller loaded), the optimizer, loss and scheduler, the
+batches and the ``TrainState``. Callers plan first (``run.planning.plan_run``), so
+a red plan refuses before anything is allocated on the device. What is the caller's
+own stays with it: the CLI's terminal output and argv, the tab's events and samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base.errors import Diagnostic, ScellisError
+from ..catalog.extensions import load_record_extensions
+from ..catalog.sml_registry import catalog_registry
+from ..codecs.pretrained import pretrained_model
+from ..data.record import load_data
+from ..devices.base import get_device
+from ..model.build import entry_object
+from ..sml import parse, validate
+from ..train.data import Batches
+from ..train.determinism import resolve_tier
+from ..train.fit import fit
+from ..train.state import TrainState
+from .planning import eval_batch_of
+
+
+class RecordProblems(Diagnostic):
+    """Every located problem of a record; the first is the message, all are listed."""
+
+    def __init__(self, problems: list[Diagnostic]):
+        first = problems[0]
+        super().__init__(first.message, first.file, first.line, first.col, first.fix)
+        self.problems = problems
+
+
+def check_record(text: str | bytes, name: str = "record.sml", *, base_dir=".") -> dict:
+    """The parsed record of ``text``; RecordProblems (line:col) when it is not valid.
+    The extensions its ``extensions:`` section names (relative to ``base_dir``, the
+    record file's folder) are loaded first, so the entries they register validate."""
+    raw = text.encode("utf-8") if isinstance(text, str) else text
+    try:
+        doc = parse(raw, name)
+        problems = load_record_extensions(doc, base_dir) or validate(doc, catalog_registry())
+    except Diagnostic as d:
+        problems = [d]
+    if problems:
+        raise RecordProblems(problems)
+    return doc.data
+
+
+@dataclass
+class Prepared:
+    """A record's run, built and ready for ``fit`` (see the module note)."""
+
+    record: dict
+    device: Any
+    ts: TrainState
+    loss: Any
+    dataset: Any  # the loaded dataset: windows, splits, its digest
+    train: Batches
+    val: Batches
+    epochs: int
+    tier: str  # the determinism tier's name, as runs and checkpoints record it
+    label: str = "record.sml"
+    why: str = ""  # how the device was chosen, when it was picked for the caller
+    # what ``fit`` takes besides the pieces: determinism_tier, seed, scheduler, grad_clip,
+    # precision (and replay, when a caller turns it on)
+    fit_kwargs: dict = field(default_factory=dict)
+
+    @property
+    def model(self):
+        return self.ts.model
+
+    @property
+    def optimizer(self):
+        return self.ts.optimizer
+
+    @property
+    def scheduler(self):
+        return self.ts.scheduler
+
+    @property
+    def seed(self) -> int:
+        return self.ts.seed
+
+    @property
+    def digest(self) -> str | None:
+        """The dataset's content hash (None for a dataset that has none)."""
+        return getattr(self.dataset, "digest", None)
+
+    @property
+    def rows(self) -> int:
+        return len(self.dataset.x_train) + len(self.dataset.x_val)
+
+    def set_tier(self, tier: str | None) -> None:
+        """Run under ``tier`` instead of the record's determinism tier."""
+        self.tier = resolve_tier(tier).name
+        self.fit_kwargs["determinism_tier"] = self.tier
+
+    def fit(self, *, max_steps: int | None = None, log_every: int = 10, validate: bool = True,
+            eval_every: int | None = None, should_stop=None):  # fmt: skip
+        """``fit``'s event stream for this run, continuing ``ts``: evaluation on ``val``
+        (every ``eval_every`` steps, else at each epoch's end) unless not ``validate``."""
+        validate = validate and self.val is not None
+        return fit(
+            self.model, self.loss, self.optimizer, self.train, epochs=self.epochs,
+            val_data=self.val if validate else None, max_steps=max_steps,
+            eval_every=eval_every if validate else None, log_every=log_every, state=self.ts,
+            should_stop=should_stop, **self.fit_kwargs,
+        )  # fmt: skip
+
+    def limit_validation(self, rows: int | None) -> None:
+        """Validate on the first ``rows`` validation rows only (None: all of them)."""
+        if rows is None or self.val is None:
+            return
+        v = self.val
+        self.val = Batches(v.x[:rows], v.y[:rows], v.batch_size, shuffle=False,
+                           device=self.device)  # fmt: skip
+
+
+def prepare_run(
+    record: dict,
+    device="webgpu",
+    *,
+    dataset=None,
+    base_dir=".",
+    epochs: int | None = None,
+    weights=None,
+    drop_last: bool = False,
+    label: str = "record.sml",
+) -> Prepared:
+    """The pieces ``fit`` needs for ``record`` on ``device`` (a name or an opened one).
+
+    ``dataset`` (loaded by the caller) replaces the record's own data section, whose
+    paths are relative to ``base_dir``; ``epochs`` replaces the record's; ``weights``
+    (e.g. ``codecs.convert.header_weights``) are loaded into the model before its
+    fine-tuning; ``drop_last`` drops each epoch's short last batch (every step then has
+    one shape: no new kernels to compile)."""
+    dev = get_device(device)
+    seed = int(record.get("seed", 0) or 0)
+    model = pretrained_model(record, weights, device=dev)
+    if dataset is None:
+        if "data" not in record:
+            raise ScellisError(f"{label}: the record has no data section to train on")
+        dataset = load_data(record["data"], base_dir=base_dir)
+    optimizer = entry_object(record["optimizer"], "optimizer", model)
+    loss = entry_object(record["loss"], "loss")
+    scheduler = None
+    if record.get("scheduler"):
+        scheduler = entry_object(record["scheduler"], "scheduler", optimizer)
+    batch = int(record.get("batch_size", 32))
+    return Prepared(
+        record=record,
+        device=dev,
+        ts=TrainState(model, optimizer, scheduler, seed=seed),
+        loss=loss,
+        dataset=dataset,
+        train=Batches(dataset.x_train, dataset.y_train, batch, drop_last=drop_last, device=dev),
+        val=Batches(dataset.x_val, dataset.y_val, eval_batch_of(record), shuffle=False, device=dev),
+        epochs=int(epochs if epochs is not None else record.get("epochs", 1)),
+        tier=resolve_tier(record.get("determinism_tier")).name,
+        label=label,
+        fit_kwargs=dict(
+            determinism_tier=record.get("determinism_tier"),
+            seed=seed,
+            scheduler=scheduler,
+            grad_clip=record.get("grad_clip"),
+            precision=record.get("precision"),
+        ),
+    )

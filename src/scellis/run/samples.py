@@ -1,0 +1,67 @@
+"""Evaluation samples of a run (run layer): forecast vs actual, or generated text.
+
+Both run on one training-sized batch of validation windows, so they reuse the kernels
+the training steps compiled (a software GPU pays seconds for every new shape).
+"""
+
+from __future__ import annotations
+
+from ..autograd import no_grad
+from ..base.errors import ScellisError
+from ..data.text import TextDataset
+from ..runtime.creation import tensor
+from ..train.events import Sample
+
+
+async def sample(pipe, chars: int = 40) -> Sample:
+    """A sample of ``pipe`` (a ``run.prepare.Prepared``): text for a text dataset, a
+    forecast otherwise; ``chars`` is the length of a generated text."""
+    if isinstance(pipe.dataset, TextDataset):
+        return await text_sample(pipe, chars)
+    return await series_sample(pipe)
+
+
+async def series_sample(pipe) -> Sample:
+    ds = pipe.dataset
+    x = ds.x_val[: pipe.train.batch_size]
+    n = len(x)
+    with no_grad():
+        pipe.model.eval()
+        pred = pipe.model(tensor(x, device=pipe.device))
+        pipe.model.train()
+    values = await pred.read()
+    flat = values if not values or not isinstance(values[0], list) else [r[0] for r in values]
+    actual = [row[0] if isinstance(row, list) else row for row in ds.y_val[:n]]
+    return Sample(
+        type="forecast",
+        predicted=[ds.denormalise(v) for v in flat],
+        actual=[ds.denormalise(v) for v in actual],
+        starts=ds.val_starts[:n],
+    )
+
+
+async def text_sample(pipe, chars: int = 40) -> Sample:
+    """Greedy continuations of the first validation windows, one row per prompt. The
+    window slides by one character per step and keeps its length (one shape)."""
+    ds: TextDataset = pipe.dataset
+    windows = [list(w) for w in ds.x_val[: pipe.train.batch_size]]
+    if not windows:
+        raise ScellisError("the text has no validation window to start a sample from")
+    outs: list[list[int]] = [[] for _ in windows]
+    with no_grad():
+        pipe.model.eval()
+        for _ in range(chars):
+            logits = pipe.model(tensor(windows, device=pipe.device, dtype="i32"))
+            last = logits[:, len(windows[0]) - 1]
+            nxt = await last.argmax(axis=-1).read()  # the most likely next characters
+            for w, out, c in zip(windows, outs, nxt):
+                out.append(int(c))
+                w.append(int(c))
+                del w[0]
+        pipe.model.train()
+    rows = [
+        {"prompt": ds.vocab.decode(p), "generated": ds.vocab.decode(o)}
+        for p, o in zip(ds.x_val, outs)
+    ]
+    return Sample(type="text", greedy=True, prompt=rows[0]["prompt"],
+                  generated=rows[0]["generated"], rows=rows)  # fmt: skip

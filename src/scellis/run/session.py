@@ -1,0 +1,357 @@
+"""One training run as a session (run layer): record → plan → fit → store → final status.
+
+``start_run`` and ``resume_run`` build a ``RunSession``: the record with the run's
+edits, validated; its memory plan (a red one refuses before anything is allocated);
+its live pieces (``run.prepare``); in a store, its runs row (or the reopened one and
+the checkpoint it continues from). ``RunSession.events()`` then drives ``train.fit``
+and owns everything around it: the metrics rows, the checkpoint cadence, samples,
+pause and stop (``RunControl``), and the status the run ends with. The CLI prints
+these events and the tab forwards them; neither decides anything about the run.
+
+The checkpoint cadence: every ``checkpoint_every`` steps when it is set, else at each
+epoch's end; in both cases also whenever ``checkpoint_minutes`` of wall time have
+passed since the last one, and always at the end or at a stop. A checkpoint is only
+written where a resume can continue from: at a log point, after an evaluation, or at
+an epoch's end when no evaluation follows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import ScellisError
+from ..catalog.extensions import load_extensions
+from ..codecs.convert import header_weights
+from ..data.text import TextDataset
+from ..devices.base import get_device
+from ..ir.plan import PlanRefused
+from ..store import runfiles
+from ..store.objects import ObjectStore
+from ..store.records import Records
+from ..train import events as E
+from .effective import effective_record, sha256_hex
+from .options import RunOptions, legacy_epochs
+from .planning import plan_run
+from .prepare import check_record, prepare_run
+from .recording import RunRecorder, keep_data_files, new_run, restore
+from .samples import sample
+
+HISTORY_POINTS = 2000  # stored metric points a resume hands back, per curve
+
+
+class RunControl:
+    """Pause and stop, as flags the session reads between events (step boundaries)."""
+
+    def __init__(self):
+        self.paused = False
+        self.stop_reason: str | None = None
+
+    def pause(self, on: bool = True) -> None:
+        self.paused = bool(on)
+
+    def stop(self, reason: str = "stop") -> None:
+        self.stop_reason = self.stop_reason or reason
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_reason is not None
+
+    async def wait_while_paused(self) -> None:
+        while self.paused and not self.stopping:
+            await asyncio.sleep(0.05)
+
+
+@dataclass
+class StoreSeams:
+    """Fault-injection seams of the store writes (tests): see ``run.recording``."""
+
+    fault: Any = None
+    writer: Any = None
+
+
+@dataclass
+class RunSession:
+    """A prepared run and, when it is recorded, its store and runs row."""
+
+    prep: Any  # run.prepare.Prepared
+    options: RunOptions
+    control: RunControl = field(default_factory=RunControl)
+    root: Path | None = None
+    rid: str | None = None
+    record_hash: str | None = None
+    pending: list = field(default_factory=list)  # events decided before the first step
+    restored: Any = None  # run.recording.Restored, for a resumed run
+    seams: StoreSeams = field(default_factory=StoreSeams)
+    edits: list[str] = field(default_factory=list)
+
+    @property
+    def ts(self):
+        return self.prep.ts
+
+    @property
+    def total_steps(self) -> int:
+        total = self.prep.epochs * len(self.prep.train)
+        return min(total, self.options.max_steps) if self.options.max_steps else total
+
+    async def events(self):
+        """The run's events, from its plan to its ``end`` (see the module note)."""
+        for ev in self.pending:
+            yield ev
+        yield E.Progress(total_steps=self.total_steps, epochs=self.prep.epochs, run=self.rid)
+        cadence = Cadence(self)
+        recorder = self._recorder()
+        status = "interrupted"  # what the row says if this generator is abandoned
+        o = self.options
+        gen = self.prep.fit(
+            max_steps=o.max_steps, log_every=o.log_every, validate=o.validate,
+            eval_every=o.eval_every, should_stop=lambda: self.control.stopping,
+        )  # fmt: skip
+        try:
+            async for ev in gen:
+                if recorder is not None:
+                    recorder.log(ev)
+                if ev.kind == "end":
+                    async for out in self._ending(ev, recorder):
+                        yield out
+                    status = "interrupted" if ev.stopped_by_user else "done"
+                    continue
+                yield ev
+                reason = cadence.due(ev)
+                if reason and recorder is not None:
+                    ck = await self._checkpoint(recorder, reason)
+                    cadence.written()  # (None: this step has its checkpoint already)
+                    if ck is not None:
+                        yield ck
+                if ev.kind == "eval" and self._samples_at_eval():
+                    yield await sample(self.prep, o.sample_chars)
+                await self.control.wait_while_paused()
+        except ScellisError:
+            status = "failed"
+            raise
+        finally:
+            await gen.aclose()
+            if recorder is not None:
+                recorder.finish(status)
+
+    async def _ending(self, end: E.End, recorder):
+        if recorder is not None:
+            reason = (self.control.stop_reason or "stop") if end.stopped_by_user else "end"
+            ck = await self._checkpoint(recorder, reason)
+            if ck is not None:
+                yield ck
+        if end.stopped_by_user:
+            yield E.Stopped(step=end.steps)
+        if self.options.samples:
+            yield await sample(self.prep, self.options.sample_chars)
+        end.run = self.rid
+        yield end
+
+    def _samples_at_eval(self) -> bool:
+        o = self.options
+        is_text = isinstance(self.prep.dataset, TextDataset)
+        return o.samples and (o.text_samples or not is_text)
+
+    def _recorder(self) -> RunRecorder | None:
+        if self.root is None:
+            return None
+        p, o = self.prep, self.options
+        recorder = RunRecorder(
+            ObjectStore(self.root, writer=self.seams.writer), Records(self.root), self.rid,
+            record_hash=self.record_hash, dataset=p.digest, tier=p.tier, device=p.device,
+            keep_last=o.keep_last, keep_best=o.keep_best, fault=self.seams.fault,
+        )  # fmt: skip
+        if self.restored is not None:
+            recorder.last_step = self.ts.step  # its checkpoint is the one it resumed from
+        return recorder
+
+    async def _checkpoint(self, recorder: RunRecorder, reason: str) -> E.Checkpoint | None:
+        h = await recorder.save(self.ts)
+        if h is None:
+            return None
+        return E.Checkpoint(step=self.ts.step, manifest=h, reason=reason, run=self.rid)
+
+
+class Cadence:
+    """When the session checkpoints (see the module note)."""
+
+    def __init__(self, session: RunSession):
+        o, p = session.options, session.prep
+        self.ts, self.every = session.ts, o.checkpoint_every
+        self.seconds = o.checkpoint_minutes * 60.0
+        self.last = time.monotonic()
+        self.epoch_due = False
+        # the run validates right after an epoch's end: checkpoint after that, not before
+        self.eval_follows_epoch = o.validate and o.eval_every is None and p.val is not None
+
+    def due(self, ev) -> str | None:
+        if ev.kind == "epoch" and self.every is None:
+            if not self.eval_follows_epoch:
+                return "epoch"
+            self.epoch_due = True
+            return None
+        if ev.kind not in ("log", "eval"):
+            return None
+        if ev.kind == "log" and self.every is not None and self.ts.step % self.every == 0:
+            return "every"
+        if self.epoch_due:
+            return "epoch"
+        if time.monotonic() - self.last >= self.seconds:
+            return "time"
+        return None
+
+    def written(self) -> None:
+        self.last, self.epoch_due = time.monotonic(), False
+
+
+# -- building a session --
+
+
+def _plan_or_refuse(record: dict, dev, budget) -> E.Plan:
+    plan = plan_run(record, device=dev, budget=budget)
+    if plan.verdict == "red":
+        raise PlanRefused(plan)  # before anything is allocated on the device
+    return E.Plan(**plan.record())
+
+
+def plan_event(record: dict, device) -> E.Plan:
+    """The memory plan of ``record`` on ``device``, whatever its verdict."""
+    return E.Plan(**plan_run(record, device=get_device(device)).record())
+
+
+def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | None = None,
+              device="reference", why: str = "", base_dir=".", store=None,
+              budget: str | None = None, tier: str | None = None, argv=("(python)",),
+              control: RunControl | None = None, seams: StoreSeams | None = None,
+              ) -> RunSession:  # fmt: skip
+    """A new run of the record ``raw`` (see the module note). ``store``: the folder it
+    is recorded in (None: not recorded, no checkpoints). ``tier`` replaces the record's
+    determinism tier; ``why`` says how the device was picked."""
+    o = options or RunOptions()
+    if o.extensions:  # named where the user is; kept absolute so a resume finds them
+        o.extensions = [_absolute(e) for e in o.extensions]
+        load_extensions(list(o.extensions))
+    edits = o.record_edits()
+    text = effective_record(raw, label, edits)
+    record = check_record(text, label, base_dir=base_dir)
+    if tier is not None:
+        record = {**record, "determinism_tier": tier}
+    dev = get_device(device)
+    plan = _plan_or_refuse(record, dev, budget)
+    weights = header_weights(text.decode("utf-8"), Path(store)) if store is not None else None
+    prep = prepare_run(record, dev, base_dir=base_dir, weights=weights,
+                       drop_last=o.drop_last, label=label)  # fmt: skip
+    _apply_options(prep, o, why)
+    s = RunSession(prep, o, control=control or RunControl(), pending=[plan],
+                   seams=seams or StoreSeams(), edits=[typed for *_, typed in edits])  # fmt: skip
+    if store is not None:
+        s.root = Path(store)
+        s.rid, s.record_hash = _register(s, text, raw, base_dir, list(argv))
+    return s
+
+
+def _absolute(extension: str) -> str:
+    """A path that exists, made absolute; a dotted module name as it is."""
+    p = Path(extension)
+    return str(p.resolve()) if p.exists() else extension
+
+
+def _apply_options(prep, o: RunOptions, why: str) -> None:
+    prep.why = why
+    prep.limit_validation(o.val_rows)
+    if not o.validate:
+        prep.val = None
+    if o.replay:
+        prep.fit_kwargs["replay"] = True  # bitwise equal to eager; falls back per step
+
+
+def _register(s: RunSession, text: bytes, raw: bytes, base_dir, argv) -> tuple[str, str]:
+    objects, records = ObjectStore(s.root), Records(s.root)
+    try:
+        p = s.prep
+        source = (p.record.get("data") or {}).get("source")
+        records.add_dataset(p.digest, str(source), p.rows)
+        # the user's data file is kept with the run (by hash): a resume, here after the
+        # file moved or in a tab from the run's bundle, reads that copy
+        config: dict = {"options": s.options.to_config()}
+        files = keep_data_files(objects, p.record, base_dir)
+        if files:
+            config["files"] = files
+        if s.edits:
+            config |= {"edits": s.edits, "source_hash": sha256_hex(raw)}
+        return new_run(objects, records, text, p, config, argv=argv, base_dir=base_dir)
+    finally:
+        records.close()
+
+
+def _is_running(row: dict) -> bool:
+    return row["status"] == "running"
+
+
+def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
+               why: str = "", step: int | None = None, tier: str | None = None,
+               is_live=_is_running, scratch=None, history: bool = False,
+               control: RunControl | None = None, seams: StoreSeams | None = None,
+               surface: str = "resume") -> RunSession:  # fmt: skip
+    """Continue run ``ref`` of ``store`` from its latest checkpoint that loads (or the
+    one at ``step``): its record from the store, its stored options with ``overrides``,
+    its kept data files written out under ``scratch`` (default: the store's
+    ``files/RUN``) and re-hashed against the run's, on ``device`` (default: the run's)
+    and its tier (or ``tier``); later metrics and checkpoints are dropped. ``is_live``
+    says whether a runs row is alive elsewhere; ``history`` hands back the stored curves."""
+    root = Path(store)
+    if not (root / "records.sqlite").exists():
+        raise ScellisError(f"no store at {root} (train with --store {root} first)")
+    objects, records = ObjectStore(root), Records(root)
+    try:
+        rid = records.resolve(ref)
+        row = records.run(rid)
+        config = row["config"]
+        o = RunOptions.from_mapping(overrides or {}, base=RunOptions.from_config(config),
+                                    where=surface)  # fmt: skip
+        _check_resumable(rid, row, is_live, step, (overrides or {}).get("max_steps"))
+        if o.extensions:
+            load_extensions(list(o.extensions))
+        base_dir = config.get("base_dir", ".")
+        record = check_record(objects.get(row["record_hash"]), config["label"],
+                              base_dir=base_dir)  # fmt: skip
+        record = {**record, "determinism_tier": tier or row["tier"] or record.get(
+            "determinism_tier")}  # fmt: skip
+        files = config.get("files") or {}
+        if files:
+            folder = Path(scratch) if scratch is not None else root / "files" / rid
+            record = runfiles.with_local_data(
+                record, runfiles.local_sources(objects, files, folder)
+            )
+        dev = get_device(device or row["device"])
+        plan = _plan_or_refuse(record, dev, None)
+        prep = prepare_run(record, dev, base_dir=base_dir,
+                           epochs=legacy_epochs(config), drop_last=o.drop_last,
+                           label=config["label"])  # fmt: skip
+        _apply_options(prep, o, why)
+        back = restore(objects, records, rid, prep, max_steps=o.max_steps, epochs=prep.epochs,
+                       step=step)  # fmt: skip
+        pending: list = [E.Resume(run=rid, step=prep.ts.step, skipped=back.skipped)]
+        if history:
+            curves = {n: [list(p) for p in records.metrics(rid, n)[-HISTORY_POINTS:]]
+                      for n in ("loss", "val_loss", "lr")}  # fmt: skip
+            pending.append(E.History(run=rid, metrics=curves))
+    finally:
+        records.close()
+    return RunSession(prep, o, control=control or RunControl(), root=root, rid=rid,
+                      record_hash=row["record_hash"], pending=[*pending, plan], restored=back,
+                      seams=seams or StoreSeams())  # fmt: skip
+
+
+def _check_resumable(rid: str, row: dict, is_live, step, max_steps) -> None:
+    if is_live(row):
+        pid, host = row.get("pid"), row.get("host")
+        where = f" (pid {pid} on {host})" if pid and host else ""
+        raise ScellisError(f"run {rid} is still running{where}")
+    if row["status"] == "done" and step is None and max_steps is None:
+        raise ScellisError(
+            f"run {rid} is done at step {row['step']}; --to-step N continues it further"
+        )

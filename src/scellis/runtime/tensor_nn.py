@@ -1,0 +1,128 @@
+"""Tensor's compute methods (runtime layer): reductions, matmul, composites, autograd.
+
+``TensorNN`` is a mixin of ``Tensor``. Reductions and matmul dispatch primitives;
+softmax, var, gelu and the like call the composites of ``ops.composites``, written
+once over primitives; ``backward`` runs the tape with the VJP rules.
+"""
+
+from __future__ import annotations
+
+from ..autograd import backward as _run_backward
+from ..autograd.rules import VJP
+from ..base.dtypes import as_dtype, bool_
+from ..base.errors import ShapeError
+from ..base.shapes import broadcast_shapes, norm_axes, reduction_axes
+from ..ops import composites as C
+from .primitive import apply_op, run_primitive
+from .tensor_math import pair
+
+
+def _reduce(op: str, x, axis, keepdim):
+    return apply_op(op, (x,), axes=reduction_axes(axis, x.ndim), keepdim=keepdim)
+
+
+def _matmul(a, b):
+    if not isinstance(b, TensorNN) or not isinstance(a, TensorNN):
+        raise ShapeError("matmul needs two tensors")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError("matmul does not take 0-d tensors; use *")
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    if a2.dtype != b2.dtype:
+        a2, b2 = pair(a2, b2)
+    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    a2 = a2.expand(batch + a2.shape[-2:])
+    b2 = b2.expand(batch + b2.shape[-2:])
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ShapeError(
+            f"matmul: shapes {a.shape} and {b.shape} do not align ({a.shape[-1]} != {b2.shape[-2]})"
+        )
+    y = apply_op("matmul", (a2, b2))
+    if a.ndim == 1:
+        y = y.squeeze(-2)
+    if b.ndim == 1:
+        y = y.squeeze(-1)
+    return y
+
+
+class TensorNN:
+    """Reduction, matmul, composite, constructor and autograd methods."""
+
+    __slots__ = ()
+
+    # -- reductions --
+    def sum(self, axis=None, keepdim=False):
+        return _reduce("sum", self, axis, keepdim)
+
+    def max(self, axis=None, keepdim=False):
+        return _reduce("max", self, axis, keepdim)
+
+    def min(self, axis=None, keepdim=False):
+        return _reduce("min", self, axis, keepdim)
+
+    def amax(self, axis=None, keepdim=False):
+        return _reduce("max", self, axis, keepdim)
+
+    def amin(self, axis=None, keepdim=False):
+        return _reduce("min", self, axis, keepdim)
+
+    def argmax(self, axis=None, keepdim=False):
+        if axis is None:
+            return apply_op("argmax", (self.reshape((-1,)),), axes=(0,), keepdim=False)
+        return apply_op("argmax", (self,), axes=norm_axes(axis, self.ndim), keepdim=keepdim)
+
+    def mean(self, axis=None, keepdim=False):
+        return C.mean(self, axis, keepdim)
+
+    def var(self, axis=None, keepdim=False, correction=1):
+        return C.var(self, axis, keepdim, correction)
+
+    def std(self, axis=None, keepdim=False, correction=1):
+        return C.var(self, axis, keepdim, correction).sqrt()
+
+    # -- matmul --
+    def matmul(self, other):
+        return _matmul(self, other)
+
+    def __matmul__(self, other):
+        return _matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _matmul(other, self)
+
+    # -- composites --
+    def softmax(self, axis=-1):
+        return C.softmax(self, axis)
+
+    def log_softmax(self, axis=-1):
+        return C.log_softmax(self, axis)
+
+    def logsumexp(self, axis=-1, keepdim=False):
+        return C.logsumexp(self, axis, keepdim)
+
+    def gelu(self, approximate="none"):
+        return C.gelu(self, approximate)
+
+    # -- new tensors on this one's device --
+    def full_like(self, value, dtype=None):
+        dt = as_dtype(dtype, self.dtype)
+        attrs = {"shape": self.shape, "value": value, "dtype": dt.name}
+        return run_primitive(type(self), "full", (), self.device, attrs)
+
+    def zeros_like(self, dtype=None):
+        return self.full_like(0, dtype)
+
+    def ones_like(self, dtype=None):
+        return self.full_like(1, dtype)
+
+    def arange_like(self, n):
+        attrs = {"n": int(n), "dtype": self.dtype.name if self.dtype != bool_ else "i32"}
+        return run_primitive(type(self), "arange", (), self.device, attrs)
+
+    # -- autograd and raw primitives --
+    def backward(self, gradient=None, retain_graph=False):
+        _run_backward(self, gradient, retain_graph=retain_graph, rules=VJP)
+
+    def prim(self, op, *others, **attrs):
+        """Any primitive by name, for rules and blocks that use fused ops."""
+        return run_primitive(type(self), op, (self, *others), None, attrs)

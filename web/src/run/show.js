@@ -1,0 +1,104 @@
+// What the run panel does with each kind of run event. The kinds and their fields are
+// the engine's (events.schema.json, made from scellis.train.events): a test checks
+// that every kind the schema lists has a handler here and that each one runs.
+// ctx: { $ (element by id), state, curves, log, renderSample }.
+
+function fmtTime(s) {
+  if (!isFinite(s)) return "–";
+  if (s < 60) return `${s.toFixed(0)}s`;
+  return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
+}
+
+const mib = (b) => (b == null ? "?" : `${(b / 2 ** 20).toFixed(1)} MiB`);
+
+export const HANDLERS = {
+  plan(ctx, ev) {
+    const p = ctx.$("run-plan");
+    p.className = `plan plan-${ev.verdict}`;
+    const fixes = (ev.remediations || []).map((r) => r.fix).filter(Boolean);
+    p.textContent = `memory plan: ${ev.verdict} — peak ${mib(ev.peak)} of ${mib(ev.budget)} ` +
+      `(${ev.budget_source}; largest buffer ${mib(ev.largest_buffer)})` +
+      [...(ev.problems || []), ...(ev.warnings || [])].map((w) => `; ${w}`).join("") +
+      (fixes.length ? `; remediations: ${fixes.join("; ")}` : "");
+  },
+  progress(ctx, ev) {
+    const { state } = ctx;
+    if (ev.run) state.runId = ev.run;
+    state.total = ev.total_steps;
+    ctx.$("run-total").textContent = ev.total_steps;
+    if (ev.run) ctx.log(`recording run ${ev.run}`);
+  },
+  start(ctx, ev) {
+    const { state } = ctx;
+    state.t0 = performance.now();
+    state.step0 = ev.step;
+    state.marks = [];
+    ctx.log(`start on ${ev.device}, tier ${ev.tier.name}, ${ev.parameters} parameters`);
+  },
+  log(ctx, ev) {
+    // step/s over the last few log points: the first steps pay for shader compiles
+    const { state } = ctx;
+    const now = performance.now();
+    state.marks.push([ev.step, now]);
+    if (state.marks.length > 6) state.marks.shift();
+    const [s0, t0] = state.marks.length > 1 ? state.marks[0] : [state.step0, state.t0];
+    const rate = (ev.step - s0) / Math.max((now - t0) / 1000, 1e-9);
+    ctx.$("run-step").textContent = ev.step;
+    ctx.$("run-rate").textContent = rate.toFixed(2);
+    ctx.$("run-eta").textContent = fmtTime((state.total - ev.step) / rate);
+    if (ev.loss != null) ctx.$("run-loss").textContent = ev.loss.toFixed(4);
+    ctx.$("run-progress-bar").style.width = `${(100 * ev.step) / Math.max(state.total, 1)}%`;
+    ctx.curves.add("loss", ev.step, ev.loss);
+    ctx.curves.add("lr", ev.step, ev.lr);
+  },
+  eval(ctx, ev) {
+    ctx.$("run-val").textContent = ev.val_loss.toFixed(4);
+    ctx.curves.add("val_loss", ev.step, ev.val_loss);
+  },
+  epoch(ctx, ev) {
+    ctx.log(`epoch ${ev.epoch} done at step ${ev.step}`);
+  },
+  sample(ctx, ev) {
+    ctx.renderSample(ctx.$("run-sample"), ev);
+  },
+  warning(ctx, ev) {
+    ctx.log(`warning: ${ev.message}`);
+  },
+  early_stop(ctx, ev) {
+    ctx.log(`early stop: ${ev.reason}`);
+  },
+  history(ctx, ev) {
+    // the resumed run's earlier points (stored metrics), so its curves start at step 1
+    for (const [name, points] of Object.entries(ev.metrics || {})) {
+      for (const [step, value] of points) ctx.curves.add(name, step, value);
+    }
+  },
+  resume(ctx, ev) {
+    ctx.state.runId = ev.run;
+    ctx.log(`resuming run ${ev.run} from step ${ev.step}`);
+    for (const why of ev.skipped || []) ctx.log(`skipped ${why}`);
+  },
+  checkpoint(ctx, ev) {
+    ctx.log(`checkpoint at step ${ev.step} (${ev.reason})`);
+  },
+  stopped(ctx, ev) {
+    const { state } = ctx;
+    ctx.log(state.detach && state.detach.phase === "handing"
+      ? `handed over at step ${ev.step}` : `stopped by the user at step ${ev.step}`);
+  },
+  end(ctx, ev) {
+    if (!ev.stopped_by_user) ctx.$("run-progress-bar").style.width = "100%";
+    ctx.$("run-eta").textContent = "–";
+    ctx.log(`end: ${ev.steps} steps in ${ev.wall_s.toFixed(1)}s, loss ${ev.loss?.toFixed(4)}`);
+  },
+  // the command line's own lines: shown as they are if one ever reaches the page
+  info(ctx, ev) { ctx.log(ev.message); },
+  error(ctx, ev) { ctx.log(`error: ${ev.message}`); },
+  resume_hint(ctx, ev) { ctx.log(`resume with: ${ev.command}`); },
+};
+
+export function showEvent(ctx, ev) {
+  const handle = HANDLERS[ev.kind];
+  if (handle) handle(ctx, ev);
+  else ctx.log(`(an event of an unknown kind: ${ev.kind})`);
+}
