@@ -7,7 +7,6 @@ import pytest
 import torch
 
 import scellis as sc
-from scellis.runtime.torchlike import TorchLikeMethods
 
 
 def test_numpy_clone_t_and_iteration():
@@ -28,14 +27,13 @@ def test_numpy_clone_t_and_iteration():
 
 def test_moves_between_devices_and_dtypes():
     x = sc.tensor([[1.0, 2.0]])
-    to = TorchLikeMethods.to  # Tensor's dtype-only ``to`` (runtime.methods) still shadows it
-    assert to(x, "cpu") is x and x.cpu() is x
-    y = to(x, "reference", "f64")
+    assert x.to("cpu") is x and x.cpu() is x
+    y = x.to("reference", "f64")
     assert y.dtype == sc.f64 and y.tolist() == [[1.0, 2.0]]
-    assert to(x, dtype=sc.f16).dtype == sc.f16
-    assert to(x, y).dtype == sc.f64
-    assert to(x, copy=True) is not x
-    null = to(x, "null")
+    assert x.to(dtype=sc.f16).dtype == sc.f16 and x.to("f64").dtype == sc.f64
+    assert x.to(y).dtype == sc.f64
+    assert x.to(copy=True) is not x
+    null = x.to("null")
     assert null.device.name == "null" and null.shape == (1, 2)
 
 
@@ -84,3 +82,28 @@ def test_creation_takes_torchs_signatures():
     z = sc.zeros(2, requires_grad=True)
     assert z.requires_grad and sc.ones_like(z).tolist() == [1.0, 1.0]
     assert sc.rand_like(z).shape == (2,)
+
+
+def test_dim_keyword_and_dtype_shorthands_match_torch():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7.0
+    x, t = sc.tensor(a), torch.tensor(a)
+    pairs = [
+        (x.sum(dim=1), t.sum(dim=1)),
+        (x.mean(dim=-1, keepdim=True), t.mean(dim=-1, keepdim=True)),
+        (x.amax(dim=0), t.amax(dim=0)),
+        (x.var(dim=2, unbiased=False), t.var(dim=2, unbiased=False)),
+        (x.std(dim=1), t.std(dim=1)),
+        (x.softmax(dim=1), t.softmax(dim=1)),
+        (x.log_softmax(dim=0), t.log_softmax(dim=0)),
+        (x.logsumexp(dim=2), t.logsumexp(dim=2)),
+        (x.unsqueeze(dim=1), t.unsqueeze(dim=1)),
+        (x.flatten(start_dim=1), t.flatten(start_dim=1)),
+        (x.max(dim=2), t.max(dim=2).values),
+        (x.sum(axis=1), t.sum(1)),  # the engine's spelling still works
+    ]
+    for ours, theirs in pairs:
+        torch.testing.assert_close(torch.tensor(ours.tolist()), theirs)
+    assert x.argmax(dim=2).tolist() == t.argmax(dim=2).tolist()
+    assert x.dim() == 3 and x.double().dtype == sc.f64 and x.long().dtype == sc.i32
+    with pytest.raises(sc.ScellisError, match="dim or axis"):
+        x.sum(dim=0, axis=0)

@@ -10,7 +10,6 @@ import scellis as sc
 from scellis import nn, optim
 from scellis.base.errors import DeviceError
 from scellis.devices import get_device
-from scellis.runtime.torchlike import TorchLikeMethods
 
 pytestmark = pytest.mark.webgpu
 
@@ -56,7 +55,7 @@ def test_moved_after_the_optimizer_trains_like_the_reference(gpu):
 
 
 def test_in_place_ops_and_moves_on_webgpu(gpu):
-    x = TorchLikeMethods.to(sc.tensor([1.0, 2.0, 3.0]), "webgpu")
+    x = sc.tensor([1.0, 2.0, 3.0]).to("webgpu")
     assert x.device.name == "webgpu"
     x.add_(1.0).mul_(2.0)
     x[0:1].fill_(0.5)

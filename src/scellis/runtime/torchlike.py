@@ -65,7 +65,7 @@ class TorchLikeMethods:
 
     def cpu(self):
         """The tensor on the reference device (``self`` if it is there)."""
-        return TorchLikeMethods.to(self, "reference")  # not an older dtype-only ``to``
+        return self.to("reference")
 
     def _host_bytes(self) -> bytes:
         """The values in C order in the dtype's host layout (read through ``tolist``,
@@ -108,6 +108,75 @@ class TorchLikeMethods:
             raise TypeError("iteration over a 0-d tensor")
         for i in range(self.shape[0]):
             yield self[i]
+
+    # -- torch's spellings: ``dim=`` for the engine's ``axis=``, dtype shorthands --
+    # (before the op mixins in Tensor's bases, so these wrap theirs through super())
+    def dim(self) -> int:
+        return self.ndim
+
+    def sum(self, dim=None, keepdim=False, *, axis=None):
+        return super().sum(_axis(dim, axis), keepdim)
+
+    def mean(self, dim=None, keepdim=False, *, axis=None):
+        return super().mean(_axis(dim, axis), keepdim)
+
+    def max(self, dim=None, keepdim=False, *, axis=None):
+        """The maxima (values only: torch's ``max(dim)`` also gives indices; use argmax)."""
+        return super().max(_axis(dim, axis), keepdim)
+
+    def min(self, dim=None, keepdim=False, *, axis=None):
+        """The minima (values only, as ``max``)."""
+        return super().min(_axis(dim, axis), keepdim)
+
+    def amax(self, dim=None, keepdim=False, *, axis=None):
+        return super().amax(_axis(dim, axis), keepdim)
+
+    def amin(self, dim=None, keepdim=False, *, axis=None):
+        return super().amin(_axis(dim, axis), keepdim)
+
+    def argmax(self, dim=None, keepdim=False, *, axis=None):
+        return super().argmax(_axis(dim, axis), keepdim)
+
+    def var(self, dim=None, keepdim=False, *, axis=None, correction=1, unbiased=None):
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        return super().var(_axis(dim, axis), keepdim, correction)
+
+    def std(self, dim=None, keepdim=False, *, axis=None, correction=1, unbiased=None):
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        return super().std(_axis(dim, axis), keepdim, correction)
+
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None):
+        return super().logsumexp(_axis(dim, axis, -1), keepdim)
+
+    def softmax(self, dim=None, *, axis=None):
+        return super().softmax(_axis(dim, axis, -1))
+
+    def log_softmax(self, dim=None, *, axis=None):
+        return super().log_softmax(_axis(dim, axis, -1))
+
+    def unsqueeze(self, dim=None, *, axis=None):
+        return super().unsqueeze(_axis(dim, axis))
+
+    def squeeze(self, dim=None, *, axis=None):
+        return super().squeeze(_axis(dim, axis))
+
+    def flatten(self, start_dim=None, end_dim=None, *, start=None, end=None):
+        return super().flatten(_axis(start_dim, start, 0), _axis(end_dim, end, -1))
+
+    def double(self):
+        return self.cast("f64")
+
+    def half(self):
+        return self.cast("f16")
+
+    def int(self):
+        return self.cast("i32")
+
+    def long(self):
+        """i32: the engine's integers are 32-bit (WGSL has no i64)."""
+        return self.cast("i32")
 
     # -- in-place updates --
     def _assign(self, new, what: str):
@@ -167,3 +236,12 @@ def _encode(values: list, dtype) -> bytes:
     if sys.byteorder != "little":
         out.byteswap()
     return out.tobytes()
+
+
+def _axis(dim, axis, default=None):
+    """torch's ``dim`` or the engine's ``axis`` (one of them), else ``default``."""
+    if dim is not None and axis is not None:
+        raise ScellisError("give dim or axis, not both")
+    if axis is not None:
+        return axis
+    return dim if dim is not None else default
