@@ -10,6 +10,8 @@ from nnutil import arr, rng_for
 
 import scellis as sc
 from scellis import nn, optim
+from scellis.catalog.optim import Adam
+from scellis.model import LSTMForecaster
 from scellis.optim import lr_scheduler
 
 
@@ -155,3 +157,36 @@ def test_plateau_follows_torch():
         ts.step(m)
         assert opt.param_groups[0]["lr"] == topt.param_groups[0]["lr"]
     assert opt.param_groups[0]["lr"] < 1.0
+
+
+def test_catalog_optimizer_on_an_sml_model_keeps_training_after_a_load(tmp_path):
+    """The catalog path (optimizer given the Module, weights from a saved file) too."""
+    model = LSTMForecaster(input_size=1, hidden_size=4, gen=sc.rng.Generator(1, "init"))
+    opt = Adam(model, lr=0.05)
+    other = LSTMForecaster(input_size=1, hidden_size=4, gen=sc.rng.Generator(2, "init"))
+    sc.save(other.state_dict(), tmp_path / "w.safetensors")
+    model.load_state_dict(sc.load(tmp_path / "w.safetensors"))
+    loaded = [arr(p) for p in model.parameters()]
+    assert all(np.array_equal(a, arr(b)) for a, b in zip(loaded, other.parameters()))
+    x = sc.tensor([[[0.1 * t] for t in range(6)], [[0.05 * t] for t in range(6)]])
+    y = sc.tensor([[0.7], [0.3]])
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert all(np.abs(arr(p) - w).max() > 0 for p, w in zip(model.parameters(), loaded))
+
+
+def test_set_parameter_after_the_optimizer_is_still_trained():
+    m = nn.Linear(2, 1)
+    opt = optim.SGD(m.parameters(), lr=0.5)
+    w = m.weight
+    m.set_parameter("weight", sc.tensor([[1.0, -1.0]]))  # new storage, same object
+    assert m.weight is w and w.tolist() == [[1.0, -1.0]]
+    m(sc.tensor([[1.0, 2.0]])).sum().backward()
+    opt.step()  # the group re-gathers the rebound parameter and updates it
+    assert w.tolist() == [[0.5, -2.0]]
