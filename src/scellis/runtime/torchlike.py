@@ -1,10 +1,13 @@
 """torch's Tensor conveniences (runtime layer): a mixin of ``Tensor``.
 
 Moves (``to``, ``cpu``), host copies (``numpy``), ``clone``, ``t``, iteration over the
-first axis, and in-place updates (``add_``, ``mul_``, ``zero_``, ``copy_`` ...).
-Methods here use only the tensor's own methods and its device (this module sits
-below ``tensor``), so a new buffer is made with the device's ``alloc``/``upload`` and
-an in-place write is one ``flat_gather`` run on the device.
+first axis, in-place updates (``add_``, ``mul_``, ``zero_``, ``copy_`` ...), and torch's
+``dim=`` beside the engine's ``axis=``. It comes first among ``Tensor``'s bases, so its
+``to`` (device and dtype) and ``dim=`` wrappers stand in front of the op mixins'
+methods, which they call through ``super()``. Methods here use only the tensor's own
+methods and its device (this module sits below ``tensor``), so a new buffer is made
+with the device's ``alloc``/``upload`` and an in-place write is one ``flat_gather`` run
+on the device.
 
 In-place updates are for tensors autograd does not track: on a tensor that requires
 grad they are refused unless gradients are off (``with scellis.no_grad():``), as in
