@@ -190,3 +190,18 @@ def test_set_parameter_after_the_optimizer_is_still_trained():
     m(sc.tensor([[1.0, 2.0]])).sum().backward()
     opt.step()  # the group re-gathers the rebound parameter and updates it
     assert w.tolist() == [[0.5, -2.0]]
+
+
+def test_optimizer_state_by_parameter_like_torch():
+    ours, theirs = nn.Linear(2, 1), torch.nn.Linear(2, 1)
+    ours.load_state_dict(theirs.state_dict())
+    opt, topt = optim.Adam(ours.parameters(), lr=0.1), torch.optim.Adam(theirs.parameters(), lr=0.1)
+    x = [[1.0, -2.0]]
+    ours(sc.tensor(x)).sum().backward()
+    theirs(torch.tensor(x)).sum().backward()
+    opt.step()
+    topt.step()
+    st, tst = opt.state[ours.weight], topt.state[theirs.weight]
+    assert st["step"] == 1 and int(tst["step"]) == 1
+    for k in ("exp_avg", "exp_avg_sq"):
+        np.testing.assert_allclose(arr(st[k]), tst[k].numpy(), rtol=1e-6)

@@ -27,28 +27,37 @@ def _params(params):
     return params if hasattr(params, "set_parameter") else list(params)
 
 
-class SGD(O.SGD):
+class _TorchState:
+    """torch's ``optimizer.state[param]``: a parameter's step count and moments, as views
+    of the group's flat state buffers (read them; ``load_state_dict`` writes them)."""
+
+    @property
+    def state(self) -> dict:
+        return {p: self.state_of(p) for g in self.param_groups for p in g["params"]}
+
+
+class SGD(_TorchState, O.SGD):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):  # fmt: skip
         super().__init__(_params(params), **_options(locals()))
 
 
-class Adam(O.Adam):
+class Adam(_TorchState, O.Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None):  # fmt: skip
         super().__init__(_params(params), **_options(locals()))
 
 
-class AdamW(O.AdamW):
+class AdamW(_TorchState, O.AdamW):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
                  differentiable=False, fused=None):  # fmt: skip
         super().__init__(_params(params), **_options(locals()))
 
 
-class RMSprop(O.RMSprop):
+class RMSprop(_TorchState, O.RMSprop):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):  # fmt: skip
