@@ -105,11 +105,15 @@ def default_collate(items: list):
 class DataLoader:
     """torch's DataLoader(dataset, batch_size=1, shuffle=False, drop_last=False), with the
     order drawn from the Philox ``shuffle`` stream of ``seed`` (or ``generator``'s
-    seed; by default the eager streams' seed, which ``scellis.manual_seed`` sets)."""
+    seed; by default the eager streams' seed, which ``scellis.manual_seed`` sets).
+    ``num_workers``, ``pin_memory`` and ``persistent_workers`` are accepted and change
+    nothing: batches are gathered on the tensors' own device, in this thread."""
 
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, *,
                  drop_last: bool = False, generator: Generator | None = None,
-                 seed: int | None = None, collate_fn: Callable | None = None):  # fmt: skip
+                 seed: int | None = None, collate_fn: Callable | None = None,
+                 num_workers: int = 0, pin_memory: bool = False,
+                 persistent_workers: bool = False):  # fmt: skip
         if batch_size < 1:
             raise ScellisError(f"batch_size must be >= 1, got {batch_size}")
         if seed is None:
