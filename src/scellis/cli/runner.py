@@ -155,6 +155,7 @@ class Output:
         self.json = json_mode
         self.print_every = max(1, print_every)
         self.bar = Progress(total) if (not json_mode and sys.stdout.isatty()) else None
+        self.last_eval: E.Eval | None = None
 
     def _j(self, ev: E.Event):
         print(json.dumps(ev.to_dict(), default=str), flush=True)
@@ -184,8 +185,10 @@ class Output:
             )
 
     def _eval(self, ev: E.Eval):
+        self.last_eval = ev
+        line = f"  eval  step {ev.step:6d}  val_loss {ev.val_loss:.4f}{metrics_text(ev)}"
         if self.bar is None:
-            print(f"  eval  step {ev.step:6d}  val_loss {ev.val_loss:.4f}", flush=True)
+            print(line, flush=True)
 
     def _line(self, text: str):
         if self.bar is not None:
@@ -223,6 +226,9 @@ class Output:
             f"{_f(end.loss)}, val_loss {_f(end.val_loss)}",
             flush=True,
         )
+        if self.last_eval is not None and self.last_eval.metrics:
+            print(f"validation at step {self.last_eval.step}:{metrics_text(self.last_eval)}",
+                  flush=True)  # fmt: skip
 
 
 # what a terminal shows of each kind (the others are for --json and the tab)
@@ -233,6 +239,25 @@ _TERMINAL = {
     "warning": lambda out, ev: out._line(f"  warning: {ev.message}"),
     "early_stop": lambda out, ev: out._line(f"  early stop: {ev.reason}"),
 }
+
+
+def metrics_text(ev) -> str:
+    """``  mae 0.29 (persistence 0.40, seasonal naive 0.48)  rmse ...`` of an eval event."""
+    return "".join(
+        f"  {name} {_g(value)}" + baseline_text(ev.baselines or {}, name)
+        for name, value in (ev.metrics or {}).items()
+    )
+
+
+def baseline_text(baselines: dict, name: str) -> str:
+    """`` (persistence 0.40, seasonal naive 0.48)``: the baselines' values of ``name``."""
+    parts = [f"{b.replace('_', ' ')} {_g(v[name])}" for b, v in baselines.items()
+             if v.get(name) is not None]  # fmt: skip
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _g(v) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
 
 
 def _f(v) -> str:

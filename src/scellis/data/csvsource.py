@@ -78,6 +78,7 @@ class SeriesDataset:
     stats: dict[str, tuple[float, float]]  # column -> (shift, scale): z = (v - shift) / scale
     digest: str
     times: list | None = None
+    target_z: list | None = None  # the whole target column, normalised (baselines read it)
 
     def denormalise(self, v: float, column: str | None = None) -> float:
         shift, scale = self.stats[column or self.config.target]
@@ -184,4 +185,5 @@ def load_csv(cfg: CSVConfig) -> SeriesDataset:
 
     xt, yt, st = part(0, cut)
     xv, yv, sv = part(cut, rows)
-    return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times)
+    return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times,
+                         z[cfg.target])  # fmt: skip

@@ -33,6 +33,7 @@ from ..store import runfiles
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import events as E
+from .baselines import baselines
 from .effective import effective_record, sha256_hex
 from .options import RunOptions, legacy_epochs
 from .planning import plan_run
@@ -87,6 +88,7 @@ class RunSession:
     restored: Any = None  # run.recording.Restored, for a resumed run
     seams: StoreSeams = field(default_factory=StoreSeams)
     edits: list[str] = field(default_factory=list)
+    baselines: dict = field(default_factory=dict)  # naive forecasts' (or unigram) metrics
 
     @property
     def ts(self):
@@ -108,7 +110,8 @@ class RunSession:
         o = self.options
         gen = self.prep.fit(
             max_steps=o.max_steps, log_every=o.log_every, validate=o.validate,
-            eval_every=o.eval_every, should_stop=lambda: self.control.stopping,
+            eval_every=o.eval_every or self.prep.eval_every,
+            should_stop=lambda: self.control.stopping,
         )  # fmt: skip
         try:
             async for ev in gen:
@@ -119,6 +122,8 @@ class RunSession:
                         yield out
                     status = "interrupted" if ev.stopped_by_user else "done"
                     continue
+                if ev.kind == "eval" and self.baselines:
+                    ev.baselines = self.baselines
                 yield ev
                 reason = cadence.due(ev)
                 if reason and recorder is not None:
@@ -246,7 +251,8 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
                        drop_last=o.drop_last, label=label)  # fmt: skip
     _apply_options(prep, o, why)
     s = RunSession(prep, o, control=control or RunControl(), pending=[plan],
-                   seams=seams or StoreSeams(), edits=[typed for *_, typed in edits])  # fmt: skip
+                   seams=seams or StoreSeams(), edits=[typed for *_, typed in edits],
+                   baselines=baselines_of(prep))  # fmt: skip
     if store is not None:
         s.root = Path(store)
         s.rid, s.record_hash = _register(s, text, raw, base_dir, list(argv))
@@ -257,6 +263,14 @@ def _absolute(extension: str) -> str:
     """A path that exists, made absolute; a dotted module name as it is."""
     p = Path(extension)
     return str(p.resolve()) if p.exists() else extension
+
+
+def baselines_of(prep) -> dict:
+    """The naive baselines of the record's metrics on the run's validation windows."""
+    ev = prep.record.get("eval") or {}
+    if not (ev.get("metrics") or ev.get("baselines")):
+        return {}
+    return baselines(prep.dataset, ev.get("metrics") or [], ev.get("season"))
 
 
 def _apply_options(prep, o: RunOptions, why: str) -> None:
@@ -277,6 +291,8 @@ def _register(s: RunSession, text: bytes, raw: bytes, base_dir, argv) -> tuple[s
         # the user's data file is kept with the run (by hash): a resume, here after the
         # file moved or in a tab from the run's bundle, reads that copy
         config: dict = {"options": s.options.to_config()}
+        if s.baselines:
+            config["baselines"] = s.baselines
         files = keep_data_files(objects, p.record, base_dir)
         if files:
             config["files"] = files
@@ -343,7 +359,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
         records.close()
     return RunSession(prep, o, control=control or RunControl(), root=root, rid=rid,
                       record_hash=row["record_hash"], pending=[*pending, plan], restored=back,
-                      seams=seams or StoreSeams())  # fmt: skip
+                      seams=seams or StoreSeams(), baselines=baselines_of(prep))  # fmt: skip
 
 
 def _check_resumable(rid: str, row: dict, is_live, step, max_steps) -> None:

@@ -53,6 +53,7 @@ class _Run:
         self.plateau = isinstance(self.scheduler, ReduceOnPlateau)
         self.guard = opts["skip_nonfinite"] or ts.scaler.dynamic
         self.readbacks = 0
+        self.last_eval_step = None  # the step of the last validation pass
         self.acc = None  # device tensors: loss sum, good steps, skipped total
         self.window = {"steps": 0, "samples": 0, "t0": time.perf_counter()}
         self.last: Log | dict = {}  # the last log event
@@ -142,9 +143,11 @@ class _Run:
         return ev
 
     async def evaluate(self) -> Eval:
-        ts, dt = self.ts, self.prec.compute
+        ts, dt, metrics = self.ts, self.prec.compute, self.o.get("metrics")
         self.model.eval()
         total, rows = None, 0
+        if metrics is not None:
+            metrics.reset()
         with no_grad(), working_copies(self.model, dt):
             for x, y in epoch_batches(self.o["val_data"], 0, ts.seed):
                 pred = self.model(to_compute(x, dt))
@@ -153,12 +156,26 @@ class _Run:
                 n = batch_rows(x)
                 part = self.loss(pred, y) * float(n)
                 total, rows = (part if total is None else total + part), rows + n
+                if metrics is not None and metrics.needs_predictions:
+                    metrics.update(await self._read(pred), await self._read(y))
         self.model.train()
         if total is None:
             raise ScellisError("val_data produced no batches")
         val = (await self._read(total)) / rows
         ts.metrics["val_loss"] = val
-        return Eval(step=ts.step, epoch=ts.epoch, val_loss=val)
+        self.last_eval_step = ts.step
+        ev = Eval(step=ts.step, epoch=ts.epoch, val_loss=val)
+        if metrics is not None:
+            ev.metrics = metrics.results(val)
+            ts.metrics.update({f"val_{k}": v for k, v in ev.metrics.items()})
+        return ev
+
+    def feed_eval(self, ev: Eval) -> bool:
+        """Feed a validation pass's loss and metrics; True: stop the run."""
+        stop = self.feed("val_loss", ev.val_loss, ev)
+        for name, value in (ev.metrics or {}).items():
+            stop = self.feed(f"val_{name}", value, ev) or stop
+        return stop
 
     def feed(self, metric: str, value: float, ev: Log | Eval) -> bool:
         """Give ``value`` to reduce_on_plateau and early stopping; True: stop the run."""
