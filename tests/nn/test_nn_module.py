@@ -117,3 +117,21 @@ def test_torch_tensors_of_any_dtype_load():
     m.load_state_dict(sd)
     assert m.weight.tolist() == [[0.5, -1.5]] and m.bias.tolist() == [2.0]
     assert m.weight.dtype == sc.f32
+
+
+def test_init_functions_write_in_place_and_follow_their_stream():
+    m = nn.Linear(40, 30)
+    opt_held = m.weight
+    nn.init.zeros_(m.bias)
+    assert m.bias.tolist() == [0.0] * 30
+    nn.init.xavier_uniform_(m.weight, generator=sc.rng.Generator(4, "init"))
+    w = m.weight.numpy(force=True)
+    bound = (6.0 / 70) ** 0.5
+    assert m.weight is opt_held and abs(w).max() <= bound and abs(w).max() > 0.9 * bound
+    again = nn.Linear(40, 30)
+    nn.init.xavier_uniform_(again.weight, generator=sc.rng.Generator(4, "init"))
+    assert again.weight.tolist() == m.weight.tolist()
+    nn.init.normal_(m.weight, std=0.02)
+    assert 0.015 < m.weight.numpy(force=True).std() < 0.025
+    nn.init.kaiming_uniform_(m.weight, a=5**0.5)  # torch's Linear default draw
+    assert abs(m.weight.numpy(force=True)).max() <= 1 / 40**0.5 + 1e-6

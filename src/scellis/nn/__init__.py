@@ -7,7 +7,7 @@ Browser-safe: pure Python, no NumPy.
 """
 
 from ..catalog.module import Module, ModuleList  # noqa: F401
-from . import functional, utils  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .attention import (  # noqa: F401
     MultiheadAttention,
     TransformerEncoder,
