@@ -244,19 +244,19 @@ _TERMINAL = {
 def metrics_text(ev) -> str:
     """``  mae 0.29 (persistence 0.40, seasonal naive 0.48)  rmse ...`` of an eval event."""
     return "".join(
-        f"  {name} {_g(value)}" + baseline_text(ev.baselines or {}, name)
+        f"  {name} {fmt_metric(value)}" + baseline_text(ev.baselines or {}, name)
         for name, value in (ev.metrics or {}).items()
     )
 
 
 def baseline_text(baselines: dict, name: str) -> str:
     """`` (persistence 0.40, seasonal naive 0.48)``: the baselines' values of ``name``."""
-    parts = [f"{b.replace('_', ' ')} {_g(v[name])}" for b, v in baselines.items()
+    parts = [f"{b.replace('_', ' ')} {fmt_metric(v[name])}" for b, v in baselines.items()
              if v.get(name) is not None]  # fmt: skip
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _g(v) -> str:
+def fmt_metric(v) -> str:
     return "n/a" if v is None else f"{v:.4g}"
 
 

@@ -158,22 +158,30 @@ def windows(n: int, length: int, horizon: int, stride: int) -> list[int]:
     return list(range(0, n - length - horizon + 1, stride))
 
 
-def load_csv(cfg: CSVConfig) -> SeriesDataset:
-    """Read, fill, split, normalise and window the CSV series ``cfg`` describes."""
+def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
+    """Read, fill, split, normalise and window the CSV series ``cfg`` describes. With
+    ``stats`` (a trained model's normalisation, fitted on its own training split) the
+    whole file is windowed for validation with those statistics: a model is judged on
+    another file exactly as it saw its own."""
     cfg.check()
     names = list(dict.fromkeys([*cfg.features, cfg.target]))
     raw = read_table(cfg.path, names, cfg.datetime, cfg.datetime_format, cfg.delimiter)
     digest = dataset_digest(cfg, raw)
     table = fill_missing(raw, cfg.missing, cfg.val_fraction)
     rows = len(table)
-    cut = split_point(rows, cfg.val_fraction)
+    cut = split_point(rows, cfg.val_fraction) if stats is None else 0
     need = cfg.length + cfg.horizon
-    if cut < need or rows - cut < need:
+    if stats is not None and rows < need:
+        raise ScellisError(
+            f"{cfg.path}: {rows} rows are too few for one window of {cfg.length}+{cfg.horizon}"
+        )
+    if stats is None and (cut < need or rows - cut < need):
         raise ScellisError(
             f"{cfg.path}: {rows} rows split {cut}/{rows - cut} are too few for windows of "
             f"{cfg.length}+{cfg.horizon} in both parts"
         )
-    stats = {k: fit_stats(table.columns[k][:cut], cfg.normalise) for k in names}
+    if stats is None:
+        stats = {k: fit_stats(table.columns[k][:cut], cfg.normalise) for k in names}
     z = {k: [(v - stats[k][0]) / stats[k][1] for v in table.columns[k]] for k in names}
     feats = list(zip(*(z[k] for k in cfg.features)))
 
