@@ -7,8 +7,9 @@ from . import data, nn, optim, rng  # noqa: F401
 from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: F401
 from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
-from .codecs.state_file import load, save  # noqa: F401
+from .codecs.state_file import save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
+from .run.loading import load  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,
     default_device,

@@ -144,3 +144,36 @@ def test_bad_data_files_are_one_clear_line(run, capsys, tmp_path, text, words):
     code, _, err = _cli(capsys, "predict", rid, "--store", store, "--data", bad, "--device",
                         "reference")  # fmt: skip
     assert code == 2 and words in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_scellis_load_and_export_of_a_run_give_the_trained_models_outputs(run, capsys, tmp_path):
+    import importlib.util  # noqa: PLC0415  (the exported module is a file of its own)
+
+    import torch  # noqa: PLC0415  (the oracle: the exported module under PyTorch)
+
+    import scellis as sc  # noqa: PLC0415
+
+    folder, store = run
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    trained = sc.load(f"{rid}:best", store=str(store))
+    ds = trained.run.dataset()
+    x = ds.x_val[:7]
+    with no_grad():
+        ours = np.array(asyncio.run(trained(tensor(x, device="reference")).read()))
+    code, _, err = _cli(capsys, "export", f"{rid}:best", "--store", store, "--to", "torch",
+                        "--out", tmp_path / "tm")  # fmt: skip
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("exported_run", tmp_path / "tm" / "model.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    m = mod.Model()
+    m.load_state_dict(torch.load(tmp_path / "tm" / "state_dict.pt", weights_only=True))
+    m.eval()
+    theirs = m(torch.tensor(x, dtype=torch.float32)).detach().numpy()
+    assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    future = trained.forecast(2)
+    assert [r["horizon"] for r in future] == [1, 2] and all(r["actual"] is None for r in future)
+    # a file saved with sc.save still loads as a file
+    sc.save({"w": tensor([1.0, 2.0])}, tmp_path / "w.safetensors")
+    assert sc.load(tmp_path / "w.safetensors")["w"].tolist() == [1.0, 2.0]
