@@ -1,4 +1,5 @@
-"""``scellis.load`` (run layer): a saved file, or a trained run ready to use.
+"""``scellis.train`` and ``scellis.load`` (run layer): a record trained from Python, and a
+saved file or a trained run ready to use.
 
 ``load("weights.safetensors")`` reads what ``scellis.save`` wrote. ``load("RUN")``
 (``RUN@STEP``, ``RUN:best``; ``store=`` the folder) gives a ``TrainedModel``: the
@@ -15,7 +16,9 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..codecs import state_file
+from .options import RunOptions
 from .reference import TrainedRun, open_run
+from .session import start_run
 from .use import evaluate_run, predict_run
 
 
@@ -58,3 +61,25 @@ def load(ref, device=None, store=".scellis"):
     if not (Path(store) / "records.sqlite").is_file():
         raise ScellisError(f"load: no file {ref!r}, and no store at {store} to find a run in")
     return TrainedModel(open_run(store, ref), device or "reference")
+
+
+def train(record, *, store=".scellis", device="reference", **options) -> dict:
+    """Train the record at path ``record`` like ``scellis train`` does (recorded in
+    ``store``; ``options`` are run options: ``max_steps=60``, ``lr=3e-4``,
+    ``set=["data.window=52"]`` ...); returns the end summary, with the run's id."""
+    path = Path(record)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ScellisError(f"{record}: cannot read ({e.strerror or e})") from None
+    opts = RunOptions.from_mapping(options, where="train")
+    session = start_run(raw, str(path), options=opts, device=device, base_dir=path.parent,
+                        store=store)  # fmt: skip
+
+    async def drive():
+        end = None
+        async for ev in session.events():
+            end = ev if ev.kind == "end" else end
+        return end
+
+    return asyncio.run(drive()).to_dict()
