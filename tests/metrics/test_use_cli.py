@@ -177,3 +177,21 @@ def test_scellis_load_and_export_of_a_run_give_the_trained_models_outputs(run, c
     # a file saved with sc.save still loads as a file
     sc.save({"w": tensor([1.0, 2.0])}, tmp_path / "w.safetensors")
     assert sc.load(tmp_path / "w.safetensors")["w"].tolist() == [1.0, 2.0]
+
+
+def test_import_record_takes_a_run(run, capsys, tmp_path):
+    from safetensors.numpy import load_file  # noqa: PLC0415  (the oracle reader)
+
+    folder, store = run
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    assert _cli(capsys, "export", rid, "--store", store, "--to", "safetensors", "--out",
+                tmp_path / "a.safetensors")[0] == 0  # fmt: skip
+    code, _, err = _cli(capsys, "import", tmp_path / "a.safetensors", "--record", rid,
+                        "--store", store, "--to", tmp_path / "back.sml")  # fmt: skip
+    assert code == 0, err
+    assert f"from run {rid}" in (tmp_path / "back.sml").read_text()
+    assert _cli(capsys, "export", tmp_path / "back.sml", "--store", store, "--to",
+                "safetensors", "--out", tmp_path / "b.safetensors")[0] == 0  # fmt: skip
+    a, b = load_file(tmp_path / "a.safetensors"), load_file(tmp_path / "b.safetensors")
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)

@@ -52,14 +52,20 @@ def _shapes(record: dict) -> dict[str, tuple]:
 def import_file(
     path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
     name_map: dict[str, str] | None = None, codec: str | None = None, strict: bool = True,
+    record_source: tuple[str, str, Path] | None = None,
 ) -> Result:  # fmt: skip
-    """Read ``path``, map and store its weights; write the record to ``to`` when given."""
+    """Read ``path``, map and store its weights; write the record to ``to`` when given.
+    ``record`` (a file) or ``record_source`` ((text, its name, its folder): a run's record)
+    is the record the weights are mapped onto."""
     path = Path(path)
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     if record is not None:
         rtext = Path(record).read_text()
         rec, where = check(rtext, str(record), Path(record).parent), str(record)
+    elif record_source is not None:
+        rtext, where, base = record_source
+        rec = check(rtext, where, base)
     tensors, unused = im.tensors, []
     if rec is not None:
         tensors, unused = map_names(im.tensors, _shapes(rec), name_map, strict=strict)
