@@ -9,10 +9,12 @@ import json
 import pytest
 from genutil import write_lm
 
+from scellis.base.errors import ScellisError
 from scellis.cli.main import main
 from scellis.run.generate import generate, lm_context
 from scellis.run.reference import open_run
 from scellis.store.records import Records
+from scellis.webapp import api
 from storeutil import write_record
 
 
@@ -59,6 +61,30 @@ def test_generate_prints_the_continuation(lm, capsys):
     row = json.loads(js)
     assert rc == 0 and row["generated"] == out[:-1] and row["ids"] == ids
     assert row["run"] == run.ref and row["prompt"] == "abc"
+
+
+def test_the_tab_continues_with_the_same_generator(lm, capsys):
+    store, rid = lm
+    args = {"run": rid, "prompt": "hag", "store": str(store), "device": "reference",
+            "max_new": 10, "temperature": 0.7, "top_k": 4, "seed": 6}  # fmt: skip
+
+    async def go():
+        return [e async for e in api.dispatch("generate", json.dumps(args))]
+
+    evs = asyncio.run(go())
+    assert [e["kind"] for e in evs] == ["token"] * 10 + ["generated"]
+    rc, out, _ = gen(capsys, store, rid, "--prompt", "hag", "--max-new", "10",
+                     "--temperature", "0.7", "--top-k", "4", "--seed", "6")  # fmt: skip
+    assert rc == 0 and evs[-1]["generated"] == out[:-1] == "".join(e["text"] for e in evs[:-1])
+    bad = api.dispatch("generate", json.dumps({**args, "prompt": "q"}))
+    with pytest.raises(ScellisError, match="not in the vocabulary"):
+        asyncio.run(_first(bad))
+    assert "vocabulary" in api.last_error()["message"]
+
+
+async def _first(agen):
+    async for e in agen:
+        return e
 
 
 def test_a_seed_names_one_sampled_continuation(lm, capsys):

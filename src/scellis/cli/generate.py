@@ -15,24 +15,9 @@ import sys
 
 import click
 
-from ..base.errors import ScellisError
-from ..data.text import TextDataset
-from ..run.generate import lm_context, stream
+from ..run.generate import text_run
 from ..run.reference import open_run
 from .common import pick_device
-
-
-def encode_prompt(vocab, prompt: str, rid: str) -> list[int]:
-    """The prompt's ids; a character the run never saw is one clear message."""
-    if not prompt:
-        raise ScellisError("the prompt is empty: give --prompt TEXT")
-    for i, ch in enumerate(prompt):
-        if ch not in vocab.index:
-            raise ScellisError(
-                f"the prompt's character {ch!r} (at {i + 1}) is not in the vocabulary of run "
-                f"{rid} ({len(vocab)} characters of its training text)"
-            )
-    return vocab.encode(prompt)
 
 
 def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_p=None,
@@ -40,32 +25,25 @@ def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_
                   out=None) -> int:  # fmt: skip
     """Print the continuation of ``prompt`` by the run ``ref``; returns the exit status."""
     out = out or sys.stdout
-    run = open_run(store, ref)
-    ds = run.dataset()
-    if not isinstance(ds, TextDataset):
-        raise ScellisError(
-            f"run {run.rid} is not a language model: it trained on "
-            f"{run.record.get('data', {}).get('format', 'non-text')} data, not text"
-        )
-    ids = encode_prompt(ds.vocab, prompt, run.rid)
     name, _ = pick_device(device)
-    model = run.model(name)
-    kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-              context=lm_context(run.record))  # fmt: skip
+    lm = text_run(open_run(store, ref), name)
+    lm.encode(prompt)  # a bad prompt is refused before anything is printed
+    kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
 
     async def go() -> list[int]:
         got: list[int] = []
-        async for step in stream(model, ids, **kw):
-            got.append(step.ids[0])
+        async for i in lm.continuation(prompt, **kw):
+            got.append(i)
             if not json_:
-                out.write(ds.vocab.decode(step.ids))
+                out.write(lm.vocab.decode([i]))
                 out.flush()
         return got
 
     got = asyncio.run(go())
     if json_:
-        row = {"run": run.ref, "device": name, "prompt": prompt,
-               "generated": ds.vocab.decode(got), "ids": got, **kw}  # fmt: skip
+        text = lm.vocab.decode(got)
+        row = {"run": lm.run.ref, "device": name, "prompt": prompt, "generated": text,
+               "ids": got, **kw, "context": lm.context}  # fmt: skip
         out.write(json.dumps(row) + "\n")
     else:
         out.write("\n")

@@ -45,6 +45,7 @@ from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..base.rng import Generator, uniform
 from ..catalog.blocks.decoding import KVCache, decodes_incrementally
+from ..data.text import TextDataset
 from ..devices.base import get_device
 from ..runtime.creation import tensor
 
@@ -224,6 +225,46 @@ async def generate(model, prompt_ids, **kw) -> list:
         out.append(step.ids)
     per_row = [list(r) for r in zip(*out)] if out else [[] for _ in _rows(prompt_ids)[0]]
     return per_row[0] if single else per_row
+
+
+@dataclass
+class TextRun:
+    """A trained run as a text continuer: its model, its characters, its context."""
+
+    run: object  # run.reference.TrainedRun
+    model: object
+    vocab: object  # data.text.CharVocab
+    context: int
+
+    def encode(self, prompt: str) -> list[int]:
+        """The prompt's ids; a character the run never saw is one clear message."""
+        if not prompt:
+            raise ScellisError("the prompt is empty: nothing to continue")
+        for i, ch in enumerate(prompt):
+            if ch not in self.vocab.index:
+                raise ScellisError(
+                    f"the prompt's character {ch!r} (at {i + 1}) is not in the vocabulary of "
+                    f"run {self.run.rid} ({len(self.vocab)} characters of its training text)"
+                )
+        return self.vocab.encode(prompt)
+
+    async def continuation(self, prompt: str, **kw) -> AsyncIterator[int]:
+        """Each generated id of ``prompt``'s continuation (``stream``'s sampling keywords:
+        max_new, temperature, top_k, top_p, seed)."""
+        async for step in stream(self.model, self.encode(prompt), context=self.context, **kw):
+            yield step.ids[0]
+
+
+def text_run(run, device="reference") -> TextRun:
+    """``run`` (a ``run.reference.TrainedRun``) ready to continue text on ``device``; a run
+    that did not train a language model on text is one clear message."""
+    ds = run.dataset()
+    if not isinstance(ds, TextDataset):
+        kind = (run.record.get("data") or {}).get("format") or "non-text"
+        raise ScellisError(
+            f"run {run.rid} is not a language model: it trained on {kind} data, not text"
+        )
+    return TextRun(run, run.model(device), ds.vocab, lm_context(run.record))
 
 
 def lm_context(record: dict) -> int:
