@@ -5,6 +5,7 @@ options the page sent (``run.options.RunOptions``, the tab's defaults) and forwa
 events as plain dicts (``train.events``). ``options`` lists the run options the panel
 shows; ``control`` is called by the worker as soon as a message arrives, and the
 session reads it at every event, so pause and stop act at the next step boundary.
+``generate`` continues a prompt with a stored run's language model, token by token.
 """
 
 from __future__ import annotations
