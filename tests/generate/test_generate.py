@@ -14,7 +14,8 @@ from genutil import ALPHABET, tiny_lm, torch_choose
 from scellis.autograd import no_grad
 from scellis.base.errors import ScellisError
 from scellis.base.rng import Generator, stream_key, uniform
-from scellis.catalog.blocks.decoding import blockers, decodes_incrementally
+from scellis.catalog import blocks as B
+from scellis.catalog.blocks.decoding import KVCache, blockers, decodes_incrementally
 from scellis.data.text import text_dataset
 from scellis.run.generate import Sampling, draws, generate, stream
 from scellis.run.samples import text_sample
@@ -214,3 +215,36 @@ def test_text_samples_are_the_whole_window_greedy_continuations():
                 w.append(c)
                 del w[0]
     assert [r["generated"] for r in got.rows] == [ds.vocab.decode(o) for o in outs]
+
+
+# -- the cache on blocks --
+
+
+def chunked(module, x, cuts, device="reference"):
+    """``module`` on ``x`` [B, T, E] in chunks (cached) and whole: both outputs."""
+    kv = KVCache()
+    parts, start = [], 0
+    with no_grad():
+        for end in [*cuts, x.shape[1]]:
+            parts.append(np.asarray(kv.run(module, x[:, start:end]).tolist()))
+            start = end
+        whole = np.asarray(module(x).tolist())
+    assert kv.offset == x.shape[1]
+    return np.concatenate(parts, axis=1), whole
+
+
+@pytest.mark.parametrize("rotary", [False, True])
+def test_chunks_after_the_first_attend_to_the_cache_with_their_offset(rotary):
+    cfg = B.TransformerConfig(16, 2, 2, kind="decoder", rotary=rotary, attention="naive")
+    stack = B.Transformer(cfg, device="reference", gen=Generator(1, "init")).eval()
+    x = tensor(np.random.default_rng(0).standard_normal((2, 10, 16)).tolist())
+    got, want = chunked(stack, x, [4, 5, 7])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cache_refuses_a_model_that_mixes_positions():
+    cfg = B.TransformerConfig(16, 2, 1, kind="encoder")
+    stack = B.Transformer(cfg, device="reference", gen=Generator(1, "init")).eval()
+    x = tensor(np.zeros((1, 3, 16)).tolist())
+    with pytest.raises(ScellisError, match=r"blocks\.0\.attn may mix positions"):
+        KVCache().run(stack, x)

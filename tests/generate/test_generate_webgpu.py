@@ -13,9 +13,14 @@ from genutil import tiny_lm
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
+from scellis.autograd import no_grad  # noqa: E402
 from scellis.base.errors import DeviceError  # noqa: E402
+from scellis.base.rng import Generator  # noqa: E402
+from scellis.catalog import blocks as B  # noqa: E402
+from scellis.catalog.blocks.decoding import KVCache  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
 from scellis.run.generate import stream  # noqa: E402
+from scellis.runtime.creation import tensor  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
 
@@ -52,3 +57,16 @@ def test_cached_decoding_on_webgpu_equals_recomputation_and_the_reference(gpu, p
     np.testing.assert_allclose(cached, ref, rtol=1e-4, atol=1e-4)
     sampled = steps(model, gpu, temperature=1.0, top_p=0.9, seed=2)[0]
     assert sampled == steps(model, gpu, temperature=1.0, top_p=0.9, seed=2, cache=False)[0]
+
+
+def test_cached_chunks_on_webgpu_take_flash_then_the_offset_mask(gpu):
+    cfg = B.TransformerConfig(16, 2, 2, kind="decoder", rotary=True)  # auto: flash on webgpu
+    stack = B.Transformer(cfg, device=gpu, gen=Generator(1, "init")).eval()
+    x = tensor(np.random.default_rng(0).standard_normal((2, 9, 16)).tolist(), device=gpu)
+    kv, parts, start = KVCache(), [], 0
+    with no_grad():
+        for end in (4, 5, 9):  # flash (no past), flash (one query), naive (offset mask)
+            parts.append(np.asarray(kv.run(stack, x[:, start:end]).tolist()))
+            start = end
+        whole = np.asarray(stack(x).tolist())
+    np.testing.assert_allclose(np.concatenate(parts, axis=1), whole, rtol=1e-5, atol=1e-5)

@@ -20,7 +20,6 @@ block) is assumed to mix positions, and such a model must be run on whole window
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ...base.errors import ScellisError
@@ -45,7 +44,10 @@ class KVCache:
 
     def run(self, model, ids, *rest):
         """``model(ids, *rest)`` on the positions after ``offset`` (``ids`` [B, T]); the
-        cache then holds ``offset + T`` positions."""
+        cache then holds ``offset + T`` positions. A model with a block that may mix
+        positions is refused (``check_incremental``)."""
+        if self.offset == 0:
+            check_incremental(model)
         token = _ACTIVE.set(self)
         try:
             out = model(ids, *rest)
@@ -68,16 +70,6 @@ def position_offset() -> int:
     """The position of the first input position: 0 except during cached decoding."""
     cache = _ACTIVE.get()
     return 0 if cache is None else cache.offset
-
-
-@contextmanager
-def no_cache():
-    """Blocks called inside take their ordinary path even during cached decoding."""
-    token = _ACTIVE.set(None)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
 
 
 def blockers(model) -> list[str]:
