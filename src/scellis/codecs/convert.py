@@ -129,9 +129,19 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
 def export_file(path, to: str, *, out=None, store=".scellis", weights: str | None = None) -> Result:
     """Write ``path``'s model with the writer ``to`` (safetensors | pt | torch | a codec id)."""
     path = Path(path)
-    cid = TARGETS.get(to, to)
     rec, tensors = _source(path, store, weights)
-    dest = Path(out) if out is not None else path.with_name(_DEFAULT_NAME.get(cid, "{stem}.out")
-                                                              .format(stem=path.stem))  # fmt: skip
+    return export_tensors(rec, tensors, to, out=out, beside=path)
+
+
+def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside: Path) -> Result:
+    """Write a record's model with ``tensors`` (by parameter path; a fine-tuned model's
+    adapters are merged first) with the writer ``to``; by default next to ``beside``."""
+    if rec is not None and rec.get("finetune"):
+        merged = finetuned_source(rec, tensors)
+        if merged is not None:
+            rec, tensors = merged
+    cid = TARGETS.get(to, to)
+    dest = Path(out) if out is not None else beside.with_name(
+        _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
     written = make(cid).write(dest, tensors, rec)
     return Result(cid, rec, None, tensors, written=written)
