@@ -9,6 +9,7 @@ import json
 import pytest
 from genutil import write_lm
 
+import scellis
 from scellis.base.errors import ScellisError
 from scellis.cli.main import main
 from scellis.run.generate import generate, lm_context
@@ -61,6 +62,9 @@ def test_generate_prints_the_continuation(lm, capsys):
     row = json.loads(js)
     assert rc == 0 and row["generated"] == out[:-1] and row["ids"] == ids
     assert row["run"] == run.ref and row["prompt"] == "abc"
+    # and scellis.load's
+    loaded = scellis.load(rid, store=str(store))
+    assert loaded.generate("abc", max_new=12, temperature=0) == out[:-1]
 
 
 def test_the_tab_continues_with_the_same_generator(lm, capsys):

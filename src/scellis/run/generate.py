@@ -254,17 +254,23 @@ class TextRun:
         async for step in stream(self.model, self.encode(prompt), context=self.context, **kw):
             yield step.ids[0]
 
+    async def text(self, prompt: str, **kw) -> str:
+        """The whole continuation of ``prompt`` (``continuation``'s keywords)."""
+        return self.vocab.decode([i async for i in self.continuation(prompt, **kw)])
 
-def text_run(run, device="reference") -> TextRun:
-    """``run`` (a ``run.reference.TrainedRun``) ready to continue text on ``device``; a run
-    that did not train a language model on text is one clear message."""
+
+def text_run(run, device="reference", model=None) -> TextRun:
+    """``run`` (a ``run.reference.TrainedRun``) ready to continue text on ``device`` (with
+    ``model``, its model already built, if given); a run that did not train a language
+    model on text is one clear message."""
     ds = run.dataset()
     if not isinstance(ds, TextDataset):
         kind = (run.record.get("data") or {}).get("format") or "non-text"
         raise ScellisError(
             f"run {run.rid} is not a language model: it trained on {kind} data, not text"
         )
-    return TextRun(run, run.model(device), ds.vocab, lm_context(run.record))
+    model = model if model is not None else run.model(device)
+    return TextRun(run, model, ds.vocab, lm_context(run.record))
 
 
 def lm_context(record: dict) -> int:
