@@ -216,15 +216,29 @@ async def stream(
         model.train(was_training)
 
 
-async def generate(model, prompt_ids, **kw) -> list:
+async def generate(
+    model,
+    prompt_ids,
+    *,
+    max_new: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int = 0,
+    device=None,
+    context: int,
+    cache: bool = True,
+) -> list:
     """The ``max_new`` generated ids: a list for one prompt row, a list per row for rows
-    (``stream``'s keyword arguments)."""
-    _, single = _rows(prompt_ids)
-    out: list[list[int]] = []
-    async for step in stream(model, prompt_ids, **kw):
-        out.append(step.ids)
-    per_row = [list(r) for r in zip(*out)] if out else [[] for _ in _rows(prompt_ids)[0]]
-    return per_row[0] if single else per_row
+    (see the module note; ``stream`` hands them out step by step)."""
+    rows, single = _rows(prompt_ids)
+    out: list[list[int]] = [[] for _ in rows]
+    async for step in stream(model, rows, max_new=max_new, temperature=temperature,
+                             top_k=top_k, top_p=top_p, seed=seed, device=device,
+                             context=context, cache=cache):  # fmt: skip
+        for got, i in zip(out, step.ids):
+            got.append(i)
+    return out[0] if single else out
 
 
 @dataclass
