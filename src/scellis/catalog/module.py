@@ -23,7 +23,14 @@ from .module_state import IncompatibleKeys, load_state
 
 
 class Module:
-    """Base of every block: holds parameters, buffers (non-trained state) and children."""
+    """Base of every block: holds parameters, buffers (non-trained state) and children.
+
+    ``incremental``: whether cached decoding (``catalog.blocks.decoding``) may call the
+    module on new positions only; false unless a class says so, because a module that
+    mixes positions would silently compute something else on part of a sequence.
+    """
+
+    incremental = False
 
     def __init__(self):
         object.__setattr__(self, "_params", {})
@@ -224,6 +231,8 @@ def _device_name(device):
 
 class ModuleList(Module):
     """An indexed list of modules: children named ``0``, ``1``, ..."""
+
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, mods=()):
         super().__init__()

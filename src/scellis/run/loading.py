@@ -4,9 +4,10 @@ saved file or a trained run ready to use.
 ``load("weights.safetensors")`` reads what ``scellis.save`` wrote. ``load("RUN")``
 (``RUN@STEP``, ``RUN:best``; ``store=`` the folder) gives a ``TrainedModel``: the
 run's model with its checkpoint's weights, callable like the model, with
-``evaluate``, ``predict`` and ``forecast`` in the data's own units. These helpers
-drive the engine's async calls with ``asyncio.run``, so they are for native Python;
-in a tab, await ``run.use``'s functions instead.
+``evaluate``, ``predict`` and ``forecast`` in the data's own units, and ``generate``
+for a language model (``run.generate``). These helpers drive the engine's async calls
+with ``asyncio.run``, so they are for native Python; in a tab, await ``run.use``'s
+functions instead.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..codecs import state_file
+from .generate import text_run
 from .options import RunOptions
 from .reference import TrainedRun, open_run
 from .session import start_run
@@ -49,6 +51,15 @@ class TrainedModel:
             raise ScellisError(f"forecast: horizon must be >= 1, got {horizon}")
         rows = asyncio.run(predict_run(self.run, data=data, horizon=horizon, device=self.device))
         return [r for r in rows if r["actual"] is None]
+
+    def generate(self, prompt: str, max_new: int = 200, temperature: float = 1.0,
+                 top_k: int | None = None, top_p: float | None = None,
+                 seed: int = 0) -> str:  # fmt: skip
+        """The continuation of ``prompt`` by a language model's run (``run.generate``:
+        greedy at temperature 0, else sampled from the Philox ``sample`` stream of ``seed``)."""
+        lm = text_run(self.run, self.device, self.model)
+        kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        return asyncio.run(lm.text(prompt, **kw))
 
 
 def load(ref, device=None, store=".scellis"):

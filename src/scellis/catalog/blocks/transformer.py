@@ -48,6 +48,8 @@ class TransformerBlockConfig:
 class TransformerBlock(Block):
     """Children ``ln1``, ``attn`` (q, k, v, o), ``ln2``, ``mlp`` (fc1, fc2)."""
 
+    incremental = True  # a container: its children are checked on their own
+
     def __init__(self, cfg: TransformerBlockConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         d = cfg.d_model
@@ -101,6 +103,8 @@ class TransformerConfig:
 
 class Transformer(Block):
     """Children ``blocks.0`` .. ``blocks.{L-1}`` and ``ln_f``."""
+
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, cfg: TransformerConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
