@@ -37,6 +37,7 @@ reproducible on one adapter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ....base.errors import LimitError
 from .common import Source
@@ -265,6 +266,37 @@ def _store(tile: Tile, vec: bool, half: bool) -> str:
     return "\n".join(lines)
 
 
+def _header(bm: int, bn: int, gm: int = 0) -> str:
+    """The workgroup's tile (m0, n0), batch offsets and sizes from its linear index; with
+    ``gm`` the tiles run in groups of ``gm`` tile rows (column-major within a group), so
+    workgroups in flight together share rows of A and columns of B in the cache."""
+    if gm:
+        tile = (
+            f"  let tiles = mt[{_TN}u] * mt[{_TM}u]; let bi = g / tiles; let t = g % tiles;\n"
+            f"  let span = {gm}u * mt[{_TN}u]; let first = (t / span) * {gm}u;\n"
+            f"  let rows = min(mt[{_TM}u] - first, {gm}u);\n"
+            "  let tm = first + (t % span) % rows; let tn = (t % span) / rows;"
+        )
+    else:
+        tile = (
+            f"  let tn = g % mt[{_TN}u]; let g2 = g / mt[{_TN}u];\n"
+            f"  let tm = g2 % mt[{_TM}u]; let bi = g2 / mt[{_TM}u];"
+        )
+    return f"""  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  if (g >= mt[{_GROUPS}u]) {{ return; }}
+  let M = mt[{_M}u]; let N = mt[{_N}u]; let K = mt[{_K}u];
+{tile}
+  var oa = mt[{_OA}u]; var ob = mt[{_OB}u]; var rest = bi;
+  for (var d = 0u; d < mt[{_NB}u]; d++) {{
+    let at = {_NB + 1}u + 3u * d; let s = mt[at]; let q = rest % s; rest = rest / s;
+    oa += q * mt[at + 1u]; ob += q * mt[at + 2u];
+  }}
+  let oc = bi * M * N;
+  let tx = l3.x; let ty = l3.y;
+  let m0 = tm * {bm}u; let n0 = tn * {bn}u;"""
+
+
+@lru_cache(maxsize=256)  # pure in its arguments; rebuilding it dominated a call's host time
 def _main(tile: Tile, a: Side, b: Side, out_vec: bool, half: bool) -> str:
     widen = "vec4<f32>" if half else ""
     a_setup, a_fetch, a_stash = _load("a", tile, a, widen)
@@ -278,19 +310,7 @@ var<workgroup> sh_b: array<vec4<f32>, {n_shared}>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) l3: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {{
-  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  if (g >= mt[{_GROUPS}u]) {{ return; }}
-  let M = mt[{_M}u]; let N = mt[{_N}u]; let K = mt[{_K}u];
-  let tn = g % mt[{_TN}u]; let g2 = g / mt[{_TN}u];
-  let tm = g2 % mt[{_TM}u]; let bi = g2 / mt[{_TM}u];
-  var oa = mt[{_OA}u]; var ob = mt[{_OB}u]; var rest = bi;
-  for (var d = 0u; d < mt[{_NB}u]; d++) {{
-    let at = {_NB + 1}u + 3u * d; let s = mt[at]; let q = rest % s; rest = rest / s;
-    oa += q * mt[at + 1u]; ob += q * mt[at + 2u];
-  }}
-  let oc = bi * M * N;
-  let tx = l3.x; let ty = l3.y;
-  let m0 = tm * {tile.bm}u; let n0 = tn * {tile.bm}u;
+{_header(tile.bm, tile.bm)}
 {a_setup}
 {b_setup}
 {accs}
@@ -313,6 +333,192 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 """
 
 
+# -- the register-tiled kernel for large products --
+
+
+@dataclass(frozen=True)
+class Reg:
+    """A workgroup of ``bn/tn`` x ``bm/tm`` invocations computes one ``bm`` x ``bn`` tile,
+    each invocation ``tm`` x ``tn`` outputs (rows ``4*ty + 4*(bm/tm)*i``, columns
+    ``4*tx + 4*(bn/tn)*j``). A and B are both staged [k][m] / [k][n] as vec4, in two
+    workgroup buffers: block i+1 is stashed into one while block i is read from the
+    other, one barrier per block. Products use ``fma``, so results differ in rounding
+    from the ``TILES`` kernel; each output still sums k = 0..K-1 in order."""
+
+    bm: int
+    bn: int
+    tm: int
+    tn: int
+    bk: int
+    gm: int = 0  # tile rows per launch group (``_header``), 0 = row-major order
+    unroll: int = 1  # k steps per iteration of the inner loop
+    fma: bool = True
+
+    @property
+    def wgx(self) -> int:
+        return self.bn // self.tn
+
+    @property
+    def wgy(self) -> int:
+        return self.bm // self.tm
+
+    @property
+    def threads(self) -> int:
+        return self.wgx * self.wgy
+
+    @property
+    def shared_bytes(self) -> int:
+        return 2 * self.bk * (self.bm + self.bn) * 4
+
+    def fits(self, limits: dict) -> bool:
+        return (
+            self.threads <= limits["max_compute_invocations_per_workgroup"]
+            and self.wgx <= limits.get("max_compute_workgroup_size_x", 256)
+            and self.shared_bytes <= limits["max_compute_workgroup_storage_size"]
+        )
+
+
+REGS = {
+    "r128": Reg(128, 128, 8, 8, 16),
+    "r128k8": Reg(128, 128, 8, 8, 8),
+    "r128x64": Reg(128, 64, 8, 8, 16),
+    "r64": Reg(64, 64, 8, 8, 16),
+}
+# products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
+REG_MIN_WORK = 1 << 27
+REG_MIN_DIM = 64
+
+
+def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
+    """The REGS tile for a large product, or None (the ``TILES`` kernel then runs)."""
+    if min(m, n, k) < REG_MIN_DIM or m * n * k * batch < REG_MIN_WORK:
+        return None
+    for name in ("r128", "r128k8", "r128x64", "r64"):
+        r = REGS[name]
+        if r.fits(limits) and _cdiv(m, r.bm) * _cdiv(n, r.bn) * batch >= 128:
+            return name
+    return None
+
+
+def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
+    """(setup, fetch, stash) of one operand for the REGS kernel (see ``_load``); the
+    stash writes the buffer at vec4 offset ``sw``, transposing a read along K."""
+    st, sk = (f"mt[{i}u]" for i in ((_SA_T, _SA_K) if name == "a" else (_SB_T, _SB_K)))
+    size, t0, bt = ("M", "m0", r.bm) if name == "a" else ("N", "n0", r.bn)
+    bt4, bk4 = bt // 4, r.bk // 4
+    setup, body, stash = [f"  let {name}st = {st}; let {name}sk = {sk};"], [], []
+    for p in range(bt * r.bk // (4 * r.threads)):
+        v, idx = f"{name}{p}", f"(lid + {p * r.threads}u)"
+        if side.along == "t":
+            setup.append(f"  let {v}k = {idx} / {bt4}u; let {v}l = {idx} % {bt4}u;")
+            setup.append(f"  let {v}t = {t0} + {v}l * 4u;")
+        else:
+            setup.append(f"  let {v}l = {idx} / {bk4}u; let {v}k = ({idx} % {bk4}u) * 4u;")
+            setup.append(f"  let {v}t = {t0} + {v}l;")
+        setup.append(f"  let {v}e = o{name} + {v}t * {name}st; var {v}v = vec4<f32>(0.0);")
+        gk = f"(kf + {v}k)"
+        body.append(f"    {v}v = vec4<f32>(0.0);")
+        if side.vec:
+            body.append(
+                f"    if (({v}t < {size}) & ({gk} < K)) {{"
+                f" {v}v = {widen}(ld_{name}(({v}e + {gk} * {name}sk) / 4u)); }}"
+            )
+        for j in range(0 if side.vec else 4):
+            if side.along == "t":
+                ok = f"({v}t + {j}u < {size}) & ({gk} < K)"
+                e = f"{v}e + {j}u * {name}st + {gk} * {name}sk"
+            else:
+                ok, e = f"({v}t < {size}) & ({gk} + {j}u < K)", f"{v}e + ({gk} + {j}u) * {name}sk"
+            body.append(f"    if ({ok}) {{ {v}v[{j}] = f32(ld_{name}({e})); }}")
+        if side.along == "t":
+            stash.append(f"    sh_{name}[sw * {bt4}u + {v}k * {bt4}u + {v}l] = {v}v;")
+        else:
+            for j in range(4):
+                stash.append(
+                    f"    sh_{name}[(sw + {v}k + {j}u) * {bt4}u + {v}l / 4u][{v}l & 3u]"
+                    f" = {v}v[{j}];"
+                )
+    return "\n".join(setup), "\n".join(body), "\n".join(stash)
+
+
+@lru_cache(maxsize=256)
+def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool) -> str:
+    widen = "vec4<f32>" if half else ""
+    a_setup, a_fetch, a_stash = _rload("a", r, a, widen)
+    b_setup, b_fetch, b_stash = _rload("b", r, b, widen)
+    qm, qn, bm4, bn4 = r.tm // 4, r.tn // 4, r.bm // 4, r.bn // 4
+    accs = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(r.tm) for j in range(qn))
+    dot = []
+    for u in range(r.unroll):  # fragments a<i>_<u> / b<j>_<u> of k = kk + u
+        row = f"(sr + kk + {u}u)" if u else "(sr + kk)"
+        dot += [
+            f"      let a{i}_{u} = sh_a[{row} * {bm4}u + {i * r.wgy}u + ty];" for i in range(qm)
+        ]
+        dot += [
+            f"      let b{j}_{u} = sh_b[{row} * {bn4}u + {j * r.wgx}u + tx];" for j in range(qn)
+        ]
+        for i in range(qm):
+            for ii in range(4):
+                for j in range(qn):
+                    c, av, bv = f"c{i * 4 + ii}_{j}", f"vec4<f32>(a{i}_{u}[{ii}])", f"b{j}_{u}"
+                    dot.append(
+                        f"      {c} = fma({av}, {bv}, {c});"
+                        if r.fma
+                        else f"      {c} += {av} * {bv};"
+                    )
+    cast = ("vec4<f16>" if out_vec else "f16") if half else ""
+    store = []
+    for i in range(qm):
+        for ii in range(4):
+            store.append(f"  let m{i}_{ii} = m0 + {i * r.wgy * 4 + ii}u + ty * 4u;")
+            store.append(f"  if (m{i}_{ii} < M) {{ let ro = oc + m{i}_{ii} * N;")
+            for j in range(qn):
+                col, acc = f"n0 + {j * r.wgx * 4}u + tx * 4u", f"c{i * 4 + ii}_{j}"
+                if out_vec:
+                    store.append(
+                        f"    if ({col} < N) {{ st_o((ro + {col}) / 4u, {cast}({acc})); }}"
+                    )
+                    continue
+                for c in range(4):
+                    store.append(
+                        f"    if ({col} + {c}u < N) {{"
+                        f" st_o(ro + {col} + {c}u, {cast}({acc}[{c}])); }}"
+                    )
+            store.append("  }")
+    dot_s, store_s = "\n".join(dot), "\n".join(store)
+    return f"""var<workgroup> sh_a: array<vec4<f32>, {2 * r.bk * bm4}>;
+var<workgroup> sh_b: array<vec4<f32>, {2 * r.bk * bn4}>;
+@compute @workgroup_size({r.wgx}, {r.wgy}, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) l3: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {{
+{_header(r.bm, r.bn, r.gm)}
+{a_setup}
+{b_setup}
+{accs}
+  var kf = 0u; var sw = 0u;
+{a_fetch}
+{b_fetch}
+{a_stash}
+{b_stash}
+  workgroupBarrier();
+  for (var k0 = 0u; k0 < K; k0 += {r.bk}u) {{
+    let sr = sw; sw = {r.bk}u - sw; kf = k0 + {r.bk}u;
+    // the next block's global reads are in flight while this one is multiplied
+{a_fetch}
+{b_fetch}
+    for (var kk = 0u; kk < {r.bk}u; kk += {r.unroll}u) {{
+{dot_s}
+    }}
+{a_stash}
+{b_stash}
+    workgroupBarrier();
+  }}
+{store_s}
+}}
+"""
+
+
 def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     a, b = ins
     out = outs[0]
@@ -326,9 +532,20 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     sb_k, sb_n = b.strides[-2:]
     side_a = choose_side(m, k, sa_m, sa_k, a.offset, [d[1] for d in batch_dims])
     side_b = choose_side(n, k, sb_n, sb_k, b.offset, [d[2] for d in batch_dims])
-    tile = TILES[choose_tile(m, n, batch, src.limits, attrs.get("_tile"))]
+    want = attrs.get("_tile")
+    reg = want if want in REGS else None
+    if want is None:
+        reg = choose_reg(m, n, k, batch, src.limits)
+    if reg is not None:
+        tile = REGS[reg]
+        if not tile.fits(src.limits):
+            raise LimitError(f"matmul tile {reg} does not fit this device's limits")
+        bm, bn = tile.bm, tile.bn
+    else:
+        tile = TILES[choose_tile(m, n, batch, src.limits, want)]
+        bm = bn = tile.bm
     out_vec = n % 4 == 0
-    tn, tm = _cdiv(n, tile.bm), _cdiv(m, tile.bm)
+    tn, tm = _cdiv(n, bn), _cdiv(m, bm)
     groups = tn * tm * batch
     src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k)
     src.add_meta(len(batch_dims))
@@ -337,7 +554,9 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     src.operand("a", a, lanes=4 if side_a.vec else 1)
     src.operand("b", b, lanes=4 if side_b.vec else 1)
     src.operand("o", out, write=True, lanes=4 if out_vec else 1)
-    src.body = _main(tile, side_a, side_b, out_vec, out.dtype.name == "f16")
+    half = out.dtype.name == "f16"
+    main = _rmain if reg is not None else _main
+    src.body = main(tile, side_a, side_b, out_vec, half)
     return fold_grid(groups, src.limits)
 
 
