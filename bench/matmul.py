@@ -24,9 +24,12 @@ WebGPU figures: ``op`` is the whole ``matmul`` op per call (shape rules, kernel 
 output allocation, encoding, submission); ``kernel`` re-launches that op's encoded kernel
 (same pipeline, bindings and output) per call, which leaves out the Python op layer:
 the kernel's throughput in a stream, as torch's figure is cuBLAS's. TF32 is off in
-torch, so it is a true f32 GEMM. TFLOP/s = 2*M*N*K / median time; ``ratio`` = WebGPU
+torch, so it is a true f32 GEMM. ``--dtype f16`` runs both in f16: scellis reads f16
+(shader-f16), accumulates in f32 and stores f16; torch's f16 GEMM uses the tensor cores,
+which WGSL cannot reach. TFLOP/s = 2*M*N*K / median time; ``ratio`` = WebGPU
 kernel / torch. Each WebGPU result is checked on 32 rows against an f64 product with the
-bound of kernels/matmul.py (``err/bound`` must stay <= 1).
+bound of kernels/matmul.py, plus one f16 rounding of the result for f16 (``err/bound``
+must stay <= 1).
 """
 
 from __future__ import annotations
@@ -92,11 +95,11 @@ def time_samples(run, sync, warmup: int, repeats: int, min_sample_s: float) -> d
     return {"median_s": statistics.median(samples), "min_s": min(samples), "inner": inner}
 
 
-def operands(rng, shape):
+def operands(rng, shape, dtype=np.float32):
     """(A, B) as multiplied and the arrays stored: transposed operands are stored [.., C, R]."""
     m, k, n, ta, tb = shape
-    a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
-    b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+    a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32).astype(dtype)
     return (a.T if ta else a), (b.T if tb else b), a, b
 
 
@@ -136,11 +139,14 @@ def check_rows(dev, y, a, b, rows: int = 32) -> float:
     """max err/bound over ``rows`` spread rows of a WebGPU result ``y`` = ``a @ b``."""
     m, k = a.shape
     data = run_sync(dev.read(y.view.buf))
-    got = np.frombuffer(data, dtype=np.float32, count=m * b.shape[1]).reshape(m, -1)
+    got = np.frombuffer(data, dtype=a.dtype, count=m * b.shape[1]).reshape(m, -1)
     idx = np.linspace(0, m - 1, min(rows, m)).astype(int)
     a64, b64 = a[idx].astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64
     bound = max(k, 1) * 2.0**-23 * (np.abs(a64) @ np.abs(b64))
-    err = np.abs(got[idx].astype(np.float64) - a64 @ b64)
+    if a.dtype == np.float16:  # f32 accumulation, then one rounding to f16
+        bound += 2.0**-11 * np.abs(want)
+    err = np.abs(got[idx].astype(np.float64) - want)
     return float(np.max(err / np.maximum(bound, 1e-30)))
 
 
@@ -183,6 +189,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--min-sample-ms", type=float, default=50.0)
     p.add_argument("--numpy", action="store_true", help="add the (slow) NumPy baseline")
+    p.add_argument("--dtype", default="f32", choices=("f32", "f16"), help="f16: shader-f16")
     p.add_argument("--out", default="bench/out/matmul.json")
     args = p.parse_args(argv)
 
@@ -191,12 +198,12 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
     cols = [f"{w}[{t}]" for t in tiles for w in ("kernel", "op")] + ["numpy", "torch"]
-    print(f"TFLOP/s; ratio = kernel[{tiles[0]}] / torch")
+    print(f"{args.dtype} TFLOP/s; ratio = kernel[{tiles[0]}] / torch")
     print(f"{'M x K x N':>18} {'tile':>7} " + " ".join(f"{c:>13}" for c in cols) + " ratio err/bnd")
     results = []
     for shape in parse_shapes(args.sizes):
         m, k, n, _, _ = shape
-        a, b, *stored = operands(rng, shape)
+        a, b, *stored = operands(rng, shape, np.float16 if args.dtype == "f16" else np.float32)
         row = {"shape": label(shape), "tflops": {}, "median_ms": {}, "inner": {}}
         worst = 0.0
         for t in tiles:
