@@ -25,13 +25,25 @@ strides, 0 for broadcast) are merged where contiguous with each other and walked
 div/mod from meta; the workgroup index is linear over (batch, tile row, tile column) and
 folded into a 2-D or 3-D grid past ``maxComputeWorkgroupsPerDimension``.
 
-Accuracy (the bound the tests check): each output is one f32 dot product accumulated in
-a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and exact f32 inputs,
-``|C - A@B| <= gamma_K (|A|@|B|)``, gamma_K = K u / (1 - K u). The tests allow
-``|C - A@B| <= K * eps_f32 * (|A|@|B|)`` elementwise, eps_f32 = 2^-23 (twice gamma_K to
-first order). f16 inputs widen to f32 and accumulate in f32; an f16 result adds its own
-rounding, ``eps_f16 / 2 * |C|``. No atomics and no split-K: results are bitwise
-reproducible on one adapter.
+Large products (M, N, K >= 64 and M*N*K >= 2^27; ``choose_reg``) take the ``REGS``
+kernel instead (``_rmain``, ``Reg``): 8x8 outputs per invocation, A and B both staged
+[k][m] / [k][n], two workgroup buffers so one barrier per K-block, the inner K loop
+unrolled, ``fma``; 128 x 128 tiles where that gives REG_WORKGROUPS workgroups, else
+128 x 64 with two K groups per workgroup (``ks``), else 64 x 64 with four. A 2-D product
+whose output has too few tiles for its K (a weight gradient: 384 x 8192 x 1152) is split
+along K (``choose_split``): the parts run as one batched product of views of A and B into
+scratch storage, then a second launch sums the parts in order. Smaller products keep the
+``TILES`` kernel, so their results (and the small models' losses) are unchanged.
+
+Accuracy (the bound the tests check): each output of the ``TILES`` kernel is one f32 dot
+product accumulated in a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and
+exact f32 inputs, ``|C - A@B| <= gamma_K (|A|@|B|)``, gamma_K = K u / (1 - K u). The
+``REGS`` kernel's K groups and the K split sum ordered partial sums in a fixed order:
+every product still passes through at most K roundings, so the same bound holds. The
+tests allow ``|C - A@B| <= K * eps_f32 * (|A|@|B|)`` elementwise, eps_f32 = 2^-23 (twice
+gamma_K to first order). f16 inputs widen to f32 and accumulate in f32; an f16 result
+adds its own rounding, ``eps_f16 / 2 * |C|``. No atomics, and every order is fixed by
+the shape: results are bitwise reproducible on one adapter.
 """
 
 from __future__ import annotations
@@ -348,7 +360,6 @@ class Reg:
     tn: int
     bk: int
     unroll: int = 1  # k steps per iteration of the inner loop
-    ak: bool = False  # A read along K is staged [m][k] (vec4 of 4 k), not transposed
     ks: int = 1  # K-split groups inside the workgroup
 
     @property
@@ -393,6 +404,7 @@ REG_MIN_WORK = 1 << 27
 REG_MIN_DIM = 64
 # the tile size that fills the adapter: enough workgroups of 128 x 128 (or 128 x 64)
 REG_WORKGROUPS = 256
+SPLIT_WORKGROUPS = 512  # 128 x 128 tiles over all parts of a K split
 SPLIT_MIN_K = 256  # each K-split part sums at least this many products
 SPLIT_MAX = 32
 
@@ -415,12 +427,12 @@ def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
 def choose_split(m: int, n: int, k: int, batch: int, limits: dict) -> int:
     """Parts to split K into for a large 2-D product with too few 128 x 128 output tiles
     (a weight gradient: M x N small, K = tokens): the smallest power of two that gives
-    REG_WORKGROUPS tiles over all parts, each part's K a multiple of 4, at least
-    SPLIT_MIN_K long. 1 = no split."""
+    SPLIT_WORKGROUPS tiles over all parts (at most SPLIT_MAX), each part's K a multiple
+    of 4 and at least SPLIT_MIN_K long. 1 = no split."""
     if batch != 1 or choose_reg(m, n, k, 1, limits) not in ("r64s4", "r64"):
         return 1
     tiles, s = _cdiv(m, 128) * _cdiv(n, 128), 1
-    while tiles * s < REG_WORKGROUPS and k % (8 * s) == 0 and k // (2 * s) >= SPLIT_MIN_K:
+    while tiles * s < SPLIT_WORKGROUPS and k % (8 * s) == 0 and k // (2 * s) >= SPLIT_MIN_K:
         s *= 2
         if s == SPLIT_MAX:
             break
@@ -477,8 +489,6 @@ def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
             body.append(f"    if ({ok}) {{ {v}v[{j}] = f32(ld_{name}({e})); }}")
         if side.along == "t":
             stash.append(f"    sh_{name}[sw * {bt4}u + {v}k * {bt4}u + {v}l] = {v}v;")
-        elif name == "a" and r.ak:
-            stash.append(f"    sh_a[sw * {bt4}u + {v}l * {bk4}u + {v}k / 4u] = {v}v;")
         else:
             for j in range(4):
                 stash.append(
@@ -495,28 +505,20 @@ def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool) 
     b_setup, b_fetch, b_stash = _rload("b", r, b, widen)
     qm, qn, bm4, bn4 = r.tm // 4, r.tn // 4, r.bm // 4, r.bn // 4
     accs = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(r.tm) for j in range(qn))
-    ak = r.ak and a.along == "k"  # A rows hold 4 k per vec4: loaded once per 4 k
     dot = []
     for u in range(r.unroll):  # fragments a<i>_<u> / b<j>_<u> of k = kk + u
         row = f"(sr + kk + {u}u)" if u else "(sr + kk)"
-        if ak and u % 4 == 0:
-            for i in range(qm):
-                for ii in range(4):
-                    at = f"sr * {bm4}u + ({i * r.wgy * 4 + ii}u + ty * 4u) * {r.bk // 4}u"
-                    dot.append(f"      let a{i}r{ii}q{u // 4} = sh_a[{at} + (kk + {u}u) / 4u];")
-        elif not ak:
-            dot += [
-                f"      let a{i}_{u} = sh_a[{row} * {bm4}u + {i * r.wgy}u + ty];" for i in range(qm)
-            ]
+        dot += [
+            f"      let a{i}_{u} = sh_a[{row} * {bm4}u + {i * r.wgy}u + ty];" for i in range(qm)
+        ]
         dot += [
             f"      let b{j}_{u} = sh_b[{row} * {bn4}u + {j * r.wgx}u + tx];" for j in range(qn)
         ]
         for i in range(qm):
             for ii in range(4):
-                av = f"a{i}r{ii}q{u // 4}[{u % 4}]" if ak else f"a{i}_{u}[{ii}]"
                 for j in range(qn):
-                    c, bv = f"c{i * 4 + ii}_{j}", f"b{j}_{u}"
-                    dot.append(f"      {c} = fma(vec4<f32>({av}), {bv}, {c});")
+                    c, av, bv = f"c{i * 4 + ii}_{j}", f"vec4<f32>(a{i}_{u}[{ii}])", f"b{j}_{u}"
+                    dot.append(f"      {c} = fma({av}, {bv}, {c});")
     cast = ("vec4<f16>" if out_vec else "f16") if half_out else ""
     store = []
     for i in range(qm):
