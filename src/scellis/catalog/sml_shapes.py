@@ -40,13 +40,16 @@ def _same(key: str):
 def _recurrent(f, xs):
     _last(xs[0], f["input_size"], rank=3)
     x = xs[0]
-    h = f["hidden_size"] * (2 if f.get("bidirectional") else 1)
+    h = f["hidden_size"]
+    if f.get("bidirectional") and isinstance(h, int):
+        h *= 2  # both directions side by side
     return [x[0], h] if f["output"] == "last" else [x[0], x[1], h]
 
 
 def _steps(t, span: int, stride: int, lo: int, hi: int):
-    """Output steps of windows spanning ``span`` steps over ``t`` (symbolic stays symbolic)."""
-    if not isinstance(t, int):
+    """Output steps of windows spanning ``span`` steps over ``t`` (symbolic stays symbolic,
+    and so does ``t`` while a field is not filled in yet)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t, span, stride, lo, hi)):
         return t
     if t + lo + hi < span:
         raise ShapeMismatch("a sequence of at least", span - lo - hi, t)
@@ -56,6 +59,9 @@ def _steps(t, span: int, stride: int, lo: int, hi: int):
 def _conv1d(f, xs):
     _last(xs[0], f["in_channels"], rank=3)
     k, d, stride, pad = f["kernel_size"], f["dilation"], f["stride"], f["padding"]
+    x = xs[0]
+    if not all(isinstance(v, int) for v in (k, d)):
+        return [x[0], x[1], f["out_channels"]]
     total = d * (k - 1)
     if pad == "causal":
         lo, hi = total, 0
@@ -67,7 +73,6 @@ def _conv1d(f, xs):
         lo = hi = pad
     else:
         raise ShapeMismatch("padding", "an int, valid, same or causal", pad)
-    x = xs[0]
     return [x[0], _steps(x[1], total + 1, stride, lo, hi), f["out_channels"]]
 
 
@@ -76,6 +81,8 @@ def _pool1d(f, xs):
     if len(x) != 3:
         raise ShapeMismatch("rank", 3, len(x))
     k, p = f["kernel_size"], f["padding"]
+    if not isinstance(k, int):
+        return list(x)
     return [x[0], _steps(x[1], k, f["stride"] or k, p, p), x[2]]
 
 

@@ -86,8 +86,10 @@ class Conv1d(Block):
 
 @dataclass(frozen=True)
 class TCNConfig:
-    """A temporal convolutional network on [B, T, C]: residual blocks of two dilated causal
-    convs, dilations 1, 2, 4, ... (Bai et al. 2018); the output keeps the length."""
+    """A temporal convolutional network on [B, T, C]; the output keeps the length.
+
+    Residual blocks of two dilated causal convs with ReLU and dropout, block i dilated
+    by 2**i (Bai et al. 2018)."""
 
     in_channels: int = field(doc="channels per time step of the input", min=1)
     channels: int = field(doc="channels of every residual block (the output's last axis)", min=1)

@@ -77,9 +77,10 @@ class RMSNorm(Block):
 
 @dataclass(frozen=True)
 class BatchNorm1dConfig:
-    """Batch normalisation per channel of the last axis: [B, C] or [B, T, C] (torch's
-    BatchNorm1d with channels last). Training normalises with the batch's statistics and
-    updates the running ones; eval normalises with the running ones."""
+    """Batch normalisation per channel (the last axis) of [B, C] or [B, T, C].
+
+    torch's BatchNorm1d with channels last: training normalises with the batch's
+    statistics and updates the running ones; eval normalises with the running ones."""
 
     num_features: int = field(doc="channels (C, the input's last axis)", min=1)
     eps: float = field(1e-5, doc="added to the variance", min=0)

@@ -19,8 +19,9 @@ GLOBAL_MODES = ("avg", "max")
 
 @dataclass(frozen=True)
 class MaxPool1dConfig:
-    """The max over windows of kernel_size steps: [B, T, C] to [B, T_out, C] (torch's
-    MaxPool1d)."""
+    """Max pooling over time, as torch's MaxPool1d: [B, T, C] to [B, T_out, C].
+
+    Each output step is the max over a window of kernel_size steps, channel by channel."""
 
     kernel_size: int = field(doc="steps per window", min=1)
     stride: int | None = field(None, doc="steps between windows; empty: kernel_size", min=1)
@@ -29,8 +30,9 @@ class MaxPool1dConfig:
 
 @dataclass(frozen=True)
 class AvgPool1dConfig:
-    """The mean over windows of kernel_size steps: [B, T, C] to [B, T_out, C] (torch's
-    AvgPool1d)."""
+    """Average pooling over time, as torch's AvgPool1d: [B, T, C] to [B, T_out, C].
+
+    Each output step is the mean over a window of kernel_size steps, channel by channel."""
 
     kernel_size: int = field(doc="steps per window", min=1)
     stride: int | None = field(None, doc="steps between windows; empty: kernel_size", min=1)
