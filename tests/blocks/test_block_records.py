@@ -12,6 +12,8 @@ import pytest
 
 from scellis.catalog.sml_registry import catalog_registry
 from scellis.cli.main import main
+from scellis.ir.blocks import block_graph
+from scellis.ir.record import load_record
 from scellis.run.session import start_run
 from scellis.sml import parse, validate
 from scellis.store.objects import ObjectStore
@@ -108,3 +110,15 @@ def test_batch_norm_running_stats_are_checkpointed(tmp_path):
     ckpt.load(fresh.ts, objs, h)
     for k in ("bn.running_mean", "bn.running_var"):
         assert fresh.ts.model.state_dict()[k].tolist() == live[k].tolist()
+
+
+def test_block_rung_prints_bidirectional_only_when_set(tmp_path):
+    def rung(text: str) -> str:
+        (tmp_path / "m.sml").write_text(text)
+        return block_graph(load_record(str(tmp_path / "m.sml"))).text()
+
+    text = rung(CONV_RECORD)
+    assert "bidirectional=True" in text and "rnn: nn/gru <- pool -> [batch,6,6]" in text
+    assert "conv: nn/conv1d <- window -> [batch,12,4]" in text
+    plain = CONV_RECORD.replace(", bidirectional: true", "")
+    assert "bidirectional" not in rung(plain.replace("in_features: 6", "in_features: 3"))

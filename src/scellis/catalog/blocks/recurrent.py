@@ -41,7 +41,7 @@ class _RecurrentConfig:
         choices=OUTPUTS,
     )
     bidirectional: bool = field(
-        False, doc="also run each layer backward in time; outputs carry 2H features"
+        False, doc="also run each layer backward in time; outputs carry 2H features", quiet=True
     )
     fused: bool = field(
         True,
