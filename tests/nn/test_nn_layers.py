@@ -235,6 +235,16 @@ def test_pooling_layers(k, s, p):
     compare(nn.AvgPool1d(k, s, p), torch.nn.AvgPool1d(k, s, p), [x], f"avg{k}{s}{p}")
 
 
+def test_adaptive_pooling_to_one_step():
+    x = normal("adaptive", 2, 3, 7)
+    compare(nn.AdaptiveAvgPool1d(1), torch.nn.AdaptiveAvgPool1d(1), [x], "adaptive_avg")
+    compare(nn.AdaptiveMaxPool1d((1,)), torch.nn.AdaptiveMaxPool1d(1), [x], "adaptive_max")
+    y = nn.AdaptiveMaxPool1d(1)(sc.tensor(x[0]))
+    torch.testing.assert_close(th(y), torch.nn.AdaptiveMaxPool1d(1)(torch.tensor(x[0])))
+    with pytest.raises(sc.ScellisError, match="output_size"):
+        nn.AdaptiveAvgPool1d(4)
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (4, 3, 6)])
 def test_batch_norm1d_train_eval_and_state(shape):
     ours, theirs = nn.BatchNorm1d(3, momentum=0.2), torch.nn.BatchNorm1d(3, momentum=0.2)

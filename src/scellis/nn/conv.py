@@ -1,4 +1,4 @@
-"""torch-shaped Conv1d, pooling and BatchNorm1d (nn layer) over the catalog's blocks.
+"""torch-shaped Conv1d, pooling (windowed and adaptive to one step) and BatchNorm1d (nn layer).
 
 torch lays sequences out channels first, [B, C, T]; the catalog blocks take [B, T, C].
 These classes are the blocks themselves with torch's constructor and calling convention:
@@ -95,6 +95,34 @@ class AvgPool1d(B.AvgPool1d):
 
     def forward(self, x):
         return _channels_last(super().forward, x)
+
+
+class _AdaptivePool1d(B.GlobalPool1d):
+    mode = "avg"
+
+    def __init__(self, output_size):
+        name = f"Adaptive{self.mode.capitalize()}Pool1d"
+        if _one(output_size, "output_size", name) != 1:
+            raise unsupported("an output_size other than 1", name)
+        super().__init__(B.GlobalPool1dConfig(self.mode))
+
+    def forward(self, x):  # [B, C, T] -> [B, C, 1], as torch keeps the pooled axis
+        unbatched = x.ndim == 2
+        xb = x.unsqueeze(0) if unbatched else x
+        y = super().forward(xb.permute(0, 2, 1)).unsqueeze(-1)
+        return y.squeeze(0) if unbatched else y
+
+
+class AdaptiveAvgPool1d(_AdaptivePool1d):
+    """torch.nn.AdaptiveAvgPool1d(1): the mean over time, [B, C, T] to [B, C, 1]."""
+
+    mode = "avg"
+
+
+class AdaptiveMaxPool1d(_AdaptivePool1d):
+    """torch.nn.AdaptiveMaxPool1d(1): the max over time, [B, C, T] to [B, C, 1]."""
+
+    mode = "max"
 
 
 class BatchNorm1d(B.BatchNorm1d):
