@@ -10,6 +10,7 @@ from helpers import Case
 from inputs import Away, Idx, N, Near, U
 from scellis import functional as F
 from scellis.nn import functional as NF
+from scellis.ops.composites import flip
 from scellis.rng import Generator, bernoulli
 
 DROP_P, DROP_SEED = 0.3, 11
@@ -95,6 +96,7 @@ CASES = [
         lambda x, w: TF.conv1d(x, w, padding="same", dilation=2),
         [N((2, 3, 8)), N((2, 3, 3))],
     ),
+    Case("flip", lambda x: flip(x, 1), lambda x: x.flip(1), [N((2, 5, 3))]),
     Case(
         "max_pool1d",
         lambda x: NF.max_pool1d(x, 3, 2, 1),
