@@ -1,0 +1,229 @@
+"""``export --to torch-train``: a PyTorch package that trains as Scellis does, and back.
+
+Small copies of the two examples (few units, short windows, few steps). Losses of the
+exported ``train.py`` are compared with ``scellis train --device reference`` step by
+step: both run in f32 with the same initial weights, batch order (Philox) and update
+formulas, so they differ only by the rounding of different kernels (the reference
+device's NumPy against torch's CPU kernels: sums in another order). Measured: the
+first 8 losses agree to within 3e-7 relative; the tests allow 2e-5.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from scellis.cli.main import main  # noqa: E402
+from scellis.data import load_data  # noqa: E402
+from scellis.data.record import BUNDLED  # noqa: E402
+from scellis.data.shuffle import shuffled_order  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+RTOL = 2e-5
+CHAR_DATA = {"source": "bundled:python_help_topics.txt", "format": "text", "context": 16,
+             "stride": 8, "max_chars": 4000, "val_fraction": 0.1}  # fmt: skip
+
+
+def shrunk(name: str, folder: Path) -> Path:
+    """A small copy of ``examples/<name>.sml`` in ``folder``."""
+    text = (EXAMPLES / f"{name}.sml").read_text()
+    if name == "lstm_forecaster":
+        edits = [
+            ("shape: [batch, 20, 1]", "shape: [batch, 10, 1]"),
+            ("hidden_size: 32", "hidden_size: 8"),
+            ("in_features: 32", "in_features: 8"),
+            ("window: 20 ", "window: 10 "),
+            ("batch_size: 32", "batch_size: 16"),
+        ]
+    else:
+        vocab = len(load_data(CHAR_DATA).vocab)
+        edits = [
+            ("max_chars: 60000", "max_chars: 4000"),
+            ("context: 32", "context: 16"),
+            ("stride: 16", "stride: 8"),
+            ("num_embeddings: 88", f"num_embeddings: {vocab}"),
+            ("vocab_size: 88", f"vocab_size: {vocab}"),
+            ("embedding_dim: 64", "embedding_dim: 16"),
+            ("dim: 64", "dim: 16"),
+            ("d_model: 64", "d_model: 16"),
+            ("max_len: 32", "max_len: 16"),
+            ("num_heads: 4", "num_heads: 2"),
+            ("num_layers: 2", "num_layers: 1"),
+            ("shape: [batch, 32]", "shape: [batch, 16]"),
+            ("batch_size: 16", "batch_size: 8"),
+        ]
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / f"{name}.sml"
+    path.write_text(text)
+    return path
+
+
+def scellis(capsys, *argv) -> list[dict]:
+    code = main([*map(str, argv), "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+
+
+def train_py(pkg: Path, *args, procs: int = 1) -> list[dict]:
+    """train.py's JSON lines, in one process or under torchrun with ``procs`` (gloo)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ""}
+    cmd = [sys.executable, str(pkg / "train.py")]
+    if procs > 1:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc_per_node={procs}", str(pkg / "train.py")]  # fmt: skip
+    p = subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, timeout=300,
+                       env=env, cwd=pkg.parent)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-3000:]
+    return [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+
+
+def losses(events) -> list[float]:
+    return [e["loss"] for e in events if e["kind"] == "log"]
+
+
+def close(got, want) -> None:
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert abs(a - b) <= RTOL * abs(b), (got, want)
+
+
+def export(capsys, src, pkg: Path, *extra) -> Path:
+    scellis(capsys, "export", src, "--to", "torch-train", pkg, *extra)
+    return pkg
+
+
+def _module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"pkg_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_package_is_self_contained_and_reads_the_data_as_scellis(tmp_path, capsys):
+    rec = shrunk("char_transformer", tmp_path)
+    pkg = export(capsys, rec, tmp_path / "pkg")
+    names = {p.name for p in pkg.iterdir()}
+    assert {"model.py", "train.py", "pipeline.py", "optim.py", "ckpt.py", "record.sml",
+            "config.json", "state_dict.pt", "data"} <= names  # fmt: skip
+    assert (pkg / "record.sml").read_text() == rec.read_text()
+    for py in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = (
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                )
+                assert not any((m or "").startswith("scellis") for m in mods), py.name
+    pipeline = _module(pkg / "pipeline.py")  # plain Python: no torch needed
+    cfg = json.loads((pkg / "config.json").read_text())
+    ours = load_data(CHAR_DATA)
+    theirs = pipeline.load_data(cfg["data"], base_dir=pkg)
+    assert theirs.digest == ours.digest == cfg["dataset"]
+    assert theirs.x_train == ours.x_train and theirs.y_val == ours.y_val
+    for epoch in (0, 3):
+        assert pipeline.shuffled_order(97, 5, epoch) == shuffled_order(97, 5, epoch)
+    # the CSV connector too: the sunspots file beside the package's own data
+    shutil.copy(BUNDLED / "sunspots_yearly.csv", pkg / "data")
+    spec = {**_forecaster_data(), "horizon": 2, "stride": 3, "normalise": "minmax"}
+    ours, theirs = load_data(spec), pipeline.load_data(spec)
+    assert theirs.x_train == ours.x_train and theirs.y_val == ours.y_val
+    assert theirs.stats == ours.stats and theirs.digest == ours.digest
+
+
+@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer"])
+def test_one_process_matches_a_scellis_run(tmp_path, capsys, name):
+    rec = shrunk(name, tmp_path)
+    k = 6
+    want = losses(scellis(capsys, "train", rec, "--device", "reference", "--max-steps", k,
+                          "--log-every", 1, "--store", tmp_path / "s"))  # fmt: skip
+    pkg = export(capsys, rec, tmp_path / "pkg")
+    got = losses(train_py(pkg, "--max-steps", k, "--log-every", 1))
+    assert len(want) == k
+    close(got, want)
+
+
+@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer"])
+def test_torchrun_two_processes_train_the_same_steps(tmp_path, capsys, name):
+    rec = shrunk(name, tmp_path)
+    # the char model learns within 8 steps; the forecaster's batch losses swing with the
+    # solar cycle, so it runs two epochs and their mean losses are compared
+    per_epoch = -(-len(load_data(_forecaster_data()).x_train) // 16)
+    k = 8 if name == "char_transformer" else 2 * per_epoch
+    ours = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", k,
+                   "--log-every", 1, "--store", tmp_path / "s")  # fmt: skip
+    want = losses(ours)
+    pkg = export(capsys, rec, tmp_path / "pkg")
+    events = train_py(pkg, "--max-steps", k, "--log-every", 1, "--checkpoint-every", 4, procs=2)
+    start = next(e for e in events if e["kind"] == "start")
+    assert start["world"] == 2 and not start["fsdp"]
+    got = losses(events)
+    half = k // 2
+    assert sum(got[half:]) / (k - half) < sum(got[:half]) / half  # it learns
+    close(got, want)  # half a batch per process, weighted: the whole batch's gradient
+    every = list(range(4, k + 1, 4))
+    ends = every + ([k] if k % 4 else [])  # and one at the end
+    assert [e["step"] for e in events if e["kind"] == "checkpoint"] == ends
+    # an epoch's end validates (not the last here: the run stops at max-steps first, as
+    # Scellis' does), the validation batches split across the processes
+    evals = [(e["step"], e["val_loss"]) for e in events if e["kind"] == "eval"]
+    assert [step for step, _ in evals] == ([] if name == "char_transformer" else [per_epoch])
+    close([v for _, v in evals], [e["val_loss"] for e in ours if e["kind"] == "eval"])
+
+
+def _forecaster_data() -> dict:
+    return {"source": "bundled:sunspots_yearly.csv", "format": "csv", "column": "sunspots",
+            "window": 10, "horizon": 1, "stride": 1, "val_fraction": 0.2}  # fmt: skip
+
+
+def test_fsdp_checkpoint_continues_in_train_py_and_in_scellis(tmp_path, capsys):
+    """train.py under FSDP to step 4; from that checkpoint, train.py (one process) and
+    ``scellis import`` + ``scellis resume`` each take steps 5..8: the same losses."""
+    rec = shrunk("char_transformer", tmp_path)
+    pkg = export(capsys, rec, tmp_path / "pkg")
+    events = train_py(pkg, "--max-steps", 4, "--log-every", 1, "--fsdp", procs=2)
+    assert next(e for e in events if e["kind"] == "start")["fsdp"]
+    ck = pkg / "checkpoints" / "step-00000004.safetensors"
+    assert ck.is_file()
+    events = train_py(pkg, "--max-steps", 8, "--log-every", 1)
+    assert next(e for e in events if e["kind"] == "resume")["step"] == 4
+    torch_next = losses(events)
+    store = tmp_path / "store"
+    got = scellis(capsys, "import", ck, "--store", store, "--device", "reference")[-1]
+    assert got["codec"] == "torch-train" and got["step"] == 4
+    ev = scellis(capsys, "resume", got["run"], "--store", store, "--max-steps", 8,
+                 "--print-every", 1)  # fmt: skip
+    assert next(e for e in ev if e["kind"] == "resume")["step"] == 4
+    close(losses(ev), torch_next)
+    assert ev[-1]["kind"] == "end" and ev[-1]["steps"] == 8
+
+
+def test_a_run_exported_mid_way_continues_in_torch(tmp_path, capsys):
+    """A Scellis run stopped at step 4, exported with its optimizer state: train.py's
+    steps 5..8 are the ones the Scellis run would have taken."""
+    rec = shrunk("lstm_forecaster", tmp_path)
+    store = tmp_path / "s"
+    whole = losses(scellis(capsys, "train", rec, "--device", "reference", "--max-steps", 8,
+                           "--log-every", 1, "--store", store))  # fmt: skip
+    ev = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", 4, "--log-every",
+                 1, "--store", store)  # fmt: skip
+    rid = ev[-1]["run"]
+    pkg = export(capsys, rid, tmp_path / "pkg", "--store", store)
+    assert (pkg / "checkpoints" / "step-00000004.safetensors").is_file()
+    events = train_py(pkg, "--max-steps", 8, "--log-every", 1)
+    assert next(e for e in events if e["kind"] == "resume")["step"] == 4
+    close(losses(events), whole[4:])
