@@ -157,6 +157,60 @@ def test_one_process_matches_a_scellis_run(tmp_path, capsys, name):
     close(got, want)
 
 
+PIPELINES = {
+    "sgd-nesterov-step": "optimizer: { block_id: training/optimizer/sgd, lr: 0.05, momentum: 0.9, "
+    "nesterov: true, weight_decay: 0.001 }\n"
+    "scheduler: { block_id: training/scheduler/step, step_size: 2, gamma: 0.5 }\n",
+    "rmsprop-centered-exponential": "optimizer: { block_id: training/optimizer/rmsprop, "
+    "lr: 0.005, momentum: 0.5, centered: true }\n"
+    "scheduler: { block_id: training/scheduler/exponential, gamma: 0.9 }\n"
+    "grad_clip: { max_value: 0.5 }\n",
+    "lion-warmup-cosine": "optimizer: { block_id: training/optimizer/lion, lr: 0.001, "
+    "weight_decay: 0.1 }\n"
+    "scheduler: { block_id: training/scheduler/warmup_cosine, warmup_steps: 2, total_steps: 6 }\n",
+    "adam-amsgrad-one-cycle": "optimizer: { block_id: training/optimizer/adam, lr: 0.01, "
+    "amsgrad: true, weight_decay: 0.01 }\n"
+    "scheduler: { block_id: training/scheduler/one_cycle, total_steps: 10 }\n"
+    "grad_clip: { max_norm: 0.5 }\n",
+}
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_optimizers_schedules_and_clipping_match(tmp_path, capsys, pipeline):
+    """Other update rules (SGD with Nesterov momentum, centered RMSprop, Lion, AMSGrad
+    with one_cycle's momentum), schedules and both clippings: the same losses and rates."""
+    rec = shrunk("lstm_forecaster", tmp_path)
+    text = rec.read_text().replace(
+        "optimizer: { block_id: training/optimizer/adam, lr: 0.01 }\n", PIPELINES[pipeline]
+    )
+    assert "one_cycle" in text or pipeline != "adam-amsgrad-one-cycle"
+    rec.write_text(text)
+    k = 6
+    ours = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", k,
+                   "--log-every", 1, "--store", tmp_path / "s")  # fmt: skip
+    events = train_py(export(capsys, rec, tmp_path / "pkg"), "--max-steps", k, "--log-every", 1)
+    close(losses(events), losses(ours))
+    assert [e["lr"] for e in events if e["kind"] == "log"] == [
+        e["lr"] for e in ours if e["kind"] == "log"
+    ]
+
+
+def test_mixed_f16_runs_under_autocast_and_a_grad_scaler(tmp_path, capsys):
+    """mixed_f16: torch.autocast(float16) and GradScaler. Scellis' reference device rounds
+    every op's result to f16 while autocast keeps norms, softmax and the loss in f32, so
+    the losses agree to about 1e-5 (measured), not to f32's last bits: 1e-3 is allowed."""
+    rec = shrunk("char_transformer", tmp_path)
+    rec.write_text(rec.read_text().replace("seed: 0", "seed: 0\nprecision: mixed_f16"))
+    k = 4
+    ours = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", k,
+                   "--log-every", 1, "--store", tmp_path / "s")  # fmt: skip
+    events = train_py(export(capsys, rec, tmp_path / "pkg"), "--max-steps", k, "--log-every", 1)
+    got, want = losses(events), losses(ours)
+    assert len(got) == k and all(abs(a - b) <= 1e-3 * b for a, b in zip(got, want))
+    scales = [e["loss_scale"] for e in events if e["kind"] == "log"]
+    assert scales == [e["loss_scale"] for e in ours if e["kind"] == "log"] == [65536.0] * k
+
+
 @pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer"])
 def test_torchrun_two_processes_train_the_same_steps(tmp_path, capsys, name):
     rec = shrunk(name, tmp_path)
