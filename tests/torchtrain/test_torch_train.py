@@ -267,17 +267,21 @@ def test_fsdp_checkpoint_continues_in_train_py_and_in_scellis(tmp_path, capsys):
 
 
 def test_a_run_exported_mid_way_continues_in_torch(tmp_path, capsys):
-    """A Scellis run stopped at step 4, exported with its optimizer state: train.py's
-    steps 5..8 are the ones the Scellis run would have taken."""
+    """A Scellis run stopped at step 4, exported with its optimizer state and its own
+    options (here: validate every 3 steps): train.py's steps 5..8 and its validation at
+    step 6 are the ones the Scellis run would have taken."""
     rec = shrunk("lstm_forecaster", tmp_path)
     store = tmp_path / "s"
-    whole = losses(scellis(capsys, "train", rec, "--device", "reference", "--max-steps", 8,
-                           "--log-every", 1, "--store", store))  # fmt: skip
-    ev = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", 4, "--log-every",
-                 1, "--store", store)  # fmt: skip
-    rid = ev[-1]["run"]
-    pkg = export(capsys, rid, tmp_path / "pkg", "--store", store)
+    run = ["train", rec, "--device", "reference", "--log-every", 1, "--eval-every", 3]
+    whole = scellis(capsys, *run, "--max-steps", 8, "--store", store)
+    ev = scellis(capsys, *run, "--max-steps", 4, "--store", store)
+    pkg = export(capsys, ev[-1]["run"], tmp_path / "pkg", "--store", store)
     assert (pkg / "checkpoints" / "step-00000004.safetensors").is_file()
-    events = train_py(pkg, "--max-steps", 8, "--log-every", 1)
+    assert json.loads((pkg / "config.json").read_text())["options"]["eval_every"] == 3
+    events = train_py(pkg, "--max-steps", 8)
     assert next(e for e in events if e["kind"] == "resume")["step"] == 4
-    close(losses(events), whole[4:])
+    close(losses(events), losses(whole)[4:])
+    evals = [(e["step"], e["val_loss"]) for e in events if e["kind"] == "eval"]
+    want = [(e["step"], e["val_loss"]) for e in whole if e["kind"] == "eval" and e["step"] > 4]
+    assert [s for s, _ in evals] == [s for s, _ in want] == [6]
+    close([v for _, v in evals], [v for _, v in want])

@@ -64,6 +64,7 @@ class Source:
     tensors: dict[str, RawTensor]
     run: RunState | None = None
     files: dict = field(default_factory=dict)  # a run's kept data files: source -> sha256
+    options: dict = field(default_factory=dict)  # a run's own options, train.py's defaults
     store: Path | None = None
 
 
@@ -178,6 +179,7 @@ def write_package(dest, src: Source) -> list[Path]:
     shutil.copyfile(path, dest / "data" / path.name)
     shutil.rmtree(dest / "_kept", ignore_errors=True)
     cfg = package_config(record, data, ds.digest, isinstance(ds, TextDataset), src.label)
+    cfg["options"] = src.options
     files = {
         "model.py": module_source(record, m.order, m.wiring),
         "pipeline.py": pipeline_source(),
@@ -252,9 +254,22 @@ def run_source(store, ref: str) -> Source:
         tensors[name] = RawTensor(code, tuple(shape), bytes(view))
     opt, _ = loads(objects.get(m["optimizer_state"]))
     src = Source(text, record, Path(config.get("base_dir", ".")), config["label"], tensors,
-                 files=config.get("files") or {}, store=root)  # fmt: skip
+                 files=config.get("files") or {}, store=root,
+                 options=run_options(config.get("options") or {}))  # fmt: skip
     src.run = _run_state(m, opt)
     return src
+
+
+# a run's options that train.py takes, by train.py's argument names
+RUN_OPTIONS = ("log_every", "eval_every", "val_rows", "drop_last", "checkpoint_every")
+
+
+def run_options(stored: dict) -> dict:
+    """train.py's defaults from a run's stored options (those it has, and set)."""
+    out = {k: stored[k] for k in RUN_OPTIONS if stored.get(k) is not None}
+    if stored.get("validate") is False:
+        out["no_validate"] = True
+    return out
 
 
 def _f32(entry) -> float:
