@@ -195,6 +195,20 @@ def test_optimizers_schedules_and_clipping_match(tmp_path, capsys, pipeline):
     ]
 
 
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid:RuntimeWarning")
+def test_a_step_with_non_finite_gradients_is_skipped_as_scellis_skips_it(tmp_path, capsys):
+    rec = shrunk("lstm_forecaster", tmp_path)  # a rate that blows the weights up at once
+    rec.write_text(rec.read_text().replace("lr: 0.01 }", "lr: 1.0e+30 }"))
+    ours = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", 3,
+                   "--log-every", 1, "--store", tmp_path / "s")  # fmt: skip
+    events = train_py(export(capsys, rec, tmp_path / "pkg"), "--max-steps", 3, "--log-every", 1)
+
+    def seen(evs):
+        return [(e["loss"] is None, e["skipped_total"]) for e in evs if e["kind"] == "log"]
+
+    assert seen(events) == seen(ours) == [(False, 0), (True, 1), (True, 2)]
+
+
 def test_mixed_f16_runs_under_autocast_and_a_grad_scaler(tmp_path, capsys):
     """mixed_f16: torch.autocast(float16) and GradScaler. Scellis' reference device rounds
     every op's result to f16 while autocast keeps norms, softmax and the loss in f32, so

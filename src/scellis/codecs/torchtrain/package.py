@@ -302,7 +302,8 @@ def _run_state(m: dict, opt: dict) -> RunState:
     loss_scale = {
         k: (_f32(opt[v["$tensor"]]) if isinstance(v, dict) else v) for k, v in scale.items()
     }
-    metrics = {k: m["metrics"].get(k) for k in ("loss", "val_loss") if k in m["metrics"]}
+    keys = ("loss", "val_loss", "skipped_total")
+    metrics = {k: m["metrics"][k] for k in keys if k in m["metrics"]}
     state = {
         "step": m["step"], "epoch": m["epoch"], "batch": m["batch"], "seed": m["seed"],
         "optimizer": {"kind": None, "options": options, "step_count": tree["step_count"],
