@@ -46,6 +46,7 @@ def shrunk(name: str, folder: Path) -> Path:
             ("in_features: 32", "in_features: 8"),
             ("window: 20 ", "window: 10 "),
             ("batch_size: 32", "batch_size: 16"),
+            ("every: 40,", "every: 10,"),
         ]
     else:
         vocab = len(load_data(CHAR_DATA).vocab)
@@ -246,11 +247,13 @@ def test_torchrun_two_processes_train_the_same_steps(tmp_path, capsys, name):
     every = list(range(4, k + 1, 4))
     ends = every + ([k] if k % 4 else [])  # and one at the end
     assert [e["step"] for e in events if e["kind"] == "checkpoint"] == ends
-    # an epoch's end validates (not the last here: the run stops at max-steps first, as
-    # Scellis' does), the validation batches split across the processes
+    # validation where Scellis validates (the forecaster's eval.every: 10 steps; the char
+    # model's epoch is longer than the run: its last step), batches split across processes
     evals = [(e["step"], e["val_loss"]) for e in events if e["kind"] == "eval"]
-    assert [step for step, _ in evals] == ([] if name == "char_transformer" else [per_epoch])
-    close([v for _, v in evals], [e["val_loss"] for e in ours if e["kind"] == "eval"])
+    want_evals = [(e["step"], e["val_loss"]) for e in ours if e["kind"] == "eval"]
+    assert [s for s, _ in evals] == [s for s, _ in want_evals]
+    assert [s for s, _ in evals] == ([8] if name == "char_transformer" else [10, 20, 30])
+    close([v for _, v in evals], [v for _, v in want_evals])
 
 
 def _forecaster_data() -> dict:
@@ -282,8 +285,8 @@ def test_fsdp_checkpoint_continues_in_train_py_and_in_scellis(tmp_path, capsys):
 
 def test_a_run_exported_mid_way_continues_in_torch(tmp_path, capsys):
     """A Scellis run stopped at step 4, exported with its optimizer state and its own
-    options (here: validate every 3 steps): train.py's steps 5..8 and its validation at
-    step 6 are the ones the Scellis run would have taken."""
+    options (here: validate every 3 steps): train.py's steps 5..8 and its validations at
+    steps 6 and 8 are the ones the Scellis run would have taken."""
     rec = shrunk("lstm_forecaster", tmp_path)
     store = tmp_path / "s"
     run = ["train", rec, "--device", "reference", "--log-every", 1, "--eval-every", 3]
@@ -297,5 +300,5 @@ def test_a_run_exported_mid_way_continues_in_torch(tmp_path, capsys):
     close(losses(events), losses(whole)[4:])
     evals = [(e["step"], e["val_loss"]) for e in events if e["kind"] == "eval"]
     want = [(e["step"], e["val_loss"]) for e in whole if e["kind"] == "eval" and e["step"] > 4]
-    assert [s for s, _ in evals] == [s for s, _ in want] == [6]
+    assert [s for s, _ in evals] == [s for s, _ in want] == [6, 8]  # 8: the last step
     close([v for _, v in evals], [v for _, v in want])

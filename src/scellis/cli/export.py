@@ -1,28 +1,32 @@
-"""``scellis export FILE --to torch|safetensors|pt|onnx`` (cli layer): a model for other tools.
+"""``scellis export FILE|RUN --to torch|torch-train|safetensors|pt|onnx`` (cli layer).
 
-FILE is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
+A run reference (``RUN``, ``RUN@STEP``, ``RUN:best``) exports that checkpoint's model. FILE
+is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
 header names, or ``--weights``, else its own initial values) or any importable file.
 ``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
 import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
 an ONNX model (dense and recurrent blocks). ``--to torch-train DIR`` writes a whole
 training package (``train.py`` for ``torchrun``, the data pipeline, optimizer, schedule,
-loss, clipping, precision); FILE may then also be a run id in ``--store``, whose latest
-checkpoint (weights and optimizer state) the package continues from.
+loss, clipping, precision); from a run reference it also holds that checkpoint, the
+optimizer state included, which ``train.py`` continues from.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
-from ..codecs.convert import export_file
-from ..codecs.torchtrain.package import export_package
+from ..codecs.convert import export_file, export_tensors
+from ..codecs.torchtrain.package import export_package, run_source, write_package
+from ..codecs.weights import state_of
+from ..run.reference import looks_like_run, open_run
 from .common import extensions_option, load_cli_extensions
 
 
 @click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX.")
-@click.argument("file")
+@click.argument("file", metavar="FILE|RUN[@STEP|:best]")
 @click.argument("dest", required=False, type=click.Path())
 @click.option(
     "--to", "to", required=True, help="torch | torch-train | safetensors | pt | onnx | a codec id"
@@ -37,7 +41,13 @@ def command(file, dest, to, out, weights, store, extensions, json_):
     out = out or dest
     if to == "torch-train":
         return _torch_train(file, out, store, weights, json_)
-    res = export_file(file, to, out=out, store=store, weights=weights)
+    if looks_like_run(store, file):  # RUN, RUN@STEP or RUN:best: that checkpoint's model
+        trained = open_run(store, file)
+        tensors = state_of(trained.model("reference"))
+        res = export_tensors(trained.record, tensors, to, out=out,
+                             beside=Path.cwd() / trained.rid.replace("-", "_"))  # fmt: skip
+    else:
+        res = export_file(file, to, out=out, store=store, weights=weights)
     files = [str(p) for p in res.written]
     if json_:
         print(json.dumps({"file": file, "codec": res.codec, "written": files}))
@@ -49,8 +59,14 @@ def command(file, dest, to, out, weights, store, extensions, json_):
 
 
 def _torch_train(file, out, store, weights, json_):
-    dest = out or f"{file.removesuffix('.sml')}_torch_train"
-    files = [str(p) for p in export_package(file, dest, store=store, weights=weights)]
+    if looks_like_run(store, file):  # that checkpoint, optimizer state included
+        trained = open_run(store, file)
+        dest = out or trained.rid.replace("-", "_") + "_torch_train"
+        written = write_package(dest, run_source(store, trained.rid, trained.manifest))
+    else:
+        dest = out or f"{file.removesuffix('.sml')}_torch_train"
+        written = export_package(file, dest, store=store, weights=weights)
+    files = [str(p) for p in written]
     if json_:
         print(json.dumps({"file": file, "codec": "torch-train", "written": files}))
         return 0

@@ -179,7 +179,8 @@ def write_package(dest, src: Source) -> list[Path]:
     shutil.copyfile(path, dest / "data" / path.name)
     shutil.rmtree(dest / "_kept", ignore_errors=True)
     cfg = package_config(record, data, ds.digest, isinstance(ds, TextDataset), src.label)
-    cfg["options"] = src.options
+    every = (record.get("eval") or {}).get("every")  # the record's validation cadence
+    cfg["options"] = {**({"eval_every": int(every)} if every else {}), **src.options}
     files = {
         "model.py": module_source(record, m.order, m.wiring),
         "pipeline.py": pipeline_source(),
@@ -227,8 +228,9 @@ def record_source(path, store, weights: str | None) -> Source:
     return Source(text, record, path.parent, path.name, tensors)
 
 
-def run_source(store, ref: str) -> Source:
-    """Run ``ref`` of ``store``: its record and its latest checkpoint, optimizer included."""
+def run_source(store, ref: str, manifest: str | None = None) -> Source:
+    """Run ``ref`` of ``store``: its record and its checkpoint ``manifest`` (default: the
+    latest), the optimizer state included."""
     root = Path(store)
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"{ref}: not a file, and no store at {root} to find a run in")
@@ -241,27 +243,30 @@ def run_source(store, ref: str) -> Source:
         records.close()
     if not cks:
         raise ScellisError(f"run {rid} has no checkpoint to export")
-    config = row["config"]
+    config = row["config"] or {}
     text = objects.get(row["record_hash"]).decode("utf-8")
-    record = parse(text.encode("utf-8"), config["label"]).data
+    record = parse(text.encode("utf-8"), config.get("label", "record.sml")).data
     if row.get("tier"):
         record = {**record, "determinism_tier": row["tier"]}
-    m = read_manifest(objects, cks[-1]["manifest"])
+    m = read_manifest(objects, manifest or cks[-1]["manifest"])
     weights, _ = loads(objects.get(m["weights"]))
     tensors = {}
     for name, ref_ in m["weights_keys"].items():
         code, shape, view = weights[ref_["$tensor"]]
         tensors[name] = RawTensor(code, tuple(shape), bytes(view))
     opt, _ = loads(objects.get(m["optimizer_state"]))
-    src = Source(text, record, Path(config.get("base_dir", ".")), config["label"], tensors,
+    label = config.get("label", "record.sml")
+    src = Source(text, record, Path(config.get("base_dir", ".")), label, tensors,
                  files=config.get("files") or {}, store=root,
                  options=run_options(config.get("options") or {}))  # fmt: skip
     src.run = _run_state(m, opt)
+    src.run.state["optimizer"]["kind"] = _kind(record["optimizer"], "training/optimizer/")
     return src
 
 
 # a run's options that train.py takes, by train.py's argument names
-RUN_OPTIONS = ("log_every", "eval_every", "val_rows", "drop_last", "checkpoint_every")
+RUN_OPTIONS = ("log_every", "eval_every", "val_rows", "drop_last", "checkpoint_every",
+               "checkpoint_minutes")  # fmt: skip
 
 
 def run_options(stored: dict) -> dict:
@@ -323,6 +328,4 @@ def export_package(file, dest, *, store=".scellis", weights: str | None = None) 
         if weights is not None:
             raise ScellisError("--weights goes with a record file, not a run")
         src = run_source(store, str(file))
-    if src.run is not None:
-        src.run.state["optimizer"]["kind"] = _kind(src.record["optimizer"], "training/optimizer/")
     return write_package(dest, src)
