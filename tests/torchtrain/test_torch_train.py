@@ -292,7 +292,7 @@ def test_a_run_exported_mid_way_continues_in_torch(tmp_path, capsys):
     run = ["train", rec, "--device", "reference", "--log-every", 1, "--eval-every", 3]
     whole = scellis(capsys, *run, "--max-steps", 8, "--store", store)
     ev = scellis(capsys, *run, "--max-steps", 4, "--store", store)
-    pkg = export(capsys, ev[-1]["run"], tmp_path / "pkg", "--store", store)
+    pkg = export(capsys, f"{ev[-1]['run']}@4", tmp_path / "pkg", "--store", store)
     assert (pkg / "checkpoints" / "step-00000004.safetensors").is_file()
     assert json.loads((pkg / "config.json").read_text())["options"]["eval_every"] == 3
     events = train_py(pkg, "--max-steps", 8)
