@@ -11,6 +11,7 @@ copied by ``inspect.getsource`` at export time: one implementation, two homes.
 from __future__ import annotations
 
 import inspect
+import pprint
 import re
 import textwrap
 
@@ -26,7 +27,7 @@ def _src(*objs) -> str:
 
 
 def _const(module, *names: str) -> str:
-    return "\n".join(f"{n} = {getattr(module, n)!r}" for n in names)
+    return "\n".join(f"{n} = {pprint.pformat(getattr(module, n), width=90)}" for n in names)
 
 
 PIPELINE_HEAD = '''"""The data pipeline and batch order, copied from Scellis by `scellis export`.
@@ -46,7 +47,6 @@ import hashlib
 import io
 import json
 import math
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
