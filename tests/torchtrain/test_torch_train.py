@@ -173,13 +173,18 @@ PIPELINES = {
     "amsgrad: true, weight_decay: 0.01 }\n"
     "scheduler: { block_id: training/scheduler/one_cycle, total_steps: 10 }\n"
     "grad_clip: { max_norm: 0.5 }\n",
+    # mode max on a mostly falling validation loss: most passes are a plateau, the rate halves
+    "adam-reduce-on-plateau": "optimizer: { block_id: training/optimizer/adam, lr: 0.01 }\n"
+    "scheduler: { block_id: training/scheduler/reduce_on_plateau, patience: 0, factor: 0.5, "
+    "mode: max }\n",
 }
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_optimizers_schedules_and_clipping_match(tmp_path, capsys, pipeline):
     """Other update rules (SGD with Nesterov momentum, centered RMSprop, Lion, AMSGrad
-    with one_cycle's momentum), schedules and both clippings: the same losses and rates."""
+    with one_cycle's momentum), schedules (reduce_on_plateau fed each validation) and
+    both clippings: the same losses and rates."""
     rec = shrunk("lstm_forecaster", tmp_path)
     text = rec.read_text().replace(
         "optimizer: { block_id: training/optimizer/adam, lr: 0.01 }\n", PIPELINES[pipeline]
@@ -188,12 +193,14 @@ def test_optimizers_schedules_and_clipping_match(tmp_path, capsys, pipeline):
     rec.write_text(text)
     k = 6
     ours = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", k,
-                   "--log-every", 1, "--store", tmp_path / "s")  # fmt: skip
-    events = train_py(export(capsys, rec, tmp_path / "pkg"), "--max-steps", k, "--log-every", 1)
+                   "--log-every", 1, "--eval-every", 1, "--store", tmp_path / "s")  # fmt: skip
+    events = train_py(export(capsys, rec, tmp_path / "pkg"), "--max-steps", k, "--log-every", 1,
+                      "--eval-every", 1)  # fmt: skip
     close(losses(events), losses(ours))
-    assert [e["lr"] for e in events if e["kind"] == "log"] == [
-        e["lr"] for e in ours if e["kind"] == "log"
-    ]
+    lrs = [e["lr"] for e in events if e["kind"] == "log"]
+    assert lrs == [e["lr"] for e in ours if e["kind"] == "log"]
+    if "plateau" in pipeline:
+        assert lrs[-1] < lrs[0] and all(b in (a, a * 0.5) for a, b in zip(lrs, lrs[1:]))
 
 
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid:RuntimeWarning")

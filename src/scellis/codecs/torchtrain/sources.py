@@ -17,7 +17,7 @@ import textwrap
 
 from ...base import rng
 from ...catalog.sched import base as sched_base
-from ...catalog.sched import one_cycle, schedules
+from ...catalog.sched import one_cycle, plateau, schedules
 from ...data import csvsource, record, shuffle, table, text
 from ...ops import optim as optim_ops
 
@@ -105,6 +105,7 @@ def optim_scalars_source() -> str:
         _src(schedules.LinearWarmup, schedules.WarmupCosine),
         _src(one_cycle._cos, one_cycle._linear),
         _scheduler(one_cycle.OneCycle),
+        _scheduler(plateau.ReduceOnPlateau),
     ]
     text_ = "\n\n\n".join(p.strip("\n") for p in parts)
     return _CONFIG_LINE.sub("", text_) + "\n"
@@ -118,4 +119,5 @@ SCHEDULER_CLASSES = {
     "linear_warmup": "LinearWarmup",
     "warmup_cosine": "WarmupCosine",
     "one_cycle": "OneCycle",
+    "reduce_on_plateau": "ReduceOnPlateau",
 }
