@@ -155,3 +155,17 @@ def test_the_tab_plans_what_the_cli_plans(capsys, path):
     # the reference device's budget is the host's free memory, read at each call
     assert tab.pop("budget") > 0 and cli.pop("budget") > 0
     assert tab == cli
+
+
+def test_a_kernel_refusal_is_not_worded_as_memory(tmp_path, capsys):
+    # the fused LSTM has no f16 kernel on WebGPU: the run is refused, but it would fit
+    rec = tmp_path / "f16.sml"
+    text = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
+    rec.write_text(text.replace("seed: 0\n", "seed: 0\nprecision: mixed_f16\n"))
+    assert main(["plan", str(rec), "--device", "webgpu", "--json"]) == 2  # red
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["verdict"] == "red" and plan["kernel_problems"] == plan["problems"]
+    assert "lstm" in plan["problems"][0]
+    code = main(["train", str(rec), "--device", "webgpu", "--store", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "memory is not the problem" in err and "memory plan is red" not in err

@@ -46,6 +46,12 @@ class PlanRefused(ScellisError):
     def __init__(self, plan: Plan):
         self.plan = plan
         fixes = "; ".join(f"{r['fix']} (saves ~{human(r['saving'])})" for r in plan.remediations)
+        if plan.memory_fits:  # it would fit: what refuses it is a kernel, not memory
+            super().__init__(
+                f"the run does not start: {'; '.join(plan.problems)} (memory is not the "
+                "problem: the step fits; change what the kernel is asked, e.g. precision: f32)"
+            )
+            return
         super().__init__(
             f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}"
             + (f" (remediations: {fixes})" if fixes else "")
@@ -70,6 +76,13 @@ class Plan:
     step_peak: int = 0
     eval_peak: int = 0  # 0: not planned
     schedule_bytes: int = 0  # the step's buffers packed into slots by liveness (replay)
+    # problems that are no matter of memory: a kernel this device cannot run as asked
+    kernel_problems: list[str] = field(default_factory=list)
+
+    @property
+    def memory_fits(self) -> bool:
+        """True when every problem is a kernel's, none a matter of memory or limits."""
+        return set(self.problems) <= set(self.kernel_problems)
 
     @property
     def headroom(self) -> float:
@@ -98,12 +111,18 @@ class Plan:
             "problems": self.problems,
             "warnings": self.warnings,
             "remediations": self.remediations,
+            "kernel_problems": self.kernel_problems,
         }
+
+    def _title(self) -> str:
+        if self.verdict == "red" and self.memory_fits:
+            return "plan: REFUSED, not for memory (a kernel cannot run as asked)"
+        return f"memory plan: {self.verdict.upper()}"
 
     def text(self) -> str:
         t = self.target
         lines = [
-            f"memory plan: {self.verdict.upper()}  ({self.mode}, batch {self.batch}, "
+            f"{self._title()}  ({self.mode}, batch {self.batch}, "
             f"precision {self.precision}, {self.n_params} parameters)",
             f"  peak       {human(self.peak):>12}  of budget {human(t.budget)} ("
             + (
@@ -143,15 +162,15 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int, int]:
-    """Problems, warnings, the largest buffer, and the bytes the step's schedule packs its
-    buffers into (0 when it was not lowered)."""
-    problems, warnings, largest = [], [], 0
+def _binding_checks(tr: Trace, target: Target) -> tuple[list, list, int, int, list]:
+    """Problems, warnings, the largest buffer, the bytes the step's schedule packs its
+    buffers into (0 when it was not lowered), and the problems that are kernels'."""
+    problems, warnings, largest, kernels = [], [], 0, []
     allocs = tr.allocs()
     for numel, dtype, _, _ in allocs.values():
         largest = max(largest, storage_bytes(numel, dtype))
     if not target.limits:
-        return problems, warnings, largest, 0
+        return problems, warnings, largest, 0, kernels
     lim = target.limits
     window, _ = binding_geometry(lim)
     per_stage = lim["max_storage_buffers_per_shader_stage"]
@@ -179,9 +198,12 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], in
             kg = lower(op_graph(tr), target)
             problems += kg.verify()
             packed = schedule(kg).bytes
-        except (LimitError, DTypeError) as e:  # an op this device cannot run
+        except LimitError as e:  # an op needing more of the device than it has
             problems.append(str(e))
-    return problems, warnings, largest, packed
+        except DTypeError as e:  # a kernel that does not run in this dtype here
+            problems.append(str(e))
+            kernels.append(str(e))
+    return problems, warnings, largest, packed, kernels
 
 
 def _runnable_precision(record: dict, precision: str | None, target: Target):
@@ -230,7 +252,7 @@ def make_plan(
         )
         kept = sum(prof.at_end[c] for c in PERSISTENT)
         eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
-    problems, warnings, largest, packed = _binding_checks(tr, target)
+    problems, warnings, largest, packed, kernels = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     if peak > target.budget:
@@ -256,6 +278,7 @@ def make_plan(
         eval_peak=eval_peak,
         schedule_bytes=packed,
     )
+    plan.kernel_problems = kernels
     fixed = sum(prof.at_peak.get(c, 0) for c in ("parameters", "gradients", "optimizer_state"))
     if mode == "training" and fixed > target.budget:
         plan.problems.insert(
@@ -265,6 +288,7 @@ def make_plan(
         )
     if f16_problem:
         plan.problems.append(f16_problem)
+        plan.kernel_problems.append(f16_problem)
     if f16_note:
         plan.warnings.append(f16_note)
     if 0 <= plan.headroom < HEADROOM_WARN:
