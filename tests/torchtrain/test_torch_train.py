@@ -203,6 +203,22 @@ def test_optimizers_schedules_and_clipping_match(tmp_path, capsys, pipeline):
         assert lrs[-1] < lrs[0] and all(b in (a, a * 0.5) for a, b in zip(lrs, lrs[1:]))
 
 
+def test_early_stopping_stops_at_the_same_step(tmp_path, capsys):
+    rec = shrunk("lstm_forecaster", tmp_path)  # mode max on a falling val_loss: it stops soon
+    stops = "every: 1, early_stopping: { metric: val_loss, patience: 2, mode: max },"
+    rec.write_text(rec.read_text().replace("every: 10,", stops))
+    ours = scellis(capsys, "train", rec, "--device", "reference", "--max-steps", 20,
+                   "--log-every", 1, "--store", tmp_path / "s")  # fmt: skip
+    events = train_py(export(capsys, rec, tmp_path / "pkg"), "--max-steps", 20)
+
+    def stop(evs):
+        return next((e["step"], e["reason"]) for e in evs if e["kind"] == "early_stop")
+
+    assert stop(events) == stop(ours) and stop(ours)[0] < 20
+    assert events[-1]["steps"] == ours[-1]["steps"] == stop(ours)[0]
+    close(losses(events), losses(ours))
+
+
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid:RuntimeWarning")
 def test_a_step_with_non_finite_gradients_is_skipped_as_scellis_skips_it(tmp_path, capsys):
     rec = shrunk("lstm_forecaster", tmp_path)  # a rate that blows the weights up at once

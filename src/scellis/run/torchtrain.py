@@ -142,7 +142,8 @@ def import_checkpoint(path, store, *, device: str = "webgpu", base_dir=None,
                 for name, at in (("shuffle", epoch), ("dropout", step))
             },
             "seed": seed, "epoch": epoch, "step": step, "batch": int(st["batch"]),
-            "early_stopping": {}, "metrics": {"skipped_total": 0, **metrics},
+            "early_stopping": st.get("early_stopping") or {},
+            "metrics": {"skipped_total": 0, **metrics},
             "record": record_hash, "dataset": ds.digest, "tier": tier,
             "device": "torch", "adapter": "torch-train", "imported_from": Path(path).name,
         }  # fmt: skip

@@ -114,8 +114,11 @@ def package_config(record: dict, data: dict, digest: str, text_data: bool, label
     inputs = list((record.get("inputs") or {}).values())
     if len(inputs) != 1:
         raise ScellisError("a torch-train export needs a model with one input")
-    if record.get("early_stopping"):
-        raise ScellisError("early_stopping has no torch-train export yet")
+    ev = record.get("eval") or {}
+    watched = [ev.get("plateau_metric"), (ev.get("early_stopping") or {}).get("metric")]
+    for metric in watched:
+        if metric not in (None, "loss", "val_loss"):
+            raise ScellisError(f"eval: {metric!r} is a metric train.py does not compute yet")
     return {
         "format": FORMAT,
         "model": record.get("model"),
@@ -137,7 +140,10 @@ def package_config(record: dict, data: dict, digest: str, text_data: bool, label
         "precision": precision_of(record.get("precision")),
         "epochs": int(record.get("epochs", 1)),
         "batch_size": int(record.get("batch_size", 32)),
-        "eval_batch_size": int((record.get("eval") or {}).get("batch_size", 64)),
+        "eval_batch_size": int(ev.get("batch_size", 64)),
+        "eval_split": ev.get("split", "val"),
+        "plateau_metric": ev.get("plateau_metric"),
+        "early_stopping": ev.get("early_stopping"),
         "seed": int(record.get("seed", 0) or 0),
         "weights": "state_dict.pt",
     }
@@ -314,6 +320,7 @@ def _run_state(m: dict, opt: dict) -> RunState:
         "optimizer": {"kind": None, "options": options, "step_count": tree["step_count"],
                       "steps": steps},
         "scheduler": m.get("scheduler"), "loss_scale": loss_scale, "metrics": metrics,
+        "early_stopping": m.get("early_stopping") or {},
         "dataset": m.get("dataset"),
     }  # fmt: skip
     return RunState(tensors, state)
