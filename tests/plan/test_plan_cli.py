@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from planutil import ROOT
@@ -63,6 +64,19 @@ def test_no_batch_size_helps_when_the_weights_alone_exceed(capsys):
     assert rc == 2
     first = p["remediations"][0]
     assert first["fix"] == "LoRA/PEFT" and "no batch size can help" in first["detail"]
+
+
+def test_a_model_no_device_holds_names_the_torch_train_path(capsys):
+    rc, p = plan_json(capsys, LSTM, "--device", "reference", "--budget", "64KiB")
+    assert rc == 2 and any(x.startswith("too large for one device") for x in p["problems"])
+    fix = next(r for r in p["remediations"] if r["fix"].startswith("too large for one device"))
+    assert "scellis export REC --to torch-train DIR" in fix["fix"]
+    assert re.search(r"torchrun --nproc_per_node \d+ DIR/train.py --fsdp", fix["fix"])
+    assert 0 < fix["saving"] < p["peak"] and "FSDP" in fix["detail"]
+    rc = main(["train", LSTM, "--device", "reference", "--budget", "64KiB", "--max-steps", "1"])
+    assert rc == 2 and "--to torch-train DIR, then torchrun" in capsys.readouterr().err
+    _, fits = plan_json(capsys, LSTM, "--device", "reference", "--budget", "2MiB")
+    assert not any("torch-train" in r["fix"] for r in fits["remediations"])
 
 
 def test_yellow_under_15_percent_headroom(capsys):

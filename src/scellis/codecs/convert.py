@@ -104,6 +104,18 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
     )
 
 
+def record_weights(path, store, weights: str | None = None) -> tuple[dict, dict[str, RawTensor]]:
+    """(record, weights by parameter path) of a record file: its ``# weights:`` object (or
+    ``weights``: sha256:<hex> in ``store`` or a weights file), else its initial values."""
+    path = Path(path)
+    if path.suffix.lower() != ".sml":
+        raise ScellisError(f"{path}: not a record (.sml)")
+    rec, tensors = _source(path, store, weights)
+    if rec is None:
+        raise ScellisError(f"{path}: holds no record")
+    return rec, tensors
+
+
 def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
     """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":

@@ -13,7 +13,10 @@ lifetimes through the target's allocator rounding (``ir.memory``), then check
 Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom, or tensors
 that must be split); **red** refused. A red or yellow plan lists remediations with an
 estimated saving each, measured by re-tracing where that is possible (half the batch,
-mixed f16) and estimated from the classes otherwise (checkpointing, LoRA/PEFT).
+mixed f16) and estimated from the classes otherwise (checkpointing, LoRA/PEFT). When
+parameters, gradients and optimizer state alone exceed the budget, the model is too
+large for one device: the plan says so and names PyTorch's FSDP through
+``scellis export REC --to torch-train DIR`` and ``torchrun`` as a way out.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from .schedule import schedule
 from .trace import Trace, trace
 
 PERSISTENT = ("parameters", "gradients", "optimizer_state", "loop_state")
+TOO_LARGE = "too large for one device"
 HEADROOM_WARN = 0.15
 # the train loop's device-side scalars: 3 accumulators, the loss scale and its clean-step
 # count, the finite flag, and the accumulators' next values while they are replaced
@@ -275,6 +279,13 @@ def make_plan(
         schedule_bytes=packed,
     )
     plan.kernel_problems = kernels
+    fixed = sum(prof.at_peak.get(c, 0) for c in ("parameters", "gradients", "optimizer_state"))
+    if mode == "training" and fixed > target.budget:
+        plan.problems.insert(
+            1,
+            f"{TOO_LARGE}: parameters, gradients and optimizer state alone take "
+            f"{human(fixed)}, over the budget",
+        )
     if f16_problem:
         plan.problems.append(f16_problem)
         plan.kernel_problems.append(f16_problem)
@@ -365,7 +376,28 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
                 r for r in out if r["fix"].startswith("smaller batch")
             ]
             out.sort(key=lambda r: r["fix"] != "LoRA/PEFT")
+            out.insert(1, sharded(plan, fixed))
     return out
+
+
+def devices_needed(peak: int, budget: int) -> int:
+    """Devices whose shares of ``peak`` (sharded state, split batches) fit ``budget``."""
+    room = max(1, int(budget * (1 - HEADROOM_WARN)))
+    return max(2, -(-peak // room))
+
+
+def sharded(plan: Plan, fixed: int) -> dict:
+    """The way out when no single device holds the model: PyTorch's FSDP over N devices."""
+    n = devices_needed(plan.peak, plan.target.budget)
+    return {
+        "fix": f"{TOO_LARGE}: scellis export REC --to torch-train DIR, then torchrun "
+        f"--nproc_per_node {n} DIR/train.py --fsdp",
+        "saving": plan.peak - plan.peak // n,
+        "detail": f"FSDP over {n} devices shards the parameters, gradients and optimizer "
+        f"state ({human(fixed)}, about {human(fixed // n)} each) and splits every batch; "
+        "train.py keeps the record's data order, optimizer, schedule and loss, and its "
+        "checkpoints come back with scellis import (estimate)",
+    }
 
 
 LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8}
