@@ -113,19 +113,20 @@ def test_unsupported_ops_are_listed_by_node(tmp_path):
         read(path)
 
 
-def _with_external(tmp_path, location: str):
+def _with_external(tmp_path, location: str, **entries):
     from onnx import numpy_helper
 
     torch.manual_seed(0)
     path = tmp_path / "ext" / "m.onnx"
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     export(MLP(), torch.randn(2, 3), path)
     m = onnx.load(str(path))
     init = m.graph.initializer[0]
     data = numpy_helper.to_array(init).tobytes()
     init.ClearField("raw_data")
     init.data_location = onnx.TensorProto.EXTERNAL
-    for k, v in (("location", location), ("offset", "0"), ("length", str(len(data)))):
+    fields = {"location": location, "offset": "0", "length": str(len(data)), **entries}
+    for k, v in fields.items():
         e = init.external_data.add()
         e.key, e.value = k, v
     onnx.save(m, str(path))
@@ -155,6 +156,47 @@ def test_external_data_through_a_symlink_out_is_refused(tmp_path):
     (path.parent / "weights.bin").symlink_to(tmp_path / "outside.bin")
     with pytest.raises(ScellisError, match="outside the model's folder"):
         read(path)
+
+
+@pytest.mark.parametrize(
+    ("entries", "match"),
+    [
+        ({"length": str(10**15)}, "needs 96 bytes, its external data says"),
+        ({"length": "9" * 5000}, "a whole number of bytes"),
+        ({"offset": str(10**15)}, "holds 96 bytes"),
+        ({"offset": "-4"}, "a whole number of bytes"),
+        ({"checksum": "0" * 40}, "SHA-1 checksum"),
+    ],
+)
+def test_external_data_that_lies_is_refused(tmp_path, entries, match):
+    path, data = _with_external(tmp_path, "weights.bin", **entries)
+    (path.parent / "weights.bin").write_bytes(data)
+    assert len(data) == 96
+    with pytest.raises(ScellisError, match=match):
+        read(path)
+
+
+def test_external_data_with_its_checksum_is_read(tmp_path):
+    import hashlib
+
+    _, data = _with_external(tmp_path / "a", "weights.bin")
+    sha = hashlib.sha1(data).hexdigest()
+    path, _ = _with_external(tmp_path / "b", "weights.bin", checksum=sha)
+    (path.parent / "weights.bin").write_bytes(data)
+    assert read(path).tensors
+
+
+def test_external_data_that_is_not_a_regular_file_is_refused(tmp_path):
+    import os
+
+    path, _ = _with_external(tmp_path, "weights.bin")
+    os.mkfifo(path.parent / "weights.bin")  # reading a FIFO with no writer would hang
+    with pytest.raises(ScellisError, match="not a regular file"):
+        read(path)
+    path2, _ = _with_external(tmp_path / "d", "sub")
+    (path2.parent / "sub").mkdir()
+    with pytest.raises(ScellisError, match="not a regular file|Is a directory"):
+        read(path2)
 
 
 def test_truncated_and_garbage_files_are_refused(tmp_path):
