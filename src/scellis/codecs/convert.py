@@ -44,6 +44,24 @@ class Result:
     unused: list[str] = field(default_factory=list)
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ScellisError(f"{path}: not a text (UTF-8) file") from None
+
+
+def _written(dest: Path, write) -> list[Path]:
+    """``write()``'s result; a folder that cannot be created or written is one line."""
+    try:
+        return write()
+    except OSError as e:
+        why = f"{e.filename}: {e.strerror or e}" if e.filename else f"{e.strerror or e}"
+        raise ScellisError(f"{dest}: cannot write ({why})") from None
+
+
 def _shapes(record: dict) -> dict[str, tuple]:
     m = RecordModel(record, device="null")
     return {k: tuple(p.shape) for k, p in m.named_parameters()}
@@ -58,7 +76,7 @@ def import_file(
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     if record is not None:
-        rtext = Path(record).read_text()
+        rtext = _read_text(Path(record))
         rec, where = check(rtext, str(record), Path(record).parent), str(record)
     tensors, unused = im.tensors, []
     if rec is not None:
@@ -79,9 +97,13 @@ def import_file(
         if text is None:
             raise ScellisError(f"{path}: holds weights only; give --record to write a record")
         out = Path(to)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-        res.written.append(out)
+
+        def write():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+            return [out]
+
+        res.written.extend(_written(out, write))
     return res
 
 
@@ -101,7 +123,7 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
 def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
     """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":
-        text = path.read_text()
+        text = _read_text(path)
         rec = check(text, str(path), path.parent)
         tag = WEIGHTS_TAG.search(text)
         ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
@@ -133,5 +155,5 @@ def export_file(path, to: str, *, out=None, store=".scellis", weights: str | Non
     rec, tensors = _source(path, store, weights)
     dest = Path(out) if out is not None else path.with_name(_DEFAULT_NAME.get(cid, "{stem}.out")
                                                               .format(stem=path.stem))  # fmt: skip
-    written = make(cid).write(dest, tensors, rec)
+    written = _written(dest, lambda: make(cid).write(dest, tensors, rec))
     return Result(cid, rec, None, tensors, written=written)
