@@ -189,3 +189,28 @@ def test_a_store_that_is_a_file(tmp_path, capsys, bundle):
     assert "is a file, not a store folder" in capsys.readouterr().err
     with pytest.raises(ScellisError, match="is a file"):
         Records(f)
+
+
+def test_a_corrupt_checkpoint_object_is_replaced_by_its_bundle(tmp_path, capsys, bundle):
+    root = _store_with_a_run(tmp_path, bundle)
+    objects = ObjectStore(root)
+    r = Records(root)
+    (rid,) = [x["id"] for x in r.runs()]
+    manifest = r.checkpoints(rid)[-1]["manifest"]
+    r.close()
+    weights = json.loads(objects.get(manifest))["weights"]
+    good = objects.get(weights)
+    path = objects.path(weights)
+    path.chmod(0o644)
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 0xFF]))
+    with pytest.raises(ScellisError, match=f"object {weights} is corrupt.*moved aside"):
+        objects.get(weights)
+    # the run's own bundle carries the right bytes: importing it again writes them fresh
+    f = tmp_path / "again.tar"
+    f.write_bytes(bundle)
+    assert main(["runs", "import", str(f), "--store", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "already in" in err and "1 corrupt object(s) of it were replaced" in err, err
+    assert objects.get(weights) == good
+    (aside,) = objects.quarantined(weights)
+    assert aside.read_bytes() != good and aside.is_relative_to(root / "quarantine")

@@ -76,11 +76,20 @@ def import_run(objects: ObjectStore, records: Records, data: bytes) -> str:
         m = parse_manifest(_need(objects, blobs, h, f"checkpoint {c['step']}"), h)
         for h2 in sorted(objects_of(m)):
             _need(objects, blobs, h2, f"checkpoint {c['step']}")
-    if records.has_run(run["id"]):
-        raise ScellisError(f"run {run['id']} is already in {records.root}")
-    # all checked: objects first (a row never names an object the store lacks), then rows
+    # all checked: objects first (a row never names an object the store lacks), then rows.
+    # put() verifies a copy already stored and writes a corrupt one fresh: importing a
+    # run's bundle again repairs its objects even when its rows are there already
+    before = {h: (objects.has(h), len(objects.quarantined(h))) for h in blobs}
     for blob in blobs.values():
         objects.put(blob)
+    if records.has_run(run["id"]):
+        fixed = sum(
+            1
+            for h, (had, q) in before.items()
+            if (q and not had) or len(objects.quarantined(h)) > q
+        )
+        note = f"; {fixed} corrupt object(s) of it were replaced from the bundle" if fixed else ""
+        raise ScellisError(f"run {run['id']} is already in {records.root}{note}")
     if files:
         folder = materialize(objects, files, objects.root / "files" / run["id"])
         config = json.loads(run["config"])
