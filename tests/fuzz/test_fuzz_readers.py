@@ -1,0 +1,197 @@
+"""Every reader of a user's file, fuzzed: random bytes and mutations of valid files.
+
+For any input the result is success or one ScellisError (never another exception), a
+case allocates less than ``harness.MEMORY`` and takes less than ``harness.TIME_S``. The
+valid files are real: torch.save, the safetensors package, torch.onnx.export, a run
+trained and exported here, the example records. Budgets are fixed and the generation is
+derandomized, so every run tries the same cases (the session prints how many).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from harness import budget, checked, inputs, mutations
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scellis.catalog.sml_registry import catalog_registry
+from scellis.cli.main import main
+from scellis.codecs import make
+from scellis.codecs.torch.safezip import SafeZip
+from scellis.sml import parse, validate
+from scellis.store.bundle import import_run
+from scellis.store.objects import ObjectStore
+from scellis.store.records import Records
+from scellis.store.safetensors import loads
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+CAP = 16 << 20  # the readers' size caps here: a case may not ask for gigabytes legally
+_n = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, bytes]:
+    d = tmp_path_factory.mktemp("seeds")
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 2)
+    torch.save({"sd": lin.state_dict(), "w": torch.randn(4, 3).t(), "epoch": 3,
+                "names": ["a", "b"]}, d / "m.pt")  # fmt: skip
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.randn(2, 3), "i": torch.arange(4)}, d / "m.safetensors",
+              metadata={"k": "v"})  # fmt: skip
+    from onnx_models import MLP, export
+
+    export(MLP(), torch.randn(2, 3), d / "m.onnx")
+    from storeutil import write_record
+
+    rec, store = write_record(d), d / "s"
+    assert main(["train", str(rec), "--store", str(store), "--device", "reference",
+                 "--max-steps", "2", "--checkpoint-every", "1"]) == 0  # fmt: skip
+    assert main(["runs", "export", "last", "--store", str(store), "-o", str(d / "b.tar")]) == 0
+    out = {n: (d / n).read_bytes() for n in ("m.pt", "m.safetensors", "m.onnx", "b.tar")}
+    with zipfile.ZipFile(io.BytesIO(out["m.pt"])) as z:
+        out["data.pkl"] = z.read("m/data.pkl")
+        out["storages"] = {n.rsplit("/", 1)[1]: z.read(n) for n in z.namelist() if "/data/" in n}
+    return out
+
+
+def _case_dir(tmp_path_factory, name: str) -> Path:
+    d = tmp_path_factory.getbasetemp() / f"fuzz-{name}-{next(_n)}"
+    d.mkdir()
+    return d
+
+
+def test_pickle_reader(files, tmp_path_factory):
+    from ptfiles import archive
+
+    codec = make("codec/torch", max_bytes=CAP)
+    folder = _case_dir(tmp_path_factory, "pkl")
+
+    @budget(250)
+    @given(inputs(files["data.pkl"], random_size=512))
+    def case(pkl):
+        p = folder / "f.pt"
+        p.write_bytes(archive(pkl, files["storages"]))
+        checked("pickle", codec.read, p)
+
+    case()
+
+
+def test_zip_reader(files, tmp_path_factory):
+    codec = make("codec/torch", max_bytes=CAP)
+    folder = _case_dir(tmp_path_factory, "zip")
+    donors = (files["m.safetensors"], files["data.pkl"])
+
+    @budget(250)
+    @given(inputs(files["m.pt"], donors) | st.binary(max_size=64).map(lambda b: b"PK\x03\x04" + b))
+    def case(data):
+        checked("zip", lambda: SafeZip(data, "f.pt", CAP) and None)
+        p = folder / "f.pt"
+        p.write_bytes(data)
+        checked("zip", codec.read, p)
+
+    case()
+
+
+def test_safetensors_reader(files, tmp_path_factory):
+    codec = make("codec/safetensors", max_bytes=CAP)
+
+    @budget(400)
+    @given(inputs(files["m.safetensors"], (files["m.pt"],)))
+    def case(data):
+        checked("safetensors", loads, data)
+        checked("safetensors", codec.loads, data, "f.safetensors")
+
+    case()
+
+
+def test_onnx_reader(files, tmp_path_factory):
+    codec = make("codec/onnx", max_bytes=CAP)
+    folder = _case_dir(tmp_path_factory, "onnx")
+
+    @budget(200)
+    @given(inputs(files["m.onnx"], (files["m.safetensors"],)))
+    def case(data):
+        p = folder / "m.onnx"
+        p.write_bytes(data)
+        checked("onnx", codec.read, p)
+
+    case()
+
+
+def test_bundle_importer(files, tmp_path_factory):
+    folder = _case_dir(tmp_path_factory, "bundle")
+
+    @budget(60)
+    @given(inputs(files["b.tar"], random_size=1024))
+    def case(data):
+        root = folder / str(next(_n))
+        records = Records(root)
+        try:
+            checked("bundle", import_run, ObjectStore(root), records, data)
+        finally:
+            records.close()
+
+    case()
+
+
+def _retar(bundle: bytes, run_json: bytes) -> bytes:
+    src = tarfile.open(fileobj=io.BytesIO(bundle))
+    buf = io.BytesIO()
+    with src, tarfile.open(fileobj=buf, mode="w") as out:
+        for m in src.getmembers():
+            data = run_json if m.name == "run.json" else src.extractfile(m).read()
+            m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_bundle_rows(files, tmp_path_factory):
+    """The bundle again, its run.json mutated inside a well-formed tar: the rows' checks."""
+    folder = _case_dir(tmp_path_factory, "rows")
+    with tarfile.open(fileobj=io.BytesIO(files["b.tar"])) as t:
+        run_json = t.extractfile("run.json").read()
+
+    @budget(120)
+    @given(mutations(run_json, (b'"started": "x", ', b"[[[[", b"1e999", b"-1, ", b"null")))
+    def case(data):
+        root = folder / str(next(_n))
+        records = Records(root)
+        try:
+            checked(
+                "bundle-rows", import_run, ObjectStore(root), records, _retar(files["b.tar"], data)
+            )
+        finally:
+            records.close()
+
+    case()
+
+
+EXAMPLES = tuple(p.read_bytes() for p in sorted((ROOT / "examples").glob("*.sml")))
+
+
+def test_sml_parse_and_validate():
+    reg = catalog_registry()
+
+    def parse_validate(text: str):
+        return validate(parse(text, "f.sml"), reg)
+
+    @budget(200)
+    @given(
+        st.sampled_from(range(len(EXAMPLES))).flatmap(lambda i: inputs(EXAMPLES[i], EXAMPLES))
+        | st.text(max_size=400)
+    )
+    def case(data):
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        checked("sml", parse_validate, text)
+
+    case()
