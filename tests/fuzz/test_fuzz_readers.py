@@ -76,7 +76,7 @@ def test_pickle_reader(files, tmp_path_factory):
     codec = make("codec/torch", max_bytes=CAP)
     folder = _case_dir(tmp_path_factory, "pkl")
 
-    @budget(250)
+    @budget(400)
     @given(inputs(files["data.pkl"], random_size=512))
     def case(pkl):
         p = folder / "f.pt"
@@ -118,7 +118,7 @@ def test_onnx_reader(files, tmp_path_factory):
     codec = make("codec/onnx", max_bytes=CAP)
     folder = _case_dir(tmp_path_factory, "onnx")
 
-    @budget(200)
+    @budget(300)
     @given(inputs(files["m.onnx"], (files["m.safetensors"],)))
     def case(data):
         p = folder / "m.onnx"
