@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,14 +26,14 @@ def _one_line(capsys, argv, match: str) -> None:
     err = capsys.readouterr().err
     errors = [x for x in err.splitlines() if x.startswith(("Error:", "scellis: error:"))]
     assert "Traceback" not in err and len(errors) == 1, err
-    assert match in err, err
+    assert re.search(match, err), err
 
 
 def test_export_of_a_missing_file(tmp_path, capsys):
     _one_line(capsys, ["export", str(tmp_path / "nope.sml"), "--to", "pt"], "cannot read")
     binary = tmp_path / "bin.sml"
     binary.write_bytes(b"\xff\xfe\x00")
-    _one_line(capsys, ["export", str(binary), "--to", "pt"], "not a text (UTF-8) file")
+    _one_line(capsys, ["export", str(binary), "--to", "pt"], r"not a text \(UTF-8\) file")
 
 
 def test_serve_on_a_port_that_does_not_exist(capsys):
@@ -94,3 +95,40 @@ def test_outputs_into_a_read_only_folder(tmp_path, what):
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
     assert "Permission denied" in out.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_inputs_that_are_not_regular_files_are_refused_without_blocking(tmp_path, capsys, kind):
+    if kind == "fifo":
+        path = tmp_path / "in.pt"
+        os.mkfifo(path)  # no writer: a plain read would wait forever
+        want = r"a FIFO \(named pipe\), not a regular file"
+    elif kind == "device":
+        path = Path("/dev/zero")  # a plain read would never end
+        want = "a character device, not a regular file"
+    else:
+        path = tmp_path / "dir.pt"
+        path.mkdir()
+        want = "a folder, not a regular file|is a directory"
+    store = str(tmp_path / "st")
+    for argv in (
+        ["import", str(path), "--codec", "codec/torch", "--store", store],
+        ["export", str(path), "--to", "pt", "--out", str(tmp_path / "o.pt")],
+        ["runs", "import", str(path), "--store", store],
+        ["models", "save", str(path), "--store", store],
+        ["plan", str(path)],
+    ):
+        _one_line(capsys, argv, want)
+    assert main(["validate", str(path)]) == 2
+    assert re.search(want, capsys.readouterr().err)
+
+
+def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):
+    from scellis.data.record import load_data
+
+    os.mkfifo(tmp_path / "series.csv")
+    data = {"source": "series.csv", "format": "csv", "column": "v", "window": 2, "horizon": 1}
+    with pytest.raises(ScellisError, match="FIFO"):
+        load_data(data, tmp_path)
+    with pytest.raises(ScellisError, match="FIFO"):
+        load_data({"source": "series.csv", "format": "text"}, tmp_path)

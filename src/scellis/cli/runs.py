@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..store import bundle
 from ..store.gc import collect
 from ..store.objects import ObjectStore
@@ -197,10 +198,7 @@ def export(ctx, run, output, store):
 @click.pass_context
 def import_(ctx, file, store, json_):
     root = Path(store or ctx.obj["store"])
-    try:
-        data = Path(file).read_bytes()
-    except OSError as e:
-        raise ScellisError(f"{file}: cannot read ({e.strerror or e})") from None
+    data = read_file(file)
     rec = Records(root)
     try:
         rid = bundle.import_run(ObjectStore(root), rec, data)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
 from .base import Imported, make, read
@@ -46,9 +47,7 @@ class Result:
 
 def _read_text(path: Path) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+        return read_file(path).decode("utf-8")
     except UnicodeDecodeError:
         raise ScellisError(f"{path}: not a text (UTF-8) file") from None
 
