@@ -86,6 +86,42 @@ def test_pickle_reader(files, tmp_path_factory):
     case()
 
 
+_G = [b"ctorch._utils\n_rebuild_tensor_v2\n", b"ctorch._utils\n_rebuild_parameter\n",
+      b"ctorch._utils\n_rebuild_parameter_with_state\n", b"ccollections\nOrderedDict\n",
+      b"ctorch\nFloatStorage\n", b"ctorch\nLongStorage\n", b"ctorch\nUntypedStorage\n",
+      b"cos\nsystem\n", b"cbuiltins\ngetattr\n"]  # fmt: skip
+_LEAVES = [b"N", b"\x88", b"\x89", b"K\x00", b"K\x03", b"J\xff\xff\xff\xff",
+           b"\x8a\x08" + (1 << 62).to_bytes(8, "little"), b"\x8a\x01\x80",
+           b"X\x01\x00\x00\x00w", b"X\x07\x00\x00\x00storage", b"X\x01\x00\x00\x000",
+           b"X\x03\x00\x00\x00cpu", b"G?\xf0\x00\x00\x00\x00\x00\x00", b"C\x01x"]  # fmt: skip
+_OPS = [b"(", b"t", b")", b"\x85", b"\x86", b"\x87", b"}", b"]", b"s", b"u", b"a", b"e",
+        b"R", b"b", b"Q", b"\x81", b"0", b"2", b"q\x00", b"q\x01", b"h\x00", b"h\x01",
+        b"\x94", b"\x82\x01", b"l", b"d"]  # fmt: skip
+
+
+def _opcode_runs():
+    """Pickles spelled from torch's own opcodes, allowed and refused globals, edge values:
+    most are malformed, many reach the rebuild functions with odd arguments."""
+    piece = st.sampled_from(_G) | st.sampled_from(_LEAVES) | st.sampled_from(_OPS)
+    return st.lists(piece, max_size=60).map(lambda ps: b"\x80\x02" + b"".join(ps) + b".")
+
+
+def test_pickle_opcodes(files, tmp_path_factory):
+    from ptfiles import archive
+
+    codec = make("codec/torch", max_bytes=CAP)
+    folder = _case_dir(tmp_path_factory, "ops")
+
+    @budget(300)
+    @given(_opcode_runs())
+    def case(pkl):
+        p = folder / "f.pt"
+        p.write_bytes(archive(pkl, files["storages"]))
+        checked("pickle-ops", codec.read, p)
+
+    case()
+
+
 def test_zip_reader(files, tmp_path_factory):
     codec = make("codec/torch", max_bytes=CAP)
     folder = _case_dir(tmp_path_factory, "zip")
@@ -172,6 +208,32 @@ def test_bundle_rows(files, tmp_path_factory):
             )
         finally:
             records.close()
+
+    case()
+
+
+BUNDLED = ROOT / "src" / "scellis" / "data" / "bundled"
+
+
+def test_data_files(tmp_path_factory):
+    """CSV series (with a datetime column) and text files as a record's data names them."""
+    from scellis.data.record import load_data
+
+    folder = _case_dir(tmp_path_factory, "data")
+    series = BUNDLED.joinpath("sunspots_yearly.csv").read_bytes()
+    text = BUNDLED.joinpath("python_help_topics.txt").read_bytes()[:3000]
+    csv = {"source": "d.csv", "format": "csv", "column": "sunspots", "window": 4,
+           "horizon": 1, "val_fraction": 0.2, "normalise": "standard",
+           "datetime": "year", "datetime_format": "year", "missing": "ffill"}  # fmt: skip
+    txt = {"source": "d.txt", "format": "text", "context": 8, "val_fraction": 0.2}
+
+    @budget(150)
+    @given(inputs(series, (text,)), inputs(text, (series,)))
+    def case(a, b):
+        (folder / "d.csv").write_bytes(a)
+        (folder / "d.txt").write_bytes(b)
+        checked("data", load_data, csv, folder)
+        checked("data", load_data, txt, folder)
 
     case()
 
