@@ -157,6 +157,8 @@ class ObjectStore:
         if got != h:
             try:
                 where = f"moved aside to {self._quarantine(h, p)}"
+            except FileNotFoundError:  # another reader moved it aside first
+                where = f"moved aside to {(self.quarantined(h) or ['quarantine/'])[-1]}"
             except OSError as e:
                 where = f"left in place: it could not be moved aside ({e.strerror or e})"
             raise StoreError(

@@ -252,7 +252,7 @@ class RestrictedUnpickler(pickle._Unpickler):
     dispatch = dict(pickle._Unpickler.dispatch)
 
     def __init__(self, data: bytes, load_storage, where: str):
-        super().__init__(io.BytesIO(data))
+        super().__init__(io.BytesIO(data), encoding="utf-8")  # as torch.load reads strings
         self._load_storage = load_storage
         self._where = where
         self._storages: dict[str, Storage] = {}
