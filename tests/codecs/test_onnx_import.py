@@ -210,3 +210,27 @@ def test_truncated_and_garbage_files_are_refused(tmp_path):
     junk.write_bytes(b"\x08\x07" + bytes(range(200)))
     with pytest.raises(ScellisError):
         read(junk)
+
+
+def test_a_tiny_graph_cannot_fold_into_gigabytes(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    # Expand of one constant to [30000, 30000]: 900M numbers from a file of ~200 bytes
+    init = [
+        numpy_helper.from_array(np.array([30000, 30000], dtype=np.int64), "shape"),
+        numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
+        numpy_helper.from_array(np.ones((3, 2), dtype=np.float32), "w"),
+    ]
+    nodes = [
+        helper.make_node("Expand", ["one", "shape"], ["big"]),
+        helper.make_node("MatMul", ["x", "w"], ["y0"]),
+        helper.make_node("Add", ["y0", "big"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 2])
+    g = helper.make_graph(nodes, "g", [x], [y], init)
+    path = tmp_path / "bomb.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert path.stat().st_size < 512
+    with pytest.raises(ScellisError, match="would fold a constant of 900000000 elements"):
+        read(path)
