@@ -15,11 +15,12 @@ import click
 
 from ..base.errors import ScellisError
 from ..base.files import read_file
+from ..run.options import RunOptions
 from ..store import bundle
 from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from .runner import resume_command
+from .runner import baseline_text, fmt_metric, resume_command
 
 
 def open_records(store: str) -> Records:
@@ -48,6 +49,10 @@ def summary(rec: Records, run: dict, root: Path) -> dict:
     out["loss"] = losses[-1][1] if losses else None
     out["best_loss"] = min((v for _, v in losses if v is not None), default=None)
     out["val_loss"] = vals[-1][1] if vals else None
+    # the record's metrics at the last validation, beside the run's baselines
+    names = [m for m in rec.metric_names(run["id"]) if m.startswith("val_") and m != "val_loss"]
+    out["metrics"] = {m[4:]: rec.metrics(run["id"], m)[-1][1] for m in names}
+    out["baselines"] = (run["config"] or {}).get("baselines") or {}
     if run["status"] in ("interrupted", "failed"):
         # with no checkpoint there is nothing to continue: the command that starts it over
         out["resume"] = resume_command(root, run["id"]) if cks else " ".join(run["argv"])
@@ -107,12 +112,15 @@ def show_run(ref: str, store: str, json_: bool) -> int:
         print(f"  {'record':13} edited from the file's {source[:12]} by {', '.join(edits)}")
     options = (r["config"] or {}).get("options")
     if options:
-        given = {k: v for k, v in options.items() if v not in (None, [], False)}
+        defaults = RunOptions().to_config()
+        given = {k: v for k, v in options.items() if v != defaults.get(k)}
         print(f"  {'options':13} " + " ".join(f"{k}={v}" for k, v in sorted(given.items())))
     print(f"  {'started':13} {_when(r['started'])}   ended {_when(r['ended'])}")
     print(f"  {'command':13} {' '.join(r['argv'])}")
     print(f"  {'loss':13} last {_num(r['loss'])}  best {_num(r['best_loss'])}  "
           f"val {_num(r['val_loss'])}")  # fmt: skip
+    for name, value in r["metrics"].items():
+        print(f"  {name:13} {fmt_metric(value)}{baseline_text(r['baselines'], name)}")
     ck = r["last_checkpoint"]
     if ck:
         print(f"  {'checkpoint':13} step {ck['step']} (epoch {ck['epoch']}) {ck['manifest']}")
@@ -210,3 +218,47 @@ def import_(ctx, file, store, json_):
     else:
         print(f"imported run {rid} ({status}); continue it with: {resume_command(root, rid)}")
     return 0
+
+
+@command.command("export-metrics", help="Write a run's recorded metrics as CSV or JSON lines.")
+@click.argument("run", metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv",
+              show_default=True, help="one row per step (csv) or one object per value")  # fmt: skip
+@click.option("-o", "--output", "output", default=None, help="the file (default: stdout)")
+@click.option("--store", default=None, help="the store folder")
+@click.pass_context
+def export_metrics(ctx, run, fmt, output, store):
+    rec = open_records(store or ctx.obj["store"])
+    try:
+        rid = rec.resolve(run)
+        series = {name: rec.metrics(rid, name) for name in rec.metric_names(rid)}
+    finally:
+        rec.close()
+    text = metrics_text_of(series, fmt)
+    if output is None:
+        print(text, end="")
+        return 0
+    try:
+        Path(output).write_text(text)
+    except OSError as e:
+        raise ScellisError(f"{output}: cannot write ({e.strerror or e})") from None
+    return 0
+
+
+def metrics_text_of(series: dict[str, list], fmt: str) -> str:
+    """``{name: [(step, value)]}`` as CSV (a row per step, a column per metric; empty
+    where a metric has no value at that step) or JSON lines (one value per line)."""
+    if fmt == "jsonl":
+        rows = sorted((step, name, value) for name, pts in series.items() for step, value in pts)
+        return "".join(json.dumps({"step": s, "name": n, "value": v}) + "\n" for s, n, v in rows)
+    names = sorted(series)
+    by_step: dict[int, dict] = {}
+    for name, pts in series.items():
+        for step, value in pts:
+            by_step.setdefault(step, {})[name] = value
+    lines = [",".join(["step", *names])]
+    for step in sorted(by_step):
+        row = by_step[step]
+        lines.append(",".join([str(step), *("" if row.get(n) is None else repr(row[n])
+                                            for n in names)]))  # fmt: skip
+    return "\n".join(lines) + "\n"

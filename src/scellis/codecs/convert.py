@@ -69,14 +69,20 @@ def _shapes(record: dict) -> dict[str, tuple]:
 def import_file(
     path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
     name_map: dict[str, str] | None = None, codec: str | None = None, strict: bool = True,
+    record_source: tuple[str, str, Path] | None = None,
 ) -> Result:  # fmt: skip
-    """Read ``path``, map and store its weights; write the record to ``to`` when given."""
+    """Read ``path``, map and store its weights; write the record to ``to`` when given.
+    ``record`` (a file) or ``record_source`` ((text, its name, its folder): a run's record)
+    is the record the weights are mapped onto."""
     path = Path(path)
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     if record is not None:
         rtext = _read_text(Path(record))
         rec, where = check(rtext, str(record), Path(record).parent), str(record)
+    elif record_source is not None:
+        rtext, where, base = record_source
+        rec = check(rtext, where, base)
     tensors, unused = im.tensors, []
     if rec is not None:
         tensors, unused = map_names(im.tensors, _shapes(rec), name_map, strict=strict)
@@ -150,9 +156,19 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
 def export_file(path, to: str, *, out=None, store=".scellis", weights: str | None = None) -> Result:
     """Write ``path``'s model with the writer ``to`` (safetensors | pt | torch | a codec id)."""
     path = Path(path)
-    cid = TARGETS.get(to, to)
     rec, tensors = _source(path, store, weights)
-    dest = Path(out) if out is not None else path.with_name(_DEFAULT_NAME.get(cid, "{stem}.out")
-                                                              .format(stem=path.stem))  # fmt: skip
+    return export_tensors(rec, tensors, to, out=out, beside=path)
+
+
+def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside: Path) -> Result:
+    """Write a record's model with ``tensors`` (by parameter path; a fine-tuned model's
+    adapters are merged first) with the writer ``to``; by default next to ``beside``."""
+    if rec is not None and rec.get("finetune"):
+        merged = finetuned_source(rec, tensors)
+        if merged is not None:
+            rec, tensors = merged
+    cid = TARGETS.get(to, to)
+    dest = Path(out) if out is not None else beside.with_name(
+        _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
     written = _written(dest, lambda: make(cid).write(dest, tensors, rec))
     return Result(cid, rec, None, tensors, written=written)

@@ -2,6 +2,10 @@
 
 The position axis is the second to last ([B, T, D]). Rotary is no block of its own: the
 attention block applies it to q and k when its config asks (``rotary: true``).
+
+Positions count from 0, or from ``start`` (during cached decoding, the number of
+positions already decoded: ``decoding.position_offset()``); a row of a table built from
+``start`` is the same row of the table built from 0, bit for bit.
 """
 
 from __future__ import annotations
@@ -14,16 +18,19 @@ from ...ops.composites import stack
 from ...runtime.creation import arange, tensor
 from ..registry import field, register
 from .common import Block
+from .decoding import position_offset
 
 _TABLES: OrderedDict = OrderedDict()  # (what, T, D, base, device, dtype) -> (cos, sin)
 _TABLES_SIZE = 32
 
 
-def _angles(n: int, dim: int, base: float, like):
-    """pos * base^(-2i/dim) for pos < n, i < dim/2: [n, dim/2] on ``like``'s device."""
+def _angles(n: int, dim: int, base: float, like, start: int = 0):
+    """pos * base^(-2i/dim) for start <= pos < start + n, i < dim/2: [n, dim/2] on
+    ``like``'s device."""
     inv = [base ** (-2.0 * i / dim) for i in range(dim // 2)]
     freqs = tensor(inv, device=like.device, dtype=like.dtype)
-    pos = arange(n, device=like.device).cast(like.dtype)
+    pos = arange(start + n, device=like.device)
+    pos = (pos[start:] if start else pos).cast(like.dtype)
     return pos.unsqueeze(-1) * freqs.unsqueeze(0)
 
 
@@ -38,30 +45,35 @@ def _cached(key, make):
     return t
 
 
-def sinusoid_table(n: int, dim: int, base: float, like):
-    """Vaswani et al.'s table [n, dim]: sin at even features, cos at odd ones."""
-    key = ("sinusoid", n, dim, base, id(like.device), like.dtype.name)
+def sinusoid_table(n: int, dim: int, base: float, like, start: int = 0):
+    """Vaswani et al.'s table [n, dim] of positions ``start`` ..: sin at even features,
+    cos at odd ones."""
 
     def make():
-        a = _angles(n, dim, base, like)
+        a = _angles(n, dim, base, like, start)
         return stack([a.sin(), a.cos()], -1).reshape(n, dim)
 
-    return _cached(key, make)
+    if start:  # a decoding step: one short table each, not worth keeping
+        return make()
+    return _cached(("sinusoid", n, dim, base, id(like.device), like.dtype.name), make)
 
 
-def rotary(x, base: float = 10000.0):
-    """RoPE on [..., T, D], half-split pairing (feature i rotates with i + D/2, as in
-    GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin."""
+def rotary(x, base: float = 10000.0, start: int = 0):
+    """RoPE on [..., T, D] at positions ``start`` .. ``start + T - 1``, half-split pairing
+    (feature i rotates with i + D/2, as in GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin."""
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ShapeError(f"rotary needs an even head size, got {D}")
 
     def make():
-        a = _angles(T, D, base, x)
+        a = _angles(T, D, base, x, start)
         a = a.cat([a], -1)
         return a.cos(), a.sin()
 
-    cos, sin = _cached(("rotary", T, D, base, id(x.device), x.dtype.name), make)
+    if start:
+        cos, sin = make()
+    else:
+        cos, sin = _cached(("rotary", T, D, base, id(x.device), x.dtype.name), make)
     h = D // 2
     rot = (-x[..., h:]).cat([x[..., :h]], -1)
     return x * cos + rot * sin
@@ -79,15 +91,17 @@ class LearnedPositionConfig:
 class LearnedPosition(Block):
     """``weight`` [max_len, dim]; added to [..., T, dim] by position."""
 
+    incremental = True  # numbers the positions from decoding.position_offset()
+
     def __init__(self, cfg: LearnedPositionConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         self.weight = self.normal((cfg.max_len, cfg.dim), cfg.std)
 
     def forward(self, x):
-        T = x.shape[-2]
-        if T > self.config.max_len:
-            raise ShapeError(f"a sequence of {T} is longer than max_len {self.config.max_len}")
-        return x + self.weight[:T]
+        T, at = x.shape[-2], position_offset()
+        if at + T > self.config.max_len:
+            raise ShapeError(f"a sequence of {at + T} is longer than max_len {self.config.max_len}")
+        return x + self.weight[at : at + T]
 
 
 @dataclass(frozen=True)
@@ -101,13 +115,16 @@ class SinusoidalPositionConfig:
 class SinusoidalPosition(Block):
     """PE[pos, 2i] = sin(pos / base^(2i/dim)), PE[pos, 2i+1] = cos(the same)."""
 
+    incremental = True  # numbers the positions from decoding.position_offset()
+
     def __init__(self, cfg: SinusoidalPositionConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         if cfg.dim % 2:
             raise ShapeError(f"sinusoidal positions need an even dim, got {cfg.dim}")
 
     def forward(self, x):
-        return x + sinusoid_table(x.shape[-2], self.config.dim, self.config.base, x)
+        c = self.config
+        return x + sinusoid_table(x.shape[-2], c.dim, c.base, x, position_offset())
 
 
 register("nn/learned_position", "block", LearnedPositionConfig, LearnedPosition, builtin=True)

@@ -1,8 +1,10 @@
 """Transformer blocks (catalog layer): the pre-norm block and a stack of them.
 
 One block is ``x + drop(attn(ln1(x)))`` then ``x + drop(mlp(ln2(x)))``, as torch's
-TransformerEncoderLayer(norm_first=True) computes it; ``kind: decoder`` makes the
-attention causal (a GPT-style decoder-only block), ``encoder`` leaves it bidirectional.
+TransformerEncoderLayer(norm_first=True) computes it (``norm_first: false`` gives
+torch's default post-norm order, ``ln1(x + drop(attn(x)))`` then ``ln2(...)``);
+``kind: decoder`` makes the attention causal (a GPT-style decoder-only block),
+``encoder`` leaves it bidirectional.
 """
 
 from __future__ import annotations
@@ -36,10 +38,17 @@ class TransformerBlockConfig:
     attention: str = field(
         "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
     )
+    norm_first: bool = field(
+        True,
+        doc="pre-norm (norm inside each residual branch); False: post-norm, "
+        "x = norm(x + branch(x)), torch's TransformerEncoderLayer default",
+    )
 
 
 class TransformerBlock(Block):
     """Children ``ln1``, ``attn`` (q, k, v, o), ``ln2``, ``mlp`` (fc1, fc2)."""
+
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, cfg: TransformerBlockConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
@@ -62,6 +71,9 @@ class TransformerBlock(Block):
 
     def forward(self, x, mask=None):
         p, train = self.config.dropout, self.training
+        if not self.config.norm_first:
+            x = self.ln1(x + dropout(self.attn(x, mask), p, train))
+            return self.ln2(x + dropout(self.mlp(x), p, train))
         x = x + dropout(self.attn(self.ln1(x), mask), p, train)
         return x + dropout(self.mlp(self.ln2(x)), p, train)
 
@@ -91,6 +103,8 @@ class TransformerConfig:
 
 class Transformer(Block):
     """Children ``blocks.0`` .. ``blocks.{L-1}`` and ``ln_f``."""
+
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, cfg: TransformerConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
