@@ -212,6 +212,35 @@ def test_bundle_rows(files, tmp_path_factory):
     case()
 
 
+def test_state_files(tmp_path_factory):
+    """scellis.load: the saved tree (JSON in the safetensors metadata) mutated in place,
+    the file around it well-formed; and the whole file's bytes mutated."""
+    import scellis as sc
+    from scellis.store.safetensors import dumps
+
+    folder = _case_dir(tmp_path_factory, "state")
+    obj = {"w": sc.tensor([[1.0, 2.0]]), "step": 3, "hist": [0.5, ("a", None)],
+           "opt": {1: {"m": sc.tensor([3.0])}}}  # fmt: skip
+    sc.save(obj, folder / "seed.safetensors")
+    seed = (folder / "seed.safetensors").read_bytes()
+    views, meta = loads(seed)
+    tree = meta["scellis.tree"].encode()
+    raw = {k: (d, s, bytes(v)) for k, (d, s, v) in views.items()}
+
+    def rewrap(t: bytes) -> bytes:
+        return dumps(raw, {"scellis.tree": t.decode("utf-8", "replace")})
+
+    @budget(150)
+    @given(mutations(tree, (b'{"__tensor__":"zz"}', b'{"__float__":"x"}', b"[[[["))
+           .map(rewrap) | inputs(seed))  # fmt: skip
+    def case(data):
+        p = folder / "f.safetensors"
+        p.write_bytes(data)
+        checked("state-file", sc.load, p, "reference")
+
+    case()
+
+
 BUNDLED = ROOT / "src" / "scellis" / "data" / "bundled"
 
 
