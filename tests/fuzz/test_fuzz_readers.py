@@ -246,6 +246,7 @@ BUNDLED = ROOT / "src" / "scellis" / "data" / "bundled"
 
 def test_data_files(tmp_path_factory):
     """CSV series (with a datetime column) and text files as a record's data names them."""
+    from scellis.data import read_csv_column
     from scellis.data.record import load_data
 
     folder = _case_dir(tmp_path_factory, "data")
@@ -262,6 +263,7 @@ def test_data_files(tmp_path_factory):
         (folder / "d.csv").write_bytes(a)
         (folder / "d.txt").write_bytes(b)
         checked("data", load_data, csv, folder)
+        checked("data", read_csv_column, folder / "d.csv", "sunspots")
         checked("data", load_data, txt, folder)
 
     case()
