@@ -165,3 +165,12 @@ def test_an_encrypted_member_is_refused(tmp_path):
         flags = struct.unpack_from("<H", data, i + at)[0]
         struct.pack_into("<H", data, i + at, flags | 1)
     _refused(tmp_path, bytes(data), "is encrypted")
+
+
+def test_names_from_the_file_stay_on_one_line(tmp_path):
+    # STACK_GLOBAL takes its module and name from strings, which may hold newlines
+    pkl = b"\x80\x04" + u("os\nimport evil") + u("system\r\n") + b"\x93."
+    p = _write(tmp_path, archive(pkl))
+    with pytest.raises(ScellisError) as e:
+        read(p)
+    assert "\n" not in str(e.value) and "'os\\nimport evil'" in str(e.value)

@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ..protobuf.reader import LEN, blob, fields, num, packed_fixed, packed_varints, signed64, text
 from ..raw import ITEMSIZE, RawTensor, from_values, numel
 
@@ -38,7 +38,8 @@ class Node:
     attrs: dict = field(default_factory=dict)
 
     def label(self) -> str:
-        return f"{self.op} (node {self.name or self.outputs[0] if self.outputs else '?'})"
+        name = self.name or (self.outputs[0] if self.outputs else "?")
+        return f"{shown(self.op)} (node {shown(name)})"
 
 
 @dataclass

@@ -26,7 +26,7 @@ import io
 import pickle
 from collections import OrderedDict
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ..raw import ITEMSIZE, RawTensor
 
 MAX_DIMS = 64
@@ -264,7 +264,7 @@ class RestrictedUnpickler(pickle._Unpickler):
         if key in _TYPES:
             return StorageType(*_TYPES[key])
         raise ScellisError(
-            f"{self._where}: refused global {module}.{name} (only tensor and storage "
+            f"{self._where}: refused global {shown(module)}.{shown(name)} (only tensor and storage "
             "rebuilding is allowed in a state dict)"
         )
 
