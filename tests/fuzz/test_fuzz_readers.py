@@ -76,7 +76,7 @@ def test_pickle_reader(files, tmp_path_factory):
     codec = make("codec/torch", max_bytes=CAP)
     folder = _case_dir(tmp_path_factory, "pkl")
 
-    @budget(400)
+    @budget(300)
     @given(inputs(files["data.pkl"], random_size=512))
     def case(pkl):
         p = folder / "f.pt"
@@ -154,7 +154,7 @@ def test_onnx_reader(files, tmp_path_factory):
     codec = make("codec/onnx", max_bytes=CAP)
     folder = _case_dir(tmp_path_factory, "onnx")
 
-    @budget(300)
+    @budget(250)
     @given(inputs(files["m.onnx"], (files["m.safetensors"],)))
     def case(data):
         p = folder / "m.onnx"
@@ -197,7 +197,7 @@ def test_bundle_rows(files, tmp_path_factory):
     with tarfile.open(fileobj=io.BytesIO(files["b.tar"])) as t:
         run_json = t.extractfile("run.json").read()
 
-    @budget(120)
+    @budget(100)
     @given(mutations(run_json, (b'"started": "x", ', b"[[[[", b"1e999", b"-1, ", b"null")))
     def case(data):
         root = folder / str(next(_n))
@@ -278,7 +278,7 @@ def test_sml_parse_and_validate():
     def parse_validate(text: str):
         return validate(parse(text, "f.sml"), reg)
 
-    @budget(200)
+    @budget(150)
     @given(
         st.sampled_from(range(len(EXAMPLES))).flatmap(lambda i: inputs(EXAMPLES[i], EXAMPLES))
         | st.text(max_size=400)
