@@ -214,3 +214,19 @@ def test_a_corrupt_checkpoint_object_is_replaced_by_its_bundle(tmp_path, capsys,
     assert objects.get(weights) == good
     (aside,) = objects.quarantined(weights)
     assert aside.read_bytes() != good and aside.is_relative_to(root / "quarantine")
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("argv", "not json"), ("config", "[1, 2]"), ("status", "running")],
+)
+def test_a_damaged_run_row_is_named(tmp_path, capsys, bundle, column, value):
+    root = _store_with_a_run(tmp_path, bundle)
+    with sqlite3.connect(root / "records.sqlite") as c:
+        c.execute(f"UPDATE runs SET {column}=?", (value,))
+        if column == "status":  # a running row whose host is elsewhere and heartbeat is text
+            c.execute("UPDATE runs SET host='elsewhere', heartbeat='soon'")
+    assert main(["runs", "--store", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "records.sqlite: the row of run" in err and "is damaged" in err, err
+    assert err.count("\n") == 1

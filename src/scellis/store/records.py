@@ -278,9 +278,18 @@ class Records:
 
     def _run_view(self, row) -> dict:
         d = dict(row)
-        d["argv"] = json.loads(d["argv"] or "[]")
-        d["config"] = json.loads(d["config"] or "{}")
-        d["status"] = self.reconciled_status(d)
+        try:
+            d["argv"] = json.loads(d["argv"] or "[]")
+            d["config"] = json.loads(d["config"] or "{}")
+            ok = isinstance(d["argv"], list) and isinstance(d["config"], dict)
+            d["status"] = self.reconciled_status(d) if ok else None
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            ok = False
+        if not ok:
+            raise ScellisError(
+                f"{self.path}: the row of run {d.get('id')!r:.80} is damaged (its argv, config "
+                "or times are not what the store writes)"
+            )
         return d
 
     def reconciled_status(self, d: dict) -> str:
