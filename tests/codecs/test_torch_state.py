@@ -174,3 +174,21 @@ def test_names_from_the_file_stay_on_one_line(tmp_path):
     with pytest.raises(ScellisError) as e:
         read(p)
     assert "\n" not in str(e.value) and "'os\\nimport evil'" in str(e.value)
+
+
+def test_a_deflated_member_may_not_inflate_like_a_bomb(tmp_path):
+    # torch reads deflated members too; one that inflates 1000:1 is refused under any cap
+    with zipfile.ZipFile(tmp_path / "bomb.pt", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("archive/data.pkl", state_dict_pickle([]))
+        zf.writestr("archive/version", "3\n")
+        zf.writestr("archive/data/0", b"\x00" * (8 << 20))
+    assert (tmp_path / "bomb.pt").stat().st_size < 64 << 10
+    with pytest.raises(ScellisError, match="over 200:1: a zip bomb"):
+        read(tmp_path / "bomb.pt")
+    # a re-zipped checkpoint of ordinary numbers reads
+    torch.save({"w": torch.randn(300, 300)}, tmp_path / "plain.pt")
+    src = zipfile.ZipFile(tmp_path / "plain.pt")
+    with zipfile.ZipFile(tmp_path / "re.pt", "w", zipfile.ZIP_DEFLATED) as zf:
+        for info in src.infolist():
+            zf.writestr(info.filename, src.read(info.filename))
+    assert read(tmp_path / "re.pt").tensors["w"].shape == (300, 300)

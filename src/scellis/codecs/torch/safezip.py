@@ -2,13 +2,14 @@
 
 ``zipfile`` trusts a lot of what an archive says about itself. Before any member is
 used this module refuses: archives over a size cap, member names that are absolute or
-climb with ``..``, duplicate names, members whose declared ranges leave the file, and
-members whose inflated size or CRC-32 differs from what the directory claims (checked
-on the bytes actually read, so a lying header cannot smuggle extra data in), encrypted
-members, and any layout other than the one ``torch.save`` writes: local entries back to
-back from the first byte, then the central directory, then its end records to the last
-byte. So a junk prefix, two archives joined, or bytes hidden between members (places
-where zip readers disagree about which archive they read) are refused, never guessed.
+climb with ``..``, duplicate names, members whose declared ranges leave the file,
+members that inflate more than 200:1, members whose inflated size or CRC-32 differs
+from what the directory claims (checked on the bytes actually read, so a lying header
+cannot smuggle extra data in), encrypted members, and any layout other than the one
+``torch.save`` writes: local entries back to back from the first byte, then the central
+directory, then its end records to the last byte. So a junk prefix, two archives
+joined, or bytes hidden between members (places where zip readers disagree about which
+archive they read) are refused, never guessed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ import zlib
 from ...base.errors import ScellisError
 
 DEFAULT_CAP = 4 << 30  # 4 GiB: archives (and their inflated members) above this are refused
+# a deflated member may inflate at most this many times (past a small size): torch.save
+# stores members, so only a re-zipped archive is deflated, and a few kilobytes must not
+# become gigabytes even under the cap
+_RATIO = 200
+_SMALL = 1 << 20
 
 
 def _bad_name(name: str) -> str | None:
@@ -63,6 +69,11 @@ class SafeZip:
                 raise ScellisError(
                     f"{where}: member {info.filename!r} uses compression {info.compress_type}; "
                     "only stored and deflated members are read"
+                )
+            if info.file_size > max(_SMALL, _RATIO * info.compress_size):
+                raise ScellisError(
+                    f"{where}: member {info.filename!r} inflates {info.compress_size} bytes to "
+                    f"{info.file_size} (over {_RATIO}:1: a zip bomb; torch.save stores members)"
                 )
             if info.header_offset + info.compress_size > len(data):
                 raise ScellisError(f"{where}: member {info.filename!r} points past the archive")
