@@ -187,6 +187,9 @@ def test_a_store_that_is_a_file(tmp_path, capsys, bundle):
     b.write_bytes(bundle)
     assert main(["runs", "import", str(b), "--store", str(f)]) == 2
     assert "is a file, not a store folder" in capsys.readouterr().err
+    for argv in (["runs", "--store", str(f)], ["runs", "show", "last", "--store", str(f)]):
+        assert main(argv) == 2
+        assert "is a file, not a store folder" in capsys.readouterr().err
     with pytest.raises(ScellisError, match="is a file"):
         Records(f)
 

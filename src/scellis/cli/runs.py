@@ -25,6 +25,8 @@ from .runner import baseline_text, fmt_metric, resume_command
 
 def open_records(store: str) -> Records:
     root = Path(store)
+    if root.exists() and not root.is_dir():
+        raise ScellisError(f"{root} is a file, not a store folder")
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (scellis train --store {root} creates one)")
     return Records(root)
