@@ -97,6 +97,8 @@ def _cell(table: str, col: str, kind: str, v) -> None:
     if kind == "num":
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise BundleError(f"{where} is {type(v).__name__} {v!r:.40}, not a number")
+        if type(v) is int and abs(v) > MAX_INT:
+            raise BundleError(f"{where} is {v!r:.40}, over 63 bits")
         if col in ("started", "ended", "heartbeat", "created") and not math.isfinite(v):
             raise BundleError(f"{where} is {v!r}, not a time")
     if kind == "argv":
