@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import tarfile
 import zipfile
 from pathlib import Path
@@ -197,8 +198,35 @@ def test_bundle_rows(files, tmp_path_factory):
     with tarfile.open(fileobj=io.BytesIO(files["b.tar"])) as t:
         run_json = t.extractfile("run.json").read()
 
+    edges = (b'"started": "x", ', b"[[[[", b"1e999", b"-1, ", b"null", b"9999999999999999999",
+             b"-9223372036854775809", b"NaN", b'"\\u0000"', b"true")  # fmt: skip
+
+    hostile = st.sampled_from([None, True, -1, 0, 2**63, -(2**63) - 1, 9_999_999_999_999_999_999,
+                               1.5, float("nan"), float("inf"), "", "x", "../../x", "0" * 64,
+                               "[1]", "{}", [], {}, [[[]]], {"a": 1}])  # fmt: skip
+    tables = ("run", "checkpoints", "metrics", "datasets")
+
+    @st.composite
+    def edited(draw) -> bytes:
+        """run.json with a few cells (or whole entries) set to hostile values."""
+        doc = json.loads(run_json)
+        for _ in range(draw(st.integers(1, 3))):
+            table = draw(st.sampled_from(tables))
+            target = doc[table] if table == "run" else None
+            if table != "run":
+                if not doc[table]:
+                    continue
+                target = doc[table][draw(st.integers(0, len(doc[table]) - 1))]
+            if not isinstance(target, dict):
+                continue
+            column = draw(st.sampled_from(sorted(target) + ["evil"]))
+            target[column] = draw(hostile)
+        if draw(st.integers(0, 9)) == 0:
+            doc[draw(st.sampled_from(tables))] = draw(hostile)
+        return json.dumps(doc).encode()
+
     @budget(100)
-    @given(mutations(run_json, (b'"started": "x", ', b"[[[[", b"1e999", b"-1, ", b"null")))
+    @given(mutations(run_json, edges) | edited() | edited())
     def case(data):
         root = folder / str(next(_n))
         records = Records(root)
