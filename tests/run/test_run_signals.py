@@ -85,6 +85,10 @@ def test_a_window_the_data_does_not_make_is_refused_before_step_0(tmp_path):
     assert "data.window makes windows of 6 steps" in p.stderr and "declares 4" in p.stderr
     assert "tiny.sml:" in p.stderr
     assert not _runs(tmp_path / "s")  # refused before a run was registered
+    # the plan, before anything runs, says the same
+    plan = subprocess.run([sys.executable, "-c", CLI, "plan", str(rec), "--device",
+                           "reference"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert plan.returncode == 2 and "data.window makes windows of 6 steps" in plan.stderr
 
 
 def _runs(store):

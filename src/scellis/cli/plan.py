@@ -8,13 +8,17 @@ where each number came from, and remediations with their estimated savings.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
+from ..data.record import load_data
 from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
 from ..ir.record import load_record
+from ..run.checks import check_data_fits, locator
 from ..run.planning import plan_run
 from .common import extensions_option, load_cli_extensions
 
@@ -57,6 +61,7 @@ def target_for(device: str, budget: str | None):
 def command(file, device, budget, batch, mode, precision, json_, extensions):
     load_cli_extensions(extensions)
     record = load_record(file)
+    data_note = check_data(file, record)
     target = target_for(device, budget)
     # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan
     plan = plan_run(record, target, mode=mode, batch=batch, precision=precision)
@@ -65,4 +70,20 @@ def command(file, device, budget, batch, mode, precision, json_, extensions):
     else:
         print(f"scellis plan {file}: {record.get('model')} on {target.adapter or target.device}")
         print(plan.text(), end="")
+        if data_note:
+            print(f"  note: {data_note}")
     return 2 if plan.verdict == "red" else 0
+
+
+def check_data(file: str, record: dict) -> str:
+    """Refuse a record its own data does not fit (a window, a vocabulary), as ``train``
+    would before step 0; a note when the data cannot be read to check (planning needs
+    no data)."""
+    if not isinstance(record.get("data"), dict):
+        return ""
+    try:
+        dataset = load_data(record["data"], base_dir=Path(file).parent)
+    except ScellisError as e:
+        return f"the record's data was not checked against its inputs ({e})"
+    check_data_fits(record, dataset, locator(read_file(file), file))
+    return ""

@@ -11,6 +11,18 @@ from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..data.text import TextDataset
+from ..sml import parse
+
+
+def locator(text: bytes | str, label: str):
+    """``where(path)``: a record path's ``file:line:col`` in ``text``."""
+    doc = parse(text, label)
+
+    def where(path: tuple) -> str:
+        line, col = doc.where(path)
+        return f"{label}:{line}:{col}"
+
+    return where
 
 
 def check_data_fits(record: dict, dataset, where) -> None:

@@ -29,13 +29,12 @@ from ..codecs.convert import header_weights
 from ..data.text import TextDataset
 from ..devices.base import get_device
 from ..ir.plan import PlanRefused
-from ..sml import parse
 from ..store import runfiles
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import events as E
 from .baselines import baselines
-from .checks import check_data_fits
+from .checks import check_data_fits, locator
 from .effective import effective_record, sha256_hex
 from .options import RunOptions, legacy_epochs
 from .planning import plan_run
@@ -259,7 +258,7 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
     weights = header_weights(text.decode("utf-8"), Path(store)) if store is not None else None
     prep = prepare_run(record, dev, base_dir=base_dir, weights=weights,
                        drop_last=o.drop_last, label=label)  # fmt: skip
-    check_data_fits(record, prep.dataset, _locator(text, label))
+    check_data_fits(record, prep.dataset, locator(text, label))
     _apply_options(prep, o, why)
     s = RunSession(prep, o, control=control or RunControl(), pending=[plan],
                    seams=seams or StoreSeams(), edits=[typed for *_, typed in edits],
@@ -268,17 +267,6 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
         s.root = Path(store)
         s.rid, s.record_hash = _register(s, text, raw, base_dir, list(argv))
     return s
-
-
-def _locator(text: bytes, label: str):
-    """``where(path)``: a record path's ``file:line:col`` in ``text``."""
-    doc = parse(text, label)
-
-    def where(path: tuple) -> str:
-        line, col = doc.where(path)
-        return f"{label}:{line}:{col}"
-
-    return where
 
 
 def _absolute(extension: str) -> str:
