@@ -15,8 +15,10 @@ from pathlib import Path
 
 import click
 
+from ..run.options import RunOptions
 from ..store.objects import ObjectStore
 from .plot import curves
+from .runner import baseline_text
 from .runs import open_records, summary
 
 FIELDS = ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed", "status",
@@ -41,7 +43,8 @@ def gather(store: str, refs: tuple[str, str]) -> dict:
     texts = [objects.get(r["record_hash"]).decode("utf-8", "replace") for r in runs]
     a, b = runs
     fields = {k: (a[k], b[k]) for k in FIELDS if a[k] != b[k]}
-    pa, pb = a["config"].get("plan", {}), b["config"].get("plan", {})
+    # how each was driven: its run options (an older run's plan and tab options read the same)
+    pa, pb = (RunOptions.from_config(r["config"] or {}).to_config() for r in runs)
     plan = {k: (pa.get(k), pb.get(k)) for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)}
     diff = list(difflib.unified_diff(
         texts[0].splitlines(), texts[1].splitlines(), f"{a['id']} record", f"{b['id']} record",
@@ -60,7 +63,9 @@ def run(store, refs, png, json_) -> int:
             "runs": [a["id"], b["id"]], "differs": g["differs"], "plan": g["plan"],
             "record_diff": g["record_diff"],
             "loss": [[s, la.get(s), lb.get(s)] for s in sorted(set(la) | set(lb))],
-            "final": [{k: r[k] for k in ("loss", "best_loss", "val_loss", "step")} for r in (a, b)],
+            "final": [{k: r[k] for k in ("loss", "best_loss", "val_loss", "step", "metrics")}
+                      for r in (a, b)],
+            "baselines": [a["baselines"], b["baselines"]],
         }, indent=2))  # fmt: skip
     else:
         print(f"a = {a['id']}  ({a['model_id']}, {a['device']}, {a['status']})")
@@ -80,6 +85,9 @@ def run(store, refs, png, json_) -> int:
             print(f"{s:>9} {_n(x)} {_n(y)} {d}")
         for name in ("loss", "best_loss", "val_loss"):
             print(f"{name:>9} {_n(a[name])} {_n(b[name])}")
+        for name in sorted(set(a["metrics"]) | set(b["metrics"])):  # the record's eval.metrics
+            x, y = a["metrics"].get(name), b["metrics"].get(name)
+            print(f"{name:>9} {_n(x)} {_n(y)}{baseline_text(a['baselines'], name)}")
         print("\nloss (a, b; * both)")
         print(curves([g["metrics"][0]["loss"], g["metrics"][1]["loss"]]))
     if png:
