@@ -15,7 +15,7 @@ import pprint
 import re
 import textwrap
 
-from ...base import rng
+from ...base import files, rng
 from ...catalog.sched import base as sched_base
 from ...catalog.sched import one_cycle, plateau, schedules
 from ...data import csvsource, record, shuffle, table, text
@@ -28,6 +28,12 @@ def _src(*objs) -> str:
 
 def _const(module, *names: str) -> str:
     return "\n".join(f"{n} = {pprint.pformat(getattr(module, n), width=90)}" for n in names)
+
+
+def _assignment(module, name: str) -> str:
+    """A module-level ``name = (...)`` as written (for values that hold functions)."""
+    m = re.search(rf"^{name} = \(.*?^\)$", inspect.getsource(module), re.M | re.S)
+    return m.group(0)
 
 
 PIPELINE_HEAD = '''"""The data pipeline and batch order, copied from Scellis by `scellis export`.
@@ -47,6 +53,8 @@ import hashlib
 import io
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -69,6 +77,8 @@ def pipeline_source() -> str:
         _src(rng._mulhilo, rng.philox4x32, rng.stream_key, rng.counter_words, rng.raw_u32),
         _src(shuffle.shuffled_order),
         _const(table, "MISSING"),
+        _assignment(files, "_KINDS"),
+        _src(files.read_file),
         _src(text.read_text, table.Table, table.parse_time, table._number, table._header),
         _src(table.read_table, table._time),
         _const(csvsource, "MISSING_POLICIES", "NORMALISERS"),
