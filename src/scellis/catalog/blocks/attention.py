@@ -1,5 +1,10 @@
 """Multi-head attention (catalog layer): q/k/v/o projections, causal and padding masks, RoPE.
 
+Grouped-query attention (``num_kv_heads`` below ``num_heads``, as Llama-family models
+use) projects k and v to fewer heads and shares each among ``num_heads / num_kv_heads``
+consecutive query heads. RoPE's ``rotary_scaling`` is linear position interpolation
+(positions divided by the factor, Hugging Face's ``rope_scaling: {type: linear}``).
+
 Children ``q``, ``k``, ``v``, ``o`` are Linear blocks; torch's MultiheadAttention packs
 the first three as ``in_proj_weight`` = cat(q, k, v). Init follows torch's
 MultiheadAttention: q/k/v weights Xavier-uniform over the packed [3E, E] matrix, their
@@ -61,6 +66,11 @@ class AttentionConfig:
         doc="naive (scores materialised), flash (tiled, O(T) memory), auto (flash on webgpu)",
         choices=ATTENTION_PATHS,
     )
+    num_kv_heads: int | None = field(
+        None, doc="key/value heads (grouped-query attention); empty: num_heads", min=1
+    )
+    rotary_scaling: float = field(1.0, doc="RoPE linear scaling: positions / factor", min=1)
+    qkv_bias: bool | None = field(None, doc="biases in q, k and v; empty: as bias")
 
 
 class MultiHeadAttention(Block):
@@ -76,15 +86,37 @@ class MultiHeadAttention(Block):
             raise ScellisError(f"embed_dim {E} is not a multiple of num_heads {H}")
         if cfg.rotary and (E // H) % 2:
             raise ScellisError(f"rotary needs an even head size, got {E // H}")
-        lin = LinearConfig(E, E, cfg.bias)
-        packed = math.sqrt(6.0 / (E + 3 * E))  # xavier_uniform_ of the packed [3E, E]
-        for name in ("q", "k", "v"):
+        kv = cfg.num_kv_heads or H
+        if H % kv:
+            raise ScellisError(f"num_heads {H} is not a multiple of num_kv_heads {kv}")
+        qkv_bias = cfg.bias if cfg.qkv_bias is None else cfg.qkv_bias
+        Ekv = E // H * kv
+        packed = math.sqrt(6.0 / (E + 2 * Ekv + E))  # xavier_uniform_ of the packed [3E, E]
+        for name, out in (("q", E), ("k", Ekv), ("v", Ekv)):
+            lin = LinearConfig(E, out, qkv_bias)
             setattr(self, name, Linear(lin, **self.ctx, weight_bound=packed, bias_value=0.0))
-        self.o = Linear(lin, **self.ctx, bias_value=0.0)
+        self.o = Linear(LinearConfig(E, E, cfg.bias), **self.ctx, bias_value=0.0)
 
     def _heads(self, y, B: int, n: int):
-        H = self.config.num_heads
-        return y.reshape(B, n, H, y.shape[-1] // H).permute(0, 2, 1, 3)  # [B, H, n, D]
+        D = self.config.embed_dim // self.config.num_heads
+        return y.reshape(B, n, y.shape[-1] // D, D).permute(0, 2, 1, 3)  # [B, heads, n, D]
+
+    def project(self, x, src):
+        """q [B, H, T, D], and k, v [B, H, S, D] (RoPE applied, kv heads shared out)."""
+        c = self.config
+        B, T, S = x.shape[0], x.shape[1], src.shape[1]
+        q = self._heads(self.q(x), B, T)
+        k = self._heads(self.k(src), B, S)
+        v = self._heads(self.v(src), B, S)
+        if c.rotary:
+            q = rotary(q, c.rotary_base, c.rotary_scaling)
+            k = rotary(k, c.rotary_base, c.rotary_scaling)
+        H, kv = c.num_heads, k.shape[1]
+        if kv != H:  # each kv head serves H / kv consecutive query heads
+            D = k.shape[-1]
+            k = k.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+            v = v.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+        return q, k, v
 
     def _keep(self, mask, T: int, S: int, device):
         """Bool keep-flags broadcastable to the scores [B, H, T, S], or None."""
@@ -121,11 +153,7 @@ class MultiHeadAttention(Block):
         src = x if kv is None else kv
         B, T, E = x.shape
         S = src.shape[1]
-        q = self._heads(self.q(x), B, T)
-        k = self._heads(self.k(src), B, S)
-        v = self._heads(self.v(src), B, S)
-        if c.rotary:
-            q, k = rotary(q, c.rotary_base), rotary(k, c.rotary_base)
+        q, k, v = self.project(x, src)
         if q.dtype.itemsize < 4:
             q, k = q.cast("f32"), k.cast("f32")
         if self._flash(mask, x.device):

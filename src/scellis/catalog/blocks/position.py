@@ -1,4 +1,5 @@
-"""Positional encodings (catalog layer): learned and sinusoidal blocks, and rotary (RoPE).
+"""Positional encodings (catalog layer): learned and sinusoidal blocks, rotary (RoPE), and
+the token-type (segment) embedding BERT-style encoders add beside positions.
 
 The position axis is the second to last ([B, T, D]). Rotary is no block of its own: the
 attention block applies it to q and k when its config asks (``rotary: true``).
@@ -10,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ...base.errors import ShapeError
-from ...ops.composites import stack
+from ...ops.composites import stack, take
 from ...runtime.creation import arange, tensor
 from ..registry import field, register
 from .common import Block
@@ -19,9 +20,9 @@ _TABLES: OrderedDict = OrderedDict()  # (what, T, D, base, device, dtype) -> (co
 _TABLES_SIZE = 32
 
 
-def _angles(n: int, dim: int, base: float, like):
-    """pos * base^(-2i/dim) for pos < n, i < dim/2: [n, dim/2] on ``like``'s device."""
-    inv = [base ** (-2.0 * i / dim) for i in range(dim // 2)]
+def _angles(n: int, dim: int, base: float, like, scaling: float = 1.0):
+    """pos / scaling * base^(-2i/dim) for pos < n, i < dim/2: [n, dim/2] on ``like``'s device."""
+    inv = [base ** (-2.0 * i / dim) / scaling for i in range(dim // 2)]
     freqs = tensor(inv, device=like.device, dtype=like.dtype)
     pos = arange(n, device=like.device).cast(like.dtype)
     return pos.unsqueeze(-1) * freqs.unsqueeze(0)
@@ -49,19 +50,21 @@ def sinusoid_table(n: int, dim: int, base: float, like):
     return _cached(key, make)
 
 
-def rotary(x, base: float = 10000.0):
+def rotary(x, base: float = 10000.0, scaling: float = 1.0):
     """RoPE on [..., T, D], half-split pairing (feature i rotates with i + D/2, as in
-    GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin."""
+    GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin; ``scaling`` divides the
+    positions (linear position interpolation)."""
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ShapeError(f"rotary needs an even head size, got {D}")
 
     def make():
-        a = _angles(T, D, base, x)
+        a = _angles(T, D, base, x, scaling)
         a = a.cat([a], -1)
         return a.cos(), a.sin()
 
-    cos, sin = _cached(("rotary", T, D, base, id(x.device), x.dtype.name), make)
+    key = ("rotary", T, D, base, scaling, id(x.device), x.dtype.name)
+    cos, sin = _cached(key, make)
     h = D // 2
     rot = (-x[..., h:]).cat([x[..., :h]], -1)
     return x * cos + rot * sin
@@ -110,6 +113,29 @@ class SinusoidalPosition(Block):
         return x + sinusoid_table(x.shape[-2], self.config.dim, self.config.base, x)
 
 
+@dataclass(frozen=True)
+class TokenTypeConfig:
+    """A learned segment embedding added to the input: x + weight[types] (type 0 without ids)."""
+
+    dim: int = field(doc="size of the feature (last) axis", min=1)
+    num_types: int = field(2, doc="number of token types (segments)", min=1)
+    std: float = field(1.0, doc="init: weight ~ N(0, std^2)", min=0)
+
+
+class TokenType(Block):
+    """``weight`` [num_types, dim]; forward(x, types=None) with types [..., T] int ids."""
+
+    def __init__(self, cfg: TokenTypeConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        self.weight = self.normal((cfg.num_types, cfg.dim), cfg.std)
+
+    def forward(self, x, types=None):
+        if types is None:
+            return x + self.weight[0]
+        return x + take(self.weight, types, 0)
+
+
+register("nn/token_type", "block", TokenTypeConfig, TokenType, builtin=True)
 register("nn/learned_position", "block", LearnedPositionConfig, LearnedPosition, builtin=True)
 register(
     "nn/sinusoidal_position", "block", SinusoidalPositionConfig, SinusoidalPosition, builtin=True
