@@ -1,10 +1,12 @@
-"""``scellis export FILE --to torch|safetensors|pt|onnx`` (cli layer): a model for other tools.
+"""``scellis export FILE --to torch|safetensors|pt|onnx|hf`` (cli layer): models for other tools.
 
 FILE is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
 header names, or ``--weights``, else its own initial values) or any importable file.
 ``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
 import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
-an ONNX model (dense and recurrent blocks).
+an ONNX model (dense and recurrent blocks); ``hf`` a Hugging Face folder (GPT-2, Llama
+or Qwen2 layouts) that ``transformers`` loads. A fine-tuned record's LoRA adapters are
+merged into the weights first.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from ..codecs.convert import export_file
 from .common import extensions_option, load_cli_extensions
 
 
-@click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX.")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | a codec id")
+@click.command(
+    "export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX, HF."
+)
+@click.argument("file", type=click.Path())
+@click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | hf | a codec id")
 @click.option("--out", type=click.Path(), help="where to write (default: beside FILE)")
 @click.option("--weights", help="sha256:<hex> in the store, or a weights file")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")

@@ -27,10 +27,10 @@ from .weights import map_names, state_of
 
 WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)
 TARGETS = {"safetensors": "codec/safetensors", "pt": "codec/torch", "torch": "codec/torch_module",
-           "onnx": "codec/onnx_export"}  # fmt: skip
+           "onnx": "codec/onnx_export", "hf": "codec/hf"}  # fmt: skip
 _DEFAULT_NAME = {"codec/safetensors": "{stem}.safetensors", "codec/torch": "{stem}.pt",
                  "codec/torch_module": "{stem}_torch",
-                 "codec/onnx_export": "{stem}.onnx"}  # fmt: skip
+                 "codec/onnx_export": "{stem}.onnx", "codec/hf": "{stem}_hf"}  # fmt: skip
 
 
 @dataclass
