@@ -1,0 +1,159 @@
+"""Pre-tokenizers of ``tokenizer.json`` (data layer): GPT-2's byte-level split, Metaspace.
+
+The GPT-2 pattern ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|
+\\s+(?!\\S)|\\s+`` needs Unicode classes Python's ``re`` lacks, so ``gpt2_split`` scans
+it by hand, classifying characters with ``unicodedata`` (letters: category L*, numbers:
+N*, whitespace: the Unicode White_Space set the Rust regex crate's ``\\s`` means).
+Each pre-tokenizer maps a list of pieces to a list of pieces.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from ...base.errors import ScellisError
+
+WHITE_SPACE = frozenset(
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
+
+
+def _kind(c: str) -> str:
+    """'s' whitespace, 'L' letter, 'N' number, 'o' anything else."""
+    if c in WHITE_SPACE:
+        return "s"
+    cat = unicodedata.category(c)[0]
+    return cat if cat in "LN" else "o"
+
+
+def gpt2_split(text: str) -> list[str]:
+    """``text`` cut as GPT-2's regex finds its matches (they cover every character)."""
+    out, i, n = [], 0, len(text)
+    kinds = [_kind(c) for c in text]
+    while i < n:
+        c = text[i]
+        if c == "'":
+            hit = next((s for s in _CONTRACTIONS if text.startswith(s, i + 1)), None)
+            if hit is not None:
+                out.append(text[i : i + 1 + len(hit)])
+                i += 1 + len(hit)
+                continue
+        start = i + 1 if c == " " and i + 1 < n and kinds[i + 1] != "s" else i
+        k = kinds[start]
+        if k != "s":  # ' ?\p{L}+', ' ?\p{N}+' or ' ?[^\s\p{L}\p{N}]+'
+            j = start + 1
+            while j < n and kinds[j] == k:
+                j += 1
+            out.append(text[i:j])
+            i = j
+            continue
+        j = i + 1
+        while j < n and kinds[j] == "s":
+            j += 1
+        if j < n and j - i > 1:  # '\s+(?!\S)': leave the last space to the next word
+            j -= 1
+        out.append(text[i:j])
+        i = j
+    return out
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (printable Latin-1 bytes map to themselves)."""
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+          *range(ord("®"), ord("ÿ") + 1)]  # fmt: skip
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+BYTE_CHAR = bytes_to_unicode()
+CHAR_BYTE = {c: b for b, c in BYTE_CHAR.items()}
+
+
+def byte_level(spec: dict):
+    prefix = spec.get("add_prefix_space", True)
+    regex = spec.get("use_regex", True)
+
+    def run(piece: str, at_start: bool) -> list[str]:
+        if prefix and not piece.startswith(" "):
+            piece = " " + piece
+        words = gpt2_split(piece) if regex else [piece]
+        return ["".join(BYTE_CHAR[b] for b in w.encode("utf-8")) for w in words]
+
+    return run
+
+
+def _merged_with_next(s: str, delim: str) -> list[str]:
+    """``s`` split before each ``delim`` (the delimiter starts the following piece)."""
+    out, cur = [], ""
+    for ch in s:
+        if ch == delim and cur:
+            out.append(cur)
+            cur = ""
+        cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+def metaspace(spec: dict):
+    rep = spec.get("replacement", "▁")
+    scheme = spec.get("prepend_scheme")
+    if scheme is None:  # older files: add_prefix_space
+        scheme = "always" if spec.get("add_prefix_space", True) else "never"
+    split = spec.get("split", True)
+
+    def run(piece: str, at_start: bool) -> list[str]:
+        piece = piece.replace(" ", rep)
+        if not piece.startswith(rep) and (scheme == "always" or (scheme == "first" and at_start)):
+            piece = rep + piece
+        return _merged_with_next(piece, rep) if split else [piece]
+
+    return run
+
+
+def whitespace_split(spec: dict):
+    def run(piece: str, at_start: bool) -> list[str]:
+        return "".join(" " if c in WHITE_SPACE else c for c in piece).split()
+
+    return run
+
+
+def sequence(spec: dict):
+    steps = [make(s) for s in spec.get("pretokenizers") or []]
+
+    def run(piece: str, at_start: bool) -> list[str]:
+        pieces = [(piece, at_start)]
+        for step in steps:
+            # a piece's first part keeps its place at the start of the text; the rest do not
+            pieces = [(sub, f and i == 0) for p, f in pieces for i, sub in enumerate(step(p, f))]
+        return [p for p, _ in pieces]
+
+    return run
+
+
+KINDS = {
+    "ByteLevel": byte_level,
+    "Metaspace": metaspace,
+    "WhitespaceSplit": whitespace_split,
+    "Sequence": sequence,
+}
+
+
+def make(spec: dict | None):
+    """A function (piece, starts the text) -> pieces for a ``pre_tokenizer`` entry."""
+    if spec is None:
+        return lambda piece, at_start: [piece]
+    kind = spec.get("type")
+    if kind not in KINDS:
+        raise ScellisError(
+            f"tokenizer.json: pre_tokenizer {kind!r} is not supported "
+            f"(supported: {', '.join(KINDS)})"
+        )
+    return KINDS[kind](spec)

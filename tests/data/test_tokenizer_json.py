@@ -1,0 +1,155 @@
+"""``tokenizer.json`` tokenizers in pure Python: ids and decoded text equal the
+``tokenizers`` library's, for byte-level BPE (GPT-2 style) and SentencePiece-style BPE
+(Llama style: ``▁`` for spaces, byte fallback) trained here on a varied corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+tk = pytest.importorskip("tokenizers")
+
+from scellis.base.errors import ScellisError  # noqa: E402
+from scellis.data.tokenizer import Tokenizer, load  # noqa: E402
+from scellis.data.tokenizer.pretokenize import gpt2_split  # noqa: E402
+
+CORPUS = [
+    "Hello, world! It's a test; they'll say we've done it. I'm sure you'd agree.",
+    "Café naïve résumé façade Ünïcödé — ñandú, œuvre, Ægir and Łódź.",
+    "日本語のテキストと中文文本，还有한국어 문장도 있습니다。",
+    "Emoji: 😀🎉👍🏽 and family 👨‍👩‍👧 with flags 🇫🇷🇯🇵!",
+    "Numbers 12345 and 3.14159, 2024-06-01, ½ ¾ and ٣٤٥ digits.",
+    "Whitespace   runs\tand\ttabs\n\nnew lines   \n  trailing   ",
+    "def f(x):\n    return x**2  # code with    indentation\n",
+    "UPPER lower MiXeD 'quoted' \"double\" (parens) [brackets] {braces} <angle>",
+    "  leading spaces and a final space ",
+    "don't DON'T it's IT'S 's 't 're 've 'm 'll 'd '",
+]
+SAMPLES = CORPUS + [
+    "A sentence the tokenizer never saw: zebra quokka xylophone.",
+    "Mixed: naïve 日本 😀 42\t\t end",
+    "\n\n\n",
+    "   ",
+    "",
+    "a",
+    "\u00a0non-breaking\u2003em space\u3000ideographic",
+    "Ĳ ǅ ﬁ ᾏ combining e\u0301 and \U0001d400 math",
+    "<|endoftext|>special in the middle<|endoftext|>",
+]
+
+
+def _train(model, pre, decoder, normalizer=None, specials=(), **trainer):
+    t = tk.Tokenizer(model)
+    if normalizer is not None:
+        t.normalizer = normalizer
+    if pre is not None:
+        t.pre_tokenizer = pre
+    t.decoder = decoder
+    t.train_from_iterator(CORPUS * 3, tk.trainers.BpeTrainer(special_tokens=list(specials),
+                                                            **trainer))  # fmt: skip
+    return t
+
+
+def _byte_level(prefix: bool):
+    return _train(
+        tk.models.BPE(),
+        tk.pre_tokenizers.ByteLevel(add_prefix_space=prefix),
+        tk.decoders.ByteLevel(),
+        specials=["<|endoftext|>"],
+        vocab_size=600,
+        initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+
+
+def _with_bytes(t) -> tk.Tokenizer:
+    """The tokenizer with the 256 ``<0xNN>`` tokens added to its model's vocabulary."""
+    spec = json.loads(t.to_str())
+    vocab = spec["model"]["vocab"]
+    for b in range(256):
+        vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+    return tk.Tokenizer.from_str(json.dumps(spec))
+
+
+def _llama_normalizer():
+    """As Hugging Face's Llama tokenizer.json: Prepend + Replace normalizers, no pre-tokenizer."""
+    n = tk.normalizers.Sequence([tk.normalizers.Prepend("▁"), tk.normalizers.Replace(" ", "▁")])
+    d = tk.decoders.Sequence([tk.decoders.Replace("▁", " "), tk.decoders.ByteFallback(),
+                              tk.decoders.Fuse(), tk.decoders.Strip(" ", 1, 0)])  # fmt: skip
+    t = _train(tk.models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True), None, d,
+               normalizer=n, specials=["<unk>", "<s>", "</s>"], vocab_size=400,
+               limit_alphabet=70, show_progress=False)  # fmt: skip
+    t = _with_bytes(t)
+    t.post_processor = tk.processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", t.token_to_id("<s>"))]
+    )
+    return t
+
+
+def _metaspace():
+    """SentencePiece style through the Metaspace pre-tokenizer and decoder."""
+    d = tk.decoders.Sequence([tk.decoders.ByteFallback(), tk.decoders.Metaspace()])
+    t = _train(tk.models.BPE(unk_token="<unk>", byte_fallback=True), tk.pre_tokenizers.Metaspace(),
+               d, specials=["<unk>", "<s>", "</s>", "<|endoftext|>"], vocab_size=400,
+               limit_alphabet=70, show_progress=False)  # fmt: skip
+    return _with_bytes(t)
+
+
+KINDS = {
+    "byte_level": lambda: _byte_level(False),
+    "byte_level_prefix_space": lambda: _byte_level(True),
+    "llama_normalizers": _llama_normalizer,
+    "metaspace_byte_fallback": _metaspace,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(KINDS))
+def pair(request, tmp_path_factory):
+    ref = KINDS[request.param]()
+    path = tmp_path_factory.mktemp(request.param) / "tokenizer.json"
+    ref.save(str(path))
+    return ref, load(path)
+
+
+@pytest.mark.parametrize("special", [True, False])
+def test_ids_equal_the_tokenizers_library(pair, special):
+    ref, ours = pair
+    for text in SAMPLES:
+        want = ref.encode(text, add_special_tokens=special).ids
+        assert ours.encode(text, add_special_tokens=special) == want, text
+
+
+def test_decode_equals_the_tokenizers_library(pair):
+    ref, ours = pair
+    for text in SAMPLES:
+        ids = ref.encode(text).ids
+        for skip in (True, False):
+            want = ref.decode(ids, skip_special_tokens=skip)
+            assert ours.decode(ids, skip_special_tokens=skip) == want, (text, skip)
+    assert ours.vocab_size == ref.get_vocab_size()
+
+
+def test_byte_fallback_is_exercised():
+    ref = _metaspace()
+    ids = ref.encode("日本語 😀").ids
+    assert any(ref.id_to_token(i).startswith("<0x") for i in ids)
+
+
+def test_gpt2_split_equals_the_regex():
+    regex = pytest.importorskip("regex")
+    pat = regex.compile(
+        r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    )
+    for text in SAMPLES + ["a  b", " \nx", "x \n", "  ", "'", "'ll'", "a'sb", "1 2  3   "]:
+        assert gpt2_split(text) == pat.findall(text), text
+
+
+def test_unsupported_files_are_refused(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {}}}))
+    with pytest.raises(ScellisError, match="model 'WordPiece' is not supported"):
+        Tokenizer.from_file(p)
+    p.write_text("{")
+    with pytest.raises(ScellisError, match="not valid JSON"):
+        Tokenizer.from_file(p)
