@@ -153,3 +153,47 @@ def test_unsupported_files_are_refused(tmp_path):
     p.write_text("{")
     with pytest.raises(ScellisError, match="not valid JSON"):
         Tokenizer.from_file(p)
+
+
+RECORD = """\
+model: tests/bpe_lm@1
+inputs:
+  ids: {{ shape: [batch, 8], dtype: i32 }}
+blocks:
+  tok: {{ block_id: nn/embedding, in: ids, num_embeddings: {vocab}, embedding_dim: 8 }}
+  pos: {{ block_id: nn/learned_position, in: tok, max_len: 8, dim: 8 }}
+  body: {{ block_id: nn/transformer, in: pos, d_model: 8, num_heads: 2, num_layers: 1 }}
+  head: {{ block_id: nn/lm_head, in: body, d_model: 8, vocab_size: {vocab}, tie_to: tok }}
+outputs: [head]
+optimizer: {{ block_id: training/optimizer/adam, lr: 0.01 }}
+loss: {{ block_id: training/loss/cross_entropy }}
+epochs: 1
+batch_size: 4
+determinism_tier: debug
+seed: 1
+data: {{ source: corpus.txt, format: text, tokenizer: tok/tokenizer.json, context: 8 }}
+"""
+
+
+def test_a_record_tokenizes_its_text_with_a_tokenizer_json(tmp_path, capsys):
+    from scellis.cli.main import main
+    from scellis.data import load_data
+    from scellis.sml import parse
+
+    ref = _byte_level(False)
+    (tmp_path / "tok").mkdir()
+    ref.save(str(tmp_path / "tok" / "tokenizer.json"))
+    text = "\n".join(CORPUS * 4)
+    (tmp_path / "corpus.txt").write_text(text)
+    rec = tmp_path / "lm.sml"
+    rec.write_text(RECORD.format(vocab=ref.get_vocab_size()))
+    assert main(["validate", str(rec)]) == 0
+    ds = load_data(parse(rec.read_text()).data["data"], tmp_path)
+    ids = ref.encode(text, add_special_tokens=False).ids
+    assert ds.x_train[0] == ids[:8] and ds.y_train[0] == ids[1:9]
+    assert len(ds.vocab) == ref.get_vocab_size() and ds.vocab.decode(ids) == text
+    char = load_data({"source": "corpus.txt", "format": "text", "context": 8}, tmp_path)
+    assert char.digest != ds.digest
+    rc = main(["train", str(rec), "--store", str(tmp_path / "s"), "--device", "reference",
+               "--max-steps", "2", "--json"])  # fmt: skip
+    assert rc == 0, capsys.readouterr()

@@ -33,7 +33,7 @@ DATA = {
     "datetime": str, "datetime_format": str, "features": list,
     "target": str, "delimiter": str, "missing": ("error", "ffill", "mean", "drop"),
     "window": int, "horizon": int, "stride": int, "val_fraction": float,
-    "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": ("char",),
+    "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": str,
     "max_chars": int, "sha256": str,
 }  # fmt: skip
 EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train")}
