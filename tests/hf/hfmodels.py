@@ -27,8 +27,8 @@ def _redraw(model, seed: int):
     return model.eval()
 
 
-def gpt2(tied=True, **kw):
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=WIDTH, n_head=4, vocab_size=VOCAB,
+def gpt2(tied=True, vocab=VOCAB, **kw):
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=WIDTH, n_head=4, vocab_size=vocab,
                                   n_positions=24, tie_word_embeddings=tied, bos_token_id=0,
                                   eos_token_id=0, **kw)  # fmt: skip
     return _redraw(transformers.GPT2LMHeadModel(cfg), 1)

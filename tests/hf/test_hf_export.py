@@ -16,9 +16,9 @@ from scellis.base.errors import ScellisError
 from scellis.catalog.peft.lora import lora_modules
 from scellis.cli.main import main
 from scellis.codecs import make
-from scellis.codecs.convert import export_file, header_weights, import_file
+from scellis.codecs.convert import export_file, header_weights, import_file, run_source
 from scellis.codecs.pretrained import pretrained_model
-from scellis.codecs.weights import state_of
+from scellis.codecs.weights import load_into, state_of
 from scellis.sml import parse
 
 transformers = pytest.importorskip("transformers")
@@ -113,3 +113,51 @@ def test_records_with_no_hf_layout_are_refused(tmp_path):
     rec.write_text(CHAR.replace("num_layers: 2", "num_layers: 2, norm_first: false"))
     with pytest.raises(ScellisError, match="GPT-2 export cannot hold post-norm"):
         export_file(rec, "hf", out=tmp_path / "o2", store=tmp_path / "s")
+
+
+TRAINING = """\
+optimizer: { block_id: training/optimizer/adam, lr: 0.01 }
+loss: { block_id: training/loss/cross_entropy }
+epochs: 1
+batch_size: 2
+data: { source: corpus.txt, format: text, tokenizer: hf, context: 24, val_fraction: 0.3 }
+finetune:
+  adapters:
+    - { block_id: peft/lora, target_modules: [q, v, fc1], rank: 2 }
+"""
+
+
+def test_hf_folder_fine_tuned_from_the_cli_exports_from_its_run(tmp_path, capsys):
+    """A folder with tokenizer.json: import, LoRA on text its tokenizer windows, export
+    the run (last checkpoint, merged) as a folder transformers loads."""
+    tk = pytest.importorskip("tokenizers")
+    corpus = [
+        "The quick brown fox jumps over the lazy dog. " * 3,
+        "Pack my box with five dozen liquor jugs! 12345 ",
+        "Sphinx of black quartz, judge my vow; naïve café. ",
+    ] * 8
+    tok = tk.Tokenizer(tk.models.BPE())
+    tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tk.decoders.ByteLevel()
+    tok.train_from_iterator(corpus, tk.trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))  # fmt: skip
+    folder = tmp_path / "hf"
+    gpt2(vocab=tok.get_vocab_size()).save_pretrained(folder)
+    tok.save(str(folder / "tokenizer.json"))
+    (tmp_path / "corpus.txt").write_text("".join(corpus))
+    store, rec = str(tmp_path / "s"), tmp_path / "m.sml"
+    assert main(["import", str(folder), "--to", str(rec), "--store", store]) == 0
+    rec.write_text(rec.read_text() + TRAINING)
+    rc = main(["train", str(rec), "--store", store, "--device", "reference", "--max-steps", "2",
+               "--json"])  # fmt: skip
+    assert rc == 0, capsys.readouterr()
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["export", "last", "--to", "hf", "--out", str(out), "--store", store]) == 0
+    text, ckpt = run_source("last", store)
+    adapted = pretrained_model(parse(text).data).eval()
+    load_into(adapted, header_weights(f"# weights: {ckpt}\n", store))
+    x = ids((2, 24), seed=3) % tok.get_vocab_size()
+    want = np.asarray(adapted(sc.tensor(x.tolist(), dtype="i32")).tolist())
+    np.testing.assert_allclose(outputs(_load(out), x), want, **TOL)

@@ -1,7 +1,9 @@
 """``scellis export FILE --to torch|safetensors|pt|onnx|hf`` (cli layer): models for other tools.
 
 FILE is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
-header names, or ``--weights``, else its own initial values) or any importable file.
+header names, or ``--weights``, else its own initial values), a run of the store (an
+id, a unique prefix or ``last``: its record and last checkpoint, LoRA merged) or any
+importable file.
 ``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
 import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
 an ONNX model (dense and recurrent blocks); ``hf`` a Hugging Face folder (GPT-2, Llama
@@ -20,7 +22,7 @@ from .common import extensions_option, load_cli_extensions
 
 
 @click.command(
-    "export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX, HF."
+    "export", help="Export a record's or a run's model: PyTorch module, safetensors, .pt, ONNX, HF."
 )
 @click.argument("file", type=click.Path())
 @click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | hf | a codec id")

@@ -4,9 +4,10 @@
 the file carries, as ONNX does, or one given, for a bare state dict), and puts them in
 the object store as one safetensors object that also carries the record's text; the
 record written for the user names that object in its header (``# weights: sha256:…``).
-``export_file`` goes the other way, from a record (and its stored weights) or any
-importable file, to a registered writer: safetensors, a torch state dict, or a plain
-PyTorch module.
+``export_file`` goes the other way, from a record (and its stored weights), a run in
+the store (its record and last checkpoint) or any importable file, to a registered
+writer: safetensors, a torch state dict, a plain PyTorch module, ONNX, a Hugging Face
+folder.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..model.build import RecordModel
+from ..store.manifest import read_manifest
 from ..store.objects import ObjectStore
+from ..store.records import Records
 from .base import Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
@@ -98,25 +101,51 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
     )
 
 
+def _record_source(text: str, where: str, base, store, weights):
+    """(record, weights by parameter path) of record text; ``weights`` a sha256:… ref or
+    a file, else the text's header's, else the record's own initial values."""
+    rec = check(text, where, base)
+    tag = WEIGHTS_TAG.search(text)
+    ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
+    if ref is None:  # no weights anywhere: the record's own initial values
+        return rec, state_of(RecordModel(rec))
+    if ref.startswith("sha256:"):
+        blob = ObjectStore(store).get(ref[len("sha256:") :])
+        tensors = SafetensorsCodec(SafetensorsConfig()).loads(blob, ref).tensors
+    else:
+        tensors = read(ref).tensors
+    if rec.get("finetune"):
+        merged = finetuned_source(rec, tensors)
+        if merged is not None:
+            return merged
+    return rec, map_names(tensors, _shapes(rec))[0]
+
+
+def run_source(ref: str, store) -> tuple[str, str]:
+    """(record text, sha256:… of its last checkpoint's weights) of run ``ref`` (an id, a
+    unique prefix or ``last``) in ``store``."""
+    if not (Path(store) / "records.sqlite").is_file():
+        raise ScellisError(f"{ref}: no such file, and {store} holds no runs")
+    rec = Records(store)
+    try:
+        rid = rec.resolve(ref)
+        run, ckpts = rec.run(rid), rec.checkpoints(rid)
+    finally:
+        rec.close()
+    if not ckpts:
+        raise ScellisError(f"run {rid} has no checkpoint to export")
+    objects = ObjectStore(store)
+    manifest = read_manifest(objects, ckpts[-1]["manifest"])
+    return objects.get(run["record_hash"]).decode("utf-8"), f"sha256:{manifest['weights']}"
+
+
 def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
-    """(record, weights by parameter path) of a record file or of any importable file."""
+    """(record, weights by parameter path) of a record file, a run, or any importable file."""
+    if not path.exists() and path.suffix.lower() != ".sml":
+        text, ckpt = run_source(str(path), store)
+        return _record_source(text, f"run {path}", None, store, weights or ckpt)
     if path.suffix.lower() == ".sml":
-        text = path.read_text()
-        rec = check(text, str(path), path.parent)
-        tag = WEIGHTS_TAG.search(text)
-        ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
-        if ref is None:  # no weights anywhere: the record's own initial values
-            return rec, state_of(RecordModel(rec))
-        if ref.startswith("sha256:"):
-            blob = ObjectStore(store).get(ref[len("sha256:") :])
-            tensors = SafetensorsCodec(SafetensorsConfig()).loads(blob, ref).tensors
-        else:
-            tensors = read(ref).tensors
-        if rec.get("finetune"):
-            merged = finetuned_source(rec, tensors)
-            if merged is not None:
-                return merged
-        return rec, map_names(tensors, _shapes(rec))[0]
+        return _record_source(path.read_text(), str(path), path.parent, store, weights)
     im = read(path)
     if weights is not None:
         raise ScellisError("--weights goes with a record (.sml) file")
@@ -131,6 +160,8 @@ def export_file(path, to: str, *, out=None, store=".scellis", weights: str | Non
     path = Path(path)
     cid = TARGETS.get(to, to)
     rec, tensors = _source(path, store, weights)
+    if out is None and not path.exists() and path.suffix.lower() != ".sml":
+        path = Path(f"run_{path.name}")  # a run: written in the working folder
     dest = Path(out) if out is not None else path.with_name(_DEFAULT_NAME.get(cid, "{stem}.out")
                                                               .format(stem=path.stem))  # fmt: skip
     written = make(cid).write(dest, tensors, rec)
