@@ -3,6 +3,7 @@ configs become records whose outputs equal ``transformers``' on random token ids
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -106,3 +107,34 @@ def test_unsupported_rope_and_stray_tensors_are_refused(tmp_path):
     st.save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
     with pytest.raises(ScellisError, match="no place for 1 tensor"):
         import_file(folder, store=tmp_path / "s")
+
+
+def test_bf16_weights_widen_exactly(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = llama()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.bfloat16().float())  # f32 holding bf16 values (RoPE tables stay f32)
+    copy.deepcopy(model).to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    res = import_file(tmp_path / "bf16", store=tmp_path / "s")
+    assert {t.dtype for t in res.tensors.values()} == {"BF16"}
+    x = ids()
+    want = outputs(model, x)
+    np.testing.assert_allclose(ours(res.record, res.tensors, x), want, **TOL)
+
+
+def test_mistral_window_and_the_tokenizer_hint(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    cfg = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=101, max_position_embeddings=64)  # fmt: skip
+    model = transformers.MistralForCausalLM(transformers.MistralConfig(**cfg, sliding_window=64))
+    model.eval().save_pretrained(tmp_path / "m")
+    (tmp_path / "m" / "tokenizer.json").write_text("{}")
+    res = import_file(tmp_path / "m", store=tmp_path / "s", to=tmp_path / "m.sml")
+    assert "tokenizer: " + str(tmp_path / "m" / "tokenizer.json") in res.text
+    x = ids()
+    np.testing.assert_allclose(ours(res.record, res.tensors, x), outputs(model, x), **TOL)
+    narrow = transformers.MistralForCausalLM(transformers.MistralConfig(**cfg, sliding_window=8))
+    narrow.save_pretrained(tmp_path / "n")
+    with pytest.raises(ScellisError, match=r"sliding window \(8\) shorter than the context \(64\)"):
+        import_file(tmp_path / "n", store=tmp_path / "s")

@@ -72,10 +72,13 @@ def import_file(
     sha = ObjectStore(store).put(blob)
     text = None
     if rec is not None:
-        text = record_text(
-            rec, f"imported from {path.name} by scellis import ({im.codec}; from {where})\n"
-            f"weights: sha256:{sha}",
-        )  # fmt: skip
+        header = (
+            f"imported from {path.name} by scellis import ({im.codec}; from {where})\n"
+            f"weights: sha256:{sha}"
+        )
+        if im.metadata.get("tokenizer"):
+            header += f"\ntokenizer: {im.metadata['tokenizer']} (a text data section can name it)"
+        text = record_text(rec, header)
         check(text, str(to or path))
     res = Result(im.codec, rec, text, tensors, sha, unused=unused)
     if to is not None:

@@ -78,6 +78,8 @@ class HFCodec(Codec):
                 + (" ..." if len(left) > 6 else "")
             )
         meta = {"model_type": mt, "architectures": cfg.get("architectures") or []}
+        if (path / "tokenizer.json").is_file():
+            meta["tokenizer"] = str(path / "tokenizer.json")
         return Imported(mapped, rec, meta)
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:

@@ -1,8 +1,9 @@
 """The Llama family (codecs layer): RMSNorm, RoPE, SwiGLU MLP, grouped-query attention.
 
-Covers ``llama`` (SmolLM, TinyLlama), ``mistral`` without a sliding window that bites,
-and ``qwen2`` (biases on q, k, v only). RoPE is the plain one or linear scaling; other
-``rope_type``s (dynamic, yarn, llama3) are refused, never approximated.
+Covers ``llama`` (SmolLM, TinyLlama), ``mistral`` (its sliding window must be at least
+the record's context, where it masks nothing) and ``qwen2`` (biases on q, k, v only).
+RoPE is the plain one or linear scaling; other ``rope_type``s (dynamic, yarn, llama3)
+are refused, never approximated.
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ def record(cfg: dict, name: str, context: int) -> dict:
         raise ScellisError("config.json: attention_bias without mlp_bias is not supported")
     window = cfg.get("sliding_window")
     n_pos = need(cfg, "max_position_embeddings", default=2048)
-    if (mt != "qwen2" or cfg.get("use_sliding_window")) and window and window < n_pos:
-        raise ScellisError(f"config.json: a sliding window ({window}) is not supported")
+    context = min(context, n_pos)
+    # a window at least the context long never masks anything: full attention is exact
+    if (mt != "qwen2" or cfg.get("use_sliding_window")) and window and window < context:
+        raise ScellisError(
+            f"config.json: a sliding window ({window}) shorter than the context ({context}) "
+            "is not supported"
+        )
     theta, factor = rope(cfg)
     bias, qkv_bias = _biases(cfg)
     V = need(cfg, "vocab_size")
@@ -72,7 +78,7 @@ def record(cfg: dict, name: str, context: int) -> dict:
         head["tie_to"] = "tok"
     return {
         "model": name,
-        "inputs": ids_input(min(context, n_pos)),
+        "inputs": ids_input(context),
         "blocks": {
             "tok": {
                 "block_id": "nn/embedding",
