@@ -13,6 +13,8 @@ tk = pytest.importorskip("tokenizers")
 from scellis.base.errors import ScellisError  # noqa: E402
 from scellis.data.tokenizer import Tokenizer, load  # noqa: E402
 from scellis.data.tokenizer.pretokenize import gpt2_split  # noqa: E402
+from scellis.data.tokenizer.pretokenize import make as make_pretokenizer  # noqa: E402
+from scellis.data.tokenizer.uregex import compile_rust  # noqa: E402
 
 CORPUS = [
     "Hello, world! It's a test; they'll say we've done it. I'm sure you'd agree.",
@@ -96,7 +98,32 @@ def _metaspace():
     return _with_bytes(t)
 
 
+LLAMA3 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def _split_regex():
+    """As Llama-3 and Qwen2 files: a Split regex, then ByteLevel without its own regex."""
+    pre = tk.pre_tokenizers.Sequence([
+        tk.pre_tokenizers.Split(tk.Regex(LLAMA3), behavior="isolated", invert=False),
+        tk.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])  # fmt: skip
+    t = _train(tk.models.BPE(ignore_merges=True), pre, tk.decoders.ByteLevel(),
+               specials=["<|begin_of_text|>", "<|endoftext|>"], vocab_size=600,
+               initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+               show_progress=False)  # fmt: skip
+    t.post_processor = tk.processors.TemplateProcessing(
+        single="<|begin_of_text|> $A",
+        special_tokens=[("<|begin_of_text|>", t.token_to_id("<|begin_of_text|>"))],
+    )
+    return t
+
+
 KINDS = {
+    "split_regex_ignore_merges": _split_regex,
     "byte_level": lambda: _byte_level(False),
     "byte_level_prefix_space": lambda: _byte_level(True),
     "llama_normalizers": _llama_normalizer,
@@ -132,7 +159,7 @@ def test_decode_equals_the_tokenizers_library(pair):
 
 def test_byte_fallback_is_exercised():
     ref = _metaspace()
-    ids = ref.encode("日本語 😀").ids
+    ids = ref.encode("ゑ 🦀").ids  # in no training text
     assert any(ref.id_to_token(i).startswith("<0x") for i in ids)
 
 
@@ -143,6 +170,26 @@ def test_gpt2_split_equals_the_regex():
     )
     for text in SAMPLES + ["a  b", " \nx", "x \n", "  ", "'", "'ll'", "a'sb", "1 2  3   "]:
         assert gpt2_split(text) == pat.findall(text), text
+
+
+@pytest.mark.parametrize("pattern", [GPT2, LLAMA3], ids=["gpt2", "llama3"])
+def test_translated_regexes_equal_the_regex_module(pattern):
+    regex = pytest.importorskip("regex")
+    ours, theirs = compile_rust(pattern), regex.compile(pattern)
+    for text in SAMPLES + ["a  b", " \nx", "x \r\n\n y", "12345678", "\x1c\x1d x"]:
+        assert ours.findall(text) == theirs.findall(text), text
+
+
+@pytest.mark.parametrize(
+    "behavior", ["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
+)
+def test_split_behaviors_equal_the_library(behavior):
+    ref = tk.pre_tokenizers.Split(tk.Regex(r"[,;]| +"), behavior=behavior)
+    spec = json.loads(tk.pre_tokenizers.Sequence([ref]).__getstate__())["pretokenizers"][0]
+    ours = make_pretokenizer(spec)
+    for text in ["a, b;; c", ",,x", "x  ", " ,a b ;"]:
+        want = [p for p, _ in ref.pre_tokenize_str(text)]
+        assert ours(text, True) == want, text
 
 
 def test_unsupported_files_are_refused(tmp_path):

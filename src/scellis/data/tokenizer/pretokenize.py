@@ -12,11 +12,8 @@ from __future__ import annotations
 import unicodedata
 
 from ...base.errors import ScellisError
+from .uregex import WHITE_SPACE, compile_rust
 
-WHITE_SPACE = frozenset(
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
 _CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
 
 
@@ -125,6 +122,77 @@ def whitespace_split(spec: dict):
     return run
 
 
+def _pieces(text: str, spec: dict) -> list[tuple[str, bool]]:
+    """``text`` as (piece, is a match) runs covering it, for a ``Split`` pattern."""
+    pat = spec.get("pattern") or {}
+    if "Regex" in pat:
+        rx = compile_rust(pat["Regex"])
+        spans = [m.span() for m in rx.finditer(text) if m.end() > m.start()]
+    elif "String" in pat:
+        s, spans, at = pat["String"], [], 0
+        while s and (k := text.find(s, at)) >= 0:
+            spans.append((k, k + len(s)))
+            at = k + len(s)
+    else:
+        raise ScellisError("tokenizer.json: a Split pre-tokenizer needs a pattern")
+    out, at = [], 0
+    for a, b in spans:
+        if a > at:
+            out.append((text[at:a], False))
+        out.append((text[a:b], True))
+        at = b
+    if at < len(text):
+        out.append((text[at:], False))
+    return out
+
+
+def split(spec: dict):
+    behavior = str(spec.get("behavior", "Isolated")).lower()
+    invert = bool(spec.get("invert", False))
+    if behavior not in ("removed", "isolated", "mergedwithprevious", "mergedwithnext",
+                        "contiguous"):  # fmt: skip
+        raise ScellisError(f"tokenizer.json: Split behavior {behavior!r} is not supported")
+
+    def run(piece: str, at_start: bool) -> list[str]:
+        runs = [(p, m != invert) for p, m in _pieces(piece, spec)]
+        out: list[str] = []
+        prev_match = False
+        if behavior == "removed":
+            return [p for p, m in runs if not m]
+        if behavior == "isolated":
+            return [p for p, _ in runs]
+        if behavior == "contiguous":
+            for p, m in runs:
+                if m and out and prev_match:
+                    out[-1] += p
+                else:
+                    out.append(p)
+                prev_match = m
+            return out
+        if behavior == "mergedwithprevious":
+            for p, m in runs:
+                if m and out and not prev_match:
+                    out[-1] += p
+                else:
+                    out.append(p)
+                prev_match = m
+            return out
+        carry = ""  # mergedwithnext
+        for p, m in runs:
+            if m:
+                if carry:
+                    out.append(carry)
+                carry = p
+            else:
+                out.append(carry + p)
+                carry = ""
+        if carry:
+            out.append(carry)
+        return out
+
+    return run
+
+
 def sequence(spec: dict):
     steps = [make(s) for s in spec.get("pretokenizers") or []]
 
@@ -142,6 +210,7 @@ KINDS = {
     "ByteLevel": byte_level,
     "Metaspace": metaspace,
     "WhitespaceSplit": whitespace_split,
+    "Split": split,
     "Sequence": sequence,
 }
 
