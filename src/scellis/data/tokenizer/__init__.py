@@ -4,7 +4,7 @@
 as GPT-2 uses it (GPT-2's pre-tokenizer regex, written with ``unicodedata``) and
 SentencePiece-style BPE as the Llama family uses it (``▁`` for spaces, byte fallback
 ``<0xNN>``), and the ``Split``-regex byte-level files of Llama 3 and Qwen2 (their
-``\p{L}``/``\p{N}`` patterns translated for ``re`` by ``uregex``), with added and
+``\\p{L}``/``\\p{N}`` patterns translated for ``re`` by ``uregex``), with added and
 special tokens. ``load`` is the same with a cache.
 """
 
