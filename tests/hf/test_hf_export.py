@@ -104,11 +104,25 @@ def test_lora_is_merged_into_the_exported_weights(tmp_path):
     np.testing.assert_allclose(outputs(_load(tmp_path / "out"), x), want, **TOL)
 
 
+@pytest.mark.parametrize("mlm", [False, True], ids=["encoder", "masked_lm"])
+def test_bert_exports_as_bert(tmp_path, mlm):
+    model = bert(mlm=mlm)
+    model.save_pretrained(tmp_path / "in")
+    import_file(tmp_path / "in", store=tmp_path / "s", to=tmp_path / "b.sml")
+    export_file(tmp_path / "b.sml", "hf", out=tmp_path / "out", store=tmp_path / "s")
+    auto = transformers.AutoModelForMaskedLM if mlm else transformers.AutoModel
+    back = auto.from_pretrained(tmp_path / "out").eval()
+    assert type(back).__name__ == type(model).__name__
+    x = ids()
+    np.testing.assert_allclose(outputs(back, x), outputs(model, x), **TOL)
+
+
 def test_records_with_no_hf_layout_are_refused(tmp_path):
-    bert().save_pretrained(tmp_path / "b")
-    import_file(tmp_path / "b", store=tmp_path / "s", to=tmp_path / "b.sml")
-    with pytest.raises(ScellisError, match="no Hugging Face layout fits"):
-        export_file(tmp_path / "b.sml", "hf", out=tmp_path / "o", store=tmp_path / "s")
+    rec = tmp_path / "d.sml"
+    drop = "  drop: { block_id: nn/dropout, in: body, p: 0.1 }\n  head:"
+    rec.write_text(CHAR.replace("  head:", drop).replace("in: body, d_model", "in: drop, d_model"))
+    with pytest.raises(ScellisError, match="no Hugging Face layout fits the chain"):
+        export_file(rec, "hf", out=tmp_path / "o", store=tmp_path / "s")
     rec = tmp_path / "c.sml"
     rec.write_text(CHAR.replace("num_layers: 2", "num_layers: 2, norm_first: false"))
     with pytest.raises(ScellisError, match="GPT-2 export cannot hold post-norm"):

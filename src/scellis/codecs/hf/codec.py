@@ -3,9 +3,9 @@
 Reading builds the record from the config (the family's ``record``) and renames the
 checkpoint's tensors to the record's parameter paths (its ``weights``); a name the
 family does not place is an error, never dropped, so nothing of the model's maths is
-lost silently. Writing goes back for the causal-LM families (GPT-2, Llama, Qwen2):
-``config.json``, ``model.safetensors`` and a ``generation_config.json``, which
-``transformers``' ``AutoModelForCausalLM.from_pretrained`` loads.
+lost silently. Writing goes back: ``config.json``, ``model.safetensors`` and a
+``generation_config.json``, which ``transformers``' ``AutoModelForCausalLM``
+(GPT-2, Llama, Qwen2) or ``AutoModel``/``AutoModelForMaskedLM`` (BERT) loads.
 """
 
 from __future__ import annotations
@@ -20,15 +20,19 @@ from ...store.safetensors import dumps
 from ..base import Codec, Imported
 from ..raw import RawTensor
 from . import bert, gpt2, llama
-from .common import blocks_of, model_name
+from .common import chain, model_name
 from .folder import read_config, read_weights
 
 FAMILIES = {t: fam for fam in (gpt2, llama, bert) for t in fam.MODEL_TYPES}
-# the blocks a record may hold to be written as each family (export)
-LAYOUTS = {
-    gpt2: {"nn/embedding", "nn/learned_position", "nn/transformer", "nn/lm_head"},
-    llama: {"nn/embedding", "nn/transformer", "nn/lm_head"},
-}
+# the chain of blocks (from the input on) a record must be to be written as each family
+LAYOUTS = (
+    (gpt2, ("nn/embedding", "nn/learned_position", "nn/transformer", "nn/lm_head")),
+    (llama, ("nn/embedding", "nn/transformer", "nn/lm_head")),
+    (bert, ("nn/embedding", "nn/learned_position", "nn/token_type", "nn/layer_norm",
+            "nn/transformer")),
+    (bert, ("nn/embedding", "nn/learned_position", "nn/token_type", "nn/layer_norm",
+            "nn/transformer", "nn/linear", "nn/activation", "nn/layer_norm", "nn/lm_head")),
+)  # fmt: skip
 
 
 def supported() -> str:
@@ -85,13 +89,15 @@ class HFCodec(Codec):
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         if not record:
             raise ScellisError("a Hugging Face export needs the model's record")
-        kinds = set(blocks_of(record))
-        fam = next((f for f, allowed in LAYOUTS.items() if kinds == allowed), None)
-        if fam is None or not fam.matches(record):
+        kinds = chain(record)
+        fam = next((f for f, ids in LAYOUTS if kinds == ids), None)
+        if fam is llama and not fam.matches(record):
+            fam = None
+        if fam is None:
             raise ScellisError(
-                f"no Hugging Face layout fits blocks {sorted(kinds)}; exportable: GPT-2 "
-                "(embedding, learned_position, transformer, lm_head) and Llama/Qwen2 "
-                "(embedding, transformer with rotary, lm_head)"
+                f"no Hugging Face layout fits the chain {' -> '.join(kinds)}; exportable: "
+                "GPT-2 (embedding, learned_position, transformer, lm_head), Llama/Qwen2 "
+                "(embedding, transformer with rotary, lm_head) and BERT"
             )
         cfg, out = fam.export(record, tensors)
         cfg["torch_dtype"] = "float32"

@@ -99,6 +99,31 @@ def blocks_of(record: dict) -> dict[str, tuple[str, dict]]:
     return out
 
 
+def chain(record: dict) -> tuple[str, ...]:
+    """The block ids of a record that is one chain (each block reads the one before,
+    the first the single input, the last the single output); () when it is not."""
+    blocks = record.get("blocks") or {}
+    inputs = list(record.get("inputs") or {})
+    outs = record.get("outputs") or []
+    if len(inputs) != 1 or len(outs) != 1:
+        return ()
+    readers: dict[str, list[str]] = {}
+    for name, spec in blocks.items():
+        src = spec.get("in")
+        if not isinstance(src, str):
+            return ()
+        readers.setdefault(src, []).append(name)
+    ids, at = [], inputs[0]
+    while readers.get(at):
+        if len(readers[at]) != 1:
+            return ()
+        at = readers[at][0]
+        ids.append(blocks[at].get("block_id", ""))
+    if len(ids) != len(blocks) or at != outs[0]:
+        return ()
+    return tuple(ids)
+
+
 def seq_len(record: dict, default: int) -> int:
     for spec in (record.get("inputs") or {}).values():
         shape = spec.get("shape") or []

@@ -85,10 +85,6 @@ def weights(cfg: dict, tensors: dict[str, RawTensor]) -> tuple[dict[str, RawTens
     return out, leftover
 
 
-def matches(record: dict) -> bool:
-    return "nn/learned_position" in blocks_of(record)
-
-
 def export(record: dict, tensors: dict[str, RawTensor]) -> tuple[dict, dict[str, RawTensor]]:
     """(config.json, tensors by GPT-2 name) of a record of this family's layout."""
     bl = blocks_of(record)
