@@ -18,7 +18,7 @@ from scellis.codecs.convert import header_weights, import_file
 from scellis.codecs.pretrained import pretrained_model
 from scellis.sml import parse
 
-TOL = {"rtol": 1e-4, "atol": 1e-4}
+TOL = {"rtol": 1e-5, "atol": 3e-5}  # measured: at most 7e-6 on logits up to ~7
 
 CASES = {
     "gpt2": lambda: gpt2(),

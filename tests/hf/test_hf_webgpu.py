@@ -1,5 +1,5 @@
-"""Imported Hugging Face models on WebGPU (lavapipe in CI): GPT-2 and Llama logits equal
-``transformers``' (the flash attention path, as ``auto`` picks on webgpu)."""
+"""Imported Hugging Face models on WebGPU (lavapipe in CI): GPT-2, Llama and BERT outputs
+equal ``transformers``' (the flash attention path, as ``auto`` picks on webgpu)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import tempfile
 
 import numpy as np
 import pytest
-from hfmodels import gpt2, ids, llama, outputs
-from test_hf_import import ours
+from hfmodels import bert, gpt2, ids, llama, outputs
+from test_hf_import import TOL, ours
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
@@ -28,11 +28,11 @@ def gpu():
         pytest.skip(f"no WebGPU adapter: {e}")
 
 
-@pytest.mark.parametrize("make", [gpt2, llama], ids=["gpt2", "llama"])
+@pytest.mark.parametrize("make", [gpt2, llama, bert], ids=["gpt2", "llama", "bert"])
 def test_imported_logits_on_webgpu(tmp_path, gpu, make):
     model = make()
     model.save_pretrained(tmp_path / "m")
     res = import_file(tmp_path / "m", store=tmp_path / "s")
     x = ids()
     got = ours(res.record, res.tensors, x, device=gpu)
-    np.testing.assert_allclose(got, outputs(model, x), rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(got, outputs(model, x), **TOL)
