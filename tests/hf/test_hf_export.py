@@ -175,3 +175,10 @@ def test_hf_folder_fine_tuned_from_the_cli_exports_from_its_run(tmp_path, capsys
     x = ids((2, 24), seed=3) % tok.get_vocab_size()
     want = np.asarray(adapted(sc.tensor(x.tolist(), dtype="i32")).tolist())
     np.testing.assert_allclose(outputs(_load(out), x), want, **TOL)
+
+
+def test_torch_module_export_refuses_the_variants_it_does_not_model(tmp_path):
+    rec = tmp_path / "c.sml"
+    rec.write_text(CHAR.replace("num_layers: 2", "num_layers: 2, norm: rms, mlp: gated"))
+    with pytest.raises(ScellisError, match="norm, mlp have no torch export"):
+        export_file(rec, "torch", out=tmp_path / "t", store=tmp_path / "s")
