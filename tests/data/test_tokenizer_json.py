@@ -38,6 +38,8 @@ SAMPLES = CORPUS + [
     "\u00a0non-breaking\u2003em space\u3000ideographic",
     "Ĳ ǅ ﬁ ᾏ combining e\u0301 and \U0001d400 math",
     "<|endoftext|>special in the middle<|endoftext|>",
+    "text first<|endoftext|> then more <|endoftext|><|endoftext|>x",
+    "the quick brown fox, wörld of <pad> pads  <pad>x and quick  brown",
 ]
 
 
@@ -89,10 +91,13 @@ def _llama_normalizer():
     return t
 
 
-def _metaspace():
+def _metaspace(scheme="always"):
     """SentencePiece style through the Metaspace pre-tokenizer and decoder."""
-    d = tk.decoders.Sequence([tk.decoders.ByteFallback(), tk.decoders.Metaspace()])
-    t = _train(tk.models.BPE(unk_token="<unk>", byte_fallback=True), tk.pre_tokenizers.Metaspace(),
+    d = tk.decoders.Sequence(
+        [tk.decoders.ByteFallback(), tk.decoders.Metaspace(prepend_scheme=scheme)]
+    )
+    pre = tk.pre_tokenizers.Metaspace(prepend_scheme=scheme)
+    t = _train(tk.models.BPE(unk_token="<unk>", byte_fallback=True), pre,
                d, specials=["<unk>", "<s>", "</s>", "<|endoftext|>"], vocab_size=400,
                limit_alphabet=70, show_progress=False)  # fmt: skip
     return _with_bytes(t)
@@ -128,12 +133,15 @@ KINDS = {
     "byte_level_prefix_space": lambda: _byte_level(True),
     "llama_normalizers": _llama_normalizer,
     "metaspace_byte_fallback": _metaspace,
+    "metaspace_prepend_first": lambda: _metaspace("first"),
+    "metaspace_prepend_never": lambda: _metaspace("never"),
 }
 
 
 @pytest.fixture(scope="module", params=sorted(KINDS))
 def pair(request, tmp_path_factory):
     ref = KINDS[request.param]()
+    ref.add_tokens(["wörld", "quick brown", tk.AddedToken("<pad>", lstrip=True, rstrip=True)])
     path = tmp_path_factory.mktemp(request.param) / "tokenizer.json"
     ref.save(str(path))
     return ref, load(path)

@@ -100,9 +100,15 @@ class Tokenizer:
         added = list(spec.get("added_tokens") or [])
         self.special = {a["id"] for a in added if a.get("special")}
         self.raw_added = _pattern([a for a in added if not a.get("normalized", False)])
-        self.norm_added = _pattern([a for a in added if a.get("normalized", False)])
+        # normalized added tokens match the normalized text in their normalized form
+        norm = [
+            {**a, "content": self.normalize(a["content"])} for a in added if a.get("normalized")
+        ]
+        self.norm_added = _pattern(norm)
         self.tokens = {i: t for t, i in self.model.vocab.items()}
+        # a normalized added token's string is its normalized form (it decodes as one)
         self.tokens.update({a["id"]: a["content"] for a in added})
+        self.tokens.update({a["id"]: a["content"] for a in norm})
         self.ids = {t: i for i, t in self.tokens.items()}
 
     @classmethod
