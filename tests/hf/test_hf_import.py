@@ -20,10 +20,14 @@ from scellis.sml import parse
 
 TOL = {"rtol": 1e-5, "atol": 3e-5}  # measured: at most 7e-6 on logits up to ~7
 
+# long, short and in-between wavelengths for a head size of 8 and rope_theta 500
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 32}  # fmt: skip
 CASES = {
     "gpt2": lambda: gpt2(),
     "gpt2_untied_gelu": lambda: gpt2(tied=False, activation_function="gelu", n_inner=40),
     "llama_gqa_linear_rope": lambda: llama(scaling={"type": "linear", "factor": 2.0}),
+    "llama3_rope": lambda: llama(scaling=LLAMA3_ROPE),
     "llama_tied_mha": lambda: llama(tied=True, kv=4),
     "qwen2": qwen2,
     "bert": lambda: bert(),

@@ -3,7 +3,9 @@
 Grouped-query attention (``num_kv_heads`` below ``num_heads``, as Llama-family models
 use) projects k and v to fewer heads and shares each among ``num_heads / num_kv_heads``
 consecutive query heads. RoPE's ``rotary_scaling`` is linear position interpolation
-(positions divided by the factor, Hugging Face's ``rope_scaling: {type: linear}``).
+(positions divided by the factor, Hugging Face's ``rope_scaling: {type: linear}``), or
+with ``rotary_scaling_type: llama3`` Llama 3.1's: long wavelengths divided, short ones
+kept, the band between smoothed.
 
 Children ``q``, ``k``, ``v``, ``o`` are Linear blocks; torch's MultiheadAttention packs
 the first three as ``in_proj_weight`` = cat(q, k, v). Init follows torch's
@@ -34,6 +36,7 @@ from .linear import Linear, LinearConfig
 from .position import rotary
 
 ATTENTION_PATHS = ("auto", "naive", "flash")
+ROPE_SCALINGS = ("linear", "llama3")
 
 
 def attend(q, k, v, keep, p: float, training: bool):
@@ -69,7 +72,17 @@ class AttentionConfig:
     num_kv_heads: int | None = field(
         None, doc="key/value heads (grouped-query attention); empty: num_heads", min=1
     )
-    rotary_scaling: float = field(1.0, doc="RoPE linear scaling: positions / factor", min=1)
+    rotary_scaling: float = field(1.0, doc="RoPE scaling factor (see rotary_scaling_type)", min=1)
+    rotary_scaling_type: str = field(
+        "linear",
+        doc="linear (every frequency / factor) or llama3 (low frequencies only)",
+        choices=ROPE_SCALINGS,
+    )
+    rotary_low_freq_factor: float = field(1.0, doc="llama3 RoPE scaling: low_freq_factor", min=0)
+    rotary_high_freq_factor: float = field(4.0, doc="llama3 RoPE scaling: high_freq_factor", min=0)
+    rotary_original_context: int = field(
+        8192, doc="llama3 RoPE scaling: original_max_position_embeddings", min=1
+    )
     qkv_bias: bool | None = field(None, doc="biases in q, k and v; empty: as bias")
 
 
@@ -109,8 +122,12 @@ class MultiHeadAttention(Block):
         k = self._heads(self.k(src), B, S)
         v = self._heads(self.v(src), B, S)
         if c.rotary:
-            q = rotary(q, c.rotary_base, c.rotary_scaling)
-            k = rotary(k, c.rotary_base, c.rotary_scaling)
+            llama3 = None
+            if c.rotary_scaling_type == "llama3":
+                llama3 = (c.rotary_low_freq_factor, c.rotary_high_freq_factor,
+                          c.rotary_original_context)  # fmt: skip
+            q = rotary(q, c.rotary_base, c.rotary_scaling, llama3)
+            k = rotary(k, c.rotary_base, c.rotary_scaling, llama3)
         H, kv = c.num_heads, k.shape[1]
         if kv != H:  # each kv head serves H / kv consecutive query heads
             D = k.shape[-1]

@@ -7,6 +7,7 @@ attention block applies it to q and k when its config asks (``rotary: true``).
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -20,9 +21,30 @@ _TABLES: OrderedDict = OrderedDict()  # (what, T, D, base, device, dtype) -> (co
 _TABLES_SIZE = 32
 
 
-def _angles(n: int, dim: int, base: float, like, scaling: float = 1.0):
-    """pos / scaling * base^(-2i/dim) for pos < n, i < dim/2: [n, dim/2] on ``like``'s device."""
-    inv = [base ** (-2.0 * i / dim) / scaling for i in range(dim // 2)]
+def _inv_freqs(dim: int, base: float, scaling: float, llama3) -> list[float]:
+    """base^(-2i/dim) for i < dim/2, divided by ``scaling`` (linear), or with ``llama3`` =
+    (low_freq_factor, high_freq_factor, original_context) only the long wavelengths
+    divided and the band between them smoothed (Llama 3.1's RoPE scaling)."""
+    inv = [base ** (-2.0 * i / dim) for i in range(dim // 2)]
+    if llama3 is None:
+        return [f / scaling for f in inv]
+    low, high, ctx = llama3
+    out = []
+    for f in inv:
+        wavelen = 2 * math.pi / f
+        if wavelen < ctx / high:
+            out.append(f)
+        elif wavelen > ctx / low:
+            out.append(f / scaling)
+        else:
+            smooth = (ctx / wavelen - low) / (high - low)
+            out.append((1 - smooth) * f / scaling + smooth * f)
+    return out
+
+
+def _angles(n: int, dim: int, base: float, like, scaling: float = 1.0, llama3=None):
+    """pos * inv_freq[i] for pos < n, i < dim/2: [n, dim/2] on ``like``'s device."""
+    inv = _inv_freqs(dim, base, scaling, llama3)
     freqs = tensor(inv, device=like.device, dtype=like.dtype)
     pos = arange(n, device=like.device).cast(like.dtype)
     return pos.unsqueeze(-1) * freqs.unsqueeze(0)
@@ -50,20 +72,21 @@ def sinusoid_table(n: int, dim: int, base: float, like):
     return _cached(key, make)
 
 
-def rotary(x, base: float = 10000.0, scaling: float = 1.0):
+def rotary(x, base: float = 10000.0, scaling: float = 1.0, llama3=None):
     """RoPE on [..., T, D], half-split pairing (feature i rotates with i + D/2, as in
     GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin; ``scaling`` divides the
-    positions (linear position interpolation)."""
+    frequencies (linear position interpolation), or only the low ones with ``llama3``
+    = (low_freq_factor, high_freq_factor, original_context)."""
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ShapeError(f"rotary needs an even head size, got {D}")
 
     def make():
-        a = _angles(T, D, base, x, scaling)
+        a = _angles(T, D, base, x, scaling, llama3)
         a = a.cat([a], -1)
         return a.cos(), a.sin()
 
-    key = ("rotary", T, D, base, scaling, id(x.device), x.dtype.name)
+    key = ("rotary", T, D, base, scaling, llama3, id(x.device), x.dtype.name)
     cos, sin = _cached(key, make)
     h = D // 2
     rot = (-x[..., h:]).cat([x[..., :h]], -1)

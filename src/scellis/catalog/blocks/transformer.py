@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ...runtime.functional import dropout
 from ..checkpoint import checkpoint
 from ..registry import field, register
-from .attention import ATTENTION_PATHS, AttentionConfig, MultiHeadAttention
+from .attention import ATTENTION_PATHS, ROPE_SCALINGS, AttentionConfig, MultiHeadAttention
 from .common import ACTIVATIONS, Block
 from .linear import MLP, GatedMLP, GatedMLPConfig, MLPConfig
 from .norm import LayerNorm, LayerNormConfig, RMSNorm, RMSNormConfig
@@ -34,8 +34,11 @@ def _norm(cfg, ctx):
 SHARED = (
     "d_model", "num_heads", "d_ff", "kind", "dropout", "activation", "eps", "bias", "rotary",
     "attention", "num_kv_heads", "rotary_base", "rotary_scaling", "qkv_bias", "norm",
-    "norm_first", "mlp",
+    "norm_first", "mlp", "rotary_scaling_type", "rotary_low_freq_factor",
+    "rotary_high_freq_factor", "rotary_original_context",
 )  # fmt: skip
+ROPE = ("rotary_scaling_type", "rotary_low_freq_factor", "rotary_high_freq_factor",
+        "rotary_original_context")  # fmt: skip
 
 
 def _extra_fields():
@@ -45,7 +48,17 @@ def _extra_fields():
             None, doc="key/value heads (grouped-query attention); empty: num_heads", min=1
         ),
         "rotary_base": field(10000.0, doc="RoPE wavelength base (rope_theta)", min=1),
-        "rotary_scaling": field(1.0, doc="RoPE linear scaling: positions / factor", min=1),
+        "rotary_scaling": field(1.0, doc="RoPE scaling factor (see rotary_scaling_type)", min=1),
+        "rotary_scaling_type": field(
+            "linear",
+            doc="linear (every frequency / factor) or llama3 (low frequencies only)",
+            choices=ROPE_SCALINGS,
+        ),
+        "rotary_low_freq_factor": field(1.0, doc="llama3 RoPE scaling: low_freq_factor", min=0),
+        "rotary_high_freq_factor": field(4.0, doc="llama3 RoPE scaling: high_freq_factor", min=0),
+        "rotary_original_context": field(
+            8192, doc="llama3 RoPE scaling: original_max_position_embeddings", min=1
+        ),
         "qkv_bias": field(None, doc="biases in q, k and v; empty: as bias"),
         "norm": field("layer", doc="layer norm or RMS norm", choices=NORMS),
         "norm_first": field(True, doc="pre-norm (true) or post-norm as BERT (false)"),
@@ -76,6 +89,10 @@ class TransformerBlockConfig:
     norm: str = _extra_fields()["norm"]
     norm_first: bool = _extra_fields()["norm_first"]
     mlp: str = _extra_fields()["mlp"]
+    rotary_scaling_type: str = _extra_fields()["rotary_scaling_type"]
+    rotary_low_freq_factor: float = _extra_fields()["rotary_low_freq_factor"]
+    rotary_high_freq_factor: float = _extra_fields()["rotary_high_freq_factor"]
+    rotary_original_context: int = _extra_fields()["rotary_original_context"]
 
 
 class TransformerBlock(Block):
@@ -97,6 +114,7 @@ class TransformerBlock(Block):
             num_kv_heads=cfg.num_kv_heads,
             rotary_scaling=cfg.rotary_scaling,
             qkv_bias=cfg.qkv_bias,
+            **{k: getattr(cfg, k) for k in ROPE},
         )
         self.attn = MultiHeadAttention(attn, **self.ctx)
         self.ln2 = _norm(cfg, self.ctx)
@@ -145,6 +163,10 @@ class TransformerConfig:
     norm: str = _extra_fields()["norm"]
     norm_first: bool = _extra_fields()["norm_first"]
     mlp: str = _extra_fields()["mlp"]
+    rotary_scaling_type: str = _extra_fields()["rotary_scaling_type"]
+    rotary_low_freq_factor: float = _extra_fields()["rotary_low_freq_factor"]
+    rotary_high_freq_factor: float = _extra_fields()["rotary_high_freq_factor"]
+    rotary_original_context: int = _extra_fields()["rotary_original_context"]
 
 
 class Transformer(Block):

@@ -2,8 +2,8 @@
 
 Covers ``llama`` (SmolLM, TinyLlama), ``mistral`` (its sliding window must be at least
 the record's context, where it masks nothing) and ``qwen2`` (biases on q, k, v only).
-RoPE is the plain one or linear scaling; other ``rope_type``s (dynamic, yarn, llama3)
-are refused, never approximated.
+RoPE is the plain one, linear scaling or Llama 3.1's ``llama3`` scaling; other
+``rope_type``s (dynamic, yarn, longrope) are refused, never approximated.
 """
 
 from __future__ import annotations
@@ -21,18 +21,29 @@ _PROJ = {"attn.q": "self_attn.q_proj", "attn.k": "self_attn.k_proj", "attn.v": "
 _NORMS = {"ln1": "input_layernorm", "ln2": "post_attention_layernorm"}
 
 
-def rope(cfg: dict) -> tuple[float, float]:
-    """(rope_theta, linear scaling factor) from either config style (v4 or v5)."""
+def rope(cfg: dict) -> dict:
+    """The transformer's RoPE fields from either config style (v4 ``rope_theta`` +
+    ``rope_scaling``, v5 ``rope_parameters``)."""
     params = cfg.get("rope_parameters") or {}
     scaling = cfg.get("rope_scaling") or params
     kind = scaling.get("rope_type") or scaling.get("type") or "default"
-    if kind not in ("default", "linear"):
+    if kind not in ("default", "linear", "llama3"):
         raise ScellisError(
-            f"config.json: rope_type {kind!r} is not supported (supported: default, linear)"
+            f"config.json: rope_type {kind!r} is not supported (supported: default, linear, llama3)"
         )
     theta = cfg.get("rope_theta") or params.get("rope_theta") or 10000.0
-    factor = float(scaling.get("factor", 1.0)) if kind == "linear" else 1.0
-    return float(theta), factor
+    out = {"rotary": True, "rotary_base": float(theta)}
+    if kind != "default":
+        out["rotary_scaling"] = float(scaling.get("factor", 1.0))
+    if kind == "llama3":
+        out["rotary_scaling_type"] = "llama3"
+        where = "config.json rope_scaling"
+        out["rotary_low_freq_factor"] = float(need(scaling, "low_freq_factor", where=where))
+        out["rotary_high_freq_factor"] = float(need(scaling, "high_freq_factor", where=where))
+        out["rotary_original_context"] = int(
+            need(scaling, "original_max_position_embeddings", where=where)
+        )
+    return out
 
 
 def _biases(cfg: dict) -> tuple[bool, bool | None]:
@@ -58,21 +69,18 @@ def record(cfg: dict, name: str, context: int) -> dict:
             f"config.json: a sliding window ({window}) shorter than the context ({context}) "
             "is not supported"
         )
-    theta, factor = rope(cfg)
     bias, qkv_bias = _biases(cfg)
     V = need(cfg, "vocab_size")
     body = {"block_id": "nn/transformer", "in": "tok", "d_model": E, "num_heads": H,
             "num_layers": need(cfg, "num_hidden_layers"), "d_ff": need(cfg, "intermediate_size"),
             "kind": "decoder", "activation": activation(cfg, "hidden_act"),
             "eps": need(cfg, "rms_norm_eps", default=1e-6), "bias": bias, "norm": "rms",
-            "mlp": "gated", "rotary": True, "rotary_base": theta}  # fmt: skip
+            "mlp": "gated", **rope(cfg)}  # fmt: skip
     kv = need(cfg, "num_key_value_heads", default=H)
     if kv != H:
         body["num_kv_heads"] = kv
     if qkv_bias is not None:
         body["qkv_bias"] = qkv_bias
-    if factor != 1.0:
-        body["rotary_scaling"] = factor
     head = {"block_id": "nn/lm_head", "in": "body", "d_model": E, "vocab_size": V}
     if cfg.get("tie_word_embeddings", False):
         head["tie_to"] = "tok"
@@ -152,9 +160,15 @@ def export(record: dict, tensors: dict[str, RawTensor]) -> tuple[dict, dict[str,
         "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,
     }  # fmt: skip
     rp = {"rope_type": "default", "rope_theta": c.rotary_base}
-    if c.rotary_scaling != 1.0:
-        cfg["rope_scaling"] = {"type": "linear", "rope_type": "linear", "factor": c.rotary_scaling}
+    if c.rotary_scaling_type == "llama3":
+        rp = {"rope_type": "llama3", "rope_theta": c.rotary_base, "factor": c.rotary_scaling,
+              "low_freq_factor": c.rotary_low_freq_factor,
+              "high_freq_factor": c.rotary_high_freq_factor,
+              "original_max_position_embeddings": c.rotary_original_context}  # fmt: skip
+    elif c.rotary_scaling != 1.0:
         rp = {"rope_type": "linear", "rope_theta": c.rotary_base, "factor": c.rotary_scaling}
+    if rp["rope_type"] != "default":
+        cfg["rope_scaling"] = {k: v for k, v in rp.items() if k != "rope_theta"}
     cfg["rope_parameters"] = rp
     if not qwen:
         cfg["attention_bias"], cfg["mlp_bias"] = bool(c.bias), bool(c.bias)
