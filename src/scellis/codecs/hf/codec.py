@@ -76,10 +76,12 @@ class HFCodec(Codec):
         rec.update({"determinism_tier": "debug", "seed": 0})
         mapped, left = fam.weights(cfg, tensors)
         if left:
+            arch = ", ".join(cfg.get("architectures") or []) or mt
             raise ScellisError(
-                f"{path}: the {mt} layout has no place for {len(left)} tensor(s): "
+                f"{path}: the {mt} layout has no place for {len(left)} tensor(s) of {arch}: "
                 + ", ".join(left[:6])
                 + (" ..." if len(left) > 6 else "")
+                + " (imported: the base model with its causal-LM or masked-LM head)"
             )
         meta = {"model_type": mt, "architectures": cfg.get("architectures") or []}
         if (path / "tokenizer.json").is_file():
