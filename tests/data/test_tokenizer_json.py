@@ -37,6 +37,8 @@ SAMPLES = CORPUS + [
     "a",
     "\u00a0non-breaking\u2003em space\u3000ideographic",
     "Ĳ ǅ ﬁ ᾏ combining e\u0301 and \U0001d400 math",
+    "control\x00\x07 chars\ufffd soft\u00adhyphen zero\u200bwidth \x85 next line",
+    "I can't, won't; do not say it's 'done' ... or  isn't it ?! a - b",
     "<|endoftext|>special in the middle<|endoftext|>",
     "text first<|endoftext|> then more <|endoftext|><|endoftext|>x",
     "the quick brown fox, wörld of <pad> pads  <pad>x and quick  brown",
@@ -127,7 +129,27 @@ def _split_regex():
     return t
 
 
+def _wordpiece(lowercase: bool):
+    """BERT's: BertNormalizer, BertPreTokenizer, WordPiece with ##, [CLS] $A [SEP]."""
+    t = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
+    t.normalizer = tk.normalizers.BertNormalizer(lowercase=lowercase)
+    t.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+    t.decoder = tk.decoders.WordPiece()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    trainer = tk.trainers.WordPieceTrainer(
+        vocab_size=500, special_tokens=specials, limit_alphabet=90, show_progress=False
+    )
+    t.train_from_iterator(CORPUS * 3, trainer)
+    t.post_processor = tk.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", t.token_to_id("[CLS]")), ("[SEP]", t.token_to_id("[SEP]"))],
+    )
+    return t
+
+
 KINDS = {
+    "wordpiece_uncased": lambda: _wordpiece(True),
+    "wordpiece_cased": lambda: _wordpiece(False),
     "split_regex_ignore_merges": _split_regex,
     "byte_level": lambda: _byte_level(False),
     "byte_level_prefix_space": lambda: _byte_level(True),
@@ -202,8 +224,8 @@ def test_split_behaviors_equal_the_library(behavior):
 
 def test_unsupported_files_are_refused(tmp_path):
     p = tmp_path / "t.json"
-    p.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {}}}))
-    with pytest.raises(ScellisError, match="model 'WordPiece' is not supported"):
+    p.write_text(json.dumps({"model": {"type": "Unigram", "vocab": []}}))
+    with pytest.raises(ScellisError, match="model 'Unigram' is not supported"):
         Tokenizer.from_file(p)
     p.write_text("{")
     with pytest.raises(ScellisError, match="not valid JSON"):

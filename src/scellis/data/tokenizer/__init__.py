@@ -4,8 +4,8 @@
 as GPT-2 uses it (GPT-2's pre-tokenizer regex, written with ``unicodedata``) and
 SentencePiece-style BPE as the Llama family uses it (``▁`` for spaces, byte fallback
 ``<0xNN>``), and the ``Split``-regex byte-level files of Llama 3 and Qwen2 (their
-``\\p{L}``/``\\p{N}`` patterns translated for ``re`` by ``uregex``), with added and
-special tokens. ``load`` is the same with a cache.
+``\\p{L}``/``\\p{N}`` patterns translated for ``re`` by ``uregex``), and BERT's
+WordPiece files, with added and special tokens. ``load`` is the same with a cache.
 """
 
 from __future__ import annotations

@@ -93,6 +93,28 @@ def _strip(spec: dict):
     return lambda tokens: [one(t) for t in tokens]
 
 
+_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+            (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"),
+            (" 're", "'re"))  # fmt: skip
+
+
+def _wordpiece(spec: dict):
+    prefix, cleanup = spec.get("prefix", "##"), spec.get("cleanup", True)
+
+    def run(tokens: list[str]) -> list[str]:
+        out = []
+        for i, t in enumerate(tokens):
+            if i:
+                t = t.replace(prefix, "", 1) if t.startswith(prefix) else " " + t
+            if cleanup:
+                for a, b in _CLEANUP:
+                    t = t.replace(a, b)
+            out.append(t)
+        return out
+
+    return run
+
+
 def _sequence(spec: dict):
     steps = [make(s) for s in spec.get("decoders") or []]
 
@@ -111,6 +133,7 @@ KINDS = {
     "Fuse": lambda spec: lambda tokens: ["".join(tokens)],
     "Replace": _replace,
     "Strip": _strip,
+    "WordPiece": _wordpiece,
     "Sequence": _sequence,
 }
 

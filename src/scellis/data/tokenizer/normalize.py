@@ -9,6 +9,7 @@ from __future__ import annotations
 import unicodedata
 
 from ...base.errors import ScellisError
+from .uregex import WHITE_SPACE
 
 
 def _replace(spec: dict):
@@ -35,6 +36,40 @@ def _strip(spec: dict):
     return run
 
 
+# CJK Unified Ideographs and their extensions: BERT puts spaces around each
+_CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+        (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))  # fmt: skip
+
+
+def _bert(spec: dict):
+    clean = spec.get("clean_text", True)
+    chinese = spec.get("handle_chinese_chars", True)
+    lower = spec.get("lowercase", True)
+    strip = spec.get("strip_accents")
+    strip = lower if strip is None else strip
+
+    def one(c: str) -> str:
+        if clean:
+            if c in "\t\n\r":
+                return " "
+            if c in ("\0", "\ufffd") or unicodedata.category(c)[0] == "C":
+                return ""
+            if c in WHITE_SPACE:
+                return " "
+        if chinese and any(a <= ord(c) <= b for a, b in _CJK):
+            return f" {c} "
+        return c
+
+    def run(s: str) -> str:
+        s = "".join(one(c) for c in s)
+        if strip:
+            s = "".join(c for c in unicodedata.normalize("NFD", s)
+                        if unicodedata.category(c) != "Mn")  # fmt: skip
+        return s.lower() if lower else s
+
+    return run
+
+
 def _sequence(spec: dict):
     steps = [make(s) for s in spec.get("normalizers") or []]
 
@@ -56,6 +91,7 @@ KINDS = {
     "Strip": _strip,
     "Sequence": _sequence,
     "Lowercase": lambda spec: str.lower,
+    "BertNormalizer": _bert,
     "NFC": _form("NFC"),
     "NFD": _form("NFD"),
     "NFKC": _form("NFKC"),

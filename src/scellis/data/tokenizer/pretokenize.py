@@ -193,6 +193,36 @@ def split(spec: dict):
     return run
 
 
+def _is_punct(c: str) -> bool:
+    o = ord(c)
+    ascii_punct = 33 <= o <= 47 or 58 <= o <= 64 or 91 <= o <= 96 or 123 <= o <= 126
+    return ascii_punct or unicodedata.category(c)[0] == "P"
+
+
+def bert(spec: dict):
+    """BERT's pre-tokenizer: split on whitespace (dropped), then each punctuation mark alone."""
+
+    def run(piece: str, at_start: bool) -> list[str]:
+        out, cur = [], ""
+        for c in piece:
+            if c in WHITE_SPACE:
+                if cur:
+                    out.append(cur)
+                cur = ""
+            elif _is_punct(c):
+                if cur:
+                    out.append(cur)
+                out.append(c)
+                cur = ""
+            else:
+                cur += c
+        if cur:
+            out.append(cur)
+        return out
+
+    return run
+
+
 def sequence(spec: dict):
     steps = [make(s) for s in spec.get("pretokenizers") or []]
 
@@ -211,6 +241,7 @@ KINDS = {
     "Metaspace": metaspace,
     "WhitespaceSplit": whitespace_split,
     "Split": split,
+    "BertPreTokenizer": bert,
     "Sequence": sequence,
 }
 

@@ -1,5 +1,6 @@
 """A ``tokenizer.json`` tokenizer in pure Python (data layer): encode and decode as the
-``tokenizers`` library does, for the BPE files GPT-2- and Llama-family models ship.
+``tokenizers`` library does, for the BPE files GPT-2- and Llama-family models ship and
+the WordPiece files of BERT encoders.
 
 Encoding splits the text around added tokens (special tokens such as ``<|endoftext|>``
 and ``<s>`` match verbatim, longest first; ``lstrip``/``rstrip`` take the whitespace
@@ -17,6 +18,9 @@ from pathlib import Path
 from ...base.errors import ScellisError
 from . import decode, normalize, pretokenize
 from .bpe import BPE
+from .wordpiece import WordPiece
+
+MODELS = {"BPE": BPE, "WordPiece": WordPiece}
 
 
 def _pattern(tokens: list[dict]):
@@ -90,9 +94,11 @@ class Tokenizer:
     def __init__(self, spec: dict):
         model = spec.get("model") or {}
         kind = model.get("type", "BPE" if "merges" in model else None)
-        if kind != "BPE":
-            raise ScellisError(f"tokenizer.json: model {kind!r} is not supported (supported: BPE)")
-        self.model = BPE(model)
+        if kind not in MODELS:
+            raise ScellisError(
+                f"tokenizer.json: model {kind!r} is not supported (supported: BPE, WordPiece)"
+            )
+        self.model = MODELS[kind](model)
         self.normalize = normalize.make(spec.get("normalizer"))
         self.pre = pretokenize.make(spec.get("pre_tokenizer"))
         self.decoder = decode.make(spec.get("decoder"))
