@@ -48,3 +48,5 @@ data:
   stride: 16
   max_chars: 60000
   val_fraction: 0.1
+
+eval: { metrics: [accuracy, perplexity, bits_per_char] }   # beside the unigram model's

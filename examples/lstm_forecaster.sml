@@ -38,4 +38,4 @@ data:
   val_fraction: 0.2     # the last 20% of years, in time order
   normalise: standard   # fitted on the training split only
 
-eval: { every: 1, batch_size: 64, metrics: [mae] }
+eval: { every: 40, batch_size: 64, metrics: [mae, rmse, smape] }   # every 40 steps, in sunspots

@@ -155,7 +155,7 @@ import scellis.webapp.api as _api
 _api
 `);
   // the event kinds after which the store is written back (the engine's schema says)
-  const defs = toJs(api.event_schema()).$defs;
+  const defs = toJs(api.dispatch("event_schema", "{}")).$defs;
   for (const [kind, def] of Object.entries(defs)) if (def["x-persist"]) PERSIST_KINDS.add(kind);
   const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
   hello.persistent = persistent;

@@ -3,22 +3,35 @@
 The public surface; everything here is a re-export.
 """
 
-from . import rng  # noqa: F401
+from . import data, nn, optim, rng  # noqa: F401
 from .autograd import enable_grad, is_grad_enabled, no_grad  # noqa: F401
 from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
+from .codecs.state_file import save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
+from .run.loading import load, train  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,
-    arange,
     default_device,
-    full,
     functional,  # noqa: F401
-    ones,
-    rand,
     set_default_device,
     tensor,
-    zeros,
 )
-from .runtime.creation import from_bytes, generator, manual_seed, randn  # noqa: F401
+from .runtime.creation import from_bytes, generator, manual_seed  # noqa: F401
+from .runtime.factories import (  # noqa: F401
+    arange,
+    empty,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    zeros,
+    zeros_like,
+)
 from .version import __version__  # noqa: F401

@@ -16,9 +16,10 @@ from scellis.base.errors import ScellisError
 from scellis.catalog.peft.lora import lora_modules
 from scellis.cli.main import main
 from scellis.codecs import make
-from scellis.codecs.convert import export_file, header_weights, import_file, run_source
+from scellis.codecs.convert import export_file, header_weights, import_file
 from scellis.codecs.pretrained import pretrained_model
-from scellis.codecs.weights import load_into, state_of
+from scellis.codecs.weights import state_of
+from scellis.run.reference import open_run
 from scellis.sml import parse
 
 transformers = pytest.importorskip("transformers")
@@ -173,9 +174,7 @@ def test_hf_folder_fine_tuned_from_the_cli_exports_from_its_run(tmp_path, capsys
     capsys.readouterr()
     out = tmp_path / "out"
     assert main(["export", "last", "--to", "hf", "--out", str(out), "--store", store]) == 0
-    text, ckpt = run_source("last", store)
-    adapted = pretrained_model(parse(text).data).eval()
-    load_into(adapted, header_weights(f"# weights: {ckpt}\n", store))
+    adapted = open_run(store, "last").model("reference")  # LoRA still apart
     x = ids((2, 24), seed=3) % tok.get_vocab_size()
     want = np.asarray(adapted(sc.tensor(x.tolist(), dtype="i32")).tolist())
     np.testing.assert_allclose(outputs(_load(out), x), want, **TOL)

@@ -42,9 +42,12 @@ def run(spec: dict) -> int:
     if pause is not None:
         original = Records.log
 
+        paused = []
+
         def log(self, rid, step, epoch, values):
             original(self, rid, step, epoch, values)
-            if step == pause:
+            if step == pause and not paused:  # once: a step's eval logs a second row
+                paused.append(step)
                 print("PAUSED", flush=True)
                 sys.stdin.readline()
 

@@ -289,7 +289,7 @@ def test_a_really_full_disk_fails_cleanly_and_the_run_resumes(straight, record, 
         store = mnt / "store"
         filler = mnt / "filler"
         free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
-        filler.write_bytes(b"\0" * (free - 200 * 1024))  # room for the schema and a few steps
+        filler.write_bytes(b"\0" * (free - 320 * 1024))  # room for the schema and a few steps
         code, out, err = _ok({"cmd": "train", "argv": _train_argv(record, store, "reference",
                                                                    STEPS, EVERY)})  # fmt: skip
         assert code == 2, out + err

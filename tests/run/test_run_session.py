@@ -40,8 +40,14 @@ def _config(store: Path, rid: str) -> dict:
         r.close()
 
 
+def _validating_per_epoch(tmp_path):
+    rec = write_record(tmp_path)  # 3 epochs of 7 steps
+    rec.write_text(rec.read_text().replace("eval: { every: 1, ", "eval: { "))
+    return rec
+
+
 def test_without_checkpoint_every_a_run_checkpoints_at_each_epochs_end(tmp_path, capsys):
-    rec = write_record(tmp_path)  # 3 epochs of 7 steps, validation after each epoch
+    rec = _validating_per_epoch(tmp_path)  # validation after each epoch
     code, evs, err = _train(capsys, rec, "--store", tmp_path / "s")
     assert code == 0, err
     cks = [(e["step"], e["reason"]) for e in evs if e["kind"] == "checkpoint"]
@@ -60,7 +66,7 @@ def test_without_validation_the_epoch_checkpoint_comes_at_the_epoch_event(tmp_pa
 
 
 def test_wall_time_cadence_checkpoints_between_epochs(tmp_path, capsys):
-    rec = write_record(tmp_path)
+    rec = _validating_per_epoch(tmp_path)
     # a cadence shorter than one step: a checkpoint at every point a resume can start from
     code, evs, err = _train(capsys, rec, "--store", tmp_path / "s", "--checkpoint-minutes",
                             "1e-9", "--keep-last", "50", "--max-steps", "10")  # fmt: skip

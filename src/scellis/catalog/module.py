@@ -4,17 +4,33 @@ Parameters are tensors with ``requires_grad``; children are other modules. Dotte
 paths from the root (``blocks.0.attn.q.weight``) are the checkpoint keys and the
 import name maps, so they must be stable: they follow attribute names and list
 indices, nothing else.
+
+Loading (``load_state_dict``), moving (``to``) and ``set_parameter`` change a
+parameter's values or storage but never swap the object: an optimizer built before
+holds the very same objects and keeps training them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from ..base.dtypes import as_dtype
+from ..base.errors import DTypeError, ScellisError
+from ..devices.base import get_device
+from ..runtime.inplace import rebind, transfer
 from ..runtime.tensor import Tensor
+from .module_state import IncompatibleKeys, load_state
 
 
 class Module:
-    """Base of every block: holds parameters, buffers (non-trained state) and children."""
+    """Base of every block: holds parameters, buffers (non-trained state) and children.
+
+    ``incremental``: whether cached decoding (``catalog.blocks.decoding``) may call the
+    module on new positions only; false unless a class says so, because a module that
+    mixes positions would silently compute something else on part of a sequence.
+    """
+
+    incremental = False
 
     def __init__(self):
         object.__setattr__(self, "_params", {})
@@ -44,39 +60,125 @@ class Module:
         self._buffers[name] = t
         object.__setattr__(self, name, t)
 
-    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+    def register_parameter(self, name: str, t: Tensor | None) -> None:
+        if t is not None:
+            t.requires_grad_()
+        setattr(self, name, t)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    # -- the tree --
+    def named_parameters(self, prefix: str = "", recurse: bool = True):
         for n, p in self._params.items():
             yield prefix + n, p
-        for n, c in self._children.items():
-            yield from c.named_parameters(f"{prefix}{n}.")
+        if recurse:
+            for n, c in self._children.items():
+                yield from c.named_parameters(f"{prefix}{n}.")
 
-    def parameters(self) -> list[Tensor]:
-        return [p for _, p in self.named_parameters()]
+    def parameters(self, recurse: bool = True) -> list[Tensor]:
+        """A list (not a generator): it can be passed to an optimizer and read again."""
+        return [p for _, p in self.named_parameters(recurse=recurse)]
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for mname, m in self.named_modules():
+            for b, t in m._buffers.items():
+                yield prefix + (f"{mname}.{b}" if mname else b), t
+
+    def buffers(self) -> list[Tensor]:
+        return [t for _, t in self.named_buffers()]
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        yield from self._children.items()
+
+    def children(self) -> Iterator[Module]:
+        yield from self._children.values()
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         yield prefix.rstrip("."), self
         for n, c in self._children.items():
             yield from c.named_modules(f"{prefix}{n}.")
 
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """``fn`` on every child (depth first) and then on this module, as torch does."""
+        for c in self._children.values():
+            c.apply(fn)
+        fn(self)
+        return self
+
+    # -- state --
     def state_dict(self) -> dict[str, Tensor]:
+        """Parameters and buffers by dotted path: the live tensors themselves (torch's
+        ``keep_vars=True``); copy them to keep a snapshot."""
         out = dict(self.named_parameters())
-        for mname, m in self.named_modules():
-            for b, t in m._buffers.items():
-                out[f"{mname}.{b}" if mname else b] = t
+        out.update(self.named_buffers())
         return out
 
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Write ``state_dict``'s values (tensors, torch tensors, arrays or nested lists)
+        into the parameters and buffers in place; ``(missing_keys, unexpected_keys)``.
+        With ``strict`` any missing or unexpected key is an error, as in torch. Modules
+        may translate foreign names first (``translate_state``)."""
+        return load_state(self, state_dict, strict)
+
+    def translate_state(self, state: dict) -> dict:
+        """Incoming entries (keys relative to this module) under this module's own names;
+        a module whose torch twin names or packs parameters differently overrides it."""
+        return state
+
     def set_parameter(self, path: str, value: Tensor) -> None:
-        """Replace the parameter at dotted ``path`` (e.g. after an optimizer step)."""
+        """Give the parameter at dotted ``path`` the storage of ``value``, keeping the
+        parameter object (anything holding it, an optimizer, sees the new values)."""
         mod: Module = self
         *parts, last = path.split(".")
         for p in parts:
             mod = mod._children[p]
         if last not in mod._params:
             raise KeyError(path)
-        value.requires_grad = True
-        mod._params[last] = value
-        object.__setattr__(mod, last, value)
+        old = mod._params[last]
+        if tuple(old.shape) != tuple(value.shape):
+            raise ScellisError(f"{path}: a value of shape {value.shape}, the parameter {old.shape}")
+        rebind(old, value.detach())
+        old.requires_grad = True
 
+    def to(self, *args, device=None, dtype=None) -> Module:
+        """Move (``"webgpu"``, ``"reference"``, ``"cpu"``) and/or cast (``"f64"``,
+        ``scellis.f32``) every parameter and buffer in place; integer tensors keep
+        their dtype, as in torch."""
+        for a in args:
+            if _is_dtype(a):
+                dtype = a
+            else:
+                device = a
+        dt = as_dtype(dtype) if dtype is not None else None
+        dev = _device_name(device) if device is not None else None
+        for t in [*self.parameters(), *self.buffers()]:
+            rebind(t, transfer(t, dev, dt if t.dtype.is_float else None))
+        for m in self.modules():  # blocks drawing tensors later use the new home
+            ctx = m.__dict__.get("ctx")
+            if isinstance(ctx, dict):
+                if dev is not None:
+                    ctx["device"] = get_device(dev)
+                if dt is not None:
+                    ctx["dtype"] = dt
+        return self
+
+    def cpu(self) -> Module:
+        return self.to("reference")
+
+    def double(self) -> Module:
+        return self.to(dtype="f64")
+
+    def float(self) -> Module:
+        return self.to(dtype="f32")
+
+    # -- training mode and gradients --
     def train(self, mode: bool = True) -> Module:
         for _, m in self.named_modules():
             object.__setattr__(m, "training", mode)
@@ -85,9 +187,14 @@ class Module:
     def eval(self) -> Module:
         return self.train(False)
 
-    def zero_grad(self) -> None:
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
         for p in self.parameters():
-            p.grad = None
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            p.grad = None if set_to_none or p.grad is None else p.grad.zeros_like()
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
@@ -95,15 +202,53 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError
 
+    def extra_repr(self) -> str:
+        cfg = self.__dict__.get("config")
+        if cfg is None or not hasattr(cfg, "__dataclass_fields__"):
+            return ""
+        return ", ".join(f"{k}={getattr(cfg, k)!r}" for k in cfg.__dataclass_fields__)
+
+    def __repr__(self) -> str:
+        lines = [f"({n}): " + repr(c).replace("\n", "\n  ") for n, c in self._children.items()]
+        head = f"{type(self).__name__}({self.extra_repr() if not lines else ''}"
+        return head + ("\n  " + "\n  ".join(lines) + "\n)" if lines else ")")
+
+
+def _is_dtype(x) -> bool:
+    if not isinstance(x, str):
+        return hasattr(x, "itemsize") and hasattr(x, "is_float")
+    try:
+        as_dtype(x)
+    except DTypeError:
+        return False
+    return True
+
+
+def _device_name(device):
+    """torch's ``"cpu"`` is the reference device; anything else is a scellis device."""
+    return "reference" if device == "cpu" else device
+
 
 class ModuleList(Module):
     """An indexed list of modules: children named ``0``, ``1``, ..."""
 
-    def __init__(self, mods):
+    incremental = True  # a container: its children are checked on their own
+
+    def __init__(self, mods=()):
         super().__init__()
-        for i, m in enumerate(mods):
-            self._children[str(i)] = m
-        object.__setattr__(self, "_list", list(mods))
+        object.__setattr__(self, "_list", [])
+        for m in mods:
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        self._children[str(len(self._list))] = module
+        self._list.append(module)
+        return self
+
+    def extend(self, modules) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
 
     def __iter__(self):
         return iter(self._list)
@@ -111,5 +256,7 @@ class ModuleList(Module):
     def __len__(self) -> int:
         return len(self._list)
 
-    def __getitem__(self, i: int) -> Module:
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return ModuleList(self._list[i])
         return self._list[i]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base.errors import ScellisError
 
-KINDS = ("block", "optimizer", "scheduler", "loss", "codec", "peft")
+KINDS = ("block", "optimizer", "scheduler", "loss", "codec", "peft", "metric")
 
 
 def field(

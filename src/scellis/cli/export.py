@@ -1,30 +1,32 @@
-"""``scellis export FILE --to torch|safetensors|pt|onnx|hf`` (cli layer): models for other tools.
+"""``scellis export FILE|RUN --to torch|safetensors|pt|onnx|hf`` (cli layer): models for others.
 
-FILE is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
-header names, or ``--weights``, else its own initial values), a run of the store (an
-id, a unique prefix or ``last``: its record and last checkpoint, LoRA merged) or any
-importable file.
+A run reference (``RUN``, ``RUN@STEP``, ``RUN:best``) exports that checkpoint's model. FILE
+is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
+header names, or ``--weights``, else its own initial values) or any importable file.
 ``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
 import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
-an ONNX model (dense and recurrent blocks); ``hf`` a Hugging Face folder (GPT-2, Llama
-or Qwen2 layouts) that ``transformers`` loads. A fine-tuned record's LoRA adapters are
-merged into the weights first.
+an ONNX model (dense and recurrent blocks); ``hf`` a Hugging Face folder (GPT-2,
+Llama/Qwen2 or BERT layouts) that ``transformers`` loads. A fine-tuned model's LoRA
+adapters are merged into the weights first.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
-from ..codecs.convert import export_file
+from ..codecs.convert import export_file, export_tensors
+from ..codecs.weights import state_of
+from ..run.reference import looks_like_run, open_run
 from .common import extensions_option, load_cli_extensions
 
 
 @click.command(
     "export", help="Export a record's or a run's model: PyTorch module, safetensors, .pt, ONNX, HF."
 )
-@click.argument("file", type=click.Path())
+@click.argument("file", metavar="FILE|RUN[@STEP|:best]")
 @click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | hf | a codec id")
 @click.option("--out", type=click.Path(), help="where to write (default: beside FILE)")
 @click.option("--weights", help="sha256:<hex> in the store, or a weights file")
@@ -33,7 +35,13 @@ from .common import extensions_option, load_cli_extensions
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
 def command(file, to, out, weights, store, extensions, json_):
     load_cli_extensions(extensions)
-    res = export_file(file, to, out=out, store=store, weights=weights)
+    if looks_like_run(store, file):  # RUN, RUN@STEP or RUN:best: that checkpoint's model
+        trained = open_run(store, file)
+        tensors = state_of(trained.model("reference"))
+        res = export_tensors(trained.record, tensors, to, out=out,
+                             beside=Path.cwd() / trained.rid.replace("-", "_"))  # fmt: skip
+    else:
+        res = export_file(file, to, out=out, store=store, weights=weights)
     files = [str(p) for p in res.written]
     if json_:
         print(json.dumps({"file": file, "codec": res.codec, "written": files}))

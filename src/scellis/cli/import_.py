@@ -13,11 +13,13 @@ ops, names that do not fit, an unsupported architecture) is exit 2 with the reas
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from ..base.errors import ScellisError
 from ..codecs.convert import import_file
+from ..run.reference import looks_like_run, open_run
 from .common import extensions_option, load_cli_extensions
 
 
@@ -38,15 +40,27 @@ def parse_map(items) -> dict[str, str]:
 @click.argument("file", type=click.Path())
 @click.option("--to", "to", type=click.Path(dir_okay=False), help="write the record (.sml) here")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")
-@click.option("--record", type=click.Path(dir_okay=False), help="map a state dict onto this record")
+@click.option("--record", help="map a state dict onto this record (a .sml file or a RUN)")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW", help="rename a name or prefix")
 @click.option("--codec", help="a codec id instead of sniffing (e.g. codec/torch)")
 @extensions_option
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
 def command(file, to, store, record, maps, codec, extensions, json_):
     load_cli_extensions(extensions)
+    run_record = None
+    if record is not None and looks_like_run(store, record):  # a run's record: RUN[@STEP]
+        trained = open_run(store, record)
+        run_record = (trained.record_text.decode("utf-8"), f"run {trained.rid}",
+                      Path(trained.config.get("base_dir", ".")))  # fmt: skip
+        record = None
     res = import_file(
-        file, store=store, record=record, to=to, name_map=parse_map(maps) or None, codec=codec
+        file,
+        store=store,
+        record=record,
+        to=to,
+        name_map=parse_map(maps) or None,
+        codec=codec,
+        record_source=run_record,
     )
     blocks = list((res.record or {}).get("blocks") or {})
     summary = {

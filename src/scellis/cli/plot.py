@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+
+from ..base.errors import ScellisError
 
 MARKS = "ab"
 
@@ -31,3 +34,31 @@ def curves(series: list[list[tuple[int, float]]], width: int = 60, height: int =
     lines.append(" " * 10 + "+" + "-" * width)
     lines.append(" " * 11 + f"step {s0}".ljust(width - len(f"step {s1}")) + f"step {s1}")
     return "\n".join(lines)
+
+
+def save_png(path: str, series: dict, title: str, xlabel: str = "") -> None:
+    """Draw each ``{label: [(x, y), ...]}`` line into a PNG (matplotlib, optional)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ScellisError(
+            f"{path}: drawing a PNG needs matplotlib (pip install matplotlib); without "
+            "--png the terminal shows a text chart"
+        )
+    import matplotlib  # optional: only --png needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, points in series.items():
+        xs = [x for x, y in points if y is not None]
+        ax.plot(xs, [y for _, y in points if y is not None], label=label)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.legend()
+    fig.autofmt_xdate()
+    try:
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    except OSError as e:
+        raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)

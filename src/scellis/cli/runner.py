@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import sys
@@ -51,15 +52,17 @@ class Stop:
                 raise KeyboardInterrupt
             self.control.stop("interrupt")
 
-        try:
-            self._old = signal.signal(signal.SIGINT, handler)
-        except ValueError:  # not the main thread: Ctrl-C is not ours to handle
-            self._old = None
+        self._old = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a kill or a closing terminal: the same
+            try:
+                self._old[sig] = signal.signal(sig, handler)
+            except ValueError:  # not the main thread: signals are not ours to handle
+                pass
         return self
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
         return False
 
 
@@ -113,6 +116,7 @@ async def _print_events(session: RunSession, out) -> E.End | None:
 def drive(session: RunSession, out) -> int:
     """Train to the session's end, printing its events; returns the exit status."""
     root, rid = session.root, session.rid
+    out.control = session.control
     with Stop(session.control), Heartbeat(root, rid):
         try:
             end = asyncio.run(_print_events(session, out))
@@ -123,7 +127,8 @@ def drive(session: RunSession, out) -> int:
             return 130
         except ScellisError as e:
             out.fail(str(e))
-            out.resume_hint(resume_command(root, rid))
+            if _has_checkpoint(root, rid):  # else there is nothing a resume could start from
+                out.resume_hint(resume_command(root, rid))
             return 2
     if end is None or end.stopped_by_user:
         step = end.steps if end is not None else session.ts.step
@@ -132,6 +137,28 @@ def drive(session: RunSession, out) -> int:
         return 130
     out.summary(end)
     return 0
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush meets no closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _has_checkpoint(root: Path, rid: str) -> bool:
+    try:
+        records = Records(root)
+    except ScellisError:
+        return False
+    try:
+        return bool(records.checkpoints(rid))
+    except ScellisError:
+        return False
+    finally:
+        records.close()
 
 
 def _mark_interrupted(root: Path, rid: str) -> None:
@@ -155,15 +182,31 @@ class Output:
         self.json = json_mode
         self.print_every = max(1, print_every)
         self.bar = Progress(total) if (not json_mode and sys.stdout.isatty()) else None
+        self.last_eval: E.Eval | None = None
+        self.closed = False  # stdout's reader went away
+        self.control: RunControl | None = None  # the run a closed stdout stops
 
     def _j(self, ev: E.Event):
-        print(json.dumps(ev.to_dict(), default=str), flush=True)
+        self._print(json.dumps(ev.to_dict(), default=str))
+
+    def _print(self, text: str) -> None:
+        """A line on stdout; a reader that went away (a closed pipe) stops the run at
+        the next step boundary, as Ctrl-C does, and nothing more is printed there."""
+        if self.closed:
+            return
+        try:
+            print(text, flush=True)
+        except BrokenPipeError:
+            self.closed = True
+            _quiet_stdout()
+            if self.control is not None:
+                self.control.stop("stdout closed")
 
     def info(self, message: str, **extra):
         if self.json:
             self._j(E.Info(message=message, **extra))
         else:
-            print(message, flush=True)
+            self._print(message)
 
     def event(self, ev: E.Event):
         if self.json:
@@ -177,20 +220,21 @@ class Output:
         if self.bar is not None:
             self.bar.update(ev)
         elif ev.step % self.print_every == 0 and ev.loss is not None:
-            print(
+            self._print(
                 f"  step {ev.step:6d}  epoch {ev.epoch:3d}  loss {ev.loss:.4f}  "
-                f"lr {ev.lr:.3g}  {ev.throughput:.0f} samples/s",
-                flush=True,
+                f"lr {ev.lr:.3g}  {ev.throughput:.0f} samples/s"
             )
 
     def _eval(self, ev: E.Eval):
+        self.last_eval = ev
+        line = f"  eval  step {ev.step:6d}  val_loss {ev.val_loss:.4f}{metrics_text(ev)}"
         if self.bar is None:
-            print(f"  eval  step {ev.step:6d}  val_loss {ev.val_loss:.4f}", flush=True)
+            self._print(line)
 
     def _line(self, text: str):
         if self.bar is not None:
             self.bar.clear()
-        print(text, flush=True)
+        self._print(text)
 
     def _sample(self, ev: E.Sample):
         if ev.type == "text":
@@ -218,11 +262,12 @@ class Output:
             self.bar.finish()
         if self.json:
             return  # the end event was the last line
-        print(
+        self._print(
             f"done: run {end.run}, {end.steps} steps in {end.wall_s:.1f}s, loss "
-            f"{_f(end.loss)}, val_loss {_f(end.val_loss)}",
-            flush=True,
+            f"{_f(end.loss)}, val_loss {_f(end.val_loss)}"
         )
+        if self.last_eval is not None and self.last_eval.metrics:
+            self._print(f"validation at step {self.last_eval.step}:{metrics_text(self.last_eval)}")
 
 
 # what a terminal shows of each kind (the others are for --json and the tab)
@@ -233,6 +278,25 @@ _TERMINAL = {
     "warning": lambda out, ev: out._line(f"  warning: {ev.message}"),
     "early_stop": lambda out, ev: out._line(f"  early stop: {ev.reason}"),
 }
+
+
+def metrics_text(ev) -> str:
+    """``  mae 0.29 (persistence 0.40, seasonal naive 0.48)  rmse ...`` of an eval event."""
+    return "".join(
+        f"  {name} {fmt_metric(value)}" + baseline_text(ev.baselines or {}, name)
+        for name, value in (ev.metrics or {}).items()
+    )
+
+
+def baseline_text(baselines: dict, name: str) -> str:
+    """`` (persistence 0.40, seasonal naive 0.48)``: the baselines' values of ``name``."""
+    parts = [f"{b.replace('_', ' ')} {fmt_metric(v[name])}" for b, v in baselines.items()
+             if v.get(name) is not None]  # fmt: skip
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def fmt_metric(v) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
 
 
 def _f(v) -> str:

@@ -14,11 +14,12 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..run.options import RunOptions
 from ..store import bundle
 from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from .runner import resume_command
+from .runner import baseline_text, fmt_metric, resume_command
 
 
 def open_records(store: str) -> Records:
@@ -47,6 +48,10 @@ def summary(rec: Records, run: dict, root: Path) -> dict:
     out["loss"] = losses[-1][1] if losses else None
     out["best_loss"] = min((v for _, v in losses if v is not None), default=None)
     out["val_loss"] = vals[-1][1] if vals else None
+    # the record's metrics at the last validation, beside the run's baselines
+    names = [m for m in rec.metric_names(run["id"]) if m.startswith("val_") and m != "val_loss"]
+    out["metrics"] = {m[4:]: rec.metrics(run["id"], m)[-1][1] for m in names}
+    out["baselines"] = (run["config"] or {}).get("baselines") or {}
     if run["status"] in ("interrupted", "failed"):
         # with no checkpoint there is nothing to continue: the command that starts it over
         out["resume"] = resume_command(root, run["id"]) if cks else " ".join(run["argv"])
@@ -106,12 +111,15 @@ def show_run(ref: str, store: str, json_: bool) -> int:
         print(f"  {'record':13} edited from the file's {source[:12]} by {', '.join(edits)}")
     options = (r["config"] or {}).get("options")
     if options:
-        given = {k: v for k, v in options.items() if v not in (None, [], False)}
+        defaults = RunOptions().to_config()
+        given = {k: v for k, v in options.items() if v != defaults.get(k)}
         print(f"  {'options':13} " + " ".join(f"{k}={v}" for k, v in sorted(given.items())))
     print(f"  {'started':13} {_when(r['started'])}   ended {_when(r['ended'])}")
     print(f"  {'command':13} {' '.join(r['argv'])}")
     print(f"  {'loss':13} last {_num(r['loss'])}  best {_num(r['best_loss'])}  "
           f"val {_num(r['val_loss'])}")  # fmt: skip
+    for name, value in r["metrics"].items():
+        print(f"  {name:13} {fmt_metric(value)}{baseline_text(r['baselines'], name)}")
     ck = r["last_checkpoint"]
     if ck:
         print(f"  {'checkpoint':13} step {ck['step']} (epoch {ck['epoch']}) {ck['manifest']}")

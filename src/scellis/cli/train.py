@@ -83,7 +83,8 @@ def _argv() -> list[str]:
     ctx = click.get_current_context()
     out = [*ctx.command_path.split(), str(ctx.params["file"])]
     for k, v in ctx.params.items():
-        if k == "file" or v is None or v == () or (v is False and k != "keep_best"):
+        typed = ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE
+        if k == "file" or not typed or v is None or v == ():
             continue
         flag = "--" + k.rstrip("_").replace("_", "-")
         if isinstance(v, bool):

@@ -4,10 +4,9 @@
 the file carries, as ONNX does, or one given, for a bare state dict), and puts them in
 the object store as one safetensors object that also carries the record's text; the
 record written for the user names that object in its header (``# weights: sha256:…``).
-``export_file`` goes the other way, from a record (and its stored weights), a run in
-the store (its record and last checkpoint) or any importable file, to a registered
-writer: safetensors, a torch state dict, a plain PyTorch module, ONNX, a Hugging Face
-folder.
+``export_file`` goes the other way, from a record (and its stored weights) or any
+importable file, to a registered writer: safetensors, a torch state dict, a plain
+PyTorch module, ONNX, or a Hugging Face model folder.
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..model.build import RecordModel
-from ..store.manifest import read_manifest
 from ..store.objects import ObjectStore
-from ..store.records import Records
 from .base import Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
@@ -55,14 +52,20 @@ def _shapes(record: dict) -> dict[str, tuple]:
 def import_file(
     path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
     name_map: dict[str, str] | None = None, codec: str | None = None, strict: bool = True,
+    record_source: tuple[str, str, Path] | None = None,
 ) -> Result:  # fmt: skip
-    """Read ``path``, map and store its weights; write the record to ``to`` when given."""
+    """Read ``path``, map and store its weights; write the record to ``to`` when given.
+    ``record`` (a file) or ``record_source`` ((text, its name, its folder): a run's record)
+    is the record the weights are mapped onto."""
     path = Path(path)
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     if record is not None:
         rtext = Path(record).read_text()
         rec, where = check(rtext, str(record), Path(record).parent), str(record)
+    elif record_source is not None:
+        rtext, where, base = record_source
+        rec = check(rtext, where, base)
     tensors, unused = im.tensors, []
     if rec is not None:
         tensors, unused = map_names(im.tensors, _shapes(rec), name_map, strict=strict)
@@ -104,51 +107,25 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
     )
 
 
-def _record_source(text: str, where: str, base, store, weights):
-    """(record, weights by parameter path) of record text; ``weights`` a sha256:… ref or
-    a file, else the text's header's, else the record's own initial values."""
-    rec = check(text, where, base)
-    tag = WEIGHTS_TAG.search(text)
-    ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
-    if ref is None:  # no weights anywhere: the record's own initial values
-        return rec, state_of(RecordModel(rec))
-    if ref.startswith("sha256:"):
-        blob = ObjectStore(store).get(ref[len("sha256:") :])
-        tensors = SafetensorsCodec(SafetensorsConfig()).loads(blob, ref).tensors
-    else:
-        tensors = read(ref).tensors
-    if rec.get("finetune"):
-        merged = finetuned_source(rec, tensors)
-        if merged is not None:
-            return merged
-    return rec, map_names(tensors, _shapes(rec))[0]
-
-
-def run_source(ref: str, store) -> tuple[str, str]:
-    """(record text, sha256:… of its last checkpoint's weights) of run ``ref`` (an id, a
-    unique prefix or ``last``) in ``store``."""
-    if not (Path(store) / "records.sqlite").is_file():
-        raise ScellisError(f"{ref}: no such file, and {store} holds no runs")
-    rec = Records(store)
-    try:
-        rid = rec.resolve(ref)
-        run, ckpts = rec.run(rid), rec.checkpoints(rid)
-    finally:
-        rec.close()
-    if not ckpts:
-        raise ScellisError(f"run {rid} has no checkpoint to export")
-    objects = ObjectStore(store)
-    manifest = read_manifest(objects, ckpts[-1]["manifest"])
-    return objects.get(run["record_hash"]).decode("utf-8"), f"sha256:{manifest['weights']}"
-
-
 def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
-    """(record, weights by parameter path) of a record file, a run, or any importable file."""
-    if not path.exists() and path.suffix.lower() != ".sml":
-        text, ckpt = run_source(str(path), store)
-        return _record_source(text, f"run {path}", None, store, weights or ckpt)
+    """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":
-        return _record_source(path.read_text(), str(path), path.parent, store, weights)
+        text = path.read_text()
+        rec = check(text, str(path), path.parent)
+        tag = WEIGHTS_TAG.search(text)
+        ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
+        if ref is None:  # no weights anywhere: the record's own initial values
+            return rec, state_of(RecordModel(rec))
+        if ref.startswith("sha256:"):
+            blob = ObjectStore(store).get(ref[len("sha256:") :])
+            tensors = SafetensorsCodec(SafetensorsConfig()).loads(blob, ref).tensors
+        else:
+            tensors = read(ref).tensors
+        if rec.get("finetune"):
+            merged = finetuned_source(rec, tensors)
+            if merged is not None:
+                return merged
+        return rec, map_names(tensors, _shapes(rec))[0]
     im = read(path)
     if weights is not None:
         raise ScellisError("--weights goes with a record (.sml) file")
@@ -161,11 +138,19 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
 def export_file(path, to: str, *, out=None, store=".scellis", weights: str | None = None) -> Result:
     """Write ``path``'s model with the writer ``to`` (safetensors | pt | torch | a codec id)."""
     path = Path(path)
-    cid = TARGETS.get(to, to)
     rec, tensors = _source(path, store, weights)
-    if out is None and not path.exists() and path.suffix.lower() != ".sml":
-        path = Path(f"run_{path.name}")  # a run: written in the working folder
-    dest = Path(out) if out is not None else path.with_name(_DEFAULT_NAME.get(cid, "{stem}.out")
-                                                              .format(stem=path.stem))  # fmt: skip
+    return export_tensors(rec, tensors, to, out=out, beside=path)
+
+
+def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside: Path) -> Result:
+    """Write a record's model with ``tensors`` (by parameter path; a fine-tuned model's
+    adapters are merged first) with the writer ``to``; by default next to ``beside``."""
+    if rec is not None and rec.get("finetune"):
+        merged = finetuned_source(rec, tensors)
+        if merged is not None:
+            rec, tensors = merged
+    cid = TARGETS.get(to, to)
+    dest = Path(out) if out is not None else beside.with_name(
+        _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
     written = make(cid).write(dest, tensors, rec)
     return Result(cid, rec, None, tensors, written=written)

@@ -1,6 +1,15 @@
-"""Data (data layer): connectors, windowing, splits and dataset hashing, pure Python."""
+"""Data (data layer): connectors, windowing, splits, dataset hashing and torch-shaped
+loaders (``TensorDataset``, ``DataLoader``), pure Python."""
 
 from .csvsource import CSVConfig, SeriesDataset, load_csv  # noqa: F401
+from .loader import (  # noqa: F401
+    DataLoader,
+    Dataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 from .record import load_data  # noqa: F401
 from .series import Windows, read_csv_column, window_series  # noqa: F401
 from .shuffle import shuffled_order  # noqa: F401

@@ -78,6 +78,7 @@ class SeriesDataset:
     stats: dict[str, tuple[float, float]]  # column -> (shift, scale): z = (v - shift) / scale
     digest: str
     times: list | None = None
+    target_z: list | None = None  # the whole target column, normalised (baselines read it)
 
     def denormalise(self, v: float, column: str | None = None) -> float:
         shift, scale = self.stats[column or self.config.target]
@@ -157,22 +158,30 @@ def windows(n: int, length: int, horizon: int, stride: int) -> list[int]:
     return list(range(0, n - length - horizon + 1, stride))
 
 
-def load_csv(cfg: CSVConfig) -> SeriesDataset:
-    """Read, fill, split, normalise and window the CSV series ``cfg`` describes."""
+def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
+    """Read, fill, split, normalise and window the CSV series ``cfg`` describes. With
+    ``stats`` (a trained model's normalisation, fitted on its own training split) the
+    whole file is windowed for validation with those statistics: a model is judged on
+    another file exactly as it saw its own."""
     cfg.check()
     names = list(dict.fromkeys([*cfg.features, cfg.target]))
     raw = read_table(cfg.path, names, cfg.datetime, cfg.datetime_format, cfg.delimiter)
     digest = dataset_digest(cfg, raw)
     table = fill_missing(raw, cfg.missing, cfg.val_fraction)
     rows = len(table)
-    cut = split_point(rows, cfg.val_fraction)
+    cut = split_point(rows, cfg.val_fraction) if stats is None else 0
     need = cfg.length + cfg.horizon
-    if cut < need or rows - cut < need:
+    if stats is not None and rows < need:
+        raise ScellisError(
+            f"{cfg.path}: {rows} rows are too few for one window of {cfg.length}+{cfg.horizon}"
+        )
+    if stats is None and (cut < need or rows - cut < need):
         raise ScellisError(
             f"{cfg.path}: {rows} rows split {cut}/{rows - cut} are too few for windows of "
             f"{cfg.length}+{cfg.horizon} in both parts"
         )
-    stats = {k: fit_stats(table.columns[k][:cut], cfg.normalise) for k in names}
+    if stats is None:
+        stats = {k: fit_stats(table.columns[k][:cut], cfg.normalise) for k in names}
     z = {k: [(v - stats[k][0]) / stats[k][1] for v in table.columns[k]] for k in names}
     feats = list(zip(*(z[k] for k in cfg.features)))
 
@@ -184,4 +193,5 @@ def load_csv(cfg: CSVConfig) -> SeriesDataset:
 
     xt, yt, st = part(0, cut)
     xv, yv, sv = part(cut, rows)
-    return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times)
+    return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times,
+                         z[cfg.target])  # fmt: skip

@@ -44,7 +44,7 @@ class PlanRefused(ScellisError):
         fixes = "; ".join(f"{r['fix']} (saves ~{human(r['saving'])})" for r in plan.remediations)
         super().__init__(
             f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}"
-            + (f". Fixes: {fixes}" if fixes else "")
+            + (f" (remediations: {fixes})" if fixes else "")
         )
 
 

@@ -71,6 +71,8 @@ def _order(blocks: dict, inputs: set) -> list[str]:
 class RecordModel(Module):
     """The module tree of one record; call it with the record's inputs in order."""
 
+    incremental = True  # a container: its blocks are checked on their own
+
     def __init__(self, record: dict, *, device=None, dtype=None, gen: Generator | None = None):
         super().__init__()
         blocks = record.get("blocks") or {}

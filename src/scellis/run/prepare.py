@@ -19,11 +19,13 @@ from ..catalog.extensions import load_record_extensions
 from ..catalog.sml_registry import catalog_registry
 from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
+from ..data.text import TextDataset
 from ..devices.base import get_device
 from ..model.build import entry_object
 from ..sml import parse, validate
 from ..train.data import Batches
 from ..train.determinism import resolve_tier
+from ..train.evaluation import MetricSet
 from ..train.fit import fit
 from ..train.state import TrainState
 from .planning import eval_batch_of
@@ -69,8 +71,9 @@ class Prepared:
     label: str = "record.sml"
     why: str = ""  # how the device was chosen, when it was picked for the caller
     # what ``fit`` takes besides the pieces: determinism_tier, seed, scheduler, grad_clip,
-    # precision (and replay, when a caller turns it on)
+    # precision, the record's metrics and early stopping (and replay, when asked for)
     fit_kwargs: dict = field(default_factory=dict)
+    eval_every: int | None = None  # the record's eval.every
 
     @property
     def model(self):
@@ -154,6 +157,10 @@ def prepare_run(
     if record.get("scheduler"):
         scheduler = entry_object(record["scheduler"], "scheduler", optimizer)
     batch = int(record.get("batch_size", 32))
+    ev = record.get("eval") or {}
+    # eval.split: which windows validation reads (the validation split by default)
+    vx, vy = (dataset.x_train, dataset.y_train) if ev.get("split") == "train" else (
+        dataset.x_val, dataset.y_val)  # fmt: skip
     return Prepared(
         record=record,
         device=dev,
@@ -161,7 +168,7 @@ def prepare_run(
         loss=loss,
         dataset=dataset,
         train=Batches(dataset.x_train, dataset.y_train, batch, drop_last=drop_last, device=dev),
-        val=Batches(dataset.x_val, dataset.y_val, eval_batch_of(record), shuffle=False, device=dev),
+        val=Batches(vx, vy, eval_batch_of(record), shuffle=False, device=dev),
         epochs=int(epochs if epochs is not None else record.get("epochs", 1)),
         tier=resolve_tier(record.get("determinism_tier")).name,
         label=label,
@@ -171,5 +178,25 @@ def prepare_run(
             scheduler=scheduler,
             grad_clip=record.get("grad_clip"),
             precision=record.get("precision"),
+            metrics=metric_set(ev.get("metrics") or [], dataset),
+            early_stopping=ev.get("early_stopping"),
+            plateau_metric=ev.get("plateau_metric"),
         ),
+        eval_every=ev.get("every"),
     )
+
+
+def metric_set(specs: list, dataset) -> MetricSet | None:
+    """The record's ``eval.metrics`` for ``dataset``: forecasts are scored in the data's
+    own units, text models on their classes."""
+    if not specs:
+        return None
+    if isinstance(dataset, TextDataset):
+        return MetricSet(specs, task="classification")
+    return MetricSet(specs, task="regression", to_units=lambda rows: _in_units(dataset, rows))
+
+
+def _in_units(dataset, rows):
+    if isinstance(rows, list):
+        return [_in_units(dataset, r) for r in rows]
+    return dataset.denormalise(rows)

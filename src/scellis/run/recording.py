@@ -74,7 +74,9 @@ class RunRecorder:
         if ev.kind == "log":
             self.records.log(self.rid, ev.step, ev.epoch, {"loss": ev.loss, "lr": ev.lr})
         elif ev.kind == "eval":
-            self.records.log(self.rid, ev.step, ev.epoch, {"val_loss": ev.val_loss})
+            values = {"val_loss": ev.val_loss}
+            values.update({f"val_{k}": v for k, v in (ev.metrics or {}).items()})
+            self.records.log(self.rid, ev.step, ev.epoch, values)
 
     def finish(self, status: str) -> None:
         """Record how the run ended (done runs also let go of unreferenced objects) and

@@ -11,6 +11,7 @@ from ..base.errors import ScellisError
 from ..data.text import TextDataset
 from ..runtime.creation import tensor
 from ..train.events import Sample
+from .generate import generate
 
 
 async def sample(pipe, chars: int = 40) -> Sample:
@@ -41,24 +42,17 @@ async def series_sample(pipe) -> Sample:
 
 
 async def text_sample(pipe, chars: int = 40) -> Sample:
-    """Greedy continuations of the first validation windows, one row per prompt. The
-    window slides by one character per step and keeps its length (one shape)."""
+    """Greedy continuations of the first validation windows, one row per prompt, from
+    the generator (``run.generate``). Each prompt fills the context, so every step runs
+    the whole window, slid by one character (one shape)."""
     ds: TextDataset = pipe.dataset
     windows = [list(w) for w in ds.x_val[: pipe.train.batch_size]]
     if not windows:
         raise ScellisError("the text has no validation window to start a sample from")
-    outs: list[list[int]] = [[] for _ in windows]
-    with no_grad():
-        pipe.model.eval()
-        for _ in range(chars):
-            logits = pipe.model(tensor(windows, device=pipe.device, dtype="i32"))
-            last = logits[:, len(windows[0]) - 1]
-            nxt = await last.argmax(axis=-1).read()  # the most likely next characters
-            for w, out, c in zip(windows, outs, nxt):
-                out.append(int(c))
-                w.append(int(c))
-                del w[0]
-        pipe.model.train()
+    outs = await generate(
+        pipe.model, windows, max_new=chars, temperature=0,
+        device=pipe.device, context=len(windows[0]),
+    )  # fmt: skip
     rows = [
         {"prompt": ds.vocab.decode(p), "generated": ds.vocab.decode(o)}
         for p, o in zip(ds.x_val, outs)

@@ -29,10 +29,13 @@ from ..codecs.convert import header_weights
 from ..data.text import TextDataset
 from ..devices.base import get_device
 from ..ir.plan import PlanRefused
+from ..sml import parse
 from ..store import runfiles
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import events as E
+from .baselines import baselines
+from .checks import check_data_fits
 from .effective import effective_record, sha256_hex
 from .options import RunOptions, legacy_epochs
 from .planning import plan_run
@@ -87,6 +90,7 @@ class RunSession:
     restored: Any = None  # run.recording.Restored, for a resumed run
     seams: StoreSeams = field(default_factory=StoreSeams)
     edits: list[str] = field(default_factory=list)
+    baselines: dict = field(default_factory=dict)  # naive forecasts' (or unigram) metrics
 
     @property
     def ts(self):
@@ -108,7 +112,8 @@ class RunSession:
         o = self.options
         gen = self.prep.fit(
             max_steps=o.max_steps, log_every=o.log_every, validate=o.validate,
-            eval_every=o.eval_every, should_stop=lambda: self.control.stopping,
+            eval_every=o.eval_every or self.prep.eval_every,
+            should_stop=lambda: self.control.stopping,
         )  # fmt: skip
         try:
             async for ev in gen:
@@ -119,6 +124,8 @@ class RunSession:
                         yield out
                     status = "interrupted" if ev.stopped_by_user else "done"
                     continue
+                if ev.kind == "eval" and self.baselines:
+                    ev.baselines = self.baselines
                 yield ev
                 reason = cadence.due(ev)
                 if reason and recorder is not None:
@@ -185,7 +192,10 @@ class Cadence:
         self.last = time.monotonic()
         self.epoch_due = False
         # the run validates right after an epoch's end: checkpoint after that, not before
-        self.eval_follows_epoch = o.validate and o.eval_every is None and p.val is not None
+        validates = o.validate and p.val is not None
+        self.eval_every = (o.eval_every or p.eval_every) if validates else None
+        self.eval_follows_epoch = validates and self.eval_every is None
+        self.held: str | None = None  # a log point's checkpoint, waiting for its eval
 
     def due(self, ev) -> str | None:
         if ev.kind == "epoch" and self.every is None:
@@ -195,16 +205,21 @@ class Cadence:
             return None
         if ev.kind not in ("log", "eval"):
             return None
+        reason = self.held if ev.kind == "eval" else None
         if ev.kind == "log" and self.every is not None and self.ts.step % self.every == 0:
-            return "every"
-        if self.epoch_due:
-            return "epoch"
-        if time.monotonic() - self.last >= self.seconds:
-            return "time"
-        return None
+            reason = "every"
+        reason = reason or ("epoch" if self.epoch_due else None)
+        if reason is None and time.monotonic() - self.last >= self.seconds:
+            reason = "time"
+        if reason and ev.kind == "log" and self._eval_follows(ev.step):
+            self.held, reason = reason, None  # after this step's validation, not before
+        return reason
+
+    def _eval_follows(self, step: int) -> bool:
+        return self.eval_every is not None and step % self.eval_every == 0
 
     def written(self) -> None:
-        self.last, self.epoch_due = time.monotonic(), False
+        self.last, self.epoch_due, self.held = time.monotonic(), False, None
 
 
 # -- building a session --
@@ -244,19 +259,40 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
     weights = header_weights(text.decode("utf-8"), Path(store)) if store is not None else None
     prep = prepare_run(record, dev, base_dir=base_dir, weights=weights,
                        drop_last=o.drop_last, label=label)  # fmt: skip
+    check_data_fits(record, prep.dataset, _locator(text, label))
     _apply_options(prep, o, why)
     s = RunSession(prep, o, control=control or RunControl(), pending=[plan],
-                   seams=seams or StoreSeams(), edits=[typed for *_, typed in edits])  # fmt: skip
+                   seams=seams or StoreSeams(), edits=[typed for *_, typed in edits],
+                   baselines=baselines_of(prep))  # fmt: skip
     if store is not None:
         s.root = Path(store)
         s.rid, s.record_hash = _register(s, text, raw, base_dir, list(argv))
     return s
 
 
+def _locator(text: bytes, label: str):
+    """``where(path)``: a record path's ``file:line:col`` in ``text``."""
+    doc = parse(text, label)
+
+    def where(path: tuple) -> str:
+        line, col = doc.where(path)
+        return f"{label}:{line}:{col}"
+
+    return where
+
+
 def _absolute(extension: str) -> str:
     """A path that exists, made absolute; a dotted module name as it is."""
     p = Path(extension)
     return str(p.resolve()) if p.exists() else extension
+
+
+def baselines_of(prep) -> dict:
+    """The naive baselines of the record's metrics on the run's validation windows."""
+    ev = prep.record.get("eval") or {}
+    if not (ev.get("metrics") or ev.get("baselines")):
+        return {}
+    return baselines(prep.dataset, ev.get("metrics") or [], ev.get("season"))
 
 
 def _apply_options(prep, o: RunOptions, why: str) -> None:
@@ -277,6 +313,8 @@ def _register(s: RunSession, text: bytes, raw: bytes, base_dir, argv) -> tuple[s
         # the user's data file is kept with the run (by hash): a resume, here after the
         # file moved or in a tab from the run's bundle, reads that copy
         config: dict = {"options": s.options.to_config()}
+        if s.baselines:
+            config["baselines"] = s.baselines
         files = keep_data_files(objects, p.record, base_dir)
         if files:
             config["files"] = files
@@ -343,7 +381,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
         records.close()
     return RunSession(prep, o, control=control or RunControl(), root=root, rid=rid,
                       record_hash=row["record_hash"], pending=[*pending, plan], restored=back,
-                      seams=seams or StoreSeams())  # fmt: skip
+                      seams=seams or StoreSeams(), baselines=baselines_of(prep))  # fmt: skip
 
 
 def _check_resumable(rid: str, row: dict, is_live, step, max_steps) -> None:

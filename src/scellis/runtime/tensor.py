@@ -19,6 +19,7 @@ from ..devices.base import Backend, Buffer, View
 from .tensor_math import TensorMath
 from .tensor_nn import TensorNN
 from .tensor_shape import TensorShape
+from .torchlike import TorchLikeMethods
 
 _loop: list = []
 
@@ -60,7 +61,7 @@ def nest(flat: list, shape: tuple[int, ...]):
     return flat
 
 
-class Tensor(TensorMath, TensorShape, TensorNN):
+class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
     __slots__ = (
         "_buf",
         "shape",

@@ -36,7 +36,9 @@ DATA = {
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": str,
     "max_chars": int, "sha256": str,
 }  # fmt: skip
-EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train")}
+EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train"),
+        "early_stopping": dict, "plateau_metric": str, "season": int}  # fmt: skip
+EARLY_STOPPING = {"metric": str, "patience": int, "min_delta": float, "mode": ("min", "max")}
 
 
 def _distance(a: str, b: str) -> int:
@@ -69,7 +71,10 @@ def _int(v, low: int) -> bool:
 
 def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
     """A free-standing section (precision, data, eval): known keys and simple types."""
-    sec = doc.node(path) and doc.data.get(path[0])
+    sec = doc.data if doc.node(path) else None
+    for key in path:
+        sec = sec.get(key) if isinstance(sec, dict) else None
+    name = ".".join(map(str, path))
     policy = spec.get("policy")
     if isinstance(sec, str) and isinstance(policy, tuple):
         # the short form `precision: mixed_f16` names the policy alone
@@ -79,19 +84,19 @@ def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
             )
         return
     if not isinstance(sec, dict):
-        out.append(doc.diag(path, f"{path[0]} must be a mapping"))
+        out.append(doc.diag(path, f"{name} must be a mapping"))
         return
     for k, v in sec.items():
         rule, p = spec.get(k), path + (k,)
         if rule is None:
-            out.append(doc.diag(p, f"unknown {path[0]} key {k!r}", hint(k, spec), key=True))
+            out.append(doc.diag(p, f"unknown {name} key {k!r}", hint(k, spec), key=True))
         elif isinstance(rule, tuple) and v not in rule:
             out.append(doc.diag(p, f"{k} must be one of {' | '.join(rule)}, got {v!r}"))
         elif rule is float and (isinstance(v, bool) or not isinstance(v, (int, float))):
             out.append(doc.diag(p, f"{k} must be a number, got {v!r}"))
         elif rule is int and not _int(v, 1):
             out.append(doc.diag(p, f"{k} must be a positive integer, got {v!r}"))
-        elif rule in (str, list, bool) and not isinstance(v, rule):
+        elif rule in (str, list, bool, dict) and not isinstance(v, rule):
             out.append(doc.diag(p, f"{k} must be a {rule.__name__}, got {v!r}"))
 
 

@@ -12,7 +12,7 @@ from ..base.errors import Diagnostic, ScellisError
 from .document import NAME, Document
 from .finetune import check_finetune
 from .registry import FieldInfo, Registry, ShapeMismatch
-from .schema import check_record, hint
+from .schema import EARLY_STOPPING, check_options, check_record, hint
 
 PIPELINE = {"optimizer": "optimizer", "scheduler": "scheduler", "loss": "loss"}
 
@@ -185,9 +185,81 @@ def _outputs(doc: Document, shapes: dict, out: list) -> None:
             )
 
 
+def _metric_names(doc: Document, reg: Registry, out: list) -> list[str]:
+    """Check ``eval.metrics`` against the registry's metrics; the names they report as."""
+    specs = (doc.data.get("eval") or {}).get("metrics")
+    if not isinstance(specs, list):
+        return []
+    known = reg.ids("metric")
+    names = []
+    for i, spec in enumerate(specs):
+        path = ("eval", "metrics", i)
+        name = spec if isinstance(spec, str) else (spec or {}).get("metric") if isinstance(
+            spec, dict) else None  # fmt: skip
+        if not isinstance(name, str):
+            out.append(doc.diag(path, "a metric is a name (mae) or {metric: name, options}"))
+            continue
+        mid = name if "/" in name else f"metric/{name}"
+        if reg.kind_of(mid) != "metric":
+            close = hint(name, [k.rsplit("/", 1)[-1] for k in known])
+            msg = f"unknown metric {name!r}" + (f"; {close}" if close else "")
+            out.append(
+                doc.diag(
+                    path if isinstance(spec, str) else path + ("metric",),
+                    msg,
+                    "metrics: " + ", ".join(k.rsplit("/", 1)[-1] for k in known),
+                )
+            )
+            continue
+        if isinstance(spec, dict):
+            infos = {f.name: f for f in reg.fields(mid)}
+            for k, v in spec.items():
+                f = infos.get(k)
+                if k == "metric":
+                    continue
+                if f is None:
+                    out.append(doc.diag(path + (k,), f"unknown option {k!r} of {name}", key=True))
+                elif not type_ok(v, f.type) or (problem := _range(f, v)) is not None:
+                    out.append(
+                        doc.diag(
+                            path + (k,),
+                            f"{k} must be {f.type}, got {v!r}"
+                            if not type_ok(v, f.type)
+                            else problem,
+                        )
+                    )
+        base = mid.rsplit("/", 1)[-1]
+        if base == "top_k_accuracy" and isinstance(spec, dict) and "k" in spec:
+            base = f"top_{spec['k']}_accuracy"
+        names.append(base)
+    return names
+
+
+def _check_monitors(doc: Document, names: list[str], out: list) -> None:
+    """What early stopping and reduce_on_plateau watch: loss, val_loss or a listed metric."""
+    ev = doc.data.get("eval") or {}
+    watchable = ["loss", "val_loss", *(f"val_{n}" for n in names)]
+    targets = []
+    if isinstance(ev.get("early_stopping"), dict):
+        check_options(doc, ("eval", "early_stopping"), EARLY_STOPPING, out)
+        targets.append((("eval", "early_stopping", "metric"), ev["early_stopping"].get("metric")))
+    targets.append((("eval", "plateau_metric"), ev.get("plateau_metric")))
+    for path, name in targets:
+        if isinstance(name, str) and name not in watchable:
+            out.append(doc.diag(path, f"{name!r} is not measured by this run",
+                                "one of " + ", ".join(watchable)))  # fmt: skip
+    season = ev.get("season")
+    if season is not None and (not isinstance(season, int) or season < 2):
+        out.append(
+            doc.diag(("eval", "season"), f"season must be a whole number >= 2, got {season!r}")
+        )
+
+
 def validate(doc: Document, registry: Registry) -> list[Diagnostic]:
     """Every problem of the record, sorted by position; an empty list means valid."""
     out = check_record(doc)
+    if isinstance(doc.data.get("eval"), dict):
+        _check_monitors(doc, _metric_names(doc, registry, out), out)
     shapes, _ = infer(doc, registry, out)
     _outputs(doc, shapes, out)
     for sec, kind in PIPELINE.items():

@@ -305,6 +305,13 @@ class Records:
                 "DELETE FROM checkpoints WHERE run_id=? AND step=?", [(rid, s) for s in steps]
             )
 
+    def metric_names(self, rid: str) -> list[str]:
+        """The names of every metric the run recorded, sorted."""
+        rows = self.db.execute(
+            "SELECT DISTINCT name FROM metrics WHERE run_id=? ORDER BY name", (rid,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def metrics(self, rid: str, name: str = "loss") -> list[tuple[int, float]]:
         rows = self.db.execute(
             "SELECT step, value FROM metrics WHERE run_id=? AND name=? ORDER BY step", (rid, name)

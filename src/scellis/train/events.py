@@ -117,11 +117,15 @@ class Log(Event):
 
 @kind("eval")
 class Eval(Event):
-    """A validation pass; ``lr`` is set after reduce_on_plateau was fed."""
+    """A validation pass; ``lr`` is set after reduce_on_plateau was fed. ``metrics``:
+    each metric of the record's ``eval.metrics``; ``baselines``: naive forecasts' (or
+    the unigram model's) values of the same metrics on the same windows."""
 
     step: int
     epoch: int
     val_loss: float
+    metrics: dict | None = optional()  # the record's eval.metrics, in the data's units
+    baselines: dict | None = optional()  # {baseline: {metric: value}} on the same windows
     lr: float | None = optional()
     lr_reduced: bool | None = optional()
     best: float | None = optional()

@@ -39,6 +39,7 @@ async def fit(
     resume: dict | None = None,
     replay: bool = False,
     should_stop=None,
+    metrics=None,
 ):
     """Train ``model`` on ``data`` for ``epochs`` epochs, yielding events (train/events.py).
 
@@ -51,9 +52,13 @@ async def fit(
     ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
     ``replay=True`` runs steps as a recorded dispatch schedule where the device and the
     step allow it (train/replay.py); the ``end`` event's ``replay`` says how many steps
-    replayed and why any did not. ``should_stop()`` is asked after every log and
-    evaluation point (the states a checkpoint can resume from): when it answers true
-    the run ends there, and ``end`` says ``stopped_by_user``.
+    replayed and why any did not. ``should_stop()`` is asked after every step (once
+    its log point and validation, when it has them, are done): when it answers true
+    the run ends there, with a last log of the partial window, and ``end`` says
+    ``stopped_by_user``. ``metrics`` (a
+    ``train.evaluation.MetricSet``) are computed at every validation pass, and early
+    stopping or reduce_on_plateau may watch them (``val_mae``...). A run with
+    ``val_data`` always ends with a validation pass of its last step (unless stopped).
     """
     if log_every < 1 or (eval_every is not None and eval_every < 1):
         raise ScellisError("log_every and eval_every must be >= 1")
@@ -77,11 +82,12 @@ async def fit(
         early_stopping=early_stopping,
         skip_nonfinite=skip_nonfinite,
         replay=replay,
+        metrics=metrics,
         plateau_metric=plateau_metric or ("val_loss" if val_data is not None else "loss"),
     )
     r = _Run(ts, loss, data, opts)
-    if r.early is not None and r.early.metric == "val_loss" and val_data is None:
-        raise ScellisError("early stopping on val_loss needs val_data")
+    if r.early is not None and r.early.metric.startswith("val_") and val_data is None:
+        raise ScellisError(f"early stopping on {r.early.metric} needs val_data")
     t0 = time.perf_counter()
     yield r.start_event()
     if r.prec.fallback:
@@ -107,12 +113,11 @@ async def fit(
                 ev = await r.log()
                 stop = r.feed("loss", ev["loss"], ev)
                 yield ev
-                stop = asked() or stop
             if not stop and eval_every is not None and ts.step % eval_every == 0:
                 ev = await r.evaluate()
-                stop = r.feed("val_loss", ev["val_loss"], ev)
+                stop = r.feed_eval(ev)
                 yield ev
-                stop = asked() or stop
+            stop = asked() or stop  # after this step's log and validation, if it has them
             if max_steps is not None and ts.step >= max_steps and not stop:
                 stop, r.stop_reason = True, ""
                 break
@@ -123,7 +128,7 @@ async def fit(
             yield Epoch(epoch=ts.epoch, step=ts.step)
             if eval_every is None and val_data is not None:
                 ev = await r.evaluate()
-                stop = r.feed("val_loss", ev["val_loss"], ev)
+                stop = r.feed_eval(ev)
                 yield ev
                 stop = asked() or stop
         if stop and r.stop_reason:
@@ -134,6 +139,10 @@ async def fit(
             break
     if r.window["steps"]:
         yield await r.log()
+    if val_data is not None and r.last_eval_step != ts.step and not user_stop:
+        ev = await r.evaluate()  # the run's last state is always validated
+        r.feed_eval(ev)
+        yield ev
     yield r.end_event(time.perf_counter() - t0, stopped_by_user=user_stop)
     if r.replay is not None:
         r.replay.close()

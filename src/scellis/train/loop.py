@@ -20,21 +20,20 @@ import time
 from functools import partial
 
 from ..autograd import no_grad
-from ..base.dtypes import f16
-from ..base.errors import ScellisError
 from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
 from ..runtime.tensor import Tensor
-from .data import batch_rows, epoch_batches
+from .data import batch_rows
 from .determinism import resolve_tier
+from .evaluation import validation_pass
 from .events import End, Eval, Log, Start
 from .guard import loop_update
 from .precision import resolve_precision
 from .replay import TrainReplay
 from .state import TrainState
-from .step import to_compute, train_step, working_copies
+from .step import train_step
 from .stopping import EarlyStopping
 
 
@@ -53,6 +52,7 @@ class _Run:
         self.plateau = isinstance(self.scheduler, ReduceOnPlateau)
         self.guard = opts["skip_nonfinite"] or ts.scaler.dynamic
         self.readbacks = 0
+        self.last_eval_step = None  # the step of the last validation pass
         self.acc = None  # device tensors: loss sum, good steps, skipped total
         self.window = {"steps": 0, "samples": 0, "t0": time.perf_counter()}
         self.last: Log | dict = {}  # the last log event
@@ -142,23 +142,24 @@ class _Run:
         return ev
 
     async def evaluate(self) -> Eval:
-        ts, dt = self.ts, self.prec.compute
-        self.model.eval()
-        total, rows = None, 0
-        with no_grad(), working_copies(self.model, dt):
-            for x, y in epoch_batches(self.o["val_data"], 0, ts.seed):
-                pred = self.model(to_compute(x, dt))
-                if isinstance(pred, Tensor) and pred.dtype == f16:
-                    pred = pred.cast("f32")
-                n = batch_rows(x)
-                part = self.loss(pred, y) * float(n)
-                total, rows = (part if total is None else total + part), rows + n
-        self.model.train()
-        if total is None:
-            raise ScellisError("val_data produced no batches")
-        val = (await self._read(total)) / rows
+        ts = self.ts
+        val, metrics = await validation_pass(
+            self.model, self.loss, self.o["val_data"], seed=ts.seed, compute=self.prec.compute,
+            metrics=self.o.get("metrics"), read=self._read,
+        )  # fmt: skip
         ts.metrics["val_loss"] = val
-        return Eval(step=ts.step, epoch=ts.epoch, val_loss=val)
+        self.last_eval_step = ts.step
+        ev = Eval(step=ts.step, epoch=ts.epoch, val_loss=val, metrics=metrics)
+        if metrics is not None:
+            ts.metrics.update({f"val_{k}": v for k, v in metrics.items()})
+        return ev
+
+    def feed_eval(self, ev: Eval) -> bool:
+        """Feed a validation pass's loss and metrics; True: stop the run."""
+        stop = self.feed("val_loss", ev.val_loss, ev)
+        for name, value in (ev.metrics or {}).items():
+            stop = self.feed(f"val_{name}", value, ev) or stop
+        return stop
 
     def feed(self, metric: str, value: float, ev: Log | Eval) -> bool:
         """Give ``value`` to reduce_on_plateau and early stopping; True: stop the run."""

@@ -71,14 +71,7 @@ class TrainState:
     def load_state_dict(self, sd: dict) -> None:
         if sd.get("version") != VERSION:
             raise ScellisError(f"train state version {sd.get('version')!r}; expected {VERSION}")
-        live = self.model.state_dict()
-        missing, extra = set(live) - set(sd["model"]), set(sd["model"]) - set(live)
-        if missing or extra:
-            raise ScellisError(
-                f"the saved model differs: missing {sorted(missing)}, unexpected {sorted(extra)}"
-            )
-        for k, t in live.items():
-            _write(t, sd["model"][k], k)
+        write_weights(self.model, sd["model"])
         self.optimizer.load_state_dict(sd["optimizer"])
         if (sd["scheduler"] is None) != (self.scheduler is None):
             raise ScellisError("the saved state and this run disagree on having a scheduler")
@@ -90,6 +83,19 @@ class TrainState:
         self.streams = {k: Generator.from_state(v) for k, v in sd["rng"].items()}
         self.early = dict(sd.get("early_stopping") or {})
         self.metrics = dict(sd.get("metrics") or {})
+
+
+def write_weights(model, weights: dict) -> None:
+    """Overwrite every parameter and buffer of ``model`` in place with ``weights`` (by
+    dotted name; the same names, no more and no fewer)."""
+    live = model.state_dict()
+    missing, extra = set(live) - set(weights), set(weights) - set(live)
+    if missing or extra:
+        raise ScellisError(
+            f"the saved model differs: missing {sorted(missing)}, unexpected {sorted(extra)}"
+        )
+    for k, t in live.items():
+        _write(t, weights[k], k)
 
 
 def _write(target: Tensor, value, key: str) -> None:

@@ -12,24 +12,26 @@ from dataclasses import dataclass
 
 from ..base.errors import ScellisError
 
-METRICS = ("val_loss", "loss")
-
 
 @dataclass(frozen=True)
 class EarlyStopping:
     patience: int = 5
     min_delta: float = 0.0
     mode: str = "min"
-    metric: str = "val_loss"  # val_loss: at eval points; loss: the training loss at log points
+    # val_loss or val_<metric> (an eval.metrics entry): at validation passes; loss: the
+    # training loss at log points
+    metric: str = "val_loss"
 
     def __post_init__(self):
         if self.patience < 0 or self.min_delta < 0:
             raise ScellisError("early stopping needs patience >= 0 and min_delta >= 0")
         if self.mode not in ("min", "max"):
             raise ScellisError(f"early stopping mode must be min or max, got {self.mode!r}")
-        if self.metric not in METRICS:
+        if not isinstance(self.metric, str) or not (
+            self.metric == "loss" or self.metric.startswith("val_")
+        ):
             raise ScellisError(
-                f"early stopping watches one of {', '.join(METRICS)}, got {self.metric!r}"
+                f"early stopping watches loss, val_loss or val_<metric>, got {self.metric!r}"
             )
 
     @classmethod

@@ -5,6 +5,7 @@ options the page sent (``run.options.RunOptions``, the tab's defaults) and forwa
 events as plain dicts (``train.events``). ``options`` lists the run options the panel
 shows; ``control`` is called by the worker as soon as a message arrives, and the
 session reads it at every event, so pause and stop act at the next step boundary.
+``generate`` continues a prompt with a stored run's language model, token by token.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 from ..base.errors import ScellisError
 from ..devices.base import get_device
 from ..ir.plan import PlanRefused
+from ..run.generate import text_run
 from ..run.options import TAB, RunOptions
 from ..run.prepare import check_record
+from ..run.reference import open_run
 from ..run.session import RunControl, RunSession, plan_event, resume_run, start_run
 from ..store import bundle
 from ..store.objects import ObjectStore
@@ -146,3 +149,21 @@ def import_run(data: str, store: str = tab_store.ROOT) -> str:
         return bundle.import_run(objects, records, raw)
     finally:
         records.close()
+
+
+async def generate(run: str, prompt: str, store: str = tab_store.ROOT, device: str = "webgpu",
+                   max_new: int = 200, temperature: float = 1.0, top_k: int | None = None,
+                   top_p: float | None = None, seed: int = 0):  # fmt: skip
+    """Continue ``prompt`` with the language model of ``run`` (a run reference in the
+    tab's store) by the CLI's generator (``run.generate``): {"kind": "token", "id",
+    "text"} per generated character, then {"kind": "generated", "run", "prompt",
+    "generated", "ids"}."""
+    lm = text_run(open_run(store, run), device)
+    lm.encode(prompt)
+    ids: list[int] = []
+    kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    async for i in lm.continuation(prompt, **kw):
+        ids.append(i)
+        yield {"kind": "token", "id": i, "text": lm.vocab.decode([i])}
+    yield {"kind": "generated", "run": lm.run.ref, "prompt": prompt,
+           "generated": lm.vocab.decode(ids), "ids": ids}  # fmt: skip

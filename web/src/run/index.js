@@ -23,7 +23,8 @@ const TEMPLATE = `
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
   </div>
-  <details id="run-options" class="run-options"><summary>run options</summary>
+  <div id="run-options-main" class="run-options-fields"></div>
+  <details id="run-options" class="run-options"><summary>more run options</summary>
     <div id="run-options-fields" class="run-options-fields"></div></details>
   <div id="run-plan" class="plan plan-none">memory plan: not computed yet</div>
   <div class="progress"><div id="run-progress-bar"></div></div>
@@ -33,6 +34,7 @@ const TEMPLATE = `
     <span>ETA <b id="run-eta">–</b></span>
     <span>loss <b id="run-loss">–</b></span>
     <span>val <b id="run-val">–</b></span>
+    <span id="run-metrics" class="metrics"></span>
     <span id="run-state" class="muted">idle</span>
   </div>
   <div id="run-curves"></div>
@@ -44,7 +46,10 @@ const TEMPLATE = `
 export function mount(el, client, app) {
   el.innerHTML = TEMPLATE;
   const $ = (id) => el.querySelector(`#${id}`);
-  $("run-options-fields").innerHTML = optionsHtml(OPTIONS);
+  // the options a user reaches for first stay in view; the rest fold away
+  const MAIN = new Set(["epochs", "max_steps", "eval_every", "replay"]);
+  $("run-options-main").innerHTML = optionsHtml(OPTIONS.filter((o) => MAIN.has(o.name)));
+  $("run-options-fields").innerHTML = optionsHtml(OPTIONS.filter((o) => !MAIN.has(o.name)));
   // the panel's run options, as the engine's train takes them
   const panelOptions = () => readOptions(OPTIONS, (name) => {
     const input = el.querySelector(`[data-option="${name}"]`);

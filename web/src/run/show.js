@@ -9,6 +9,19 @@ function fmtTime(s) {
   return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
 }
 
+const num = (v) => (v == null ? "n/a" : Number(v).toPrecision(4).replace(/\.?0+$/, ""));
+
+// "mae 14.26 (persistence 23.06, seasonal naive 27.65) · rmse …": each metric beside the
+// naive baselines' values on the same windows
+export function metricsText(metrics, baselines = {}) {
+  return Object.entries(metrics).map(([name, value]) => {
+    const beside = Object.entries(baselines || {})
+      .filter(([, b]) => b && b[name] != null)
+      .map(([base, b]) => `${base.replace(/_/g, " ")} ${num(b[name])}`);
+    return `${name} ${num(value)}` + (beside.length ? ` (${beside.join(", ")})` : "");
+  }).join(" · ");
+}
+
 const mib = (b) => (b == null ? "?" : `${(b / 2 ** 20).toFixed(1)} MiB`);
 
 export const HANDLERS = {
@@ -54,6 +67,7 @@ export const HANDLERS = {
   eval(ctx, ev) {
     ctx.$("run-val").textContent = ev.val_loss.toFixed(4);
     ctx.curves.add("val_loss", ev.step, ev.val_loss);
+    if (ev.metrics) ctx.$("run-metrics").textContent = metricsText(ev.metrics, ev.baselines);
   },
   epoch(ctx, ev) {
     ctx.log(`epoch ${ev.epoch} done at step ${ev.step}`);

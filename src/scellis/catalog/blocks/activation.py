@@ -24,6 +24,8 @@ class ActivationConfig:
 class Activation(Block):
     """No parameters; ``function`` names torch's F.relu, torch.tanh, F.gelu..."""
 
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
     def __init__(self, cfg: ActivationConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
 

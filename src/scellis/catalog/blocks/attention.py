@@ -18,6 +18,13 @@ and takes the softmax with ordinary ops; ``flash`` is one ``flash_attention``
 primitive that never holds the scores (O(T) memory per head, not O(T^2)). ``auto``
 (the default) takes flash on WebGPU when it applies — no padding mask, no attention
 dropout in training — and naive otherwise.
+
+During cached decoding (``decoding.KVCache.run``) causal self-attention projects the
+new positions only, appends their keys and values to the cache's and attends over all
+of them; query i of the new ones sits at position ``offset + i``. Flash serves that
+when its top-left causal mask means the same (no earlier positions, or one new query,
+which sees every key); otherwise the naive path masks key j for query i unless
+j <= offset + i.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from ...runtime.creation import arange
 from ...runtime.functional import dropout
 from ..registry import field, register
 from .common import MASKED, Block
+from .decoding import active_cache
 from .linear import Linear, LinearConfig
 from .position import rotary
 
@@ -92,6 +100,10 @@ class MultiHeadAttention(Block):
     ``mask`` is [B, S] of bool keep-flags over the keys (True: attend, False: padding).
     """
 
+    @property
+    def incremental(self) -> bool:  # a bidirectional block reads positions to come
+        return self.config.causal
+
     def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         E, H = cfg.embed_dim, cfg.num_heads
@@ -114,8 +126,9 @@ class MultiHeadAttention(Block):
         D = self.config.embed_dim // self.config.num_heads
         return y.reshape(B, n, y.shape[-1] // D, D).permute(0, 2, 1, 3)  # [B, heads, n, D]
 
-    def project(self, x, src):
-        """q [B, H, T, D], and k, v [B, H, S, D] (RoPE applied, kv heads shared out)."""
+    def project(self, x, src, start: int = 0):
+        """q [B, H, T, D] and k, v [B, kv heads, S, D], RoPE applied at positions
+        ``start`` ..; ``share`` gives k and v the query heads' count."""
         c = self.config
         B, T, S = x.shape[0], x.shape[1], src.shape[1]
         q = self._heads(self.q(x), B, T)
@@ -126,22 +139,28 @@ class MultiHeadAttention(Block):
             if c.rotary_scaling_type == "llama3":
                 llama3 = (c.rotary_low_freq_factor, c.rotary_high_freq_factor,
                           c.rotary_original_context)  # fmt: skip
-            q = rotary(q, c.rotary_base, c.rotary_scaling, llama3)
-            k = rotary(k, c.rotary_base, c.rotary_scaling, llama3)
-        H, kv = c.num_heads, k.shape[1]
-        if kv != H:  # each kv head serves H / kv consecutive query heads
-            D = k.shape[-1]
-            k = k.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
-            v = v.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+            q = rotary(q, c.rotary_base, start, c.rotary_scaling, llama3)
+            k = rotary(k, c.rotary_base, start, c.rotary_scaling, llama3)
         return q, k, v
 
-    def _keep(self, mask, T: int, S: int, device):
-        """Bool keep-flags broadcastable to the scores [B, H, T, S], or None."""
+    def share(self, k, v):
+        """k, v [B, kv heads, S, D] -> [B, H, S, D]: each kv head serves H / kv
+        consecutive query heads (grouped-query attention); unchanged without groups."""
+        H, (B, kv, S, D) = self.config.num_heads, k.shape
+        if kv == H:
+            return k, v
+        k = k.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+        v = v.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+        return k, v
+
+    def _keep(self, mask, T: int, S: int, device, offset: int = 0):
+        """Bool keep-flags broadcastable to the scores [B, H, T, S], or None; query i
+        sits at position ``offset + i``."""
         keep = None
         if self.config.causal:
             i = arange(T, device=device).unsqueeze(-1)
             j = arange(S, device=device).unsqueeze(0)
-            keep = j <= i
+            keep = j <= (i + offset if offset else i)
         if mask is not None:
             if mask.ndim != 2 or mask.shape[1] != S:
                 raise ShapeError(f"attention mask must be [B, {S}] keep-flags, got {mask.shape}")
@@ -167,10 +186,14 @@ class MultiHeadAttention(Block):
         c = self.config
         if x.ndim != 3 or x.shape[2] != c.embed_dim:
             raise ShapeError(f"attention takes [B, T, {c.embed_dim}], got {x.shape}")
+        cache = active_cache() if kv is None else None
+        if cache is not None:
+            return self._decode(x, mask, cache)
         src = x if kv is None else kv
         B, T, E = x.shape
         S = src.shape[1]
         q, k, v = self.project(x, src)
+        k, v = self.share(k, v)
         if q.dtype.itemsize < 4:
             q, k = q.cast("f32"), k.cast("f32")
         if self._flash(mask, x.device):
@@ -178,6 +201,31 @@ class MultiHeadAttention(Block):
             y = flash_attention(q, k, v.cast(q.dtype), c.causal, scale).cast(v.dtype)
             return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
         y = attend(q, k, v, lambda: self._keep(mask, T, S, x.device), c.dropout, self.training)
+        return self.o(y)
+
+    def _decode(self, x, mask, cache):
+        """The new positions' outputs, their keys and values kept in ``cache``."""
+        c = self.config
+        if not c.causal:
+            raise ScellisError("cached decoding needs causal attention")
+        if mask is not None:
+            raise ScellisError("cached decoding takes no padding mask")
+        B, T, E = x.shape
+        at = cache.offset
+        q, k, v = self.project(x, x, at)
+        if q.dtype.itemsize < 4:
+            q, k = q.cast("f32"), k.cast("f32")
+        past = cache.past(self)
+        if past is not None:
+            k, v = past[0].cat([k], 2), past[1].cat([v], 2)
+        cache.keep(self, k, v)  # the kv heads only: grouped-query attention's smaller cache
+        k, v = self.share(k, v)
+        S = k.shape[2]
+        if self._flash(None, x.device) and (at == 0 or T == 1):
+            scale = 1.0 / math.sqrt(E // c.num_heads)
+            y = flash_attention(q, k, v.cast(q.dtype), T > 1, scale).cast(v.dtype)
+            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
+        y = attend(q, k, v, lambda: self._keep(None, T, S, x.device, at), 0.0, False)
         return self.o(y)
 
 

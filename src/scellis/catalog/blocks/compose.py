@@ -50,6 +50,7 @@ class Sequential(Block):
     """Children ``0`` .. ``n-1``; ``Sequential.of(m0, m1, ...)`` wraps built modules."""
 
     Config = SequentialConfig
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, cfg: SequentialConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)

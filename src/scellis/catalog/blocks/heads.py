@@ -53,6 +53,10 @@ class ClassificationHeadConfig:
 class RegressionHead(Block):
     """``weight`` [n_outputs, in], ``bias`` [n_outputs]."""
 
+    @property
+    def incremental(self) -> bool:  # a pooled sequence mixes positions
+        return self.config.pool == "none"
+
     def __init__(self, cfg: RegressionHeadConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         self.dense_params(cfg.in_features, cfg.n_outputs, cfg.bias)
@@ -63,6 +67,8 @@ class RegressionHead(Block):
 
 class ClassificationHead(Block):
     """``weight`` [n_classes, in], ``bias`` [n_classes]; returns logits."""
+
+    incremental = RegressionHead.incremental
 
     def __init__(self, cfg: ClassificationHeadConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
@@ -90,6 +96,8 @@ class LMHead(Block):
     A tied head holds no parameter of its own (the embedding's weight is listed once,
     under the embedding) and reads it at every call, so updates to it are seen here.
     """
+
+    incremental = True  # acts on each position alone (see blocks.decoding)
 
     def __init__(self, cfg: LMHeadConfig, *, device=None, dtype=None, gen=None, embedding=None):
         super().__init__(cfg, device, dtype, gen)

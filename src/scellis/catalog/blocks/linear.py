@@ -33,6 +33,8 @@ class Linear(Block):
     ``weight_bound`` (weight U(-bound, bound)) and ``bias_value`` (a constant bias).
     """
 
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
     def __init__(
         self,
         cfg: LinearConfig,
@@ -75,6 +77,8 @@ class EmbeddingConfig:
 class Embedding(Block):
     """torch.nn.Embedding: weight N(0, 1), the padding row zeroed and frozen."""
 
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
     def __init__(self, cfg: EmbeddingConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         n, pad = cfg.num_embeddings, cfg.padding_idx
@@ -111,6 +115,8 @@ class MLPConfig:
 class MLP(Block):
     """Children ``fc1`` and ``fc2`` (torch-default Linear init)."""
 
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
     def __init__(self, cfg: MLPConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         out = cfg.out_features or cfg.in_features
@@ -137,6 +143,8 @@ class GatedMLPConfig:
 
 class GatedMLP(Block):
     """Children ``gate``, ``up`` (in -> hidden) and ``down`` (hidden -> out), as Llama's MLP."""
+
+    incremental = True  # acts on each position alone (see blocks.decoding)
 
     def __init__(self, cfg: GatedMLPConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)

@@ -30,6 +30,8 @@ class LayerNormConfig:
 class LayerNorm(Block):
     """torch.nn.LayerNorm over one trailing axis: ``weight`` ones, ``bias`` zeros."""
 
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
     def __init__(self, cfg: LayerNormConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         n, affine = cfg.normalized_shape, cfg.elementwise_affine
@@ -53,6 +55,8 @@ class RMSNormConfig:
 class RMSNorm(Block):
     """torch.nn.RMSNorm over one trailing axis: ``weight`` ones."""
 
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
     def __init__(self, cfg: RMSNormConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         n = cfg.normalized_shape
@@ -75,6 +79,8 @@ class DropoutConfig:
 
 class Dropout(Block):
     """Identity in eval mode; in training a Philox mask from the ``dropout`` stream."""
+
+    incremental = True  # acts on each position alone (see blocks.decoding)
 
     def __init__(self, cfg: DropoutConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)

@@ -1,10 +1,11 @@
 """Transformer blocks (catalog layer): the pre-norm (or post-norm) block and a stack of them.
 
 One block is ``x + drop(attn(ln1(x)))`` then ``x + drop(mlp(ln2(x)))``, as torch's
-TransformerEncoderLayer(norm_first=True) computes it; ``kind: decoder`` makes the
-attention causal (a GPT-style decoder-only block), ``encoder`` leaves it bidirectional.
-``norm_first: false`` is the post-norm block BERT uses (``ln1(x + drop(attn(x)))``);
-``norm: rms`` with ``mlp: gated`` and ``num_kv_heads`` is the Llama family's block.
+TransformerEncoderLayer(norm_first=True) computes it (``norm_first: false`` gives
+torch's default post-norm order, ``ln1(x + drop(attn(x)))`` then ``ln2(...)``, as BERT
+has it); ``kind: decoder`` makes the attention causal (a GPT-style decoder-only block),
+``encoder`` leaves it bidirectional. ``norm: rms`` with ``mlp: gated`` and
+``num_kv_heads`` is the Llama family's block.
 """
 
 from __future__ import annotations
@@ -61,7 +62,11 @@ def _extra_fields():
         ),
         "qkv_bias": field(None, doc="biases in q, k and v; empty: as bias"),
         "norm": field("layer", doc="layer norm or RMS norm", choices=NORMS),
-        "norm_first": field(True, doc="pre-norm (true) or post-norm as BERT (false)"),
+        "norm_first": field(
+            True,
+            doc="pre-norm (norm inside each residual branch); False: post-norm, "
+            "x = norm(x + branch(x)), torch's TransformerEncoderLayer default",
+        ),
         "mlp": field("plain", doc="plain two-layer MLP or gated (SwiGLU) MLP", choices=MLPS),
     }
 
@@ -97,6 +102,8 @@ class TransformerBlockConfig:
 
 class TransformerBlock(Block):
     """Children ``ln1``, ``attn`` (q, k, v, o), ``ln2``, ``mlp`` (fc1, fc2)."""
+
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, cfg: TransformerBlockConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
@@ -171,6 +178,8 @@ class TransformerConfig:
 
 class Transformer(Block):
     """Children ``blocks.0`` .. ``blocks.{L-1}`` and ``ln_f``."""
+
+    incremental = True  # a container: its children are checked on their own
 
     def __init__(self, cfg: TransformerConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)

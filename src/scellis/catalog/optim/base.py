@@ -17,6 +17,10 @@ accumulates each leaf's gradient straight into its span of the group's flat
 gradient buffer (the gradient "home" this driver already recognises), leaving one
 dispatch per group and step.
 
+The parameter objects stay the caller's: each is pointed at its span of the flat
+buffer, so the module, the caller and the optimizer hold the same objects, and a
+later in-place load or move reaches the optimizer (a move re-gathers the group).
+
 Given a Module, an optimizer takes only the parameters with ``requires_grad`` (frozen
 ones, see ``catalog.peft``, get no flat span, no gradient buffer and no state).
 
@@ -28,15 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...autograd import no_grad
+from ...autograd import enable_grad, no_grad
 from ...base.errors import ScellisError
 from ...ops.optim import state_names
 from ...runtime.creation import tensor as _tensor
 from ...runtime.creation import zeros
 from ...runtime.dispatch import apply, apply_inplace
+from ...runtime.inplace import transfer
 from ...runtime.tensor import Tensor
 from ..registry import check_config
-from .flat import adopt, flat_view, flatten_parameters, span, view_of
+from .flat import flat_view, flatten_in_place, span, view_of
 
 
 class _Group:
@@ -70,6 +75,20 @@ class _Group:
 
     def stop(self, j: int) -> int:
         return self.starts[j - 1] + self.params[j - 1].numel
+
+    def rehome(self) -> None:
+        """Gather the parameters into a new flat buffer when something gave them other
+        storage (a move to another device or dtype, a load that could not write in
+        place); the state moves with them. Nothing happens in the usual case."""
+        live = flat_view(self.params)
+        if live is not None and live._buf is self.flat._buf and live.offset == self.flat.offset:
+            return
+        self.flat = flatten_in_place(self.params)
+        self.starts = [p.offset - self.flat.offset for p in self.params]
+        self.state = {
+            k: transfer(v, self.flat.device, self.flat.dtype) for k, v in self.state.items()
+        }
+        self.grad_flat = None
 
 
 def _named(items) -> tuple[list[str], list[Tensor]]:
@@ -105,7 +124,7 @@ class Optimizer:
         self._groups: list[_Group] = []
         self.step_count = 0
         if hasattr(params, "named_parameters") and hasattr(params, "set_parameter"):
-            self._add(_trainable(params), {}, module=params)
+            self._add(_trainable(params), {})
             return
         items = list(params)
         if items and all(isinstance(g, dict) for g in items):
@@ -119,11 +138,10 @@ class Optimizer:
         """A group: ``{"params": tensors | (name, tensor) pairs | Module, **options}``."""
         group = dict(group)
         params = group.pop("params")
-        module = params if hasattr(params, "set_parameter") else None
-        items = _trainable(module) if module is not None else list(params)
-        self._add(items, group, module)
+        items = _trainable(params) if hasattr(params, "set_parameter") else list(params)
+        self._add(items, group)
 
-    def _add(self, items, overrides: dict, module=None) -> None:
+    def _add(self, items, overrides: dict) -> None:
         unknown = set(overrides) - set(self.defaults) - {"initial_lr"}
         if unknown:
             raise ScellisError(f"unknown option(s) {sorted(unknown)} for {type(self).__name__}")
@@ -132,14 +150,7 @@ class Optimizer:
         names, params = _named(items)
         flat = flat_view(params)
         if flat is None:
-            views = flatten_parameters(params)
-            for name, old, new in zip(names, params, views):
-                if module is not None:
-                    module.set_parameter(name, new)
-                else:
-                    adopt(old, new)
-            params = views if module is not None else params
-            flat = flat_view(params)
+            flat = flatten_in_place(params)
         opts["params"] = params
         self.param_groups.append(opts)
         self._groups.append(_Group(names, params, flat))
@@ -151,11 +162,21 @@ class Optimizer:
         raise NotImplementedError
 
     # -- the step --
-    @no_grad()
-    def step(self) -> None:
+    def step(self, closure=None):
         """One update of every parameter that has a gradient: a gather and one fused op
-        per run of parameters (one run per group in the usual case)."""
+        per run of parameters (one run per group in the usual case). ``closure``
+        (torch's) recomputes the loss with gradients first; its loss is returned."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        self._update()
+        return loss
+
+    @no_grad()
+    def _update(self) -> None:
         for opts, grp in zip(self.param_groups, self._groups):
+            grp.rehome()
             for i, j in grp.runs():
                 a, b = grp.starts[i], grp.stop(j)
                 attrs = self.attrs(opts, grp.steps[i] + 1)

@@ -90,3 +90,11 @@ def adopt(tensor: Tensor, view: Tensor) -> None:
     if tensor._node is not None:
         raise ScellisError("only leaf tensors can be optimized")
     tensor._buf, tensor.strides, tensor.offset = view._buf, view.strides, view.offset
+
+
+def flatten_in_place(params: list[Tensor]) -> Tensor:
+    """Copy ``params`` into one flat buffer and point each parameter object at its span
+    (the objects stay: whoever holds them sees the optimizer's updates); the buffer."""
+    for p, view in zip(params, flatten_parameters(params)):
+        adopt(p, view)
+    return flat_view(params)

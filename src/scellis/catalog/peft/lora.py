@@ -55,6 +55,7 @@ class LoRALinear(Block):
 
     kind = "peft/lora"
     lowering = "graph"
+    incremental = True  # acts on each position alone (see blocks.decoding)
 
     def __init__(self, cfg: LoRAConfig, base: Linear, *, gen=None):
         c = base.ctx

@@ -93,6 +93,7 @@ class PrefixAttention(Block):
         B, T, E = x.shape
         S, n = src.shape[1], self.config.num_virtual_tokens
         q, k, v = b.project(x, src)
+        k, v = b.share(k, v)
         pk = b._heads(self.prefix_key.unsqueeze(0).expand(B, n, E), B, n)
         pv = b._heads(self.prefix_value.unsqueeze(0).expand(B, n, E), B, n)
         k, v = pk.cast(k.dtype).cat([k], 2), pv.cast(v.dtype).cat([v], 2)

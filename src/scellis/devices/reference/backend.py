@@ -94,3 +94,9 @@ class ReferenceBackend:
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.live_bytes
+
+    # -- host arrays: the one place a tensor's values become a NumPy array --
+    @staticmethod
+    def host_array(data: bytes, shape, dtype: DType) -> np.ndarray:
+        """A writable NumPy array (its own copy) of ``data`` in ``dtype``'s host layout."""
+        return np.frombuffer(data, dtype=NP_DTYPES[dtype.name]).reshape(tuple(shape)).copy()

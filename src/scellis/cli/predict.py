@@ -1,0 +1,68 @@
+"""``scellis predict RUN`` (cli layer): a trained forecaster's predictions and forecast.
+
+One row per predicted step over the whole series (``date, actual, predicted, horizon``,
+in the data's own units, the datetime column carried through), then ``--horizon N``
+recursive steps past its end (dates extended by the series' own step). Written to
+``--out FILE`` (CSV) or printed; ``--png FILE`` draws them (matplotlib, the ``plot``
+extra), and without it a terminal shows a small text chart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from ..base.errors import ScellisError
+from ..run.reference import open_run
+from ..run.use import csv_text, predict_run
+from .common import pick_device
+from .plot import curves, save_png
+
+
+@click.command("predict", help="Predictions over a series and a forecast past its end.")
+@click.argument("run", metavar="RUN[@STEP|:best]")
+@click.option("--store", default=".scellis", show_default=True, help="the store folder")
+@click.option("--data", "data", default=None, type=click.Path(dir_okay=False),
+              help="another CSV file with the same columns")  # fmt: skip
+@click.option("--horizon", type=click.IntRange(min=0), default=0, show_default=True,
+              help="steps to forecast past the series' end")  # fmt: skip
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="write CSV here")
+@click.option("--png", default=None, type=click.Path(dir_okay=False), help="draw a plot here")
+@click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
+@click.option("--json", "json_", is_flag=True, help="one JSON object per row")
+def command(run, store, data, horizon, out, png, device, json_):
+    trained = open_run(store, run)
+    name, _ = pick_device(device)
+    rows = asyncio.run(predict_run(trained, data=data, horizon=horizon, device=name))
+    if out:
+        try:
+            Path(out).write_text(csv_text(rows))
+        except OSError as e:
+            raise ScellisError(f"{out}: cannot write ({e.strerror or e})") from None
+    if png:
+        series = {"actual": [(_x(r["date"]), r["actual"]) for r in rows],
+                  "predicted": [(_x(r["date"]), r["predicted"]) for r in rows]}  # fmt: skip
+        save_png(png, series, f"{trained.record.get('model')} ({trained.ref})")
+    if json_:
+        for r in rows:
+            print(json.dumps(r))
+    elif not out:
+        print(csv_text(rows), end="")
+    else:
+        tail = rows[-60:]  # a: actual, b: predicted
+        print(curves([[(i, r["actual"]) for i, r in enumerate(tail)],
+                      [(i, r["predicted"]) for i, r in enumerate(tail)]]))  # fmt: skip
+        print(
+            f"a: actual, b: predicted (the last {len(tail)} rows); {len(rows)} rows "
+            f"written to {out}"
+        )
+    return 0
+
+
+def _x(date):
+    """A date column's value as a plot's x (datetimes stay datetimes)."""
+    return datetime.fromisoformat(date) if isinstance(date, str) else date

@@ -1,0 +1,116 @@
+"""``scellis.save`` / ``scellis.load`` (codecs layer): state dicts as safetensors + JSON.
+
+A saved object is a tree of dicts, lists and tuples whose leaves are tensors or
+JSON values (numbers, strings, booleans, None). Tensors go into one safetensors file
+(readable by the ``safetensors`` package and by torch); the tree, with each tensor
+replaced by a reference to its name, goes into the file's ``__metadata__`` as JSON.
+Nothing is ever pickled, so loading a file runs no code from it.
+
+A flat ``{name: tensor}`` dict (a module's state dict) keeps its keys as tensor
+names, so ``safetensors.torch.load_file`` gives torch the same state dict. A
+safetensors file written elsewhere (no tree) loads as a flat dict; bf16 widens to
+f32 and 64-bit integers narrow to i32, as every weight import does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from ..base.dtypes import as_dtype
+from ..base.errors import ScellisError
+from ..runtime.creation import from_bytes
+from ..runtime.inplace import host_bytes
+from ..runtime.tensor import Tensor
+from ..store import safetensors as st
+from .raw import CODE_OF, RawTensor, widen
+
+TREE_KEY = "scellis.tree"
+_MARKS = ("__tensor__", "__tuple__", "__items__", "__float__")
+
+
+class _Packer:
+    """Walks the tree: tensors out by unique names, everything else into JSON."""
+
+    def __init__(self):
+        self.tensors: dict[str, st.Tensor] = {}
+
+    def name(self, path: list[str]) -> str:
+        base = ".".join(path) or "tensor"
+        name, k = base, 1
+        while name in self.tensors or name == "__metadata__":
+            name, k = f"{base}#{k}", k + 1
+        return name
+
+    def pack(self, obj, path: list[str]):
+        if isinstance(obj, Tensor):
+            code = CODE_OF.get(obj.dtype.name)
+            if code is None:
+                raise ScellisError(f"cannot save a tensor of dtype {obj.dtype}")
+            name = self.name(path)
+            self.tensors[name] = (code, tuple(obj.shape), host_bytes(obj))
+            return {"__tensor__": name}
+        if isinstance(obj, float) and not math.isfinite(obj):
+            return {"__float__": repr(obj)}
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        if isinstance(obj, tuple):
+            return {"__tuple__": [self.pack(v, [*path, str(i)]) for i, v in enumerate(obj)]}
+        if isinstance(obj, list):
+            return [self.pack(v, [*path, str(i)]) for i, v in enumerate(obj)]
+        if isinstance(obj, dict):
+            if all(isinstance(k, str) and k not in _MARKS for k in obj):
+                return {k: self.pack(v, [*path, k]) for k, v in obj.items()}
+            items = [[self.pack(k, [*path, "key"]), self.pack(v, [*path, str(k)])]
+                     for k, v in obj.items()]  # fmt: skip
+            return {"__items__": items}
+        raise ScellisError(
+            f"cannot save a {type(obj).__name__} at {'.'.join(path) or 'the top'}: save "
+            "tensors, numbers, strings, lists, tuples and dicts (nothing is pickled)"
+        )
+
+
+def save(obj, path) -> None:
+    """Write ``obj`` (a state dict, a tensor, or a tree of them) to ``path``."""
+    packer = _Packer()
+    flat = isinstance(obj, dict) and all(
+        isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()
+    )
+    if flat:  # the keys themselves name the tensors: torch reads the same state dict
+        tree = {k: packer.pack(v, [k]) for k, v in obj.items()}
+    else:
+        tree = packer.pack(obj, [])
+    meta = {TREE_KEY: json.dumps(tree, separators=(",", ":"), allow_nan=False)}
+    with open(os.fspath(path), "wb") as f:
+        f.write(st.dumps(packer.tensors, meta))
+
+
+def _unpack(node, tensors: dict):
+    if isinstance(node, list):
+        return [_unpack(v, tensors) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "__tensor__" in node:
+        return tensors[node["__tensor__"]]
+    if "__tuple__" in node:
+        return tuple(_unpack(v, tensors) for v in node["__tuple__"])
+    if "__items__" in node:
+        return {_unpack(k, tensors): _unpack(v, tensors) for k, v in node["__items__"]}
+    if "__float__" in node:
+        return float(node["__float__"])
+    return {k: _unpack(v, tensors) for k, v in node.items()}
+
+
+def load(path, device=None):
+    """Read what ``save`` wrote (or any safetensors file) onto ``device``."""
+    with open(os.fspath(path), "rb") as f:
+        views, meta = st.loads(f.read())
+    dev = "reference" if device == "cpu" else device
+    tensors = {}
+    for name, (code, shape, data) in views.items():
+        dt, raw = widen(RawTensor(code, shape, bytes(data)))
+        tensors[name] = from_bytes(raw, shape, as_dtype(dt), dev)
+    if TREE_KEY not in meta:
+        return tensors
+    return _unpack(json.loads(meta[TREE_KEY]), tensors)

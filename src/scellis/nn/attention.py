@@ -1,0 +1,169 @@
+"""torch-shaped MultiheadAttention and TransformerEncoderLayer (nn layer).
+
+Built on the catalog's ``nn/attention`` and ``nn/transformer_block``. torch packs the
+q, k and v projections into ``in_proj_weight`` / ``in_proj_bias`` and names the rest
+``out_proj``, ``linear1``, ``norm1`` ...; ``translate_state`` unpacks and renames
+those keys, so ``load_state_dict(torch_layer.state_dict())`` works.
+
+Differences from torch: attention weights are never materialised for the caller
+(``forward`` returns ``(output, None)``); ``attn_mask`` is refused (causal attention
+is ``is_causal=True``); keys and values must be one tensor (self-attention, or
+cross-attention to one memory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..base.errors import ScellisError
+from ..base.rng import Generator
+from ..catalog import blocks as B
+from ..catalog.module import Module, ModuleList
+from ._home import block_args, unsupported
+
+
+def unpack_in_proj(state: dict, prefix: str = "") -> dict:
+    """torch's packed ``in_proj_*`` and ``out_proj.*`` as the catalog's q/k/v/o keys."""
+    out = {}
+    for key, value in state.items():
+        if not key.startswith(prefix):
+            out[key] = value
+            continue
+        rest = key[len(prefix) :]
+        if rest in ("in_proj_weight", "in_proj_bias"):
+            third = value.shape[0] // 3
+            kind = "weight" if rest.endswith("weight") else "bias"
+            for i, name in enumerate("qkv"):
+                out[f"{prefix}{name}.{kind}"] = value[i * third : (i + 1) * third]
+        elif rest.startswith("out_proj."):
+            out[f"{prefix}o.{rest[len('out_proj.') :]}"] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _keep_flags(key_padding_mask):
+    """torch's padding mask (True: ignore) as the catalog's keep-flags (True: attend)."""
+    if key_padding_mask is None:
+        return None
+    return key_padding_mask.cast("bool").logical_not()
+
+
+def _batch_major(x, batch_first: bool):
+    return x if batch_first else x.permute(1, 0, 2)
+
+
+class MultiheadAttention(B.MultiHeadAttention):
+    """torch.nn.MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True,
+    batch_first=False): ``forward(query, key, value, key_padding_mask=None,
+    need_weights=True, attn_mask=None, is_causal=False)`` returns ``(output, None)``."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None, *, generator=None):  # fmt: skip
+        if add_bias_kv or add_zero_attn:
+            raise unsupported("add_bias_kv and add_zero_attn", "MultiheadAttention")
+        if kdim not in (None, embed_dim) or vdim not in (None, embed_dim):
+            raise unsupported("kdim/vdim other than embed_dim", "MultiheadAttention")
+        cfg = B.AttentionConfig(int(embed_dim), int(num_heads), bool(bias), False, float(dropout))
+        super().__init__(cfg, **block_args(device, dtype, generator))
+        object.__setattr__(self, "batch_first", bool(batch_first))
+
+    def translate_state(self, state: dict) -> dict:
+        return unpack_in_proj(state)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
+        if attn_mask is not None:
+            raise unsupported("attn_mask (use is_causal=True or key_padding_mask)", "attention")
+        if key is not value:
+            raise ScellisError("MultiheadAttention: key and value must be the same tensor here")
+        q = _batch_major(query, self.batch_first)
+        kv = None if key is query else _batch_major(key, self.batch_first)
+        if is_causal != self.config.causal:
+            object.__setattr__(self, "config", _with_causal(self.config, is_causal))
+        y = super().forward(q, _keep_flags(key_padding_mask), kv)
+        return _batch_major(y, self.batch_first), None
+
+
+def _with_causal(cfg, causal: bool):
+    """torch chooses causal attention per call; the block reads it from its config."""
+    return dataclasses.replace(cfg, causal=bool(causal))
+
+
+class TransformerEncoderLayer(B.TransformerBlock):
+    """torch.nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048,
+    dropout=0.1, activation='relu', layer_norm_eps=1e-5, batch_first=False,
+    norm_first=False, bias=True): ``forward(src, src_mask=None,
+    src_key_padding_mask=None, is_causal=False)``."""
+
+    _TORCH_NAMES = {"norm1.": "ln1.", "norm2.": "ln2.", "linear1.": "mlp.fc1.",
+                    "linear2.": "mlp.fc2.", "self_attn.": "attn."}  # fmt: skip
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None, *, generator=None):  # fmt: skip
+        if not isinstance(activation, str):
+            raise unsupported(
+                "an activation given as a function (name it)", "TransformerEncoderLayer"
+            )
+        cfg = B.TransformerBlockConfig(
+            int(d_model), int(nhead), int(dim_feedforward), "encoder", float(dropout),
+            activation, float(layer_norm_eps), bool(bias), norm_first=bool(norm_first),
+        )  # fmt: skip
+        super().__init__(cfg, **block_args(device, dtype, generator))
+        object.__setattr__(self, "batch_first", bool(batch_first))
+        args = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward,
+                    dropout=dropout, activation=activation, layer_norm_eps=layer_norm_eps,
+                    norm_first=norm_first, bias=bias, device=device, dtype=dtype)  # fmt: skip
+        object.__setattr__(self, "torch_args", args)
+
+    def translate_state(self, state: dict) -> dict:
+        renamed = {}
+        for key, value in state.items():
+            for theirs, ours in self._TORCH_NAMES.items():
+                if key.startswith(theirs):
+                    key = ours + key[len(theirs) :]
+                    break
+            renamed[key] = value
+        return unpack_in_proj(renamed, "attn.")
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        if src_mask is not None or is_causal:
+            raise unsupported("src_mask and is_causal", "TransformerEncoderLayer")
+        y = super().forward(_batch_major(src, self.batch_first), _keep_flags(src_key_padding_mask))
+        return _batch_major(y, self.batch_first)
+
+
+_COPIES = Generator(0, "layer-copies")
+
+
+class TransformerEncoder(Module):
+    """torch.nn.TransformerEncoder(encoder_layer, num_layers, norm=None): ``layers.0`` ..
+    ``layers.{n-1}``, each a copy of ``encoder_layer`` (same config and starting
+    weights, as torch's deep copies), then ``norm`` if given."""
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm=None,
+                 enable_nested_tensor=True, mask_check=True):  # fmt: skip
+        super().__init__()
+        layers = []
+        # the stack permutes once; the copies draw from a private stream, then take
+        # the layer's weights, so the caller's streams advance as with one layer
+        args = {**encoder_layer.torch_args, "batch_first": True, "generator": _COPIES}
+        for _ in range(int(num_layers)):
+            layer = TransformerEncoderLayer(**args)
+            layer.load_state_dict(encoder_layer.state_dict())
+            layers.append(layer)
+        self.layers = ModuleList(layers)
+        self.norm = norm
+        object.__setattr__(self, "batch_first", encoder_layer.batch_first)
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        if mask is not None or is_causal:
+            raise unsupported("mask and is_causal", "TransformerEncoder")
+        x = _batch_major(src, self.batch_first)
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask=src_key_padding_mask)
+        if self.norm is not None:
+            x = self.norm(x)
+        return _batch_major(x, self.batch_first)

@@ -1,0 +1,129 @@
+"""Dense, embedding, normalisation, dropout and activation layers (nn layer).
+
+Each class is the catalog block itself (a subclass adding torch's constructor): the
+constructor makes the block's Config from torch's arguments and builds the block, so
+an ``nn.Linear`` and an SML ``nn/linear`` are one implementation with one set of
+parameter names (torch's: ``weight``, ``bias``).
+"""
+
+from __future__ import annotations
+
+from ..catalog import blocks as B
+from ..catalog.blocks.activation import Activation, ActivationConfig
+from ..catalog.module import Module
+from ..runtime.tensor import Tensor
+from ._home import block_args, unsupported
+
+
+class Linear(B.Linear):
+    """torch.nn.Linear(in_features, out_features, bias=True)."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
+                 generator=None):  # fmt: skip
+        cfg = B.LinearConfig(int(in_features), int(out_features), bool(bias))
+        super().__init__(cfg, **block_args(device, dtype, generator))
+
+
+class Embedding(B.Embedding):
+    """torch.nn.Embedding(num_embeddings, embedding_dim, padding_idx=None)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, device=None,
+                 dtype=None, *, generator=None):  # fmt: skip
+        if max_norm is not None:
+            raise unsupported("max_norm", "Embedding")
+        if scale_grad_by_freq or sparse:
+            raise unsupported("scale_grad_by_freq and sparse gradients", "Embedding")
+        cfg = B.EmbeddingConfig(int(num_embeddings), int(embedding_dim), padding_idx)
+        super().__init__(cfg, **block_args(device, dtype, generator))
+
+
+class LayerNorm(B.LayerNorm):
+    """torch.nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)
+    over one trailing axis (an int, or a tuple of one)."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):  # fmt: skip
+        if not isinstance(normalized_shape, int):
+            shape = tuple(normalized_shape)
+            if len(shape) != 1:
+                raise unsupported("normalising over more than the last axis", "LayerNorm")
+            normalized_shape = shape[0]
+        cfg = B.LayerNormConfig(int(normalized_shape), float(eps), elementwise_affine, bias)
+        super().__init__(cfg, **block_args(device, dtype))
+
+
+class RMSNorm(B.RMSNorm):
+    """torch.nn.RMSNorm(normalized_shape, eps=None, elementwise_affine=True)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):  # fmt: skip
+        if not isinstance(normalized_shape, int):
+            (normalized_shape,) = tuple(normalized_shape)
+        cfg = B.RMSNormConfig(int(normalized_shape), eps, elementwise_affine)
+        super().__init__(cfg, **block_args(device, dtype))
+
+
+class Dropout(B.Dropout):
+    """torch.nn.Dropout(p=0.5): a Philox mask from the ``dropout`` stream in training."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__(B.DropoutConfig(float(p)))
+
+
+class _Activation(Activation):
+    function = ""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(ActivationConfig(self.function))
+
+
+class ReLU(_Activation):
+    function = "relu"
+
+
+class Tanh(_Activation):
+    function = "tanh"
+
+
+class Sigmoid(_Activation):
+    function = "sigmoid"
+
+
+class SiLU(_Activation):
+    function = "silu"
+
+
+class GELU(Activation):
+    """torch.nn.GELU(approximate='none' | 'tanh')."""
+
+    def __init__(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise unsupported(f"approximate={approximate!r}", "GELU")
+        super().__init__(ActivationConfig("gelu" if approximate == "none" else "gelu_tanh"))
+
+
+class Identity(Module):
+    """torch.nn.Identity: returns its input."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Flatten(Module):
+    """torch.nn.Flatten(start_dim=1, end_dim=-1)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+def Parameter(data: Tensor, requires_grad: bool = True) -> Tensor:  # noqa: N802 (torch's name)
+    """torch.nn.Parameter: a leaf tensor that a Module registers as a parameter."""
+    return data.detach().requires_grad_(requires_grad)

@@ -1,0 +1,154 @@
+"""Using a trained run (run layer): its metrics on data, and its predictions and forecasts.
+
+``evaluate_run`` scores a run's checkpoint on its validation split, or on another file
+with the same columns (windowed with the run's own normalisation), with the record's
+``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
+``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
+recursive forecast beyond its end, in the data's own units, with the datetime column
+carried through and extended by the series' own step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from ..autograd import no_grad
+from ..base.errors import ScellisError
+from ..data.csvsource import SeriesDataset, load_csv
+from ..data.text import TextDataset
+from ..model.build import entry_object
+from ..runtime.creation import tensor
+from ..train.data import Batches
+from ..train.evaluation import validation_pass
+from .baselines import baselines
+from .planning import eval_batch_of
+from .prepare import metric_set
+from .reference import TrainedRun
+
+DEFAULT_METRICS = {"regression": ["mae", "rmse", "smape"],
+                   "classification": ["accuracy", "perplexity", "bits_per_char"]}  # fmt: skip
+
+
+def run_dataset(run: TrainedRun, data=None):
+    """The run's dataset, or ``data`` (a CSV file) windowed with the run's statistics."""
+    own = run.dataset()
+    if data is None:
+        return own
+    if not isinstance(own, SeriesDataset):
+        raise ScellisError("--data takes a CSV file for a series model; this run is a text model")
+    return load_csv(dataclasses.replace(own.config, path=str(data)), stats=own.stats)
+
+
+async def evaluate_run(run: TrainedRun, *, data=None, device="reference") -> dict:
+    """The metrics of ``run``'s checkpoint (see the module note)."""
+    ds = run_dataset(run, data)
+    task = "classification" if isinstance(ds, TextDataset) else "regression"
+    specs = (run.record.get("eval") or {}).get("metrics") or DEFAULT_METRICS[task]
+    model = run.model(device)
+    batches = Batches(ds.x_val, ds.y_val, eval_batch_of(run.record), shuffle=False,
+                      device=model_device(model))  # fmt: skip
+    loss = entry_object(run.record["loss"], "loss")
+    val, metrics = await validation_pass(model, loss, batches, metrics=metric_set(specs, ds))
+    season = (run.record.get("eval") or {}).get("season")
+    return {
+        "run": run.rid, "step": run.step, "data": str(data) if data else "validation split",
+        "windows": len(ds.x_val), "val_loss": val, "metrics": metrics,
+        "baselines": baselines(ds, specs, season),
+    }  # fmt: skip
+
+
+def model_device(model):
+    return next(iter(model.parameters())).device
+
+
+async def _forward(model, rows: list) -> list:
+    with no_grad():
+        out = await model(tensor(rows, device=model_device(model))).read()
+    return [r if isinstance(r, list) else [r] for r in out]
+
+
+async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="reference",
+                      batch: int = 256) -> list[dict]:  # fmt: skip
+    """Rows ``{date, actual, predicted, horizon}`` over the series (every window, one
+    per row step) and ``horizon`` recursive steps past its end (``actual`` None)."""
+    ds = run_dataset(run, data)
+    if not isinstance(ds, SeriesDataset):
+        raise ScellisError("predict is for series models; use generate for a text model")
+    cfg, z = ds.config, ds.target_z
+    model = run.model(device)
+    starts = list(range(0, ds.rows - cfg.length + 1))
+    feats = _features(ds)
+    rows_out: list[dict] = []
+    for lo in range(0, len(starts), batch):
+        chunk = starts[lo : lo + batch]
+        preds = await _forward(model, [feats[s : s + cfg.length] for s in chunk])
+        for s, pred in zip(chunk, preds):
+            for k, value in enumerate(pred):
+                t = s + cfg.length + k
+                if t < ds.rows:
+                    rows_out.append(_row(ds, t, ds.denormalise(z[t]), ds.denormalise(value), k))
+    if horizon > 0:
+        rows_out += await _forecast(ds, model, feats, horizon)
+    return rows_out
+
+
+def _features(ds: SeriesDataset) -> list:
+    """Every row's normalised features (the series the windows were cut from)."""
+    rows = [None] * ds.rows
+    for x, s in zip(ds.x_train + ds.x_val, ds.train_starts + ds.val_starts):
+        for i, f in enumerate(x):
+            rows[s + i] = f
+    missing = [i for i, r in enumerate(rows) if r is None]
+    if missing:  # rows no window covers (a stride > 1): the target alone can fill them
+        if list(ds.config.features) != [ds.config.target]:
+            raise ScellisError("this series' stride leaves rows out of every window")
+        for i in missing:
+            rows[i] = [ds.target_z[i]]
+    return rows
+
+
+async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list[dict]:
+    cfg = ds.config
+    if list(cfg.features) != [cfg.target]:
+        raise ScellisError(
+            f"a recursive forecast needs the future of every input; this model reads "
+            f"{', '.join(cfg.features)} to predict {cfg.target} (--horizon 0 predicts the "
+            "series only)"
+        )
+    window = [list(f) for f in feats[-cfg.length :]]
+    out = []
+    for k in range(horizon):
+        (pred,) = await _forward(model, [window])
+        value = pred[0]
+        out.append({"date": _future_date(ds, k + 1), "actual": None,
+                    "predicted": ds.denormalise(value), "horizon": k + 1})  # fmt: skip
+        window = window[1:] + [[value]]
+    return out
+
+
+def _row(ds, t: int, actual: float, predicted: float, k: int) -> dict:
+    times = ds.times
+    return {"date": times[t].isoformat() if times else t, "actual": actual,
+            "predicted": predicted, "horizon": k + 1}  # fmt: skip
+
+
+def _future_date(ds: SeriesDataset, ahead: int):
+    times = ds.times
+    if not times:
+        return ds.rows - 1 + ahead  # the row number the step would have
+    if len(times) < 2:
+        raise ScellisError("the datetime column needs two rows to tell the series' step")
+    steps = sorted((b - a) for a, b in zip(times[-20:], times[-19:]))
+    step = steps[len(steps) // 2]  # the median step: a gap or two do not move it
+    last: datetime = times[-1]
+    return (last + step * ahead).isoformat()
+
+
+def csv_text(rows: list[dict]) -> str:
+    """The predictions as CSV: date, actual, predicted, horizon."""
+    lines = ["date,actual,predicted,horizon"]
+    for r in rows:
+        actual = "" if r["actual"] is None else repr(float(r["actual"]))
+        lines.append(f"{r['date']},{actual},{float(r['predicted'])!r},{r['horizon']}")
+    return "\n".join(lines) + "\n"

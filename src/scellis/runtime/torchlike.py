@@ -1,0 +1,250 @@
+"""torch's Tensor conveniences (runtime layer): a mixin of ``Tensor``.
+
+Moves (``to``, ``cpu``), host copies (``numpy``), ``clone``, ``t``, iteration over the
+first axis, in-place updates (``add_``, ``mul_``, ``zero_``, ``copy_`` ...), and torch's
+``dim=`` beside the engine's ``axis=``. It comes first among ``Tensor``'s bases, so its
+``to`` (device and dtype) and ``dim=`` wrappers stand in front of the op mixins'
+methods, which they call through ``super()``. Methods here use only the tensor's own
+methods and its device (this module sits below ``tensor``), so a new buffer is made
+with the device's ``alloc``/``upload`` and an in-place write is one ``flat_gather`` run
+on the device.
+
+In-place updates are for tensors autograd does not track: on a tensor that requires
+grad they are refused unless gradients are off (``with scellis.no_grad():``), as in
+torch. A contiguous float tensor is written in its own storage (every view of that
+storage, such as an optimizer's flat buffer, sees the change); any other tensor is
+pointed at new storage, so its other views keep the old values.
+"""
+
+from __future__ import annotations
+
+import array
+import struct
+import sys
+
+from ..autograd.mode import is_grad_enabled
+from ..base.dtypes import as_dtype
+from ..base.errors import DeviceError, DTypeError, ScellisError
+from ..base.shapes import contiguous_strides
+from ..devices.base import View, get_device
+
+
+def _is_dtype(x) -> bool:
+    if not isinstance(x, str):
+        return hasattr(x, "itemsize") and hasattr(x, "is_float")
+    try:
+        as_dtype(x)
+    except DTypeError:
+        return False
+    return True
+
+
+class TorchLikeMethods:
+    """torch-named conveniences on ``Tensor``; no state of its own."""
+
+    __slots__ = ()
+
+    # -- where the values live --
+    def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other_tensor)``:
+        a tensor on that device in that dtype (``self`` when nothing changes and
+        ``copy`` is off). ``"cpu"`` names the reference device."""
+        for a in args:
+            if hasattr(a, "device") and hasattr(a, "dtype") and hasattr(a, "_buf"):
+                device, dtype = a.device, a.dtype
+            elif _is_dtype(a):
+                dtype = a
+            else:
+                device = a
+        dev = get_device("reference" if device == "cpu" else device) if device else self.device
+        out = self
+        if dev is not self.device:
+            out = self._on(dev)
+        if dtype is not None and as_dtype(dtype) != out.dtype:
+            out = out.cast(as_dtype(dtype))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        """The tensor on the reference device (``self`` if it is there)."""
+        return self.to("reference")
+
+    def _host_bytes(self) -> bytes:
+        """The values in C order in the dtype's host layout (read through ``tolist``,
+        the synchronous readback every host has)."""
+        values = self.detach().reshape(-1).tolist() if self.numel else []
+        return _encode(values, self.dtype)
+
+    def _on(self, dev):
+        """A copy on device ``dev``, through host bytes (not recorded on the tape)."""
+        shape, dt = tuple(self.shape), self.dtype
+        buf = dev.alloc(self.numel, dt)
+        dev.upload(buf, self._host_bytes())
+        out = type(self)(buf, shape, contiguous_strides(shape), 0, dt, dev)
+        return out.requires_grad_() if self.requires_grad else out
+
+    def numpy(self, *, force: bool = False):
+        """A NumPy array holding a copy of the values (native hosts only: the browser has
+        no NumPy; ``tolist()`` works everywhere)."""
+        if self.requires_grad and not force:
+            raise ScellisError("numpy() of a tensor that requires grad; use t.detach().numpy()")
+        try:
+            ref = get_device("reference")
+        except DeviceError:
+            raise ScellisError("numpy() needs NumPy, which this host lacks; use tolist()") from None
+        return ref.host_array(self._host_bytes(), self.shape, self.dtype)
+
+    # -- copies and small views --
+    def clone(self):
+        """A copy in new storage; gradients flow back through it, as in torch."""
+        return self.prim("copy")
+
+    def t(self):
+        """The transpose of a matrix (a vector or scalar is returned as it is)."""
+        if self.ndim > 2:
+            raise ScellisError(f"t() expects a tensor of at most 2 dims, got {self.ndim}")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # -- torch's spellings: ``dim=`` for the engine's ``axis=``, dtype shorthands --
+    # (before the op mixins in Tensor's bases, so these wrap theirs through super())
+    def dim(self) -> int:
+        return self.ndim
+
+    def sum(self, dim=None, keepdim=False, *, axis=None):
+        return super().sum(_axis(dim, axis), keepdim)
+
+    def mean(self, dim=None, keepdim=False, *, axis=None):
+        return super().mean(_axis(dim, axis), keepdim)
+
+    def max(self, dim=None, keepdim=False, *, axis=None):
+        """The maxima (values only: torch's ``max(dim)`` also gives indices; use argmax)."""
+        return super().max(_axis(dim, axis), keepdim)
+
+    def min(self, dim=None, keepdim=False, *, axis=None):
+        """The minima (values only, as ``max``)."""
+        return super().min(_axis(dim, axis), keepdim)
+
+    def amax(self, dim=None, keepdim=False, *, axis=None):
+        return super().amax(_axis(dim, axis), keepdim)
+
+    def amin(self, dim=None, keepdim=False, *, axis=None):
+        return super().amin(_axis(dim, axis), keepdim)
+
+    def argmax(self, dim=None, keepdim=False, *, axis=None):
+        return super().argmax(_axis(dim, axis), keepdim)
+
+    def var(self, dim=None, keepdim=False, *, axis=None, correction=1, unbiased=None):
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        return super().var(_axis(dim, axis), keepdim, correction)
+
+    def std(self, dim=None, keepdim=False, *, axis=None, correction=1, unbiased=None):
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        return super().std(_axis(dim, axis), keepdim, correction)
+
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None):
+        return super().logsumexp(_axis(dim, axis, -1), keepdim)
+
+    def softmax(self, dim=None, *, axis=None):
+        return super().softmax(_axis(dim, axis, -1))
+
+    def log_softmax(self, dim=None, *, axis=None):
+        return super().log_softmax(_axis(dim, axis, -1))
+
+    def unsqueeze(self, dim=None, *, axis=None):
+        return super().unsqueeze(_axis(dim, axis))
+
+    def squeeze(self, dim=None, *, axis=None):
+        return super().squeeze(_axis(dim, axis))
+
+    def flatten(self, start_dim=None, end_dim=None, *, start=None, end=None):
+        return super().flatten(_axis(start_dim, start, 0), _axis(end_dim, end, -1))
+
+    def double(self):
+        return self.cast("f64")
+
+    def half(self):
+        return self.cast("f16")
+
+    def int(self):
+        return self.cast("i32")
+
+    def long(self):
+        """i32: the engine's integers are 32-bit (WGSL has no i64)."""
+        return self.cast("i32")
+
+    # -- in-place updates --
+    def _assign(self, new, what: str):
+        if is_grad_enabled() and self.requires_grad:
+            raise ScellisError(
+                f"{what} on a tensor that requires grad: autograd cannot see in-place "
+                "changes; wrap it in `with scellis.no_grad():`"
+            )
+        if tuple(new.shape) != tuple(self.shape):
+            new = new.expand(self.shape)
+        if new.device is not self.device:
+            new = new._on(self.device)
+        new = new.detach().cast(self.dtype).prim("copy")  # fresh storage: never aliases self
+        if self.dtype.is_float and self.is_contiguous() and self.numel:
+            flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
+            dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
+            self.device.run("flat_gather", [flat], [dest], {})
+        else:
+            self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
+        return self
+
+    def add_(self, other, alpha=1):
+        return self._assign(self + (other * alpha if alpha != 1 else other), "add_")
+
+    def sub_(self, other, alpha=1):
+        return self._assign(self - (other * alpha if alpha != 1 else other), "sub_")
+
+    def mul_(self, other):
+        return self._assign(self * other, "mul_")
+
+    def div_(self, other):
+        return self._assign(self / other, "div_")
+
+    def clamp_(self, min=None, max=None):
+        return self._assign(self.clamp(min, max), "clamp_")
+
+    def fill_(self, value):
+        return self._assign(self.full_like(value), "fill_")
+
+    def zero_(self):
+        return self._assign(self.zeros_like(), "zero_")
+
+    def copy_(self, src):
+        """Overwrite the values with ``src`` (broadcast, cast, moved as needed)."""
+        if not hasattr(src, "_buf"):
+            raise ScellisError(f"copy_ takes a tensor, not {type(src).__name__}")
+        return self._assign(src, "copy_")
+
+
+def _encode(values: list, dtype) -> bytes:
+    """Host bytes of flat ``values`` in ``dtype`` (bool: one byte each; little-endian)."""
+    if dtype.code == "e":
+        return struct.pack(f"<{len(values)}e", *values)
+    if dtype.kind == "b":
+        return bytes(1 if v else 0 for v in values)
+    out = array.array(dtype.code, values)
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out.tobytes()
+
+
+def _axis(dim, axis, default=None):
+    """torch's ``dim`` or the engine's ``axis`` (one of them), else ``default``."""
+    if dim is not None and axis is not None:
+        raise ScellisError("give dim or axis, not both")
+    if axis is not None:
+        return axis
+    return dim if dim is not None else default

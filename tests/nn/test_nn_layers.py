@@ -1,0 +1,171 @@
+"""scellis.nn layers against torch.nn: torch's weights loaded by torch's key names,
+forward outputs and gradients compared on random inputs (reference device, f32)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from nnutil import arr, compare, pair, rng_for, th
+
+import scellis as sc
+from scellis import nn
+
+
+def normal(name, *shape):
+    return rng_for(name).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(bias):
+    compare(nn.Linear(5, 3, bias=bias), torch.nn.Linear(5, 3, bias=bias),
+            [normal("lin", 4, 2, 5)], f"linear{bias}")  # fmt: skip
+
+
+def test_embedding_with_padding_row():
+    ids = rng_for("emb").integers(0, 7, (3, 4))
+    ours, theirs = nn.Embedding(7, 5, padding_idx=2), torch.nn.Embedding(7, 5, padding_idx=2)
+    compare(ours, theirs, [ids], "embedding")
+
+
+def test_layer_norm():
+    compare(nn.LayerNorm(6, eps=1e-4), torch.nn.LayerNorm(6, eps=1e-4),
+            [normal("ln", 3, 6)], "layer_norm")  # fmt: skip
+
+
+def test_activations_in_a_sequential():
+    def build(lib, **kw):
+        return lib.Sequential(
+            lib.Linear(4, 8), lib.ReLU(), lib.Linear(8, 8), lib.GELU(), lib.Linear(8, 8),
+            lib.Tanh(), lib.Linear(8, 6), lib.Sigmoid(), lib.Dropout(0.0), lib.Linear(6, 2),
+        )  # fmt: skip
+
+    compare(build(nn), build(torch.nn), [normal("seq", 5, 4)], "sequential")
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_lstm_two_layers_with_initial_state(batch_first):
+    B, T, F, H, L = 3, 5, 2, 4, 2
+    x = normal("lstm:x", B, T, F) if batch_first else normal("lstm:x", T, B, F)
+    h0, c0 = normal("lstm:h", L, B, H), normal("lstm:c", L, B, H)
+    ours = nn.LSTM(F, H, num_layers=L, batch_first=batch_first)
+    theirs = torch.nn.LSTM(F, H, num_layers=L, batch_first=batch_first)
+    call = lambda m, x, h, c: m(x, (h, c))  # noqa: E731
+    compare(ours, theirs, [x, h0, c0], f"lstm{batch_first}", call=call)
+    out, (h, c) = ours(sc.tensor(x), (sc.tensor(h0), sc.tensor(c0)))
+    with torch.no_grad():
+        tout, (th_, tc) = theirs(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    torch.testing.assert_close(th(h), th_)
+    torch.testing.assert_close(th(c), tc)
+
+
+def test_gru_unbatched_and_batched():
+    ours, theirs = nn.GRU(3, 4, num_layers=2), torch.nn.GRU(3, 4, num_layers=2)
+    compare(ours, theirs, [normal("gru", 6, 2, 3)], "gru")
+    out, h = ours(sc.tensor(normal("gru1", 6, 3)))
+    tout, th_ = theirs(torch.tensor(normal("gru1", 6, 3)))
+    assert out.shape == (6, 4) and h.shape == (2, 4)
+    torch.testing.assert_close(th(out), tout.detach())
+    torch.testing.assert_close(th(h), th_.detach())
+
+
+def _packed(name):
+    """Our q, k, v gradients stacked as torch packs them in ``in_proj_*``."""
+    return lambda m: sc.functional.cat([getattr(getattr(m, k), name).grad for k in "qkv"], 0)
+
+
+def test_multihead_attention_with_padding_mask():
+    E, H = 8, 2
+    x = normal("mha:x", 3, 5, E)
+    pad = np.zeros((3, 5), dtype=bool)
+    pad[1, 3:] = True
+    ours = nn.MultiheadAttention(E, H, batch_first=True)
+    theirs = torch.nn.MultiheadAttention(E, H, batch_first=True)
+    xs, xt = pair(x)
+    ps, pt = pair(pad)
+    ours.load_state_dict(theirs.state_dict())
+    y, w = ours(xs, xs, xs, key_padding_mask=ps)
+    ty, _ = theirs(xt, xt, xt, key_padding_mask=pt)
+    assert w is None
+    torch.testing.assert_close(th(y), ty.detach())
+    R = normal("mha:R", 3, 5, E)
+    y.backward(sc.tensor(R))
+    ty.backward(torch.tensor(R))
+    torch.testing.assert_close(th(xs.grad), xt.grad)
+    torch.testing.assert_close(th(_packed("weight")(ours)), theirs.in_proj_weight.grad)
+    torch.testing.assert_close(th(_packed("bias")(ours)), theirs.in_proj_bias.grad)
+    torch.testing.assert_close(th(ours.o.weight.grad), theirs.out_proj.weight.grad)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_layer(norm_first):
+    kw = dict(dim_feedforward=16, dropout=0.0, batch_first=False, norm_first=norm_first)
+    ours = nn.TransformerEncoderLayer(8, 2, **kw)
+    theirs = torch.nn.TransformerEncoderLayer(8, 2, **kw)
+    grads = {
+        "self_attn.in_proj_weight": lambda m: _packed("weight")(m.attn),
+        "self_attn.in_proj_bias": lambda m: _packed("bias")(m.attn),
+        "self_attn.out_proj.weight": lambda m: m.attn.o.weight.grad,
+        "self_attn.out_proj.bias": lambda m: m.attn.o.bias.grad,
+        "linear1.weight": lambda m: m.mlp.fc1.weight.grad,
+        "linear1.bias": lambda m: m.mlp.fc1.bias.grad,
+        "linear2.weight": lambda m: m.mlp.fc2.weight.grad,
+        "linear2.bias": lambda m: m.mlp.fc2.bias.grad,
+        "norm1.weight": lambda m: m.ln1.weight.grad,
+        "norm1.bias": lambda m: m.ln1.bias.grad,
+        "norm2.weight": lambda m: m.ln2.weight.grad,
+        "norm2.bias": lambda m: m.ln2.bias.grad,
+    }
+    compare(ours, theirs, [normal("tel", 5, 2, 8)], f"tel{norm_first}", grad_map=grads)
+
+
+def test_unsupported_options_say_so():
+    with pytest.raises(sc.ScellisError, match="bidirectional=True is not supported yet"):
+        nn.LSTM(2, 3, bidirectional=True)
+    with pytest.raises(sc.ScellisError, match="not supported yet"):
+        nn.GRU(2, 3, bidirectional=True)
+    with pytest.raises(sc.ScellisError, match="attn_mask"):
+        m = nn.MultiheadAttention(4, 2)
+        x = sc.tensor(normal("u", 3, 1, 4))
+        m(x, x, x, attn_mask=x)
+
+
+def test_loss_modules_and_functional_match_torch():
+    logits, tlogits = pair(normal("ce", 4, 5, 3))  # [N, C, d1] as torch lays it out
+    target = rng_for("ce:t").integers(0, 5, (4, 3))
+    ti, tt = pair(target)
+    ours = nn.CrossEntropyLoss(label_smoothing=0.1)(logits, ti)
+    theirs = torch.nn.CrossEntropyLoss(label_smoothing=0.1)(tlogits, tt)
+    torch.testing.assert_close(th(ours), theirs.detach())
+    a, b = normal("mse:a", 6), normal("mse:b", 6)
+    got = nn.functional.mse_loss(sc.tensor(a), sc.tensor(b)).item()
+    assert got == pytest.approx(
+        torch.nn.functional.mse_loss(torch.tensor(a), torch.tensor(b)).item(), rel=1e-6
+    )
+    x = normal("sm", 3, 4)
+    torch.testing.assert_close(
+        th(nn.functional.softmax(sc.tensor(x), dim=0)), torch.softmax(torch.tensor(x), dim=0)
+    )
+    torch.testing.assert_close(
+        th(nn.functional.gelu(sc.tensor(x))), torch.nn.functional.gelu(torch.tensor(x))
+    )
+    torch.testing.assert_close(th(nn.functional.relu(sc.tensor(x))), torch.relu(torch.tensor(x)))
+    assert arr(nn.functional.relu(sc.tensor(x))).min() >= 0
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch's note on its nested-tensor path
+def test_transformer_encoder_stack_with_final_norm():
+    def build(lib):
+        layer = lib.nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0)
+        return lib.nn.TransformerEncoder(layer, num_layers=2, norm=lib.nn.LayerNorm(8))
+
+    torch.manual_seed(1)
+    theirs = build(torch)
+    ours = build(sc)
+    assert len(ours.state_dict()) == len(theirs.state_dict()) + 2 * 4  # q, k, v unpacked
+    ours.load_state_dict(theirs.state_dict())
+    x = normal("enc", 4, 3, 8)
+    y = ours(sc.tensor(x))
+    with torch.no_grad():
+        ty = theirs(torch.tensor(x))
+    torch.testing.assert_close(th(y), ty)
