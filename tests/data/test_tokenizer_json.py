@@ -274,3 +274,16 @@ def test_a_record_tokenizes_its_text_with_a_tokenizer_json(tmp_path, capsys):
     rc = main(["train", str(rec), "--store", str(tmp_path / "s"), "--device", "reference",
                "--max-steps", "2", "--json"])  # fmt: skip
     assert rc == 0, capsys.readouterr()
+    capsys.readouterr()
+    # the run continues text through its tokenizer: streamed pieces add up to the JSON's text
+    prompt = "Café naïve 日本"
+    args = ["generate", "last", "--prompt", prompt, "--max-new", "12", "--store",
+            str(tmp_path / "s"), "--device", "reference", "--temperature", "1.5"]  # fmt: skip
+    assert main(args) == 0
+    streamed = capsys.readouterr().out
+    assert main([*args, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    head = ref.encode(prompt, add_special_tokens=False).ids
+    whole = ref.decode(head + row["ids"])
+    assert whole.startswith(prompt) and row["generated"] == whole[len(prompt) :]
+    assert streamed.rstrip("\n") == row["generated"].rstrip("\n") or "\ufffd" in whole

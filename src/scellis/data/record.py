@@ -113,11 +113,10 @@ def _load(data: dict, base_dir) -> SeriesDataset | TextDataset:
     )  # fmt: skip
 
 
-def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
-    """None for ``char``; else the tokenizer.json at ``name`` (a file or a folder)."""
-    if name == "char":
-        return None
-    if not isinstance(name, str) or not name:
+def tokenizer_path(name, base_dir=".") -> Path:
+    """The tokenizer.json a data section's ``tokenizer`` (not ``char``) names: a file, or
+    a folder holding one, relative to ``base_dir``."""
+    if not isinstance(name, str) or not name or name == "char":
         raise ScellisError("data.tokenizer: char, or the path of a tokenizer.json")
     path = Path(base_dir) / name
     if path.is_dir():
@@ -126,6 +125,14 @@ def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
         raise ScellisError(
             f"data.tokenizer: {name!r} is neither char nor a tokenizer.json file ({path})"
         )
+    return path
+
+
+def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
+    """None for ``char``; else the tokenizer.json at ``name`` (a file or a folder)."""
+    if name == "char":
+        return None
+    path = tokenizer_path(name, base_dir)
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as e:
