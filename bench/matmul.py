@@ -1,22 +1,35 @@
-"""Matmul throughput benchmark: scellis WebGPU vs NumPy f32 (and torch CUDA f32 if present).
+"""Matmul throughput benchmark: scellis WebGPU vs torch CUDA f32 (cuBLAS, TF32 off) and NumPy.
 
 Usage::
 
-    PYTHONPATH=src python3 bench/matmul.py --sizes 256,512            # lavapipe-sized
-    PYTHONPATH=src python3 bench/matmul.py --tiles auto,t64,t128      # all default shapes
+    PYTHONPATH=src python3 bench/matmul.py --sizes 256,512 --numpy      # lavapipe-sized
+    PYTHONPATH=src python3 bench/matmul.py                              # 4096^3 + Transformer
+    PYTHONPATH=src python3 bench/matmul.py --tiles auto,t128,r128       # forced tiles too
 
-``--sizes`` takes square sizes (``512``) and ``MxKxN`` shapes (``4096x64x4096``).
+``--sizes`` takes square sizes (``512``) and ``MxKxN`` shapes (``4096x64x4096``); a
+``:ta`` / ``:tb`` suffix stores A / B transposed and multiplies its ``.mT`` view (the
+layouts of a Linear layer's backward: dX = dY @ W^T is ``:tb``, dW = X^T @ dY is ``:ta``).
+The default list is 4096^3 and, for each Transformer projection (tokens 8192, d_model
+384, MxKxN in 8192x384x1152, 8192x384x384, 8192x384x1536, 8192x1536x384), its forward
+product and the two backward ones.
 
 Method (nothing is subtracted): every backend runs ``--warmup`` untimed calls (pipeline
 compile, pool fill, cuBLAS heuristics), then ``--repeats`` timed samples; a sample is
 ``inner`` back-to-back calls and its time divided by ``inner``, where ``inner`` is chosen
-from the warm-up so one sample lasts >= ``--min-sample-ms``. WebGPU samples start with
-the queue drained and end when a 4-byte readback of the last output returns (the queue
-runs in order, so that waits for every matmul in the sample); the time therefore includes
-host-side encoding and submission of each call and one small readback per sample. torch
-samples end with ``torch.cuda.synchronize()``; TF32 is off, so it is a true f32 GEMM.
-GFLOP/s = 2*M*N*K / median time. Each WebGPU result is checked on 32 rows against an f64
-product with the bound of kernels/matmul.py (``err/bound`` must stay <= 1).
+from the warm-up so one sample lasts >= ``--min-sample-ms``. Samples start with the queue
+drained and end when the last result is ready (WebGPU: a 4-byte readback of the last
+output, the queue running in order; torch: ``torch.cuda.synchronize()``). Each WebGPU
+call is submitted as it is made, so the GPU runs while the host encodes the next. Two
+WebGPU figures: ``op`` is the whole ``matmul`` op per call (shape rules, kernel choice,
+output allocation, encoding, submission); ``kernel`` re-launches that op's encoded kernel
+(same pipeline, bindings and output) per call, which leaves out the Python op layer:
+the kernel's throughput in a stream, as torch's figure is cuBLAS's. TF32 is off in
+torch, so it is a true f32 GEMM. ``--dtype f16`` runs both in f16: scellis reads f16
+(shader-f16), accumulates in f32 and stores f16; torch's f16 GEMM uses the tensor cores,
+which WGSL cannot reach. TFLOP/s = 2*M*N*K / median time; ``ratio`` = WebGPU
+kernel / torch. Each WebGPU result is checked on 32 rows against an f64 product with the
+bound of kernels/matmul.py, plus one f16 rounding of the result for f16 (``err/bound``
+must stay <= 1).
 """
 
 from __future__ import annotations
@@ -35,19 +48,34 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import scellis as sc  # noqa: E402
 from scellis.devices.webgpu import WebGPUBackend  # noqa: E402
-from scellis.devices.webgpu.kernels.matmul import choose_tile  # noqa: E402
+from scellis.devices.webgpu.kernels.matmul import (  # noqa: E402
+    choose_reg,
+    choose_split,
+    choose_tile,
+)
 from scellis.runtime.dispatch import apply  # noqa: E402
 from scellis.runtime.tensor import run_sync  # noqa: E402
 
-DEFAULT = "256,512,1024,2048,4096,4096x64x4096,64x4096x64,8192x1024x16"
+TRANSFORMER = ((8192, 384, 1152), (8192, 384, 384), (8192, 384, 1536), (8192, 1536, 384))
+DEFAULT = ",".join(
+    ["4096"] + [f"{m}x{k}x{n},{m}x{n}x{k}:tb,{k}x{m}x{n}:ta" for m, k, n in TRANSFORMER]
+)
 
 
-def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+def parse_shapes(text: str) -> list[tuple[int, int, int, bool, bool]]:
+    """(M, K, N, A transposed, B transposed) of each item."""
     shapes = []
     for item in text.split(","):
-        dims = [int(d) for d in item.lower().split("x")]
-        shapes.append((dims[0],) * 3 if len(dims) == 1 else tuple(dims))
+        dims, _, flags = item.lower().partition(":")
+        d = [int(x) for x in dims.split("x")]
+        m, k, n = (d[0],) * 3 if len(d) == 1 else d
+        shapes.append((m, k, n, "ta" in flags, "tb" in flags))
     return shapes
+
+
+def label(shape) -> str:
+    m, k, n, ta, tb = shape
+    return f"{m}x{k}x{n}" + (":ta" if ta else "") + (":tb" if tb else "")
 
 
 def time_samples(run, sync, warmup: int, repeats: int, min_sample_s: float) -> dict:
@@ -71,13 +99,24 @@ def time_samples(run, sync, warmup: int, repeats: int, min_sample_s: float) -> d
     return {"median_s": statistics.median(samples), "min_s": min(samples), "inner": inner}
 
 
-def bench_webgpu(dev, a, b, tile: str, args) -> tuple[dict, float]:
-    ta, tb = sc.tensor(a, device=dev), sc.tensor(b, device=dev)
+def operands(rng, shape, dtype=np.float32):
+    """(A, B) as multiplied and the arrays stored: transposed operands are stored [.., C, R]."""
+    m, k, n, ta, tb = shape
+    a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32).astype(dtype)
+    return (a.T if ta else a), (b.T if tb else b), a, b
+
+
+def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, object]:
+    """(op stats, kernel stats, last output) of ``tile`` (see the module docstring)."""
+    ta, tb = (sc.tensor(x, device=dev) for x in stored)
+    ta, tb = (ta.mT if shape[3] else ta), (tb.mT if shape[4] else tb)
     attrs = {} if tile == "auto" else {"_tile": tile}
     last = {}
 
-    def run():
+    def op():
         last["y"] = apply("matmul", (ta, tb), **attrs)
+        dev.gpu.flush()
 
     def sync():
         y = last.get("y")
@@ -86,19 +125,32 @@ def bench_webgpu(dev, a, b, tile: str, args) -> tuple[dict, float]:
             return
         run_sync(dev.gpu.read_buffer(y.view.buf.handle.chunks[0], 0, 4))
 
-    stats = time_samples(run, sync, args.warmup, args.repeats, args.min_sample_ms / 1e3)
-    return stats, check_rows(dev, last["y"], a, b)
+    min_s = args.min_sample_ms / 1e3
+    op_stats = time_samples(op, sync, args.warmup, args.repeats, min_s)
+    y = last["y"]
+    launches = dev.encode("matmul", [ta.view, tb.view], [y.view], attrs)
+
+    def kernel():
+        for src, grid in launches:
+            dev.launch(src, grid)
+        dev.gpu.flush()
+
+    kernel_stats = time_samples(kernel, sync, args.warmup, args.repeats, min_s)
+    return op_stats, kernel_stats, y
 
 
 def check_rows(dev, y, a, b, rows: int = 32) -> float:
-    """max err/bound over ``rows`` spread rows of the last WebGPU result."""
+    """max err/bound over ``rows`` spread rows of a WebGPU result ``y`` = ``a @ b``."""
     m, k = a.shape
     data = run_sync(dev.read(y.view.buf))
-    got = np.frombuffer(data, dtype=np.float32, count=m * b.shape[1]).reshape(m, -1)
+    got = np.frombuffer(data, dtype=a.dtype, count=m * b.shape[1]).reshape(m, -1)
     idx = np.linspace(0, m - 1, min(rows, m)).astype(int)
     a64, b64 = a[idx].astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64
     bound = max(k, 1) * 2.0**-23 * (np.abs(a64) @ np.abs(b64))
-    err = np.abs(got[idx].astype(np.float64) - a64 @ b64)
+    if a.dtype == np.float16:  # f32 accumulation, then one rounding to f16
+        bound += 2.0**-11 * np.abs(want)
+    err = np.abs(got[idx].astype(np.float64) - want)
     return float(np.max(err / np.maximum(bound, 1e-30)))
 
 
@@ -108,7 +160,7 @@ def bench_numpy(a, b, args) -> dict:
     )
 
 
-def bench_torch(a, b, args) -> dict | None:
+def bench_torch(stored, shape, args) -> dict | None:
     try:
         import torch
     except ImportError:
@@ -116,7 +168,8 @@ def bench_torch(a, b, args) -> dict | None:
     if not torch.cuda.is_available():
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
-    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    ta, tb = (torch.from_numpy(x).cuda() for x in stored)
+    ta, tb = (ta.mT if shape[3] else ta), (tb.mT if shape[4] else tb)
     return time_samples(
         lambda: torch.matmul(ta, tb),
         torch.cuda.synchronize,
@@ -126,20 +179,29 @@ def bench_torch(a, b, args) -> dict | None:
     )
 
 
-def gflops(shape, seconds: float) -> float:
-    m, k, n = shape
-    return 2.0 * m * n * k / seconds / 1e9
+def auto_tile(m: int, k: int, n: int, limits: dict) -> str:
+    """The kernel a 2-D product takes: a REGS or TILES tile, ``/kN`` for a K split in N."""
+    parts = choose_split(m, n, k, 1, limits)
+    if parts > 1:
+        return f"{choose_reg(m, n, k // parts, parts, limits)}/k{parts}"
+    return choose_reg(m, n, k, 1, limits) or choose_tile(m, n, 1, limits)
+
+
+def tflops(shape, seconds: float) -> float:
+    m, k, n = shape[:3]
+    return 2.0 * m * n * k / seconds / 1e12
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default=DEFAULT, help="N or MxKxN, comma separated")
-    p.add_argument("--tiles", default="auto", help="WebGPU tile configs: auto,t16,t32,t64,t128")
+    p.add_argument("--sizes", default=DEFAULT, help="N or MxKxN[:ta][:tb], comma separated")
+    p.add_argument("--tiles", default="auto", help="WebGPU tiles: auto, t16..t128, r128, ...")
     p.add_argument("--adapter", default=None, help="substring of the adapter name/backend")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--min-sample-ms", type=float, default=50.0)
-    p.add_argument("--no-numpy", action="store_true", help="skip the (slow) NumPy baseline")
+    p.add_argument("--numpy", action="store_true", help="add the (slow) NumPy baseline")
+    p.add_argument("--dtype", default="f32", choices=("f32", "f16"), help="f16: shader-f16")
     p.add_argument("--out", default="bench/out/matmul.json")
     args = p.parse_args(argv)
 
@@ -147,34 +209,40 @@ def main(argv=None) -> int:
     tiles = args.tiles.split(",")
     rng = np.random.default_rng(0)
     print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
-    cols = [f"webgpu[{t}]" for t in tiles] + ["numpy", "torch_cuda"]
-    print(f"{'M x K x N':>20} {'tile':>5} " + " ".join(f"{c:>13}" for c in cols) + "  err/bound")
+    cols = [f"{w}[{t}]" for t in tiles for w in ("kernel", "op")] + ["numpy", "torch"]
+    print(f"{args.dtype} TFLOP/s; ratio = kernel[{tiles[0]}] / torch")
+    print(f"{'M x K x N':>18} {'tile':>9} " + " ".join(f"{c:>13}" for c in cols) + " ratio err/bnd")
     results = []
     for shape in parse_shapes(args.sizes):
-        m, k, n = shape
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
-        row = {"shape": list(shape), "gflops": {}, "median_ms": {}, "inner": {}}
+        m, k, n, _, _ = shape
+        a, b, *stored = operands(rng, shape, np.float16 if args.dtype == "f16" else np.float32)
+        row = {"shape": label(shape), "tflops": {}, "median_ms": {}, "inner": {}}
         worst = 0.0
         for t in tiles:
-            stats, ratio = bench_webgpu(dev, a, b, t, args)
-            worst = max(worst, ratio)
-            row["gflops"][f"webgpu[{t}]"] = gflops(shape, stats["median_s"])
-            row["median_ms"][f"webgpu[{t}]"] = stats["median_s"] * 1e3
-            row["inner"][f"webgpu[{t}]"] = stats["inner"]
-        for name, fn in (("numpy", bench_numpy), ("torch_cuda", bench_torch)):
-            stats = None if name == "numpy" and args.no_numpy else fn(a, b, args)
+            op_stats, kernel_stats, y = bench_webgpu(dev, stored, shape, t, args)
+            worst = max(worst, check_rows(dev, y, a, b))
+            del y
+            for w, stats in (("kernel", kernel_stats), ("op", op_stats)):
+                row["tflops"][f"{w}[{t}]"] = tflops(shape, stats["median_s"])
+                row["median_ms"][f"{w}[{t}]"] = stats["median_s"] * 1e3
+                row["inner"][f"{w}[{t}]"] = stats["inner"]
+        for name in ("numpy", "torch"):
+            if name == "numpy":
+                stats = bench_numpy(a, b, args) if args.numpy else None
+            else:
+                stats = bench_torch(stored, shape, args)
             if stats is not None:
-                row["gflops"][name] = gflops(shape, stats["median_s"])
+                row["tflops"][name] = tflops(shape, stats["median_s"])
                 row["median_ms"][name] = stats["median_s"] * 1e3
-        row["auto_tile"] = choose_tile(m, n, 1, dev.limits)
+        torch_tf = row["tflops"].get("torch")
+        row["ratio"] = row["tflops"][cols[0]] / torch_tf if torch_tf else None
+        row["auto_tile"] = auto_tile(m, k, n, dev.limits)
         row["err_over_bound"] = worst
         results.append(row)
-        cells = " ".join(f"{row['gflops'].get(c, float('nan')):>13.1f}" for c in cols)
-        print(
-            f"{'x'.join(map(str, shape)):>20} {row['auto_tile']:>5} {cells}  {worst:.3f}",
-            flush=True,
-        )
+        cells = " ".join(f"{row['tflops'].get(c, float('nan')):>13.2f}" for c in cols)
+        ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
+        line = f"{label(shape):>18} {row['auto_tile']:>9} {cells} {ratio:>5} {worst:.3f}"
+        print(line, flush=True)
     report = {
         "adapter": {
             "name": dev.info.name,
@@ -183,7 +251,7 @@ def main(argv=None) -> int:
             "type": dev.info.adapter_type,
             "description": dev.info.description,
         },
-        "units": "GFLOP/s = 2*M*N*K / median seconds per call",
+        "units": "TFLOP/s = 2*M*N*K / median seconds per call",
         "method": __doc__.split("Method", 1)[1].strip(),
         "args": vars(args),
         "results": results,

@@ -195,3 +195,33 @@ def test_import_record_takes_a_run(run, capsys, tmp_path):
                 "safetensors", "--out", tmp_path / "b.safetensors")[0] == 0  # fmt: skip
     a, b = load_file(tmp_path / "a.safetensors"), load_file(tmp_path / "b.safetensors")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_export_metrics_gives_every_recorded_value(run, capsys, tmp_path, fmt):
+    from scellis.store.records import Records  # noqa: PLC0415
+
+    folder, store = run
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    path = tmp_path / f"m.{fmt}"
+    code, _, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store, "--format",
+                        fmt, "-o", path)  # fmt: skip
+    assert code == 0, err
+    got: dict = {}
+    if fmt == "csv":
+        for row in csv.DictReader(path.open()):
+            for name, value in row.items():
+                if name != "step" and value != "":
+                    got.setdefault(name, []).append((int(row["step"]), float(value)))
+    else:
+        for line in path.read_text().splitlines():
+            d = json.loads(line)
+            got.setdefault(d["name"], []).append((d["step"], d["value"]))
+    r = Records(store)
+    try:
+        want = {n: r.metrics(rid, n) for n in r.metric_names(rid)}
+    finally:
+        r.close()
+    assert {"loss", "lr", "val_loss", "val_mae", "val_rmse"} <= set(want)
+    assert {n: sorted(v) for n, v in got.items()} == {n: sorted(v) for n, v in want.items()}

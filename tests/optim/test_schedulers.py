@@ -47,6 +47,18 @@ TORCH_TWINS = [
     ("constant", {"factor": 0.3, "total_iters": 7}, lambda o: L.ConstantLR(o, 0.3, 7)),
     ("step", {"step_size": 7, "gamma": 0.7}, lambda o: L.StepLR(o, 7, 0.7)),
     ("exponential", {"gamma": 0.93}, lambda o: L.ExponentialLR(o, 0.93)),
+    (
+        "multi_step",
+        {"milestones": [5, 17, 17, 40], "gamma": 0.6},
+        lambda o: L.MultiStepLR(o, [5, 17, 17, 40], 0.6),
+    ),
+    ("polynomial", {"total_iters": 37, "power": 1.7}, lambda o: L.PolynomialLR(o, 37, 1.7)),
+    (
+        "cosine_restarts",
+        {"t_0": 7, "t_mult": 2, "eta_min": 0.01},
+        lambda o: L.CosineAnnealingWarmRestarts(o, 7, 2, 0.01),
+    ),
+    ("cosine_restarts", {"t_0": 11}, lambda o: L.CosineAnnealingWarmRestarts(o, 11)),
     ("linear_warmup", {}, lambda o: L.LinearLR(o)),
     (
         "linear_warmup",
@@ -165,6 +177,8 @@ def test_state_dict_resumes_the_sequence(name):
         "cosine": {"t_max": 20},
         "warmup_cosine": {"warmup_steps": 5, "total_steps": 30},
         "one_cycle": {"total_steps": 30},
+        "cosine_restarts": {"t_0": 4, "t_mult": 2},
+        "multi_step": {"milestones": [3, 9]},
     }.get(name, {})
     _, a = _ours(name, **cfg)
     metric = lambda t: [1.0, 0.9, 0.95, 0.97, 0.99, 0.98][t % 6]

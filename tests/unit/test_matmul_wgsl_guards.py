@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from scellis.devices.webgpu.kernels.matmul import TILES, Side, _main
+from scellis.devices.webgpu.kernels.matmul import REGS, TILES, Side, _main, _rmain
 
 SIDES = [Side(along, vec) for along in ("t", "k") for vec in (False, True)]
 VARIANTS = list(itertools.product(sorted(TILES), SIDES, SIDES, (False, True), (False, True)))
@@ -30,4 +30,19 @@ def test_guards_do_not_short_circuit(tile, a, b, out_vec, half):
     t = TILES[tile]
     passes = t.bk * t.bm // (4 * t.threads)
     want = 2 * sum(passes * (1 if s.vec else 4) for s in (a, b))
+    assert len(guards) == want, (len(guards), want)
+
+
+REG_VARIANTS = list(itertools.product(sorted(REGS), SIDES, SIDES, (False, True), (False, True)))
+
+
+@pytest.mark.parametrize("tile,a,b,out_vec,half", REG_VARIANTS)
+def test_reg_guards_do_not_short_circuit(tile, a, b, out_vec, half):
+    code = _rmain(REGS[tile], a, b, out_vec, half, half)
+    assert "&&" not in code
+    r = REGS[tile]
+    # one guarded fetch before the K loop and one inside it, per pass and side
+    passes = {s: bt * r.bk // (4 * r.group) for s, bt in (("a", r.bm), ("b", r.bn))}
+    want = 2 * sum(passes[n] * (1 if s.vec else 4) for n, s in (("a", a), ("b", b)))
+    guards = re.findall(r"if \((\(.*?\) & \(.*?\))\) \{ [ab]\d+v", code)
     assert len(guards) == want, (len(guards), want)

@@ -11,7 +11,15 @@ import pytest
 
 import scellis as sc
 from scellis.devices.webgpu import WebGPUBackend
-from scellis.devices.webgpu.kernels.matmul import TILES, choose_side, fold_grid
+from scellis.devices.webgpu.kernels.matmul import (
+    REG_MIN_WORK,
+    REGS,
+    TILES,
+    choose_reg,
+    choose_side,
+    choose_split,
+    fold_grid,
+)
 from scellis.runtime.dispatch import apply
 
 pytestmark = pytest.mark.webgpu
@@ -238,3 +246,94 @@ def test_f16_widens_and_accumulates_in_f32(gpu, rng):
     want = a64 @ b64
     bound = _bound(a64, b64, 40) + 2.0**-11 * np.abs(want)
     _check(got, want, bound, "f16")
+
+
+# the register-tiled kernel (REGS) that large products take: ragged sizes (not multiples
+# of any tile, K not a multiple of 4 for scalar loads), every layout, batched. Every tile
+# that fits this adapter's workgroup memory is checked (r128x64s2 needs 48 KiB, which
+# lavapipe lacks: it is the same generator as r64s4 (K groups) and r128 with other sizes)
+REG_SHAPES = [
+    # (A shape, B shape, A transposed, B transposed)
+    ((70, 37), (37, 133), False, False),
+    ((130, 200), (200, 66), True, False),
+    ((33, 8), (8, 40), False, True),
+    ((129, 65), (65, 67), True, True),
+    ((2, 3, 40, 36), (2, 3, 36, 70), False, False),
+    ((3, 2, 50, 20), (3, 2, 20, 44), True, True),
+]
+
+
+@pytest.mark.parametrize("sa,sb,ta,tb", REG_SHAPES)
+def test_reg_tiles_agree(gpu, rng, sa, sb, ta, tb):
+    fitting = sorted(t for t in REGS if REGS[t].fits(gpu.limits))
+    assert len(fitting) >= 3, fitting  # every adapter the suite runs on has most of them
+    ra, da, a = _operand(rng, sa, ta, gpu)
+    rb, db, b = _operand(rng, sb, tb, gpu)
+    for tile in fitting:
+        got = _np(apply("matmul", (da, db), _tile=tile))
+        _check(got, _np(ra @ rb), _bound(a, b, sa[-1]), f"{tile} {sa} @ {sb} ta={ta} tb={tb}")
+
+
+def test_reg_tile_offset_views_and_repeats(gpu, rng):
+    # misaligned slices take the scalar loaders; repeated runs are bitwise identical
+    x = rng.standard_normal((90, 70)).astype(np.float32)
+    y = rng.standard_normal((75, 81)).astype(np.float32)
+    (rx, dx), (ry, dy) = _pair(x, gpu), _pair(y, gpu)
+    ra, da, a = rx[1:, 2:67], dx[1:, 2:67], x[1:, 2:67].astype(np.float64)
+    rb, db, b = ry[3:68, 1:], dy[3:68, 1:], y[3:68, 1:].astype(np.float64)
+    for tile in sorted(t for t in REGS if REGS[t].fits(gpu.limits)):
+        first = _np(apply("matmul", (da, db), _tile=tile))
+        _check(first, _np(ra @ rb), _bound(a, b, 65), tile)
+        np.testing.assert_array_equal(_np(apply("matmul", (da, db), _tile=tile)), first)
+
+
+def test_reg_f16_widens_and_accumulates_in_f32(gpu, rng):
+    if not gpu.info.has_f16:
+        pytest.skip("adapter lacks shader-f16")
+    a = rng.standard_normal((70, 40)).astype(np.float16)
+    b = rng.standard_normal((40, 36)).astype(np.float16)
+    da, db = sc.tensor(a, device=gpu), sc.tensor(b, device=gpu)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64
+    bound = _bound(a64, b64, 40) + 2.0**-11 * np.abs(want)
+    for tile in sorted(t for t in REGS if REGS[t].fits(gpu.limits)):
+        _check(_np(apply("matmul", (da, db), _tile=tile)), want, bound, f"f16 {tile}")
+
+
+SPLIT_CASES = [
+    # (M, K, N, A transposed, B transposed, parts, forced tile or None)
+    (70, 64, 133, True, False, 2, None),
+    (129, 96, 66, True, False, 4, "r64s4"),
+    (33, 48, 40, False, True, 4, "r128"),
+    (65, 80, 67, True, True, 2, "r64"),
+    (40, 256, 36, False, False, 8, None),
+]
+
+
+@pytest.mark.parametrize("m,k,n,ta,tb,parts,tile", SPLIT_CASES)
+def test_k_split_agrees(gpu, rng, m, k, n, ta, tb, parts, tile):
+    # K in ``parts`` chunks: a batched product of A and B views into scratch, then a sum
+    assert tile is None or REGS[tile].fits(gpu.limits), f"{tile} does not fit this adapter"
+    ra, da, a = _operand(rng, (m, k), ta, gpu)
+    rb, db, b = _operand(rng, (k, n), tb, gpu)
+    attrs = {"_split": parts} | ({"_tile": tile} if tile else {})
+    launches = gpu.encode("matmul", [da.view, db.view], [da.view], attrs)
+    assert len(launches) == 2  # the parts' product and their sum
+    first = _np(apply("matmul", (da, db), **attrs))
+    _check(first, _np(ra @ rb), _bound(a, b, k), f"split {parts} {tile}")
+    np.testing.assert_array_equal(_np(apply("matmul", (da, db), **attrs)), first)
+
+
+def test_only_large_products_take_the_reg_kernel(gpu):
+    limits = gpu.limits
+    # the test suite's and the examples' products keep the TILES kernel (bitwise unchanged)
+    for m, k, n in [(64, 64, 64), (2048, 128, 384), (512, 64, 256), (4096, 64, 64)]:
+        assert m * n * k < REG_MIN_WORK
+        assert choose_reg(m, n, k, 1, limits) is None
+    assert choose_reg(8192, 1152, 384, 1, limits) in REGS
+    assert choose_reg(4096, 4096, 4096, 1, limits) in REGS
+    assert choose_reg(4096, 4096, 8, 1, limits) is None  # too shallow a K
+    # a weight gradient's shape (small M x N, long K) splits K; the others do not
+    assert choose_split(384, 1152, 8192, 1, limits) > 1
+    assert choose_split(8192, 1152, 384, 1, limits) == 1
+    assert choose_split(64, 64, 64, 1, limits) == 1

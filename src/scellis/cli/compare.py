@@ -94,7 +94,7 @@ def _n(v) -> str:
 def _png(path: str, g: dict) -> int:
     if importlib.util.find_spec("matplotlib") is None:
         print("scellis compare: matplotlib is not installed, so no PNG was written "
-              "(pip install matplotlib); the terminal plot above has the curves")  # fmt: skip
+              "(pip install 'scellis[plot]'); the terminal plot above has the curves")  # fmt: skip
         return 2
     import matplotlib  # optional: only --png needs it
 

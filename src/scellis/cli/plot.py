@@ -40,7 +40,7 @@ def save_png(path: str, series: dict, title: str, xlabel: str = "") -> None:
     """Draw each ``{label: [(x, y), ...]}`` line into a PNG (matplotlib, optional)."""
     if importlib.util.find_spec("matplotlib") is None:
         raise ScellisError(
-            f"{path}: drawing a PNG needs matplotlib (pip install matplotlib); without "
+            f"{path}: drawing a PNG needs matplotlib (pip install 'scellis[plot]'); without "
             "--png the terminal shows a text chart"
         )
     import matplotlib  # optional: only --png needs it

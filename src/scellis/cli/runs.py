@@ -220,3 +220,47 @@ def import_(ctx, file, store, json_):
     else:
         print(f"imported run {rid} ({status}); continue it with: {resume_command(root, rid)}")
     return 0
+
+
+@command.command("export-metrics", help="Write a run's recorded metrics as CSV or JSON lines.")
+@click.argument("run", metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv",
+              show_default=True, help="one row per step (csv) or one object per value")  # fmt: skip
+@click.option("-o", "--output", "output", default=None, help="the file (default: stdout)")
+@click.option("--store", default=None, help="the store folder")
+@click.pass_context
+def export_metrics(ctx, run, fmt, output, store):
+    rec = open_records(store or ctx.obj["store"])
+    try:
+        rid = rec.resolve(run)
+        series = {name: rec.metrics(rid, name) for name in rec.metric_names(rid)}
+    finally:
+        rec.close()
+    text = metrics_text_of(series, fmt)
+    if output is None:
+        print(text, end="")
+        return 0
+    try:
+        Path(output).write_text(text)
+    except OSError as e:
+        raise ScellisError(f"{output}: cannot write ({e.strerror or e})") from None
+    return 0
+
+
+def metrics_text_of(series: dict[str, list], fmt: str) -> str:
+    """``{name: [(step, value)]}`` as CSV (a row per step, a column per metric; empty
+    where a metric has no value at that step) or JSON lines (one value per line)."""
+    if fmt == "jsonl":
+        rows = sorted((step, name, value) for name, pts in series.items() for step, value in pts)
+        return "".join(json.dumps({"step": s, "name": n, "value": v}) + "\n" for s, n, v in rows)
+    names = sorted(series)
+    by_step: dict[int, dict] = {}
+    for name, pts in series.items():
+        for step, value in pts:
+            by_step.setdefault(step, {})[name] = value
+    lines = [",".join(["step", *names])]
+    for step in sorted(by_step):
+        row = by_step[step]
+        lines.append(",".join([str(step), *("" if row.get(n) is None else repr(row[n])
+                                            for n in names)]))  # fmt: skip
+    return "\n".join(lines) + "\n"

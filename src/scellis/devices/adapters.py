@@ -16,7 +16,10 @@ def list_adapters() -> list[dict]:
     try:
         native = importlib.import_module("scellis.devices.native_wgpu")
     except ImportError as e:
-        raise DeviceError(f"native WebGPU is not available here ({e}); pip install wgpu") from None
+        raise DeviceError(
+            f"native WebGPU is not available here ({e}); `pip install scellis` installs wgpu "
+            "on this platform (or pip install 'scellis[native]')"
+        ) from None
     out = []
     for info in native.list_adapters():
         d = asdict(info)

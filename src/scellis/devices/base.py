@@ -88,6 +88,7 @@ def get_device(name: str | Backend) -> Backend:
     try:
         dev = getattr(importlib.import_module(module), cls)()
     except ImportError as e:
-        raise DeviceError(f"device {name!r} is not available here: {e}") from None
+        hint = f"; pip install {e.name} (a plain `pip install scellis` brings it)" if e.name else ""
+        raise DeviceError(f"device {name!r} is not available here: {e}{hint}") from None
     _INSTANCES[name] = dev
     return dev

@@ -6,6 +6,14 @@ step (reduce_on_plateau: of the metric history), so a checkpoint stores the step
 
 from ..registry import register
 from .base import Scheduler
+from .more import (
+    CosineRestarts,
+    CosineRestartsConfig,
+    MultiStep,
+    MultiStepConfig,
+    Polynomial,
+    PolynomialConfig,
+)
 from .one_cycle import OneCycle, OneCycleConfig
 from .plateau import ReduceOnPlateau, ReduceOnPlateauConfig, plateau_lrs
 from .schedules import (
@@ -32,6 +40,9 @@ SCHEDULERS = {
     "linear_warmup": (LinearWarmupConfig, LinearWarmup),
     "one_cycle": (OneCycleConfig, OneCycle),
     "reduce_on_plateau": (ReduceOnPlateauConfig, ReduceOnPlateau),
+    "multi_step": (MultiStepConfig, MultiStep),
+    "polynomial": (PolynomialConfig, Polynomial),
+    "cosine_restarts": (CosineRestartsConfig, CosineRestarts),
 }
 for _name, (_cfg, _impl) in SCHEDULERS.items():
     register(f"training/scheduler/{_name}", "scheduler", _cfg, _impl, builtin=True)

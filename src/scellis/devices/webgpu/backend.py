@@ -12,7 +12,7 @@ import array
 import time
 from collections import OrderedDict
 
-from ...base.dtypes import DType
+from ...base.dtypes import DType, f32
 from ...base.errors import DeviceError, LimitError
 from ..base import Buffer, View
 from .gpu import GPU
@@ -68,6 +68,7 @@ class WebGPUBackend:
             self.limits[k] = int(v)
         self.window_bytes, self.chunk_bytes = binding_geometry(self.limits)
         self._pool: dict[int, list[Storage]] = {}
+        self._scratch_buf: Buffer | None = None
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
         self.live_bytes = 0
@@ -192,6 +193,7 @@ class WebGPUBackend:
         if builder is None:
             raise DeviceError(f"the WebGPU backend has no kernel for {op!r}")
         src = self._source()
+        src.scratch = self._scratch
         result = builder(src, op, inputs, outputs, attrs)
         # a builder fills ``src`` and returns its grid, or returns [(Source, grid), ...]
         return result if isinstance(result, list) else [(src, result)]
@@ -203,6 +205,19 @@ class WebGPUBackend:
 
     def _source(self) -> Source:
         return Source(self.limits, self.info.has_f16)
+
+    def _scratch(self, numel: int) -> View:
+        """``numel`` f32 of scratch storage, for results passed between the launches of one
+        op (the K-split matmul's partial products). One storage, grown on demand, outside
+        the pool and never destroyed: the queue runs in order, so each op's launches are
+        done with it before the next op's write it, and a recorded schedule's launches
+        keep the storage they were given."""
+        nbytes = numel * 4
+        if self._scratch_buf is None or self._scratch_buf.numel < numel:
+            st = self._new_storage(size_class(nbytes))
+            st.nbytes = size_class(nbytes)
+            self._scratch_buf = Buffer(None, st, st.nbytes // 4, f32)
+        return View(self._scratch_buf, (numel,), (1,), 0, f32)
 
     def launch(self, src: Source, grid) -> None:
         src.check_bindings()

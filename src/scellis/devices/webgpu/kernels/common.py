@@ -68,6 +68,9 @@ class Source:
     bindings: list = field(default_factory=list)
     meta: list[int] = field(default_factory=list)
     body: str = ""
+    # scratch(numel) -> an f32 View for results passed between one op's launches; set
+    # only where the kernel runs at once (the backend's encode), so None elsewhere
+    scratch: object = None
 
     def _bind(self, storage: Storage, name: str, ty: str, access: str) -> list[str]:
         names = []

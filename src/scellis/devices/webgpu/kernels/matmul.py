@@ -25,21 +25,36 @@ strides, 0 for broadcast) are merged where contiguous with each other and walked
 div/mod from meta; the workgroup index is linear over (batch, tile row, tile column) and
 folded into a 2-D or 3-D grid past ``maxComputeWorkgroupsPerDimension``.
 
-Accuracy (the bound the tests check): each output is one f32 dot product accumulated in
-a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and exact f32 inputs,
-``|C - A@B| <= gamma_K (|A|@|B|)``, gamma_K = K u / (1 - K u). The tests allow
-``|C - A@B| <= K * eps_f32 * (|A|@|B|)`` elementwise, eps_f32 = 2^-23 (twice gamma_K to
-first order). f16 inputs widen to f32 and accumulate in f32; an f16 result adds its own
-rounding, ``eps_f16 / 2 * |C|``. No atomics and no split-K: results are bitwise
-reproducible on one adapter.
+Large products (M, N, K >= 64 and M*N*K >= 2^27; ``choose_reg``) take the ``REGS``
+kernel instead (``_rmain``, ``Reg``): 8x8 outputs per invocation, A and B both staged
+[k][m] / [k][n], two workgroup buffers so one barrier per K-block, the inner K loop
+unrolled, ``fma``; 128 x 128 tiles where that gives REG_WORKGROUPS workgroups, else
+128 x 64 with two K groups per workgroup (``ks``), else 64 x 64 with four. A 2-D product
+whose output has too few tiles for its K (a weight gradient: 384 x 8192 x 1152) is split
+along K (``choose_split``): the parts run as one batched product of views of A and B into
+scratch storage, then a second launch sums the parts in order. Smaller products keep the
+``TILES`` kernel, so their results (and the small models' losses) are unchanged.
+
+Accuracy (the bound the tests check): each output of the ``TILES`` kernel is one f32 dot
+product accumulated in a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and
+exact f32 inputs, ``|C - A@B| <= gamma_K (|A|@|B|)``, gamma_K = K u / (1 - K u). The
+``REGS`` kernel's K groups and the K split sum ordered partial sums in a fixed order:
+every product still passes through at most K roundings, so the same bound holds. The
+tests allow ``|C - A@B| <= K * eps_f32 * (|A|@|B|)`` elementwise, eps_f32 = 2^-23 (twice
+gamma_K to first order). f16 inputs widen to f32 and accumulate in f32; an f16 result
+adds its own rounding, ``eps_f16 / 2 * |C|``. No atomics, and every order is fixed by
+the shape: results are bitwise reproducible on one adapter.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ....base.errors import LimitError
+from ...base import View
 from .common import Source
+from .reduce import reduce_kernel
 
 
 @dataclass(frozen=True)
@@ -265,7 +280,29 @@ def _store(tile: Tile, vec: bool, half: bool) -> str:
     return "\n".join(lines)
 
 
-def _main(tile: Tile, a: Side, b: Side, out_vec: bool, half: bool) -> str:
+def _header(bm: int, bn: int) -> str:
+    """The workgroup's tile (m0, n0), batch offsets and sizes from its linear index."""
+    return f"""  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  if (g >= mt[{_GROUPS}u]) {{ return; }}
+  let M = mt[{_M}u]; let N = mt[{_N}u]; let K = mt[{_K}u];
+  let tn = g % mt[{_TN}u]; let g2 = g / mt[{_TN}u];
+  let tm = g2 % mt[{_TM}u]; let bi = g2 / mt[{_TM}u];
+  var oa = mt[{_OA}u]; var ob = mt[{_OB}u]; var rest = bi;
+  for (var d = 0u; d < mt[{_NB}u]; d++) {{
+    let at = {_NB + 1}u + 3u * d; let s = mt[at]; let q = rest % s; rest = rest / s;
+    oa += q * mt[at + 1u]; ob += q * mt[at + 2u];
+  }}
+  let oc = bi * M * N;
+  let tx = l3.x; let ty = l3.y;
+  let m0 = tm * {bm}u; let n0 = tn * {bn}u;"""
+
+
+@lru_cache(maxsize=256)  # pure in its arguments; rebuilding it dominated a call's host time
+def _main(
+    tile: Tile, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool | None = None
+) -> str:
+    """``half``: f16 operands (widened to f32); ``half_out``: an f16 result (default: half)."""
+    half_out = half if half_out is None else half_out
     widen = "vec4<f32>" if half else ""
     a_setup, a_fetch, a_stash = _load("a", tile, a, widen)
     b_setup, b_fetch, b_stash = _load("b", tile, b, widen)
@@ -278,19 +315,7 @@ var<workgroup> sh_b: array<vec4<f32>, {n_shared}>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) l3: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {{
-  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  if (g >= mt[{_GROUPS}u]) {{ return; }}
-  let M = mt[{_M}u]; let N = mt[{_N}u]; let K = mt[{_K}u];
-  let tn = g % mt[{_TN}u]; let g2 = g / mt[{_TN}u];
-  let tm = g2 % mt[{_TM}u]; let bi = g2 / mt[{_TM}u];
-  var oa = mt[{_OA}u]; var ob = mt[{_OB}u]; var rest = bi;
-  for (var d = 0u; d < mt[{_NB}u]; d++) {{
-    let at = {_NB + 1}u + 3u * d; let s = mt[at]; let q = rest % s; rest = rest / s;
-    oa += q * mt[at + 1u]; ob += q * mt[at + 2u];
-  }}
-  let oc = bi * M * N;
-  let tx = l3.x; let ty = l3.y;
-  let m0 = tm * {tile.bm}u; let n0 = tn * {tile.bm}u;
+{_header(tile.bm, tile.bm)}
 {a_setup}
 {b_setup}
 {accs}
@@ -308,7 +333,256 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {b_fetch}
 {_compute(tile, a)}
   }}
-{_store(tile, out_vec, half)}
+{_store(tile, out_vec, half_out)}
+}}
+"""
+
+
+# -- the register-tiled kernel for large products --
+
+
+@dataclass(frozen=True)
+class Reg:
+    """A workgroup of ``bn/tn`` x ``bm/tm`` invocations computes one ``bm`` x ``bn`` tile,
+    each invocation ``tm`` x ``tn`` outputs (rows ``4*ty + 4*(bm/tm)*i``, columns
+    ``4*tx + 4*(bn/tn)*j``). A and B are both staged [k][m] / [k][n] as vec4, in two
+    workgroup buffers: block i+1 is stashed into one while block i is read from the
+    other, one barrier per block. Products use ``fma``, so results differ in rounding
+    from the ``TILES`` kernel. With ``ks`` > 1 the workgroup is ``ks`` such groups
+    (``local_invocation_id.z``), group g taking K-blocks g, g + ks, ...; their partial
+    tiles are then added in group order through workgroup memory (a fixed order, so
+    still bitwise reproducible): more invocations per output tile where the output has
+    few tiles and K is long. With ``ks`` = 1 each output sums k = 0..K-1 in order."""
+
+    bm: int
+    bn: int
+    tm: int
+    tn: int
+    bk: int
+    unroll: int = 1  # k steps per iteration of the inner loop
+    ks: int = 1  # K-split groups inside the workgroup
+
+    @property
+    def wgx(self) -> int:
+        return self.bn // self.tn
+
+    @property
+    def wgy(self) -> int:
+        return self.bm // self.tm
+
+    @property
+    def group(self) -> int:
+        return self.wgx * self.wgy
+
+    @property
+    def threads(self) -> int:
+        return self.group * self.ks
+
+    @property
+    def shared_bytes(self) -> int:
+        # a partial tile is passed through sh_a, which holds it when bn <= 2 * ks * bk
+        assert self.ks == 1 or self.bn <= 2 * self.ks * self.bk
+        return 2 * self.ks * self.bk * (self.bm + self.bn) * 4
+
+    def fits(self, limits: dict) -> bool:
+        return (
+            self.threads <= limits["max_compute_invocations_per_workgroup"]
+            and self.wgx <= limits.get("max_compute_workgroup_size_x", 256)
+            and self.shared_bytes <= limits["max_compute_workgroup_storage_size"]
+        )
+
+
+REGS = {
+    "r128": Reg(128, 128, 8, 8, 16, unroll=8),
+    "r128k8": Reg(128, 128, 8, 8, 8, unroll=8),  # where workgroup memory is 16 KiB
+    "r128x64s2": Reg(128, 64, 8, 8, 16, unroll=4, ks=2),
+    "r64s4": Reg(64, 64, 8, 8, 8, unroll=4, ks=4),
+    "r64": Reg(64, 64, 8, 8, 16, unroll=4),
+}
+# products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
+REG_MIN_WORK = 1 << 27
+REG_MIN_DIM = 64
+# the tile size that fills the adapter: enough workgroups of 128 x 128 (or 128 x 64)
+REG_WORKGROUPS = 256
+SPLIT_WORKGROUPS = 512  # 128 x 128 tiles over all parts of a K split
+SPLIT_MIN_K = 256  # each K-split part sums at least this many products
+SPLIT_MAX = 32
+
+
+def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
+    """The REGS tile for a large product, or None (the ``TILES`` kernel then runs):
+    128 x 128 where that makes REG_WORKGROUPS workgroups, else 128 x 64 (two K groups),
+    else 64 x 64 (four K groups); the first of those that fits the limits."""
+    if min(m, n, k) < REG_MIN_DIM or m * n * k * batch < REG_MIN_WORK:
+        return None
+    order = ["r128", "r128k8"] if _cdiv(m, 128) * _cdiv(n, 128) * batch >= REG_WORKGROUPS else []
+    if _cdiv(m, 128) * _cdiv(n, 64) * batch >= REG_WORKGROUPS:
+        order.append("r128x64s2")
+    for name in order + ["r64s4", "r64"]:
+        if REGS[name].fits(limits):
+            return name
+    return None
+
+
+def choose_split(m: int, n: int, k: int, batch: int, limits: dict) -> int:
+    """Parts to split K into for a large 2-D product with too few 128 x 128 output tiles
+    (a weight gradient: M x N small, K = tokens): the smallest power of two that gives
+    SPLIT_WORKGROUPS tiles over all parts (at most SPLIT_MAX), each part's K a multiple
+    of 4 and at least SPLIT_MIN_K long. 1 = no split."""
+    if batch != 1 or choose_reg(m, n, k, 1, limits) not in ("r64s4", "r64"):
+        return 1
+    tiles, s = _cdiv(m, 128) * _cdiv(n, 128), 1
+    while tiles * s < SPLIT_WORKGROUPS and k % (8 * s) == 0 and k // (2 * s) >= SPLIT_MIN_K:
+        s *= 2
+        if s == SPLIT_MAX:
+            break
+    return s
+
+
+def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
+    """C = sum over p of A[:, Kp] @ B[Kp, :]: the parts as one batched product (views of
+    A and B, no copy) into scratch [parts, M, N], then a sum over the parts in order
+    (reduce.py's short path). Two launches, no atomics: bitwise reproducible."""
+    m, k = a.shape
+    n = b.shape[1]
+    kc = k // parts
+    (sa_m, sa_k), (sb_k, sb_n) = a.strides, b.strides
+    pa = View(a.buf, (parts, m, kc), (kc * sa_k, sa_m, sa_k), a.offset, a.dtype)
+    pb = View(b.buf, (parts, kc, n), (kc * sb_k, sb_k, sb_n), b.offset, b.dtype)
+    flat = src.scratch(parts * m * n)
+    part = View(flat.buf, (parts, m, n), (m * n, n, 1), 0, flat.dtype)
+    sub = {key: v for key, v in attrs.items() if key != "_split"}
+    grid = matmul_kernel(src, "matmul", [pa, pb], [part], sub)
+    red = Source(src.limits, src.has_f16)
+    return [(src, grid), (red, reduce_kernel(red, "sum", [part], [out], {"axes": (0,)}))]
+
+
+def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
+    """(setup, fetch, stash) of one operand for the REGS kernel (see ``_load``); the
+    stash writes the buffer at vec4 offset ``sw``, transposing a read along K."""
+    st, sk = (f"mt[{i}u]" for i in ((_SA_T, _SA_K) if name == "a" else (_SB_T, _SB_K)))
+    size, t0, bt = ("M", "m0", r.bm) if name == "a" else ("N", "n0", r.bn)
+    bt4, bk4 = bt // 4, r.bk // 4
+    setup, body, stash = [f"  let {name}st = {st}; let {name}sk = {sk};"], [], []
+    for p in range(bt * r.bk // (4 * r.group)):
+        v, idx = f"{name}{p}", f"(li + {p * r.group}u)"
+        if side.along == "t":
+            setup.append(f"  let {v}k = {idx} / {bt4}u; let {v}l = {idx} % {bt4}u;")
+            setup.append(f"  let {v}t = {t0} + {v}l * 4u;")
+        else:
+            setup.append(f"  let {v}l = {idx} / {bk4}u; let {v}k = ({idx} % {bk4}u) * 4u;")
+            setup.append(f"  let {v}t = {t0} + {v}l;")
+        setup.append(f"  let {v}e = o{name} + {v}t * {name}st; var {v}v = vec4<f32>(0.0);")
+        gk = f"(kf + {v}k)"
+        body.append(f"    {v}v = vec4<f32>(0.0);")
+        if side.vec:
+            body.append(
+                f"    if (({v}t < {size}) & ({gk} < K)) {{"
+                f" {v}v = {widen}(ld_{name}(({v}e + {gk} * {name}sk) / 4u)); }}"
+            )
+        for j in range(0 if side.vec else 4):
+            if side.along == "t":
+                ok = f"({v}t + {j}u < {size}) & ({gk} < K)"
+                e = f"{v}e + {j}u * {name}st + {gk} * {name}sk"
+            else:
+                ok, e = f"({v}t < {size}) & ({gk} + {j}u < K)", f"{v}e + ({gk} + {j}u) * {name}sk"
+            body.append(f"    if ({ok}) {{ {v}v[{j}] = f32(ld_{name}({e})); }}")
+        if side.along == "t":
+            stash.append(f"    sh_{name}[sw * {bt4}u + {v}k * {bt4}u + {v}l] = {v}v;")
+        else:
+            for j in range(4):
+                stash.append(
+                    f"    sh_{name}[(sw + {v}k + {j}u) * {bt4}u + {v}l / 4u][{v}l & 3u]"
+                    f" = {v}v[{j}];"
+                )
+    return "\n".join(setup), "\n".join(body), "\n".join(stash)
+
+
+@lru_cache(maxsize=256)
+def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool) -> str:
+    widen = "vec4<f32>" if half else ""
+    a_setup, a_fetch, a_stash = _rload("a", r, a, widen)
+    b_setup, b_fetch, b_stash = _rload("b", r, b, widen)
+    qm, qn, bm4, bn4 = r.tm // 4, r.tn // 4, r.bm // 4, r.bn // 4
+    accs = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(r.tm) for j in range(qn))
+    dot = []
+    for u in range(r.unroll):  # fragments a<i>_<u> / b<j>_<u> of k = kk + u
+        row = f"(sr + kk + {u}u)" if u else "(sr + kk)"
+        dot += [
+            f"      let a{i}_{u} = sh_a[{row} * {bm4}u + {i * r.wgy}u + ty];" for i in range(qm)
+        ]
+        dot += [
+            f"      let b{j}_{u} = sh_b[{row} * {bn4}u + {j * r.wgx}u + tx];" for j in range(qn)
+        ]
+        for i in range(qm):
+            for ii in range(4):
+                for j in range(qn):
+                    c, av, bv = f"c{i * 4 + ii}_{j}", f"vec4<f32>(a{i}_{u}[{ii}])", f"b{j}_{u}"
+                    dot.append(f"      {c} = fma({av}, {bv}, {c});")
+    cast = ("vec4<f16>" if out_vec else "f16") if half_out else ""
+    store = []
+    for i in range(qm):
+        for ii in range(4):
+            store.append(f"  let m{i}_{ii} = m0 + {i * r.wgy * 4 + ii}u + ty * 4u;")
+            store.append(f"  if (m{i}_{ii} < M) {{ let ro = oc + m{i}_{ii} * N;")
+            for j in range(qn):
+                col, acc = f"n0 + {j * r.wgx * 4}u + tx * 4u", f"c{i * 4 + ii}_{j}"
+                if out_vec:
+                    store.append(
+                        f"    if ({col} < N) {{ st_o((ro + {col}) / 4u, {cast}({acc})); }}"
+                    )
+                    continue
+                for c in range(4):
+                    store.append(
+                        f"    if ({col} + {c}u < N) {{"
+                        f" st_o(ro + {col} + {c}u, {cast}({acc}[{c}])); }}"
+                    )
+            store.append("  }")
+    dot_s, store_s = "\n".join(dot), "\n".join(store)
+    if r.ks == 1:
+        start, toggle, reduce = "  let li = lid; var kf = 0u; var sw = 0u;", f"{r.bk}u - sw", ""
+    else:  # group kg stages into rows [kg * 2bk, kg * 2bk + 2bk) of sh_a / sh_b
+        start = f"  let kg = l3.z; let li = lid % {r.group}u; var kf = kg * {r.bk}u;"
+        start += f" var sw = kg * {2 * r.bk}u;\n  let gt = kg * {4 * r.bk}u + {r.bk}u;"
+        toggle, parts = "gt - sw", []
+        accs_n = [(f"c{i}_{j}", i * qn + j) for i in range(r.tm) for j in range(qn)]
+        for g in range(1, r.ks):
+            put = " ".join(f"sh_a[{q * r.group}u + li] = {c};" for c, q in accs_n)
+            add = " ".join(f"{c} += sh_a[{q * r.group}u + li];" for c, q in accs_n)
+            parts.append(f"  workgroupBarrier();\n  if (kg == {g}u) {{ {put} }}")
+            parts.append(f"  workgroupBarrier();\n  if (kg == 0u) {{ {add} }}")
+        reduce = "\n".join(parts)
+        store_s = f"  if (kg == 0u) {{\n{store_s}\n  }}"
+    return f"""var<workgroup> sh_a: array<vec4<f32>, {2 * r.ks * r.bk * bm4}>;
+var<workgroup> sh_b: array<vec4<f32>, {2 * r.ks * r.bk * bn4}>;
+@compute @workgroup_size({r.wgx}, {r.wgy}, {r.ks})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) l3: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {{
+{_header(r.bm, r.bn)}
+{start}
+{a_setup}
+{b_setup}
+{accs}
+{a_fetch}
+{b_fetch}
+{a_stash}
+{b_stash}
+  workgroupBarrier();
+  for (var k0 = 0u; k0 < K; k0 += {r.ks * r.bk}u) {{
+    let sr = sw; sw = {toggle}; kf += {r.ks * r.bk}u;
+    // the next block's global reads are in flight while this one is multiplied
+{a_fetch}
+{b_fetch}
+    for (var kk = 0u; kk < {r.bk}u; kk += {r.unroll}u) {{
+{dot_s}
+    }}
+{a_stash}
+{b_stash}
+    workgroupBarrier();
+  }}
+{reduce}
+{store_s}
 }}
 """
 
@@ -318,6 +592,12 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     out = outs[0]
     m, k = a.shape[-2:]
     n = b.shape[-1]
+    if src.scratch is not None and len(a.shape) == len(b.shape) == 2:
+        parts = attrs.get("_split") or (
+            1 if "_tile" in attrs else choose_split(m, n, k, 1, src.limits)
+        )
+        if parts > 1 and k % (4 * parts) == 0:
+            return _split(src, a, b, out, parts, attrs)
     batch_dims = merge_batch(a.shape[:-2], a.strides[:-2], b.strides[:-2])
     batch = 1
     for size, _, _ in batch_dims:
@@ -326,9 +606,20 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     sb_k, sb_n = b.strides[-2:]
     side_a = choose_side(m, k, sa_m, sa_k, a.offset, [d[1] for d in batch_dims])
     side_b = choose_side(n, k, sb_n, sb_k, b.offset, [d[2] for d in batch_dims])
-    tile = TILES[choose_tile(m, n, batch, src.limits, attrs.get("_tile"))]
+    want = attrs.get("_tile")
+    reg = want if want in REGS else None
+    if want is None:
+        reg = choose_reg(m, n, k, batch, src.limits)
+    if reg is not None:
+        tile = REGS[reg]
+        if not tile.fits(src.limits):
+            raise LimitError(f"matmul tile {reg} does not fit this device's limits")
+        bm, bn = tile.bm, tile.bn
+    else:
+        tile = TILES[choose_tile(m, n, batch, src.limits, want)]
+        bm = bn = tile.bm
     out_vec = n % 4 == 0
-    tn, tm = _cdiv(n, tile.bm), _cdiv(m, tile.bm)
+    tn, tm = _cdiv(n, bn), _cdiv(m, bm)
     groups = tn * tm * batch
     src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k)
     src.add_meta(len(batch_dims))
@@ -337,7 +628,9 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     src.operand("a", a, lanes=4 if side_a.vec else 1)
     src.operand("b", b, lanes=4 if side_b.vec else 1)
     src.operand("o", out, write=True, lanes=4 if out_vec else 1)
-    src.body = _main(tile, side_a, side_b, out_vec, out.dtype.name == "f16")
+    half, half_out = a.dtype.name == "f16", out.dtype.name == "f16"
+    main = _rmain if reg is not None else _main
+    src.body = main(tile, side_a, side_b, out_vec, half, half_out)
     return fold_grid(groups, src.limits)
 
 
