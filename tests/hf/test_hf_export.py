@@ -135,8 +135,6 @@ def test_records_with_no_hf_layout_are_refused(tmp_path):
 
 
 TRAINING = """\
-optimizer: { block_id: training/optimizer/adam, lr: 0.01 }
-loss: { block_id: training/loss/cross_entropy }
 epochs: 1
 batch_size: 2
 data: { source: corpus.txt, format: text, tokenizer: hf, context: 24, val_fraction: 0.3 }
@@ -169,7 +167,7 @@ def test_hf_folder_fine_tuned_from_the_cli_exports_from_its_run(tmp_path, capsys
     assert main(["import", str(folder), "--to", str(rec), "--store", store]) == 0
     rec.write_text(rec.read_text() + TRAINING)
     rc = main(["train", str(rec), "--store", store, "--device", "reference", "--max-steps", "2",
-               "--json"])  # fmt: skip
+               "--lr", "0.01", "--json"])  # fmt: skip
     assert rc == 0, capsys.readouterr()
     capsys.readouterr()
     out = tmp_path / "out"

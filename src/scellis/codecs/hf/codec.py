@@ -1,7 +1,8 @@
 """Hugging Face model folders as a codec (codecs layer): ``config.json`` + safetensors.
 
-Reading builds the record from the config (the family's ``record``) and renames the
-checkpoint's tensors to the record's parameter paths (its ``weights``); a name the
+Reading builds the record from the config (the family's ``record``; a causal LM's with
+AdamW and cross-entropy, ready to fine-tune once a data section is added) and renames
+the checkpoint's tensors to the record's parameter paths (its ``weights``); a name the
 family does not place is an error, never dropped, so nothing of the model's maths is
 lost silently. Writing goes back: ``config.json``, ``model.safetensors`` and a
 ``generation_config.json``, which ``transformers``' ``AutoModelForCausalLM``
@@ -73,6 +74,10 @@ class HFCodec(Codec):
             rec = bert.record(cfg, name, self.config.context, tensors)
         else:
             rec = fam.record(cfg, name, self.config.context)
+        if fam is not bert:  # a causal LM: ready to fine-tune on text (add a data section)
+            rec["optimizer"] = {"block_id": "training/optimizer/adamw", "lr": 1.0e-4,
+                                "weight_decay": 0.0}  # fmt: skip
+            rec["loss"] = {"block_id": "training/loss/cross_entropy"}
         rec.update({"determinism_tier": "debug", "seed": 0})
         mapped, left = fam.weights(cfg, tensors)
         if left:
