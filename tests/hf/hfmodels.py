@@ -67,3 +67,18 @@ def outputs(model, x: np.ndarray) -> np.ndarray:
     with torch.no_grad():
         o = model(torch.tensor(x))
     return (o.logits if hasattr(o, "logits") else o.last_hidden_state).numpy()
+
+
+def roberta(mlm=False):
+    cfg = transformers.RobertaConfig(hidden_size=WIDTH, intermediate_size=48, num_hidden_layers=2,
+                                     num_attention_heads=4, vocab_size=VOCAB,
+                                     max_position_embeddings=26, type_vocab_size=1)  # fmt: skip
+    cls = transformers.RobertaForMaskedLM if mlm else transformers.RobertaModel
+    return _redraw(cls(cfg), 5)
+
+
+def distilbert(mlm=False):
+    cfg = transformers.DistilBertConfig(dim=WIDTH, hidden_dim=48, n_layers=2, n_heads=4,
+                                        vocab_size=VOCAB, max_position_embeddings=24)  # fmt: skip
+    cls = transformers.DistilBertForMaskedLM if mlm else transformers.DistilBertModel
+    return _redraw(cls(cfg), 6)

@@ -2,11 +2,11 @@
 
 The file's codec is found by its bytes, then its suffix (ONNX, safetensors, PyTorch
 state dicts, or a user's codec from ``--extensions``); a folder with ``config.json`` is a
-Hugging Face model (GPT-2, Llama, Mistral, Qwen2, BERT), whose record is built from its
-config. ONNX models carry their architecture; a bare state dict maps onto ``--record``
-(``--map OLD.=NEW.`` renames prefixes). The weights go into the object store
-(``--store``, default ``.scellis``) as one safetensors object; ``--to`` writes the
-record, its header naming that object. A refused file (hostile pickle, unsupported
+Hugging Face model (GPT-2, Llama, Mistral, Qwen2, BERT, RoBERTa, DistilBERT), whose
+record is built from its config. ONNX models carry their architecture; a bare state
+dict maps onto ``--record`` (``--map OLD.=NEW.`` renames prefixes). The weights go into
+the object store (``--store``, default ``.scellis``) as one safetensors object; ``--to``
+writes the record, its header naming that object. A refused file (hostile pickle, unsupported
 ops, names that do not fit, an unsupported architecture) is exit 2 with the reason.
 """
 
