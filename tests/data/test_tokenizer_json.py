@@ -177,6 +177,17 @@ def test_ids_equal_the_tokenizers_library(pair, special):
         assert ours.encode(text, add_special_tokens=special) == want, text
 
 
+def test_a_long_text_equals_the_library(pair):
+    """A real text file (a SentencePiece-style file without a pre-tokenizer makes the
+    whole text one word: merging stays O(n log n))."""
+    from scellis.data.record import BUNDLED
+
+    text = (BUNDLED / "python_help_topics.txt").read_text()[:40000]
+    ref, ours = pair
+    assert ours.encode(text) == ref.encode(text).ids
+    assert ours.decode(ref.encode(text).ids) == ref.decode(ref.encode(text).ids)
+
+
 def test_decode_equals_the_tokenizers_library(pair):
     ref, ours = pair
     for text in SAMPLES:

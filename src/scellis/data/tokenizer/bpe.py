@@ -9,6 +9,8 @@ library does. ``ignore_merges`` takes a word the vocabulary holds whole as one t
 
 from __future__ import annotations
 
+import heapq
+
 from ...base.errors import ScellisError
 
 CACHE_SIZE = 10_000
@@ -20,6 +22,10 @@ def _merges(raw) -> dict[tuple[str, str], int]:
         a, b = m.split(" ", 1) if isinstance(m, str) else m
         out.setdefault((a, b), rank)
     return out
+
+
+def _mergeable(a, b, ranks) -> bool:
+    return isinstance(a, str) and isinstance(b, str) and (a, b) in ranks
 
 
 class BPE:
@@ -62,23 +68,34 @@ class BPE:
         return out
 
     def _merge(self, syms: list) -> list:
-        ranks = self.ranks
-        while len(syms) > 1:
-            best, at = None, -1
-            for i in range(len(syms) - 1):
-                a, b = syms[i], syms[i + 1]
-                if isinstance(a, int) or isinstance(b, int):
-                    continue
-                r = ranks.get((a, b))
-                if r is not None and (best is None or r < best):
-                    best, at = r, i
-            if best is None:
-                break
-            b = syms[at + 1]
-            if self.prefix and b.startswith(self.prefix):  # "a" + "##b" -> "ab"
-                b = b[len(self.prefix) :]
-            syms[at : at + 2] = [syms[at] + b]
-        return syms
+        """Merge by rank with a heap over a linked list: O(n log n) in the word's
+        length (a SentencePiece-style file makes the whole text one word)."""
+        ranks, n = self.ranks, len(syms)
+        if n < 2:
+            return syms
+        nxt = list(range(1, n + 1))
+        nxt[-1] = -1
+        prev = list(range(-1, n - 1))
+        heap = [(ranks[(syms[i], syms[i + 1])], i, syms[i], syms[i + 1]) for i in range(n - 1)
+                if _mergeable(syms[i], syms[i + 1], ranks)]  # fmt: skip
+        heapq.heapify(heap)
+        cut = len(self.prefix)
+        while heap:
+            _, i, a, b = heapq.heappop(heap)
+            j = nxt[i] if syms[i] is not None else -1
+            if j < 0 or syms[i] != a or syms[j] != b:
+                continue  # a stale entry: one side was merged since
+            syms[i] = a + (b[cut:] if cut and b.startswith(self.prefix) else b)
+            syms[j] = None
+            nxt[i] = nxt[j]
+            if nxt[j] >= 0:
+                prev[nxt[j]] = i
+            for left in (prev[i], i):
+                right = nxt[left] if left >= 0 else -1
+                if right >= 0 and _mergeable(syms[left], syms[right], ranks):
+                    pair = (syms[left], syms[right])
+                    heapq.heappush(heap, (ranks[pair], left, *pair))
+        return [t for t in syms if t is not None]
 
     def tokenize(self, word: str) -> list[int]:
         hit = self.cache.get(word)
@@ -95,6 +112,6 @@ class BPE:
                     ids.append(self.vocab[s])
                 else:
                     ids.append(self._unk_id(word))
-        if len(self.cache) < CACHE_SIZE:
+        if len(self.cache) < CACHE_SIZE and len(word) < 256:
             self.cache[word] = ids
         return ids
