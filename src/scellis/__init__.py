@@ -9,7 +9,7 @@ from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
 from .codecs.state_file import save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
-from .run.loading import load, train  # noqa: F401
+from .run.loading import load, train_record  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,
     default_device,

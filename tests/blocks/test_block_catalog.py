@@ -20,22 +20,28 @@ from scellis.catalog import entries, lookup, schema
 IDS = [
     "nn/activation",
     "nn/attention",
+    "nn/avg_pool1d",
+    "nn/batch_norm1d",
     "nn/classification_head",
+    "nn/conv1d",
     "nn/dropout",
     "nn/embedding",
     "nn/gated_mlp",
+    "nn/global_pool1d",
     "nn/gru",
     "nn/layer_norm",
     "nn/learned_position",
     "nn/linear",
     "nn/lm_head",
     "nn/lstm",
+    "nn/max_pool1d",
     "nn/mlp",
     "nn/regression_head",
     "nn/residual",
     "nn/rms_norm",
     "nn/sequential",
     "nn/sinusoidal_position",
+    "nn/tcn",
     "nn/token_type",
     "nn/transformer",
     "nn/transformer_block",
@@ -50,6 +56,8 @@ SAMPLES = {
     "nn/token_type": B.TokenTypeConfig(4),
     "nn/lstm": B.LSTMConfig(3, 4, 2),
     "nn/gru": B.GRUConfig(3, 4, 2),
+    "nn/conv1d": B.Conv1dConfig(3, 4, 3, groups=1),
+    "nn/tcn": B.TCNConfig(2, 3, 2),
     "nn/attention": B.AttentionConfig(4, 2),
     "nn/transformer_block": B.TransformerBlockConfig(4, 2),
     "nn/transformer": B.TransformerConfig(4, 2, 2),
@@ -129,13 +137,17 @@ emb = B.Embedding(B.EmbeddingConfig(11, 8), **kw)
 pos = B.SinusoidalPosition(B.SinusoidalPositionConfig(8), **kw)
 stack = B.Transformer(B.TransformerConfig(8, 2, 1, rotary=True), **kw)
 head = B.LMHead(B.LMHeadConfig(8, 11, tie_to="emb"), embedding=emb, **kw)
-rnn = B.LSTM(B.LSTMConfig(8, 4, output="last"), **kw)
+rnn = B.LSTM(B.LSTMConfig(8, 4, output="last", bidirectional=True), **kw)
+tcn = B.TCN(B.TCNConfig(8, 4, 2), **kw)
+bn = B.BatchNorm1d(B.BatchNorm1dConfig(4), **kw)
+pool = B.MaxPool1d(B.MaxPool1dConfig(2, 1), **kw)
+glob = B.GlobalPool1d(B.GlobalPool1dConfig("avg"), **kw)
 idx = sc.tensor([[1, 2, 3], [4, 5, 6]], device="null")
 h = stack(pos(emb(idx)), sc.tensor([[True, True, False]] * 2, device="null"))
-loss = sc.functional.cross_entropy(head(h), idx) + rnn(h).sum()
+loss = sc.functional.cross_entropy(head(h), idx) + rnn(h).sum() + glob(pool(bn(tcn(h)))).sum()
 loss.backward()
 print(json.dumps({"shape": list(h.shape), "grads": all(p.grad is not None
-      for m in (emb, stack, rnn) for p in m.parameters())}))
+      for m in (emb, stack, rnn, tcn, bn) for p in m.parameters())}))
 """
 
 

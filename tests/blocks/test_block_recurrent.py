@@ -1,4 +1,4 @@
-"""LSTM and GRU against torch.nn.LSTM / GRU (batch_first, stacked): outputs, states, grads."""
+"""LSTM and GRU against torch.nn.LSTM / GRU (batch_first, stacked, bidirectional)."""
 
 from __future__ import annotations
 
@@ -96,3 +96,54 @@ def test_dropout_between_layers_only_in_training():
     plain = B.LSTM(B.LSTMConfig(3, 4, num_layers=2), gen=gen())
     np.testing.assert_array_equal(arr(m.eval()(x)), arr(plain(x)))
     assert not np.allclose(arr(m.train()(x)), arr(plain(x)))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("output", ["sequence", "last"])
+def test_bidirectional_matches_torch(kind, output):
+    rng = rng_for(f"bi{kind}{output}")
+    cls, cfg, tcls = (
+        (B.LSTM, B.LSTMConfig, torch.nn.LSTM)
+        if kind == "lstm"
+        else (B.GRU, B.GRUConfig, torch.nn.GRU)
+    )
+    m = cls(cfg(3, 4, num_layers=2, output=output, bidirectional=True), gen=gen())
+    t = tcls(3, 4, num_layers=2, batch_first=True, bidirectional=True)
+    assert [n for n, _ in m.named_parameters()] == [n for n, _ in t.named_parameters()]
+    if output == "sequence":
+        f = lambda t, x: t(x)[0]  # noqa: E731
+    else:  # torch's h_n of the top layer: forward's last step, backward's first
+        f = _h_n_top(kind)
+    out = compare(m, t, [rng.standard_normal((2, 5, 3))], f_torch=f, name=f"bi{kind}{output}")
+    assert out.shape == ((2, 5, 8) if output == "sequence" else (2, 8))
+
+
+def _h_n_top(kind):
+    def f(t, x):
+        h = t(x)[1]
+        h = h[0] if kind == "lstm" else h
+        return torch.cat([h[-2], h[-1]], -1)
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_bidirectional_unfused_and_final_state(kind):
+    cls, cfg, tcls = (
+        (B.LSTM, B.LSTMConfig, torch.nn.LSTM)
+        if kind == "lstm"
+        else (B.GRU, B.GRUConfig, torch.nn.GRU)
+    )
+    m = cls(cfg(2, 3, bidirectional=True, fused=False), gen=gen())
+    t = tcls(2, 3, batch_first=True, bidirectional=True)
+
+    def ours(m, x):
+        h = m.run(x)[1]
+        return h[0] if kind == "lstm" else h
+
+    def theirs(t, x):
+        h = t(x)[1]
+        return h[0] if kind == "lstm" else h
+
+    x = rng_for("biun" + kind).standard_normal((2, 4, 2))
+    compare(m, t, [x], ours, theirs, name="biun" + kind)

@@ -78,3 +78,45 @@ def test_transformer_block_on_webgpu_agrees_with_reference(gpu):
     keep = np.array([[True] * 4, [True, True, True, False]])
     cfg = B.TransformerBlockConfig(8, 2, 16, kind="decoder", rotary=True)
     _agree(lambda d: B.TransformerBlock(cfg, device=d, gen=gen(2)), [x, keep], gpu, "gpu_block")
+
+
+def test_tcn_and_grouped_conv_on_webgpu_agree_with_reference(gpu):
+    x = rng_for("gpu_tcn").standard_normal((2, 6, 2)).astype(np.float32)
+    _agree(lambda d: B.TCN(B.TCNConfig(2, 3, 2, 2), device=d, gen=gen(3)), [x], gpu, "gpu_tcn")
+    cfg = B.Conv1dConfig(4, 6, 3, stride=2, padding=1, groups=2)
+    x = rng_for("gpu_conv").standard_normal((2, 7, 4)).astype(np.float32)
+    _agree(lambda d: B.Conv1d(cfg, device=d, gen=gen(4)), [x], gpu, "gpu_conv")
+
+
+def test_bidirectional_gru_on_webgpu_agrees_with_reference(gpu):
+    x = rng_for("gpu_bigru").standard_normal((2, 4, 3)).astype(np.float32)
+    cfg = B.GRUConfig(3, 4, bidirectional=True, output="last")
+    _agree(lambda d: B.GRU(cfg, device=d, gen=gen(5)), [x], gpu, "gpu_bigru")
+
+
+def test_pooling_and_batch_norm_on_webgpu_agree_with_reference(gpu):
+    x = rng_for("gpu_pool").standard_normal((2, 7, 3)).astype(np.float32)
+
+    def build(d):
+        return B.Sequential(
+            B.SequentialConfig(
+                (
+                    {"block": "nn/batch_norm1d", "num_features": 3},
+                    {"block": "nn/max_pool1d", "kernel_size": 3, "stride": 2, "padding": 1},
+                    {"block": "nn/avg_pool1d", "kernel_size": 2, "stride": 1},
+                    {"block": "nn/global_pool1d", "mode": "max"},
+                )
+            ),
+            device=d,
+            gen=gen(6),
+        )
+
+    _agree(build, [x], gpu, "gpu_pool")
+    stats = {}
+    for d in ("reference", gpu):
+        m = build(d)
+        m(sc.tensor(x, device=d))
+        stats[str(d)] = [_vals(t) for t in m.buffers()]
+    ref, dev = stats.values()
+    for a, b in zip(ref, dev):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-6)

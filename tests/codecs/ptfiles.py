@@ -8,11 +8,12 @@ import zipfile
 
 
 def archive(pkl: bytes, storages: dict[str, bytes] | None = None, extra=()) -> bytes:
-    """A torch.save-shaped zip: archive/data.pkl, archive/data/<key>, archive/byteorder."""
+    """A torch.save-shaped zip: archive/data.pkl, archive/data/<key>, byteorder, version."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr("archive/data.pkl", pkl)
         zf.writestr("archive/byteorder", "little")
+        zf.writestr("archive/version", "3\n")
         for k, v in (storages or {}).items():
             zf.writestr(f"archive/data/{k}", v)
         for name, data in extra:

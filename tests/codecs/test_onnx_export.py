@@ -90,3 +90,16 @@ def test_cli_export_onnx_and_refusals(tmp_path, capsys):
     assert "block 'pos': nn/learned_position has no ONNX export" in capsys.readouterr().err
     with pytest.raises(ScellisError, match="needs the model's record"):
         make("codec/onnx_export").write(tmp_path / "x.onnx", {}, None)
+
+
+def test_bidirectional_and_convolution_blocks_are_refused_by_name(tmp_path):
+    bi = sc.sml.parse(MIXED.replace("num_layers: 2}", "num_layers: 2, bidirectional: true}")).data
+    bi["blocks"]["cls"]["in_features"] = 8
+    with pytest.raises(ScellisError, match="block 'gru': a bidirectional GRU has no ONNX export"):
+        make("codec/onnx_export").write(tmp_path / "bi.onnx", state_of(_randomised(bi, 1)), bi)
+    conv = sc.sml.parse(MIXED.replace(
+        "fc: {block_id: nn/linear, in: x, in_features: 3, out_features: 6}",
+        "fc: {block_id: nn/conv1d, in: x, in_channels: 3, out_channels: 6, kernel_size: 1}",
+    )).data  # fmt: skip
+    with pytest.raises(ScellisError, match="block 'fc': nn/conv1d has no ONNX export"):
+        make("codec/onnx_export").write(tmp_path / "c.onnx", state_of(_randomised(conv, 2)), conv)

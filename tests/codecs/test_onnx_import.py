@@ -113,19 +113,20 @@ def test_unsupported_ops_are_listed_by_node(tmp_path):
         read(path)
 
 
-def _with_external(tmp_path, location: str):
+def _with_external(tmp_path, location: str, **entries):
     from onnx import numpy_helper
 
     torch.manual_seed(0)
     path = tmp_path / "ext" / "m.onnx"
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     export(MLP(), torch.randn(2, 3), path)
     m = onnx.load(str(path))
     init = m.graph.initializer[0]
     data = numpy_helper.to_array(init).tobytes()
     init.ClearField("raw_data")
     init.data_location = onnx.TensorProto.EXTERNAL
-    for k, v in (("location", location), ("offset", "0"), ("length", str(len(data)))):
+    fields = {"location": location, "offset": "0", "length": str(len(data)), **entries}
+    for k, v in fields.items():
         e = init.external_data.add()
         e.key, e.value = k, v
     onnx.save(m, str(path))
@@ -157,6 +158,47 @@ def test_external_data_through_a_symlink_out_is_refused(tmp_path):
         read(path)
 
 
+@pytest.mark.parametrize(
+    ("entries", "match"),
+    [
+        ({"length": str(10**15)}, "needs 96 bytes, its external data says"),
+        ({"length": "9" * 5000}, "a whole number of bytes"),
+        ({"offset": str(10**15)}, "holds 96 bytes"),
+        ({"offset": "-4"}, "a whole number of bytes"),
+        ({"checksum": "0" * 40}, "SHA-1 checksum"),
+    ],
+)
+def test_external_data_that_lies_is_refused(tmp_path, entries, match):
+    path, data = _with_external(tmp_path, "weights.bin", **entries)
+    (path.parent / "weights.bin").write_bytes(data)
+    assert len(data) == 96
+    with pytest.raises(ScellisError, match=match):
+        read(path)
+
+
+def test_external_data_with_its_checksum_is_read(tmp_path):
+    import hashlib
+
+    _, data = _with_external(tmp_path / "a", "weights.bin")
+    sha = hashlib.sha1(data).hexdigest()
+    path, _ = _with_external(tmp_path / "b", "weights.bin", checksum=sha)
+    (path.parent / "weights.bin").write_bytes(data)
+    assert read(path).tensors
+
+
+def test_external_data_that_is_not_a_regular_file_is_refused(tmp_path):
+    import os
+
+    path, _ = _with_external(tmp_path, "weights.bin")
+    os.mkfifo(path.parent / "weights.bin")  # reading a FIFO with no writer would hang
+    with pytest.raises(ScellisError, match="not a regular file"):
+        read(path)
+    path2, _ = _with_external(tmp_path / "d", "sub")
+    (path2.parent / "sub").mkdir()
+    with pytest.raises(ScellisError, match="not a regular file|Is a directory"):
+        read(path2)
+
+
 def test_truncated_and_garbage_files_are_refused(tmp_path):
     _, path, _ = _model(tmp_path, "mlp2d")
     data = path.read_bytes()
@@ -168,3 +210,27 @@ def test_truncated_and_garbage_files_are_refused(tmp_path):
     junk.write_bytes(b"\x08\x07" + bytes(range(200)))
     with pytest.raises(ScellisError):
         read(junk)
+
+
+def test_a_tiny_graph_cannot_fold_into_gigabytes(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    # Expand of one constant to [30000, 30000]: 900M numbers from a file of ~200 bytes
+    init = [
+        numpy_helper.from_array(np.array([30000, 30000], dtype=np.int64), "shape"),
+        numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
+        numpy_helper.from_array(np.ones((3, 2), dtype=np.float32), "w"),
+    ]
+    nodes = [
+        helper.make_node("Expand", ["one", "shape"], ["big"]),
+        helper.make_node("MatMul", ["x", "w"], ["y0"]),
+        helper.make_node("Add", ["y0", "big"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 2])
+    g = helper.make_graph(nodes, "g", [x], [y], init)
+    path = tmp_path / "bomb.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert path.stat().st_size < 512
+    with pytest.raises(ScellisError, match="would fold a constant of 900000000 elements"):
+        read(path)

@@ -25,6 +25,11 @@ def _record(name: str) -> dict:
         rec = _record("char_transformer")
         rec["blocks"]["head"].update(tie_to="tok", bias=True)
         return rec
+    if name == "bi_lstm":  # two bidirectional layers, the head on both directions' ends
+        rec = _record("lstm_forecaster")
+        rec["blocks"]["lstm"].update(bidirectional=True, num_layers=2)
+        rec["blocks"]["head"].update(in_features=64)
+        return rec
     return sc.sml.parse((EXAMPLES / f"{name}.sml").read_text()).data
 
 
@@ -55,7 +60,7 @@ def _inputs(name: str, rng):
     return sc.tensor(x, device="reference"), torch.from_numpy(x)
 
 
-@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer", "tied_lm"])
+@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer", "tied_lm", "bi_lstm"])
 def test_exported_module_reproduces_scellis(tmp_path, name):
     record = _record(name)
     m = _randomised(record, seed=len(name))

@@ -144,7 +144,7 @@ def test_bad_files_name_their_lines(tmp_path):
     p = _write(tmp_path, "a,b\n1,2\n3,x\n")
     with pytest.raises(ScellisError, match=rf"^{p}:3: 'b' is 'x', not a number"):
         load_csv(CSVConfig(p, ("a", "b"), "b"))
-    with pytest.raises(ScellisError, match=rf"^{p}:1: no column 'c' \(found: a, b\)"):
+    with pytest.raises(ScellisError, match=rf"^{p}:1: no column 'c' \(found: 'a', 'b'\)"):
         load_csv(CSVConfig(p, ("c",), "a"))
     p = _write(tmp_path, "a,b\n1,2\n3\n", "short.csv")
     with pytest.raises(ScellisError, match=rf"^{p}:3: 1 fields; the header needs 2"):

@@ -79,3 +79,46 @@ def train_forecaster(lib, data, state, epochs=3):
             opt.step()
             losses.append(loss.item())
     return losses
+
+
+def conv_forecaster(lib, channels=8):
+    nn = lib.nn
+
+    class ConvForecaster(nn.Module):
+        def __init__(self):
+            super().__init__()
+            # no conv bias: batch norm cancels it, so its gradient is rounding noise that
+            # Adam would scale up to full steps in a direction each library rounds apart
+            self.conv = nn.Conv1d(1, channels, 3, padding=1, bias=False)
+            self.norm = nn.BatchNorm1d(channels)
+            self.pool = nn.MaxPool1d(2)
+            self.gru = nn.GRU(channels, channels, batch_first=True, bidirectional=True)
+            self.head = nn.Linear(2 * channels, 1)
+
+        def forward(self, x):  # [B, T, 1]
+            h = self.pool(self.norm(self.conv(x.transpose(1, 2))).relu())  # [B, C, T/2]
+            out, _ = self.gru(h.transpose(1, 2))
+            return self.head(out[:, -1])
+
+    return ConvForecaster()
+
+
+def train_conv_forecaster(lib, data, state, epochs=3):
+    """Per-step training losses, then the loss of the whole set in eval mode (batch
+    norm's running statistics)."""
+    model = conv_forecaster(lib)
+    opt = lib.optim.Adam(model.parameters(), lr=1e-2)
+    model.load_state_dict(state)
+    xs, ys = series_windows()
+    loader = data.DataLoader(data.TensorDataset(lib.tensor(xs), lib.tensor(ys)), batch_size=12)
+    losses = []
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = lib.nn.functional.mse_loss(model(xb), yb)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    model.eval()
+    losses.append(lib.nn.functional.mse_loss(model(lib.tensor(xs)), lib.tensor(ys)).item())
+    return losses

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.utils.data
-from differential import forecaster, mlp, train_forecaster, train_mlp
+from differential import (
+    conv_forecaster,
+    forecaster,
+    mlp,
+    train_conv_forecaster,
+    train_forecaster,
+    train_mlp,
+)
 
 import scellis as sc
 import scellis.data
@@ -29,3 +36,9 @@ def test_lstm_forecaster_losses_match_torch():
     got, want = _both(train_forecaster, forecaster)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     assert got[-4:].mean() < got[:4].mean()
+
+
+def test_conv_norm_pool_bigru_forecaster_losses_match_torch():
+    got, want = _both(train_conv_forecaster, conv_forecaster)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert got[-5:-1].mean() < got[:4].mean()

@@ -120,10 +120,12 @@ def test_transformer_encoder_layer(norm_first):
 
 
 def test_unsupported_options_say_so():
-    with pytest.raises(sc.ScellisError, match="bidirectional=True is not supported yet"):
-        nn.LSTM(2, 3, bidirectional=True)
+    with pytest.raises(sc.ScellisError, match="proj_size is not supported yet"):
+        nn.LSTM(2, 3, proj_size=2)
     with pytest.raises(sc.ScellisError, match="not supported yet"):
-        nn.GRU(2, 3, bidirectional=True)
+        nn.Conv1d(2, 3, 3, padding_mode="circular")
+    with pytest.raises(sc.ScellisError, match="not supported yet"):
+        nn.MaxPool1d(2, ceil_mode=True)
     with pytest.raises(sc.ScellisError, match="attn_mask"):
         m = nn.MultiheadAttention(4, 2)
         x = sc.tensor(normal("u", 3, 1, 4))
@@ -169,3 +171,90 @@ def test_transformer_encoder_stack_with_final_norm():
     with torch.no_grad():
         ty = theirs(torch.tensor(x))
     torch.testing.assert_close(th(y), ty)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_bidirectional_lstm_with_torch_names_and_state(batch_first):
+    B, T, F, H, L = 2, 5, 3, 4, 2
+    x = normal("bilstm:x", B, T, F) if batch_first else normal("bilstm:x", T, B, F)
+    h0, c0 = normal("bilstm:h", 2 * L, B, H), normal("bilstm:c", 2 * L, B, H)
+    ours = nn.LSTM(F, H, num_layers=L, batch_first=batch_first, bidirectional=True)
+    theirs = torch.nn.LSTM(F, H, num_layers=L, batch_first=batch_first, bidirectional=True)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert "weight_ih_l1_reverse" in ours.state_dict()
+    call = lambda m, x, h, c: m(x, (h, c))  # noqa: E731
+    compare(ours, theirs, [x, h0, c0], f"bilstm{batch_first}", call=call)
+    out, (h, c) = ours(sc.tensor(x), (sc.tensor(h0), sc.tensor(c0)))
+    with torch.no_grad():
+        tout, (th_, tc) = theirs(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    assert out.shape == tout.shape and h.shape == (2 * L, B, H)
+    torch.testing.assert_close(th(h), th_)
+    torch.testing.assert_close(th(c), tc)
+
+
+def test_bidirectional_gru_final_state():
+    ours = nn.GRU(3, 4, num_layers=2, bidirectional=True)
+    theirs = torch.nn.GRU(3, 4, num_layers=2, bidirectional=True)
+    call = lambda m, x: m(x)[1]  # noqa: E731
+    compare(ours, theirs, [normal("bigru", 6, 2, 3)], "bigru", call=call)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        dict(in_channels=3, out_channels=4, kernel_size=3),
+        dict(in_channels=4, out_channels=6, kernel_size=(3,), stride=2, padding=1, groups=2),
+        dict(in_channels=2, out_channels=3, kernel_size=3, padding="same", dilation=2),
+        dict(in_channels=2, out_channels=2, kernel_size=2, bias=False, padding="valid"),
+    ],
+)
+def test_conv1d_takes_torch_layout_and_state(args):
+    ours, theirs = nn.Conv1d(**args), torch.nn.Conv1d(**args)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    name = "conv" + "".join(map(str, args.values()))
+    compare(ours, theirs, [normal(name, 2, args["in_channels"], 9)], name)
+    y = ours(sc.tensor(normal(name + "u", args["in_channels"], 9)))  # unbatched [C, T]
+    with torch.no_grad():
+        ty = theirs(torch.tensor(normal(name + "u", args["in_channels"], 9)))
+    torch.testing.assert_close(th(y), ty)
+
+
+def test_causal_conv1d_is_torch_conv_on_left_padded_input():
+    ours = nn.Conv1d(2, 3, 3, dilation=2, padding="causal")
+    theirs = torch.nn.Conv1d(2, 3, 3, dilation=2)
+    call_t = lambda m, x: m(torch.nn.functional.pad(x, (4, 0)))  # noqa: E731
+    ours.load_state_dict(theirs.state_dict())
+    x = normal("causal", 2, 2, 7)
+    torch.testing.assert_close(th(ours(sc.tensor(x))), call_t(theirs, torch.tensor(x)).detach())
+
+
+@pytest.mark.parametrize("k,s,p", [(2, None, 0), (3, 2, 1)])
+def test_pooling_layers(k, s, p):
+    x = normal(f"pool{k}{s}{p}", 2, 3, 10)
+    compare(nn.MaxPool1d(k, s, p), torch.nn.MaxPool1d(k, s, p), [x], f"max{k}{s}{p}")
+    compare(nn.AvgPool1d(k, s, p), torch.nn.AvgPool1d(k, s, p), [x], f"avg{k}{s}{p}")
+
+
+def test_adaptive_pooling_to_one_step():
+    x = normal("adaptive", 2, 3, 7)
+    compare(nn.AdaptiveAvgPool1d(1), torch.nn.AdaptiveAvgPool1d(1), [x], "adaptive_avg")
+    compare(nn.AdaptiveMaxPool1d((1,)), torch.nn.AdaptiveMaxPool1d(1), [x], "adaptive_max")
+    y = nn.AdaptiveMaxPool1d(1)(sc.tensor(x[0]))
+    torch.testing.assert_close(th(y), torch.nn.AdaptiveMaxPool1d(1)(torch.tensor(x[0])))
+    with pytest.raises(sc.ScellisError, match="output_size"):
+        nn.AdaptiveAvgPool1d(4)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 3, 6)])
+def test_batch_norm1d_train_eval_and_state(shape):
+    ours, theirs = nn.BatchNorm1d(3, momentum=0.2), torch.nn.BatchNorm1d(3, momentum=0.2)
+    assert set(ours.state_dict()) == set(theirs.state_dict()) - {"num_batches_tracked"}
+    for i in range(2):
+        compare(ours, theirs, [normal(f"bn{shape}{i}", *shape) * 3 + 1], f"bn{shape}{i}")
+    for k in ("running_mean", "running_var"):
+        torch.testing.assert_close(th(ours.state_dict()[k]), theirs.state_dict()[k])
+    ours.eval(), theirs.eval()
+    compare(ours, theirs, [normal(f"bn{shape}e", *shape)], f"bn{shape}e")
+    fresh = nn.BatchNorm1d(3, momentum=0.2)
+    fresh.load_state_dict(ours.state_dict())
+    assert arr(fresh.running_var).tolist() == arr(ours.running_var).tolist()

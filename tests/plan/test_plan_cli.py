@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from planutil import ROOT
@@ -63,6 +64,19 @@ def test_no_batch_size_helps_when_the_weights_alone_exceed(capsys):
     assert rc == 2
     first = p["remediations"][0]
     assert first["fix"] == "LoRA/PEFT" and "no batch size can help" in first["detail"]
+
+
+def test_a_model_no_device_holds_names_the_torch_train_path(capsys):
+    rc, p = plan_json(capsys, LSTM, "--device", "reference", "--budget", "64KiB")
+    assert rc == 2 and any(x.startswith("too large for one device") for x in p["problems"])
+    fix = next(r for r in p["remediations"] if r["fix"].startswith("too large for one device"))
+    assert "scellis export REC --to torch-train DIR" in fix["fix"]
+    assert re.search(r"torchrun --nproc_per_node \d+ DIR/train.py --fsdp", fix["fix"])
+    assert 0 < fix["saving"] < p["peak"] and "FSDP" in fix["detail"]
+    rc = main(["train", LSTM, "--device", "reference", "--budget", "64KiB", "--max-steps", "1"])
+    assert rc == 2 and "--to torch-train DIR, then torchrun" in capsys.readouterr().err
+    _, fits = plan_json(capsys, LSTM, "--device", "reference", "--budget", "2MiB")
+    assert not any("torch-train" in r["fix"] for r in fits["remediations"])
 
 
 def test_yellow_under_15_percent_headroom(capsys):
@@ -141,3 +155,17 @@ def test_the_tab_plans_what_the_cli_plans(capsys, path):
     # the reference device's budget is the host's free memory, read at each call
     assert tab.pop("budget") > 0 and cli.pop("budget") > 0
     assert tab == cli
+
+
+def test_a_kernel_refusal_is_not_worded_as_memory(tmp_path, capsys):
+    # the fused LSTM has no f16 kernel on WebGPU: the run is refused, but it would fit
+    rec = tmp_path / "f16.sml"
+    text = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
+    rec.write_text(text.replace("seed: 0\n", "seed: 0\nprecision: mixed_f16\n"))
+    assert main(["plan", str(rec), "--device", "webgpu", "--json"]) == 2  # red
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["verdict"] == "red" and plan["kernel_problems"] == plan["problems"]
+    assert "lstm" in plan["problems"][0]
+    code = main(["train", str(rec), "--device", "webgpu", "--store", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and "memory is not the problem" in err and "memory plan is red" not in err

@@ -1,4 +1,5 @@
-"""Op cases, nn family: softmax, layer_norm, embedding, dropout, one_hot and the losses."""
+"""Op cases, nn family: softmax, layer_norm, conv and pooling over time, embedding,
+dropout, one_hot and the losses."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import torch.nn.functional as TF
 from helpers import Case
 from inputs import Away, Idx, N, Near, U
 from scellis import functional as F
+from scellis.nn import functional as NF
+from scellis.ops.composites import flip
 from scellis.rng import Generator, bernoulli
 
 DROP_P, DROP_SEED = 0.3, 11
@@ -80,6 +83,31 @@ CASES = [
         lambda i, x: F.one_hot(i, 5).cast(x.dtype) * x,
         lambda i, x: TF.one_hot(i.long(), 5).to(x.dtype) * x,
         [Idx((3, 4), 5), N((3, 4, 5))],
+    ),
+    Case(
+        "conv1d_grouped",
+        lambda x, w, b: NF.conv1d(x, w, b, stride=2, padding=1, groups=2),
+        lambda x, w, b: TF.conv1d(x, w, b, stride=2, padding=1, groups=2),
+        [N((2, 4, 9)), N((6, 2, 3)), N((6,))],
+    ),
+    Case(
+        "conv1d_same_dilated",
+        lambda x, w: NF.conv1d(x, w, padding="same", dilation=2),
+        lambda x, w: TF.conv1d(x, w, padding="same", dilation=2),
+        [N((2, 3, 8)), N((2, 3, 3))],
+    ),
+    Case("flip", lambda x: flip(x, 1), lambda x: x.flip(1), [N((2, 5, 3))]),
+    Case(
+        "max_pool1d",
+        lambda x: NF.max_pool1d(x, 3, 2, 1),
+        lambda x: TF.max_pool1d(x, 3, 2, 1),
+        [N((2, 3, 10))],
+    ),
+    Case(
+        "avg_pool1d",
+        lambda x: NF.avg_pool1d(x, 3, 2, 1),
+        lambda x: TF.avg_pool1d(x, 3, 2, 1),
+        [N((2, 3, 10))],
     ),
 ]
 

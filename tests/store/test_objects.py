@@ -40,18 +40,43 @@ def test_corrupt_and_missing_objects_are_refused_by_hash(tmp_path):
     bad = bytearray(data)
     bad[17] ^= 1
     p.write_bytes(bytes(bad))
+    with pytest.raises(StoreError, match=f"{h} is corrupt .*; moved aside to .*quarantine"):
+        s.get(h)
+    # still corrupt to every later read, until the right bytes are stored again
     with pytest.raises(StoreError, match=f"{h} is corrupt"):
         s.get(h)
-    # storing the same bytes again neither repairs it silently nor pretends it is fine
-    with pytest.raises(StoreError, match=f"{h} is corrupt"):
-        s.put(data)
-    with pytest.raises(StoreError, match="corrupt"):
-        s.get(h)
+    assert not s.has(h)
     missing = hashlib.sha256(b"never stored").hexdigest()
     with pytest.raises(StoreError, match=f"{missing} is missing"):
         s.get(missing)
     with pytest.raises(StoreError, match="not a sha256"):
         s.get("../../etc/passwd")
+
+
+def test_a_corrupt_object_is_moved_aside_and_replaced_by_a_verified_copy(tmp_path):
+    s = ObjectStore(tmp_path)
+    data = os.urandom(300)
+    h = s.put(data)
+    p = s.path(h)
+    os.chmod(p, 0o644)
+    bad = bytearray(data)
+    bad[3] ^= 0x40
+    p.write_bytes(bytes(bad))
+    # a write of the same content finds the corrupt copy, moves it aside, writes fresh
+    assert s.put(data) == h
+    assert s.get(h) == data and p.read_bytes() == data
+    (aside,) = s.quarantined(h)
+    assert aside.read_bytes() == bytes(bad)
+    assert aside.parent == tmp_path / "quarantine" / "sha256"
+    # the quarantine is not an object, nor collected as one
+    assert [x for x, _ in s.list()] == [h]
+    # a read that finds it corrupt moves it aside too; the next write repairs it
+    p.chmod(0o644)
+    p.write_bytes(bytes(bad))
+    with pytest.raises(StoreError, match="moved aside"):
+        s.get(h)
+    assert len(s.quarantined(h)) == 2 and not p.exists()
+    assert s.put(data) == h and s.get(h) == data
 
 
 class _HalfThenFail(Writer):

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def shown(text: str, limit: int = 120) -> str:
+    """``text`` from a user's file as a message shows it: as written when it is printable
+    (and short), else quoted with escapes, so a message stays one line."""
+    text = str(text)
+    if text.isprintable() and len(text) <= limit:
+        return text
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
 class ScellisError(Exception):
     """An error caused by user input; the CLI prints it as one line and exits 2."""
 

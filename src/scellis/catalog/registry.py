@@ -27,9 +27,16 @@ def field(
     exclusive_min: bool = False,
     choices: tuple | None = None,
     default_factory: Any = dataclasses.MISSING,
+    quiet: bool = False,
 ):
-    """A Config field with its doc and range (``min``/``max``; ``exclusive_min`` for > min)."""
+    """A Config field with its doc and range (``min``/``max``; ``exclusive_min`` for > min).
+
+    ``quiet``: the printed block rung (``scellis compile --emit blocks``) leaves the field
+    out while it holds its default, so an option added to a block later does not change
+    how the records that never use it print."""
     meta = {"doc": doc, "min": min, "max": max, "exclusive_min": exclusive_min, "choices": choices}
+    if quiet:
+        meta["quiet"] = True
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -40,7 +40,62 @@ def _same(key: str):
 def _recurrent(f, xs):
     _last(xs[0], f["input_size"], rank=3)
     x = xs[0]
-    return [x[0], f["hidden_size"]] if f["output"] == "last" else [x[0], x[1], f["hidden_size"]]
+    h = f["hidden_size"]
+    if f.get("bidirectional") and isinstance(h, int):
+        h *= 2  # both directions side by side
+    return [x[0], h] if f["output"] == "last" else [x[0], x[1], h]
+
+
+def _steps(t, span: int, stride: int, lo: int, hi: int):
+    """Output steps of windows spanning ``span`` steps over ``t`` (symbolic stays symbolic,
+    and so does ``t`` while a field is not filled in yet)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t, span, stride, lo, hi)):
+        return t
+    if t + lo + hi < span:
+        raise ShapeMismatch("a sequence of at least", span - lo - hi, t)
+    return (t + lo + hi - span) // stride + 1
+
+
+def _conv1d(f, xs):
+    _last(xs[0], f["in_channels"], rank=3)
+    k, d, stride, pad = f["kernel_size"], f["dilation"], f["stride"], f["padding"]
+    x = xs[0]
+    if not all(isinstance(v, int) for v in (k, d)):
+        return [x[0], x[1], f["out_channels"]]
+    total = d * (k - 1)
+    if pad == "causal":
+        lo, hi = total, 0
+    elif pad == "same":
+        lo, hi = total // 2, total - total // 2
+    elif pad == "valid":
+        lo = hi = 0
+    elif isinstance(pad, int) and not isinstance(pad, bool):
+        lo = hi = pad
+    else:
+        raise ShapeMismatch("padding", "an int, valid, same or causal", pad)
+    return [x[0], _steps(x[1], total + 1, stride, lo, hi), f["out_channels"]]
+
+
+def _pool1d(f, xs):
+    x = xs[0]
+    if len(x) != 3:
+        raise ShapeMismatch("rank", 3, len(x))
+    k, p = f["kernel_size"], f["padding"]
+    if not isinstance(k, int):
+        return list(x)
+    return [x[0], _steps(x[1], k, f["stride"] or k, p, p), x[2]]
+
+
+def _global_pool(f, xs):
+    x = xs[0]
+    if len(x) != 3:
+        raise ShapeMismatch("rank", 3, len(x))
+    return [x[0], x[2]]
+
+
+def _tcn(f, xs):
+    _last(xs[0], f["in_channels"], rank=3)
+    return xs[0][:-1] + [f["channels"]]
 
 
 def _head(n_key: str):
@@ -76,6 +131,12 @@ RULES = {
     "nn/embedding": lambda f, xs: list(xs[0]) + [f["embedding_dim"]],
     "nn/lstm": _recurrent,
     "nn/gru": _recurrent,
+    "nn/conv1d": _conv1d,
+    "nn/tcn": _tcn,
+    "nn/max_pool1d": _pool1d,
+    "nn/avg_pool1d": _pool1d,
+    "nn/global_pool1d": _global_pool,
+    "nn/batch_norm1d": _same("num_features"),
     "nn/regression_head": _head("n_outputs"),
     "nn/classification_head": _head("n_classes"),
     "nn/mlp": _mlp,

@@ -1,13 +1,16 @@
-"""``scellis export FILE|RUN --to torch|safetensors|pt|onnx|hf`` (cli layer): models for others.
+"""``scellis export FILE|RUN --to torch|torch-train|safetensors|pt|onnx|hf`` (cli layer).
 
 A run reference (``RUN``, ``RUN@STEP``, ``RUN:best``) exports that checkpoint's model. FILE
 is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
 header names, or ``--weights``, else its own initial values) or any importable file.
 ``--to torch`` writes a folder with ``model.py`` (a plain PyTorch module, no Scellis
 import) and ``state_dict.pt``; ``safetensors`` and ``pt`` write weight files; ``onnx``
-an ONNX model (dense and recurrent blocks); ``hf`` a Hugging Face folder (GPT-2,
-Llama/Qwen2 or BERT layouts) that ``transformers`` loads. A fine-tuned model's LoRA
-adapters are merged into the weights first.
+an ONNX model (dense and recurrent blocks). ``--to torch-train DIR`` writes a whole
+training package (``train.py`` for ``torchrun``, the data pipeline, optimizer, schedule,
+loss, clipping, precision); from a run reference it also holds that checkpoint, the
+optimizer state included, which ``train.py`` continues from.
+``--to hf`` writes a Hugging Face folder (GPT-2, Llama/Qwen2 or BERT layouts) that
+``transformers`` loads. A fine-tuned model's LoRA adapters are merged into the weights.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 import click
 
 from ..codecs.convert import export_file, export_tensors
+from ..codecs.torchtrain.package import export_package, run_source, write_package
 from ..codecs.weights import state_of
 from ..run.reference import looks_like_run, open_run
 from .common import extensions_option, load_cli_extensions
@@ -27,14 +31,23 @@ from .common import extensions_option, load_cli_extensions
     "export", help="Export a record's or a run's model: PyTorch module, safetensors, .pt, ONNX, HF."
 )
 @click.argument("file", metavar="FILE|RUN[@STEP|:best]")
-@click.option("--to", "to", required=True, help="torch | safetensors | pt | onnx | hf | a codec id")
-@click.option("--out", type=click.Path(), help="where to write (default: beside FILE)")
+@click.argument("dest", required=False, type=click.Path())
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    help="torch | torch-train | safetensors | pt | onnx | hf | a codec id",
+)
+@click.option("--out", type=click.Path(), help="where to write (default: beside FILE); or DEST")
 @click.option("--weights", help="sha256:<hex> in the store, or a weights file")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")
 @extensions_option
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
-def command(file, to, out, weights, store, extensions, json_):
+def command(file, dest, to, out, weights, store, extensions, json_):
     load_cli_extensions(extensions)
+    out = out or dest
+    if to == "torch-train":
+        return _torch_train(file, out, store, weights, json_)
     if looks_like_run(store, file):  # RUN, RUN@STEP or RUN:best: that checkpoint's model
         trained = open_run(store, file)
         tensors = state_of(trained.model("reference"))
@@ -49,4 +62,23 @@ def command(file, to, out, weights, store, extensions, json_):
     print(f"{file}: {res.codec}, {len(res.tensors)} tensors")
     for f in files:
         print(f"  wrote {f}")
+    return 0
+
+
+def _torch_train(file, out, store, weights, json_):
+    if looks_like_run(store, file):  # that checkpoint, optimizer state included
+        trained = open_run(store, file)
+        dest = out or trained.rid.replace("-", "_") + "_torch_train"
+        written = write_package(dest, run_source(store, trained.rid, trained.manifest))
+    else:
+        dest = out or f"{file.removesuffix('.sml')}_torch_train"
+        written = export_package(file, dest, store=store, weights=weights)
+    files = [str(p) for p in written]
+    if json_:
+        print(json.dumps({"file": file, "codec": "torch-train", "written": files}))
+        return 0
+    print(f"{file}: a PyTorch training package in {dest}")
+    for f in files:
+        print(f"  wrote {f}")
+    print(f"  run: torchrun --nproc_per_node N {dest}/train.py")
     return 0

@@ -6,8 +6,12 @@ Hugging Face model (GPT-2, Llama, Mistral, Qwen2, BERT, RoBERTa, DistilBERT), wh
 record is built from its config. ONNX models carry their architecture; a bare state
 dict maps onto ``--record`` (``--map OLD.=NEW.`` renames prefixes). The weights go into
 the object store (``--store``, default ``.scellis``) as one safetensors object; ``--to``
-writes the record, its header naming that object. A refused file (hostile pickle, unsupported
-ops, names that do not fit, an unsupported architecture) is exit 2 with the reason.
+writes the record, its header naming that object. A refused file (hostile pickle,
+unsupported ops, names that do not fit, an unsupported architecture) is exit 2 with the
+reason.
+
+A checkpoint of an exported ``train.py`` (``export --to torch-train``) becomes a run in
+the store instead, with its optimizer state and step: ``scellis resume RUN`` continues it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import click
 
 from ..base.errors import ScellisError
 from ..codecs.convert import import_file
+from ..codecs.torchtrain.checkpoint import is_train_checkpoint
 from ..run.reference import looks_like_run, open_run
+from ..run.torchtrain import import_checkpoint
 from .common import extensions_option, load_cli_extensions
 
 
@@ -43,10 +49,16 @@ def parse_map(items) -> dict[str, str]:
 @click.option("--record", help="map a state dict onto this record (a .sml file or a RUN)")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW", help="rename a name or prefix")
 @click.option("--codec", help="a codec id instead of sniffing (e.g. codec/torch)")
+@click.option("--device", default="webgpu", show_default=True,
+              help="a train.py checkpoint: the device its run resumes on")  # fmt: skip
+@click.option("--base-dir", type=click.Path(file_okay=False),
+              help="a train.py checkpoint: where its record's data file is")  # fmt: skip
 @extensions_option
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
-def command(file, to, store, record, maps, codec, extensions, json_):
+def command(file, to, store, record, maps, codec, device, base_dir, extensions, json_):
     load_cli_extensions(extensions)
+    if codec is None and is_train_checkpoint(file):
+        return _train_checkpoint(file, store, device, base_dir, json_)
     run_record = None
     if record is not None and looks_like_run(store, record):  # a run's record: RUN[@STEP]
         trained = open_run(store, record)
@@ -79,4 +91,17 @@ def command(file, to, store, record, maps, codec, extensions, json_):
         print(f"  blocks: {', '.join(blocks)}")
     if res.written:
         print(f"  record: {res.written[0]}")
+    return 0
+
+
+def _train_checkpoint(file, store, device, base_dir, json_):
+    argv = ["scellis", "import", file, "--store", str(store)]
+    got = import_checkpoint(file, store, device=device, base_dir=base_dir, argv=argv)
+    summary = {"file": file, "codec": "torch-train", "run": got.run, "step": got.step,
+               "epoch": got.epoch, "manifest": got.manifest, "store": str(store)}  # fmt: skip
+    if json_:
+        print(json.dumps(summary))
+        return 0
+    print(f"{file}: a train.py checkpoint at step {got.step} -> run {got.run} in {store}")
+    print(f"  continue it: scellis resume {got.run} --store {store}")
     return 0

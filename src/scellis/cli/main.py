@@ -2,7 +2,8 @@
 
 Each sub-command lives in its own module and exposes ``command`` (a click command or
 group); it is registered here with one line. Bad input is one clear line and exit 2,
-never a traceback; Ctrl-C is exit 130.
+never a traceback (a file system refusal the command did not word itself included);
+Ctrl-C is exit 130.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from . import (
     models,
     plan,
     predict,
+    profile,
     resume,
     runs,
     serve,
@@ -59,6 +61,7 @@ for _mod in (
     compare,
     evaluate,
     predict,
+    profile,
     generate,
     models,
     import_,
@@ -86,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ScellisError as e:
         print(f"scellis: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the file system refused (a missing file, a read-only folder)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"scellis: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scellis: interrupted", file=sys.stderr)

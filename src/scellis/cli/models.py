@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..sml import parse
 from ..store.objects import ObjectStore
 from ..store.records import Records
@@ -25,10 +26,7 @@ _MODEL_LINE = re.compile(r"^(model:[ \t]*)([\"']?)([^\s\"'@#]+)@([0-9]+)\2", re.
 
 def save(file: str, store: str, json_: bool) -> int:
     p = Path(file)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise ScellisError(f"{file}: cannot read ({e.strerror or e})") from None
+    raw = read_file(p)
     check_text(raw, file)
     model = parse(raw, file).data.get("model")
     text = raw.decode("utf-8")

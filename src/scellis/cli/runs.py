@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..run.options import RunOptions
 from ..store import bundle
 from ..store.gc import collect
@@ -24,6 +25,8 @@ from .runner import baseline_text, fmt_metric, resume_command
 
 def open_records(store: str) -> Records:
     root = Path(store)
+    if root.exists() and not root.is_dir():
+        raise ScellisError(f"{root} is a file, not a store folder")
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (scellis train --store {root} creates one)")
     return Records(root)
@@ -205,10 +208,7 @@ def export(ctx, run, output, store):
 @click.pass_context
 def import_(ctx, file, store, json_):
     root = Path(store or ctx.obj["store"])
-    try:
-        data = Path(file).read_bytes()
-    except OSError as e:
-        raise ScellisError(f"{file}: cannot read ({e.strerror or e})") from None
+    data = read_file(file)
     rec = Records(root)
     try:
         rid = bundle.import_run(ObjectStore(root), rec, data)

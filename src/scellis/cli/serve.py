@@ -46,6 +46,8 @@ def make_server(root: str | Path, port: int = 0, host: str = "127.0.0.1"):
         return http.server.ThreadingHTTPServer((host, port), handler)
     except OSError as e:
         raise ScellisError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    except OverflowError:
+        raise ScellisError(f"cannot listen on {host}:{port}: ports are 0 to 65535") from None
 
 
 def serve_in_thread(root: str | Path, port: int = 0):
@@ -56,7 +58,7 @@ def serve_in_thread(root: str | Path, port: int = 0):
 
 
 @click.command("serve", help="Build the site if needed and serve it on localhost.")
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--out", default=".scellis/site", show_default=True, metavar="DIR")
 @click.option("--rebuild", is_flag=True, help="build even if the site looks current")
 def command(port, out, rebuild):

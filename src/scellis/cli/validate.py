@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import click
 
 from ..base.errors import Diagnostic, ScellisError
+from ..base.files import read_file
 from ..catalog.extensions import validate_record
 from ..sml import parse
 from ..sml.loader import MAX_BYTES
@@ -25,10 +26,9 @@ from .common import extensions_option, load_cli_extensions
 def check_file(path: str) -> list[Diagnostic]:
     """Every problem of one file, located; [] when it is a valid record."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES * 4 + 1)
-    except OSError as e:
-        return [Diagnostic(f"cannot read: {e.strerror or e}", path, 1, 1)]
+        raw = read_file(path, head=MAX_BYTES * 4 + 1)
+    except ScellisError as e:
+        return [Diagnostic(str(e).removeprefix(f"{path}: "), path, 1, 1)]
     try:
         return validate_record(parse(raw, path), Path(path).parent)
     except Diagnostic as d:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..catalog.registry import entries, lookup
 from .raw import RawTensor
 
@@ -56,13 +57,7 @@ class Codec:
     def read_bytes(self, path: Path) -> bytes:
         """The file's bytes, refused (a ScellisError) over the codec's ``max_bytes`` cap
         or when it cannot be read."""
-        try:
-            size = path.stat().st_size
-            if size > self.config.max_bytes:
-                raise ScellisError(f"{path}: {size} bytes is over the {self.config.max_bytes} cap")
-            return path.read_bytes()
-        except OSError as e:
-            raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+        return read_file(path, limit=self.config.max_bytes)
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         """Write ``tensors`` (and the record, when the format has a place for it); the paths."""
@@ -76,11 +71,7 @@ def make(entry_id: str, **fields) -> Codec:
 
 
 def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(HEAD_BYTES)
-    except OSError as err:
-        raise ScellisError(f"{path}: cannot read: {err.strerror or err}") from None
+    return read_file(path, head=HEAD_BYTES)
 
 
 def find(path: str | Path, *, writing: bool = False) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
 from .base import Imported, make, read
@@ -44,6 +45,22 @@ class Result:
     unused: list[str] = field(default_factory=list)
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return read_file(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScellisError(f"{path}: not a text (UTF-8) file") from None
+
+
+def _written(dest: Path, write) -> list[Path]:
+    """``write()``'s result; a folder that cannot be created or written is one line."""
+    try:
+        return write()
+    except OSError as e:
+        why = f"{e.filename}: {e.strerror or e}" if e.filename else f"{e.strerror or e}"
+        raise ScellisError(f"{dest}: cannot write ({why})") from None
+
+
 def _shapes(record: dict) -> dict[str, tuple]:
     m = RecordModel(record, device="null")
     return {k: tuple(p.shape) for k, p in m.named_parameters()}
@@ -61,7 +78,7 @@ def import_file(
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     if record is not None:
-        rtext = Path(record).read_text()
+        rtext = _read_text(Path(record))
         rec, where = check(rtext, str(record), Path(record).parent), str(record)
     elif record_source is not None:
         rtext, where, base = record_source
@@ -88,9 +105,13 @@ def import_file(
         if text is None:
             raise ScellisError(f"{path}: holds weights only; give --record to write a record")
         out = Path(to)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-        res.written.append(out)
+
+        def write():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+            return [out]
+
+        res.written.extend(_written(out, write))
     return res
 
 
@@ -107,10 +128,22 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
     )
 
 
+def record_weights(path, store, weights: str | None = None) -> tuple[dict, dict[str, RawTensor]]:
+    """(record, weights by parameter path) of a record file: its ``# weights:`` object (or
+    ``weights``: sha256:<hex> in ``store`` or a weights file), else its initial values."""
+    path = Path(path)
+    if path.suffix.lower() != ".sml":
+        raise ScellisError(f"{path}: not a record (.sml)")
+    rec, tensors = _source(path, store, weights)
+    if rec is None:
+        raise ScellisError(f"{path}: holds no record")
+    return rec, tensors
+
+
 def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[str, RawTensor]]:
     """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":
-        text = path.read_text()
+        text = _read_text(path)
         rec = check(text, str(path), path.parent)
         tag = WEIGHTS_TAG.search(text)
         ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
@@ -152,5 +185,5 @@ def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside
     cid = TARGETS.get(to, to)
     dest = Path(out) if out is not None else beside.with_name(
         _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
-    written = make(cid).write(dest, tensors, rec)
+    written = _written(dest, lambda: make(cid).write(dest, tensors, rec))
     return Result(cid, rec, None, tensors, written=written)

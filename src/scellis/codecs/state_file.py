@@ -20,6 +20,7 @@ import os
 
 from ..base.dtypes import as_dtype
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..runtime.creation import from_bytes
 from ..runtime.inplace import host_bytes
 from ..runtime.tensor import Tensor
@@ -104,8 +105,12 @@ def _unpack(node, tensors: dict):
 
 def load(path, device=None):
     """Read what ``save`` wrote (or any safetensors file) onto ``device``."""
-    with open(os.fspath(path), "rb") as f:
-        views, meta = st.loads(f.read())
+    where = os.fspath(path)
+    data = read_file(where)
+    try:
+        views, meta = st.loads(data)
+    except ScellisError as e:
+        raise ScellisError(f"{where}: {e}") from None
     dev = "reference" if device == "cpu" else device
     tensors = {}
     for name, (code, shape, data) in views.items():
@@ -113,4 +118,11 @@ def load(path, device=None):
         tensors[name] = from_bytes(raw, shape, as_dtype(dt), dev)
     if TREE_KEY not in meta:
         return tensors
-    return _unpack(json.loads(meta[TREE_KEY]), tensors)
+    try:
+        return _unpack(json.loads(meta[TREE_KEY]), tensors)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        # a tree that is not JSON, nests past the stack, names a tensor the file lacks...
+        what = "nests too deeply" if isinstance(e, RecursionError) else f"{type(e).__name__}: {e}"
+        raise ScellisError(
+            f"{where}: the saved tree ({TREE_KEY}) is malformed ({what:.200})"
+        ) from None

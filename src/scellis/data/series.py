@@ -8,22 +8,24 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import math
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from .text import read_text
 
 
 def read_csv_column(path, column: str) -> list[float]:
     """The float values of ``column``; a missing or non-numeric cell is refused by row."""
+    text = read_text(path)  # a regular UTF-8 file, or refused with the position
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror}") from None
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise ScellisError(f"{path}: bad CSV: {e}") from None
     if not rows or column not in rows[0]:
-        have = ", ".join(rows[0]) if rows else "no columns"
-        raise ScellisError(f"{path}: no column {column!r} (found: {have})")
+        have = ", ".join(map(repr, rows[0])) if rows else "no columns"
+        raise ScellisError(f"{path}: no column {column!r} (found: {have:.300})")
     out = []
     for i, row in enumerate(rows, start=2):
         try:

@@ -67,7 +67,8 @@ def _header(path: str, reader, wanted: list[str]) -> list[int]:
     names = [h.strip() for h in header]
     for name in wanted:
         if name not in names:
-            raise ScellisError(f"{path}:1: no column {name!r} (found: {', '.join(names)})")
+            found = ", ".join(map(repr, names))  # as written: a header may hold anything
+            raise ScellisError(f"{path}:1: no column {name!r} (found: {found:.300})")
         if names.count(name) > 1:
             raise ScellisError(f"{path}:1: column {name!r} appears twice in the header")
     return [names.index(n) for n in wanted]

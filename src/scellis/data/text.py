@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from .shuffle import shuffled_order
 
 
@@ -90,11 +91,7 @@ class TextDataset:
 
 def read_text(path) -> str:
     """A UTF-8 text file; bad bytes are refused with their ``file:line:col``."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror}") from None
+    data = read_file(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -12,10 +12,12 @@ import os
 import wgpu
 
 from ..base.errors import DeviceError
+from .gpu_timing import DispatchTimer
 from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+_RESOLVE = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
 
 
 def _info(adapter) -> AdapterInfo:
@@ -69,7 +71,8 @@ class NativeGPU(BindGroupCache):
     def __init__(self, adapter: str | None = None):
         self._adapter = choose_adapter(adapter)
         self.info = _info(self._adapter)
-        feats = [f for f in ("shader-f16",) if f in self.info.features]
+        # timestamp queries only serve `scellis profile`; asking for them changes no result
+        feats = [f for f in ("shader-f16", "timestamp-query") if f in self.info.features]
         self._device = self._adapter.request_device_sync(
             required_features=feats,
             required_limits={
@@ -83,6 +86,8 @@ class NativeGPU(BindGroupCache):
         self._encoder = None
         self._pass = None
         self.encoded = 0  # dispatches encoded since the last flush
+        self.timer: DispatchTimer | None = None  # per-dispatch GPU times, while profiling
+        self.label = ""  # what the next dispatch is (the op), for the timer
         # bind groups by (pipeline, bound ranges); pooled buffers make these repeat.
         # Entries hold their buffers, so an id in a key is never reused while cached.
         self._init_groups()
@@ -149,16 +154,36 @@ class NativeGPU(BindGroupCache):
 
     def dispatch_group(self, pipeline, group, grid) -> None:
         """Encode one dispatch with a prepared bind group."""
-        if self._pass is None:
+        if self.timer is not None:  # a pass of its own, stamped at its start and end
+            self._end_pass()
+            if self._encoder is None:
+                self._encoder = self._device.create_command_encoder()
+            self._pass = self.timer.pass_for(self._encoder, self.label)
+        elif self._pass is None:
             if self._encoder is None:
                 self._encoder = self._device.create_command_encoder()
             self._pass = self._encoder.begin_compute_pass()
         self._pass.set_pipeline(pipeline)
         self._pass.set_bind_group(0, group)
         self._pass.dispatch_workgroups(*grid)
+        if self.timer is not None:
+            self._end_pass()
         self.encoded += 1
         if self.encoded >= 512:  # keep command buffers bounded
             self.flush()
+
+    def start_timing(self) -> None:
+        """Time each dispatch from now on (``stop_timing`` reads the times)."""
+        if "timestamp-query" not in self.info.features:
+            raise DeviceError(f"the adapter {self.info.name!r} has no timestamp queries")
+        self.flush()
+        self.timer = DispatchTimer(self._device, _RESOLVE)
+
+    async def stop_timing(self) -> list[tuple[str, float]]:
+        """(label, GPU seconds) of each dispatch since ``start_timing``."""
+        timer, self.timer = self.timer, None
+        self.flush()
+        return await timer.read(self) if timer is not None else []
 
     def _end_pass(self) -> None:
         if self._pass is not None:

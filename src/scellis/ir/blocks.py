@@ -27,6 +27,7 @@ class Block:
     fields: dict
     shape: list | None
     params: list[tuple[str, tuple, str]]  # (name, shape, dtype)
+    quiet: tuple[str, ...] = ()  # fields left out of the print (quiet, at their default)
 
 
 @dataclass
@@ -59,7 +60,8 @@ class BlockGraph:
                 f"  {b.name}: {b.block_id} <- {', '.join(b.reads)} -> {_shape(b.shape)}"
                 f"  ({n} parameters)"
             )
-            fields = ", ".join(f"{k}={_v(v)}" for k, v in sorted(b.fields.items()))
+            shown = sorted((k, v) for k, v in b.fields.items() if k not in b.quiet)
+            fields = ", ".join(f"{k}={_v(v)}" for k, v in shown)
             lines.append(f"      fields: {fields}")
             for pname, shape, dt in b.params:
                 lines.append(f"      param {pname}: {dt}{_shape(list(shape))}")
@@ -126,7 +128,12 @@ def block_graph(record: dict) -> BlockGraph:
         shape = infer_shape(entry.id, fields, ins) if all(s is not None for s in ins) else None
         shapes[name] = shape
         params = [(p, t.shape, str(t.dtype)) for p, t in getattr(model, name).named_parameters()]
-        blocks.append(Block(name, entry.id, reads, fields, shape, params))
+        quiet = tuple(
+            f.name
+            for f in dataclasses.fields(entry.config)
+            if f.metadata.get("quiet") and fields[f.name] == f.default
+        )
+        blocks.append(Block(name, entry.id, reads, fields, shape, params, quiet))
     pipeline = {
         k: record[k]
         for k in (

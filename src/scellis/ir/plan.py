@@ -13,7 +13,10 @@ lifetimes through the target's allocator rounding (``ir.memory``), then check
 Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom, or tensors
 that must be split); **red** refused. A red or yellow plan lists remediations with an
 estimated saving each, measured by re-tracing where that is possible (half the batch,
-mixed f16) and estimated from the classes otherwise (checkpointing, LoRA/PEFT).
+mixed f16) and estimated from the classes otherwise (checkpointing, LoRA/PEFT). When
+parameters, gradients and optimizer state alone exceed the budget, the model is too
+large for one device: the plan says so and names PyTorch's FSDP through
+``scellis export REC --to torch-train DIR`` and ``torchrun`` as a way out.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from .schedule import schedule
 from .trace import Trace, trace
 
 PERSISTENT = ("parameters", "gradients", "optimizer_state", "loop_state")
+TOO_LARGE = "too large for one device"
 HEADROOM_WARN = 0.15
 # the train loop's device-side scalars: 3 accumulators, the loss scale and its clean-step
 # count, the finite flag, and the accumulators' next values while they are replaced
@@ -42,6 +46,12 @@ class PlanRefused(ScellisError):
     def __init__(self, plan: Plan):
         self.plan = plan
         fixes = "; ".join(f"{r['fix']} (saves ~{human(r['saving'])})" for r in plan.remediations)
+        if plan.memory_fits:  # it would fit: what refuses it is a kernel, not memory
+            super().__init__(
+                f"the run does not start: {'; '.join(plan.problems)} (memory is not the "
+                "problem: the step fits; change what the kernel is asked, e.g. precision: f32)"
+            )
+            return
         super().__init__(
             f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}"
             + (f" (remediations: {fixes})" if fixes else "")
@@ -66,6 +76,13 @@ class Plan:
     step_peak: int = 0
     eval_peak: int = 0  # 0: not planned
     schedule_bytes: int = 0  # the step's buffers packed into slots by liveness (replay)
+    # problems that are no matter of memory: a kernel this device cannot run as asked
+    kernel_problems: list[str] = field(default_factory=list)
+
+    @property
+    def memory_fits(self) -> bool:
+        """True when every problem is a kernel's, none a matter of memory or limits."""
+        return set(self.problems) <= set(self.kernel_problems)
 
     @property
     def headroom(self) -> float:
@@ -94,12 +111,18 @@ class Plan:
             "problems": self.problems,
             "warnings": self.warnings,
             "remediations": self.remediations,
+            "kernel_problems": self.kernel_problems,
         }
+
+    def _title(self) -> str:
+        if self.verdict == "red" and self.memory_fits:
+            return "plan: REFUSED, not for memory (a kernel cannot run as asked)"
+        return f"memory plan: {self.verdict.upper()}"
 
     def text(self) -> str:
         t = self.target
         lines = [
-            f"memory plan: {self.verdict.upper()}  ({self.mode}, batch {self.batch}, "
+            f"{self._title()}  ({self.mode}, batch {self.batch}, "
             f"precision {self.precision}, {self.n_params} parameters)",
             f"  peak       {human(self.peak):>12}  of budget {human(t.budget)} ("
             + (
@@ -139,15 +162,15 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], int, int]:
-    """Problems, warnings, the largest buffer, and the bytes the step's schedule packs its
-    buffers into (0 when it was not lowered)."""
-    problems, warnings, largest = [], [], 0
+def _binding_checks(tr: Trace, target: Target) -> tuple[list, list, int, int, list]:
+    """Problems, warnings, the largest buffer, the bytes the step's schedule packs its
+    buffers into (0 when it was not lowered), and the problems that are kernels'."""
+    problems, warnings, largest, kernels = [], [], 0, []
     allocs = tr.allocs()
     for numel, dtype, _, _ in allocs.values():
         largest = max(largest, storage_bytes(numel, dtype))
     if not target.limits:
-        return problems, warnings, largest, 0
+        return problems, warnings, largest, 0, kernels
     lim = target.limits
     window, _ = binding_geometry(lim)
     per_stage = lim["max_storage_buffers_per_shader_stage"]
@@ -175,9 +198,12 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list[str], list[str], in
             kg = lower(op_graph(tr), target)
             problems += kg.verify()
             packed = schedule(kg).bytes
-        except (LimitError, DTypeError) as e:  # an op this device cannot run
+        except LimitError as e:  # an op needing more of the device than it has
             problems.append(str(e))
-    return problems, warnings, largest, packed
+        except DTypeError as e:  # a kernel that does not run in this dtype here
+            problems.append(str(e))
+            kernels.append(str(e))
+    return problems, warnings, largest, packed, kernels
 
 
 def _runnable_precision(record: dict, precision: str | None, target: Target):
@@ -226,7 +252,7 @@ def make_plan(
         )
         kept = sum(prof.at_end[c] for c in PERSISTENT)
         eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
-    problems, warnings, largest, packed = _binding_checks(tr, target)
+    problems, warnings, largest, packed, kernels = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     if peak > target.budget:
@@ -252,8 +278,17 @@ def make_plan(
         eval_peak=eval_peak,
         schedule_bytes=packed,
     )
+    plan.kernel_problems = kernels
+    fixed = sum(prof.at_peak.get(c, 0) for c in ("parameters", "gradients", "optimizer_state"))
+    if mode == "training" and fixed > target.budget:
+        plan.problems.insert(
+            1,
+            f"{TOO_LARGE}: parameters, gradients and optimizer state alone take "
+            f"{human(fixed)}, over the budget",
+        )
     if f16_problem:
         plan.problems.append(f16_problem)
+        plan.kernel_problems.append(f16_problem)
     if f16_note:
         plan.warnings.append(f16_note)
     if 0 <= plan.headroom < HEADROOM_WARN:
@@ -341,7 +376,28 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
                 r for r in out if r["fix"].startswith("smaller batch")
             ]
             out.sort(key=lambda r: r["fix"] != "LoRA/PEFT")
+            out.insert(1, sharded(plan, fixed))
     return out
+
+
+def devices_needed(peak: int, budget: int) -> int:
+    """Devices whose shares of ``peak`` (sharded state, split batches) fit ``budget``."""
+    room = max(1, int(budget * (1 - HEADROOM_WARN)))
+    return max(2, -(-peak // room))
+
+
+def sharded(plan: Plan, fixed: int) -> dict:
+    """The way out when no single device holds the model: PyTorch's FSDP over N devices."""
+    n = devices_needed(plan.peak, plan.target.budget)
+    return {
+        "fix": f"{TOO_LARGE}: scellis export REC --to torch-train DIR, then torchrun "
+        f"--nproc_per_node {n} DIR/train.py --fsdp",
+        "saving": plan.peak - plan.peak // n,
+        "detail": f"FSDP over {n} devices shards the parameters, gradients and optimizer "
+        f"state ({human(fixed)}, about {human(fixed // n)} each) and splits every batch; "
+        "train.py keeps the record's data order, optimizer, schedule and loss, and its "
+        "checkpoints come back with scellis import (estimate)",
+    }
 
 
 LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8}

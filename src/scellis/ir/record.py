@@ -12,16 +12,14 @@ from pathlib import Path
 
 from ..base.dtypes import as_dtype
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..catalog.extensions import validate_record
 from ..sml import parse
 
 
 def load_record(path: str) -> dict:
     """The validated record of the SML file at ``path`` (extensions relative to its folder)."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    raw = read_file(path)
     doc = parse(raw, path)
     problems = validate_record(doc, Path(path).parent)
     if problems:

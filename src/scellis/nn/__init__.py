@@ -14,6 +14,14 @@ from .attention import (  # noqa: F401
     TransformerEncoderLayer,
 )
 from .containers import ModuleDict, Sequential  # noqa: F401
+from .conv import (  # noqa: F401
+    AdaptiveAvgPool1d,
+    AdaptiveMaxPool1d,
+    AvgPool1d,
+    BatchNorm1d,
+    Conv1d,
+    MaxPool1d,
+)
 from .layers import (  # noqa: F401
     GELU,
     Dropout,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..catalog.blocks.common import dense
+from ..catalog.blocks.conv import time_padding
 from ..ops import composites as C
 from ..runtime import functional as RF
 from ..runtime.tensor import Tensor
@@ -60,6 +61,31 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     return RF.dropout(x, p, training)
+
+
+def _over_time(fn, x: Tensor) -> Tensor:
+    """``fn`` (a composite over [B, T, C]) applied to torch's [B, C, T] or [C, T]."""
+    unbatched = x.ndim == 2
+    xb = x.unsqueeze(0) if unbatched else x
+    y = fn(xb.permute(0, 2, 1)).permute(0, 2, 1)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """torch's F.conv1d on [B, C_in, T] with ``weight`` [C_out, C_in/groups, k]; ``padding``
+    an int, 'valid', 'same' or 'causal'."""
+    lo, hi = time_padding(padding, weight.shape[2], dilation, stride)
+    return _over_time(lambda x: C.conv1d(x, weight, bias, stride, lo, hi, dilation, groups), input)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0) -> Tensor:
+    s = stride or kernel_size
+    return _over_time(lambda x: C.max_pool1d(x, kernel_size, s, padding, padding), input)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0) -> Tensor:
+    s = stride or kernel_size
+    return _over_time(lambda x: C.avg_pool1d(x, kernel_size, s, padding, padding), input)
 
 
 def _classes_last(x: Tensor) -> Tensor:

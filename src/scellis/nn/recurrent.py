@@ -4,8 +4,9 @@ Same parameters, names and layouts as torch (``weight_ih_l0`` ...), so
 ``load_state_dict(torch_lstm.state_dict())`` works key for key. The call follows
 torch: ``lstm(x, (h0, c0))`` returns ``(output, (h_n, c_n))`` and ``gru(x, h0)``
 returns ``(output, h_n)``, time-major unless ``batch_first=True``; an unbatched
-``[T, F]`` input gives unbatched results. Bidirectional layers and LSTM projections
-are not in the catalog yet and are refused.
+``[T, F]`` input gives unbatched results. ``bidirectional=True`` adds torch's
+``*_reverse`` parameters and concatenates both directions; LSTM projections
+(``proj_size``) are not in the catalog yet and are refused.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from ._home import block_args, unsupported
 
 def _config(cls, name, input_size, hidden_size, num_layers, bias, dropout, bidirectional,
             proj_size=0):  # fmt: skip
-    if bidirectional:
-        raise unsupported("bidirectional=True", name)
     if proj_size:
         raise unsupported("proj_size", name)
-    return cls(int(input_size), int(hidden_size), int(num_layers), bool(bias), float(dropout))
+    return cls(int(input_size), int(hidden_size), int(num_layers), bool(bias), float(dropout),
+               bidirectional=bool(bidirectional))  # fmt: skip
 
 
 class _TorchRecurrent:

@@ -174,3 +174,70 @@ def bce_with_logits(logits, target, reduction="mean"):
 
 
 SQRT_2 = math.sqrt(2.0)
+
+
+# -- sequences over time: [B, T, C], time on axis 1 --
+
+
+def flip(x, axis):
+    """``x`` reversed along ``axis`` (a gather with the reversed positions)."""
+    axis = axis % x.ndim
+    n = x.shape[axis]
+    rev = (x.arange_like(n) * -1.0 + (n - 1)).cast("i32")
+    return take(x, rev, axis)
+
+
+def time_windows(x, size, stride=1, dilation=1, lo=0, hi=0, value=0.0):
+    """The ``size`` taps of every window over time of ``x`` [B, T, C], each [B, T_out, C]:
+    tap ``j`` of output step ``t`` is step ``t*stride + j*dilation`` of ``x`` padded
+    with ``lo`` steps of ``value`` before and ``hi`` after."""
+    if x.ndim != 3:
+        raise ShapeError(f"windows over time take [B, T, C], got {x.shape}")
+    if lo or hi:
+        x = x.pad([0, lo, 0], [0, hi, 0], value=value)
+    B, T, C = x.shape
+    span = dilation * (size - 1) + 1
+    if T < span:
+        raise ShapeError(f"a window of {span} steps does not fit a sequence of {T}")
+    n = (T - span) // stride + 1
+    return [
+        x.slice([0, j * dilation, 0], [B, j * dilation + (n - 1) * stride + 1, C], [1, stride, 1])
+        for j in range(size)
+    ]
+
+
+def conv1d(x, weight, bias=None, stride=1, lo=0, hi=0, dilation=1, groups=1):
+    """torch's conv1d on a time-major layout: ``x`` [B, T, C_in], ``weight`` [C_out,
+    C_in/groups, k] (torch's), result [B, T_out, C_out]; ``lo``/``hi`` zero steps of
+    padding before/after. The taps are unfolded side by side, then one (grouped) matmul."""
+    c_out, cg, k = weight.shape
+    B, _, c_in = x.shape
+    if c_in != cg * groups:
+        raise ShapeError(f"conv1d: weight {weight.shape} with groups={groups} takes {cg * groups} "
+                         f"channels, the input has {c_in}")  # fmt: skip
+    taps = time_windows(x, k, stride, dilation, lo, hi)
+    n = taps[0].shape[1]
+    u = taps[0].cat(taps[1:], -1) if k > 1 else taps[0]  # [B, n, k*C_in], tap-major
+    if groups == 1:
+        w = weight.permute(2, 1, 0).reshape(k * cg, c_out)
+        y = u.reshape(B * n, k * cg) @ w
+    else:
+        og = c_out // groups
+        u = u.reshape(B * n, k, groups, cg).permute(2, 0, 1, 3).reshape(groups, B * n, k * cg)
+        w = weight.reshape(groups, og, cg, k).permute(0, 3, 2, 1).reshape(groups, k * cg, og)
+        y = (u @ w).permute(1, 0, 2).reshape(B * n, c_out)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(B, n, c_out)
+
+
+def max_pool1d(x, size, stride=None, lo=0, hi=0):
+    """The max over each window of ``size`` steps of ``x`` [B, T, C] (padding never wins)."""
+    taps = time_windows(x, size, stride or size, 1, lo, hi, value=-3.4028234663852886e38)
+    return stack(taps, 2).max(2)
+
+
+def avg_pool1d(x, size, stride=None, lo=0, hi=0):
+    """The mean over each window of ``size`` steps of ``x`` [B, T, C] (padding counts as 0)."""
+    taps = time_windows(x, size, stride or size, 1, lo, hi)
+    return mean(stack(taps, 2), 2)

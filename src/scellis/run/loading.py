@@ -1,5 +1,5 @@
-"""``scellis.train`` and ``scellis.load`` (run layer): a record trained from Python, and a
-saved file or a trained run ready to use.
+"""``scellis.train_record`` and ``scellis.load`` (run layer): a record trained from
+Python, and a saved file or a trained run ready to use.
 
 ``load("weights.safetensors")`` reads what ``scellis.save`` wrote. ``load("RUN")``
 (``RUN@STEP``, ``RUN:best``; ``store=`` the folder) gives a ``TrainedModel``: the
@@ -74,7 +74,7 @@ def load(ref, device=None, store=".scellis"):
     return TrainedModel(open_run(store, ref), device or "reference")
 
 
-def train(record, *, store=".scellis", device="reference", **options) -> dict:
+def train_record(record, *, store=".scellis", device="reference", **options) -> dict:
     """Train the record at path ``record`` like ``scellis train`` does (recorded in
     ``store``; ``options`` are run options: ``max_steps=60``, ``lr=3e-4``,
     ``set=["data.window=52"]`` ...); returns the end summary, with the run's id."""

@@ -7,7 +7,9 @@ the offending node. Catalog-backed checks (block ids, fields, shapes) are in val
 from __future__ import annotations
 
 import difflib
+import math
 import re
+from dataclasses import dataclass
 
 from .document import NAME, Document
 
@@ -20,25 +22,62 @@ SECTIONS = {
     "finetune", "activation_checkpointing", "extensions",
 }  # fmt: skip
 REMAT = "activation_checkpointing"  # record-wide default, or per block next to block_id/in
+MAX_INT = 2**63 - 1  # what the records store (SQLite INTEGER); seeds and counts fit in it
+
+
+@dataclass(frozen=True)
+class Num:
+    """A finite number in a range: ``low``/``high`` bounds, ``open`` on either side."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def problem(self, k: str, v) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"{k} must be a number, got {v!r}"
+        return finite(k, v) or _bounds(k, v, self.low, self.high, self.low_open, self.high_open)
+
+
+def finite(k: str, v) -> str | None:
+    """Why ``v`` is no usable number (NaN, an infinity, or too large for a float)."""
+    try:
+        ok = math.isfinite(float(v))
+    except OverflowError:
+        ok = False
+    return None if ok else f"{k} must be a finite number, got {v!r:.40}"
+
+
+def _bounds(k: str, v, low, high, low_open=False, high_open=False) -> str | None:
+    if low is not None and (v <= low if low_open else v < low):
+        return f"{k} must be {'>' if low_open else '>='} {low:g}, got {v!r}"
+    if high is not None and (v >= high if high_open else v > high):
+        return f"{k} must be {'<' if high_open else '<='} {high:g}, got {v!r}"
+    return None
+
+
 PRECISION = {
     "policy": ("f32", "mixed_f16"),
     "master_weights": ("f32",),
     "loss_scaling": ("dynamic", "static", "none"),
     "fallback": ("f32", "refuse"),
-    "init_scale": float, "growth_factor": float, "backoff_factor": float,
+    "init_scale": Num(0, low_open=True), "growth_factor": Num(1),
+    "backoff_factor": Num(0, 1, low_open=True, high_open=True),
     "growth_interval": int,
 }  # fmt: skip
 DATA = {
     "source": str, "format": ("csv", "text"), "column": str,
     "datetime": str, "datetime_format": str, "features": list,
     "target": str, "delimiter": str, "missing": ("error", "ffill", "mean", "drop"),
-    "window": int, "horizon": int, "stride": int, "val_fraction": float,
+    "window": int, "horizon": int, "stride": int,
+    "val_fraction": Num(0, 1, low_open=True, high_open=True),
     "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": str,
     "max_chars": int, "sha256": str,
 }  # fmt: skip
 EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train"),
         "early_stopping": dict, "plateau_metric": str, "season": int}  # fmt: skip
-EARLY_STOPPING = {"metric": str, "patience": int, "min_delta": float, "mode": ("min", "max")}
+EARLY_STOPPING = {"metric": str, "patience": int, "min_delta": Num(0), "mode": ("min", "max")}
 
 
 def _distance(a: str, b: str) -> int:
@@ -66,7 +105,16 @@ def hint(word: str, pool) -> str | None:
 
 
 def _int(v, low: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= MAX_INT
+
+
+def _int_problem(k: str, v, low: int) -> str | None:
+    if _int(v, low):
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and v > MAX_INT:
+        return f"{k} must fit in 63 bits (at most {MAX_INT}), got {v!r:.40}"
+    what = "a non-negative" if low == 0 else "a positive"
+    return f"{k} must be {what} integer, got {v!r:.40}"
 
 
 def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
@@ -92,10 +140,12 @@ def check_options(doc: Document, path: tuple, spec: dict, out: list) -> None:
             out.append(doc.diag(p, f"unknown {name} key {k!r}", hint(k, spec), key=True))
         elif isinstance(rule, tuple) and v not in rule:
             out.append(doc.diag(p, f"{k} must be one of {' | '.join(rule)}, got {v!r}"))
-        elif rule is float and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            out.append(doc.diag(p, f"{k} must be a number, got {v!r}"))
-        elif rule is int and not _int(v, 1):
-            out.append(doc.diag(p, f"{k} must be a positive integer, got {v!r}"))
+        elif isinstance(rule, Num) and (problem := rule.problem(k, v)):
+            out.append(doc.diag(p, problem))
+        elif rule is float and (problem := Num().problem(k, v)):
+            out.append(doc.diag(p, problem))
+        elif rule is int and (problem := _int_problem(k, v, 1)):
+            out.append(doc.diag(p, problem))
         elif rule in (str, list, bool, dict) and not isinstance(v, rule):
             out.append(doc.diag(p, f"{k} must be a {rule.__name__}, got {v!r}"))
 
@@ -155,8 +205,8 @@ def _check_grad_clip(doc: Document, out: list) -> None:
         out.append(doc.diag(("grad_clip",), "grad_clip is {max_norm: N} or {max_value: V}"))
         return
     k, v = next(iter(g.items()))
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-        out.append(doc.diag(("grad_clip", k), f"{k} must be > 0, got {v!r}"))
+    if problem := Num(0, low_open=True).problem(k, v):
+        out.append(doc.diag(("grad_clip", k), problem))
 
 
 def _check_remat(doc: Document, out: list) -> None:
@@ -227,9 +277,8 @@ def check_record(doc: Document) -> list:
             )
         )
     for k, low in (("epochs", 1), ("batch_size", 1), ("seed", 0)):
-        if k in d and not _int(d[k], low):
-            what = "a non-negative" if low == 0 else "a positive"
-            out.append(doc.diag((k,), f"{k} must be {what} integer, got {d[k]!r}"))
+        if k in d and (problem := _int_problem(k, d[k], low)):
+            out.append(doc.diag((k,), problem))
     if "grad_clip" in d:
         _check_grad_clip(doc, out)
     _check_remat(doc, out)

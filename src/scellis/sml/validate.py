@@ -12,7 +12,7 @@ from ..base.errors import Diagnostic, ScellisError
 from .document import NAME, Document
 from .finetune import check_finetune
 from .registry import FieldInfo, Registry, ShapeMismatch
-from .schema import EARLY_STOPPING, check_options, check_record, hint
+from .schema import EARLY_STOPPING, MAX_INT, check_options, check_record, finite, hint
 
 PIPELINE = {"optimizer": "optimizer", "scheduler": "scheduler", "loss": "loss"}
 
@@ -39,9 +39,22 @@ def type_ok(v, t: str) -> bool:
     return any(_one(v, a) for a in t.split("|"))
 
 
+def _numbers(name: str, v) -> str | None:
+    """Every number a field holds (lists included) is finite, and an int fits in 63 bits."""
+    if isinstance(v, list):
+        return next((p for x in v if (p := _numbers(name, x))), None)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, int) and abs(v) > MAX_INT:
+        return f"{name} must fit in 63 bits, got {v!r:.40}"
+    return finite(name, v)
+
+
 def _range(f: FieldInfo, v) -> str | None:
     if f.choices is not None and v not in f.choices:
-        return f"{f.name} must be one of {' | '.join(map(str, f.choices))}, got {v!r}"
+        return f"{f.name} must be one of {' | '.join(map(str, f.choices))}, got {v!r:.80}"
+    if problem := _numbers(f.name, v):
+        return problem
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     if f.min is not None and (v <= f.min if f.exclusive_min else v < f.min):

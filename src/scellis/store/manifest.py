@@ -63,17 +63,38 @@ def write_manifest(objects: ObjectStore, manifest: dict) -> str:
 
 
 def read_manifest(objects: ObjectStore, h: str) -> dict:
-    data = objects.get(h)
+    return parse_manifest(objects.get(h), h)
+
+
+def _small_int(text: str) -> int:
+    if len(text.lstrip("-")) > 19:
+        raise ValueError("a number over 63 bits")
+    return int(text)
+
+
+def parse_manifest(data: bytes, h: str) -> dict:
+    """The manifest in ``data`` (object ``h``), checked: its format, the keys a resume
+    reads, the objects it names as sha256 hashes and its counters as whole numbers."""
     try:
-        m = _unfinite(json.loads(data))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        m = _unfinite(json.loads(data, parse_int=_small_int))
+    except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
         raise ScellisError(f"object {h} is not a checkpoint manifest") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ScellisError(f"object {h} is not a {FORMAT} manifest")
     missing = [k for k in REQUIRED if k not in m]
     if missing:
         raise ScellisError(f"checkpoint manifest {h[:12]} lacks {missing}")
+    for k in OBJECT_KEYS:
+        v = m.get(k)
+        if v and not (isinstance(v, str) and len(v) == 64 and all(c in _HEX for c in v)):
+            raise ScellisError(f"checkpoint manifest {h[:12]}: {k} is not an object hash")
+    for k in ("epoch", "step", "batch"):
+        if type(m[k]) is not int or m[k] < 0:
+            raise ScellisError(f"checkpoint manifest {h[:12]}: {k} is not a whole number")
     return m
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def objects_of(m: dict) -> set[str]:

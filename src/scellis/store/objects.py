@@ -5,8 +5,13 @@ An object becomes visible only by ``rename`` of a complete, fsynced temp file in
 same folder (then the folder is fsynced), so a crash at any point leaves either the
 whole object or no object: temp files are named ``.tmp-*`` and are never read as
 objects. Every ``get`` re-hashes what it read; a missing or corrupt object is an error
-naming the hash, and ``put`` never overwrites an existing one: storing bytes that are
-already there verifies the stored copy, and a corrupt copy is an error, not replaced.
+naming the hash. A corrupt object is moved aside, whole, to
+``ROOT/quarantine/sha256/<hash>.<time>`` (for inspection; never read as an object), and
+the error names where; later reads still say it is corrupt. ``put`` never overwrites a
+good object: storing bytes that are already there verifies the stored copy, and where
+the stored copy is corrupt (or was moved aside) the new bytes, which hash to the name by
+construction, are written fresh in its place: re-importing a bundle or re-saving the same
+checkpoint repairs the store.
 
 Writing goes through a ``writer`` (``write(fd, data)``), the seam tests use to fail
 mid-object; a full disk (ENOSPC) becomes a ``StoreFullError``, with the temp file gone.
@@ -86,14 +91,18 @@ class ObjectStore:
         h = sha256(data)
         final = self.path(h)
         if final.exists():
-            # re-used: check it is whole (a corrupt copy must not be named by new records,
-            # and is not silently replaced either), and make it fresh for the collector
+            # re-used: check it is whole, and make it fresh for the collector. A corrupt
+            # copy is moved aside by get() and these bytes (verified: they hash to h)
+            # replace it below; one that could not be moved aside is an error
             try:
                 self.get(h)
                 os.utime(final)
                 return h
             except (ObjectMissing, FileNotFoundError):
                 pass  # collected meanwhile: write it again below
+            except StoreError:
+                if final.exists():
+                    raise
         folder = final.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -135,15 +144,43 @@ class ObjectStore:
         try:
             data = p.read_bytes()
         except FileNotFoundError:
+            aside = self.quarantined(h)
+            if aside:
+                raise StoreError(
+                    f"object {h} is corrupt (moved aside to {aside[-1]}); storing the same "
+                    "content again replaces it"
+                ) from None
             raise ObjectMissing(f"object {h} is missing from {self.root}") from None
         except OSError as e:
             raise StoreError(f"object {h} cannot be read: {e.strerror or e}") from None
         got = sha256(data)
         if got != h:
+            try:
+                where = f"moved aside to {self._quarantine(h, p)}"
+            except FileNotFoundError:  # another reader moved it aside first
+                where = f"moved aside to {(self.quarantined(h) or ['quarantine/'])[-1]}"
+            except OSError as e:
+                where = f"left in place: it could not be moved aside ({e.strerror or e})"
             raise StoreError(
-                f"object {h} is corrupt (its bytes hash to {got}); it was not replaced"
+                f"object {h} is corrupt (its bytes hash to {got}); {where}; storing the "
+                "same content again replaces it"
             )
         return data
+
+    def _quarantine(self, h: str, p: Path) -> Path:
+        folder = self.root / "quarantine" / "sha256"
+        folder.mkdir(parents=True, exist_ok=True)
+        dest = folder / f"{h}.{time.time_ns()}"
+        os.replace(p, dest)
+        _fsync_dir(p.parent)
+        return dest
+
+    def quarantined(self, h: str) -> list[Path]:
+        """The copies of object ``h`` moved aside as corrupt, oldest first."""
+        folder = self.root / "quarantine" / "sha256"
+        if not _is_hex(h) or not folder.is_dir():
+            return []
+        return sorted(folder.glob(f"{h}.*"), key=lambda q: int(q.suffix[1:] or 0))
 
     def list(self) -> list[tuple[str, float]]:
         """Every visible object as (hash, modification time); temp files are not objects."""

@@ -97,12 +97,19 @@ _SET_VERSION = {1: "PRAGMA user_version=1"}
 class Records:
     def __init__(self, root: str | os.PathLike, *, stale_s: float = STALE_S):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if self.root.exists() and not self.root.is_dir():
+            raise ScellisError(f"{self.root} is a file, not a store folder")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ScellisError(f"cannot create the store {self.root}: {e.strerror or e}") from None
         self.path = self.root / "records.sqlite"
         self.stale_s = stale_s
+        _not_emptied(self.path, self.root)
         try:
             # autocommit: transactions are explicit (``with self._tx()``)
-            self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self.db = _Conn(sqlite3.connect(self.path, timeout=30.0, isolation_level=None),
+                            self.path)  # fmt: skip
             self.db.row_factory = sqlite3.Row
             # WAL where the host supports it (a browser file system may not: then the
             # default rollback journal still gives atomic transactions)
@@ -111,7 +118,7 @@ class Records:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except sqlite3.DatabaseError as e:
+        except sqlite3.Error as e:
             raise ScellisError(f"{self.path}: not a usable records database ({e})") from None
 
     def close(self) -> None:
@@ -188,6 +195,9 @@ class Records:
             "metrics": [dict(r) for r in mets],
             "datasets": [dict(r) for r in ds],
         }
+
+    def has_run(self, rid: str) -> bool:
+        return self.db.execute("SELECT 1 FROM runs WHERE id=?", (rid,)).fetchone() is not None
 
     def add_rows(self, rows: dict) -> None:
         """Insert a bundle's rows (``rows_of``'s shape) in one transaction. A run that
@@ -268,9 +278,18 @@ class Records:
 
     def _run_view(self, row) -> dict:
         d = dict(row)
-        d["argv"] = json.loads(d["argv"] or "[]")
-        d["config"] = json.loads(d["config"] or "{}")
-        d["status"] = self.reconciled_status(d)
+        try:
+            d["argv"] = json.loads(d["argv"] or "[]")
+            d["config"] = json.loads(d["config"] or "{}")
+            ok = isinstance(d["argv"], list) and isinstance(d["config"], dict)
+            d["status"] = self.reconciled_status(d) if ok else None
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            ok = False
+        if not ok:
+            raise ScellisError(
+                f"{self.path}: the row of run {d.get('id')!r:.80} is damaged (its argv, config "
+                "or times are not what the store writes)"
+            )
         return d
 
     def reconciled_status(self, d: dict) -> str:
@@ -339,7 +358,7 @@ class Records:
                     "INSERT INTO models (name, version, object, created) VALUES (?, ?, ?, ?)",
                     (name, version, obj, time.time()),
                 )
-        except sqlite3.IntegrityError:
+        except RecordsConflict:
             return False
         return True
 
@@ -365,6 +384,70 @@ class Records:
         return out
 
 
+def _not_emptied(path: Path, root: Path) -> None:
+    """A records file of 0 bytes beside stored objects lost its rows (SQLite would read it
+    as a new, empty store and say there are no runs): refused, naming the file."""
+    try:
+        if path.stat().st_size != 0:
+            return
+    except OSError:
+        return  # none yet: a new store
+    objects = root / "objects" / "sha256"
+    if objects.is_dir() and any(p.is_dir() and any(p.iterdir()) for p in objects.iterdir()):
+        raise ScellisError(
+            f"{path} is empty (0 bytes) but the store holds objects: the records file was "
+            "damaged or truncated; restore it, or move it aside to start a new record"
+        )
+
+
+class _Conn:
+    """The SQLite connection with every failure (a damaged page, a full disk, a file
+    that is no database) raised as a ScellisError naming the records file, whether it
+    happens on execute or while rows are fetched."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        object.__setattr__(self, "_conn", conn)
+        object.__setattr__(self, "_path", path)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._conn, name, value)
+
+    def execute(self, *args):
+        try:
+            return _Cursor(self._conn.execute(*args), self._path)
+        except sqlite3.Error as e:
+            raise _error(e, self._path) from None
+
+    def executemany(self, *args):
+        try:
+            return _Cursor(self._conn.executemany(*args), self._path)
+        except sqlite3.Error as e:
+            raise _error(e, self._path) from None
+
+
+class _Cursor:
+    def __init__(self, cur: sqlite3.Cursor, path: Path):
+        self._cur, self._path = cur, path
+
+    def _call(self, fn):
+        try:
+            return fn()
+        except sqlite3.Error as e:
+            raise _error(e, self._path) from None
+
+    def fetchone(self):
+        return self._call(self._cur.fetchone)
+
+    def fetchall(self):
+        return self._call(self._cur.fetchall)
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+
 class _Tx:
     """BEGIN ... COMMIT (or ROLLBACK on error) on an autocommit connection. SQLite's own
     failures (a full disk, a locked or damaged file) leave as ScellisErrors."""
@@ -373,10 +456,7 @@ class _Tx:
         self.db, self.begin = db, begin
 
     def __enter__(self):
-        try:
-            self.db.execute(self.begin)
-        except sqlite3.Error as e:
-            raise _error(e) from None
+        self.db.execute(self.begin)
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
@@ -384,24 +464,32 @@ class _Tx:
             try:
                 self.db.execute("COMMIT")
                 return False
-            except sqlite3.Error as e:
-                exc_type, exc = type(e), e
+            except ScellisError as e:
+                exc = e
         if self.db.in_transaction:
             try:
                 self.db.execute("ROLLBACK")
-            except sqlite3.Error:
+            except ScellisError:
                 pass  # SQLite rolled back already (it does on a full disk)
-        if isinstance(exc, sqlite3.Error):
-            raise _error(exc) from None
+        if exc_type is None:
+            raise exc
         return False
 
 
-def _error(e: sqlite3.Error) -> ScellisError:
+def _error(e: sqlite3.Error, path: Path) -> ScellisError:
     if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(e):
         return RecordsFullError(
             f"the disk under the records database is full ({e}); free space and resume"
         )
-    return ScellisError(f"records database: {e}")
+    if isinstance(e, sqlite3.IntegrityError):
+        return RecordsConflict(f"{path}: a row conflicts with the records ({e})")
+    if isinstance(e, (sqlite3.DatabaseError, sqlite3.OperationalError)):
+        return ScellisError(f"{path}: the records file cannot be read ({e})")
+    return ScellisError(f"{path}: {e}")
+
+
+class RecordsConflict(ScellisError):
+    """A row the records' keys or constraints refuse (a version or run taken already)."""
 
 
 class RecordsFullError(ScellisError):

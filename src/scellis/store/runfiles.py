@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from .objects import ObjectStore
 
 
@@ -24,10 +25,9 @@ def keep(objects: ObjectStore, paths: dict[str, Path]) -> dict[str, str]:
     out = {}
     for source, path in paths.items():
         try:
-            data = Path(path).read_bytes()
-        except OSError as e:
-            msg = f"cannot keep the run's data file {source}: {e.strerror or e}"
-            raise ScellisError(msg) from None
+            data = read_file(path)
+        except ScellisError as e:
+            raise ScellisError(f"cannot keep the run's data file {source}: {e}") from None
         out[source] = objects.put(data)
     return out
 

@@ -199,6 +199,7 @@ class Plan(Event):
     problems: list
     warnings: list
     remediations: list
+    kernel_problems: list  # problems that are a kernel's, not a matter of memory
 
 
 @kind("progress")

@@ -26,7 +26,50 @@ const same = (key) => (f, xs) => { last(xs[0], f[key]); return [...xs[0]]; };
 function recurrent(f, xs) {
   last(xs[0], f.input_size, 1, 3);
   const x = xs[0];
-  return f.output === "last" ? [x[0], f.hidden_size] : [x[0], x[1], f.hidden_size];
+  const h = f.bidirectional && isInt(f.hidden_size) ? 2 * f.hidden_size : f.hidden_size;
+  return f.output === "last" ? [x[0], h] : [x[0], x[1], h];
+}
+
+// output steps of windows spanning `span` steps over `t` (symbolic stays symbolic)
+// (and so does `t` while a field is not filled in yet)
+function steps(t, span, stride, lo, hi) {
+  if (![t, span, stride, lo, hi].every(isInt)) return t;
+  if (t + lo + hi < span) throw new ShapeMismatch("a sequence of at least", span - lo - hi, t);
+  return Math.floor((t + lo + hi - span) / stride) + 1;
+}
+
+function conv1d(f, xs) {
+  last(xs[0], f.in_channels, 1, 3);
+  const k = f.kernel_size, d = f.dilation, pad = f.padding;
+  const x = xs[0];
+  if (![k, d].every(isInt)) return [x[0], x[1], f.out_channels];
+  const total = d * (k - 1);
+  let lo, hi;
+  if (pad === "causal") [lo, hi] = [total, 0];
+  else if (pad === "same") [lo, hi] = [Math.floor(total / 2), total - Math.floor(total / 2)];
+  else if (pad === "valid") [lo, hi] = [0, 0];
+  else if (isInt(pad)) [lo, hi] = [pad, pad];
+  else throw new ShapeMismatch("padding", "an int, valid, same or causal", pad);
+  return [x[0], steps(x[1], total + 1, f.stride, lo, hi), f.out_channels];
+}
+
+function pool1d(f, xs) {
+  const x = xs[0];
+  if (x.length !== 3) throw new ShapeMismatch("rank", 3, x.length);
+  const k = f.kernel_size, p = f.padding;
+  if (!isInt(k)) return [...x];
+  return [x[0], steps(x[1], k, f.stride || k, p, p), x[2]];
+}
+
+function globalPool(f, xs) {
+  const x = xs[0];
+  if (x.length !== 3) throw new ShapeMismatch("rank", 3, x.length);
+  return [x[0], x[2]];
+}
+
+function tcn(f, xs) {
+  last(xs[0], f.in_channels, 1, 3);
+  return [...xs[0].slice(0, -1), f.channels];
 }
 
 const head = (nKey) => (f, xs) => {
@@ -57,6 +100,12 @@ export const RULES = {
   "nn/embedding": (f, xs) => [...xs[0], f.embedding_dim],
   "nn/lstm": recurrent,
   "nn/gru": recurrent,
+  "nn/conv1d": conv1d,
+  "nn/tcn": tcn,
+  "nn/max_pool1d": pool1d,
+  "nn/avg_pool1d": pool1d,
+  "nn/global_pool1d": globalPool,
+  "nn/batch_norm1d": same("num_features"),
   "nn/regression_head": head("n_outputs"),
   "nn/classification_head": head("n_classes"),
   "nn/mlp": mlp,

@@ -15,6 +15,7 @@ const TEMPLATE = `
   <div class="run-controls">
     <select id="run-example" aria-label="example record">
       <option value="lstm_forecaster">LSTM forecaster (sunspots)</option>
+      <option value="tcn_forecaster">TCN forecaster (sunspots)</option>
       <option value="char_transformer">char Transformer (Python help)</option>
     </select>
     <button id="run-train" disabled>Train</button>

@@ -1,17 +1,20 @@
 """The built-in blocks (catalog layer): importing this package registers every ``nn/*`` id.
 
-Each family lives in its own module: dense (linear), recurrent, attention, transformer,
-position, norm, compose and heads. All forwards are written with tensor methods and
-composites only, so they run on every device and in the browser.
+Each family lives in its own module: dense (linear), recurrent, convolution over time
+(conv), pooling (pool), attention, transformer, position, norm, compose and heads. All
+forwards are written with tensor methods and composites only, so they run on every
+device and in the browser.
 """
 
 from . import (  # noqa: F401
     activation,
     attention,
     compose,
+    conv,
     heads,
     linear,
     norm,
+    pool,
     position,
     recurrent,
     transformer,
@@ -19,6 +22,7 @@ from . import (  # noqa: F401
 from .attention import AttentionConfig, MultiHeadAttention  # noqa: F401
 from .common import Block  # noqa: F401
 from .compose import Residual, ResidualConfig, Sequential, SequentialConfig, build  # noqa: F401
+from .conv import TCN, Conv1d, Conv1dConfig, TCNConfig  # noqa: F401
 from .heads import (  # noqa: F401
     ClassificationHead,
     ClassificationHeadConfig,
@@ -38,12 +42,22 @@ from .linear import (  # noqa: F401
     MLPConfig,
 )
 from .norm import (  # noqa: F401
+    BatchNorm1d,
+    BatchNorm1dConfig,
     Dropout,
     DropoutConfig,
     LayerNorm,
     LayerNormConfig,
     RMSNorm,
     RMSNormConfig,
+)
+from .pool import (  # noqa: F401
+    AvgPool1d,
+    AvgPool1dConfig,
+    GlobalPool1d,
+    GlobalPool1dConfig,
+    MaxPool1d,
+    MaxPool1dConfig,
 )
 from .position import (  # noqa: F401
     LearnedPosition,

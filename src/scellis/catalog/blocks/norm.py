@@ -1,15 +1,20 @@
-"""Normalisation and dropout blocks (catalog layer): layer norm, RMS norm, dropout.
+"""Normalisation and dropout blocks (catalog layer): layer, RMS and batch norm, dropout.
 
-Norms act over the last axis; their scale starts at ones and their shift at zeros
-(torch's defaults). Dropout draws its mask from the Philox ``dropout`` stream.
+Norms act over the last axis (batch norm: per channel of the last axis, over all the
+others); their scale starts at ones and their shift at zeros (torch's defaults).
+Dropout draws its mask from the Philox ``dropout`` stream.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...autograd import no_grad
+from ...base.errors import ShapeError
 from ...ops.composites import layer_norm, mean
+from ...runtime.creation import full
 from ...runtime.functional import dropout
+from ...runtime.inplace import write_into
 from ..registry import field, register
 from .common import Block
 
@@ -71,6 +76,72 @@ class RMSNorm(Block):
 
 
 @dataclass(frozen=True)
+class BatchNorm1dConfig:
+    """Batch normalisation per channel (the last axis) of [B, C] or [B, T, C].
+
+    torch's BatchNorm1d with channels last: training normalises with the batch's
+    statistics and updates the running ones; eval normalises with the running ones."""
+
+    num_features: int = field(doc="channels (C, the input's last axis)", min=1)
+    eps: float = field(1e-5, doc="added to the variance", min=0)
+    momentum: float = field(
+        0.1, doc="weight of the batch in the running statistics' update", min=0, max=1
+    )
+    affine: bool = field(True, doc="learned per-channel weight and bias")
+    track_running_stats: bool = field(
+        True, doc="keep running mean and variance (buffers, saved in checkpoints) for eval"
+    )
+
+
+class BatchNorm1d(Block):
+    """``weight`` ones, ``bias`` zeros; buffers ``running_mean`` (zeros) and ``running_var``
+    (ones). Running statistics follow torch: ``r = (1 - momentum) r + momentum s``, the
+    variance unbiased (n / (n - 1)) there and biased in the normalisation."""
+
+    def __init__(self, cfg: BatchNorm1dConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        n, c = cfg.num_features, self.ctx
+        self.weight = self.constant((n,), 1.0) if cfg.affine else None
+        self.bias = self.constant((n,), 0.0) if cfg.affine else None
+        if cfg.track_running_stats:
+            self.register_buffer("running_mean", full((n,), 0.0, c["dtype"], c["device"]))
+            self.register_buffer("running_var", full((n,), 1.0, c["dtype"], c["device"]))
+
+    def translate_state(self, state: dict) -> dict:
+        # torch's step counter only matters for momentum=None, which is not offered
+        return {k: v for k, v in state.items() if k != "num_batches_tracked"}
+
+    def forward(self, x):
+        c = self.config
+        if x.ndim not in (2, 3) or x.shape[-1] != c.num_features:
+            raise ShapeError(f"BatchNorm1d takes [B, {c.num_features}] or [B, T, "
+                             f"{c.num_features}], got {x.shape}")  # fmt: skip
+        axes = tuple(range(x.ndim - 1))
+        if self.training or not c.track_running_stats:
+            mu = mean(x, axes)
+            d = x - mu
+            v = mean(d * d, axes)
+            if self.training and c.track_running_stats:
+                self._update(mu, v, x.numel // c.num_features)
+        else:
+            mu, v = self.running_mean, self.running_var
+            d = x - mu
+        y = d * (v + c.eps).rsqrt()
+        if self.weight is not None:
+            y = y * self.weight + self.bias
+        return y
+
+    def _update(self, mu, v, n: int) -> None:
+        m = self.config.momentum
+        with no_grad():
+            unbiased = v.detach() * (n / (n - 1) if n > 1 else 1.0)
+            new_mean = self.running_mean * (1.0 - m) + mu.detach() * m
+            new_var = self.running_var * (1.0 - m) + unbiased * m
+            write_into(self.running_mean, new_mean)
+            write_into(self.running_var, new_var)
+
+
+@dataclass(frozen=True)
 class DropoutConfig:
     """Inverted dropout: zero each element with probability p in training, scale by 1/(1-p)."""
 
@@ -91,4 +162,5 @@ class Dropout(Block):
 
 register("nn/layer_norm", "block", LayerNormConfig, LayerNorm, builtin=True)
 register("nn/rms_norm", "block", RMSNormConfig, RMSNorm, builtin=True)
+register("nn/batch_norm1d", "block", BatchNorm1dConfig, BatchNorm1d, builtin=True)
 register("nn/dropout", "block", DropoutConfig, Dropout, builtin=True)

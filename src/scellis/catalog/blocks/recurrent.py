@@ -4,6 +4,10 @@ Inputs are [B, T, F]. Parameters follow torch's names and layouts
 (``weight_ih_l{k}`` [G*H, in], ``weight_hh_l{k}`` [G*H, H], ``bias_ih_l{k}``,
 ``bias_hh_l{k}``; gates stacked in torch's order: LSTM i, f, g, o and GRU r, z, n),
 so torch state dicts load key for key. Every tensor starts U(-1/sqrt(H), 1/sqrt(H)).
+
+A bidirectional block runs each layer twice: forward in time, and over the time-reversed
+sequence with its own weights (``weight_ih_l{k}_reverse`` ...), reversed back; the two
+are concatenated on the feature axis ([B, T, 2H]: forward first) and feed the next layer.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from ...base.errors import ShapeError
-from ...ops.composites import stack
+from ...ops.composites import flip, stack
 from ...runtime.creation import zeros
 from ...runtime.functional import dropout
 from ..registry import field, register
@@ -31,7 +35,13 @@ class _RecurrentConfig:
     bias: bool = field(True, doc="learned biases b_ih and b_hh")
     dropout: float = field(0.0, doc="dropout between stacked layers, in training", min=0, max=1)
     output: str = field(
-        "sequence", doc="'sequence': [B, T, H]; 'last': the last step [B, H]", choices=OUTPUTS
+        "sequence",
+        doc="'sequence': [B, T, H]; 'last': the last step [B, H] (bidirectional: the "
+        "forward's last step and the backward's first, as torch's h_n)",
+        choices=OUTPUTS,
+    )
+    bidirectional: bool = field(
+        False, doc="also run each layer backward in time; outputs carry 2H features", quiet=True
     )
     fused: bool = field(
         True,
@@ -60,55 +70,80 @@ class _Recurrent(Block):
         bound = 1.0 / math.sqrt(H)
         # registration order is torch's, so named_parameters() lists keys as torch does
         for k in range(cfg.num_layers):
-            fan_in = cfg.input_size if k == 0 else H
-            setattr(self, f"weight_ih_l{k}", self.uniform((G * H, fan_in), bound))
-            setattr(self, f"weight_hh_l{k}", self.uniform((G * H, H), bound))
-            if cfg.bias:
-                setattr(self, f"bias_ih_l{k}", self.uniform((G * H,), bound))
-                setattr(self, f"bias_hh_l{k}", self.uniform((G * H,), bound))
+            fan_in = cfg.input_size if k == 0 else H * self.directions
+            for sfx in self.suffixes:
+                setattr(self, f"weight_ih_l{k}{sfx}", self.uniform((G * H, fan_in), bound))
+                setattr(self, f"weight_hh_l{k}{sfx}", self.uniform((G * H, H), bound))
+                if cfg.bias:
+                    setattr(self, f"bias_ih_l{k}{sfx}", self.uniform((G * H,), bound))
+                    setattr(self, f"bias_hh_l{k}{sfx}", self.uniform((G * H,), bound))
 
-    def _layer(self, k: int):
-        g = lambda n: getattr(self, f"{n}_l{k}", None)
+    @property
+    def directions(self) -> int:
+        return 2 if self.config.bidirectional else 1
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        return ("", "_reverse") if self.config.bidirectional else ("",)
+
+    def _layer(self, k: int, sfx: str = ""):
+        g = lambda n: getattr(self, f"{n}_l{k}{sfx}", None)
         return g("weight_ih"), g("weight_hh"), g("bias_ih"), g("bias_hh")
 
     def run(self, x, state=None):
-        """The top layer's sequence [B, T, H] and the final state, torch-shaped.
+        """The top layer's sequence [B, T, D*H] and the final state, torch-shaped.
 
-        ``state`` / the returned state: ``h`` [L, B, H] for a GRU, ``(h, c)`` for an LSTM;
+        ``state`` / the returned state: ``h`` [L*D, B, H] for a GRU, ``(h, c)`` for an
+        LSTM (D = 2 directions when bidirectional, ordered layer by layer, forward first);
         ``None`` starts from zeros.
         """
         c = self.config
         if x.ndim != 3 or x.shape[2] != c.input_size:
             raise ShapeError(f"{type(self).__name__} takes [B, T, {c.input_size}], got {x.shape}")
         B, T, _ = x.shape
-        H, L = c.hidden_size, c.num_layers
+        H, L, D = c.hidden_size, c.num_layers, self.directions
         if state is None:
             z = zeros((B, H), x.dtype, x.device)
-            state = ((z,) * L, (z,) * L) if self.carries_cell else (z,) * L
+            state = ((z,) * L * D, (z,) * L * D) if self.carries_cell else (z,) * L * D
         hs0, cs0 = state if self.carries_cell else (state, None)
         finals_h, finals_c = [], []
         for k in range(L):
-            w_ih, w_hh, b_ih, b_hh = self._layer(k)
-            xw = dense(x, w_ih, b_ih)  # the input projection of every step at once
-            h, cell = hs0[k], cs0[k] if cs0 is not None else None
-            if c.fused:
-                x, h, cell = self._fused(xw, h, cell, w_hh, b_hh)
-            else:
-                outs = []
-                for t in range(T):
-                    h, cell = self._cell(xw[:, t], dense(h, w_hh, b_hh), h, cell)
-                    outs.append(h)
-                x = stack(outs, 1)
+            outs = []
+            for d, sfx in enumerate(self.suffixes):
+                i = k * D + d
+                xin = flip(x, 1) if d else x
+                seq, h, cell = self._direction(
+                    xin, k, sfx, hs0[i], cs0[i] if cs0 is not None else None
+                )
+                outs.append(flip(seq, 1) if d else seq)
+                finals_h.append(h)
+                finals_c.append(cell)
+            x = outs[0] if D == 1 else outs[0].cat(outs[1:], -1)
             if c.dropout and self.training and k < L - 1:
                 x = dropout(x, c.dropout, True)
-            finals_h.append(h)
-            finals_c.append(cell)
         h_n = stack(finals_h, 0)
         return x, ((h_n, stack(finals_c, 0)) if self.carries_cell else h_n)
 
+    def _direction(self, x, k: int, sfx: str, h, cell):
+        """One layer in one direction over [B, T, F]: its sequence and final (h, c)."""
+        w_ih, w_hh, b_ih, b_hh = self._layer(k, sfx)
+        xw = dense(x, w_ih, b_ih)  # the input projection of every step at once
+        if self.config.fused:
+            return self._fused(xw, h, cell, w_hh, b_hh)
+        outs = []
+        for t in range(x.shape[1]):
+            h, cell = self._cell(xw[:, t], dense(h, w_hh, b_hh), h, cell)
+            outs.append(h)
+        return stack(outs, 1), h, cell
+
     def forward(self, x, state=None):
         seq, _ = self.run(x, state)
-        return seq if self.config.output == "sequence" else seq[:, -1]
+        if self.config.output == "sequence":
+            return seq
+        if not self.config.bidirectional:
+            return seq[:, -1]
+        H = self.config.hidden_size
+        return seq[:, -1, 0:H].cat([seq[:, 0, H:]], -1)
 
 
 class LSTM(_Recurrent):

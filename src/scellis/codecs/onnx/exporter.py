@@ -115,6 +115,8 @@ def _activation(g: _Graph, x: str, name: str, fn: str) -> str:
 def _recurrent(g: _Graph, x: str, name: str, spec: dict, w: dict) -> str:
     op, order, G = _GATES[spec["block_id"]]
     H = spec["hidden_size"]
+    if spec.get("bidirectional"):
+        raise ScellisError(f"block {name!r}: a bidirectional {op} has no ONNX export here")
     seq = g.node("Transpose", [x], name, perm=[1, 0, 2])[0]
     for k in range(spec.get("num_layers", 1) or 1):
         W = reorder_gates(w[f"{name}.weight_ih_l{k}"], order, H)

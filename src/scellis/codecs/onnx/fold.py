@@ -24,6 +24,11 @@ from .values import Const, Partial, ShapeVec
 _INT = ("I64", "I32", "I16", "I8", "U8")
 
 
+# the most elements a folded constant may take: masks and shape tables are small, and a
+# few bytes of graph must not expand into gigabytes of Python numbers
+MAX_FOLD = 1 << 22
+
+
 def known(v):
     """A shape vector whose dims are all numbers, as a constant; anything else unchanged."""
     if isinstance(v, ShapeVec) and all(isinstance(d, int) for d in v.dims):
@@ -107,7 +112,13 @@ def expand(imp, node):
     if not (isinstance(c, Const) and isinstance(shape, Const) and c.t.numel == 1):
         raise ScellisError(f"{node.label()}: Expand other than of one constant to a known shape")
     dims = tuple(int(d) for d in shape.values)
-    return [Const(from_values(c.t.dtype, dims, c.values * numel(dims)))]
+    n = numel(dims)
+    if any(d < 0 for d in dims) or n > MAX_FOLD:
+        raise ScellisError(
+            f"{node.label()}: Expand to {list(dims)} would fold a constant of {n} elements "
+            f"(at most {MAX_FOLD}: a constant that large is not graph structure)"
+        )
+    return [Const(from_values(c.t.dtype, dims, c.values * n))]
 
 
 def trilu(imp, node):

@@ -410,7 +410,7 @@ def recurrent(imp, node):
     a = node.attrs
     H = a.get("hidden_size")
     if (a.get("direction") or "forward") != "forward":
-        raise ScellisError(f"{node.label()}: {a.get('direction')} {node.op} is not supported")
+        raise ScellisError(f"{node.label()}: {a.get('direction')!r} {node.op} is not supported")
     if a.get("layout", 0) or a.get("clip") is not None or a.get("input_forget", 0):
         raise ScellisError(f"{node.label()}: {node.op} with layout/clip/input_forget set")
     if a.get("activations") and [s.lower() for s in a["activations"]] not in (

@@ -3,18 +3,23 @@
 Only the fields an importer needs are read (field numbers from onnx.proto3); others are
 skipped. Initializer payloads become RawTensors: ``raw_data`` or the typed repeated
 fields, or external data read from a file beside the model, refused when its path is
-absolute or resolves outside the model's folder.
+absolute or resolves outside the model's folder, when it is not a regular file, when the
+range it names is not inside the file or not the tensor's size, or when its SHA-1
+checksum (the ``checksum`` entry) differs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ..protobuf.reader import LEN, blob, fields, num, packed_fixed, packed_varints, signed64, text
-from ..raw import ITEMSIZE, RawTensor, from_values
+from ..raw import ITEMSIZE, RawTensor, from_values, numel
 
 # TensorProto.DataType -> dtype code
 DTYPES = {
@@ -33,7 +38,8 @@ class Node:
     attrs: dict = field(default_factory=dict)
 
     def label(self) -> str:
-        return f"{self.op} (node {self.name or self.outputs[0] if self.outputs else '?'})"
+        name = self.name or (self.outputs[0] if self.outputs else "?")
+        return f"{shown(self.op)} (node {shown(name)})"
 
 
 @dataclass
@@ -65,27 +71,77 @@ class _Ctx:
         self.folder, self.where = folder, where
 
 
-def _external(entries: dict, ctx: _Ctx, name: str) -> bytes:
+def _count(entries: dict, key: str, ctx: _Ctx, name: str) -> int | None:
+    text = entries.get(key)
+    if text is None or text == "":
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+        raise ScellisError(
+            f"{ctx.where}: tensor {name!r} has external data {key} {text!r:.40} "
+            "(a whole number of bytes)"
+        )
+    return int(text)
+
+
+def _external(entries: dict, ctx: _Ctx, name: str, nbytes: int) -> bytes:
+    """The ``nbytes`` bytes of a tensor kept in a file beside the model: a regular file
+    inside the model's folder, the range inside the file, its SHA-1 when one is given."""
     loc = entries.get("location", "")
     if ctx.folder is None:
         raise ScellisError(f"{ctx.where}: tensor {name!r} has external data but no folder")
     rel = Path(loc)
     base = ctx.folder.resolve()
     target = (base / rel).resolve()
-    if not loc or rel.is_absolute() or (target != base and base not in target.parents):
+    if (
+        not loc
+        or "\x00" in loc
+        or rel.is_absolute()
+        or (target != base and base not in target.parents)
+    ):
         raise ScellisError(
             f"{ctx.where}: tensor {name!r} keeps its data at {loc!r}, outside the model's folder"
         )
-    offset = int(entries.get("offset", 0) or 0)
-    length = entries.get("length")
+    offset = _count(entries, "offset", ctx, name) or 0
+    length = _count(entries, "length", ctx, name)
+    if length is not None and length != nbytes:
+        raise ScellisError(
+            f"{ctx.where}: tensor {name!r} needs {nbytes} bytes, its external data says {length}"
+        )
     try:
-        with open(target, "rb") as f:
-            f.seek(offset)
-            data = f.read(int(length)) if length is not None else f.read()
+        # O_NONBLOCK: a FIFO or a device named as data must not hang the open
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise ScellisError(f"{ctx.where}: external data {loc!r}: {e.strerror or e}") from None
-    if length is not None and len(data) != int(length):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScellisError(f"{ctx.where}: external data {loc!r} is not a regular file")
+        end = offset + nbytes
+        if end > st.st_size or (length is None and end != st.st_size):
+            raise ScellisError(
+                f"{ctx.where}: external data {loc!r} holds {st.st_size} bytes; tensor {name!r} "
+                f"needs bytes {offset}..{end}"
+            )
+        os.lseek(fd, offset, os.SEEK_SET)
+        chunks, left = [], nbytes
+        while left:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise ScellisError(f"{ctx.where}: external data {loc!r}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) != nbytes:
         raise ScellisError(f"{ctx.where}: external data {loc!r} is shorter than declared")
+    want = entries.get("checksum")
+    if want and hashlib.sha1(data).hexdigest() != want.strip().lower():
+        raise ScellisError(
+            f"{ctx.where}: external data of tensor {name!r} fails its SHA-1 checksum"
+        )
     return data
 
 
@@ -122,7 +178,7 @@ def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
         raise ScellisError(f"{ctx.where}: tensor {name!r} has a negative dimension")
     shape = tuple(dims)
     if location == 1:
-        raw = _external(external, ctx, name)
+        raw = _external(external, ctx, name, numel(shape) * ITEMSIZE[code][0])
     if raw is not None:
         return name, RawTensor(code, shape, raw)
     vals = next(iter(typed.values()), [])

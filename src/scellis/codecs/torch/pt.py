@@ -22,7 +22,7 @@ from ...catalog.registry import field, register
 from ..base import Codec, Imported
 from ..raw import RawTensor
 from .safezip import DEFAULT_CAP, SafeZip
-from .unpickle import RestrictedUnpickler
+from .unpickle import RestrictedUnpickler, View
 
 _PKL_CAP = 256 << 20  # data.pkl holds structure only; 256 MiB of it is already absurd
 
@@ -35,27 +35,88 @@ class TorchConfig:
 
 
 _MAX_DEPTH = 64  # nesting of dicts/lists around the tensors
+MAX_NAMES = 1 << 17  # tensors and metadata entries a state dict may name
+MAX_NODES = 1 << 18  # values a walk of the state dict may visit, references included
 
 
-def _flatten(obj, prefix: str, tensors: dict, meta: dict, where: str, depth: int = 0) -> None:
-    if depth > _MAX_DEPTH:
-        raise ScellisError(f"{where}: the state dict nests deeper than {_MAX_DEPTH} levels")
-    if isinstance(obj, RawTensor):
-        if not prefix:
-            raise ScellisError(f"{where}: the file holds one bare tensor, not a state dict")
-        tensors[prefix] = obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            if not isinstance(k, (str, int)):
-                raise ScellisError(f"{where}: a dict key of type {type(k).__name__}")
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), tensors, meta, where, depth + 1)
-    elif isinstance(obj, (list, tuple)) and any(isinstance(v, (RawTensor, dict)) for v in obj):
-        for i, v in enumerate(obj):
-            _flatten(v, f"{prefix}.{i}" if prefix else str(i), tensors, meta, where, depth + 1)
-    elif obj is None or isinstance(obj, (bool, int, float, str, list, tuple)):
-        meta[prefix or "value"] = obj
-    else:
-        raise ScellisError(f"{where}: unexpected {type(obj).__name__} in the state dict")
+class _Walk:
+    """Flattens what the pickle built, counting as it goes: every reference to a value is
+    visited (a memo reference is as big as what it names), so names, nodes and the bytes
+    the tensors will take are bounded before anything is copied."""
+
+    def __init__(self, where: str, max_bytes: int):
+        self.where, self.max_bytes = where, max_bytes
+        self.tensors: dict[str, View] = {}
+        self.meta: dict = {}
+        self.nodes = self.nbytes = 0
+
+    def _visit(self) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise ScellisError(
+                f"{self.where}: the state dict expands past {MAX_NODES} values "
+                "(shared references count each time they are named)"
+            )
+
+    def _name(self, key) -> str:
+        if type(key) is str:
+            return key
+        if type(key) is int and abs(key) < 1 << 63:
+            return str(key)
+        raise ScellisError(f"{self.where}: a dict key of type {type(key).__name__} ({key!r:.40})")
+
+    def _add(self, table: dict, name: str, value) -> None:
+        if len(self.tensors) + len(self.meta) >= MAX_NAMES:
+            raise ScellisError(f"{self.where}: the state dict names more than {MAX_NAMES} values")
+        table[name] = value
+
+    def walk(self, obj, prefix: str = "", depth: int = 0) -> None:
+        self._visit()
+        if depth > _MAX_DEPTH:
+            raise ScellisError(
+                f"{self.where}: the state dict nests deeper than {_MAX_DEPTH} levels"
+            )
+        if isinstance(obj, View):
+            if not prefix:
+                raise ScellisError(
+                    f"{self.where}: the file holds one bare tensor, not a state dict"
+                )
+            self.nbytes += obj.nbytes
+            if self.nbytes > self.max_bytes:
+                raise ScellisError(
+                    f"{self.where}: the tensors would take more memory than the size cap "
+                    f"allows ({self.max_bytes} bytes)"
+                )
+            self._add(self.tensors, prefix, obj)
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                k = self._name(k)
+                self.walk(v, f"{prefix}.{k}" if prefix else k, depth + 1)
+        elif isinstance(obj, (list, tuple)) and any(isinstance(v, (View, dict)) for v in obj):
+            for i, v in enumerate(obj):
+                self.walk(v, f"{prefix}.{i}" if prefix else str(i), depth + 1)
+        else:
+            self._add(self.meta, prefix or "value", self._plain(obj, depth))
+
+    def _plain(self, obj, depth: int):
+        """A fresh copy of a metadata value (numbers, text, lists of them), counted."""
+        if depth > _MAX_DEPTH:
+            raise ScellisError(
+                f"{self.where}: the state dict nests deeper than {_MAX_DEPTH} levels"
+            )
+        if obj is None or type(obj) in (bool, float, str):
+            return obj
+        if type(obj) is int:
+            if abs(obj) >= 1 << 64:
+                raise ScellisError(f"{self.where}: a number in the state dict is over 64 bits")
+            return obj
+        if isinstance(obj, (list, tuple)):
+            out = []
+            for v in obj:
+                self._visit()
+                out.append(self._plain(v, depth + 1))
+            return out if isinstance(obj, list) else tuple(out)
+        raise ScellisError(f"{self.where}: unexpected {type(obj).__name__} in the state dict")
 
 
 class TorchCodec(Codec):
@@ -70,7 +131,7 @@ class TorchCodec(Codec):
     def read(self, path: Path) -> Imported:
         where = str(path)
         data = self.read_bytes(path)
-        if not data.startswith(b"PK"):
+        if data[:1] == b"\x80":  # a bare pickle: what torch.save wrote before 1.6
             raise ScellisError(
                 f"{where}: the legacy (non-zip) torch format is not read; re-save it with a "
                 "current torch.save"
@@ -92,11 +153,11 @@ class TorchCodec(Codec):
             return z.read(f"{root}data/{key}")
 
         pkl = z.read(pkls[0])
-        obj = RestrictedUnpickler(pkl, storage, where, self.config.max_bytes).run()
-        tensors: dict[str, RawTensor] = {}
-        meta: dict = {}
-        _flatten(obj, "", tensors, meta, where)
-        return Imported(tensors, None, meta)
+        obj = RestrictedUnpickler(pkl, storage, where).run()
+        walk = _Walk(where, self.config.max_bytes)
+        walk.walk(obj)
+        tensors = {k: v.materialise() for k, v in walk.tensors.items()}
+        return Imported(tensors, None, walk.meta)
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)

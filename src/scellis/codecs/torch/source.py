@@ -161,7 +161,8 @@ def _init(name: str, spec: dict) -> str | None:
         return (
             f"nn.{cls}({spec['input_size']}, {spec['hidden_size']}, "
             f"num_layers={_f(spec, 'num_layers', 1)}, bias={_f(spec, 'bias', True)}, "
-            f"batch_first=True, dropout={float(_f(spec, 'dropout', 0.0))!r})"
+            f"batch_first=True, dropout={float(_f(spec, 'dropout', 0.0))!r}"
+            + (", bidirectional=True)" if spec.get("bidirectional") else ")")
         )
     if b == "nn/embedding":
         return (
@@ -224,6 +225,11 @@ def _call(name: str, spec: dict, args: list[str]) -> str:
     if b == "nn/activation":
         return f"ACTS[{spec.get('function', 'relu')!r}]({x})"
     if b in ("nn/lstm", "nn/gru"):
+        if spec.get("output") == "last" and spec.get("bidirectional"):
+            # the forward direction's last step beside the backward's first (torch's h_n)
+            H = spec["hidden_size"]
+            return (f"torch.cat([(y_{name} := self.{name}({x})[0])[:, -1, :{H}], "
+                    f"y_{name}[:, 0, {H}:]], -1)")  # fmt: skip
         tail = "[:, -1]" if spec.get("output") == "last" else ""
         return f"self.{name}({x})[0]{tail}"
     if b in ("nn/regression_head", "nn/classification_head"):

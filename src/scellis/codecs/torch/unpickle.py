@@ -2,20 +2,31 @@
 
 ``pickle`` runs whatever callables a file names. Here ``find_class`` resolves a global
 only through ``ALLOWED``: torch's tensor-rebuild functions and storage types, each
-replaced by a small function of ours that checks its arguments and builds a host
-tensor, plus ``collections.OrderedDict``. Every other global (``os.system``,
-``builtins.eval``, ``torch.load``...) is refused naming it, whether it arrives through
-GLOBAL, STACK_GLOBAL, INST or an extension code; nothing of torch is imported.
+replaced by a small function of ours that checks its arguments, plus
+``collections.OrderedDict``. Every other global (``os.system``, ``builtins.eval``,
+``torch.load``...) is refused naming it, whether it arrives through GLOBAL,
+STACK_GLOBAL, INST or OBJ; extension codes are refused outright (they would go through
+a process-wide cache); nothing of torch is imported.
+
+What a pickle can touch is made per load and immutable to it: every global it names is
+a fresh object of this load that refuses attributes, and BUILD (``__setstate__``) is
+allowed only where torch's own format emits it, on an ``OrderedDict`` the same pickle
+built (a state dict's ``_metadata``, which is dropped). So a file can neither raise the
+size cap of its own load nor change how a later file loads.
+
+Tensors come out as ``View``s: checked (dtype, size, stride inside the storage) but not
+yet copied. ``materialise`` copies them after the caller has counted what they will
+take, references included: a pickle that names one tensor 2**40 times through memo
+references is refused before anything is allocated.
 """
 
 from __future__ import annotations
 
-import functools
 import io
 import pickle
 from collections import OrderedDict
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ..raw import ITEMSIZE, RawTensor
 
 MAX_DIMS = 64
@@ -35,32 +46,84 @@ _STORAGES = {
 }
 
 
-class StorageType:
+class _Frozen:
+    """Base of every object a pickle can reach: no attribute can be set or built."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise ScellisError("a pickle tried to set an attribute")
+
+    def __delattr__(self, name):
+        raise ScellisError("a pickle tried to delete an attribute")
+
+    def __setstate__(self, state):
+        raise ScellisError("a pickle tried to set state on a rebuilt object")
+
+    def __reduce__(self):
+        raise ScellisError("objects of a restricted load cannot be pickled")
+
+    def _init(self, **values) -> None:
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+
+
+class StorageType(_Frozen):
     """Stands for a torch storage class named in a pickle; never callable."""
 
     __slots__ = ("name", "dtype")
 
     def __init__(self, name: str, dtype: str):
-        self.name, self.dtype = name, dtype
-
-    def __reduce__(self):  # pragma: no cover - never pickled back
-        raise ScellisError("storage markers cannot be pickled")
+        self._init(name=name, dtype=dtype)
 
 
-class Storage:
+class Storage(_Frozen):
     """The bytes of one ``data/<key>`` member and the dtype they hold."""
 
     __slots__ = ("key", "dtype", "data")
 
     def __init__(self, key: str, dtype: str, data: bytes):
-        self.key, self.dtype, self.data = key, dtype, data
+        self._init(key=key, dtype=dtype, data=data)
 
     @property
     def numel(self) -> int:
         return len(self.data) // ITEMSIZE[self.dtype][0]
 
-    def __setstate__(self, state):
-        raise ScellisError("a pickle tried to set attributes on a storage")
+
+class View(_Frozen):
+    """A checked strided view of a storage: what ``_rebuild_tensor_v2`` returns."""
+
+    __slots__ = ("storage", "offset", "size", "stride")
+
+    def __init__(self, storage: Storage, offset: int, size: tuple, stride: tuple):
+        self._init(storage=storage, offset=offset, size=size, stride=stride)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the view takes once copied out (an expanded, stride-0 view counts at
+        its full size, not its storage's)."""
+        n = ITEMSIZE[self.storage.dtype][0]
+        for s in self.size:
+            n *= s
+        return n
+
+    def materialise(self) -> RawTensor:
+        st = self.storage
+        return RawTensor(st.dtype, self.size, gather(st, self.offset, self.size, self.stride))
+
+
+class _Global(_Frozen):
+    """An allowed global as this load hands it to the pickle: callable, nothing else."""
+
+    __slots__ = ("_name", "_fn")
+
+    def __init__(self, name: str, fn):
+        self._init(_name=name, _fn=fn)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise ScellisError(f"{self._name} was called with keyword arguments")
+        return self._fn(*args)
 
 
 def _ints(v, what: str) -> tuple:
@@ -77,12 +140,7 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
         n *= s
     if n == 0:
         return b""
-    last = offset + sum((s - 1) * t for s, t in zip(size, stride))
-    if offset < 0 or last >= st.numel:
-        raise ScellisError(
-            f"a tensor view (offset {offset}, size {list(size)}, stride {list(stride)}) "
-            f"reaches element {last} of storage {st.key!r}, which holds {st.numel}"
-        )
+    _inside(st, offset, size, stride)
     mv = memoryview(st.data)
     if not size:
         return bytes(mv[offset * isz : (offset + 1) * isz])
@@ -114,20 +172,29 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
     return bytes(out)
 
 
+def _inside(st: Storage, offset: int, size: tuple, stride: tuple) -> None:
+    last = offset + sum((s - 1) * t for s, t in zip(size, stride))
+    if offset < 0 or last >= st.numel:
+        raise ScellisError(
+            f"a tensor view (offset {offset}, size {list(size)}, stride {list(stride)}) "
+            f"reaches element {last} of storage {st.key!r}, which holds {st.numel}"
+        )
+
+
 def _hooks_ok(hooks) -> None:
     if hooks is not None and not (isinstance(hooks, dict) and not hooks):
         raise ScellisError("a tensor in the file carries backward hooks; refused")
 
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, hooks=None,
-                       metadata=None, *, budget):  # fmt: skip
+                       metadata=None):  # fmt: skip
     if not isinstance(storage, Storage):
         raise ScellisError(f"_rebuild_tensor_v2 got {type(storage).__name__}, not a storage")
     if type(storage_offset) is not int:
         raise ScellisError("_rebuild_tensor_v2: the storage offset must be an int")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
     if len(size) != len(stride) or any(s < 0 for s in size) or any(t < 0 for t in stride):
-        raise ScellisError(f"_rebuild_tensor_v2: bad size {size} / stride {stride}")
+        raise ScellisError(f"_rebuild_tensor_v2: bad size {size!r:.80} / stride {stride!r:.80}")
     if len(size) > MAX_DIMS:
         raise ScellisError(f"_rebuild_tensor_v2: {len(size)} dimensions (at most {MAX_DIMS})")
     if not isinstance(requires_grad, bool):
@@ -135,20 +202,16 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     _hooks_ok(hooks)
     if metadata is not None and not isinstance(metadata, dict):
         raise ScellisError("_rebuild_tensor_v2: metadata must be a dict")
-    n = 1
-    for d in size:
-        n *= d
-    # an expanded view (stride 0) is legal but materialises bigger than its storage: the
-    # whole file's tensors share one byte budget, so a tiny file cannot demand gigabytes
-    budget[0] -= n * ITEMSIZE[storage.dtype][0]
-    if budget[0] < 0:
-        raise ScellisError("the tensors would take more memory than the size cap allows")
-    return RawTensor(storage.dtype, size, gather(storage, storage_offset, size, stride))
+    if 0 not in size:
+        _inside(storage, storage_offset, size, stride)
+    return View(storage, storage_offset, size, stride)
 
 
 def _rebuild_parameter(data, requires_grad=True, hooks=None, state=None):
-    if not isinstance(data, RawTensor):
+    if not isinstance(data, View):
         raise ScellisError(f"_rebuild_parameter got {type(data).__name__}, not a tensor")
+    if not isinstance(requires_grad, bool):
+        raise ScellisError("_rebuild_parameter: requires_grad must be a bool")
     _hooks_ok(hooks)
     if state is not None and not isinstance(state, dict):
         raise ScellisError("_rebuild_parameter_with_state: the state must be a dict")
@@ -158,42 +221,68 @@ def _rebuild_parameter(data, requires_grad=True, hooks=None, state=None):
 def _ordered_dict(*args):
     if args and not (len(args) == 1 and isinstance(args[0], (list, tuple))):
         raise ScellisError("OrderedDict was called with unexpected arguments")
+    if args and not all(isinstance(p, tuple) and len(p) == 2 for p in args[0]):
+        raise ScellisError("OrderedDict was called with something other than pairs")
     return OrderedDict(*args)
 
 
-ALLOWED = {
+_FUNCTIONS = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("collections", "OrderedDict"): _ordered_dict,
-    ("torch", "UntypedStorage"): StorageType("UntypedStorage", "U8"),
-    ("torch.storage", "UntypedStorage"): StorageType("UntypedStorage", "U8"),
 }
-for _n, _code in _STORAGES.items():
-    ALLOWED[("torch", _n)] = StorageType(_n, _code)
+_TYPES = {("torch", n): (n, code) for n, code in _STORAGES.items()}
+_TYPES[("torch", "UntypedStorage")] = ("UntypedStorage", "U8")
+_TYPES[("torch.storage", "UntypedStorage")] = ("UntypedStorage", "U8")
+ALLOWED = frozenset(_FUNCTIONS) | frozenset(_TYPES)
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    """Unpickles ``data.pkl``; ``load_storage(key)`` gives a storage's bytes; the tensors
-    built may take at most ``max_bytes`` in all."""
+def _refuse_extension(self):
+    raise ScellisError("the pickle uses an extension code (refused: not in torch's format)")
 
-    def __init__(self, data: bytes, load_storage, where: str, max_bytes: int):
-        super().__init__(io.BytesIO(data))
-        self._budget = [max_bytes]
+
+class RestrictedUnpickler(pickle._Unpickler):
+    """Unpickles ``data.pkl``; ``load_storage(key)`` gives a storage's bytes.
+
+    The pure-Python unpickler, so that BUILD and the extension opcodes can be replaced;
+    a state dict's pickle is structure only, small beside its storages.
+    """
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, data: bytes, load_storage, where: str):
+        super().__init__(io.BytesIO(data), encoding="utf-8")  # as torch.load reads strings
         self._load_storage = load_storage
         self._where = where
         self._storages: dict[str, Storage] = {}
 
     def find_class(self, module: str, name: str):
-        fn = ALLOWED.get((module, name))
-        if fn is None:
-            raise ScellisError(
-                f"{self._where}: refused global {module}.{name} (only tensor and storage "
-                "rebuilding is allowed in a state dict)"
-            )
-        if fn is _rebuild_tensor_v2:
-            return functools.partial(fn, budget=self._budget)
-        return fn
+        key = (module, name)
+        if key in _FUNCTIONS:
+            return _Global(f"{module}.{name}", _FUNCTIONS[key])
+        if key in _TYPES:
+            return StorageType(*_TYPES[key])
+        raise ScellisError(
+            f"{self._where}: refused global {shown(module)}.{shown(name)} (only tensor and storage "
+            "rebuilding is allowed in a state dict)"
+        )
+
+    def load_build(self):
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        # torch.save emits BUILD for one thing: the _metadata a module's state_dict()
+        # hangs on its OrderedDict. Module versions are of no use here: dropped.
+        if type(inst) is OrderedDict and type(state) is dict:
+            return
+        raise ScellisError(
+            f"{self._where}: the pickle sets state on a {type(inst).__name__} "
+            "(torch's format does that only for a state dict's metadata)"
+        )
+
+    dispatch[pickle.BUILD[0]] = load_build
+    for _op in (pickle.EXT1, pickle.EXT2, pickle.EXT4):
+        dispatch[_op[0]] = _refuse_extension
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
@@ -219,10 +308,14 @@ class RestrictedUnpickler(pickle.Unpickler):
     def run(self):
         try:
             return self.load()
-        except ScellisError:
-            raise
+        except ScellisError as e:
+            if str(e).startswith(self._where):
+                raise
+            raise ScellisError(f"{self._where}: {e}") from None
         except RecursionError:
             raise ScellisError(f"{self._where}: the pickle nests too deeply") from None
+        except MemoryError:
+            raise ScellisError(f"{self._where}: the pickle asks for too much memory") from None
         except Exception as e:  # every malformed stream is the file's fault
             what = f"{type(e).__name__}: {e}"
-            raise ScellisError(f"{self._where}: bad pickle data ({what})") from None
+            raise ScellisError(f"{self._where}: bad pickle data ({what:.200})") from None

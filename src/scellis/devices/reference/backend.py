@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ...base.dtypes import DType
@@ -42,6 +44,7 @@ class ReferenceBackend:
         self.live_bytes = 0
         self.peak_bytes = 0
         self.allocs = 0  # allocations made (a refused run must make none)
+        self.host_times: list | None = None  # (op, seconds) while a profile collects them
 
     def supports(self, dtype: DType) -> bool:
         return dtype.name in NP_DTYPES
@@ -67,6 +70,13 @@ class ReferenceBackend:
         return buf.handle[: buf.numel].tobytes()
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
+        if self.host_times is None:
+            return self._run(op, inputs, outputs, attrs)
+        t0 = time.perf_counter()  # a profile collects each op's time
+        self._run(op, inputs, outputs, attrs)
+        self.host_times.append((op, time.perf_counter() - t0))
+
+    def _run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
         kernel = KERNELS.get(op)
         if kernel is None:
             raise DeviceError(f"the reference backend has no kernel for {op!r}")

@@ -78,6 +78,8 @@ class WebGPUBackend:
         # a replay.Trace while a step is being recorded: it sees every run, launch,
         # upload and readback (devices/webgpu/replay.py)
         self.recorder = None
+        # (op, host seconds to encode and launch it) while a profile collects them
+        self.host_times: list | None = None
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -181,11 +183,15 @@ class WebGPUBackend:
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
         if any(o.buf.numel == 0 for o in outputs):
             return
+        t0 = time.perf_counter() if self.host_times is not None else 0.0
         launches = self.encode(op, inputs, outputs, attrs)
         if self.recorder is not None:
             self.recorder.on_run(op, inputs, outputs, attrs)
+        self.gpu.label = op  # what a dispatch timer calls the next launches
         for one_src, grid in launches:
             self.launch(one_src, grid)
+        if self.host_times is not None:
+            self.host_times.append((op, time.perf_counter() - t0))
 
     def encode(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
         """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched."""

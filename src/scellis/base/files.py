@@ -1,0 +1,53 @@
+"""Reading a user's file (base layer): regular files only, with an optional size cap.
+
+A path a user names may be a FIFO (reading it blocks until a writer comes, maybe
+never), a device (``/dev/zero`` never ends), a socket or a folder. Every read of a
+user's file goes through ``read_file``: it opens without blocking, refuses anything
+but a regular file, and refuses a file over ``limit`` bytes before reading it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from .errors import ScellisError
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_file(path, *, limit: int | None = None, head: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (only its first ``head`` bytes when
+    given); a ScellisError naming the path when it cannot be read, is not a regular
+    file, or holds more than ``limit`` bytes."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+            raise ScellisError(f"{path}: cannot read: it is {kind}, not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise ScellisError(f"{path}: {st.st_size} bytes is over the {limit} cap")
+        want = st.st_size if head is None else min(head, st.st_size)
+        chunks, got = [], 0
+        while got < want:
+            chunk = os.read(fd, min(want - got, 1 << 24))
+            if not chunk:
+                break  # the file shrank meanwhile: what is there
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+    except OSError as e:
+        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)

@@ -1,0 +1,144 @@
+"""torch-shaped Conv1d, pooling (windowed and adaptive to one step) and BatchNorm1d (nn layer).
+
+torch lays sequences out channels first, [B, C, T]; the catalog blocks take [B, T, C].
+These classes are the blocks themselves with torch's constructor and calling convention:
+the input is transposed in, the output back, so ``nn.Conv1d(...)(x)`` matches
+``torch.nn.Conv1d(...)(x)`` on the same [B, C, T] tensor and parameters keep torch's
+names and layouts (``weight`` [out, in/groups, k], ``bias``; ``running_mean`` ...), so
+``load_state_dict(torch_module.state_dict())`` works. An unbatched [C, T] input gives an
+unbatched result.
+"""
+
+from __future__ import annotations
+
+from ..catalog import blocks as B
+from ._home import block_args, unsupported
+
+
+def _one(v, what: str, layer: str) -> int:
+    """torch takes ``k`` or ``(k,)`` for a 1-d size."""
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise unsupported(f"{what}={v!r}", layer)
+        v = v[0]
+    return int(v)
+
+
+def _channels_last(block_forward, x):
+    unbatched = x.ndim == 2
+    if unbatched:
+        x = x.unsqueeze(0)
+    y = block_forward(x.permute(0, 2, 1)).permute(0, 2, 1)
+    return y.squeeze(0) if unbatched else y
+
+
+class Conv1d(B.Conv1d):
+    """torch.nn.Conv1d(in_channels, out_channels, kernel_size, stride=1, padding=0,
+    dilation=1, groups=1, bias=True, padding_mode='zeros') on [B, C, T]; ``padding``
+    may also be 'valid', 'same' or (not in torch) 'causal'."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None, *,
+                 generator=None):  # fmt: skip
+        if padding_mode != "zeros":
+            raise unsupported(f"padding_mode={padding_mode!r}", "Conv1d")
+        if not isinstance(padding, str):
+            padding = _one(padding, "padding", "Conv1d")
+        cfg = B.Conv1dConfig(
+            int(in_channels),
+            int(out_channels),
+            _one(kernel_size, "kernel_size", "Conv1d"),
+            _one(stride, "stride", "Conv1d"),
+            padding,
+            _one(dilation, "dilation", "Conv1d"),
+            int(groups),
+            bool(bias),
+        )
+        super().__init__(cfg, **block_args(device, dtype, generator))
+
+    def forward(self, x):
+        return _channels_last(super().forward, x)
+
+
+def _pool_config(cls, layer, kernel_size, stride, padding, ceil_mode):
+    if ceil_mode:
+        raise unsupported("ceil_mode=True", layer)
+    k = _one(kernel_size, "kernel_size", layer)
+    s = _one(stride, "stride", layer) if stride is not None else None
+    return cls(k, s, _one(padding, "padding", layer))
+
+
+class MaxPool1d(B.MaxPool1d):
+    """torch.nn.MaxPool1d(kernel_size, stride=None, padding=0) on [B, C, T]."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):  # fmt: skip
+        if _one(dilation, "dilation", "MaxPool1d") != 1 or return_indices:
+            raise unsupported("dilation and return_indices", "MaxPool1d")
+        cfg = _pool_config(B.MaxPool1dConfig, "MaxPool1d", kernel_size, stride, padding, ceil_mode)
+        super().__init__(cfg)
+
+    def forward(self, x):
+        return _channels_last(super().forward, x)
+
+
+class AvgPool1d(B.AvgPool1d):
+    """torch.nn.AvgPool1d(kernel_size, stride=None, padding=0) on [B, C, T] (padding
+    counted in the mean, torch's default)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):  # fmt: skip
+        if not count_include_pad:
+            raise unsupported("count_include_pad=False", "AvgPool1d")
+        cfg = _pool_config(B.AvgPool1dConfig, "AvgPool1d", kernel_size, stride, padding, ceil_mode)
+        super().__init__(cfg)
+
+    def forward(self, x):
+        return _channels_last(super().forward, x)
+
+
+class _AdaptivePool1d(B.GlobalPool1d):
+    mode = "avg"
+
+    def __init__(self, output_size):
+        name = f"Adaptive{self.mode.capitalize()}Pool1d"
+        if _one(output_size, "output_size", name) != 1:
+            raise unsupported("an output_size other than 1", name)
+        super().__init__(B.GlobalPool1dConfig(self.mode))
+
+    def forward(self, x):  # [B, C, T] -> [B, C, 1], as torch keeps the pooled axis
+        unbatched = x.ndim == 2
+        xb = x.unsqueeze(0) if unbatched else x
+        y = super().forward(xb.permute(0, 2, 1)).unsqueeze(-1)
+        return y.squeeze(0) if unbatched else y
+
+
+class AdaptiveAvgPool1d(_AdaptivePool1d):
+    """torch.nn.AdaptiveAvgPool1d(1): the mean over time, [B, C, T] to [B, C, 1]."""
+
+    mode = "avg"
+
+
+class AdaptiveMaxPool1d(_AdaptivePool1d):
+    """torch.nn.AdaptiveMaxPool1d(1): the max over time, [B, C, T] to [B, C, 1]."""
+
+    mode = "max"
+
+
+class BatchNorm1d(B.BatchNorm1d):
+    """torch.nn.BatchNorm1d(num_features, eps=1e-5, momentum=0.1, affine=True,
+    track_running_stats=True) on [B, C] or [B, C, L]."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):  # fmt: skip
+        if momentum is None:
+            raise unsupported("momentum=None (a cumulative average)", "BatchNorm1d")
+        cfg = B.BatchNorm1dConfig(
+            int(num_features), float(eps), float(momentum), bool(affine), bool(track_running_stats)
+        )
+        super().__init__(cfg, **block_args(device, dtype))
+
+    def forward(self, x):
+        if x.ndim == 2:
+            return super().forward(x)
+        return super().forward(x.permute(0, 2, 1)).permute(0, 2, 1)

@@ -1,0 +1,134 @@
+"""Faults of the file system and the command line: one line, exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import scellis
+from scellis.base.errors import ScellisError
+from scellis.cli.main import main
+from scellis.cli.serve import make_server
+from storeutil import write_record
+
+SRC = str(Path(scellis.__file__).resolve().parent.parent)
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lstm_forecaster.sml"
+
+
+def _one_line(capsys, argv, match: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    errors = [x for x in err.splitlines() if x.startswith(("Error:", "scellis: error:"))]
+    assert "Traceback" not in err and len(errors) == 1, err
+    assert re.search(match, err), err
+
+
+def test_export_of_a_missing_file(tmp_path, capsys):
+    _one_line(capsys, ["export", str(tmp_path / "nope.sml"), "--to", "pt"], "cannot read")
+    binary = tmp_path / "bin.sml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    _one_line(capsys, ["export", str(binary), "--to", "pt"], r"not a text \(UTF-8\) file")
+
+
+def test_serve_on_a_port_that_does_not_exist(capsys):
+    _one_line(capsys, ["serve", "--port", "99999"], "99999 is not in the range")
+    with pytest.raises(ScellisError, match="0 to 65535"):
+        make_server(".", 99999)
+
+
+def test_outputs_where_a_file_is_in_the_way(tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    for to in ("safetensors", "pt", "torch"):
+        out = str(blocker / "m.out")
+        _one_line(capsys, ["export", str(EXAMPLE), "--to", to, "--out", out], "cannot write")
+
+
+def _unprivileged() -> list[str] | None:
+    """A command prefix that takes away root's right to write anywhere (or none needed)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+@pytest.mark.parametrize("what", ["export --out", "import --to", "runs export -o"])
+def test_outputs_into_a_read_only_folder(tmp_path, what):
+    prefix = _unprivileged()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: a read-only folder is writable")
+    torch = pytest.importorskip("torch")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    rec = tmp_path / "m.sml"
+    shutil.copy(EXAMPLE, rec)
+    if what == "export --out":
+        argv = ["export", str(rec), "--to", "safetensors", "--out", str(ro / "m.safetensors")]
+    elif what == "import --to":
+        sd = tmp_path / "w.safetensors"
+        assert main(["export", str(rec), "--to", "safetensors", "--out", str(sd)]) == 0
+        argv = ["import", str(sd), "--record", str(rec), "--to", str(ro / "m.sml"),
+                "--store", str(tmp_path / "st")]  # fmt: skip
+    else:
+        store = tmp_path / "st"
+        tiny = write_record(tmp_path)
+        assert main(["train", str(tiny), "--store", str(store), "--device", "reference",
+                     "--max-steps", "2"]) == 0  # fmt: skip
+        argv = ["runs", "export", "last", "--store", str(store), "-o", str(ro / "b.tar")]
+    del torch
+    ro.chmod(0o555)
+    try:
+        code = "import sys; from scellis.cli.main import main; sys.exit(main(sys.argv[1:]))"
+        env = {**os.environ, "PYTHONPATH": SRC}
+        out = subprocess.run([*prefix, sys.executable, "-c", code, *argv], env=env,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    finally:
+        ro.chmod(0o755)
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert "Permission denied" in out.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_inputs_that_are_not_regular_files_are_refused_without_blocking(tmp_path, capsys, kind):
+    if kind == "fifo":
+        path = tmp_path / "in.pt"
+        os.mkfifo(path)  # no writer: a plain read would wait forever
+        want = r"a FIFO \(named pipe\), not a regular file"
+    elif kind == "device":
+        path = Path("/dev/zero")  # a plain read would never end
+        want = "a character device, not a regular file"
+    else:
+        path = tmp_path / "dir.pt"
+        path.mkdir()
+        want = "a folder, not a regular file|is a directory"
+    store = str(tmp_path / "st")
+    for argv in (
+        ["import", str(path), "--codec", "codec/torch", "--store", store],
+        ["export", str(path), "--to", "pt", "--out", str(tmp_path / "o.pt")],
+        ["runs", "import", str(path), "--store", store],
+        ["models", "save", str(path), "--store", store],
+        ["plan", str(path)],
+    ):
+        _one_line(capsys, argv, want)
+    assert main(["validate", str(path)]) == 2
+    assert re.search(want, capsys.readouterr().err)
+
+
+def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):
+    from scellis.data.record import load_data
+
+    os.mkfifo(tmp_path / "series.csv")
+    data = {"source": "series.csv", "format": "csv", "column": "v", "window": 2, "horizon": 1}
+    with pytest.raises(ScellisError, match="FIFO"):
+        load_data(data, tmp_path)
+    with pytest.raises(ScellisError, match="FIFO"):
+        load_data({"source": "series.csv", "format": "text"}, tmp_path)
