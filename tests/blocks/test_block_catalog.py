@@ -26,6 +26,7 @@ IDS = [
     "nn/conv1d",
     "nn/dropout",
     "nn/embedding",
+    "nn/gated_mlp",
     "nn/global_pool1d",
     "nn/gru",
     "nn/layer_norm",
@@ -41,6 +42,7 @@ IDS = [
     "nn/sequential",
     "nn/sinusoidal_position",
     "nn/tcn",
+    "nn/token_type",
     "nn/transformer",
     "nn/transformer_block",
 ]
@@ -50,6 +52,8 @@ SAMPLES = {
     "nn/linear": B.LinearConfig(4, 3),
     "nn/embedding": B.EmbeddingConfig(5, 3),
     "nn/mlp": B.MLPConfig(4, 6),
+    "nn/gated_mlp": B.GatedMLPConfig(4, 6),
+    "nn/token_type": B.TokenTypeConfig(4),
     "nn/lstm": B.LSTMConfig(3, 4, 2),
     "nn/gru": B.GRUConfig(3, 4, 2),
     "nn/conv1d": B.Conv1dConfig(3, 4, 3, groups=1),
@@ -57,6 +61,9 @@ SAMPLES = {
     "nn/attention": B.AttentionConfig(4, 2),
     "nn/transformer_block": B.TransformerBlockConfig(4, 2),
     "nn/transformer": B.TransformerConfig(4, 2, 2),
+    "nn/transformer@llama": B.TransformerConfig(
+        4, 2, 1, norm="rms", mlp="gated", num_kv_heads=1, rotary=True
+    ),
     "nn/learned_position": B.LearnedPositionConfig(6, 4),
     "nn/regression_head": B.RegressionHeadConfig(4, 2),
     "nn/classification_head": B.ClassificationHeadConfig(4, 3),
@@ -93,7 +100,7 @@ def test_out_of_range_fields_are_refused():
 
 @pytest.mark.parametrize("bid", sorted(SAMPLES))
 def test_init_is_reproducible_from_the_seed(bid):
-    entry = lookup(bid, "block")
+    entry = lookup(bid.split("@")[0], "block")
     cfg = SAMPLES[bid]
 
     def state(seed):

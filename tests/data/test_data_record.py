@@ -61,5 +61,5 @@ def test_errors():
         load_data({"source": src})
     with pytest.raises(ScellisError, match="data.format must be csv or text"):
         load_data({"source": src, "format": "parquet"})
-    with pytest.raises(ScellisError, match="only char is supported"):
+    with pytest.raises(ScellisError, match="'bpe' is neither char nor a tokenizer.json"):
         load_data({"source": "bundled:python_help_topics.txt", "tokenizer": "bpe"})

@@ -140,6 +140,8 @@ RULES = {
     "nn/regression_head": _head("n_outputs"),
     "nn/classification_head": _head("n_classes"),
     "nn/mlp": _mlp,
+    "nn/gated_mlp": _mlp,
+    "nn/token_type": _same("dim"),
     "nn/transformer": _same("d_model"),
     "nn/transformer_block": _same("d_model"),
     "nn/attention": _same("embed_dim"),

@@ -1,4 +1,4 @@
-"""``scellis export FILE|RUN --to torch|torch-train|safetensors|pt|onnx`` (cli layer).
+"""``scellis export FILE|RUN --to torch|torch-train|safetensors|pt|onnx|hf`` (cli layer).
 
 A run reference (``RUN``, ``RUN@STEP``, ``RUN:best``) exports that checkpoint's model. FILE
 is a record (``.sml``; its weights are the object its ``# weights: sha256:…``
@@ -9,6 +9,8 @@ an ONNX model (dense and recurrent blocks). ``--to torch-train DIR`` writes a wh
 training package (``train.py`` for ``torchrun``, the data pipeline, optimizer, schedule,
 loss, clipping, precision); from a run reference it also holds that checkpoint, the
 optimizer state included, which ``train.py`` continues from.
+``--to hf`` writes a Hugging Face folder (GPT-2, Llama/Qwen2 or BERT layouts) that
+``transformers`` loads. A fine-tuned model's LoRA adapters are merged into the weights.
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from ..run.reference import looks_like_run, open_run
 from .common import extensions_option, load_cli_extensions
 
 
-@click.command("export", help="Export a record's model: a PyTorch module, safetensors, .pt, ONNX.")
+@click.command(
+    "export", help="Export a record's or a run's model: PyTorch module, safetensors, .pt, ONNX, HF."
+)
 @click.argument("file", metavar="FILE|RUN[@STEP|:best]")
 @click.argument("dest", required=False, type=click.Path())
 @click.option(
-    "--to", "to", required=True, help="torch | torch-train | safetensors | pt | onnx | a codec id"
+    "--to",
+    "to",
+    required=True,
+    help="torch | torch-train | safetensors | pt | onnx | hf | a codec id",
 )
 @click.option("--out", type=click.Path(), help="where to write (default: beside FILE); or DEST")
 @click.option("--weights", help="sha256:<hex> in the store, or a weights file")

@@ -32,16 +32,16 @@ def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_
 
     async def go() -> list[int]:
         got: list[int] = []
-        async for i in lm.continuation(prompt, **kw):
+        async for i, piece in lm.pieces(prompt, **kw):
             got.append(i)
             if not json_:
-                out.write(lm.vocab.decode([i]))
+                out.write(piece)
                 out.flush()
         return got
 
     got = asyncio.run(go())
     if json_:
-        text = lm.vocab.decode(got)
+        text = lm.decoded(prompt, got)
         row = {"run": lm.run.ref, "device": name, "prompt": prompt, "generated": text,
                "ids": got, **kw, "context": lm.context}  # fmt: skip
         out.write(json.dumps(row) + "\n")

@@ -1,12 +1,14 @@
 """``scellis import FILE`` (cli layer): a model or weights file into a record + stored weights.
 
 The file's codec is found by its bytes, then its suffix (ONNX, safetensors, PyTorch
-state dicts, or a user's codec from ``--extensions``). ONNX models carry their
-architecture; a bare state dict maps onto ``--record`` (``--map OLD.=NEW.`` renames
-prefixes). The weights go into the object store (``--store``, default ``.scellis``) as
-one safetensors object; ``--to`` writes the record, its header naming that object. A
-refused file (hostile pickle, unsupported ops, names that do not fit) is exit 2 with
-the reason.
+state dicts, or a user's codec from ``--extensions``); a folder with ``config.json`` is a
+Hugging Face model (GPT-2, Llama, Mistral, Qwen2, BERT, RoBERTa, DistilBERT), whose
+record is built from its config. ONNX models carry their architecture; a bare state
+dict maps onto ``--record`` (``--map OLD.=NEW.`` renames prefixes). The weights go into
+the object store (``--store``, default ``.scellis``) as one safetensors object; ``--to``
+writes the record, its header naming that object. A refused file (hostile pickle,
+unsupported ops, names that do not fit, an unsupported architecture) is exit 2 with the
+reason.
 
 A checkpoint of an exported ``train.py`` (``export --to torch-train``) becomes a run in
 the store instead, with its optimizer state and step: ``scellis resume RUN`` continues it.
@@ -37,8 +39,11 @@ def parse_map(items) -> dict[str, str]:
     return out
 
 
-@click.command("import", help="Import ONNX / safetensors / PyTorch files as a record + weights.")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.command(
+    "import",
+    help="Import ONNX / safetensors / PyTorch files or Hugging Face folders as a record + weights.",
+)
+@click.argument("file", type=click.Path())
 @click.option("--to", "to", type=click.Path(dir_okay=False), help="write the record (.sml) here")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")
 @click.option("--record", help="map a state dict onto this record (a .sml file or a RUN)")

@@ -4,8 +4,8 @@ A codec is a catalog entry of kind ``codec`` (``register(id, "codec", Config, Im
 the same public path blocks take; a user's codec registers the same way from an
 extension file. ``Impl(config)`` reads files into an ``Imported`` (tensors, and a model
 record when the format carries the architecture) and may write them back. A file finds
-its codec by magic bytes first (``sniff``), then by suffix, so a ``.pt`` that is really
-something else is never handed to the wrong reader.
+its codec by magic bytes first (``sniff``; a folder by ``sniff_dir``), then by suffix,
+so a ``.pt`` that is really something else is never handed to the wrong reader.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ class Codec:
         """True when the first bytes of a file are this format's (False: not recognised)."""
         return False
 
+    @classmethod
+    def sniff_dir(cls, path: Path) -> bool:
+        """True when the folder ``path`` is this format's (a format stored as a folder)."""
+        return False
+
     def read(self, path: Path) -> Imported:
         raise ScellisError(f"{type(self).__name__} cannot read files")
 
@@ -73,6 +78,14 @@ def find(path: str | Path, *, writing: bool = False) -> str:
     """The codec id for ``path``: sniffed from its bytes when reading, else by suffix."""
     path = Path(path)
     pool = [e for e in entries("codec") if (e.impl.can_write if writing else e.impl.can_read)]
+    if not writing and path.is_dir():
+        for e in pool:
+            sniff_dir = getattr(e.impl, "sniff_dir", None)
+            if sniff_dir is not None and sniff_dir(path):
+                return e.id
+        raise ScellisError(
+            f"{path}: a folder no codec reads (a Hugging Face model has config.json)"
+        )
     if not writing:
         head = _head(path)
         for e in pool:

@@ -5,8 +5,8 @@ the file carries, as ONNX does, or one given, for a bare state dict), and puts t
 the object store as one safetensors object that also carries the record's text; the
 record written for the user names that object in its header (``# weights: sha256:…``).
 ``export_file`` goes the other way, from a record (and its stored weights) or any
-importable file, to a registered writer: safetensors, a torch state dict, or a plain
-PyTorch module.
+importable file, to a registered writer: safetensors, a torch state dict, a plain
+PyTorch module, ONNX, or a Hugging Face model folder.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from .weights import map_names, state_of
 
 WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)
 TARGETS = {"safetensors": "codec/safetensors", "pt": "codec/torch", "torch": "codec/torch_module",
-           "onnx": "codec/onnx_export"}  # fmt: skip
+           "onnx": "codec/onnx_export", "hf": "codec/hf"}  # fmt: skip
 _DEFAULT_NAME = {"codec/safetensors": "{stem}.safetensors", "codec/torch": "{stem}.pt",
                  "codec/torch_module": "{stem}_torch",
-                 "codec/onnx_export": "{stem}.onnx"}  # fmt: skip
+                 "codec/onnx_export": "{stem}.onnx", "codec/hf": "{stem}_hf"}  # fmt: skip
 
 
 @dataclass
@@ -92,10 +92,13 @@ def import_file(
     sha = ObjectStore(store).put(blob)
     text = None
     if rec is not None:
-        text = record_text(
-            rec, f"imported from {path.name} by scellis import ({im.codec}; from {where})\n"
-            f"weights: sha256:{sha}",
-        )  # fmt: skip
+        header = (
+            f"imported from {path.name} by scellis import ({im.codec}; from {where})\n"
+            f"weights: sha256:{sha}"
+        )
+        if im.metadata.get("tokenizer"):
+            header += f"\ntokenizer: {im.metadata['tokenizer']} (a text data section can name it)"
+        text = record_text(rec, header)
         check(text, str(to or path))
     res = Result(im.codec, rec, text, tensors, sha, unused=unused)
     if to is not None:

@@ -5,19 +5,22 @@ examples shipped in the package; ``format`` is ``csv`` or ``text`` (by default f
 the file's suffix). CSV keys: ``column`` (one series as feature and target) or
 ``features`` + ``target``, ``datetime``, ``datetime_format``, ``missing``,
 ``window`` (input length), ``horizon``, ``stride``, ``val_fraction``, ``normalise``
-(``standard`` is ``zscore``), ``delimiter``. Text keys: ``tokenizer: char``,
-``context``, ``stride``, ``val_fraction``, ``max_chars``. Either may pin the dataset's
+(``standard`` is ``zscore``), ``delimiter``. Text keys: ``tokenizer`` (``char``, or
+the path of a ``tokenizer.json`` or of a folder holding one, relative to the record's
+folder), ``context``, ``stride``, ``val_fraction``, ``max_chars``. Either may pin the dataset's
 version with ``sha256``: a file (or options) whose digest differs is refused.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 from pathlib import Path
 
 from ..base.errors import ScellisError
 from .csvsource import CSVConfig, SeriesDataset, load_csv
-from .text import TextDataset, read_text, text_dataset
+from .text import TextDataset, TokenizerVocab, read_text, text_dataset
+from .tokenizer import load as load_tokenizer
 
 BUNDLED = Path(__file__).resolve().parent / "bundled"
 CSV_KEYS = {
@@ -100,11 +103,38 @@ def _load(data: dict, base_dir) -> SeriesDataset | TextDataset:
     if fmt != "text":
         raise ScellisError(f"data.format must be csv or text, got {fmt!r}")
     _check_keys(data, TEXT_KEYS, "text")
-    if data.get("tokenizer", "char") != "char":
-        raise ScellisError(f"data.tokenizer: only char is supported, got {data['tokenizer']!r}")
+    vocab = tokenizer_vocab(data.get("tokenizer", "char"), base_dir)
     text = read_text(path)
     if "max_chars" in data:
         text = text[: int(data["max_chars"])]
     return text_dataset(
-        text, int(data.get("context", 64)), data.get("stride"), data.get("val_fraction", 0.1)
-    )
+        text, int(data.get("context", 64)), data.get("stride"), data.get("val_fraction", 0.1),
+        vocab,
+    )  # fmt: skip
+
+
+def tokenizer_path(name, base_dir=".") -> Path:
+    """The tokenizer.json a data section's ``tokenizer`` (not ``char``) names: a file, or
+    a folder holding one, relative to ``base_dir``."""
+    if not isinstance(name, str) or not name or name == "char":
+        raise ScellisError("data.tokenizer: char, or the path of a tokenizer.json")
+    path = Path(base_dir) / name
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if not path.is_file():
+        raise ScellisError(
+            f"data.tokenizer: {name!r} is neither char nor a tokenizer.json file ({path})"
+        )
+    return path
+
+
+def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
+    """None for ``char``; else the tokenizer.json at ``name`` (a file or a folder)."""
+    if name == "char":
+        return None
+    path = tokenizer_path(name, base_dir)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as e:
+        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    return TokenizerVocab(load_tokenizer(path), digest)

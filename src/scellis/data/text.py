@@ -1,4 +1,5 @@
-"""Text (data layer): a character vocabulary, next-character windows, the text connector."""
+"""Text (data layer): a character vocabulary (or a ``tokenizer.json``), next-token windows,
+the text connector."""
 
 from __future__ import annotations
 
@@ -35,6 +36,24 @@ class CharVocab:
         return "".join(self.chars[i] for i in ids)
 
 
+class TokenizerVocab:
+    """A ``tokenizer.json`` tokenizer in the vocabulary's shape: encode (no special
+    tokens), decode, and its size; ``digest`` is the sha256 of the file's bytes."""
+
+    def __init__(self, tokenizer, digest: str):
+        self.tokenizer = tokenizer
+        self.digest = digest
+
+    def __len__(self) -> int:
+        return self.tokenizer.vocab_size
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(list(ids))
+
+
 def unigram_entropy(ids: list[int]) -> float:
     """Entropy in nats of the id frequencies: the loss of the best context-free model."""
     n = len(ids)
@@ -57,7 +76,7 @@ def char_windows(ids: list[int], context: int, stride: int | None = None):
 class TextDataset:
     """A char-level corpus: vocabulary, chronological windows of ids, and its version."""
 
-    vocab: CharVocab
+    vocab: CharVocab | TokenizerVocab
     x_train: list
     y_train: list
     x_val: list
@@ -88,29 +107,34 @@ def next_char_windows(ids: list[int], context: int, stride: int) -> tuple[list, 
 
 
 def text_dataset(
-    text: str, context: int, stride: int | None = None, val_fraction: float = 0.1
-) -> TextDataset:
-    """Char vocabulary over the whole text; a chronological split; windows inside each part.
+    text: str, context: int, stride: int | None = None, val_fraction: float = 0.1,
+    vocab: TokenizerVocab | None = None,
+) -> TextDataset:  # fmt: skip
+    """Char vocabulary over the whole text (or ``vocab``, a tokenizer's); a chronological
+    split; windows inside each part.
 
     The version is the sha256 of ``{"format": "scellis.text/1", "context": ..,
-    "stride": .., "val_fraction": ..}`` (sorted keys, compact JSON), a newline, then the
-    text in UTF-8.
+    "stride": .., "val_fraction": ..}`` (sorted keys, compact JSON; with a tokenizer
+    also ``"tokenizer": <sha256 of its file>``), a newline, then the text in UTF-8.
     """
     stride = stride or context
     if context < 1 or stride < 1:
         raise ScellisError("context and stride must be >= 1")
     if not 0.0 < val_fraction < 1.0:
         raise ScellisError(f"val_fraction must lie in (0, 1), got {val_fraction}")
-    vocab = CharVocab(text)
+    unit = "characters" if vocab is None else "tokens"
+    vocab = vocab or CharVocab(text)
     ids = vocab.encode(text)
     cut = int(round(len(ids) * (1.0 - val_fraction)))
     if cut < context + 1 or len(ids) - cut < context + 1:
         raise ScellisError(
-            f"{len(ids)} characters split {cut}/{len(ids) - cut} are too few for a context "
+            f"{len(ids)} {unit} split {cut}/{len(ids) - cut} are too few for a context "
             f"of {context} in both parts"
         )
     head = {"format": "scellis.text/1", "context": context, "stride": stride}
     head["val_fraction"] = val_fraction
+    if isinstance(vocab, TokenizerVocab):
+        head["tokenizer"] = vocab.digest
     h = hashlib.sha256(json.dumps(head, sort_keys=True, separators=(",", ":")).encode())
     h.update(b"\n" + text.encode("utf-8"))
     xt, yt = next_char_windows(ids[:cut], context, stride)

@@ -254,13 +254,17 @@ class TextRun:
         """The prompt's ids; a character the run never saw is one clear message."""
         if not prompt:
             raise ScellisError("the prompt is empty: nothing to continue")
-        for i, ch in enumerate(prompt):
-            if ch not in self.vocab.index:
+        index = getattr(self.vocab, "index", None)  # a character vocabulary's
+        for i, ch in enumerate(prompt if index is not None else ()):
+            if ch not in index:
                 raise ScellisError(
                     f"the prompt's character {ch!r} (at {i + 1}) is not in the vocabulary of "
                     f"run {self.run.rid} ({len(self.vocab)} characters of its training text)"
                 )
-        return self.vocab.encode(prompt)
+        ids = self.vocab.encode(prompt)
+        if not ids:
+            raise ScellisError("the prompt has no tokens: nothing to continue")
+        return ids
 
     async def continuation(self, prompt: str, **kw) -> AsyncIterator[int]:
         """Each generated id of ``prompt``'s continuation (``stream``'s sampling keywords:
@@ -268,9 +272,32 @@ class TextRun:
         async for step in stream(self.model, self.encode(prompt), context=self.context, **kw):
             yield step.ids[0]
 
+    async def pieces(self, prompt: str, **kw) -> AsyncIterator[tuple[int, str]]:
+        """Each generated id with the text it adds. With a tokenizer a token's text
+        depends on its neighbours (a word's leading space, the bytes of one character),
+        so the text is the prompt's and the continuation's decoded together, minus what
+        was shown; a token ending inside a character adds nothing until the rest comes."""
+        head = self.encode(prompt)
+        ids, shown = [], self.vocab.decode(head)
+        async for i in self.continuation(prompt, **kw):
+            ids.append(i)
+            now = self.vocab.decode(head + ids)
+            if now.endswith("\ufffd") or not now.startswith(shown):
+                yield i, ""
+                continue
+            yield i, now[len(shown) :]
+            shown = now
+
+    def decoded(self, prompt: str, ids: list[int]) -> str:
+        """The text of continuation ``ids`` after ``prompt`` (decoded with the prompt, so
+        a tokenizer's spaces and multi-byte characters come out as in the whole text)."""
+        head = self.vocab.encode(prompt)
+        base, whole = self.vocab.decode(head), self.vocab.decode(head + list(ids))
+        return whole[len(base) :] if whole.startswith(base) else self.vocab.decode(ids)
+
     async def text(self, prompt: str, **kw) -> str:
         """The whole continuation of ``prompt`` (``continuation``'s keywords)."""
-        return self.vocab.decode([i async for i in self.continuation(prompt, **kw)])
+        return self.decoded(prompt, [i async for i in self.continuation(prompt, **kw)])
 
 
 def text_run(run, device="reference", model=None) -> TextRun:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
-from ..data.record import source_path
+from ..data.record import source_path, tokenizer_path
 from ..store import runfiles
 from ..store.gc import collect, retain
 from ..store.objects import ObjectStore
@@ -29,14 +29,21 @@ def adapter_of(dev) -> str:
 
 
 def keep_data_files(objects: ObjectStore, record: dict, base_dir=".") -> dict[str, str]:
-    """Keep the file behind ``record``'s data section (read from ``base_dir``; not a
-    bundled one) as an object: ``{source: sha256}``, or ``{}`` when the data comes with
-    the package. What a run lists as its ``files``, on either host."""
+    """Keep the files behind ``record``'s data section (read from ``base_dir``; not a
+    bundled one) as objects: ``{source: sha256}`` (and the tokenizer's file under the
+    ``tokenizer`` value), or ``{}`` when the data comes with the package. What a run
+    lists as its ``files``, on either host."""
     data = record.get("data")
-    source = data.get("source") if isinstance(data, dict) else None
-    if not isinstance(source, str) or source.startswith("bundled:"):
+    if not isinstance(data, dict):
         return {}
-    return runfiles.keep(objects, {source: source_path(source, base_dir)})
+    paths = {}
+    source = data.get("source")
+    if isinstance(source, str) and not source.startswith("bundled:"):
+        paths[source] = source_path(source, base_dir)
+    tok = data.get("tokenizer")
+    if isinstance(tok, str) and tok != "char":  # a tokenizer.json travels with the text
+        paths[tok] = tokenizer_path(tok, base_dir)
+    return runfiles.keep(objects, paths)
 
 
 def new_run(objects: ObjectStore, records: Records, raw: bytes, prep, config: dict, *,

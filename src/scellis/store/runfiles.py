@@ -70,9 +70,11 @@ def local_sources(objects: ObjectStore, files: dict[str, str], folder) -> dict[s
 
 
 def with_local_data(record: dict, sources: dict[str, Path]) -> dict:
-    """``record`` reading its data section's file from its kept copy when it has one."""
+    """``record`` reading its data section's files (``source``, and a ``tokenizer``
+    file) from their kept copies when it has them."""
     data = record.get("data")
-    source = data.get("source") if isinstance(data, dict) else None
-    if not isinstance(source, str) or source not in sources:
+    if not isinstance(data, dict):
         return record
-    return {**record, "data": {**data, "source": str(sources[source])}}
+    local = {k: str(sources[data[k]]) for k in ("source", "tokenizer")
+             if isinstance(data.get(k), str) and data[k] in sources}  # fmt: skip
+    return {**record, "data": {**data, **local}} if local else record

@@ -162,8 +162,8 @@ async def generate(run: str, prompt: str, store: str = tab_store.ROOT, device: s
     lm.encode(prompt)
     ids: list[int] = []
     kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    async for i in lm.continuation(prompt, **kw):
+    async for i, piece in lm.pieces(prompt, **kw):
         ids.append(i)
-        yield {"kind": "token", "id": i, "text": lm.vocab.decode([i])}
+        yield {"kind": "token", "id": i, "text": piece}
     yield {"kind": "generated", "run": lm.run.ref, "prompt": prompt,
-           "generated": lm.vocab.decode(ids), "ids": ids}  # fmt: skip
+           "generated": lm.decoded(prompt, ids), "ids": ids}  # fmt: skip

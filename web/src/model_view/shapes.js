@@ -109,6 +109,8 @@ export const RULES = {
   "nn/regression_head": head("n_outputs"),
   "nn/classification_head": head("n_classes"),
   "nn/mlp": mlp,
+  "nn/gated_mlp": mlp,
+  "nn/token_type": same("dim"),
   "nn/transformer": same("d_model"),
   "nn/transformer_block": same("d_model"),
   "nn/attention": same("embed_dim"),

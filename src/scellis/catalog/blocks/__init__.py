@@ -31,7 +31,16 @@ from .heads import (  # noqa: F401
     RegressionHead,
     RegressionHeadConfig,
 )
-from .linear import MLP, Embedding, EmbeddingConfig, Linear, LinearConfig, MLPConfig  # noqa: F401
+from .linear import (  # noqa: F401
+    MLP,
+    Embedding,
+    EmbeddingConfig,
+    GatedMLP,
+    GatedMLPConfig,
+    Linear,
+    LinearConfig,
+    MLPConfig,
+)
 from .norm import (  # noqa: F401
     BatchNorm1d,
     BatchNorm1dConfig,
@@ -55,6 +64,8 @@ from .position import (  # noqa: F401
     LearnedPositionConfig,
     SinusoidalPosition,
     SinusoidalPositionConfig,
+    TokenType,
+    TokenTypeConfig,
     rotary,
 )
 from .recurrent import GRU, LSTM, GRUConfig, LSTMConfig  # noqa: F401

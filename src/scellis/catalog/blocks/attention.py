@@ -1,5 +1,12 @@
 """Multi-head attention (catalog layer): q/k/v/o projections, causal and padding masks, RoPE.
 
+Grouped-query attention (``num_kv_heads`` below ``num_heads``, as Llama-family models
+use) projects k and v to fewer heads and shares each among ``num_heads / num_kv_heads``
+consecutive query heads. RoPE's ``rotary_scaling`` is linear position interpolation
+(positions divided by the factor, Hugging Face's ``rope_scaling: {type: linear}``), or
+with ``rotary_scaling_type: llama3`` Llama 3.1's: long wavelengths divided, short ones
+kept, the band between smoothed.
+
 Children ``q``, ``k``, ``v``, ``o`` are Linear blocks; torch's MultiheadAttention packs
 the first three as ``in_proj_weight`` = cat(q, k, v). Init follows torch's
 MultiheadAttention: q/k/v weights Xavier-uniform over the packed [3E, E] matrix, their
@@ -37,6 +44,7 @@ from .linear import Linear, LinearConfig
 from .position import rotary
 
 ATTENTION_PATHS = ("auto", "naive", "flash")
+ROPE_SCALINGS = ("linear", "llama3")
 
 
 def attend(q, k, v, keep, p: float, training: bool):
@@ -69,6 +77,21 @@ class AttentionConfig:
         doc="naive (scores materialised), flash (tiled, O(T) memory), auto (flash on webgpu)",
         choices=ATTENTION_PATHS,
     )
+    num_kv_heads: int | None = field(
+        None, doc="key/value heads (grouped-query attention); empty: num_heads", min=1
+    )
+    rotary_scaling: float = field(1.0, doc="RoPE scaling factor (see rotary_scaling_type)", min=1)
+    rotary_scaling_type: str = field(
+        "linear",
+        doc="linear (every frequency / factor) or llama3 (low frequencies only)",
+        choices=ROPE_SCALINGS,
+    )
+    rotary_low_freq_factor: float = field(1.0, doc="llama3 RoPE scaling: low_freq_factor", min=0)
+    rotary_high_freq_factor: float = field(4.0, doc="llama3 RoPE scaling: high_freq_factor", min=0)
+    rotary_original_context: int = field(
+        8192, doc="llama3 RoPE scaling: original_max_position_embeddings", min=1
+    )
+    qkv_bias: bool | None = field(None, doc="biases in q, k and v; empty: as bias")
 
 
 class MultiHeadAttention(Block):
@@ -88,15 +111,47 @@ class MultiHeadAttention(Block):
             raise ScellisError(f"embed_dim {E} is not a multiple of num_heads {H}")
         if cfg.rotary and (E // H) % 2:
             raise ScellisError(f"rotary needs an even head size, got {E // H}")
-        lin = LinearConfig(E, E, cfg.bias)
-        packed = math.sqrt(6.0 / (E + 3 * E))  # xavier_uniform_ of the packed [3E, E]
-        for name in ("q", "k", "v"):
+        kv = cfg.num_kv_heads or H
+        if H % kv:
+            raise ScellisError(f"num_heads {H} is not a multiple of num_kv_heads {kv}")
+        qkv_bias = cfg.bias if cfg.qkv_bias is None else cfg.qkv_bias
+        Ekv = E // H * kv
+        packed = math.sqrt(6.0 / (E + 2 * Ekv + E))  # xavier_uniform_ of the packed [3E, E]
+        for name, out in (("q", E), ("k", Ekv), ("v", Ekv)):
+            lin = LinearConfig(E, out, qkv_bias)
             setattr(self, name, Linear(lin, **self.ctx, weight_bound=packed, bias_value=0.0))
-        self.o = Linear(lin, **self.ctx, bias_value=0.0)
+        self.o = Linear(LinearConfig(E, E, cfg.bias), **self.ctx, bias_value=0.0)
 
     def _heads(self, y, B: int, n: int):
-        H = self.config.num_heads
-        return y.reshape(B, n, H, y.shape[-1] // H).permute(0, 2, 1, 3)  # [B, H, n, D]
+        D = self.config.embed_dim // self.config.num_heads
+        return y.reshape(B, n, y.shape[-1] // D, D).permute(0, 2, 1, 3)  # [B, heads, n, D]
+
+    def project(self, x, src, start: int = 0):
+        """q [B, H, T, D] and k, v [B, kv heads, S, D], RoPE applied at positions
+        ``start`` ..; ``share`` gives k and v the query heads' count."""
+        c = self.config
+        B, T, S = x.shape[0], x.shape[1], src.shape[1]
+        q = self._heads(self.q(x), B, T)
+        k = self._heads(self.k(src), B, S)
+        v = self._heads(self.v(src), B, S)
+        if c.rotary:
+            llama3 = None
+            if c.rotary_scaling_type == "llama3":
+                llama3 = (c.rotary_low_freq_factor, c.rotary_high_freq_factor,
+                          c.rotary_original_context)  # fmt: skip
+            q = rotary(q, c.rotary_base, start, c.rotary_scaling, llama3)
+            k = rotary(k, c.rotary_base, start, c.rotary_scaling, llama3)
+        return q, k, v
+
+    def share(self, k, v):
+        """k, v [B, kv heads, S, D] -> [B, H, S, D]: each kv head serves H / kv
+        consecutive query heads (grouped-query attention); unchanged without groups."""
+        H, (B, kv, S, D) = self.config.num_heads, k.shape
+        if kv == H:
+            return k, v
+        k = k.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+        v = v.unsqueeze(2).expand(B, kv, H // kv, S, D).reshape(B, H, S, D)
+        return k, v
 
     def _keep(self, mask, T: int, S: int, device, offset: int = 0):
         """Bool keep-flags broadcastable to the scores [B, H, T, S], or None; query i
@@ -137,11 +192,8 @@ class MultiHeadAttention(Block):
         src = x if kv is None else kv
         B, T, E = x.shape
         S = src.shape[1]
-        q = self._heads(self.q(x), B, T)
-        k = self._heads(self.k(src), B, S)
-        v = self._heads(self.v(src), B, S)
-        if c.rotary:
-            q, k = rotary(q, c.rotary_base), rotary(k, c.rotary_base)
+        q, k, v = self.project(x, src)
+        k, v = self.share(k, v)
         if q.dtype.itemsize < 4:
             q, k = q.cast("f32"), k.cast("f32")
         if self._flash(mask, x.device):
@@ -160,17 +212,14 @@ class MultiHeadAttention(Block):
             raise ScellisError("cached decoding takes no padding mask")
         B, T, E = x.shape
         at = cache.offset
-        q = self._heads(self.q(x), B, T)
-        k = self._heads(self.k(x), B, T)
-        v = self._heads(self.v(x), B, T)
-        if c.rotary:
-            q, k = rotary(q, c.rotary_base, at), rotary(k, c.rotary_base, at)
+        q, k, v = self.project(x, x, at)
         if q.dtype.itemsize < 4:
             q, k = q.cast("f32"), k.cast("f32")
         past = cache.past(self)
         if past is not None:
             k, v = past[0].cat([k], 2), past[1].cat([v], 2)
-        cache.keep(self, k, v)
+        cache.keep(self, k, v)  # the kv heads only: grouped-query attention's smaller cache
+        k, v = self.share(k, v)
         S = k.shape[2]
         if self._flash(None, x.device) and (at == 0 or T == 1):
             scale = 1.0 / math.sqrt(E // c.num_heads)

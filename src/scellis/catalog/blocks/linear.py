@@ -1,4 +1,4 @@
-"""Dense blocks (catalog layer): linear, embedding and the two-layer MLP.
+"""Dense blocks (catalog layer): linear, embedding, the two-layer MLP and the gated MLP.
 
 Parameter names and layouts are torch's (``weight`` [out, in], ``bias`` [out]), so a
 torch state dict maps onto these blocks key for key.
@@ -129,6 +129,37 @@ class MLP(Block):
         return self.fc2(h)
 
 
+@dataclass(frozen=True)
+class GatedMLPConfig:
+    """A gated MLP (SwiGLU with silu): down(dropout(act(gate(x)) * up(x)))."""
+
+    in_features: int = field(doc="size of the input's last axis", min=1)
+    hidden_features: int = field(doc="size of the hidden layer", min=1)
+    out_features: int | None = field(None, doc="size of the output; empty: in_features", min=1)
+    activation: str = field("silu", doc="the gate's nonlinearity", choices=tuple(ACTIVATIONS))
+    dropout: float = field(0.0, doc="dropout on the gated hidden layer, in training", min=0, max=1)
+    bias: bool = field(False, doc="learned biases in the three layers")
+
+
+class GatedMLP(Block):
+    """Children ``gate``, ``up`` (in -> hidden) and ``down`` (hidden -> out), as Llama's MLP."""
+
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
+    def __init__(self, cfg: GatedMLPConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        out = cfg.out_features or cfg.in_features
+        wide = LinearConfig(cfg.in_features, cfg.hidden_features, cfg.bias)
+        self.gate = Linear(wide, **self.ctx)
+        self.up = Linear(wide, **self.ctx)
+        self.down = Linear(LinearConfig(cfg.hidden_features, out, cfg.bias), **self.ctx)
+
+    def forward(self, x):
+        h = ACTIVATIONS[self.config.activation](self.gate(x)) * self.up(x)
+        return self.down(dropout(h, self.config.dropout, self.training))
+
+
 register("nn/linear", "block", LinearConfig, Linear, builtin=True)
 register("nn/embedding", "block", EmbeddingConfig, Embedding, builtin=True)
 register("nn/mlp", "block", MLPConfig, MLP, builtin=True)
+register("nn/gated_mlp", "block", GatedMLPConfig, GatedMLP, builtin=True)

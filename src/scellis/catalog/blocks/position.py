@@ -1,4 +1,5 @@
-"""Positional encodings (catalog layer): learned and sinusoidal blocks, and rotary (RoPE).
+"""Positional encodings (catalog layer): learned and sinusoidal blocks, rotary (RoPE), and
+the token-type (segment) embedding BERT-style encoders add beside positions.
 
 The position axis is the second to last ([B, T, D]). Rotary is no block of its own: the
 attention block applies it to q and k when its config asks (``rotary: true``).
@@ -10,11 +11,12 @@ positions already decoded: ``decoding.position_offset()``); a row of a table bui
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from ...base.errors import ShapeError
-from ...ops.composites import stack
+from ...ops.composites import stack, take
 from ...runtime.creation import arange, tensor
 from ..registry import field, register
 from .common import Block
@@ -24,10 +26,31 @@ _TABLES: OrderedDict = OrderedDict()  # (what, T, D, base, device, dtype) -> (co
 _TABLES_SIZE = 32
 
 
-def _angles(n: int, dim: int, base: float, like, start: int = 0):
-    """pos * base^(-2i/dim) for start <= pos < start + n, i < dim/2: [n, dim/2] on
-    ``like``'s device."""
+def _inv_freqs(dim: int, base: float, scaling: float, llama3) -> list[float]:
+    """base^(-2i/dim) for i < dim/2, divided by ``scaling`` (linear), or with ``llama3`` =
+    (low_freq_factor, high_freq_factor, original_context) only the long wavelengths
+    divided and the band between them smoothed (Llama 3.1's RoPE scaling)."""
     inv = [base ** (-2.0 * i / dim) for i in range(dim // 2)]
+    if llama3 is None:
+        return [f / scaling for f in inv]
+    low, high, ctx = llama3
+    out = []
+    for f in inv:
+        wavelen = 2 * math.pi / f
+        if wavelen < ctx / high:
+            out.append(f)
+        elif wavelen > ctx / low:
+            out.append(f / scaling)
+        else:
+            smooth = (ctx / wavelen - low) / (high - low)
+            out.append((1 - smooth) * f / scaling + smooth * f)
+    return out
+
+
+def _angles(n: int, dim: int, base: float, like, start: int = 0, scaling=1.0, llama3=None):
+    """pos * inv_freq[i] for start <= pos < start + n, i < dim/2: [n, dim/2] on
+    ``like``'s device."""
+    inv = _inv_freqs(dim, base, scaling, llama3)
     freqs = tensor(inv, device=like.device, dtype=like.dtype)
     pos = arange(start + n, device=like.device)
     pos = (pos[start:] if start else pos).cast(like.dtype)
@@ -58,22 +81,25 @@ def sinusoid_table(n: int, dim: int, base: float, like, start: int = 0):
     return _cached(("sinusoid", n, dim, base, id(like.device), like.dtype.name), make)
 
 
-def rotary(x, base: float = 10000.0, start: int = 0):
+def rotary(x, base: float = 10000.0, start: int = 0, scaling: float = 1.0, llama3=None):
     """RoPE on [..., T, D] at positions ``start`` .. ``start + T - 1``, half-split pairing
-    (feature i rotates with i + D/2, as in GPT-NeoX and LLaMA): x * cos + rotate_half(x) * sin."""
+    (feature i rotates with i + D/2, as in GPT-NeoX and LLaMA): x * cos + rotate_half(x) *
+    sin; ``scaling`` divides the frequencies (linear position interpolation), or only the
+    low ones with ``llama3`` = (low_freq_factor, high_freq_factor, original_context)."""
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ShapeError(f"rotary needs an even head size, got {D}")
 
     def make():
-        a = _angles(T, D, base, x, start)
+        a = _angles(T, D, base, x, start, scaling, llama3)
         a = a.cat([a], -1)
         return a.cos(), a.sin()
 
     if start:
         cos, sin = make()
     else:
-        cos, sin = _cached(("rotary", T, D, base, id(x.device), x.dtype.name), make)
+        key = ("rotary", T, D, base, scaling, llama3, id(x.device), x.dtype.name)
+        cos, sin = _cached(key, make)
     h = D // 2
     rot = (-x[..., h:]).cat([x[..., :h]], -1)
     return x * cos + rot * sin
@@ -127,6 +153,31 @@ class SinusoidalPosition(Block):
         return x + sinusoid_table(x.shape[-2], c.dim, c.base, x, position_offset())
 
 
+@dataclass(frozen=True)
+class TokenTypeConfig:
+    """A learned segment embedding added to the input: x + weight[types] (type 0 without ids)."""
+
+    dim: int = field(doc="size of the feature (last) axis", min=1)
+    num_types: int = field(2, doc="number of token types (segments)", min=1)
+    std: float = field(1.0, doc="init: weight ~ N(0, std^2)", min=0)
+
+
+class TokenType(Block):
+    """``weight`` [num_types, dim]; forward(x, types=None) with types [..., T] int ids."""
+
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
+    def __init__(self, cfg: TokenTypeConfig, *, device=None, dtype=None, gen=None):
+        super().__init__(cfg, device, dtype, gen)
+        self.weight = self.normal((cfg.num_types, cfg.dim), cfg.std)
+
+    def forward(self, x, types=None):
+        if types is None:
+            return x + self.weight[0]
+        return x + take(self.weight, types, 0)
+
+
+register("nn/token_type", "block", TokenTypeConfig, TokenType, builtin=True)
 register("nn/learned_position", "block", LearnedPositionConfig, LearnedPosition, builtin=True)
 register(
     "nn/sinusoidal_position", "block", SinusoidalPositionConfig, SinusoidalPosition, builtin=True

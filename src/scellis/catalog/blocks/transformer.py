@@ -1,10 +1,11 @@
-"""Transformer blocks (catalog layer): the pre-norm block and a stack of them.
+"""Transformer blocks (catalog layer): the pre-norm (or post-norm) block and a stack of them.
 
 One block is ``x + drop(attn(ln1(x)))`` then ``x + drop(mlp(ln2(x)))``, as torch's
 TransformerEncoderLayer(norm_first=True) computes it (``norm_first: false`` gives
-torch's default post-norm order, ``ln1(x + drop(attn(x)))`` then ``ln2(...)``);
-``kind: decoder`` makes the attention causal (a GPT-style decoder-only block),
-``encoder`` leaves it bidirectional.
+torch's default post-norm order, ``ln1(x + drop(attn(x)))`` then ``ln2(...)``, as BERT
+has it); ``kind: decoder`` makes the attention causal (a GPT-style decoder-only block),
+``encoder`` leaves it bidirectional. ``norm: rms`` with ``mlp: gated`` and
+``num_kv_heads`` is the Llama family's block.
 """
 
 from __future__ import annotations
@@ -14,12 +15,60 @@ from dataclasses import dataclass
 from ...runtime.functional import dropout
 from ..checkpoint import checkpoint
 from ..registry import field, register
-from .attention import ATTENTION_PATHS, AttentionConfig, MultiHeadAttention
+from .attention import ATTENTION_PATHS, ROPE_SCALINGS, AttentionConfig, MultiHeadAttention
 from .common import ACTIVATIONS, Block
-from .linear import MLP, MLPConfig
-from .norm import LayerNorm, LayerNormConfig
+from .linear import MLP, GatedMLP, GatedMLPConfig, MLPConfig
+from .norm import LayerNorm, LayerNormConfig, RMSNorm, RMSNormConfig
 
 KINDS = ("encoder", "decoder")
+NORMS = ("layer", "rms")
+MLPS = ("plain", "gated")
+
+
+def _norm(cfg, ctx):
+    if cfg.norm == "rms":
+        return RMSNorm(RMSNormConfig(cfg.d_model, cfg.eps), **ctx)
+    return LayerNorm(LayerNormConfig(cfg.d_model, cfg.eps, True, cfg.bias), **ctx)
+
+
+# the fields every block of a stack shares with the stack (same names, same meaning)
+SHARED = (
+    "d_model", "num_heads", "d_ff", "kind", "dropout", "activation", "eps", "bias", "rotary",
+    "attention", "num_kv_heads", "rotary_base", "rotary_scaling", "qkv_bias", "norm",
+    "norm_first", "mlp", "rotary_scaling_type", "rotary_low_freq_factor",
+    "rotary_high_freq_factor", "rotary_original_context",
+)  # fmt: skip
+ROPE = ("rotary_scaling_type", "rotary_low_freq_factor", "rotary_high_freq_factor",
+        "rotary_original_context")  # fmt: skip
+
+
+def _extra_fields():
+    """The fields beyond the classic block's, declared once for the block and the stack."""
+    return {
+        "num_kv_heads": field(
+            None, doc="key/value heads (grouped-query attention); empty: num_heads", min=1
+        ),
+        "rotary_base": field(10000.0, doc="RoPE wavelength base (rope_theta)", min=1),
+        "rotary_scaling": field(1.0, doc="RoPE scaling factor (see rotary_scaling_type)", min=1),
+        "rotary_scaling_type": field(
+            "linear",
+            doc="linear (every frequency / factor) or llama3 (low frequencies only)",
+            choices=ROPE_SCALINGS,
+        ),
+        "rotary_low_freq_factor": field(1.0, doc="llama3 RoPE scaling: low_freq_factor", min=0),
+        "rotary_high_freq_factor": field(4.0, doc="llama3 RoPE scaling: high_freq_factor", min=0),
+        "rotary_original_context": field(
+            8192, doc="llama3 RoPE scaling: original_max_position_embeddings", min=1
+        ),
+        "qkv_bias": field(None, doc="biases in q, k and v; empty: as bias"),
+        "norm": field("layer", doc="layer norm or RMS norm", choices=NORMS),
+        "norm_first": field(
+            True,
+            doc="pre-norm (norm inside each residual branch); False: post-norm, "
+            "x = norm(x + branch(x)), torch's TransformerEncoderLayer default",
+        ),
+        "mlp": field("plain", doc="plain two-layer MLP or gated (SwiGLU) MLP", choices=MLPS),
+    }
 
 
 @dataclass(frozen=True)
@@ -38,11 +87,17 @@ class TransformerBlockConfig:
     attention: str = field(
         "auto", doc="attention path: auto, naive or flash", choices=ATTENTION_PATHS
     )
-    norm_first: bool = field(
-        True,
-        doc="pre-norm (norm inside each residual branch); False: post-norm, "
-        "x = norm(x + branch(x)), torch's TransformerEncoderLayer default",
-    )
+    num_kv_heads: int | None = _extra_fields()["num_kv_heads"]
+    rotary_base: float = _extra_fields()["rotary_base"]
+    rotary_scaling: float = _extra_fields()["rotary_scaling"]
+    qkv_bias: bool | None = _extra_fields()["qkv_bias"]
+    norm: str = _extra_fields()["norm"]
+    norm_first: bool = _extra_fields()["norm_first"]
+    mlp: str = _extra_fields()["mlp"]
+    rotary_scaling_type: str = _extra_fields()["rotary_scaling_type"]
+    rotary_low_freq_factor: float = _extra_fields()["rotary_low_freq_factor"]
+    rotary_high_freq_factor: float = _extra_fields()["rotary_high_freq_factor"]
+    rotary_original_context: int = _extra_fields()["rotary_original_context"]
 
 
 class TransformerBlock(Block):
@@ -53,8 +108,7 @@ class TransformerBlock(Block):
     def __init__(self, cfg: TransformerBlockConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
         d = cfg.d_model
-        norm = LayerNormConfig(d, cfg.eps, True, cfg.bias)
-        self.ln1 = LayerNorm(norm, **self.ctx)
+        self.ln1 = _norm(cfg, self.ctx)
         attn = AttentionConfig(
             d,
             cfg.num_heads,
@@ -62,12 +116,22 @@ class TransformerBlock(Block):
             cfg.kind == "decoder",
             cfg.dropout,
             cfg.rotary,
+            cfg.rotary_base,
             attention=cfg.attention,
+            num_kv_heads=cfg.num_kv_heads,
+            rotary_scaling=cfg.rotary_scaling,
+            qkv_bias=cfg.qkv_bias,
+            **{k: getattr(cfg, k) for k in ROPE},
         )
         self.attn = MultiHeadAttention(attn, **self.ctx)
-        self.ln2 = LayerNorm(norm, **self.ctx)
-        mlp = MLPConfig(d, cfg.d_ff or 4 * d, d, cfg.activation, cfg.dropout, cfg.bias)
-        self.mlp = MLP(mlp, **self.ctx)
+        self.ln2 = _norm(cfg, self.ctx)
+        hidden = cfg.d_ff or 4 * d
+        if cfg.mlp == "gated":
+            gated = GatedMLPConfig(d, hidden, d, cfg.activation, cfg.dropout, cfg.bias)
+            self.mlp = GatedMLP(gated, **self.ctx)
+        else:
+            mlp = MLPConfig(d, hidden, d, cfg.activation, cfg.dropout, cfg.bias)
+            self.mlp = MLP(mlp, **self.ctx)
 
     def forward(self, x, mask=None):
         p, train = self.config.dropout, self.training
@@ -99,6 +163,17 @@ class TransformerConfig:
     activation_checkpointing: bool = field(
         False, doc="recompute each block's forward in backward instead of keeping its activations"
     )
+    num_kv_heads: int | None = _extra_fields()["num_kv_heads"]
+    rotary_base: float = _extra_fields()["rotary_base"]
+    rotary_scaling: float = _extra_fields()["rotary_scaling"]
+    qkv_bias: bool | None = _extra_fields()["qkv_bias"]
+    norm: str = _extra_fields()["norm"]
+    norm_first: bool = _extra_fields()["norm_first"]
+    mlp: str = _extra_fields()["mlp"]
+    rotary_scaling_type: str = _extra_fields()["rotary_scaling_type"]
+    rotary_low_freq_factor: float = _extra_fields()["rotary_low_freq_factor"]
+    rotary_high_freq_factor: float = _extra_fields()["rotary_high_freq_factor"]
+    rotary_original_context: int = _extra_fields()["rotary_original_context"]
 
 
 class Transformer(Block):
@@ -108,21 +183,9 @@ class Transformer(Block):
 
     def __init__(self, cfg: TransformerConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
-        one = TransformerBlockConfig(
-            cfg.d_model,
-            cfg.num_heads,
-            cfg.d_ff,
-            cfg.kind,
-            cfg.dropout,
-            cfg.activation,
-            cfg.eps,
-            cfg.bias,
-            cfg.rotary,
-            attention=cfg.attention,
-        )
+        one = TransformerBlockConfig(**{k: getattr(cfg, k) for k in SHARED})
         self.blocks = [TransformerBlock(one, **self.ctx) for _ in range(cfg.num_layers)]
-        norm = LayerNormConfig(cfg.d_model, cfg.eps, True, cfg.bias)
-        self.ln_f = LayerNorm(norm, **self.ctx) if cfg.final_norm else None
+        self.ln_f = _norm(cfg, self.ctx) if cfg.final_norm else None
 
     def forward(self, x, mask=None):
         remat = self.config.activation_checkpointing and self.training

@@ -21,7 +21,6 @@ from ...base.errors import ScellisError, ShapeError
 from ...runtime.creation import arange
 from ..blocks.attention import MultiHeadAttention, attend
 from ..blocks.common import Block
-from ..blocks.position import rotary
 from ..module import Module
 from ..registry import field
 from .select import replace_child, resolve, select
@@ -93,11 +92,8 @@ class PrefixAttention(Block):
         src = x if kv is None else kv
         B, T, E = x.shape
         S, n = src.shape[1], self.config.num_virtual_tokens
-        q = b._heads(self.q(x), B, T)
-        k = b._heads(self.k(src), B, S)
-        v = b._heads(self.v(src), B, S)
-        if c.rotary:
-            q, k = rotary(q, c.rotary_base), rotary(k, c.rotary_base)
+        q, k, v = b.project(x, src)
+        k, v = b.share(k, v)
         pk = b._heads(self.prefix_key.unsqueeze(0).expand(B, n, E), B, n)
         pv = b._heads(self.prefix_value.unsqueeze(0).expand(B, n, E), B, n)
         k, v = pk.cast(k.dtype).cat([k], 2), pv.cast(v.dtype).cat([v], 2)

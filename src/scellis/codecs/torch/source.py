@@ -131,6 +131,11 @@ def _f(spec: dict, key: str, default):
     return default if v is None else v
 
 
+# the transformer fields whose non-default values the torch module does not model
+_PLAIN = {"num_kv_heads": None, "rotary_scaling": 1.0, "qkv_bias": None, "norm": "layer",
+          "norm_first": True, "mlp": "plain"}  # fmt: skip
+
+
 def _init(name: str, spec: dict) -> str | None:
     """The constructor expression of a block's child (None: no child)."""
     b = spec["block_id"]
@@ -180,6 +185,13 @@ def _init(name: str, spec: dict) -> str | None:
     if b in ("nn/transformer", "nn/transformer_block", "nn/attention"):
         if spec.get("rotary"):
             raise ScellisError(f"block {name!r}: rotary attention has no torch export yet")
+        # the Llama/BERT variants: export --to hf writes those families
+        odd = [k for k, plain in _PLAIN.items() if k in spec and spec[k] != plain]
+        if odd:
+            raise ScellisError(
+                f"block {name!r}: {', '.join(odd)} have no torch export yet "
+                "(export --to hf writes GPT-2, Llama, Qwen2 and BERT layouts)"
+            )
     if b == "nn/attention":
         return (
             f"Attention({spec['embed_dim']}, {spec['num_heads']}, {_f(spec, 'bias', True)}, "

@@ -64,6 +64,10 @@ class ScellisError(Exception):
     """A data problem; the message says where (file:line)."""
 
 
+def load_tokenizer(path):
+    raise ScellisError(f"{path}: this package tokenizes text by character only")
+
+
 BUNDLED = Path(__file__).resolve().parent / "data"
 Words4 = tuple
 '''
@@ -85,10 +89,11 @@ def pipeline_source() -> str:
         _src(csvsource.CSVConfig, csvsource.SeriesDataset, csvsource.canonical_text),
         _src(csvsource.dataset_digest, csvsource.split_point, csvsource.fill_missing),
         _src(csvsource.fit_stats, csvsource.windows, csvsource.load_csv),
-        _src(text.CharVocab, text.TextDataset, text.next_char_windows, text.text_dataset),
+        _src(text.CharVocab, text.TokenizerVocab, text.TextDataset, text.next_char_windows),
+        _src(text.text_dataset),
         _const(record, "CSV_KEYS", "TEXT_KEYS", "_NORMALISE_ALIASES"),
         _src(record.source_path, record._check_keys, record.csv_config, record.load_data),
-        _src(record._load),
+        _src(record._load, record.tokenizer_path, record.tokenizer_vocab),
     ]
     return "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
 

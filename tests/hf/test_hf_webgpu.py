@@ -1,0 +1,38 @@
+"""Imported Hugging Face models on WebGPU (lavapipe in CI): GPT-2, Llama and BERT outputs
+equal ``transformers``' (the flash attention path, as ``auto`` picks on webgpu)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from hfmodels import bert, gpt2, ids, llama, outputs
+from test_hf_import import TOL, ours
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+
+from scellis.base.errors import DeviceError  # noqa: E402
+from scellis.codecs.convert import import_file  # noqa: E402
+from scellis.devices import get_device  # noqa: E402
+
+pytestmark = pytest.mark.webgpu
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    try:
+        return get_device("webgpu")
+    except DeviceError as e:
+        pytest.skip(f"no WebGPU adapter: {e}")
+
+
+@pytest.mark.parametrize("make", [gpt2, llama, bert], ids=["gpt2", "llama", "bert"])
+def test_imported_logits_on_webgpu(tmp_path, gpu, make):
+    model = make()
+    model.save_pretrained(tmp_path / "m")
+    res = import_file(tmp_path / "m", store=tmp_path / "s")
+    x = ids()
+    got = ours(res.record, res.tensors, x, device=gpu)
+    np.testing.assert_allclose(got, outputs(model, x), **TOL)
