@@ -119,6 +119,9 @@ def test_a_run_then_another_example_leaves_nothing_stale(fresh):
 
     page.select_option("#run-example", "char_transformer")
     page.wait_for_function("window.scellisApp.recordName === 'char_transformer'")
+    # its quick run: fewer, costlier steps, validated early on its first rows
+    assert page.input_value("#run-max-steps") == "15"
+    assert page.input_value("#run-val-rows") == "32"
     assert page.inner_text("#run-step") == "0"
     for sel in ("#run-val", "#run-loss", "#run-rate", "#run-eta"):
         assert page.inner_text(sel) == "–", sel

@@ -4,6 +4,7 @@ import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
 import { showEvent, showPlan } from "./show.js";
 import { watchPlan } from "./live_plan.js";
+import { applyQuickRun } from "./quick_run.js";
 import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
 import { watchVisibility } from "./visibility.js";
@@ -87,6 +88,7 @@ export function mount(el, client, app) {
   state.clearRunView = clearRunView;
 
   async function loadExample(name) {
+    applyQuickRun(el, name);
     const r = await fetch(`examples/${name}.sml`);
     app.record = await r.text();
     app.recordName = name;
