@@ -178,5 +178,5 @@ def test_the_tab_trains_on_the_pinned_csv_and_refuses_a_wrong_pin(page, tmp_path
     assert "data.sha256" in out.get("err", ""), out
     assert page.text_content(".dp-current").startswith("Pinned: pinned.csv")
     set_record(page, LSTM)  # a record without the file: the panel no longer claims the pin
-    assert page.text_content(".dp-current") == "The record's own data section is used."
+    assert page.text_content(".dp-current") == "Training uses the example's own data."
     assert page.evaluate("window.scellisApp.dataset") is None

@@ -74,7 +74,9 @@ def test_red_memory_plan_refuses_to_start(engine_page):
     assert out.startswith("the memory plan is red, so the run does not start"), out
     assert "exceeds the budget" in out and "remediations:" in out
     plan = page.inner_text("#run-plan")
-    assert plan.startswith("memory plan: red") and "remediations:" in plan, plan
+    # the verdict in human units, with the fixes that would make it fit (or none fits)
+    assert plan.startswith("memory plan: red") and "GiB" in plan, plan
+    assert "To fit:" in plan or "No single change fits" in plan, plan
     assert "the memory plan is red" in page.inner_text("#banner")
     kinds = [e["kind"] for e in page.evaluate("window.scellisApp.run.events")]
     assert kinds == ["plan"]  # nothing after the verdict: no start, no step

@@ -193,11 +193,11 @@ def test_csv_run_keeps_options_resumes_any_checkpoint_and_bundles_its_data(main,
     page.wait_for_function(
         f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
     )
-    # every checkpoint is listed; a done run offers the ones before its last step
+    # every checkpoint is listed, a done run's last one too (it trains on with more steps)
     (row,) = [r for r in page.evaluate("window.scellisApp.run.runs.list") if r["id"] == rid]
     assert row["checkpoints"] == [2, 4, 6]
     choices = page.eval_on_selector_all(f"{sel} .run-from option", "os => os.map(o => o.value)")
-    assert choices == ["2", "4"]
+    assert choices == ["2", "4", "6"]
     page.select_option(f"{sel} select.run-from", "2")
     page.click(f"{sel} button.run-resume")
     again = _done(page)
@@ -266,7 +266,8 @@ def test_a_native_csv_run_continues_in_the_tab_from_its_bundle(main, tmp_path, c
         f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
     )
     choices = page.eval_on_selector_all(f"{sel} .run-from option", "os => os.map(o => o.value)")
-    assert choices == ["2"]
+    assert choices == ["2", "4"]
+    page.select_option(f"{sel} select.run-from", "2")
     page.click(f"{sel} button.run-resume")
     again = _done(page)
     assert again[0]["kind"] == "resume" and again[0]["step"] == 2, again[:2]

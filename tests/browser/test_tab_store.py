@@ -94,6 +94,8 @@ def test_close_reopen_interrupted_resume_then_native_resume(contexts, site_url, 
     osel = f"#run-runs tr[data-run='{other['run']}']"
     page.wait_for_selector(osel, timeout=60_000)
     assert page.get_attribute(osel, "data-status") == "interrupted"
+    # the panel says what the import added
+    assert f"as run {other['run']}" in page.inner_text("#runs-message.runs-ok")
     page.click(f"{osel} button.run-resume")
     page.wait_for_function(
         f"document.querySelector(\"{osel}\")?.dataset.status === 'done'", timeout=STEP_MS

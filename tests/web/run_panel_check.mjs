@@ -32,7 +32,7 @@ for (const [kind, def] of Object.entries(events.$defs)) {
   const els = {};
   const logged = [];
   const ctx = {
-    $: (id) => (els[id] ??= { textContent: "", className: "", style: {} }),
+    $: (id) => (els[id] ??= { textContent: "", className: "", style: {}, dataset: {} }),
     state: { total: 10, marks: [], step0: 0, t0: 0 },
     curves: { add: (...a) => logged.push(["curve", ...a]) },
     log: (t) => logged.push(["log", t]),

@@ -131,3 +131,25 @@ def test_the_run_trains_on_the_pinned_file(tmp_path, monkeypatch):
     # the same windows the native connector cuts from the values (window 20, horizon 1)
     cut = round(len(vals) * 0.8)
     assert len(pipe.dataset.x_train) == cut - 20 and len(pipe.dataset.x_val) == len(vals) - cut - 20
+
+
+def test_missing_cells_are_listed_and_the_policy_is_pinned(tmp_path):
+    text, vals = make_csv(random.Random(4))
+    lines = text.splitlines()
+    for row in (3, 50):  # data rows, 1-based (line 0 is the header)
+        cells = lines[row].split(",")
+        lines[row] = ",".join([cells[0], "n/a", cells[2]])
+    gappy = "\n".join(lines) + "\n"
+    r = dataset_api.load_table("gappy.csv", gappy)
+    assert r["missing"] == {"level": [3, 50]} and r["numeric"] == ["level"]
+    assert r["series"]["y"][2] is None and r["series"]["y"][0] == vals[0]
+    out = model_api.dataset_from(LSTM, "gappy.csv", gappy, "level", "date",
+                                 folder=str(tmp_path), missing="mean")  # fmt: skip
+    data = parse(out["record"]).data["data"]
+    assert data["missing"] == "mean" and "warning" not in out["dataset"]
+    assert load_data(data).digest == data["sha256"]
+
+
+def test_a_header_only_csv_is_refused_plainly():
+    with pytest.raises(ScellisError, match="header row .* but no data rows"):
+        dataset_api.load_table("h.csv", "date,level\n")

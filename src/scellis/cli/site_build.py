@@ -7,7 +7,7 @@
   tree), and the ``ruamel.yaml`` and ``click`` wheels (from a local cache, filled by
   ``pip download`` at build time the first time), listed in ``wheels/manifest.json``;
 - ``app.js``/``app.css`` (the front end bundled by esbuild), ``worker.js``,
-  ``index.html``, ``examples/*.sml``;
+  ``index.html``, ``favicon.svg``, ``examples/*.sml``;
 - ``sw.js``: a service worker that precaches every file above under a cache name
   derived from their contents, so the site works offline after its first load.
 
@@ -203,6 +203,7 @@ def build_site(out: str | Path) -> dict:
         shutil.copy2(sml, out / "examples" / sml.name)
     shutil.copy2(WEB / "index.html", out / "index.html")
     shutil.copy2(WEB / "worker.js", out / "worker.js")
+    shutil.copy2(WEB / "favicon.svg", out / "favicon.svg")
     bundle_js(nm, out)
     version = write_service_worker(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
@@ -215,6 +216,7 @@ def site_is_current(out: Path) -> bool:
     if not sw.is_file():
         return False
     built = sw.stat().st_mtime
-    sources = [WEB / "index.html", WEB / "worker.js", *(WEB / "src").rglob("*")]
+    sources = [WEB / "index.html", WEB / "worker.js", WEB / "favicon.svg"]
+    sources += list((WEB / "src").rglob("*"))
     sources += list(PACKAGE_DIR.rglob("*.py")) + list((REPO / "examples").glob("*.sml"))
     return all(p.stat().st_mtime <= built for p in sources if p.is_file())

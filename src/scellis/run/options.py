@@ -55,13 +55,15 @@ class RunOptions:
     set: list = opt((), "PATH=VALUE: set a field of the record (dotted path; repeatable)",
                     surfaces=(CLI,))  # fmt: skip
     # -- how the run is driven --
-    max_steps: int | None = opt(None, "stop after this many steps in all", low=1,
+    # the tab starts with a quick run (about a minute on a software GPU), so a first
+    # result comes fast; clearing the field trains the record's full length
+    max_steps: int | None = opt(None, "stop after this many steps in all", low=1, tab=60,
                                 surfaces=(CLI, RESUME, TAB))  # fmt: skip
     log_every: int = opt(1, "steps between recorded metrics (1: every step)", low=1, tab=5)
     validate: bool = opt(True, "evaluate on the validation split")
     eval_every: int | None = opt(
-        None, "steps between validations (default: at each epoch's end)", low=1
-    )
+        None, "steps between validations (default: at each epoch's end)", low=1, tab=10
+    )  # the tab's first validation point comes early in its quick run
     val_rows: int | None = opt(None, "validate on the first N validation rows only", low=1)
     checkpoint_every: int | None = opt(
         None, "steps between checkpoints (default: at each epoch's end)", low=1, tab=10,

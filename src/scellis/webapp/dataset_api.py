@@ -68,11 +68,16 @@ def _thin(n: int) -> list[int]:
 def load_table(name: str, text: str, column: str | None = None) -> dict:
     """A CSV's ``{kind, name, columns, numeric, datetime, rows, preview, last, series}``.
 
-    ``numeric`` lists the columns whose every cell is a number or missing; ``datetime``
+    ``numeric`` lists the columns whose every cell is a number or missing (``missing``
+    maps each such column that has gaps to their row numbers); ``datetime``
     maps each column that reads as increasing times to its format. ``series`` is the
     plot of ``column`` (the first numeric column by default): ``{column, x, y}``.
     """
     header, body = _rows(text)
+    if not body:
+        raise ScellisError(
+            f"{name} has a header row ({', '.join(header)}) but no data rows: nothing to train on"
+        )
     cols = {h: [r[i] if i < len(r) else "" for r in body] for i, h in enumerate(header)}
     numeric = [h for h, cells in cols.items() if cells and all(map(_is_number, cells))]
     times = {h: f for h, cells in cols.items() if (f := _time_format(cells))}
@@ -100,7 +105,19 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
         "preview": [r[: len(header)] for r in body[:PREVIEW_ROWS]],
         "last": body[-1][: len(header)] if body else [],
         "series": series,
+        "missing": _missing_rows(cols, numeric),
     }
+
+
+def _missing_rows(cols: dict[str, list[str]], numeric: list[str]) -> dict[str, list[int]]:
+    """Each numeric column's missing cells as 1-based data row numbers (the header is 0):
+    what the panel shows beside the ``missing`` policy that fills them."""
+    out = {}
+    for h in numeric:
+        rows = [i + 1 for i, c in enumerate(cols[h]) if c.strip().lower() in MISSING]
+        if rows:
+            out[h] = rows
+    return out
 
 
 def load_text(name: str, text: str) -> dict:
@@ -151,11 +168,13 @@ def dataset_from(
     column: str | None = None,
     datetime: str | None = None,
     folder: str = "datasets",
+    missing: str | None = None,
 ) -> dict:
     """Save the file, point ``record``'s data section at it and write its sha256.
 
     A CSV needs ``column`` (the series, both input and target) and may name a
-    ``datetime`` column; a file whose name does not end in ``.csv`` is text. Returns
+    ``datetime`` column and the ``missing`` policy (error, ffill, mean, drop); a file
+    whose name does not end in ``.csv`` is text. Returns
     ``{record, dataset: {name, source, format, hash, ...}}``; the record's other data
     options (window, horizon, ...) are kept, and they are part of the version.
     """
@@ -181,6 +200,8 @@ def dataset_from(
         if not datetime and "datetime" in data:
             raise ScellisError("the record's data names a datetime column; choose one")
         updates["column"] = column
+        if missing:
+            updates["missing"] = missing
         if datetime:
             fmts = load_table(name, text)["datetime"]
             if datetime not in fmts:

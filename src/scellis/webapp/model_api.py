@@ -248,7 +248,8 @@ def dataset_from(
     column: str | None = None,
     datetime: str | None = None,
     folder: str = "datasets",
+    missing: str | None = None,
 ) -> dict:
     """Save the file and pin it, by sha256, in the record's data section (see dataset_api)."""
-    out = dataset_api.dataset_from(record, name, text, column, datetime, folder)
+    out = dataset_api.dataset_from(record, name, text, column, datetime, folder, missing)
     return {**out, "project": project(out["record"])}

@@ -8,9 +8,11 @@ import { injectStyles } from "../model_view/styles.js";
 const TEMPLATE = `
   <h2>Data</h2>
   <div class="dp">
-    <div class="dp-drop" tabindex="0">
-      Drop a CSV or text file here, or <label>choose a file<input type="file" class="dp-file" accept=".csv,.txt,.tsv,text/csv,text/plain" hidden></label>
-      <div class="muted dp-current">The record's own data section is used.</div>
+    <div class="dp-drop">
+      Drop a CSV or text file here, or <button type="button" class="dp-choose">choose a file</button>
+      <input type="file" class="dp-file" accept=".csv,.txt,.tsv,text/csv,text/plain" hidden aria-label="data file">
+      <div class="muted dp-help">A CSV trains the LSTM forecaster on one numeric column; a text file trains the char Transformer.</div>
+      <div class="muted dp-current">Training uses the example's own data.</div>
     </div>
     <div class="dp-error" role="alert"></div>
     <div class="dp-loaded" hidden>
@@ -18,6 +20,15 @@ const TEMPLATE = `
       <div class="dp-cols dp-csv-only">
         <label>value column <select class="dp-value" aria-label="value column"></select></label>
         <label>datetime column <select class="dp-time" aria-label="datetime column"></select></label>
+      </div>
+      <div class="dp-missing dp-csv-only" role="status" hidden>
+        <span class="dp-missing-text"></span>
+        <label>Fill them by <select class="dp-missing-policy" aria-label="how missing values are filled">
+          <option value="ffill">carrying the previous value forward (ffill)</option>
+          <option value="mean">the training rows' mean (mean)</option>
+          <option value="drop">dropping those rows (drop)</option>
+          <option value="error">refusing to train (error)</option>
+        </select></label>
       </div>
       <div class="dp-csv-only"><svg class="dp-plot" role="img" aria-label="series preview"></svg></div>
       <div class="dp-wrap dp-csv-only"><table class="dp-table"></table></div>
@@ -41,7 +52,15 @@ export function mount(el, client, app) {
     const isCsv = /\.(csv|tsv)$/i.test(name);
     try {
       state.info = await client.call(isCsv ? "load_table" : "load_text", { name, text });
-    } catch (e) { error(e.message); $(".dp-loaded").hidden = true; return; }
+    } catch (e) {
+      // nothing of an earlier file stays on show beside this file's problem
+      error(e.message);
+      state.info = null;
+      $(".dp-loaded").hidden = true;
+      $(".dp-current").textContent = `${name} cannot be used; training uses ${app.dataset ? app.dataset.name : "the example's own data"}.`;
+      return;
+    }
+    $(".dp-current").textContent = `${name} is loaded: press “Use in record” below to train on it.`;
     showInfo();
   }
 
@@ -74,7 +93,19 @@ export function mount(el, client, app) {
     const guess = Object.keys(info.datetime).find((c) => c !== value);
     if (guess) tsel.value = guess;
     drawTable();
+    showMissing();
     plot();
+  }
+
+  // gaps in the value column: said plainly, with the record's `missing` policy beside
+  function showMissing() {
+    const info = state.info;
+    const rows = (info.missing || {})[$(".dp-value").value] || [];
+    $(".dp-missing").hidden = !rows.length;
+    if (!rows.length) return;
+    const some = rows.slice(0, 5).join(", ") + (rows.length > 5 ? ", …" : "");
+    $(".dp-missing-text").textContent = `${rows.length} of ${info.rows} values of ` +
+      `“${$(".dp-value").value}” are missing (data rows ${some}). `;
   }
 
   function plot() {
@@ -98,9 +129,14 @@ export function mount(el, client, app) {
       head.appendChild(th);
     });
     const body = t.createTBody();
+    const MISSING = new Set(["", "na", "n/a", "nan", "null", "none", "?"]);
     for (const row of info.preview) {
       const tr = body.insertRow();
-      for (const cell of row) tr.insertCell().textContent = cell;
+      for (const cell of row) {
+        const td = tr.insertCell();
+        td.textContent = cell;
+        if (MISSING.has(cell.trim().toLowerCase())) { td.className = "dp-na"; td.title = "missing"; }
+      }
     }
   }
 
@@ -109,6 +145,7 @@ export function mount(el, client, app) {
     try {
       state.info = await client.call("load_table", { name: state.file.name, text: state.file.text, column });
       drawTable();
+      showMissing();
       plot();
     } catch (e) { error(e.message); }
   });
@@ -121,6 +158,7 @@ export function mount(el, client, app) {
     if (csv) {
       args.column = $(".dp-value").value;
       if ($(".dp-time").value) args.datetime = $(".dp-time").value;
+      if (!$(".dp-missing").hidden) args.missing = $(".dp-missing-policy").value;
     }
     let out;
     try { out = await client.call("dataset_from", args); } catch (e) { error(e.message); return; }
@@ -143,10 +181,11 @@ export function mount(el, client, app) {
   app.on("record", (text) => {
     if (!app.dataset || text.includes(app.dataset.source)) return;
     app.dataset = null;
-    $(".dp-current").textContent = "The record's own data section is used.";
+    $(".dp-current").textContent = "Training uses the example's own data.";
     $(".dp-pinned").textContent = "";
   });
 
+  $(".dp-choose").addEventListener("click", () => $(".dp-file").click());
   const readFile = (f) => f.text().then((text) => loadFile(f.name, text));
   $(".dp-file").addEventListener("change", (ev) => { if (ev.target.files[0]) readFile(ev.target.files[0]); });
   const drop = $(".dp-drop");

@@ -6,7 +6,10 @@ export function drawSeries(svgEl, series, label, ends = null) {
   svgEl.setAttribute("viewBox", `0 0 ${W} ${H}`);
   svgEl.setAttribute("preserveAspectRatio", "none");
   svgEl.innerHTML = "";
-  const pts = series.x.map((x, i) => [x, series.y[i]]).filter(([, y]) => y !== null);
+  // a missing cell crosses from Python as undefined, not null: keep finite numbers only,
+  // or one gap turns the whole line into NaN
+  const pts = series.x.map((x, i) => [x, series.y[i]])
+    .filter(([, y]) => typeof y === "number" && Number.isFinite(y));
   if (!pts.length) return;
   const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
   const x0 = Math.min(...xs), x1 = Math.max(...xs) || 1;

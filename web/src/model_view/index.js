@@ -18,7 +18,8 @@ const TEMPLATE = `
     <h2>Model</h2>
     <span class="mv-model-id muted"></span>
     <span class="mv-status" role="status">loading…</span>
-    <span class="mv-latency muted" title="edit to all three views, through the worker"></span>
+    <!-- edit-to-views timing for tests and developers: a data attribute, never shown -->
+    <span class="mv-latency" hidden></span>
     <span class="mv-spacer"></span>
     <div class="mv-tabs" role="tablist">
       <button role="tab" data-tab="graph" aria-selected="true">Graph</button>
@@ -181,7 +182,7 @@ export function mount(el, client, app) {
     const xs = state.latencies.filter((x) => x.kind !== "load");
     if (!xs.length) return;
     const all = xs.map((x) => x.ms), conf = xs.map((x) => x.confirmed_ms);
-    $(".mv-latency").textContent = `${xs[xs.length - 1].ms.toFixed(1)} ms (p50 ${percentile(all, 50).toFixed(1)}, p95 ${percentile(all, 95).toFixed(1)};`
+    $(".mv-latency").dataset.latency = `${xs[xs.length - 1].ms.toFixed(1)} ms (p50 ${percentile(all, 50).toFixed(1)}, p95 ${percentile(all, 95).toFixed(1)};`
       + ` worker-confirmed p50 ${percentile(conf, 50).toFixed(1)}, p95 ${percentile(conf, 95).toFixed(1)}; n=${xs.length})`;
   }
 

@@ -10,10 +10,13 @@ const STEP_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6].map
 // a rate like 7.5e-4 needs more than the fixed decimals uPlot picks (0.001 twice)
 const expTicks = (u, splits) => splits.map((v) => (v === 0 ? "0" : v.toExponential(1)));
 
+// as wide as the panel gives (a phone's too), never wider than reads well
+const widthOf = (el) => Math.max(200, Math.min(el.clientWidth || 640, 900));
+
 function chart(el, title, series, log) {
   const opts = {
     title,
-    width: Math.max(320, Math.min(el.clientWidth || 640, 900)),
+    width: widthOf(el),
     height: 200,
     scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
     series: [{ label: "step" }, ...series.map((s) => ({ spanGaps: true, width: 2, ...s }))],
@@ -23,7 +26,10 @@ function chart(el, title, series, log) {
 }
 
 export function createCurves(root) {
-  root.innerHTML = '<div class="curve" id="curve-loss"></div><div class="curve" id="curve-lr"></div>';
+  // before the first point the charts are empty frames: a line says what will be there
+  root.innerHTML = '<p class="curves-empty muted">The loss and learning-rate curves draw here ' +
+    "as the run trains.</p>" +
+    '<div class="curve" id="curve-loss"></div><div class="curve" id="curve-lr"></div>';
   const lossEl = root.querySelector("#curve-loss");
   const lrEl = root.querySelector("#curve-lr");
   let steps, cols, lossPlot, lrPlot;
@@ -34,6 +40,7 @@ export function createCurves(root) {
     if (lrPlot) lrPlot.destroy();
     steps = [];
     cols = { loss: [], val_loss: [], lr: [] };
+    root.classList.add("curves-none");
     lossPlot = chart(lossEl, "loss", [
       { label: "train", stroke: "#2563eb" },
       { label: "validation", stroke: "#dc2626", points: { show: true } },
@@ -50,6 +57,7 @@ export function createCurves(root) {
       for (const n of names) cols[n].push(null);
     }
     cols[name][i] = value;
+    root.classList.remove("curves-none");
     lossPlot.setData([steps, cols.loss, cols.val_loss]);
     lrPlot.setData([steps, cols.lr]);
   }
@@ -60,6 +68,14 @@ export function createCurves(root) {
   }
 
   reset();
+  // uPlot draws at a fixed size: follow the panel as the window (or layout) changes
+  let last = 0;
+  new ResizeObserver(() => {
+    const w = widthOf(lossEl);
+    if (w === last) return;
+    last = w;
+    for (const p of [lossPlot, lrPlot]) p.setSize({ width: w, height: 200 });
+  }).observe(root);
   const api = { add, reset, data, plots: () => [lossPlot, lrPlot] };
   root.curves = api;
   return api;

@@ -2,7 +2,9 @@
 // curves (train and validation loss, LR) and evaluation samples. Mounted by main.js.
 import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
-import { showEvent } from "./show.js";
+import { showEvent, showPlan } from "./show.js";
+import { watchPlan } from "./live_plan.js";
+import { applyQuickRun } from "./quick_run.js";
 import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
 import { watchVisibility } from "./visibility.js";
@@ -21,13 +23,14 @@ const TEMPLATE = `
     <button id="run-train" disabled>Train</button>
     <button id="run-pause" disabled>Pause</button>
     <button id="run-stop" disabled>Stop</button>
+    <span id="run-hint" class="muted">a quick run: clear “max steps” for the record's full length</span>
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
   </div>
   <div id="run-options-main" class="run-options-fields"></div>
   <details id="run-options" class="run-options"><summary>more run options</summary>
     <div id="run-options-fields" class="run-options-fields"></div></details>
-  <div id="run-plan" class="plan plan-none">memory plan: not computed yet</div>
+  <div id="run-plan" class="plan plan-none" role="status">memory plan: not computed yet</div>
   <div class="progress"><div id="run-progress-bar"></div></div>
   <div id="run-stats" class="stats">
     <span>step <b id="run-step">0</b>/<b id="run-total">?</b></span>
@@ -46,7 +49,8 @@ const TEMPLATE = `
 
 export function mount(el, client, app) {
   el.innerHTML = TEMPLATE;
-  const $ = (id) => el.querySelector(`#${id}`);
+  // the example picker lives outside the panel (the page's start strip): found by id there
+  const $ = (id) => el.querySelector(`#${id}`) || document.getElementById(id);
   // the options a user reaches for first stay in view; the rest fold away
   const MAIN = new Set(["epochs", "max_steps", "eval_every", "replay"]);
   $("run-options-main").innerHTML = optionsHtml(OPTIONS.filter((o) => MAIN.has(o.name)));
@@ -71,13 +75,33 @@ export function mount(el, client, app) {
   };
   state.log = log;
 
+  // what the last run showed: gone once another run starts or another example is picked
+  function clearRunView() {
+    for (const id of ["run-step", "run-loss", "run-val"]) $(id).textContent = id === "run-step" ? "0" : "–";
+    $("run-total").textContent = "?";
+    $("run-rate").textContent = "–";
+    $("run-eta").textContent = "–";
+    $("run-metrics").textContent = "";
+    $("run-progress-bar").style.width = "0";
+    $("run-sample").innerHTML = "";
+    curves.reset();
+  }
+  state.clearRunView = clearRunView;
+
   async function loadExample(name) {
+    applyQuickRun(el, name);
     const r = await fetch(`examples/${name}.sml`);
     app.record = await r.text();
     app.recordName = name;
     app.emit("record", app.record);
   }
-  $("run-example").addEventListener("change", (e) => loadExample(e.target.value));
+  // the picker sits in the page's "start here" strip, where a newcomer looks first
+  const startSlot = document.getElementById("start-example");
+  if (startSlot) startSlot.appendChild($("run-example"));
+  $("run-example").addEventListener("change", (e) => {
+    if (!state.running) clearRunView();
+    loadExample(e.target.value);
+  });
   loadExample($("run-example").value);
 
   function setRunning(on) {
@@ -100,6 +124,7 @@ export function mount(el, client, app) {
     state.events.push(ev);
     app.emit("run-event", ev);
     show(ev);
+    if (ev.kind === "progress" && ev.run) runs.refresh(); // the new run's row, at once
   }
 
   // a detached window's events, relayed: shown here, kept apart from this tab's own
@@ -127,10 +152,10 @@ export function mount(el, client, app) {
     if (state.running) return null;
     clearBanner("run-error");
     clearBanner("detach-closed"); // a run closed with its detached window: resumed or not
-    curves.reset();
+    clearRunView();
     state.events = [];
     state.runId = null;
-    $("run-sample").innerHTML = "";
+    state.runRecord = args.record_text ?? null; // a resume trains its stored record
     setRunning(true);
     const job = client.stream(cmd, args, onEvent);
     state.current = job;
@@ -141,7 +166,11 @@ export function mount(el, client, app) {
     } catch (e) {
       const where = e.diagnostics && e.diagnostics.length
         ? ` (line ${e.diagnostics[0].line}, col ${e.diagnostics[0].col})` : "";
-      showBanner("error", `training failed: ${e.message}${where}`, "run-error");
+      // a red plan is already spelled out in the plan box: the banner only points there
+      const red = state.events.some((x) => x.kind === "plan" && x.verdict === "red");
+      const text = red ? "training did not start: the memory plan is red (see the plan box for what to change)"
+        : `training failed: ${e.message}${where}`;
+      showBanner("error", text, "run-error");
       log(`error: ${e.message}`);
       app.emit("run-failed", e);
       throw e;
@@ -150,17 +179,26 @@ export function mount(el, client, app) {
       state.paused = false;
       $("run-pause").textContent = "Pause";
       runs.refresh();
+      plan.recheck(); // the record may have changed while the run held the engine
     }
   }
   state.train = train;
   state.resume = resume;
   const runs = mountRuns($("run-runs"), client, app, resume);
   state.runs = runs;
+  const plan = watchPlan({ client, app, state, box: $("run-plan"), show: showPlan });
+  state.plan = plan;
 
   $("run-train").addEventListener("click", () => train().catch(() => {}));
   $("run-pause").addEventListener("click", () => {
     state.paused = !state.paused;
     client.control({ pause: state.paused });
+    // the rate counts steps from the resume on: the paused seconds are no training time
+    if (!state.paused) {
+      state.marks = [];
+      state.t0 = performance.now();
+      state.step0 = Number($("run-step").textContent) || state.step0;
+    }
     $("run-pause").textContent = state.paused ? "Resume" : "Pause";
     $("run-state").textContent = state.paused ? "paused" : "training";
     log(state.paused ? "paused" : "resumed");

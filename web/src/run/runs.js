@@ -8,8 +8,10 @@ export const STORE = "/scellis/store";
 
 export function mountRuns(el, client, app, resume) {
   el.innerHTML = `
-    <h3>Runs <button id="runs-refresh" title="reload the list">↻</button>
-      <label class="button">Import bundle <input id="runs-import" type="file" hidden></label></h3>
+    <h3>Runs <button id="runs-refresh" title="reload the list" aria-label="reload the list of runs">↻</button>
+      <button id="runs-import-button" type="button" title="continue a run exported from another tab or the command line">Import bundle</button>
+      <input id="runs-import" type="file" accept=".tar,application/x-tar" hidden aria-label="run bundle file"></h3>
+    <div id="runs-message" role="status" aria-live="polite"></div>
     <table id="runs-table"><thead><tr><th>run</th><th>model</th><th>status</th>
       <th>step</th><th>checkpoint</th><th></th></tr></thead><tbody></tbody></table>`;
   const body = el.querySelector("tbody");
@@ -23,8 +25,19 @@ export function mountRuns(el, client, app, resume) {
     return b;
   }
 
+  const message = (text, level = "info") => {
+    const m = el.querySelector("#runs-message");
+    m.className = text ? `runs-message runs-${level}` : "";
+    m.textContent = text;
+  };
+
   function render() {
     body.innerHTML = "";
+    if (!state.list.length) {
+      body.innerHTML = '<tr class="runs-empty"><td colspan=6 class=muted>No runs yet: ' +
+        "press Train and the run is recorded here, with its checkpoints to resume from.</td></tr>";
+      return;
+    }
     for (const r of state.list) {
       const tr = document.createElement("tr");
       tr.dataset.run = r.id;
@@ -35,9 +48,9 @@ export function mountRuns(el, client, app, resume) {
         tr.appendChild(td);
       }
       const td = document.createElement("td");
-      // a done run's checkpoint at its last step has nothing left to train
-      const from = r.status === "running" ? []
-        : (r.checkpoints || []).filter((s) => r.status !== "done" || s < r.step);
+      // every checkpoint, the last one included: a finished run continues from it with
+      // a larger max steps
+      const from = r.status === "running" ? [] : (r.checkpoints || []);
       if (from.length) {
         const pick = document.createElement("select");
         pick.className = "run-from";
@@ -48,7 +61,18 @@ export function mountRuns(el, client, app, resume) {
         td.appendChild(button("Resume", "run-resume", () => {
           // the latest: the latest that loads (a damaged one is skipped, named)
           const step = Number(pick.value);
-          const opts = step === from[from.length - 1] && r.status !== "done" ? {} : { step };
+          const opts = step === from[from.length - 1] ? {} : { step };
+          if (r.status === "done" && step >= r.step) {
+            // a finished run trains on only to a larger max steps (the run panel's)
+            const more = Number(document.getElementById("run-max-steps")?.value);
+            if (!(more > r.step)) {
+              message(`run ${r.id} finished at step ${r.step}: set “max steps” above ` +
+                `${r.step} in the run options, then Resume to train it further`);
+              return;
+            }
+            opts.max_steps = more;
+          }
+          message("");
           resume(r.id, opts).catch(() => {});
         }));
       }
@@ -91,18 +115,34 @@ export function mountRuns(el, client, app, resume) {
   }
 
   el.querySelector("#runs-refresh").addEventListener("click", () => refresh());
-  el.querySelector("#runs-import").addEventListener("change", async (ev) => {
-    const f = ev.target.files[0];
-    if (!f) return;
+  el.querySelector("#runs-import-button").addEventListener("click", () => el.querySelector("#runs-import").click());
+  async function importBundle(f) {
+    message("");
     const u8 = new Uint8Array(await f.arrayBuffer());
     let bin = "";
     for (let i = 0; i < u8.length; i += 0x8000) {
       bin += String.fromCharCode(...u8.subarray(i, i + 0x8000));
     }
-    await client.call("import_run", { data: btoa(bin), store: STORE });
+    let out;
+    try {
+      out = await client.call("import_run", { data: btoa(bin), store: STORE });
+    } catch (e) {
+      const why = e.message.replace(/ is already in \S+$/, " is already in this tab's run list");
+      message(`${f.name} was not imported: ${why}`, "error");
+      return null;
+    }
+    const id = (out && (out.run || out.id)) || (typeof out === "string" ? out : "");
+    message(`imported ${f.name}${id ? ` as run ${id}` : ""}: resume it from the list`, "ok");
+    await refresh();
+    return out;
+  }
+  el.querySelector("#runs-import").addEventListener("change", async (ev) => {
+    const f = ev.target.files[0];
+    if (!f) return;
+    await importBundle(f);
     ev.target.value = "";
-    refresh();
   });
+  state.importBundle = importBundle;
   state.refresh = refresh;
   state.exportRun = exportRun;
   return state;

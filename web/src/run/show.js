@@ -3,10 +3,14 @@
 // that every kind the schema lists has a handler here and that each one runs.
 // ctx: { $ (element by id), state, curves, log, renderSample }.
 
-function fmtTime(s) {
-  if (!isFinite(s)) return "–";
-  if (s < 60) return `${s.toFixed(0)}s`;
-  return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
+// whole seconds first, so 1979.6 s reads 33m00s and never 32m60s
+export function fmtTime(s) {
+  if (!isFinite(s) || s < 0) return "–";
+  const whole = Math.round(s);
+  if (whole < 60) return `${whole}s`;
+  const h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60);
+  const sec = String(whole % 60).padStart(2, "0");
+  return h ? `${h}h${String(m).padStart(2, "0")}m` : `${m}m${sec}s`;
 }
 
 const num = (v) => (v == null ? "n/a" : Number(v).toPrecision(4).replace(/\.?0+$/, ""));
@@ -22,17 +26,42 @@ export function metricsText(metrics, baselines = {}) {
   }).join(" · ");
 }
 
-const mib = (b) => (b == null ? "?" : `${(b / 2 ** 20).toFixed(1)} MiB`);
+// bytes in the unit that reads best: 512 KiB, 24.0 MiB, 6.25 GiB
+export function humanBytes(b) {
+  if (b == null || !isFinite(b)) return "?";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0, v = b;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+  return i === 0 ? `${v} B` : `${v.toPrecision(3)} ${units[i]}`;
+}
+
+// a fix applies when it alone clears what is wrong: a memory fix brings the peak under
+// the budget; the binding-size fix (one tensor's size) only helps a peak that fits
+const applies = (ev, r) => r.fix && r.saving > 0 && !/no batch size fits/.test(r.detail || "")
+  && (/BindingSize/.test(r.fix) ? ev.peak <= ev.budget : ev.peak - r.saving <= ev.budget);
+
+// the plan box: verdict, peak against the budget, what is wrong and what would fix it;
+// each fact once (the summary already says the peak is over the budget)
+export function showPlan(box, ev) {
+  box.className = `plan plan-${ev.verdict}`;
+  box.dataset.verdict = ev.verdict;
+  const over = ev.peak > ev.budget;
+  const notes = [...new Set([...(ev.problems || []), ...(ev.warnings || [])])]
+    .filter((w) => !/^peak .* exceeds the budget/.test(w));
+  const fixes = (ev.remediations || []).filter((r) => applies(ev, r))
+    .map((r) => `${r.fix} (saves about ${humanBytes(r.saving)})`);
+  let advice = "";
+  if (fixes.length) advice = ` To fit: ${fixes.join("; or ")}.`;
+  else if (over) advice = " No single change fits it in: make the model or the batch smaller.";
+  box.textContent = `memory plan: ${ev.verdict} — peak ${humanBytes(ev.peak)} ` +
+    `${over ? "is over the" : "of"} ${humanBytes(ev.budget)} budget (${ev.budget_source}; ` +
+    `largest buffer ${humanBytes(ev.largest_buffer)})` + notes.map((w) => `; ${w}`).join("") +
+    (notes.length || advice ? "." : "") + advice;
+}
 
 export const HANDLERS = {
   plan(ctx, ev) {
-    const p = ctx.$("run-plan");
-    p.className = `plan plan-${ev.verdict}`;
-    const fixes = (ev.remediations || []).map((r) => r.fix).filter(Boolean);
-    p.textContent = `memory plan: ${ev.verdict} — peak ${mib(ev.peak)} of ${mib(ev.budget)} ` +
-      `(${ev.budget_source}; largest buffer ${mib(ev.largest_buffer)})` +
-      [...(ev.problems || []), ...(ev.warnings || [])].map((w) => `; ${w}`).join("") +
-      (fixes.length ? `; remediations: ${fixes.join("; ")}` : "");
+    showPlan(ctx.$("run-plan"), ev);
   },
   progress(ctx, ev) {
     const { state } = ctx;

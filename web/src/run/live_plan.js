@@ -1,0 +1,41 @@
+// The memory plan, kept in step with the record: each change of the record marks the
+// shown verdict as out of date at once, and a `plan` call a moment after the last
+// change (typing sends many) replaces it. A reply for an older record is dropped.
+const DEBOUNCE_MS = 600;
+
+export function watchPlan({ client, app, state, box, show }) {
+  let timer = null, asked = 0, engineUp = false, stale = false;
+
+  function pending(text) {
+    box.className = "plan plan-none";
+    box.dataset.verdict = "pending";
+    box.textContent = text;
+  }
+
+  async function check() {
+    timer = null;
+    // the run's own plan event is shown while it trains: still current while the record
+    // is the one training; else this one waits for the run's end
+    if (state.running) { stale = app.record !== state.runRecord; return; }
+    if (!engineUp || !app.record) { stale = true; return; }
+    stale = false;
+    const mine = ++asked;
+    try {
+      const ev = await client.call("plan", { record_text: app.record });
+      if (mine === asked) show(box, ev);
+    } catch (e) {
+      if (mine === asked) pending(`memory plan: not available until the record is valid (${e.message})`);
+    }
+  }
+
+  function soon() {
+    asked += 1; // whatever is on its way is about an older record now
+    if (!state.running) pending("memory plan: checking the record…");
+    clearTimeout(timer);
+    timer = setTimeout(check, DEBOUNCE_MS);
+  }
+
+  app.on("record", soon);
+  app.on("engine", () => { engineUp = true; soon(); });
+  return { recheck: () => { if (stale) soon(); }, now: check };
+}
