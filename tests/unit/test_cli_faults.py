@@ -117,6 +117,7 @@ def test_inputs_that_are_not_regular_files_are_refused_without_blocking(tmp_path
         ["runs", "import", str(path), "--store", store],
         ["models", "save", str(path), "--store", store],
         ["plan", str(path)],
+        ["train", str(path), "--store", store],
     ):
         _one_line(capsys, argv, want)
     assert main(["validate", str(path)]) == 2

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..run.prepare import RecordProblems, check_record
 from ..run.session import RunControl, RunSession
 from ..sml import emit, parse
@@ -314,11 +315,10 @@ def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
     record: its other top-level keys (data, epochs, optimizer...) replace the stored ones.
     """
     p = Path(ref)
+    if p.exists() and not p.is_file():  # a folder, a FIFO, a device: says what it is
+        read_file(p)
     if p.is_file():
-        try:
-            raw = p.read_bytes()
-        except OSError as e:
-            raise ScellisError(f"{ref}: cannot read ({e.strerror or e})") from None
+        raw = read_file(p)
         base = p.resolve().parent
         try:
             data = parse(raw, ref).data
