@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -177,8 +178,8 @@ CHAR = {
 # the example plus what the dashboard shows: the evaluation batch is the training batch
 # (its forward kernels are the ones the steps compiled: on SwiftShader each new shape
 # costs seconds) and the LR warms up from a quarter of its rate
+CHAR_EVAL = "eval: { batch_size: 16, metrics: [accuracy, perplexity, bits_per_char] }"
 CHAR_EXTRA = (
-    "eval: { batch_size: 16 }\n"
     "scheduler: { block_id: training/scheduler/linear_warmup, start_factor: 0.25,"
     " total_iters: 4 }\n"
 )
@@ -204,7 +205,8 @@ def test_char_transformer_trains_validates_and_writes_in_the_tab_like_native(eng
     page = engine_page
     full_screen(page, False)  # Model View's tests may leave it covering the run panel
     pytest.importorskip("wgpu")
-    text = (EXAMPLE.parent / "char_transformer.sml").read_text() + CHAR_EXTRA
+    example = (EXAMPLE.parent / "char_transformer.sml").read_text()
+    text = re.sub(r"^eval:.*$", CHAR_EVAL, example, count=1, flags=re.M) + CHAR_EXTRA
     page.evaluate(
         "t => { const app = window.scellisApp; app.record = t;"
         " app.recordName = 'char_transformer'; app.emit('record', t); }",

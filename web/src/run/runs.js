@@ -57,7 +57,11 @@ export function mountRuns(el, client, app, resume) {
         pick.title = "the checkpoint to resume from";
         for (const s of from) pick.add(new Option(`step ${s}`, String(s)));
         pick.value = String(from[from.length - 1]);
-        td.appendChild(pick);
+        // a visible label: a title alone is not one for screen readers or touch users
+        const label = document.createElement("label");
+        label.className = "run-from-label";
+        label.append("from ", pick);
+        td.appendChild(label);
         td.appendChild(button("Resume", "run-resume", () => {
           // the latest: the latest that loads (a damaged one is skipped, named)
           const step = Number(pick.value);
