@@ -74,6 +74,7 @@ export function mount(el, client, app) {
     }
     $(".dp-current").textContent = `${name} is loaded: press “Use in record” below to train on it.`;
     showInfo();
+    for (const input of el.querySelectorAll(".dp-opt")) delete input.dataset.edited;
     await fillOptions();
   }
 
@@ -117,19 +118,20 @@ export function mount(el, client, app) {
     const csv = state.info && state.info.kind === "csv";
     const defaults = csv ? { window: 20, horizon: 1, val_fraction: 0.2, normalise: "standard" } : { val_fraction: 0.1 };
     for (const input of el.querySelectorAll(".dp-opt")) {
+      if (input.dataset.edited) continue; // the user's value stands
       const v = data[input.dataset.key] ?? defaults[input.dataset.key];
       if (v !== undefined) input.value = input.dataset.key === "normalise" && v === "zscore" ? "standard" : String(v);
     }
   }
 
-  // the options the controls show, for this file's kind
+  // the options the user set, for this file's kind (the others stay as the record has them)
   function options() {
     const csv = state.info.kind === "csv";
     const out = {};
     for (const input of el.querySelectorAll(".dp-opt")) {
       const k = input.dataset.key;
       if (!csv && k !== "val_fraction") continue;
-      if (input.value === "") continue;
+      if (input.value === "" || !input.dataset.edited) continue;
       out[k] = input.tagName === "SELECT" ? input.value : Number(input.value);
     }
     return out;
@@ -190,7 +192,9 @@ export function mount(el, client, app) {
   });
   $(".dp-time").addEventListener("change", () => { drawTable(); plot(); repin(); });
   $(".dp-missing-policy").addEventListener("change", () => repin());
-  for (const input of el.querySelectorAll(".dp-opt")) input.addEventListener("change", () => repin());
+  for (const input of el.querySelectorAll(".dp-opt")) {
+    input.addEventListener("change", () => { input.dataset.edited = "1"; repin(); });
+  }
 
   // a pinned file whose options change is pinned again (before the pin: at “Use in record”)
   function repin() {
@@ -227,6 +231,7 @@ export function mount(el, client, app) {
     h.className = "dp-hash"; h.title = d.hash; h.textContent = `sha256 ${d.hash.slice(0, 12)}…`;
     const extra = d.warning ? ` — ${d.warning}` : d.train_windows !== undefined ? ` — ${d.train_windows} training windows${d.val_windows !== undefined ? `, ${d.val_windows} validation` : ""}` : "";
     pinned.append(h, document.createTextNode(extra));
+    $(".dp-use").textContent = "Pin again"; // pinned already: an option change pins by itself
     const parts = [];
     if (data.column) parts.push(`value column “${data.column}”`);
     if (data.datetime) parts.push(`times from “${data.datetime}”`);
@@ -244,8 +249,11 @@ export function mount(el, client, app) {
   // the pin lives in the record: once a record without the saved file comes in (another
   // example, an edit of data.source), runs use that record's data, and the panel says so
   app.on("record", (text) => {
+    // a loaded file not pinned yet: its controls show the new record's options
+    if (state.info && !app.dataset) fillOptions();
     if (!app.dataset || text.includes(app.dataset.source)) return;
     app.dataset = null;
+    $(".dp-use").textContent = "Use in record";
     $(".dp-current").textContent = "Training uses the example's own data.";
     $(".dp-pinned").textContent = "";
   });

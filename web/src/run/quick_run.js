@@ -59,8 +59,8 @@ export function createQuickRun({ root, client, app, hint }) {
     state.steps = FALLBACK[example];
     input("max_steps").value = String(state.steps);
     input("eval_every").value = String(Math.max(1, Math.round(state.steps / 6)));
-    hint.textContent = "a quick run: Train first times two steps on this GPU and sizes the run " +
-      `to about ${state.target_s} s; clear “max steps” for the record's full length`;
+    hint.textContent = `quick run of about ${state.target_s} s: Train first times two steps ` +
+      "on this GPU to size it; clear “max steps” for the record's full length";
   }
 
   // still the quick run: the user has not typed another max steps
