@@ -201,7 +201,10 @@ def test_csv_run_keeps_options_resumes_any_checkpoint_and_bundles_its_data(main,
     page.select_option(f"{sel} select.run-from", "2")
     page.click(f"{sel} button.run-resume")
     again = _done(page)
-    assert again[0] == {"kind": "resume", "run": rid, "step": 2, "skipped": []}
+    # an older checkpoint than the last: a new run branches off at step 2
+    branch = again[0]["run"]
+    assert again[0] == {"kind": "resume", "run": branch, "step": 2, "skipped": [],
+                        "parent": f"{rid}@2"} and branch != rid  # fmt: skip
     # the options it was started with: the same steps (drop_last) and no evaluation
     assert not [e for e in again if e["kind"] == "eval"]
     assert _logs(again) == {s: v for s, v in whole.items() if s > 2}

@@ -311,3 +311,44 @@ def test_resume_under_another_tier_continues_and_says_so(tmp_path, capsys):
     code, _, err = _cli(capsys, "resume", end["run"], "--store", str(store), "--tier", "exact",
                         "--to-step", "8")  # fmt: skip
     assert code == 2 and "must be one of debug, prod, fast, got 'exact'" in err
+
+
+def test_resume_from_an_older_checkpoint_branches_and_keeps_the_later_history(tmp_path, capsys):
+    rec, store = write_record(tmp_path), tmp_path / "s"
+    first = _train(capsys, rec, store, "--max-steps", "12")
+    rid = first[-1]["run"]
+    whole = {e["step"]: e["loss"] for e in first if e["kind"] == "log"}
+    r = Records(store)
+    before = r.metrics(rid, "loss"), [c["step"] for c in r.checkpoints(rid)]
+    r.close()
+    assert before[1] == [4, 8, 12]
+    code, out, err = _cli(capsys, "resume", rid, "--store", str(store), "--step", "4", "--json")
+    assert code == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    (said,) = [x for x in lines if x["kind"] == "resume"]
+    branch = said["run"]
+    assert branch != rid and said["parent"] == f"{rid}@4" and said["step"] == 4
+    assert any(x["kind"] == "info" and "branches off" in x["message"] for x in lines)
+    # the branch replays steps 5..12 from the same state: the losses of the first run
+    again = {e["step"]: e["loss"] for e in lines if e["kind"] == "log"}
+    assert sorted(again) == list(range(5, 13))
+    assert all(abs(again[s] - whole[s]) <= 1e-6 * max(1.0, abs(whole[s])) for s in again)
+    r = Records(store)
+    try:
+        # the parent's history is as it was; the branch has the parent's up to step 4
+        assert (r.metrics(rid, "loss"), [c["step"] for c in r.checkpoints(rid)]) == before
+        assert r.metrics(branch, "loss")[:4] == before[0][:4]
+        assert r.run(branch)["status"] == "done" and r.run(branch)["step"] == 12
+    finally:
+        r.close()
+    code, out, _ = _cli(capsys, "runs", "show", branch, "--store", str(store))
+    assert code == 0 and f"branch of     {rid}@4" in out
+    code, out, _ = _cli(capsys, "runs", "--store", str(store))
+    assert f"{branch} branches off {rid}@4" in out
+    # from the last checkpoint the run itself continues: no branch
+    code, out, err = _cli(capsys, "resume", rid, "--store", str(store), "--step", "12",
+                          "--to-step", "13", "--json")  # fmt: skip
+    assert code == 0, err
+    assert not [x for x in map(json.loads, out.splitlines()) if x.get("parent")]
+    code, _, err = _cli(capsys, "resume", rid, "--store", str(store), "--step", "5")
+    assert code == 2 and "has no checkpoint at step 5 (it has: " in err

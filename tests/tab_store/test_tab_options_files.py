@@ -117,10 +117,13 @@ def test_any_listed_checkpoint_resumes(csv_record, tmp_path):
     with pytest.raises(ScellisError, match="no checkpoint at step 5"):
         _events("resume", run=run["id"], store=str(store), device="reference", step=5)
     again = _events("resume", run=run["id"], store=str(store), device="reference", step=4)
-    assert again[0]["step"] == 4
+    assert again[0]["step"] == 4 and again[0]["parent"] == f"{run['id']}@4"
     _close(_losses(again), {k: v for k, v in _losses(whole).items() if k > 4})
-    (after,) = run_api.runs(str(store))
-    assert after["status"] == "done" and after["step"] == 8
+    # an older checkpoint than the last: a new run branches off, the first one stays
+    branch, first = run_api.runs(str(store))
+    assert branch["id"] == again[0]["run"] != run["id"] and branch["parent"] == again[0]["parent"]
+    assert branch["status"] == "done" and branch["step"] == 8
+    assert first == run
 
 
 def _with_files(bundle: bytes, files) -> bytes:

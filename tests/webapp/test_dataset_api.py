@@ -153,3 +153,27 @@ def test_missing_cells_are_listed_and_the_policy_is_pinned(tmp_path):
 def test_a_header_only_csv_is_refused_plainly():
     with pytest.raises(ScellisError, match="header row .* but no data rows"):
         dataset_api.load_table("h.csv", "date,level\n")
+
+
+def test_data_options_set_after_pinning_repin_and_follow_the_inputs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text, vals = make_csv(random.Random(21), n=150)
+    first = dataset_api.dataset_from(LSTM, "levels.csv", text, "level", "date")
+    window, frac = random.Random().randrange(5, 30), 0.3
+    opts = {"window": window, "val_fraction": frac, "normalise": "minmax"}
+    out = dataset_api.dataset_from(first["record"], "levels.csv", text, "level", "date",
+                                   options=opts)  # fmt: skip
+    record = check_record(out["record"])
+    assert {k: record["data"][k] for k in opts} == opts
+    assert record["inputs"]["window"]["shape"][1] == window  # the model reads that length
+    pipe = prepare_run(record, "reference", epochs=1)
+    assert pipe.dataset.digest == record["data"]["sha256"] == out["dataset"]["hash"]
+    assert out["dataset"]["hash"] != first["dataset"]["hash"]
+    # the native connector's windows on those options
+    cut = round(len(vals) * (1 - frac))
+    assert len(pipe.dataset.x_train) == cut - window == out["dataset"]["train_windows"]
+    assert out["dataset"]["data"]["column"] == "level"
+    with pytest.raises(ScellisError, match="window must be a whole number of rows"):
+        dataset_api.dataset_from(LSTM, "levels.csv", text, "level", options={"window": 0})
+    with pytest.raises(ScellisError, match="normalise must be standard, minmax or none"):
+        dataset_api.dataset_from(LSTM, "levels.csv", text, "level", options={"normalise": "l2"})

@@ -8,21 +8,16 @@ installed (and says so when it is not).
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import json
 from pathlib import Path
 
 import click
 
-from ..run.options import RunOptions
-from ..store.objects import ObjectStore
+from ..run.past import comparison
 from .plot import curves
 from .runner import baseline_text
 from .runs import open_records, summary
-
-FIELDS = ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed", "status",
-          "step")  # fmt: skip
 
 
 def _sample(steps: list[int], n: int = 10) -> list[int]:
@@ -32,25 +27,8 @@ def _sample(steps: list[int], n: int = 10) -> list[int]:
 
 
 def gather(store: str, refs: tuple[str, str]) -> dict:
-    rec = open_records(store)
-    objects = ObjectStore(store)
-    try:
-        ids = [rec.resolve(r) for r in refs]
-        runs = [summary(rec, rec.run(i), Path(store)) for i in ids]
-        metrics = [{k: rec.metrics(i, k) for k in ("loss", "lr", "val_loss")} for i in ids]
-    finally:
-        rec.close()
-    texts = [objects.get(r["record_hash"]).decode("utf-8", "replace") for r in runs]
-    a, b = runs
-    fields = {k: (a[k], b[k]) for k in FIELDS if a[k] != b[k]}
-    # how each was driven: its run options (an older run's plan and tab options read the same)
-    pa, pb = (RunOptions.from_config(r["config"] or {}).to_config() for r in runs)
-    plan = {k: (pa.get(k), pb.get(k)) for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k)}
-    diff = list(difflib.unified_diff(
-        texts[0].splitlines(), texts[1].splitlines(), f"{a['id']} record", f"{b['id']} record",
-        lineterm="", n=1,
-    ))  # fmt: skip
-    return {"runs": runs, "metrics": metrics, "differs": fields, "plan": plan, "record_diff": diff}
+    open_records(store).close()  # a missing store or file: said the CLI's way
+    return comparison(store, refs, described=lambda rec, row: summary(rec, row, Path(store)))
 
 
 def run(store, refs, png, json_) -> int:

@@ -6,7 +6,9 @@ options it was started with (``RunOptions``; a flag given here replaces the stor
 value). On the device, adapter and tier it ran on, a ``debug``-tier run continues
 bitwise; anywhere else it continues, and says that bitwise continuation is not
 promised. A checkpoint whose objects are missing or corrupt is skipped (named) for
-the one before it.
+the one before it. ``--step N`` resumes from the checkpoint at step N; one older than
+the run's last starts a new run branching off there (its parent ``RUN@N``), so the
+later history of the run stays.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from .runner import Output, drive
 
 
 def resume(ref, store=".scellis", to_step=None, device=None, json_=False, print_every=20,
-           fault=None, writer=None, tier=None, options: dict | None = None) -> int:  # fmt: skip
+           fault=None, writer=None, tier=None, options: dict | None = None,
+           step: int | None = None) -> int:  # fmt: skip
     """Continue run ``ref``; ``options`` are the run options given on the command line
     (the rest stay as stored); ``to_step`` is ``--max-steps``' older name."""
     overrides = dict(options or {})
@@ -32,7 +35,7 @@ def resume(ref, store=".scellis", to_step=None, device=None, json_=False, print_
     name, why = pick_device(device) if device else (None, "")
     try:
         s = resume_run(store, ref, overrides=overrides, device=name, why=why, tier=tier,
-                       seams=StoreSeams(fault, writer))  # fmt: skip
+                       step=step, seams=StoreSeams(fault, writer))  # fmt: skip
     except RecordProblems as e:
         raise ScellisError("\n".join(str(d) for d in e.problems)) from None
     out = Output(json_, print_every, s.total_steps)
@@ -44,6 +47,12 @@ def _say_where(s: RunSession, out: Output) -> None:
     c, m, dev = s.restored.checkpoint, s.restored.manifest, s.prep.device
     for line in s.restored.skipped:
         out.info(f"skipped {line}")
+    if s.restored.parent:
+        out.info(
+            f"{s.restored.parent} is older than the run's last checkpoint: a new run "
+            f"{s.rid} branches off there (the later history stays)",
+            run=s.rid, parent=s.restored.parent,
+        )  # fmt: skip
     out.info(
         f"scellis resume {s.rid}: from step {c['step']} (epoch {c['epoch']}, batch "
         f"{c['batch']}) on {dev.name}" + (f" ({s.prep.why})" if s.prep.why else ""),
@@ -70,11 +79,14 @@ def _say_where(s: RunSession, out: Output) -> None:
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--to-step", type=click.IntRange(min=1), default=None,
               help="stop at this step (the same as --max-steps)")  # fmt: skip
+@click.option("--step", type=click.IntRange(min=0), default=None,
+              help="from the checkpoint at this step (an older one than the last: a new "
+              "branch run)")  # fmt: skip
 @click.option("--device", default=None, help="auto | reference | webgpu (default: the run's)")
 @click.option("--tier", default=None, help="debug | prod | fast (default: the run's)")
 @run_options("resume")
 @click.option("--print-every", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "json_", is_flag=True, help="one JSON object per event")
-def command(run, store, to_step, device, tier, print_every, json_, **params):
+def command(run, store, to_step, step, device, tier, print_every, json_, **params):
     return resume(run, store, to_step, device, json_, print_every, tier=tier,
-                  options=options_given(params, "resume"))  # fmt: skip
+                  options=options_given(params, "resume"), step=step)  # fmt: skip

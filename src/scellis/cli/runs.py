@@ -15,6 +15,7 @@ import click
 
 from ..base.errors import ScellisError
 from ..base.files import read_file
+from ..run import past
 from ..run.options import RunOptions
 from ..store import bundle
 from ..store.gc import collect
@@ -33,30 +34,11 @@ def open_records(store: str) -> Records:
 
 
 def summary(rec: Records, run: dict, root: Path) -> dict:
-    """A run with its last checkpoint, last loss and (when it can continue) how."""
-    cks = rec.checkpoints(run["id"])
-    losses = rec.metrics(run["id"], "loss")
-    vals = rec.metrics(run["id"], "val_loss")
-    out = {
-        k: run[k]
-        for k in ("id", "status", "model_id", "dataset_hash", "record_hash", "device",
-                  "adapter", "tier", "seed", "step", "started", "ended", "heartbeat",
-                  "host", "pid", "argv", "config")
-    }  # fmt: skip
-    out["last_checkpoint"] = (
-        {"step": cks[-1]["step"], "epoch": cks[-1]["epoch"], "manifest": cks[-1]["manifest"]}
-        if cks else None
-    )  # fmt: skip
-    out["checkpoints"] = [c["step"] for c in cks]
-    out["loss"] = losses[-1][1] if losses else None
-    out["best_loss"] = min((v for _, v in losses if v is not None), default=None)
-    out["val_loss"] = vals[-1][1] if vals else None
-    # the record's metrics at the last validation, beside the run's baselines
-    names = [m for m in rec.metric_names(run["id"]) if m.startswith("val_") and m != "val_loss"]
-    out["metrics"] = {m[4:]: rec.metrics(run["id"], m)[-1][1] for m in names}
-    out["baselines"] = (run["config"] or {}).get("baselines") or {}
+    """A run (``run.past.summary``) with, when it can continue, how."""
+    out = past.summary(rec, run)
     if run["status"] in ("interrupted", "failed"):
         # with no checkpoint there is nothing to continue: the command that starts it over
+        cks = out["checkpoints"]
         out["resume"] = resume_command(root, run["id"]) if cks else " ".join(run["argv"])
     return out
 
@@ -90,6 +72,8 @@ def list_runs(store: str, json_: bool) -> int:
             f"{r['tier']:6} {r['step']:>6} {_num(r['loss']):>8} {ck:>6}  {_when(r['started'])}"
         )
     for r in rows:
+        if r["parent"]:
+            print(f"{r['id']} branches off {r['parent']}")
         if "resume" in r:
             print(f"{r['id']} ({r['status']} at step {r['step']}): {r['resume']}")
     return 0
@@ -105,6 +89,8 @@ def show_run(ref: str, store: str, json_: bool) -> int:
         print(json.dumps(r, indent=2))
         return 0
     print(f"run {r['id']}: {r['status']}")
+    if r["parent"]:  # resumed from an older checkpoint of that run: its history to there
+        print(f"  {'branch of':13} {r['parent']}")
     for k in ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed",
               "step", "host", "pid"):  # fmt: skip
         print(f"  {k:13} {r[k]}")

@@ -5,8 +5,9 @@ registers a run. ``RunRecorder`` writes, while ``fit`` runs, the metrics of its
 ``log`` and ``eval`` events and checkpoints (at most one per step), each recorded
 with its score and followed by the run's retention (the last ``keep_last`` and the
 best). ``restore`` is what ``scellis resume`` and the tab's resume both do: load the
-latest checkpoint that loads (naming the ones skipped), check that the data is the
-run's and that steps are left, and reopen the run row.
+latest checkpoint that loads (naming the ones skipped) or the one asked for, check
+that the data is the run's and that steps are left, and reopen the run row, or, from
+a checkpoint older than the run's last, start a branch run (``RUN@STEP`` its parent).
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ class Restored:
     checkpoint: dict  # its records row: step, epoch, batch, manifest
     manifest: dict
     skipped: list[str]
+    run: str  # the run that continues: the same one, or a new branch of it
+    parent: str | None = None  # RUN@STEP a branch started from
 
 
 def checkpoint_at(objects: ObjectStore, records: Records, rid: str, step: int, device):
@@ -155,8 +158,10 @@ def restore(objects: ObjectStore, records: Records, rid: str, prep, *, max_steps
     """Continue run ``rid`` in ``prep`` (a ``run.prepare.Prepared`` of its record):
     its state from the latest usable checkpoint (or the one at ``step``), refused when
     the data hashes otherwise or no step is left (``max_steps`` reached; with ``epochs``,
-    every epoch done); the run row is reopened on ``prep``'s device and tier (later
-    metrics and checkpoints dropped)."""
+    every epoch done). From the latest usable checkpoint the run row is reopened on
+    ``prep``'s device and tier (later metrics, and checkpoints that did not load, are
+    dropped); from an older ``step`` a new run branches off at it and ``rid``'s later
+    history stays."""
     if step is None:
         c, sd, m, skipped = latest_usable(objects, records, rid, prep.device)
     else:
@@ -174,6 +179,10 @@ def restore(objects: ObjectStore, records: Records, rid: str, prep, *, max_steps
     if epochs is not None and ts.epoch >= epochs:
         raise ScellisError(f"run {rid} has finished its {epochs} epochs")
     dev = prep.device
-    records.reopen_run(rid, device=dev.name, adapter=adapter_of(dev), tier=prep.tier,
-                       step=c["step"])  # fmt: skip
-    return Restored(c, m, skipped)
+    where = {"device": dev.name, "adapter": adapter_of(dev), "tier": prep.tier}
+    if step is not None and c["step"] < records.checkpoints(rid)[-1]["step"]:
+        # an older checkpoint than the last: a branch, so the later history stays
+        run = records.branch_run(rid, c["step"], **where)
+        return Restored(c, m, skipped, run=run, parent=f"{rid}@{c['step']}")
+    records.reopen_run(rid, step=c["step"], **where)
+    return Restored(c, m, skipped, run=rid)

@@ -326,8 +326,10 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
     one at ``step``): its record from the store, its stored options with ``overrides``,
     its kept data files written out under ``scratch`` (default: the store's
     ``files/RUN``) and re-hashed against the run's, on ``device`` (default: the run's)
-    and its tier (or ``tier``); later metrics and checkpoints are dropped. ``is_live``
-    says whether a runs row is alive elsewhere; ``history`` hands back the stored curves."""
+    and its tier (or ``tier``); later metrics and checkpoints are dropped, except from a
+    checkpoint older than the last: that starts a new run branching off (``restore``).
+    ``is_live`` says whether a runs row is alive elsewhere; ``history`` hands back the
+    stored curves."""
     root = Path(store)
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (train with --store {root} first)")
@@ -360,7 +362,9 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
         _apply_options(prep, o, why)
         back = restore(objects, records, rid, prep, max_steps=o.max_steps, epochs=prep.epochs,
                        step=step)  # fmt: skip
-        pending: list = [E.Resume(run=rid, step=prep.ts.step, skipped=back.skipped)]
+        rid = back.run  # a branch from an older checkpoint is a new run
+        pending: list = [E.Resume(run=rid, step=prep.ts.step, skipped=back.skipped,
+                                  parent=back.parent)]  # fmt: skip
         if history:
             curves = {n: [list(p) for p in records.metrics(rid, n)[-HISTORY_POINTS:]]
                       for n in ("loss", "val_loss", "lr")}  # fmt: skip

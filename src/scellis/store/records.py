@@ -177,6 +177,30 @@ class Records:
             # replayed steps write their own
             self.db.execute("DELETE FROM checkpoints WHERE run_id=? AND step>?", (rid, step))
 
+    def branch_run(self, rid: str, step: int, *, device: str, adapter: str, tier: str) -> str:
+        """A new running run that is ``rid`` up to ``step``: the same record, data and
+        options, with ``parent`` (``{"run", "step"}``) in its config, and copies of the
+        metrics and checkpoint rows up to ``step`` (the checkpoint objects are shared:
+        content-addressed). ``rid``'s later history stays as it is."""
+        parent = self.run(rid)
+        config = {**parent["config"], "parent": {"run": rid, "step": int(step)}}
+        new = self.new_run(
+            record_hash=parent["record_hash"], model_id=parent["model_id"],
+            dataset_hash=parent["dataset_hash"], device=device, adapter=adapter, tier=tier,
+            seed=parent["seed"], argv=parent["argv"], config=config,
+        )  # fmt: skip
+        with self._tx():
+            for table, cols in (("metrics", _COLUMNS["metrics"][1:]),
+                                ("checkpoints", _COLUMNS["checkpoints"][1:])):  # fmt: skip
+                names = ", ".join(cols)  # from the fixed schema list
+                self.db.execute(
+                    f"INSERT INTO {table} (run_id, {names}) SELECT ?, {names} FROM {table}"
+                    " WHERE run_id=? AND step<=?",
+                    (new, rid, step),
+                )
+            self.db.execute("UPDATE runs SET step=? WHERE id=?", (step, new))
+        return new
+
     def rows_of(self, rid: str) -> dict:
         """The raw rows of run ``rid`` (runs, checkpoints, metrics, its dataset): what a
         run bundle carries."""

@@ -240,9 +240,13 @@ class Stopped(Event):
 
 @kind("resume")
 class Resume(Event):
+    """``run`` continues from ``step``; ``parent`` (RUN@STEP) when ``run`` is a new
+    branch of a run resumed from a checkpoint older than its last."""
+
     run: str
     step: int
     skipped: list
+    parent: str | None = optional()
 
 
 @kind("history")
@@ -266,6 +270,7 @@ class Info(Event):
     step: int | None = optional()
     manifest: str | None = optional()
     bitwise: bool | None = optional()
+    parent: str | None = optional()
 
 
 @kind("error")

@@ -161,6 +161,45 @@ def _text_digest(data: dict, text: str) -> tuple[str, dict]:
     return ds.digest, {"chars": len(text), "vocab": len(ds.vocab), "train_windows": len(ds.x_train)}
 
 
+# the data options the panel edits, per format: a check and what it says when it fails
+_OPTIONS = {
+    "csv": {
+        "window": (lambda v: isinstance(v, int) and v >= 1, "a whole number of rows, 1 or more"),
+        "horizon": (lambda v: isinstance(v, int) and v >= 1, "a whole number of rows, 1 or more"),
+        "val_fraction": (lambda v: isinstance(v, (int, float)) and 0 < v < 1, "between 0 and 1"),
+        "normalise": (
+            lambda v: v in ("standard", "zscore", "minmax", "none"),
+            "standard, minmax or none",
+        ),
+    },  # fmt: skip
+    "text": {
+        "val_fraction": (lambda v: isinstance(v, (int, float)) and 0 < v < 1, "between 0 and 1"),
+    },
+}
+
+
+def _checked_options(fmt: str, options: dict | None) -> dict:
+    known = _OPTIONS[fmt]
+    for k, v in (options or {}).items():
+        if k not in known:
+            raise ScellisError(f"data option {k!r} is not one the data panel sets for {fmt}")
+        ok, want = known[k]
+        if isinstance(v, bool) or not ok(v):
+            raise ScellisError(f"data option {k} must be {want} (got {v!r})")
+    return dict(options or {})
+
+
+def _follow_window(doc: Document, old, new) -> None:
+    """The record's inputs of ``old`` time steps take ``new`` (the window is their length)."""
+    inputs = doc.data.get("inputs")
+    if old is None or old == new or not isinstance(inputs, dict):
+        return
+    for name, spec in inputs.items():
+        shape = spec.get("shape") if isinstance(spec, dict) else None
+        if isinstance(shape, list) and len(shape) >= 2 and shape[1] == old:
+            doc.set(("inputs", name, "shape"), [shape[0], new, *shape[2:]])
+
+
 def dataset_from(
     record: str,
     name: str,
@@ -169,14 +208,17 @@ def dataset_from(
     datetime: str | None = None,
     folder: str = "datasets",
     missing: str | None = None,
+    options: dict | None = None,
 ) -> dict:
     """Save the file, point ``record``'s data section at it and write its sha256.
 
     A CSV needs ``column`` (the series, both input and target) and may name a
     ``datetime`` column and the ``missing`` policy (error, ffill, mean, drop); a file
-    whose name does not end in ``.csv`` is text. Returns
-    ``{record, dataset: {name, source, format, hash, ...}}``; the record's other data
-    options (window, horizon, ...) are kept, and they are part of the version.
+    whose name does not end in ``.csv`` is text. ``options`` sets data options (a CSV's
+    window, horizon, val_fraction, normalise; a text's val_fraction): a new window is
+    the length of the record's inputs too. Returns ``{record, dataset: {name, source,
+    format, hash, data, ...}}`` (``data``: the pinned data section); the record's other
+    data options are kept, and they are part of the version.
     """
     doc = parse(record, "model.sml")
     data = doc.data.get("data") if isinstance(doc.data.get("data"), dict) else {}
@@ -189,7 +231,7 @@ def dataset_from(
             f"a {'CSV' if fmt == 'csv' else 'text'} file needs a record made for it"
         )
     path = _save(folder, name, text)
-    updates: dict = {"source": str(path), "format": fmt}
+    updates: dict = {"source": str(path), "format": fmt, **_checked_options(fmt, options)}
     if fmt == "csv":
         if "features" in data or "target" in data:
             raise ScellisError(
@@ -211,13 +253,26 @@ def dataset_from(
     else:
         digest, info = _text_digest({**data, **updates}, text)
     updates["sha256"] = digest
+    if "window" in updates:
+        _follow_window(doc, data.get("window"), updates["window"])
     if "data" not in doc.data:
         doc.set(("data",), updates)
     else:
         for k, v in updates.items():
             doc.set(("data", k), v)
-    ds = {"name": name, "source": str(path), "format": fmt, "hash": digest, **info}
+    ds = {"name": name, "source": str(path), "format": fmt, "hash": digest,
+          "data": {**data, **updates}, **info}  # fmt: skip
     return {"record": doc.text, "dataset": ds}
+
+
+def data_section(record: str) -> dict:
+    """The record's data section as it stands ({} when it has none or does not parse):
+    what the data panel's option controls start from."""
+    try:
+        data = parse(record, "model.sml").data.get("data")
+    except ScellisError:
+        return {}
+    return dict(data) if isinstance(data, dict) else {}
 
 
 def rehash(doc: Document) -> None:

@@ -236,6 +236,11 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
     return dataset_api.load_table(name, text, column)
 
 
+def data_section(record: str) -> dict:
+    """The record's data section (see dataset_api)."""
+    return dataset_api.data_section(record)
+
+
 def load_text(name: str, text: str) -> dict:
     """A text file's size, vocabulary and preview (see dataset_api)."""
     return dataset_api.load_text(name, text)
@@ -249,7 +254,8 @@ def dataset_from(
     datetime: str | None = None,
     folder: str = "datasets",
     missing: str | None = None,
+    options: dict | None = None,
 ) -> dict:
     """Save the file and pin it, by sha256, in the record's data section (see dataset_api)."""
-    out = dataset_api.dataset_from(record, name, text, column, datetime, folder, missing)
+    out = dataset_api.dataset_from(record, name, text, column, datetime, folder, missing, options)
     return {**out, "project": project(out["record"])}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from ..run.past import parent_of
 from ..store.records import Records
 
 ROOT = "/scellis/store"
@@ -60,6 +61,7 @@ def list_runs(root: str = ROOT) -> list[dict]:
                     "started": r["started"],
                     "checkpoint_step": cks[-1]["step"] if cks else None,
                     "checkpoints": [c["step"] for c in cks],
+                    "parent": parent_of(r),
                 }
             )
         return out

@@ -2,6 +2,10 @@
 // column and an optional datetime column, preview the table and plot the series, then
 // pin it in the record: the worker saves the file, computes its sha256 with the same
 // code as native scellis.data, and writes source + sha256 into the record's data section.
+// The data options (value and datetime columns, window, horizon, validation split,
+// normalisation, missing policy) stay editable once pinned: a change pins again (the
+// options are part of the dataset's version) and what the panel then names comes from
+// the pinned data section the engine wrote.
 import { drawSeries } from "./plot.js";
 import { injectStyles } from "../model_view/styles.js";
 
@@ -29,6 +33,14 @@ const TEMPLATE = `
           <option value="drop">dropping those rows (drop)</option>
           <option value="error">refusing to train (error)</option>
         </select></label>
+      </div>
+      <div class="dp-options">
+        <label class="dp-csv-only">window <input type="number" class="dp-opt" data-key="window" min="1" step="1"></label>
+        <label class="dp-csv-only">horizon <input type="number" class="dp-opt" data-key="horizon" min="1" step="1"></label>
+        <label>validation fraction <input type="number" class="dp-opt" data-key="val_fraction" min="0.01" max="0.99" step="0.05"></label>
+        <label class="dp-csv-only">normalise <select class="dp-opt" data-key="normalise">
+          <option value="standard">standard (z-score)</option><option value="minmax">min–max</option>
+          <option value="none">none</option></select></label>
       </div>
       <div class="dp-csv-only"><svg class="dp-plot" role="img" aria-label="series preview"></svg></div>
       <div class="dp-wrap dp-csv-only"><table class="dp-table"></table></div>
@@ -62,6 +74,8 @@ export function mount(el, client, app) {
     }
     $(".dp-current").textContent = `${name} is loaded: press “Use in record” below to train on it.`;
     showInfo();
+    for (const input of el.querySelectorAll(".dp-opt")) delete input.dataset.edited;
+    await fillOptions();
   }
 
   function option(sel, value, label, selected) {
@@ -95,6 +109,32 @@ export function mount(el, client, app) {
     drawTable();
     showMissing();
     plot();
+  }
+
+  // the option controls start from the record's data section (the example's values)
+  async function fillOptions() {
+    let data = {};
+    try { data = await client.call("data_section", { record: app.record }); } catch (e) { /* defaults */ }
+    const csv = state.info && state.info.kind === "csv";
+    const defaults = csv ? { window: 20, horizon: 1, val_fraction: 0.2, normalise: "standard" } : { val_fraction: 0.1 };
+    for (const input of el.querySelectorAll(".dp-opt")) {
+      if (input.dataset.edited) continue; // the user's value stands
+      const v = data[input.dataset.key] ?? defaults[input.dataset.key];
+      if (v !== undefined) input.value = input.dataset.key === "normalise" && v === "zscore" ? "standard" : String(v);
+    }
+  }
+
+  // the options the user set, for this file's kind (the others stay as the record has them)
+  function options() {
+    const csv = state.info.kind === "csv";
+    const out = {};
+    for (const input of el.querySelectorAll(".dp-opt")) {
+      const k = input.dataset.key;
+      if (!csv && k !== "val_fraction") continue;
+      if (input.value === "" || !input.dataset.edited) continue;
+      out[k] = input.tagName === "SELECT" ? input.value : Number(input.value);
+    }
+    return out;
   }
 
   // gaps in the value column: said plainly, with the record's `missing` policy beside
@@ -147,40 +187,73 @@ export function mount(el, client, app) {
       drawTable();
       showMissing();
       plot();
-    } catch (e) { error(e.message); }
+    } catch (e) { error(e.message); return; }
+    repin();
   });
-  $(".dp-time").addEventListener("change", () => { drawTable(); plot(); });
+  $(".dp-time").addEventListener("change", () => { drawTable(); plot(); repin(); });
+  $(".dp-missing-policy").addEventListener("change", () => repin());
+  for (const input of el.querySelectorAll(".dp-opt")) {
+    input.addEventListener("change", () => { input.dataset.edited = "1"; repin(); });
+  }
 
-  $(".dp-use").addEventListener("click", async () => {
+  // a pinned file whose options change is pinned again (before the pin: at “Use in record”)
+  function repin() {
+    if (app.dataset && state.file && app.dataset.name === state.file.name) return pin();
+    return null;
+  }
+
+  async function pin() {
     error("");
     const csv = state.info.kind === "csv";
-    const args = { record: app.record, name: state.file.name, text: state.file.text };
+    const args = { record: app.record, name: state.file.name, text: state.file.text, options: options() };
     if (csv) {
       args.column = $(".dp-value").value;
       if ($(".dp-time").value) args.datetime = $(".dp-time").value;
       if (!$(".dp-missing").hidden) args.missing = $(".dp-missing-policy").value;
     }
     let out;
-    try { out = await client.call("dataset_from", args); } catch (e) { error(e.message); return; }
+    try { out = await client.call("dataset_from", args); } catch (e) { error(e.message); return null; }
     app.dataset = out.dataset;
     app.record = out.record;
     app.emit("record", out.record);
     app.emit("dataset", out.dataset);
-    const d = out.dataset;
+    showPinned(out.dataset);
+    return out;
+  }
+  state.pin = pin;
+
+  // what is pinned, named from the data section the engine wrote
+  function showPinned(d) {
+    const data = d.data || {};
     const pinned = $(".dp-pinned");
     pinned.innerHTML = "";
     const h = document.createElement("span");
     h.className = "dp-hash"; h.title = d.hash; h.textContent = `sha256 ${d.hash.slice(0, 12)}…`;
     const extra = d.warning ? ` — ${d.warning}` : d.train_windows !== undefined ? ` — ${d.train_windows} training windows${d.val_windows !== undefined ? `, ${d.val_windows} validation` : ""}` : "";
     pinned.append(h, document.createTextNode(extra));
-    $(".dp-current").textContent = `Pinned: ${d.name} (${d.format}, sha256 ${d.hash.slice(0, 12)}…)`;
-  });
+    $(".dp-use").textContent = "Pin again"; // pinned already: an option change pins by itself
+    const parts = [];
+    if (data.column) parts.push(`value column “${data.column}”`);
+    if (data.datetime) parts.push(`times from “${data.datetime}”`);
+    if (data.window) parts.push(`window ${data.window}`);
+    if (data.horizon) parts.push(`horizon ${data.horizon}`);
+    if (data.val_fraction) parts.push(`${Math.round(data.val_fraction * 100)}% for validation`);
+    if (data.normalise) parts.push(`normalise ${data.normalise}`);
+    if (data.missing) parts.push(`missing values: ${data.missing}`);
+    $(".dp-current").textContent = `Pinned: ${d.name} (${d.format}${parts.length ? `; ${parts.join(", ")}` : ""}). ` +
+      "Change an option above and it is pinned again.";
+  }
+
+  $(".dp-use").addEventListener("click", () => pin());
 
   // the pin lives in the record: once a record without the saved file comes in (another
   // example, an edit of data.source), runs use that record's data, and the panel says so
   app.on("record", (text) => {
+    // a loaded file not pinned yet: its controls show the new record's options
+    if (state.info && !app.dataset) fillOptions();
     if (!app.dataset || text.includes(app.dataset.source)) return;
     app.dataset = null;
+    $(".dp-use").textContent = "Use in record";
     $(".dp-current").textContent = "Training uses the example's own data.";
     $(".dp-pinned").textContent = "";
   });

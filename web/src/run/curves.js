@@ -5,13 +5,13 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 // steps are whole numbers: ticks at 1, 2, 5, 10, 20, 50... never at 1.5
-const STEP_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6].map((p) => m * p))
+export const STEP_INCRS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6].map((p) => m * p))
   .sort((a, b) => a - b);
 // a rate like 7.5e-4 needs more than the fixed decimals uPlot picks (0.001 twice)
 const expTicks = (u, splits) => splits.map((v) => (v === 0 ? "0" : v.toExponential(1)));
 
 // as wide as the panel gives (a phone's too), never wider than reads well
-const widthOf = (el) => Math.max(200, Math.min(el.clientWidth || 640, 900));
+export const widthOf = (el) => Math.max(200, Math.min(el.clientWidth || 640, 900));
 
 function chart(el, title, series, log) {
   const opts = {
@@ -48,15 +48,25 @@ export function createCurves(root) {
     lrPlot = chart(lrEl, "learning rate", [{ label: "lr", stroke: "#059669" }], false);
   }
 
+  // a step's place on the axis: points do not arrive in step order (a resumed run's
+  // history comes curve by curve, the loss curve's steps first, then the validation's,
+  // whose steps the loss curve may not have), and uPlot draws in array order
+  function slot(step) {
+    let lo = 0, hi = steps.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (steps[mid] < step) lo = mid + 1; else hi = mid;
+    }
+    if (steps[lo] !== step) {
+      steps.splice(lo, 0, step);
+      for (const n of names) cols[n].splice(lo, 0, null);
+    }
+    return lo;
+  }
+
   function add(name, step, value) {
     if (value == null || !isFinite(value)) return;
-    let i = steps.indexOf(step);
-    if (i < 0) {
-      i = steps.length;
-      steps.push(step);
-      for (const n of names) cols[n].push(null);
-    }
-    cols[name][i] = value;
+    cols[name][slot(step)] = value;
     root.classList.remove("curves-none");
     lossPlot.setData([steps, cols.loss, cols.val_loss]);
     lrPlot.setData([steps, cols.lr]);

@@ -4,13 +4,14 @@ import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
 import { showEvent, showPlan } from "./show.js";
 import { watchPlan } from "./live_plan.js";
-import { applyQuickRun } from "./quick_run.js";
+import { createQuickRun } from "./quick_run.js";
 import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
 import { watchVisibility } from "./visibility.js";
 import { mountRuns, STORE } from "./runs.js";
 import { createDetacher, detachedRun, runDetached } from "./detach.js";
 import { showBanner, clearBanner } from "../banner.js";
+import { createDrafts } from "../drafts.js";
 
 const TEMPLATE = `
   <h2>Run</h2>
@@ -23,7 +24,7 @@ const TEMPLATE = `
     <button id="run-train" disabled>Train</button>
     <button id="run-pause" disabled>Pause</button>
     <button id="run-stop" disabled>Stop</button>
-    <span id="run-hint" class="muted">a quick run: clear “max steps” for the record's full length</span>
+    <span id="run-hint" class="muted" role="status">a quick run: clear “max steps” for the record's full length</span>
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
   </div>
@@ -88,11 +89,15 @@ export function mount(el, client, app) {
   }
   state.clearRunView = clearRunView;
 
+  // an edited example comes back as it was left (drafts.js)
+  const drafts = createDrafts(app, document.getElementById("draft-note") || document.createElement("div"));
+  const quick = createQuickRun({ root: el, client, app, hint: $("run-hint") });
   async function loadExample(name) {
-    applyQuickRun(el, name);
+    quick.apply(name);
     const r = await fetch(`examples/${name}.sml`);
-    app.record = await r.text();
+    const text = await r.text();
     app.recordName = name;
+    app.record = drafts.open(name, text);
     app.emit("record", app.record);
   }
   // the picker sits in the page's "start here" strip, where a newcomer looks first
@@ -189,7 +194,23 @@ export function mount(el, client, app) {
   const plan = watchPlan({ client, app, state, box: $("run-plan"), show: showPlan });
   state.plan = plan;
 
-  $("run-train").addEventListener("click", () => train().catch(() => {}));
+  // a quick run not sized yet times two steps first (quick_run.js)
+  async function trainSized() {
+    if (state.running || quick.state.busy) return null;
+    $("run-train").disabled = true;
+    $("run-state").textContent = "measuring this GPU's speed";
+    try {
+      await quick.ready(log);
+    } catch (e) {
+      log(`could not time a step: ${e.message}`); // the run itself says what is wrong
+    } finally {
+      setRunning(false);
+    }
+    return train();
+  }
+  state.trainSized = trainSized;
+  app.on("run-done", () => quick.learn(state.events.find((e) => e.kind === "end")));
+  $("run-train").addEventListener("click", () => trainSized().catch(() => {}));
   $("run-pause").addEventListener("click", () => {
     state.paused = !state.paused;
     client.control({ pause: state.paused });

@@ -2,8 +2,13 @@
 // /scellis, kept in IndexedDB). A run left `running` by a tab that died reads
 // `interrupted` and offers Resume; every run that is not running lists its checkpoints
 // and resumes from any one of them (later metrics and checkpoints are dropped: the
-// resumed run replays those steps). Any run can be exported as a bundle file
-// (`scellis runs import FILE` continues it natively) and a bundle can be imported back.
+// resumed run replays those steps; from an older checkpoint than the last, a new run
+// branches off and is listed with its parent). Any run opens below the list (its
+// curves, final metrics, options, record) and two ticked runs compare. Any run can be
+// exported as a bundle file (`scellis runs import FILE` continues it natively) and a
+// bundle can be imported back.
+import { mountPast } from "./past.js";
+
 export const STORE = "/scellis/store";
 
 export function mountRuns(el, client, app, resume) {
@@ -12,10 +17,59 @@ export function mountRuns(el, client, app, resume) {
       <button id="runs-import-button" type="button" title="continue a run exported from another tab or the command line">Import bundle</button>
       <input id="runs-import" type="file" accept=".tar,application/x-tar" hidden aria-label="run bundle file"></h3>
     <div id="runs-message" role="status" aria-live="polite"></div>
+    <div class="runs-compare"><button id="runs-compare" type="button" disabled>Compare</button>
+      <span class="muted" id="runs-compare-hint">tick two runs to compare them</span></div>
     <table id="runs-table"><thead><tr><th>run</th><th>model</th><th>status</th>
-      <th>step</th><th>checkpoint</th><th></th></tr></thead><tbody></tbody></table>`;
+      <th>step</th><th>checkpoint</th><th></th></tr></thead><tbody></tbody></table>
+    <div id="runs-past" class="runs-past" aria-live="polite"></div>`;
   const body = el.querySelector("tbody");
-  const state = { list: [] };
+  const state = { list: [], picked: [] };
+  const past = mountPast(el.querySelector("#runs-past"), client, STORE);
+  state.past = past;
+
+  // the two runs ticked last are the ones compared
+  function tick(id, on) {
+    state.picked = state.picked.filter((x) => x !== id);
+    if (on) state.picked.push(id);
+    if (state.picked.length > 2) state.picked.shift();
+    for (const box of body.querySelectorAll(".run-pick")) box.checked = state.picked.includes(box.value);
+    const ready = state.picked.length === 2;
+    el.querySelector("#runs-compare").disabled = !ready;
+    el.querySelector("#runs-compare-hint").textContent = ready
+      ? `compare ${state.picked[0]} (a) with ${state.picked[1]} (b)` : "tick two runs to compare them";
+  }
+
+  // the run's id, with a tick box to compare it and, for a branch, its parent
+  function idCell(r) {
+    const td = document.createElement("td");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.className = "run-pick";
+    box.value = r.id;
+    box.checked = state.picked.includes(r.id);
+    box.addEventListener("change", () => tick(r.id, box.checked));
+    const label = document.createElement("label");
+    label.className = "run-id";
+    label.append(box, ` ${r.id}`);
+    td.appendChild(label);
+    if (r.parent) {
+      const [from, step] = r.parent.split("@");
+      const link = document.createElement("a");
+      link.href = `#run-${from}`;
+      link.textContent = `${from} at step ${step}`;
+      link.addEventListener("click", (ev) => {
+        ev.preventDefault();
+        const row = body.querySelector(`tr[data-run="${from}"]`);
+        if (row) { row.scrollIntoView({ block: "nearest" }); row.classList.add("run-flash"); }
+        setTimeout(() => row && row.classList.remove("run-flash"), 1500);
+      });
+      const note = document.createElement("div");
+      note.className = "run-parent muted";
+      note.append("↳ branch of ", link);
+      td.appendChild(note);
+    }
+    return td;
+  }
 
   function button(text, cls, fn) {
     const b = document.createElement("button");
@@ -42,19 +96,22 @@ export function mountRuns(el, client, app, resume) {
       const tr = document.createElement("tr");
       tr.dataset.run = r.id;
       tr.dataset.status = r.status;
-      for (const v of [r.id, r.model || "", r.status, r.step, r.checkpoint_step ?? "–"]) {
+      if (r.parent) tr.dataset.parent = r.parent;
+      tr.appendChild(idCell(r));
+      for (const v of [r.model || "", r.status, r.step, r.checkpoint_step ?? "–"]) {
         const td = document.createElement("td");
         td.textContent = String(v);
         tr.appendChild(td);
       }
       const td = document.createElement("td");
+      td.appendChild(button("Open", "run-open", () => past.open(r.id).catch((e) => message(e.message, "error"))));
       // every checkpoint, the last one included: a finished run continues from it with
       // a larger max steps
       const from = r.status === "running" ? [] : (r.checkpoints || []);
       if (from.length) {
         const pick = document.createElement("select");
         pick.className = "run-from";
-        pick.title = "the checkpoint to resume from";
+        pick.title = "the checkpoint to resume from (an older one than the last starts a branch: a new run)";
         for (const s of from) pick.add(new Option(`step ${s}`, String(s)));
         pick.value = String(from[from.length - 1]);
         // a visible label: a title alone is not one for screen readers or touch users
@@ -119,6 +176,10 @@ export function mountRuns(el, client, app, resume) {
   }
 
   el.querySelector("#runs-refresh").addEventListener("click", () => refresh());
+  el.querySelector("#runs-compare").addEventListener("click", () => {
+    const [a, b] = state.picked;
+    past.compare(a, b).catch((e) => message(e.message, "error"));
+  });
   el.querySelector("#runs-import-button").addEventListener("click", () => el.querySelector("#runs-import").click());
   async function importBundle(f) {
     message("");

@@ -118,7 +118,8 @@ export const HANDLERS = {
   },
   resume(ctx, ev) {
     ctx.state.runId = ev.run;
-    ctx.log(`resuming run ${ev.run} from step ${ev.step}`);
+    ctx.log(ev.parent ? `run ${ev.run} branches off ${ev.parent} (the later history of that run stays)`
+      : `resuming run ${ev.run} from step ${ev.step}`);
     for (const why of ev.skipped || []) ctx.log(`skipped ${why}`);
   },
   checkpoint(ctx, ev) {

@@ -1,0 +1,61 @@
+"""The tab's past-run view and comparison read what ``scellis runs show`` and
+``scellis compare`` print (their JSON is the oracle), curves included."""
+
+from __future__ import annotations
+
+import json
+
+from scellis.cli.main import main
+from scellis.store.records import Records
+from scellis.webapp import api
+from storeutil import write_record
+
+
+def _cli(capsys, *argv) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def _two_runs(tmp_path, capsys):
+    store = tmp_path / "s"
+    rids = []
+    for seed, lr in ((3, 0.02), (4, 0.05)):
+        folder = tmp_path / f"r{seed}"
+        folder.mkdir()
+        rec = write_record(folder, seed=seed, lr=lr)
+        out = _cli(capsys, "train", str(rec), "--store", str(store), "--device", "reference",
+                   "--json", "--max-steps", "6", "--eval-every", "3")  # fmt: skip
+        rids.append(json.loads(out.splitlines()[-1])["run"])
+    return store, rids
+
+
+def _call(cmd, **args):
+    return json.loads(json.dumps(api.dispatch(cmd, json.dumps(args))))
+
+
+def test_a_past_run_and_two_compared_read_as_the_cli_has_them(tmp_path, capsys):
+    store, (a, b) = _two_runs(tmp_path, capsys)
+    shown = json.loads(_cli(capsys, "runs", "show", a, "--store", str(store), "--json"))
+    view = _call("run_view", run=a, store=str(store))
+    for key in ("id", "status", "step", "loss", "best_loss", "val_loss", "metrics",
+                "checkpoints", "config", "parent"):  # fmt: skip
+        assert view[key] == shown[key], key
+    rec = Records(store)
+    try:
+        stored = {n: [list(p) for p in rec.metrics(a, n)] for n in ("loss", "val_loss", "lr")}
+    finally:
+        rec.close()
+    assert view["curves"] == stored and [s for s, _ in stored["val_loss"]] == [3, 6]
+    assert "lr: 0.02" in view["record"]
+
+    cli = json.loads(_cli(capsys, "compare", a, b, "--store", str(store), "--json"))
+    both = _call("compare_runs", a=a, b=b, store=str(store))
+    assert [r["id"] for r in both["runs"]] == cli["runs"]
+    assert both["differs"] == cli["differs"] and both["plan"] == cli["plan"]
+    assert both["record_diff"] == cli["record_diff"] and any("lr: 0.05" in x for x in
+                                                             both["record_diff"])  # fmt: skip
+    final = [{k: r[k] for k in ("loss", "best_loss", "val_loss", "step", "metrics")}
+             for r in both["runs"]]  # fmt: skip
+    assert final == cli["final"]
+    la, lb = (dict(m["loss"]) for m in both["metrics"])
+    assert [[s, la.get(s), lb.get(s)] for s in sorted(set(la) | set(lb))] == cli["loss"]
