@@ -5,8 +5,12 @@ name the layer or file at fault."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +19,7 @@ from tfjsmodels import CASES, QUANTISED, io_of
 import scellis as sc
 from scellis import optim
 from scellis.cli.main import main
-from scellis.codecs import find
+from scellis.codecs import find, read
 from scellis.codecs.convert import header_weights, import_file
 from scellis.codecs.pretrained import pretrained_model
 from scellis.sml import parse
@@ -151,3 +155,25 @@ def test_shards_outside_the_folder_and_short_shards_are_refused(tmp_path, tfjs_m
     folder, doc = _copy(tfjs_models, tmp_path, "conv")
     doc["weightsManifest"][0]["paths"].pop()
     assert "its shards hold" in _refused(folder, doc, capsys)
+
+
+CHILD = """
+import hashlib, json, sys
+for name in ("numpy", "wgpu", "torch", "onnx", "safetensors"):
+    sys.modules[name] = None
+from scellis.codecs import read
+im = read(sys.argv[1])
+print(json.dumps({k: hashlib.sha256(t.data).hexdigest() for k, t in im.tensors.items()}))
+"""
+
+
+@pytest.mark.parametrize("case", ["embed_lstm", "conv_uint8", "mlp_float16"])
+def test_import_needs_no_native_library(tfjs_models, case):
+    """As in the browser: the same weights with NumPy and friends blocked."""
+    src = str(Path(sc.__file__).resolve().parent.parent)
+    path = str(tfjs_models / case / "model.json")
+    out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True,
+                         timeout=120, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    want = {k: hashlib.sha256(t.data).hexdigest() for k, t in read(path).tensors.items()}
+    assert json.loads(out.stdout) == want

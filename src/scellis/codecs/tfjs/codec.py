@@ -113,7 +113,11 @@ class TfjsCodec(Codec):
         except (*_MALFORMED, RecursionError) as e:
             raise ScellisError(f"{where}: unreadable modelTopology ({type(e).__name__})") from None
         budget = max(self.config.max_bytes - len(data), 1)
-        tensors = read_weights(path.parent, doc.get("weightsManifest"), where, budget)
+        try:
+            tensors = read_weights(path.parent, doc.get("weightsManifest"), where, budget)
+        except _MALFORMED as e:
+            what = f"{type(e).__name__}: {e}"
+            raise ScellisError(f"{where}: weightsManifest is malformed ({what})") from None
         rec, built = build(graph, tensors, model_id(path), where)
         text = record_text(rec, f"imported from {path.name} ({doc.get('generatedBy') or 'TF.js'})")
         check(text, where)
