@@ -177,3 +177,15 @@ def test_import_needs_no_native_library(tfjs_models, case):
     assert out.returncode == 0, out.stderr
     want = {k: hashlib.sha256(t.data).hexdigest() for k, t in read(path).tensors.items()}
     assert json.loads(out.stdout) == want
+
+
+@pytest.mark.parametrize("target", ["onnx", "torch"])
+def test_keras_gates_are_not_exported_as_torchs(tmp_path, tfjs_models, capsys, target):
+    """ONNX and torch modules hold torch's cell: a hard-sigmoid GRU is refused, by name."""
+    store, rec = tmp_path / "s", tmp_path / "m.sml"
+    import_file(tfjs_models / "gru" / "model.json", store=store, to=rec)
+    out = tmp_path / "out"
+    assert main(["export", str(rec), "--to", target, "--out", str(out), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "recurrent_activation hard_sigmoid has no" in err and "Traceback" not in err
+    assert not out.exists()
