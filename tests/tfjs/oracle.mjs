@@ -32,6 +32,13 @@ function embedLstm() {
   return {model: m, input: () => tf.randomUniform([3, 7], 0, 11, 'int32', seed++), ids: true};
 }
 
+function forecaster() { // the shape of examples/lstm_forecaster.sml: 20 steps of 1 series in
+  const m = tf.sequential();
+  m.add(tf.layers.lstm({units: 6, inputShape: [20, 1]}));
+  m.add(tf.layers.dense({units: 1}));
+  return {model: m, input: () => tf.randomNormal([3, 20, 1], 0, 1, 'float32', seed++)};
+}
+
 function gru() {
   const x = tf.input({shape: [7, 4], name: 'series'});
   let y = tf.layers.gru({units: 5, returnSequences: true}).apply(x); // hard_sigmoid, reset before
@@ -145,7 +152,7 @@ async function predict(art, x) {
   return y.arraySync();
 }
 
-const CASES = {mlp, embed_lstm: embedLstm, gru, conv};
+const CASES = {mlp, embed_lstm: embedLstm, forecaster, gru, conv};
 const QUANTISED = {mlp: ['uint8', 'uint16', 'float16'], conv: ['uint8', 'float16']};
 const out = process.argv[2];
 for (const [name, make] of Object.entries(CASES)) {

@@ -112,6 +112,31 @@ def test_imported_model_trains(tmp_path, tfjs_models, case):
     assert all(np.isfinite(losses)) and losses[-1] < losses[0]
 
 
+PIPELINE = """
+optimizer: { block_id: training/optimizer/adam, lr: 0.01 }
+loss: { block_id: training/loss/mse }
+epochs: 1
+batch_size: 16
+data: { source: bundled:sunspots_yearly.csv, format: csv, column: sunspots, window: 20,
+        horizon: 1, val_fraction: 0.2, normalise: standard }
+"""
+
+
+def test_imported_record_trains_from_the_command_line(tmp_path, tfjs_models, capsys):
+    """import, add a pipeline and data, then scellis train: the loss is finite and falls."""
+    store, rec = tmp_path / "s", tmp_path / "m.sml"
+    assert main(["import", str(tfjs_models / "forecaster" / "model.json"), "--store",
+                 str(store), "--to", str(rec)]) == 0  # fmt: skip
+    rec.write_text(rec.read_text() + PIPELINE)
+    capsys.readouterr()
+    assert main(["train", str(rec), "--store", str(store), "--device", "reference",
+                 "--max-steps", "6", "--json"]) == 0  # fmt: skip
+    steps = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    losses = [e["loss"] for e in steps if e.get("kind") == "log"]
+    assert len(losses) == 6 and all(np.isfinite(losses))
+    assert np.mean(losses[3:]) < np.mean(losses[:3])  # minibatch losses: compare halves
+
+
 def _copy(tfjs_models, tmp_path, case="mlp"):
     folder = tmp_path / case
     shutil.copytree(tfjs_models / case, folder)

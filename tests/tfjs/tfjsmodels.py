@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-CASES = ("mlp", "embed_lstm", "gru", "conv")
+CASES = ("mlp", "embed_lstm", "forecaster", "gru", "conv")
 QUANTISED = ("mlp_uint8", "mlp_uint16", "mlp_float16", "conv_uint8", "conv_float16")
 
 
