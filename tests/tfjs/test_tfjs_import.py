@@ -47,6 +47,22 @@ def test_imported_outputs_equal_tfjs(tmp_path, tfjs_models, case):
     np.testing.assert_array_equal(again, got)
 
 
+def test_open_length_and_python_converter_weight_names(tmp_path, tfjs_models):
+    """batch_input_shape [null, null, F] runs any length; weights named as Python's
+    converter writes them (scoped, with ":0") find their layers."""
+    folder, doc = _copy(tfjs_models, tmp_path, "gru")
+    doc["modelTopology"]["config"]["layers"][0]["config"]["batch_input_shape"] = [None, None, 4]
+    for w in doc["weightsManifest"][0]["weights"]:
+        w["name"] = f"model/{w['name']}:0"
+    (folder / "model.json").write_text(json.dumps(doc))
+    res = import_file(folder / "model.json", store=tmp_path / "s")
+    assert res.record["inputs"]["series"]["shape"] == ["batch", "time", 4]
+    x, want, _ = io_of(folder)
+    np.testing.assert_allclose(ours(res.record, res.tensors, x, False), want, **TOL)
+    longer = np.random.default_rng(2).standard_normal((2, 11, 4)).astype(np.float32)
+    assert ours(res.record, res.tensors, longer, False).shape == (2, 2)
+
+
 def test_keras_layouts_become_the_catalogs(tfjs_models, tmp_path):
     rec = import_file(tfjs_models / "embed_lstm" / "model.json", store=tmp_path / "s").record
     lstm = [s for s in rec["blocks"].values() if s["block_id"] == "nn/lstm"]

@@ -34,14 +34,16 @@ def _input(b: Builder, name: str, shape, where: str) -> Sym:
     )
     if not ok:
         raise ScellisError(f"{where}: input {name!r} has shape {shape!r}")
-    dims = [d if d is not None else f"dim{i}" for i, d in enumerate(shape[1:], 1)]
+    # a length left open (None) stays open: [batch, time, features] or [batch, dim1, ...]
+    named = ["time"] if len(shape) == 3 else [f"dim{i}" for i in range(1, len(shape))]
+    dims = [d if d is not None else named[i] for i, d in enumerate(shape[1:])]
     src = b.name(name)
     b.inputs[src] = {"shape": ["batch", *dims], "dtype": "f32"}
     return Sym(src, dims)
 
 
 def build(graph: Graph, tensors: dict, model: str, where: str) -> tuple[dict, Builder]:
-    b = Builder(tensors, where)
+    b = Builder(tensors, where, {lay.name for lay in graph.layers})
     env = {n: _input(b, n, s, where) for n, s in graph.inputs.items()}
     for lay in graph.layers:
         rule = RULES.get(lay.kind)

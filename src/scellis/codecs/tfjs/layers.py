@@ -41,7 +41,7 @@ def ident(name: str) -> str:
 class Builder:
     """The record's blocks and weights, built layer by layer."""
 
-    def __init__(self, tensors: dict[str, RawTensor], where: str):
+    def __init__(self, tensors: dict[str, RawTensor], where: str, layer_names=()):
         self.where = where
         self.blocks: dict[str, dict] = {}
         self.weights: dict[str, RawTensor] = {}
@@ -49,8 +49,11 @@ class Builder:
         self.by_layer: dict[str, dict[str, RawTensor]] = {}
         self.used: set[str] = set()
         for full, t in tensors.items():
+            # "dense_1/kernel", Keras' "lstm/lstm_cell/kernel" or "model/dense/kernel:0":
+            # the first component that names a layer, and the weight's kind last
             parts = full.split(":")[0].split("/")
-            self.by_layer.setdefault(parts[0], {})[parts[-1]] = (full, t)
+            owner = next((p for p in parts[:-1] if p in layer_names), parts[0])
+            self.by_layer.setdefault(owner, {})[parts[-1]] = (full, t)
 
     def weight(self, lay: Layer, kind: str, dims: int) -> RawTensor:
         full, t = self.by_layer.get(lay.name, {}).get(kind, (None, None))
