@@ -42,6 +42,7 @@ def test_imported_outputs_equal_tfjs(tmp_path, tfjs_models, case):
     got = ours(res.record, res.tensors, x, ids)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, **TOL)
+    assert find(folder) == "codec/tfjs"  # the folder model.save wrote reads the same
     text = (tmp_path / "m.sml").read_text()  # the record file alone gives the same model
     again = ours(parse(text).data, header_weights(text, tmp_path / "s"), x, ids)
     np.testing.assert_array_equal(again, got)
@@ -69,7 +70,7 @@ def test_keras_layouts_become_the_catalogs(tfjs_models, tmp_path):
     assert [s.get("recurrent_activation") for s in lstm] == ["hard_sigmoid", None]
     assert [s.get("output") for s in lstm] == [None, "last"]
     assert rec["inputs"]["input"] == {"shape": ["batch", 7], "dtype": "i32"}
-    gru = import_file(tfjs_models / "gru" / "model.json", store=tmp_path / "s").record
+    gru = import_file(tfjs_models / "gru", store=tmp_path / "s").record  # the folder
     assert all(s.get("reset_after") is False for s in gru["blocks"].values()
                if s["block_id"] == "nn/gru")  # fmt: skip
 

@@ -97,7 +97,13 @@ class TfjsCodec(Codec):
         h = head.lstrip()
         return h.startswith(b"{") and (b'"modelTopology"' in h or b'"layers-model"' in h)
 
+    @classmethod
+    def sniff_dir(cls, path: Path) -> bool:
+        return (path / "model.json").is_file() and not (path / "config.json").exists()
+
     def read(self, path: Path) -> Imported:
+        if path.is_dir():  # the folder model.save wrote
+            path = path / "model.json"
         where = str(path)
         data = self.read_bytes(path)
         try:
