@@ -36,3 +36,10 @@ if [ "$(cat web/node_modules/.scellis-lock 2>/dev/null)" != "$lock_want" ]; then
   (cd web && npm ci --no-audit --no-fund --loglevel=error)
   echo "$lock_want" > web/node_modules/.scellis-lock
 fi
+
+# the TF.js import tests' oracle: the pure-JS @tensorflow/tfjs (its CPU backend) under node
+tfjs_want=$(sha256sum tests/tfjs/package-lock.json | cut -c1-16)
+if [ "$(cat tests/tfjs/node_modules/.scellis-lock 2>/dev/null)" != "$tfjs_want" ]; then
+  (cd tests/tfjs && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$tfjs_want" > tests/tfjs/node_modules/.scellis-lock
+fi

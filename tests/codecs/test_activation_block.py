@@ -1,4 +1,4 @@
-"""The nn/activation block (what imported Relu/Tanh/Sigmoid/GELU nodes become) vs torch."""
+"""The nn/activation block (what imported Relu/Tanh/Sigmoid/GELU/Softmax become) vs torch."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ TORCH = {
     "gelu": torch.nn.functional.gelu,
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
     "silu": torch.nn.functional.silu,
+    "softmax": lambda x: torch.softmax(x, -1),
 }
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from harness import CASES, REFUSED, SECONDS
 
-# the builders of valid files the codec tests use (ptfiles, onnx_models)
-_CODECS = str(Path(__file__).resolve().parents[1] / "codecs")
-if _CODECS not in sys.path:
-    sys.path.append(_CODECS)
+# the builders of valid files the codec tests use (ptfiles, onnx_models, tfjsmodels)
+for _dir in ("codecs", "tfjs"):
+    _path = str(Path(__file__).resolve().parents[1] / _dir)
+    if _path not in sys.path:
+        sys.path.append(_path)
 
 
 def pytest_terminal_summary(terminalreporter):

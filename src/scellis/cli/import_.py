@@ -3,7 +3,9 @@
 The file's codec is found by its bytes, then its suffix (ONNX, safetensors, PyTorch
 state dicts, or a user's codec from ``--extensions``); a folder with ``config.json`` is a
 Hugging Face model (GPT-2, Llama, Mistral, Qwen2, BERT, RoBERTa, DistilBERT), whose
-record is built from its config. ONNX models carry their architecture; a bare state
+record is built from its config; a TF.js Layers ``model.json`` (Dense, LSTM, GRU,
+Conv1D, Embedding, LayerNormalization, Dropout, Activation) brings its weight shards,
+float32 or quantised. ONNX models carry their architecture; a bare state
 dict maps onto ``--record`` (``--map OLD.=NEW.`` renames prefixes). The weights go into
 the object store (``--store``, default ``.scellis``) as one safetensors object; ``--to``
 writes the record, its header naming that object. A refused file (hostile pickle,
@@ -41,7 +43,8 @@ def parse_map(items) -> dict[str, str]:
 
 @click.command(
     "import",
-    help="Import ONNX / safetensors / PyTorch files or Hugging Face folders as a record + weights.",
+    help="Import ONNX / safetensors / PyTorch files, TF.js model.json or Hugging Face folders "
+    "as a record + weights.",
 )
 @click.argument("file", type=click.Path())
 @click.option("--to", "to", type=click.Path(dir_okay=False), help="write the record (.sml) here")

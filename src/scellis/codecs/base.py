@@ -84,7 +84,8 @@ def find(path: str | Path, *, writing: bool = False) -> str:
             if sniff_dir is not None and sniff_dir(path):
                 return e.id
         raise ScellisError(
-            f"{path}: a folder no codec reads (a Hugging Face model has config.json)"
+            f"{path}: a folder no codec reads (a Hugging Face model has config.json, a "
+            "TF.js model model.json)"
         )
     if not writing:
         head = _head(path)

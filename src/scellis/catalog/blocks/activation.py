@@ -1,4 +1,4 @@
-"""The elementwise activation block (catalog layer): relu, tanh, sigmoid, gelu and friends.
+"""The activation block (catalog layer): relu, tanh, sigmoid, gelu and friends, softmax.
 
 Parameter-free; the output has the input's shape. Imported graphs (an ONNX ``Relu``,
 torch's ``nn.Tanh``) need a standalone nonlinearity between dense layers.
@@ -11,12 +11,17 @@ from dataclasses import dataclass
 from ..registry import field, register
 from .common import ACTIVATIONS, Block
 
-FUNCTIONS = {**ACTIVATIONS, "sigmoid": lambda x: x.sigmoid()}
+# softmax normalises over the last axis (each position alone, like the elementwise ones)
+FUNCTIONS = {
+    **ACTIVATIONS,
+    "sigmoid": lambda x: x.sigmoid(),
+    "softmax": lambda x: x.softmax(-1),
+}
 
 
 @dataclass(frozen=True)
 class ActivationConfig:
-    """An elementwise nonlinearity, y = f(x)."""
+    """A nonlinearity, y = f(x): elementwise, or softmax over the last axis."""
 
     function: str = field("relu", doc="the nonlinearity", choices=tuple(FUNCTIONS))
 

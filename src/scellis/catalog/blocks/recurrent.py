@@ -5,6 +5,12 @@ Inputs are [B, T, F]. Parameters follow torch's names and layouts
 ``bias_hh_l{k}``; gates stacked in torch's order: LSTM i, f, g, o and GRU r, z, n),
 so torch state dicts load key for key. Every tensor starts U(-1/sqrt(H), 1/sqrt(H)).
 
+Keras' variants (what TF.js and Keras models import as): ``recurrent_activation:
+hard_sigmoid`` gates with clip(0.2 x + 0.5, 0, 1) instead of the logistic sigmoid (TF.js'
+default), and a GRU with ``reset_after: false`` applies r before the recurrent product of
+the candidate, n = tanh(W_in x + b_in + W_hn (r*h) + b_hn). Either runs step by step (the
+fused kernels are torch's maths).
+
 A bidirectional block runs each layer twice: forward in time, and over the time-reversed
 sequence with its own weights (``weight_ih_l{k}_reverse`` ...), reversed back; the two
 are concatenated on the feature axis ([B, T, 2H]: forward first) and feed the next layer.
@@ -23,6 +29,20 @@ from ..registry import field, register
 from .common import Block, dense
 
 OUTPUTS = ("sequence", "last")
+GATE_FUNCTIONS = {
+    "sigmoid": lambda x: x.sigmoid(),
+    "hard_sigmoid": lambda x: (x * 0.2 + 0.5).clamp(0.0, 1.0),  # Keras 2 / TF.js
+}
+
+
+def keras_variant(spec: dict) -> str | None:
+    """What of a recurrent block's record spec is Keras' maths and not torch's (None: all
+    torch's), for the exporters that write torch's cell to say what they cannot hold."""
+    if spec.get("recurrent_activation", "sigmoid") != "sigmoid":
+        return f"recurrent_activation {spec['recurrent_activation']}"
+    if spec.get("reset_after", True) is False:
+        return "reset_after false"
+    return None
 
 
 @dataclass(frozen=True)
@@ -43,6 +63,13 @@ class _RecurrentConfig:
     bidirectional: bool = field(
         False, doc="also run each layer backward in time; outputs carry 2H features", quiet=True
     )
+    recurrent_activation: str = field(
+        "sigmoid",
+        doc="the gates' function: 'sigmoid', or 'hard_sigmoid' (clip(0.2x + 0.5, 0, 1), "
+        "Keras 2's and TF.js'; runs step by step)",
+        choices=tuple(GATE_FUNCTIONS),
+        quiet=True,
+    )
     fused: bool = field(
         True,
         doc="one fused kernel per time step (forward and backward); False runs each "
@@ -58,6 +85,13 @@ class LSTMConfig(_RecurrentConfig):
 @dataclass(frozen=True)
 class GRUConfig(_RecurrentConfig):
     """A stacked GRU over [B, T, F]: gates r, z, n; n = tanh(W_in x + b_in + r*(W_hn h + b_hn))."""
+
+    reset_after: bool = field(
+        True,
+        doc="r gates the candidate's recurrent product after it is taken (torch, Keras 2.x+); "
+        "False: before, n = tanh(W_in x + b_in + W_hn (r*h) + b_hn) (TF.js; runs step by step)",
+        quiet=True,
+    )
 
 
 class _Recurrent(Block):
@@ -128,13 +162,24 @@ class _Recurrent(Block):
         """One layer in one direction over [B, T, F]: its sequence and final (h, c)."""
         w_ih, w_hh, b_ih, b_hh = self._layer(k, sfx)
         xw = dense(x, w_ih, b_ih)  # the input projection of every step at once
-        if self.config.fused:
+        if self.config.fused and self.torch_maths:
             return self._fused(xw, h, cell, w_hh, b_hh)
         outs = []
         for t in range(x.shape[1]):
-            h, cell = self._cell(xw[:, t], dense(h, w_hh, b_hh), h, cell)
+            h, cell = self._step(xw[:, t], h, cell, w_hh, b_hh)
             outs.append(h)
         return stack(outs, 1), h, cell
+
+    @property
+    def torch_maths(self) -> bool:
+        """The fused kernels compute torch's cell; Keras' variants run step by step."""
+        return self.config.recurrent_activation == "sigmoid"
+
+    def gate(self, x):
+        return GATE_FUNCTIONS[self.config.recurrent_activation](x)
+
+    def _step(self, xg, h, cell, w_hh, b_hh):
+        return self._cell(xg, dense(h, w_hh, b_hh), h, cell)
 
     def forward(self, x, state=None):
         seq, _ = self.run(x, state)
@@ -164,10 +209,10 @@ class LSTM(_Recurrent):
     def _cell(self, xg, hg, h, cell):
         H = self.config.hidden_size
         a = xg + hg
-        i = a[:, 0:H].sigmoid()
-        f = a[:, H : 2 * H].sigmoid()
+        i = self.gate(a[:, 0:H])
+        f = self.gate(a[:, H : 2 * H])
         g = a[:, 2 * H : 3 * H].tanh()
-        o = a[:, 3 * H :].sigmoid()
+        o = self.gate(a[:, 3 * H :])
         cell = f * cell + i * g
         return o * cell.tanh(), cell
 
@@ -187,11 +232,26 @@ class GRU(_Recurrent):
         y = xw.prim("gru_seq", h0, w_hh, b_hh)  # [T, B, 5H]: h, r, z, n, hn per step
         return y[:, :, 0:H].permute(1, 0, 2), y[T - 1, :, 0:H], None
 
+    @property
+    def torch_maths(self) -> bool:
+        return super().torch_maths and self.config.reset_after
+
     def _cell(self, xg, hg, h, cell):
         H = self.config.hidden_size
-        r = (xg[:, 0:H] + hg[:, 0:H]).sigmoid()
-        z = (xg[:, H : 2 * H] + hg[:, H : 2 * H]).sigmoid()
+        r = self.gate(xg[:, 0:H] + hg[:, 0:H])
+        z = self.gate(xg[:, H : 2 * H] + hg[:, H : 2 * H])
         n = (xg[:, 2 * H :] + r * hg[:, 2 * H :]).tanh()
+        return n + z * (h - n), None
+
+    def _step(self, xg, h, cell, w_hh, b_hh):
+        if self.config.reset_after:
+            return super()._step(xg, h, cell, w_hh, b_hh)
+        H = self.config.hidden_size
+        part = lambda t, a, b: None if t is None else t[a:b]  # noqa: E731
+        hg = dense(h, w_hh[0 : 2 * H], part(b_hh, 0, 2 * H))
+        r = self.gate(xg[:, 0:H] + hg[:, 0:H])
+        z = self.gate(xg[:, H : 2 * H] + hg[:, H:])
+        n = (xg[:, 2 * H :] + dense(r * h, w_hh[2 * H :], part(b_hh, 2 * H, 3 * H))).tanh()
         return n + z * (h - n), None
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...catalog.blocks.recurrent import keras_variant
 from ...catalog.registry import register
 from ...model.build import RecordModel
 from ...runtime.creation import zeros
@@ -101,6 +102,8 @@ def _activation(g: _Graph, x: str, name: str, fn: str) -> str:
     simple = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid"}
     if fn in simple:
         return g.node(simple[fn], [x], name)[0]
+    if fn == "softmax":
+        return g.node("Softmax", [x], name, axis=-1)[0]
     if fn == "silu":
         return g.node("Mul", [x, g.node("Sigmoid", [x], name)[0]], name)[0]
     if fn == "gelu":  # x * 0.5 * (1 + erf(x / sqrt 2)), as torch writes it for opset < 20
@@ -117,6 +120,8 @@ def _recurrent(g: _Graph, x: str, name: str, spec: dict, w: dict) -> str:
     H = spec["hidden_size"]
     if spec.get("bidirectional"):
         raise ScellisError(f"block {name!r}: a bidirectional {op} has no ONNX export here")
+    if keras_variant(spec):
+        raise ScellisError(f"block {name!r}: {keras_variant(spec)} has no ONNX export")
     seq = g.node("Transpose", [x], name, perm=[1, 0, 2])[0]
     for k in range(spec.get("num_layers", 1) or 1):
         W = reorder_gates(w[f"{name}.weight_ih_l{k}"], order, H)

@@ -38,9 +38,10 @@ class TorchModuleCodec(Codec):
         if set(want) != set(tensors):
             missing = sorted(set(want) - set(tensors))
             raise ScellisError(f"the weights do not cover the record: missing {missing[:6]}")
+        text = module_source(record, m.order, m.wiring)  # refuses before anything is written
         path.mkdir(parents=True, exist_ok=True)
         src = path / "model.py"
-        src.write_text(module_source(record, m.order, m.wiring))
+        src.write_text(text)
         weights = path / "state_dict.pt"
         TorchCodec(TorchConfig()).write(weights, {k: tensors[k] for k in want}, None)
         return [src, weights]

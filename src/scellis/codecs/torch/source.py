@@ -11,6 +11,7 @@ distributed stack; nothing here runs torch.
 from __future__ import annotations
 
 from ...base.errors import ScellisError
+from ...catalog.blocks.recurrent import keras_variant
 
 HELPERS = '''
 ACTS = {
@@ -20,6 +21,7 @@ ACTS = {
     "gelu": F.gelu,
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "silu": F.silu,
+    "softmax": lambda x: F.softmax(x, -1),
 }
 
 
@@ -158,6 +160,8 @@ def _init(name: str, spec: dict) -> str | None:
         )
     if b in ("nn/lstm", "nn/gru"):
         cls = "LSTM" if b == "nn/lstm" else "GRU"
+        if keras_variant(spec):
+            raise ScellisError(f"block {name!r}: {keras_variant(spec)} has no torch export")
         return (
             f"nn.{cls}({spec['input_size']}, {spec['hidden_size']}, "
             f"num_layers={_f(spec, 'num_layers', 1)}, bias={_f(spec, 'bias', True)}, "

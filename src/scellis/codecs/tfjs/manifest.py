@@ -1,0 +1,120 @@
+"""A TF.js weights manifest (codecs layer): shard files to float32 tensors by weight name.
+
+Each group of the manifest lists shard files (joined in order) and the weights laid out
+in them back to back, each ``numel * bytes`` long. Quantised weights are widened as
+TF.js' ``decodeWeights`` does: uint8/uint16 as ``q * scale + min`` (computed in double,
+stored as float32), float16 exactly. Shards are named relative to ``model.json`` and
+must lie beside it or below, so a manifest cannot read other files of the machine.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path, PurePosixPath
+
+from ...base.errors import ScellisError
+from ...base.files import read_file
+from ..raw import ITEMSIZE, RawTensor, array_of, numel
+
+# quantisation dtype -> the raw code its values are stored in
+_QUANTISED = {"uint8": "U8", "uint16": "U16", "float16": "F16"}
+_PLAIN = {"float32": "F32"}
+
+
+def _shard(folder: Path, name, where: str, budget: int) -> bytes:
+    if not isinstance(name, str) or not name:
+        raise ScellisError(f"{where}: a weight shard path must be a file name, got {name!r}")
+    rel = PurePosixPath(name)
+    if rel.is_absolute() or ".." in rel.parts or "\\" in name:
+        raise ScellisError(f"{where}: weight shard {name!r} lies outside the model's folder")
+    path = folder / rel
+    if not path.is_file():
+        raise ScellisError(f"{where}: weight shard {name!r} is missing (looked in {folder})")
+    return read_file(path, limit=budget)
+
+
+def _dims(spec: dict, where: str) -> tuple[int, ...]:
+    shape = spec.get("shape")
+    ok = isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
+    if not ok or len(shape) > 8:
+        raise ScellisError(f"{where}: weight {spec.get('name')!r} has shape {shape!r}")
+    return tuple(shape)
+
+
+def _decode(spec: dict, data: bytes, shape: tuple, where: str) -> RawTensor:
+    name, q = spec["name"], spec.get("quantization")
+    if spec.get("dtype", "float32") != "float32":
+        raise ScellisError(
+            f"{where}: weight {name!r} is {spec.get('dtype')}; only float32 weights are read"
+        )
+    if q is None:
+        return RawTensor("F32", shape, data)
+    code = _QUANTISED[q["dtype"]]
+    values = array_of(code, data)
+    if code != "F16":
+        scale, low = float(q["scale"]), float(q["min"])
+        values = [v * scale + low for v in values]
+    return RawTensor("F32", shape, struct.pack(f"<{len(values)}f", *values))
+
+
+def _spec_code(spec: dict, where: str) -> str:
+    q = spec.get("quantization")
+    if q is None:
+        code = _PLAIN.get(spec.get("dtype", "float32"))
+    else:
+        code = _QUANTISED.get(q.get("dtype")) if isinstance(q, dict) else None
+        if (
+            code
+            and code != "F16"
+            and not all(
+                isinstance(q.get(k), (int, float)) and not isinstance(q.get(k), bool)
+                for k in ("scale", "min")
+            )
+        ):
+            raise ScellisError(f"{where}: weight {spec.get('name')!r}: {code} needs scale and min")
+    if code is None:
+        what = q.get("dtype") if isinstance(q, dict) else spec.get("dtype")
+        raise ScellisError(
+            f"{where}: weight {spec.get('name')!r} has dtype {what!r}; read are float32 and "
+            "uint8/uint16/float16 quantisation"
+        )
+    return code
+
+
+def read_weights(folder: Path, manifest, where: str, max_bytes: int) -> dict[str, RawTensor]:
+    """Every weight of ``manifest`` (model.json's ``weightsManifest``) by its name."""
+    if not isinstance(manifest, list):
+        raise ScellisError(f"{where}: weightsManifest must be a list of groups")
+    out: dict[str, RawTensor] = {}
+    budget = max_bytes
+    for group in manifest:
+        if not isinstance(group, dict) or not isinstance(group.get("paths"), list):
+            raise ScellisError(f"{where}: a weightsManifest group needs paths and weights")
+        specs = group.get("weights")
+        if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
+            raise ScellisError(f"{where}: a weightsManifest group's weights must be a list")
+        blob = b""
+        for name in group["paths"]:
+            piece = _shard(folder, name, where, budget)
+            blob += piece
+            budget -= len(piece)
+        at = 0
+        for spec in specs:
+            name = spec.get("name")
+            if not isinstance(name, str) or name in out:
+                raise ScellisError(f"{where}: weight name {name!r} is missing or repeated")
+            shape = _dims(spec, where)
+            size = numel(shape) * ITEMSIZE[_spec_code(spec, where)][0]
+            if at + size > len(blob):
+                raise ScellisError(
+                    f"{where}: weight {name!r} ends at byte {at + size}; its shards hold "
+                    f"{len(blob)} bytes"
+                )
+            out[name] = _decode(spec, blob[at : at + size], shape, where)
+            at += size
+        if at != len(blob):
+            raise ScellisError(
+                f"{where}: the shards of a weight group hold {len(blob)} bytes; its weights "
+                f"take {at}"
+            )
+    return out
