@@ -92,7 +92,9 @@ def test_adapters_train_on_a_quantised_base():
 def test_adapter_gradients_equal_torch_with_the_dequantised_base():
     lin = Linear(LinearConfig(13, 5), device="reference", gen=sc.rng.Generator(2, "init"))
     model = Sequential.of(lin)
+    w32 = arr(lin.weight).astype(np.float32)
     peft.apply_finetune(model, {"adapters": [LORA], "quantize_base": "nf4"})
+    assert lin.weight is None  # the f32 weight is let go of: only the codes remain
     mod = model._children["0"]
     with sc.no_grad():  # B starts at zero: give it values so A's gradient is not zero
         mod.lora_B.copy_(sc.tensor(rng_for("B").standard_normal((5, 2)).astype(np.float32)))
@@ -107,9 +109,7 @@ def test_adapter_gradients_equal_torch_with_the_dequantised_base():
     (y * torch.from_numpy(r).double()).sum().backward()
     np.testing.assert_allclose(arr(mod.lora_A.grad), A.grad.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(arr(mod.lora_B.grad), B.grad.numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(
-        w.numpy(), nf4_round_trip(arr(lin.weight).astype(np.float32))[0], rtol=1e-6, atol=1e-7
-    )
+    np.testing.assert_allclose(w.numpy(), nf4_round_trip(w32)[0], rtol=1e-6, atol=1e-7)
 
 
 def test_a_quantised_base_needs_a_frozen_weight_and_no_dora():

@@ -47,8 +47,12 @@ def quantized(weight, fmt: str, block: int = DEFAULT_BLOCK):
 def store_quantized(mod: Module, fmt: str, block: int) -> None:
     """Replace ``mod.weight`` by its codes and scales, frozen, and note the spec."""
     spec, codes, scales = quantized(mod.weight, fmt, block)
-    mod._params.pop("weight")
-    object.__setattr__(mod, "weight", None)
+    # the wrapped block kept outside the tree (an adapter's base) must let go of the f32
+    # weight too, or its memory is never given back
+    for owner in (mod, getattr(mod, "base", None)):
+        if owner is not None and "weight" in owner._params:
+            owner._params.pop("weight")
+            object.__setattr__(owner, "weight", None)
     for name, t in zip(QUANT_PARAMS, (codes, scales)):
         t.requires_grad = False
         put_param(mod, name, t)
