@@ -13,10 +13,11 @@ lifetimes through the target's allocator rounding (``ir.memory``), then check
 Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom, or tensors
 that must be split); **red** refused. A red or yellow plan lists remediations with an
 estimated saving each, measured by re-tracing where that is possible (half the batch,
-mixed f16, the frozen base quantised to NF4 under LoRA adapters) and estimated from the classes otherwise (checkpointing, LoRA/PEFT). When
-parameters, gradients and optimizer state alone exceed the budget, the model is too
-large for one device: the plan says so and names PyTorch's FSDP through
-``scellis export REC --to torch-train DIR`` and ``torchrun`` as a way out.
+mixed f16, the frozen base quantised to NF4 under LoRA adapters) and estimated from
+the classes otherwise (checkpointing, LoRA/PEFT). When parameters, gradients and
+optimizer state alone exceed the budget, the model is too large for one device: the
+plan says so and names PyTorch's FSDP through ``scellis export REC --to torch-train
+DIR`` and ``torchrun`` as a way out.
 """
 
 from __future__ import annotations
