@@ -62,7 +62,7 @@ def test_a_quantised_dense_block_is_close_to_the_f32_one(fmt, bound):
     assert peft.quantize_base(model, fmt) == ["0"]
     got = arr(model(x))
     rel = np.linalg.norm(got - want) / np.linalg.norm(want)
-    assert 0 < rel < bound  # measured (bench/RESULTS.md): nf4 ~0.08, int8 ~0.005
+    assert 0 < rel < bound  # measured (bench/RESULTS.md): nf4 ~0.09, int8 ~0.004-0.008
 
 
 def _train(device: str, steps: int = 6):
