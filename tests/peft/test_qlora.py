@@ -11,12 +11,14 @@ from test_peft_sml import BASE, _problems
 
 import scellis as sc
 from quantref import NF4_PUBLISHED, int8_round_trip, nf4_round_trip
+from scellis.base.dtypes import f16
 from scellis.base.errors import ScellisError
 from scellis.base.quant import NF4, QuantSpec, dequantize, quantize
 from scellis.catalog import peft
 from scellis.catalog.blocks import Linear, LinearConfig, Sequential
 from scellis.catalog.losses import CrossEntropyLoss
 from scellis.catalog.optim import Adam
+from scellis.train.step import working_copies
 
 LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 2, "alpha": 4.0}
 
@@ -140,3 +142,16 @@ def test_quantize_base_is_checked_at_its_node(value, want):
 def test_a_quantize_base_section_validates():
     section = "finetune:\n  adapters: [{block_id: peft/lora, target_modules: [q]}]\n"
     assert _problems(BASE + section + "  quantize_base: {format: int8}\n") == []
+
+
+def test_mixed_precision_computes_in_f16_with_the_scales_kept_f32():
+    model = char_model("reference")
+    peft.apply_finetune(model, {"adapters": [LORA], "quantize_base": "int8"})
+    x = ids_for("f16")
+    want = arr(model(x))
+    q = next(m for _, m in model.named_modules() if getattr(m, "quant", None))
+    with working_copies(model, f16):
+        assert q.weight_scales.dtype.name == "f32" and q.lora_A.dtype.name == "f16"
+        got = arr(model(x))
+    rel = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert 0 < rel < 5e-3

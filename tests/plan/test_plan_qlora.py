@@ -65,3 +65,15 @@ def test_a_red_lora_plan_offers_to_quantise_the_base_with_its_traced_saving():
                           target)  # fmt: skip
     assert fix["saving"] == plan.peak - quantised.peak > 0
     assert not any(r["fix"] == QUANTIZE_FIX for r in quantised.remediations)
+
+
+def test_a_red_plan_without_adapters_offers_qlora_on_every_dense_block():
+    record = _wide_lora()
+    del record["finetune"]
+    target = resolve("reference", "2MiB")
+    plan = make_plan(record, target)
+    fix = next(r for r in plan.remediations if r["fix"] == QUANTIZE_FIX)
+    assert "under LoRA rank 8 on every dense block" in fix["detail"]
+    lora = {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 8}]}
+    qlora = make_plan({**record, "finetune": {**lora, "quantize_base": "nf4"}}, target)
+    assert fix["saving"] == plan.peak - qlora.peak > 0

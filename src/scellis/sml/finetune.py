@@ -41,7 +41,9 @@ def _quantize(doc: Document, v, out: list) -> None:
     try:
         check_format(fmt, block)
     except ScellisError as e:
-        out.append(doc.diag(at, str(e), f"e.g. quantize_base: nf4 (or {', '.join(FORMATS)})"))
+        out.append(
+            doc.diag(at, str(e), "e.g. quantize_base: nf4, or {format: nf4, block_size: 64}")
+        )
 
 
 def _patterns(doc: Document, key: str, v, out: list) -> None:
