@@ -155,3 +155,18 @@ def test_mixed_precision_computes_in_f16_with_the_scales_kept_f32():
         got = arr(model(x))
     rel = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert 0 < rel < 5e-3
+
+
+def test_describe_counts_weights_and_merge_decodes_the_base():
+    plain, quantised = char_model("reference"), char_model("reference")
+    peft.apply_finetune(plain, {"adapters": [LORA]})
+    peft.apply_finetune(quantised, {"adapters": [LORA], "quantize_base": "nf4"})
+    head = peft.describe(quantised).splitlines()[0]
+    assert head.split(";")[1] == peft.describe(plain).splitlines()[0].split(";")[1]
+    mod = quantised._children["body"].blocks[0].attn.q
+    with sc.no_grad():  # B starts at zero: give it values so the merge has work to do
+        mod.lora_B.copy_(sc.tensor(rng_for("B2").standard_normal((16, 2)).astype(np.float32)))
+    x = ids_for("merge")
+    want = arr(quantised(x))
+    assert peft.merge_lora(quantised)
+    np.testing.assert_allclose(arr(quantised(x)), want, rtol=1e-4, atol=1e-5)

@@ -32,6 +32,7 @@ from ...base.rng import Generator
 from ..module import Module
 from ..registry import entries, lookup
 from .freeze import swap_head
+from .quant import QUANT_PARAMS
 from .quantize import quantize_base, quantized_bytes
 from .select import as_patterns, select
 
@@ -148,7 +149,10 @@ def adapters_of(model: Module) -> list[tuple[str, Module]]:
 def describe(model: Module) -> str:
     """Adapters, their lowering (graph or eager) and the trainable share, as text."""
     params = list(model.named_parameters())
-    total = sum(p.numel for _, p in params)
+    specs = [m.quant for _, m in model.named_modules() if getattr(m, "quant", None)]
+    # a quantised weight counts as the weights it stands for, not its words and scales
+    stored = sum(p.numel for n, p in params if not n.endswith(QUANT_PARAMS))
+    total = stored + sum(q.numel for q in specs)
     train = sum(p.numel for _, p in params if p.requires_grad)
     frozen = sum(1 for _, p in params if not p.requires_grad)
     found = adapters_of(model)
@@ -159,7 +163,6 @@ def describe(model: Module) -> str:
     ]
     qbytes = quantized_bytes(model)
     if qbytes:
-        specs = [m.quant for _, m in model.named_modules() if getattr(m, "quant", None)]
         f32_bytes = sum(4 * q.numel for q in specs)
         lines.append(
             f"  base quantised: {len(specs)} weight(s) as {specs[0].fmt}, {qbytes:,} bytes of "
