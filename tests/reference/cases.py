@@ -12,6 +12,7 @@ from dataclasses import replace
 import cases_attention
 import cases_elementwise
 import cases_nn
+import cases_quant
 import cases_recurrent
 import cases_shape
 import torch
@@ -26,6 +27,7 @@ DIFF_CASES = (
     + cases_nn.CASES
     + cases_recurrent.CASES
     + cases_attention.CASES
+    + cases_quant.CASES
 )
 # rows tagged no_fd say why in their comment; the coverage test holds the rest to every op
 GRADCHECK_CASES = [c for c in DIFF_CASES if "no_fd" not in c.tags]

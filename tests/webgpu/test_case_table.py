@@ -109,8 +109,8 @@ def accumulation_length(call: Call) -> int:
         return 0
     if op == "sum":
         return max(1, _numel(call.ins[0]) // max(1, _numel(call.outs[0])))
-    if op == "matmul":
-        return call.ins[0][-1]
+    if op in ("matmul", "qmatmul"):  # qmatmul: one more rounding, the code times its scale
+        return call.ins[0][-1] + (op == "qmatmul")
     if op == "scatter_add":
         return call.ins[0][call.attrs["axis"] % len(call.ins[0])]
     if op in ("lstm_seq", "gru_seq"):  # gx [B, T, G*H]

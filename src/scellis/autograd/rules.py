@@ -118,6 +118,13 @@ def _matmul(node, g):
     return ga, gb
 
 
+def _qmatmul(node, g):
+    # the quantised weight is frozen: only the input gets a gradient, g @ W or g @ W^T
+    codes, scales = _x(node, 1).detach(), _x(node, 2).detach()
+    attrs = {**node.attrs, "trans": not node.attrs["trans"]}
+    return g.qmatmul(codes, scales, **attrs), None, None
+
+
 def _permute(node, g):
     perm = node.attrs["perm"]
     inv = [0] * len(perm)
@@ -224,6 +231,7 @@ VJP = {
     "max": _max_reduce,
     "min": _max_reduce,
     "matmul": _matmul,
+    "qmatmul": _qmatmul,
     "permute": _permute,
     "expand": _expand,
     "reshape": lambda n, g: (g.reshape(_x(n).shape),),

@@ -13,10 +13,11 @@ lifetimes through the target's allocator rounding (``ir.memory``), then check
 Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom, or tensors
 that must be split); **red** refused. A red or yellow plan lists remediations with an
 estimated saving each, measured by re-tracing where that is possible (half the batch,
-mixed f16) and estimated from the classes otherwise (checkpointing, LoRA/PEFT). When
-parameters, gradients and optimizer state alone exceed the budget, the model is too
-large for one device: the plan says so and names PyTorch's FSDP through
-``scellis export REC --to torch-train DIR`` and ``torchrun`` as a way out.
+mixed f16, the frozen base quantised to NF4 under LoRA adapters) and estimated from
+the classes otherwise (checkpointing, LoRA/PEFT). When parameters, gradients and
+optimizer state alone exceed the budget, the model is too large for one device: the
+plan says so and names PyTorch's FSDP through ``scellis export REC --to torch-train
+DIR`` and ``torchrun`` as a way out.
 """
 
 from __future__ import annotations
@@ -371,11 +372,14 @@ def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int 
                 f"the budget: no batch size can help. " + peft["detail"]
             )
         out.append(peft)
+        qlora = _quantized_base(record, plan, update, scalars)
+        if qlora is not None:
+            out.append(qlora)
         if fixed > budget:
             out = [r for r in out if not r["fix"].startswith("smaller batch")] + [
                 r for r in out if r["fix"].startswith("smaller batch")
             ]
-            out.sort(key=lambda r: r["fix"] != "LoRA/PEFT")
+            out.sort(key=lambda r: r["fix"] not in ("LoRA/PEFT", QUANTIZE_FIX))
             out.insert(1, sharded(plan, fixed))
     return out
 
@@ -435,6 +439,42 @@ def _peft(record: dict, plan: Plan, update, scalars: int) -> dict:
         "saving": int(train_state * 0.98),
         "detail": "PEFT trains small adapters: the frozen weights need no gradients or "
         f"optimizer state ({human(train_state)} at the peak; estimate: nearly all of it)",
+    }
+
+
+QUANTIZE_FIX = "quantise the base (nf4)"
+
+
+def _quantized_base(record: dict, plan: Plan, update, scalars: int) -> dict | None:
+    """QLoRA's saving, traced: the record's frozen dense weights stored as NF4 codes and
+    scales (``finetune: quantize_base: nf4``), under its adapters or, for a record without
+    a finetune section, under LoRA rank 8 on every dense block. None when the base is
+    quantised already or there is no dense block to adapt."""
+    section = dict(record.get("finetune") or {})
+    if section.get("quantize_base") is not None:
+        return None
+    adapted = bool(section.get("adapters"))
+    if not section:
+        section = {"adapters": [dict(LORA)]}
+    try:
+        peak = profile(
+            trace({**record, "finetune": {**section, "quantize_base": "nf4"}}, mode=plan.mode,
+                  batch=plan.batch, precision=plan.precision, update=update,
+                  device=plan.target.device),
+            plan.target.device,
+            scalars,
+        ).peak  # fmt: skip
+    except ScellisError:
+        return None
+    how = "under the record's adapters" if adapted else "under LoRA rank 8 on every dense block"
+    yaml = "finetune: {quantize_base: nf4}" if adapted else (
+        "finetune: {adapters: [{block_id: peft/lora, target_modules: '*'}], quantize_base: nf4}"
+    )  # fmt: skip
+    return {
+        "fix": QUANTIZE_FIX,
+        "saving": max(0, plan.peak - peak),
+        "detail": f"frozen dense weights as NF4 codes and per-64 scales (about 0.56 bytes a "
+        f"weight instead of 4) {how} peak at {human(peak)} (traced); in the record: {yaml}",
     }
 
 

@@ -22,3 +22,32 @@ def _matmul(specs, attrs):
 
 
 register(OpDef("matmul", "matmul", 2, _matmul, diff_inputs=(0, 1)))
+
+
+def _qmatmul(specs, attrs):
+    """x [M, K] times a quantised W [rows, cols] (``base.quant``'s layout): x @ W^T
+    (K = cols, out [M, rows]), or x @ W with ``trans`` (K = rows, out [M, cols])."""
+    x, codes, scales = specs
+    if not x.dtype.is_float or codes.dtype.name != "u32" or scales.dtype.name != "f32":
+        raise DTypeError(
+            f"qmatmul takes a float input, u32 codes and f32 scales, got "
+            f"{x.dtype}, {codes.dtype}, {scales.dtype}"
+        )
+    rows, cols = attrs["rows"], attrs["cols"]
+    k, n = (rows, cols) if attrs["trans"] else (cols, rows)
+    if len(x.shape) != 2 or x.shape[1] != k:
+        raise ShapeError(f"qmatmul: input {x.shape} does not meet a [{rows}, {cols}] weight")
+    return [Spec((x.shape[0], n), x.dtype)]
+
+
+register(
+    OpDef(
+        "qmatmul",
+        "matmul",
+        3,
+        _qmatmul,
+        attrs=("fmt", "rows", "cols", "block", "trans"),
+        diff_inputs=(0,),
+        doc="matmul with a quantised frozen weight, dequantised inside the kernel",
+    )
+)

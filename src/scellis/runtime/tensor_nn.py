@@ -90,6 +90,14 @@ class TensorNN:
     def __rmatmul__(self, other):
         return _matmul(other, self)
 
+    def qmatmul(self, codes, scales, *, fmt, rows, cols, block, trans=False):
+        """``self @ W^T`` (``trans``: ``self @ W``) with W [rows, cols] stored quantised
+        as ``codes`` and ``scales`` (``base.quant``'s layout), decoded inside the kernel."""
+        return apply_op(
+            "qmatmul", (self, codes, scales),
+            fmt=fmt, rows=rows, cols=cols, block=block, trans=bool(trans),
+        )  # fmt: skip
+
     # -- composites --
     def softmax(self, axis=-1):
         return C.softmax(self, axis)

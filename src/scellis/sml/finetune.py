@@ -3,17 +3,47 @@
 ``swap_head`` maps block paths to the fields that change (checked against the block's
 own fields when the path is a top-level block); ``adapters`` is a list of catalog
 entries of kind ``peft`` (``{block_id: peft/lora, ...}``), which ``validate`` checks
-like any entry; ``freeze`` and ``train`` are name patterns. Whether a pattern matches
+like any entry; ``freeze`` and ``train`` are name patterns; ``quantize_base`` is a
+format (``nf4``, ``int8``) or ``{format: nf4, block_size: 64}``. Whether a pattern matches
 a parameter is known only once the model is built, so the catalog checks that.
 """
 
 from __future__ import annotations
 
+from ..base.errors import ScellisError
+from ..base.quant import DEFAULT_BLOCK, FORMATS, check_format
 from .document import Document
 from .registry import Registry
 from .schema import hint
 
-KEYS = ("swap_head", "adapters", "freeze", "train")
+KEYS = ("swap_head", "adapters", "freeze", "train", "quantize_base")
+QUANT_KEYS = ("format", "block_size")
+
+
+def _quantize(doc: Document, v, out: list) -> None:
+    path = ("finetune", "quantize_base")
+    fmt, block, at = v, DEFAULT_BLOCK, path
+    if isinstance(v, dict):
+        for k in v:
+            if k not in QUANT_KEYS:
+                out.append(
+                    doc.diag(
+                        path + (k,),
+                        f"unknown quantize_base key {k!r}",
+                        hint(k, QUANT_KEYS),
+                        key=True,
+                    )  # fmt: skip
+                )
+                return
+        fmt, block = v.get("format", "nf4"), v.get("block_size", DEFAULT_BLOCK)
+        bad_fmt = fmt not in FORMATS
+        at = path + (("format",) if bad_fmt and "format" in v else ("block_size",))
+    try:
+        check_format(fmt, block)
+    except ScellisError as e:
+        out.append(
+            doc.diag(at, str(e), "e.g. quantize_base: nf4, or {format: nf4, block_size: 64}")
+        )
 
 
 def _patterns(doc: Document, key: str, v, out: list) -> None:
@@ -85,6 +115,8 @@ def check_finetune(doc: Document, reg: Registry, out: list) -> list[tuple]:
             _patterns(doc, k, sec[k], out)
     if "swap_head" in sec:
         _heads(doc, sec["swap_head"], reg, out)
+    if "quantize_base" in sec:
+        _quantize(doc, sec["quantize_base"], out)
     adapters = sec.get("adapters", [])
     if not isinstance(adapters, list):
         out.append(

@@ -113,5 +113,8 @@ def _write(target: Tensor, value, key: str) -> None:
         raise ScellisError(f"{key}: saved shape {tuple(src.shape)}, model {tuple(target.shape)}")
     if not target.is_contiguous():
         raise ScellisError(f"{key}: cannot load into a non-contiguous tensor")
+    if not target.dtype.is_float:  # integer codes (a quantised weight): no optimizer view
+        target.copy_(src.cast(target.dtype))
+        return
     src = apply("copy", (src.cast(target.dtype).reshape((-1,)),))
     apply_inplace("flat_gather", (src,), (view_of(target, 0, (target.numel,)),))

@@ -29,7 +29,8 @@ def unlabelled(name: str):
 @contextlib.contextmanager
 def working_copies(model, dtype):
     """Within the block, every float parameter attribute of ``model`` is its cast to
-    ``dtype`` (recorded, so gradients reach the master); restored on exit."""
+    ``dtype`` (recorded, so gradients reach the master); restored on exit. A module's
+    ``full_precision`` names stay as they are (a quantised weight's scales)."""
     if dtype == f32:
         yield
         return
@@ -38,7 +39,8 @@ def working_copies(model, dtype):
     for path, p in model.named_parameters():
         owner, _, name = path.rpartition(".")
         mod = owners[owner]
-        if p.dtype.is_float and p.dtype != dtype:
+        keep = name in getattr(mod, "full_precision", ())
+        if p.dtype.is_float and p.dtype != dtype and not keep:
             swapped.append((mod, name, p))
             object.__setattr__(mod, name, p.cast(dtype))
     try:

@@ -4,7 +4,8 @@ Adapters are catalog entries of kind ``peft`` (a Config and a function that atta
 it to a built model), registered through the same ``register`` a user's own takes:
 ``peft/lora`` and ``peft/dora`` (lowered with the op graph), ``peft/prefix`` and
 ``peft/prompt`` (eager path). ``apply_finetune`` applies a record's ``finetune:``
-section; ``merge_lora`` folds LoRA-family adapters back into dense weights for export.
+section; ``merge_lora`` folds LoRA-family adapters back into dense weights for export;
+``quantize_base`` stores the frozen dense weights as int8 or NF4 codes (QLoRA).
 """
 
 from ..registry import register
@@ -19,6 +20,8 @@ from .prefix import (
     apply_prefix,
     apply_prompt,
 )
+from .quant import QuantLinear
+from .quantize import quantize_base, quantized_bytes
 
 for _id, _cfg, _impl in (
     ("peft/lora", LoRAConfig, apply_lora),
@@ -38,6 +41,7 @@ __all__ = [
     "PrefixConfig",
     "PromptConfig",
     "PromptEmbedding",
+    "QuantLinear",
     "adapters_of",
     "apply_adapter",
     "apply_finetune",
@@ -48,6 +52,8 @@ __all__ = [
     "freeze",
     "frozen",
     "merge_lora",
+    "quantize_base",
+    "quantized_bytes",
     "set_trainable",
     "swap_head",
     "trainable",

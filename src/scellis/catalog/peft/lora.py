@@ -27,6 +27,7 @@ from ..blocks.common import Block, dense
 from ..blocks.linear import Linear
 from ..module import Module
 from ..registry import field
+from .quant import dequantized_weight, frozen_dense
 from .select import put_param, replace_child, select
 
 
@@ -76,17 +77,21 @@ class LoRALinear(Block):
         return dense(dense(h, self.lora_A), self.lora_B) * self.scale
 
     def forward(self, x):
-        return dense(x, self.weight, self.bias) + self.delta(x)
+        return frozen_dense(self, x) + self.delta(x)
+
+    def base_weight(self):
+        """W, decoded from its codes when the base is stored quantised."""
+        return self.weight if getattr(self, "quant", None) is None else dequantized_weight(self)
 
     def merged_weight(self):
         """W + s B A: the dense weight that computes the adapted map (without dropout)."""
-        return self.weight + (self.lora_B @ self.lora_A) * self.scale
+        return self.base_weight() + (self.lora_B @ self.lora_A) * self.scale
 
     @no_grad()
     def merge(self) -> Linear:
         """The base dense block carrying the merged weight (frozen as W was)."""
         w = self.merged_weight().contiguous()
-        w.requires_grad = self.weight.requires_grad
+        w.requires_grad = getattr(self.weight, "requires_grad", False)
         put_param(self.base, "weight", w)
         if self.bias is not None:
             put_param(self.base, "bias", self.bias)

@@ -8,13 +8,16 @@ The section (all keys optional)::
         - {block_id: peft/lora, target_modules: [q, v], rank: 4, alpha: 8}
       freeze: ["*"]                            # patterns over the pre-trained parameters
       train: [ln_f.*]                          # patterns taken back out of freeze
+      quantize_base: nf4                       # or int8, or {format: nf4, block_size: 64}
 
 Steps run in that order, after the pre-trained weights are loaded. ``freeze`` and
 ``train`` look only at the parameters the model had before (new parameters, the
 adapters' and a swapped head's, are always trained); ``freeze`` defaults to every
 old parameter when there are adapters, to none otherwise. New parameters are drawn
 from Philox streams of the record's seed (``head`` for swapped heads, ``peft`` for
-adapters), so a fine-tuning run is as reproducible as a training run.
+adapters), so a fine-tuning run is as reproducible as a training run. Last,
+``quantize_base`` stores every weight that ended up frozen in a dense block as int8 or
+NF4 codes (QLoRA; see ``quant``): the adapters train in the run's precision on top.
 """
 
 from __future__ import annotations
@@ -24,13 +27,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...base.errors import ScellisError
+from ...base.quant import DEFAULT_BLOCK, check_format
 from ...base.rng import Generator
 from ..module import Module
 from ..registry import entries, lookup
 from .freeze import swap_head
+from .quant import QUANT_PARAMS
+from .quantize import quantize_base, quantized_bytes
 from .select import as_patterns, select
 
-KEYS = ("swap_head", "adapters", "freeze", "train")
+KEYS = ("swap_head", "adapters", "freeze", "train", "quantize_base")
+QUANT_KEYS = ("format", "block_size")
 
 
 @dataclass
@@ -41,6 +48,23 @@ class FinetunePlan:
     swapped: list[str]
     frozen: list[str]
     trainable: list[str]
+    quantized: list[str] = dataclasses.field(default_factory=list)  # block paths
+
+
+def quantize_options(spec) -> tuple[str, int]:
+    """(format, block size) of a ``quantize_base`` value: ``nf4`` or a mapping."""
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - set(QUANT_KEYS))
+        if unknown:
+            raise ScellisError(
+                f"finetune.quantize_base has no key {unknown[0]!r}; its keys are "
+                f"{', '.join(QUANT_KEYS)}"
+            )
+        spec_fmt, block = spec.get("format", "nf4"), spec.get("block_size", DEFAULT_BLOCK)
+    else:
+        spec_fmt, block = spec, DEFAULT_BLOCK
+    check_format(spec_fmt, block)
+    return spec_fmt, block
 
 
 def adapter_config(spec: Mapping, where: str = "adapter"):
@@ -104,11 +128,16 @@ def apply_finetune(model: Module, section: Mapping | None, *, seed: int = 0) -> 
     train = as_patterns(section.get("train", []))
     for n in select(pre, train, "pre-trained parameter") if train else []:
         params[n].requires_grad = True
+    quantized = []
+    if section.get("quantize_base") is not None:
+        quantized = quantize_base(model, *quantize_options(section["quantize_base"]))
+        params = dict(model.named_parameters())
     return FinetunePlan(
         adapters=done,
         swapped=list(heads),
         frozen=[n for n, p in params.items() if not p.requires_grad],
         trainable=[n for n, p in params.items() if p.requires_grad],
+        quantized=quantized,
     )
 
 
@@ -120,7 +149,10 @@ def adapters_of(model: Module) -> list[tuple[str, Module]]:
 def describe(model: Module) -> str:
     """Adapters, their lowering (graph or eager) and the trainable share, as text."""
     params = list(model.named_parameters())
-    total = sum(p.numel for _, p in params)
+    specs = [m.quant for _, m in model.named_modules() if getattr(m, "quant", None)]
+    # a quantised weight counts as the weights it stands for, not its words and scales
+    stored = sum(p.numel for n, p in params if not n.endswith(QUANT_PARAMS))
+    total = stored + sum(q.numel for q in specs)
     train = sum(p.numel for _, p in params if p.requires_grad)
     frozen = sum(1 for _, p in params if not p.requires_grad)
     found = adapters_of(model)
@@ -129,6 +161,13 @@ def describe(model: Module) -> str:
         f"peft: {len(found)} adapted block(s); trainable {train:,} of {total:,} parameters "
         f"({share:.2f}%); {frozen} frozen tensor(s)"
     ]
+    qbytes = quantized_bytes(model)
+    if qbytes:
+        f32_bytes = sum(4 * q.numel for q in specs)
+        lines.append(
+            f"  base quantised: {len(specs)} weight(s) as {specs[0].fmt}, {qbytes:,} bytes of "
+            f"codes and scales (f32: {f32_bytes:,})"
+        )
     width = max((len(p) for p, _ in found), default=0)
     for path, m in found:
         how = (

@@ -11,9 +11,10 @@ from ...base.errors import DeviceError
 from ..base import Buffer, View
 from .attention import KERNELS as _ATTN_KERNELS
 from .kernels import KERNELS as _BASE_KERNELS
+from .quant import qmatmul
 from .recurrent import KERNELS as _RNN_KERNELS
 
-KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS}
+KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS, "qmatmul": qmatmul}
 
 NP_DTYPES = {
     "f16": np.float16,

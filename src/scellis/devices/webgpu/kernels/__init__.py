@@ -1,7 +1,29 @@
 """WGSL kernel builders (devices layer), one module per op family, merged into KERNELS."""
 
-from . import attention, elementwise, index, layout, matmul, optim, random, recurrent, reduce  # noqa: F401
+from . import (  # noqa: F401
+    attention,
+    elementwise,
+    index,
+    layout,
+    matmul,
+    optim,
+    qmatmul,
+    random,
+    recurrent,
+    reduce,
+)
 
 KERNELS: dict = {}
-for _mod in (attention, elementwise, random, reduce, layout, index, matmul, optim, recurrent):
+for _mod in (
+    attention,
+    elementwise,
+    random,
+    reduce,
+    layout,
+    index,
+    matmul,
+    qmatmul,
+    optim,
+    recurrent,
+):
     KERNELS.update(_mod.KERNELS)

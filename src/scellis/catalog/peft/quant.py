@@ -1,0 +1,104 @@
+"""Quantised frozen base weights (catalog layer): QLoRA's storage under the adapters.
+
+``quantize.quantize_base(model, "nf4")`` stores every *frozen* dense weight (a plain dense block's
+or the base weight under a LoRA adapter) as packed codes and scales (``base.quant``:
+int8 per output channel, or NF4 per block of 64), and the f32 weight is dropped. The
+block's forward then runs the ``qmatmul`` primitive, which decodes the codes inside the
+matmul kernel, so the dense weight never exists again; its backward gives the input
+its gradient through the same kernel (x @ W), and the codes none: they stay frozen.
+
+The codes and scales are frozen parameters, ``weight_codes`` (u32) and
+``weight_scales`` (f32) in place of ``weight``: checkpoints keep them (a resume loads
+them back exactly) and the memory planner counts their bytes. Mixed precision leaves the
+scales in f32 (``full_precision``). Quantising reads the weight back to the host once
+(native hosts); on the planner's recording device only the shapes are made.
+"""
+
+from __future__ import annotations
+
+from ...autograd import no_grad
+from ...base.dtypes import f32, u32
+from ...base.errors import ScellisError
+from ...base.quant import DEFAULT_BLOCK, QuantSpec, dequantize, quantize
+from ...devices.null import NullBackend
+from ...runtime.creation import from_bytes, tensor, zeros
+from ..blocks.common import Block, dense
+from ..blocks.linear import Linear
+from ..module import Module
+from .select import put_param
+
+QUANT_PARAMS = ("weight_codes", "weight_scales")
+
+
+def quantized(weight, fmt: str, block: int = DEFAULT_BLOCK):
+    """(spec, codes, scales) of a 2-d ``weight`` on its own device."""
+    if weight.ndim != 2:
+        raise ScellisError(f"only 2-d dense weights are quantised, got shape {weight.shape}")
+    spec = QuantSpec(fmt, weight.shape[0], weight.shape[1], block)
+    dev = weight.device
+    if isinstance(dev, NullBackend):  # shapes only: nothing to read or compute
+        return spec, zeros((spec.n_words,), u32, dev), zeros((spec.n_scales,), f32, dev)
+    values = weight.detach().cast(f32).reshape(-1).tolist()
+    words, scales = quantize(values, spec)
+    codes = from_bytes(words.tobytes(), (spec.n_words,), u32, dev)
+    return spec, codes, from_bytes(scales.tobytes(), (spec.n_scales,), f32, dev)
+
+
+def store_quantized(mod: Module, fmt: str, block: int) -> None:
+    """Replace ``mod.weight`` by its codes and scales, frozen, and note the spec."""
+    spec, codes, scales = quantized(mod.weight, fmt, block)
+    # the wrapped block kept outside the tree (an adapter's base) must let go of the f32
+    # weight too, or its memory is never given back
+    for owner in (mod, getattr(mod, "base", None)):
+        if owner is not None and "weight" in owner._params:
+            owner._params.pop("weight")
+            object.__setattr__(owner, "weight", None)
+    for name, t in zip(QUANT_PARAMS, (codes, scales)):
+        t.requires_grad = False
+        put_param(mod, name, t)
+    object.__setattr__(mod, "quant", spec)
+    object.__setattr__(mod, "full_precision", ("weight_scales",))
+
+
+def frozen_dense(mod: Module, x):
+    """``x @ W^T + b`` of a dense block whose W may be stored quantised."""
+    spec = getattr(mod, "quant", None)
+    if spec is None:
+        return dense(x, mod.weight, mod.bias)
+    lead = x.shape[:-1]
+    y = x.reshape(-1, x.shape[-1]).qmatmul(mod.weight_codes, mod.weight_scales, **spec.attrs())
+    if mod.bias is not None:
+        y = y + mod.bias
+    return y.reshape(*lead, spec.rows)
+
+
+@no_grad()
+def dequantized_weight(mod: Module):
+    """The f32 weight the codes stand for (for a merge or an export), on mod's device."""
+    spec = mod.quant
+    words = mod.weight_codes.tolist()
+    scales = mod.weight_scales.tolist()
+    values = dequantize(words, scales, spec)
+    w = tensor(values, device=mod.weight_codes.device, dtype=f32)
+    return w.reshape(spec.rows, spec.cols)
+
+
+class QuantLinear(Block):
+    """A frozen dense block whose weight is stored quantised (``weight_codes``,
+    ``weight_scales``; ``bias`` as it was)."""
+
+    kind = "peft/quant"
+    incremental = True  # acts on each position alone (see blocks.decoding)
+
+    def __init__(self, base: Linear, fmt: str, block: int):
+        c = base.ctx
+        super().__init__(base.config, c["device"], c["dtype"], c["gen"])
+        put_param(self, "weight", base.weight)
+        if base.bias is not None:
+            put_param(self, "bias", base.bias)
+        else:
+            object.__setattr__(self, "bias", None)
+        store_quantized(self, fmt, block)
+
+    def forward(self, x):
+        return frozen_dense(self, x)

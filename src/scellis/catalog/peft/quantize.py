@@ -1,0 +1,55 @@
+"""Quantising a model's frozen base (catalog layer): QLoRA's ``quantize_base``.
+
+Which weights: every frozen dense weight, a plain dense block's (it becomes a
+``QuantLinear``) or the base under a LoRA adapter (stored quantised in place); see
+``quant`` for the storage and the kernel.
+"""
+
+from __future__ import annotations
+
+from ...base.errors import ScellisError
+from ...base.quant import DEFAULT_BLOCK, check_format
+from ..blocks.linear import Linear
+from ..module import Module
+from .lora import DoRALinear, LoRALinear
+from .quant import QuantLinear, store_quantized
+from .select import replace_child
+
+
+def quantize_base(model: Module, fmt: str, block: int = DEFAULT_BLOCK) -> list[str]:
+    """Store every frozen dense weight of ``model`` quantised; their block paths.
+
+    Run it after the adapters are attached and the model frozen: a weight that still
+    trains keeps f32 (it needs its gradient), and DoRA, which normalises the adapted
+    weight's rows, needs the dense weight itself."""
+    check_format(fmt, block)
+    done = []
+    for path, mod in list(model.named_modules()):
+        if getattr(mod, "quant", None) is not None:
+            continue
+        w = getattr(mod, "weight", None)
+        if not isinstance(mod, (Linear, LoRALinear)) or w is None or w.requires_grad:
+            continue
+        if isinstance(mod, DoRALinear):
+            raise ScellisError(
+                f"quantize_base cannot quantise {path!r}: DoRA normalises the adapted weight's "
+                "rows, so it needs the dense weight (use peft/lora with a quantised base)"
+            )
+        if isinstance(mod, LoRALinear):
+            store_quantized(mod, fmt, block)
+        else:
+            new = QuantLinear(mod, fmt, block)
+            new.train(mod.training)
+            replace_child(model, path, new)
+        done.append(path)
+    if not done:
+        raise ScellisError(
+            "quantize_base found no frozen dense weight to quantise (freeze the base, e.g. "
+            "with adapters, which freeze every pre-trained weight by default)"
+        )
+    return done
+
+
+def quantized_bytes(model: Module) -> int:
+    """Bytes of every quantised weight's codes and scales in ``model``."""
+    return sum(m.quant.nbytes for _, m in model.named_modules() if getattr(m, "quant", None))

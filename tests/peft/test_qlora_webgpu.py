@@ -1,0 +1,60 @@
+"""Quantised matmul on WebGPU (lavapipe in CI): the WGSL kernel decodes the codes as the
+reference device's NumPy does, on shapes that are no multiple of the NF4 block, and
+adapters over a quantised base train alike on both devices."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from peftutil import rng_for
+from test_qlora import _train
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+
+import scellis as sc  # noqa: E402
+from scellis.base.quant import QuantSpec, quantize  # noqa: E402
+from scellis.devices import get_device  # noqa: E402
+from scellis.devices.reference.quant import dequantize  # noqa: E402
+
+pytestmark = pytest.mark.webgpu
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    return get_device("webgpu")
+
+
+def _product(device, x, words, scales, spec, trans):
+    codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
+    s = sc.tensor(np.frombuffer(scales.tobytes(), np.float32), device=device)
+    return np.asarray(sc.tensor(x, device=device).qmatmul(codes, s, **spec.attrs(),
+                                                          trans=trans).tolist())  # fmt: skip
+
+
+# 5 x 13 = 65 and 9 x 31 = 279 elements: partial last blocks, words padded with zero codes
+@pytest.mark.parametrize("fmt", ["nf4", "int8"])
+@pytest.mark.parametrize("rows, cols, m", [(5, 13, 3), (9, 31, 7), (1, 8, 1)])
+@pytest.mark.parametrize("trans", [False, True])
+def test_the_wgsl_kernel_decodes_as_the_reference(gpu, fmt, rows, cols, m, trans):
+    rng = rng_for(f"{fmt}{rows}{cols}{trans}")
+    w = rng.standard_normal((rows, cols)).astype(np.float32)
+    spec = QuantSpec(fmt, rows, cols, 16 if fmt == "nf4" and rows == 9 else 64)
+    words, scales = quantize(w.reshape(-1).tolist(), spec)
+    x = rng.standard_normal((m, rows if trans else cols)).astype(np.float32)
+    want = _product("reference", x, words, scales, spec, trans)
+    got = _product(gpu, x, words, scales, spec, trans)
+    # the matmul kernel's bound, with one more rounding per product (code times scale)
+    deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), scales, spec)
+    mag = np.abs(x) @ (np.abs(deq) if trans else np.abs(deq).T)
+    assert (np.abs(got - want) <= (x.shape[1] + 1) * 2**-23 * mag).all()
+    assert np.abs(want).max() > 0
+
+
+def test_adapters_on_a_quantised_base_train_on_webgpu_as_on_the_reference(gpu):
+    _, ref = _train("reference", steps=4)
+    _, dev = _train(gpu, steps=4)
+    assert dev[-1] < dev[0]
+    np.testing.assert_allclose(dev, ref, rtol=1e-5)

@@ -1,0 +1,79 @@
+"""The memory plan of a QLoRA run: the frozen base counted as its codes and scales, and
+"quantise the base (nf4)" offered, with its traced saving, when a LoRA plan is red."""
+
+from __future__ import annotations
+
+import copy
+
+from planutil import transformer
+
+from scellis.base.quant import QuantSpec
+from scellis.ir.limits import resolve
+from scellis.ir.memory import profile
+from scellis.ir.plan import QUANTIZE_FIX, make_plan
+from scellis.ir.trace import trace
+from scellis.model import finetune_model
+
+LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 2}
+
+
+def _qlora(record: dict, fmt: str = "nf4") -> dict:
+    return {**record, "finetune": {"adapters": [dict(LORA)], "quantize_base": fmt}}
+
+
+def test_the_plan_counts_the_codes_and_scales_of_the_frozen_weights():
+    for fmt in ("nf4", "int8"):
+        record = _qlora(transformer(24, 1, 2), fmt)
+        planned = profile(trace(record, device="reference"), "reference").at_end["parameters"]
+        model, plan = finetune_model(record, device="reference")  # quantised for real
+        dense = [m for _, m in model.named_modules() if getattr(m, "quant", None)]
+        assert dense and plan.quantized
+        # codes: ceil(n / 8) or ceil(n / 4) u32 words; scales: one f32 per block or per row
+        n = [m.quant.rows * m.quant.cols for m in dense]
+        if fmt == "nf4":
+            want_q = sum(4 * (-(-k // 8)) + 4 * (-(-k // 64)) for k in n)
+        else:
+            want_q = sum(4 * (-(-m.quant.numel // 4)) + 4 * m.quant.rows for m in dense)
+        assert want_q == sum(QuantSpec(fmt, m.quant.rows, m.quant.cols).nbytes for m in dense)
+        rest = sum(
+            p.numel * p.dtype.itemsize
+            for name, p in model.named_parameters()
+            if not name.endswith(("weight_codes", "weight_scales"))
+        )
+        assert planned == want_q + rest
+
+
+def _wide_lora() -> dict:
+    record = copy.deepcopy(transformer(16, 1, 2))
+    record["finetune"] = {"adapters": [dict(LORA)]}
+    for name in ("tok", "pos", "body", "head"):
+        b = record["blocks"][name]
+        for key in ("embedding_dim", "dim", "d_model"):
+            if key in b:
+                b[key] = 256
+    return record
+
+
+def test_a_red_lora_plan_offers_to_quantise_the_base_with_its_traced_saving():
+    record = _wide_lora()
+    target = resolve("reference", "2MiB")
+    plan = make_plan(record, target)
+    assert plan.verdict == "red"
+    fix = next(r for r in plan.remediations if r["fix"] == QUANTIZE_FIX)
+    assert "(traced)" in fix["detail"] and "quantize_base: nf4" in fix["detail"]
+    quantised = make_plan({**record, "finetune": {**record["finetune"], "quantize_base": "nf4"}},
+                          target)  # fmt: skip
+    assert fix["saving"] == plan.peak - quantised.peak > 0
+    assert not any(r["fix"] == QUANTIZE_FIX for r in quantised.remediations)
+
+
+def test_a_red_plan_without_adapters_offers_qlora_on_every_dense_block():
+    record = _wide_lora()
+    del record["finetune"]
+    target = resolve("reference", "2MiB")
+    plan = make_plan(record, target)
+    fix = next(r for r in plan.remediations if r["fix"] == QUANTIZE_FIX)
+    assert "under LoRA rank 8 on every dense block" in fix["detail"]
+    lora = {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 8}]}
+    qlora = make_plan({**record, "finetune": {**lora, "quantize_base": "nf4"}}, target)
+    assert fix["saving"] == plan.peak - qlora.peak > 0
