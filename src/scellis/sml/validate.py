@@ -107,6 +107,23 @@ def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list,
     return values if len(out) == n0 else None
 
 
+def _check_parts(doc: Document, path: tuple, reg: Registry, out: list) -> None:
+    """A composite schedule's ``schedulers`` are scheduler sections themselves (checked
+    like the top one, at their own line:col); with ``milestones`` (sequential), one
+    milestone starts each part after the first."""
+    spec = _value_at(doc.data, path)
+    parts = spec.get("schedulers") if isinstance(spec, dict) else None
+    if not isinstance(parts, list):
+        return
+    for i in range(len(parts)):
+        check_entry(doc, path + ("schedulers", i), "scheduler", reg, out)
+        _check_parts(doc, path + ("schedulers", i), reg, out)
+    ms = spec.get("milestones")
+    if isinstance(ms, list) and len(ms) != len(parts) - 1:
+        msg = f"{len(parts)} schedulers need {len(parts) - 1} milestones, got {len(ms)}"
+        out.append(doc.diag(path + ("milestones",), msg))
+
+
 def _value_at(data, path: tuple):
     for k in path:
         if isinstance(data, dict):
@@ -278,6 +295,8 @@ def validate(doc: Document, registry: Registry) -> list[Diagnostic]:
     for sec, kind in PIPELINE.items():
         if sec in doc.data:
             check_entry(doc, (sec,), kind, registry, out)
+    if isinstance(doc.data.get("scheduler"), dict):
+        _check_parts(doc, ("scheduler",), registry, out)
     if "finetune" in doc.data:
         for path in check_finetune(doc, registry, out):
             check_entry(doc, path, "peft", registry, out)
