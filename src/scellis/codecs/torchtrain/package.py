@@ -112,6 +112,8 @@ def package_config(record: dict, data: dict, digest: str, text_data: bool, label
         raise ScellisError(
             f"optimizer {_kind(opt, 'training/optimizer/')!r} has no torch-train export yet"
         )
+    if opt.get("groups"):
+        raise ScellisError("optimizer groups have no torch-train export yet")
     sched = record.get("scheduler")
     scheduler = None
     if sched:
