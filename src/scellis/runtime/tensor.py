@@ -73,6 +73,7 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         "grad",
         "_node",
         "_retains_grad",
+        "_version",
         "__weakref__",
     )
 
@@ -87,6 +88,7 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         self.grad: Tensor | None = None
         self._node = None
         self._retains_grad = False
+        self._version = 0  # in-place changes so far; the tape checks it (torch's _version)
 
     # -- geometry --
     @property
@@ -106,7 +108,8 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         return self.shape[0]
 
     @property
-    def view(self) -> View:
+    def device_view(self) -> View:
+        """The device's view of this tensor's storage (what kernels are given)."""
         return View(self._buf, self.shape, self.strides, self.offset, self.dtype)
 
     def is_contiguous(self) -> bool:
