@@ -84,6 +84,22 @@ THEIRS = {
 PARAMS = [(name, k, opts) for name, lst in CASES.items() for k, opts in enumerate(lst)]
 
 
+def test_the_radam_cases_cross_the_rectification_switch():
+    """Both of RAdam's regimes are compared above: plain momentum steps, then rectified."""
+    from scellis.ops.optim_adaptive import radam_scalars
+
+    for opts in CASES["radam"]:
+        b1, b2 = opts.get("betas", (0.9, 0.999))
+        flags = [
+            radam_scalars({**RADAM_ATTRS, "beta1": b1, "beta2": b2, "step": t})["rectify"]
+            for t in range(1, STEPS_OF["radam"] + 1)
+        ]
+        assert flags[0] == 0.0 and flags[-1] == 1.0
+
+
+RADAM_ATTRS = {"lr": 0.01, "eps": 1e-8, "weight_decay": 0.0, "decoupled_weight_decay": False}
+
+
 def _values(t) -> torch.Tensor:
     return torch.tensor(np.asarray(t.tolist(), dtype=np.float32))
 

@@ -150,8 +150,9 @@ def _check_parts(doc: Document, path: tuple, reg: Registry, out: list) -> None:
     for i in range(len(parts)):
         check_entry(doc, path + ("schedulers", i), "scheduler", reg, out)
         _check_parts(doc, path + ("schedulers", i), reg, out)
-    ms = spec.get("milestones")
-    if isinstance(ms, list) and len(ms) != len(parts) - 1:
+    ms, bid = spec.get("milestones"), str(spec.get("block_id"))
+    known = reg.kind_of(bid) == "scheduler" and "milestones" in {f.name for f in reg.fields(bid)}
+    if known and isinstance(ms, list) and len(ms) != len(parts) - 1:
         msg = f"{len(parts)} schedulers need {len(parts) - 1} milestones, got {len(ms)}"
         out.append(doc.diag(path + ("milestones",), msg))
 
