@@ -90,6 +90,18 @@ def test_in_place_on_a_tensor_the_tape_saved_is_refused_like_torch():
         _modified_after_use(sc, sc.no_grad)
 
 
+def test_a_change_through_another_view_of_the_storage_is_refused_like_torch():
+    for lib, err in ((torch, RuntimeError), (sc, sc.ScellisError)):
+        x = lib.tensor(A)
+        flat = x.reshape(24)  # a view: the same storage
+        w = lib.tensor(A[0], requires_grad=True)
+        y = (x * w).sum()
+        with lib.no_grad():
+            flat.add_(1.0)
+        with pytest.raises(err):
+            y.backward()
+
+
 def test_a_saved_result_changed_in_place_is_refused_like_torch():
     for lib, err in ((torch, RuntimeError), (sc, sc.ScellisError)):
         w = lib.tensor(A[0], requires_grad=True)

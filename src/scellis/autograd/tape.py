@@ -17,6 +17,7 @@ from .mode import no_grad
 class Node:
     __slots__ = (
         "op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype", "rule", "versions",
+        "out_version",
     )  # fmt: skip
 
     def __init__(
@@ -34,7 +35,8 @@ class Node:
         self.rule = None  # rule(node, g) of this node alone, or None: rules[op]
         # the inputs' in-place versions when recorded: a VJP reads the inputs, so one
         # changed in place since would give a wrong gradient (checked in backward)
-        self.versions = tuple(getattr(x, "_version", 0) for x in inputs)
+        self.versions = tuple(getattr(x, "_version", None) for x in inputs)
+        self.out_version = None  # the result's, where the VJP reads it (saved["out"])
 
     def __repr__(self) -> str:
         return f"Node({self.op}, {self.out_shape}, {self.out_dtype})"
@@ -108,9 +110,9 @@ def _check_versions(t, node) -> None:
     place after the forward used them, as torch does."""
     changed = [
         (k, x) for k, (x, v) in enumerate(zip(node.inputs, node.versions))
-        if x is not None and getattr(x, "_version", 0) != v
+        if x is not None and getattr(x, "_version", None) != v
     ]  # fmt: skip
-    if "out" in node.saved and t._version:
+    if "out" in node.saved and node.out_version not in (None, t._version):
         changed.append(("the result", t))
     if changed:
         k, x = changed[0]

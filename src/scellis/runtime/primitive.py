@@ -43,6 +43,7 @@ def _record(op: str, inputs: tuple, attrs: dict, out) -> None:
     node = Node(op, inputs, attrs, needs, out.shape, out.dtype)
     if op in SAVES_OUTPUT:
         node.saved["out"] = out.detach()
+        node.out_version = out._version
     out._node = node
     out.requires_grad = True
 

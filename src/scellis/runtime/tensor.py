@@ -73,7 +73,6 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         "grad",
         "_node",
         "_retains_grad",
-        "_version",
         "__weakref__",
     )
 
@@ -88,7 +87,6 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         self.grad: Tensor | None = None
         self._node = None
         self._retains_grad = False
-        self._version = 0  # in-place changes so far; the tape checks it (torch's _version)
 
     # -- geometry --
     @property
@@ -106,6 +104,13 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+
+    @property
+    def _version(self) -> tuple[int, int]:
+        """What the tape compares to see an in-place change (torch's ``_version``): the
+        storage and its write count, so a change through any view of the storage counts,
+        and so does pointing this tensor at other storage."""
+        return id(self._buf), getattr(self._buf, "version", 0)
 
     @property
     def device_view(self) -> View:

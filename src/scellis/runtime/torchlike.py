@@ -255,7 +255,6 @@ class TorchLikeMethods:
                 f"{what} on a tensor that requires grad: autograd cannot see in-place "
                 "changes; wrap it in `with scellis.no_grad():`"
             )
-        self._version += 1  # a backward that saved this tensor now refuses (autograd.tape)
         if tuple(new.shape) != tuple(self.shape):
             new = new.expand(self.shape)
         if new.device is not self.device:
@@ -265,6 +264,8 @@ class TorchLikeMethods:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
+            # every tensor over this storage changed: a backward that saved one refuses
+            self._buf.version = getattr(self._buf, "version", 0) + 1
         else:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self
