@@ -48,16 +48,22 @@ def _f32(x: float) -> float:
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
-_MU_PRODUCTS: dict[tuple[float, float], list[float]] = {}
+# (beta1, momentum_decay) -> (step, product): where the last call left off
+_MU_CURSORS: dict[tuple[float, float], tuple[int, float]] = {}
 
 
 def mu_product(beta1: float, momentum_decay: float, step: int) -> float:
-    """The f32 running product of NAdam's mu_1..mu_step (1.0 at step 0), memoised per
-    (beta1, momentum_decay) so a long run costs one multiplication per new step."""
-    products = _MU_PRODUCTS.setdefault((beta1, momentum_decay), [1.0])
-    while len(products) <= step:
-        products.append(_f32(products[-1] * _mu(beta1, momentum_decay, len(products))))
-    return products[step]
+    """The f32 running product of NAdam's mu_1..mu_step (1.0 at step 0). A cursor per
+    (beta1, momentum_decay) remembers the last step asked for, so steps asked in order
+    (as training asks them) cost one multiplication each; an earlier step starts over."""
+    t, prod = _MU_CURSORS.get((beta1, momentum_decay), (0, 1.0))
+    if t > step:
+        t, prod = 0, 1.0
+    while t < step:
+        t += 1
+        prod = _f32(prod * _mu(beta1, momentum_decay, t))
+    _MU_CURSORS[(beta1, momentum_decay)] = (t, prod)
+    return prod
 
 
 def _mu(beta1: float, momentum_decay: float, step: float) -> float:
