@@ -98,6 +98,11 @@ class _Composite(Scheduler):
     def check_parts(self, parts: list[Scheduler]) -> None:
         """Checks a composite adds on its parts."""
 
+    def load_state_dict(self, sd: dict) -> None:
+        if self._given is None:
+            self._parts = None  # rebuilt from the restored base rates
+        super().load_state_dict(sd)
+
 
 class Sequential(_Composite):
     config = SequentialConfig
