@@ -123,12 +123,12 @@ def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, objec
         if y is None:
             dev.sync()
             return
-        run_sync(dev.gpu.read_buffer(y.view.buf.handle.chunks[0], 0, 4))
+        run_sync(dev.gpu.read_buffer(y.device_view.buf.handle.chunks[0], 0, 4))
 
     min_s = args.min_sample_ms / 1e3
     op_stats = time_samples(op, sync, args.warmup, args.repeats, min_s)
     y = last["y"]
-    launches = dev.encode("matmul", [ta.view, tb.view], [y.view], attrs)
+    launches = dev.encode("matmul", [ta.device_view, tb.device_view], [y.device_view], attrs)
 
     def kernel():
         for src, grid in launches:
@@ -142,7 +142,7 @@ def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, objec
 def check_rows(dev, y, a, b, rows: int = 32) -> float:
     """max err/bound over ``rows`` spread rows of a WebGPU result ``y`` = ``a @ b``."""
     m, k = a.shape
-    data = run_sync(dev.read(y.view.buf))
+    data = run_sync(dev.read(y.device_view.buf))
     got = np.frombuffer(data, dtype=a.dtype, count=m * b.shape[1]).reshape(m, -1)
     idx = np.linspace(0, m - 1, min(rows, m)).astype(int)
     a64, b64 = a[idx].astype(np.float64), b.astype(np.float64)

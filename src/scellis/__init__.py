@@ -20,7 +20,10 @@ from .runtime import (  # noqa: F401
 from .runtime.creation import from_bytes, generator, manual_seed  # noqa: F401
 from .runtime.factories import (  # noqa: F401
     arange,
+    as_tensor,
     empty,
+    eye,
+    from_numpy,
     full,
     full_like,
     linspace,
@@ -34,4 +37,5 @@ from .runtime.factories import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from .runtime.functional import cat, stack, where  # noqa: F401
 from .version import __version__  # noqa: F401

@@ -225,3 +225,52 @@ def test_export_metrics_gives_every_recorded_value(run, capsys, tmp_path, fmt):
         r.close()
     assert {"loss", "lr", "val_loss", "val_mae", "val_rmse"} <= set(want)
     assert {n: sorted(v) for n, v in got.items()} == {n: sorted(v) for n, v in want.items()}
+
+
+def test_export_metrics_as_tensorboard_events(run, capsys, tmp_path):
+    """Read back with TensorBoard's own EventAccumulator: every recorded value, at its
+    step, as an f32 scalar (what TensorBoard stores)."""
+    from tensorboard.backend.event_processing.event_accumulator import (  # noqa: PLC0415
+        EventAccumulator,
+    )
+
+    from scellis.store.records import Records  # noqa: PLC0415
+
+    folder, store = run
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    logdir = tmp_path / "tb"
+    code, out, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store,
+                          "--format", "tensorboard", "--out", logdir)  # fmt: skip
+    assert code == 0, err
+    assert f"tensorboard --logdir {logdir}" in out
+    acc = EventAccumulator(str(logdir))
+    acc.Reload()
+    r = Records(store)
+    try:
+        want = {n: r.metrics(rid, n) for n in r.metric_names(rid)}
+    finally:
+        r.close()
+    assert set(acc.Tags()["scalars"]) == {n for n, pts in want.items() if pts}
+    for name, pts in want.items():
+        got = [(e.step, e.value) for e in acc.Scalars(name)]
+        expected = [(s, float(np.float32(v))) for s, v in sorted(pts) if v is not None]
+        assert sorted(got) == expected, name
+
+
+def test_tensorboard_export_without_the_package_names_the_extra(run, capsys, tmp_path,
+                                                               monkeypatch):  # fmt: skip
+    import sys  # noqa: PLC0415
+
+    folder, store = run
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    for name in [m for m in sys.modules if m.split(".")[0] == "tensorboard"] + ["tensorboard"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    code, _, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store,
+                        "--format", "tensorboard", "--out", tmp_path / "tb")  # fmt: skip
+    assert code == 2
+    assert "pip install 'scellis[tensorboard]'" in err and "Traceback" not in err
+    code, _, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store,
+                        "--format", "tensorboard")  # fmt: skip
+    assert code == 2 and "add --out DIR" in err

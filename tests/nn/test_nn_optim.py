@@ -45,6 +45,9 @@ def train(lib, model, opt, x, y, steps, dtype=None):
         lambda lib, ps: lib.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
         lambda lib, ps: lib.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
         lambda lib, ps: lib.optim.RMSprop(ps, lr=1e-3, centered=True),
+        lambda lib, ps: lib.optim.Adagrad(ps, 0.05, 0.01, 0.01, 0.1),
+        lambda lib, ps: lib.optim.NAdam(ps, lr=1e-2, momentum_decay=0.01),
+        lambda lib, ps: lib.optim.RAdam(ps, 1e-2, (0.8, 0.99), 1e-8, 0.1, True),
     ],
 )
 def test_weights_loaded_after_the_optimizer_still_train(make):

@@ -1,4 +1,5 @@
-"""Optimizers against torch.optim: parameters and moments after 5 steps, both devices.
+"""Optimizers against torch.optim: parameters and moments after 5 steps (RAdam: 8, past
+its rectification switch at step 6), both devices.
 
 Identical initial weights and identical random gradients go to a scellis optimizer
 and to its torch twin (Lion: the reference implementation in conftest); after every
@@ -13,7 +14,7 @@ import torch
 
 import scellis as sc
 from conftest import DEVICES, TorchLion
-from scellis.catalog.optim import SGD, Adam, AdamW, Lion, RMSprop
+from scellis.catalog.optim import SGD, Adagrad, Adam, AdamW, Lion, NAdam, RAdam, RMSprop
 
 SHAPES = [(3, 4), (5,)]
 STEPS = 5
@@ -40,16 +41,63 @@ CASES = {
         {"lr": 0.01, "centered": True, "momentum": 0.5, "weight_decay": 0.1},
     ],
     "lion": [{"lr": 1e-3}, {"lr": 3e-3, "betas": (0.95, 0.98), "weight_decay": 0.1}],
+    "adagrad": [
+        {"lr": 0.1},
+        {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.5},
+        {"lr": 0.05, "eps": 1e-6, "maximize": True},
+    ],
+    "nadam": [
+        {"lr": 0.01},
+        {"lr": 0.01, "momentum_decay": 0.05, "weight_decay": 0.1},
+        {"lr": 0.02, "betas": (0.8, 0.99), "weight_decay": 0.1, "decoupled_weight_decay": True},
+    ],
+    "radam": [
+        {"lr": 0.01},
+        {"lr": 0.01, "weight_decay": 0.1, "maximize": True},
+        {"lr": 0.02, "betas": (0.8, 0.99), "weight_decay": 0.1, "decoupled_weight_decay": True},
+    ],
 }
-OURS = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "lion": Lion}
+OURS = {
+    "sgd": SGD,
+    "adam": Adam,
+    "adamw": AdamW,
+    "rmsprop": RMSprop,
+    "lion": Lion,
+    "adagrad": Adagrad,
+    "nadam": NAdam,
+    "radam": RAdam,
+}
+# torch keeps NAdam's running product of the momentum schedule as state; here it is a host
+# scalar of the step count (ops.optim_adaptive), so it has no buffer to compare
+HOST_STATE = {"step", "mu_product"}
+STEPS_OF = {"radam": 8}
 THEIRS = {
     "sgd": torch.optim.SGD,
     "adam": torch.optim.Adam,
     "adamw": torch.optim.AdamW,
     "rmsprop": torch.optim.RMSprop,
     "lion": TorchLion,
+    "adagrad": torch.optim.Adagrad,
+    "nadam": torch.optim.NAdam,
+    "radam": torch.optim.RAdam,
 }
 PARAMS = [(name, k, opts) for name, lst in CASES.items() for k, opts in enumerate(lst)]
+
+
+def test_the_radam_cases_cross_the_rectification_switch():
+    """Both of RAdam's regimes are compared above: plain momentum steps, then rectified."""
+    from scellis.ops.optim_adaptive import radam_scalars
+
+    for opts in CASES["radam"]:
+        b1, b2 = opts.get("betas", (0.9, 0.999))
+        flags = [
+            radam_scalars({**RADAM_ATTRS, "beta1": b1, "beta2": b2, "step": t})["rectify"]
+            for t in range(1, STEPS_OF["radam"] + 1)
+        ]
+        assert flags[0] == 0.0 and flags[-1] == 1.0
+
+
+RADAM_ATTRS = {"lr": 0.01, "eps": 1e-8, "weight_decay": 0.0, "decoupled_weight_decay": False}
 
 
 def _values(t) -> torch.Tensor:
@@ -64,7 +112,7 @@ def _draws(seed: int, steps: int = STEPS):
 
 
 def _pair(name, opts, device, seed=0):
-    w0, grads = _draws(seed)
+    w0, grads = _draws(seed, STEPS_OF.get(name, STEPS))
     ours = [sc.tensor(w, device=device, requires_grad=True) for w in w0]
     theirs = [torch.tensor(w, requires_grad=True) for w in w0]
     return ours, theirs, OURS[name](ours, **opts), THEIRS[name](theirs, **opts), grads
@@ -89,7 +137,7 @@ def test_matches_torch(name, k, opts, device):
     for p, t in zip(ours, theirs):
         mine, want = opt.state_of(p), topt.state[t]
         names = set(mine) - {"step"}
-        assert names == {k for k, v in want.items() if k != "step" and v is not None}
+        assert names == {k for k, v in want.items() if k not in HOST_STATE and v is not None}
         for key in names:
             torch.testing.assert_close(_values(mine[key]), want[key], msg=lambda m, key=key: key)
         if "step" in want:
@@ -145,8 +193,12 @@ def test_missing_gradients_are_skipped_like_torch():
     assert [opt.state_of(p)["step"] for p in ours] == [3, 5]
 
 
-def test_state_dict_round_trip_resumes_exactly():
-    ours, theirs, opt, topt, grads = _pair("rmsprop", CASES["rmsprop"][3], "reference")
+@pytest.mark.parametrize("name,k", [("rmsprop", 3), ("adagrad", 1), ("nadam", 2), ("radam", 2)])
+def test_state_dict_round_trip_resumes_exactly(name, k):
+    """Stopped after 3 steps, saved as plain lists and restored into a fresh optimizer, the
+    run continues bit for bit (RAdam across its rectification switch, NAdam's momentum
+    schedule and Adagrad's first-step accumulator from the restored step counts)."""
+    ours, theirs, opt, topt, grads = _pair(name, CASES[name][k], "reference")
     for step_grads in grads[:3]:
         _feed(ours, theirs, step_grads, "reference")
         opt.step()
@@ -159,7 +211,7 @@ def test_state_dict_round_trip_resumes_exactly():
         ],
     }
     resumed = [sc.tensor(p.tolist(), requires_grad=True) for p in ours]
-    opt2 = RMSprop(resumed, **CASES["rmsprop"][3])
+    opt2 = OURS[name](resumed, **CASES[name][k])
     opt2.load_state_dict(plain)
     for step_grads in grads[3:]:
         for ps in (ours, resumed):
@@ -169,7 +221,7 @@ def test_state_dict_round_trip_resumes_exactly():
         opt2.step()
     for a, b in zip(ours, resumed):
         assert a.tolist() == b.tolist()
-    assert opt2.step_count == opt.step_count == 5
+    assert opt2.step_count == opt.step_count == len(grads)
 
 
 def test_param_groups_take_their_own_options():

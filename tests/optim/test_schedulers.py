@@ -179,6 +179,14 @@ def test_state_dict_resumes_the_sequence(name):
         "one_cycle": {"total_steps": 30},
         "cosine_restarts": {"t_0": 4, "t_mult": 2},
         "multi_step": {"milestones": [3, 9]},
+        "sequential": {
+            "schedulers": (
+                {"block_id": "training/scheduler/linear_warmup", "total_iters": 4},
+                {"block_id": "training/scheduler/step", "step_size": 3},
+            ),
+            "milestones": (5,),
+        },
+        "chained": {"schedulers": ({"block_id": "training/scheduler/exponential", "gamma": 0.9},)},
     }.get(name, {})
     _, a = _ours(name, **cfg)
     metric = lambda t: [1.0, 0.9, 0.95, 0.97, 0.99, 0.98][t % 6]

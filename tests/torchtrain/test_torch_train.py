@@ -325,3 +325,12 @@ def test_a_run_exported_mid_way_continues_in_torch(tmp_path, capsys):
     want = [(e["step"], e["val_loss"]) for e in whole if e["kind"] == "eval" and e["step"] > 4]
     assert [s for s, _ in evals] == [s for s, _ in want] == [6, 8]  # 8: the last step
     close([v for _, v in evals], [v for _, v in want])
+
+
+def test_an_optimizer_without_a_torch_twin_in_the_package_is_refused(tmp_path, capsys):
+    rec = shrunk("lstm_forecaster", tmp_path)
+    rec.write_text(rec.read_text().replace("training/optimizer/adam,", "training/optimizer/nadam,"))
+    code = main(["export", str(rec), "--to", "torch-train", str(tmp_path / "pkg")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "optimizer 'nadam' has no torch-train export yet" in err and "Traceback" not in err

@@ -231,7 +231,7 @@ def test_low_binding_and_grid_limits_match_default(gpu, rng, ta):
     for dev in (gpu, small):
         da, db = sc.tensor(a, device=dev), sc.tensor(b, device=dev)
         results.append(_np((da.mT if ta else da) @ db))
-    assert len(da.view.buf.handle.windows()) > 1
+    assert len(da.device_view.buf.handle.windows()) > 1
     assert fold_grid(6 * 3 * 4, small.limits) == (8, 8, 2)
     np.testing.assert_array_equal(results[1], results[0])
 
@@ -317,7 +317,7 @@ def test_k_split_agrees(gpu, rng, m, k, n, ta, tb, parts, tile):
     ra, da, a = _operand(rng, (m, k), ta, gpu)
     rb, db, b = _operand(rng, (k, n), tb, gpu)
     attrs = {"_split": parts} | ({"_tile": tile} if tile else {})
-    launches = gpu.encode("matmul", [da.view, db.view], [da.view], attrs)
+    launches = gpu.encode("matmul", [da.device_view, db.device_view], [da.device_view], attrs)
     assert len(launches) == 2  # the parts' product and their sum
     first = _np(apply("matmul", (da, db), **attrs))
     _check(first, _np(ra @ rb), _bound(a, b, k), f"split {parts} {tile}")

@@ -15,7 +15,10 @@ from .mode import no_grad
 
 
 class Node:
-    __slots__ = ("op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype", "rule")
+    __slots__ = (
+        "op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype", "rule", "versions",
+        "out_version",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -30,6 +33,10 @@ class Node:
         self.out_shape, self.out_dtype = out_shape, out_dtype
         self.saved: dict[str, Any] = {}
         self.rule = None  # rule(node, g) of this node alone, or None: rules[op]
+        # the inputs' in-place versions when recorded: a VJP reads the inputs, so one
+        # changed in place since would give a wrong gradient (checked in backward)
+        self.versions = tuple(getattr(x, "_version", None) for x in inputs)
+        self.out_version = None  # the result's, where the VJP reads it (saved["out"])
 
     def __repr__(self) -> str:
         return f"Node({self.op}, {self.out_shape}, {self.out_dtype})"
@@ -91,10 +98,29 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
                 t.grad = g if t.grad is None else t.grad + g
             if node is None:
                 continue
+            _check_versions(t, node)
             _propagate(node, g, grads, rules)
             if not retain_graph:
                 node.inputs = None
                 node.saved = {}
+
+
+def _check_versions(t, node) -> None:
+    """Refuse a backward through a node whose inputs (or saved result) were changed in
+    place after the forward used them, as torch does."""
+    changed = [
+        (k, x) for k, (x, v) in enumerate(zip(node.inputs, node.versions))
+        if x is not None and getattr(x, "_version", None) != v
+    ]  # fmt: skip
+    if "out" in node.saved and node.out_version not in (None, t._version):
+        changed.append(("the result", t))
+    if changed:
+        k, x = changed[0]
+        which = f"input {k}" if isinstance(k, int) else k
+        raise AutogradError(
+            f"a tensor the backward of {node.op} needs ({which}, shape {tuple(x.shape)}) was "
+            "changed by an in-place operation after it was used; change a .clone() instead"
+        )
 
 
 def _propagate(node, g, grads: dict, rules) -> None:

@@ -105,6 +105,8 @@ def entries(kind: str | None = None) -> list[Entry]:
 def _type_name(tp: Any) -> str:
     if isinstance(tp, str):
         return tp
+    if tp is Ellipsis:  # tuple[int, ...]: any length, as SML's type check reads it
+        return "..."
     origin = typing.get_origin(tp)
     if origin is not None:
         args = ", ".join(_type_name(a) for a in typing.get_args(tp))

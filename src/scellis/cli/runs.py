@@ -17,6 +17,7 @@ from ..base.errors import ScellisError
 from ..base.files import read_file
 from ..run import past
 from ..run.options import RunOptions
+from ..run.tensorboard import write_events
 from ..store import bundle
 from ..store.gc import collect
 from ..store.objects import ObjectStore
@@ -208,20 +209,43 @@ def import_(ctx, file, store, json_):
     return 0
 
 
-@command.command("export-metrics", help="Write a run's recorded metrics as CSV or JSON lines.")
+@command.command(
+    "export-metrics",
+    help="Write a run's recorded metrics as CSV, JSON lines or TensorBoard events.",
+)
 @click.argument("run", metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv",
-              show_default=True, help="one row per step (csv) or one object per value")  # fmt: skip
-@click.option("-o", "--output", "output", default=None, help="the file (default: stdout)")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "jsonl", "tensorboard"]),
+    default="csv",
+    show_default=True,
+    help="one row per step (csv), one object per value (jsonl), or an event file "
+    "for `tensorboard --logdir` (tensorboard: --out names the folder)",
+)
+@click.option(
+    "-o",
+    "--output",
+    "--out",
+    "output",
+    default=None,
+    help="the file, or the folder for tensorboard (default: stdout)",
+)
 @click.option("--store", default=None, help="the store folder")
 @click.pass_context
-def export_metrics(ctx, run, fmt, output, store):
+def export_metrics(ctx, run, fmt, output, store):  # fmt: skip
+    if fmt == "tensorboard" and output is None:
+        raise ScellisError("--format tensorboard writes event files into a folder: add --out DIR")
     rec = open_records(store or ctx.obj["store"])
     try:
         rid = rec.resolve(run)
         series = {name: rec.metrics(rid, name) for name in rec.metric_names(rid)}
     finally:
         rec.close()
+    if fmt == "tensorboard":
+        n = write_events(series, output, run=str(rid))
+        print(f"wrote {n} values of run {rid} to {output}; see: tensorboard --logdir {output}")
+        return 0
     text = metrics_text_of(series, fmt)
     if output is None:
         print(text, end="")

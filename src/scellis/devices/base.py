@@ -17,12 +17,15 @@ from ..base.errors import DeviceError
 
 
 class Buffer:
-    """A device allocation of ``numel`` elements of ``dtype``; ``handle`` is the backend's."""
+    """A device allocation of ``numel`` elements of ``dtype``; ``handle`` is the backend's.
+    ``version`` counts the in-place writes made through a tensor's torch-style methods
+    (``add_``, ``copy_`` ...), for autograd's check that saved tensors did not change."""
 
-    __slots__ = ("backend", "handle", "numel", "dtype", "__weakref__")
+    __slots__ = ("backend", "handle", "numel", "dtype", "version", "__weakref__")
 
     def __init__(self, backend: Backend, handle: Any, numel: int, dtype: DType):
         self.backend, self.handle, self.numel, self.dtype = backend, handle, numel, dtype
+        self.version = 0
 
     def __del__(self):
         release = getattr(self.backend, "release", None)

@@ -29,6 +29,7 @@ from ..catalog.clip import clipper
 from ..catalog.peft import apply_finetune
 from ..devices.null import TracingBackend
 from ..model.build import RecordModel, entry_object
+from ..model.param_groups import optimizer_of
 from ..runtime.tensor import Tensor
 from ..train.step import plain_update, to_compute, train_step, working_copies
 from .record import batch_size, concrete_inputs
@@ -225,7 +226,7 @@ def run_program(
         if mode == "training":
             if not record.get("optimizer") or not record.get("loss"):
                 raise ScellisError("a training trace needs the record's optimizer and loss")
-            optimizer = entry_object(record["optimizer"], "optimizer", model)
+            optimizer = optimizer_of(record["optimizer"], model)
             loss = entry_object(record["loss"], "loss")
     if tr is not None:
         tr.optimizer = (record.get("optimizer") or {}).get("block_id", "") if optimizer else ""

@@ -10,6 +10,7 @@ from ..catalog.module import Module, ModuleList  # noqa: F401
 from . import functional, init, utils  # noqa: F401
 from .attention import (  # noqa: F401
     MultiheadAttention,
+    Transformer,
     TransformerEncoder,
     TransformerEncoderLayer,
 )

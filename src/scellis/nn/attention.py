@@ -6,8 +6,10 @@ q, k and v projections into ``in_proj_weight`` / ``in_proj_bias`` and names the 
 those keys, so ``load_state_dict(torch_layer.state_dict())`` works.
 
 Differences from torch: attention weights are never materialised for the caller
-(``forward`` returns ``(output, None)``); ``attn_mask`` is refused (causal attention
-is ``is_causal=True``); keys and values must be one tensor (self-attention, or
+(``forward`` returns ``(output, None)``); the only mask is the causal one: ``is_causal=True``
+(with or without torch's ``attn_mask``/``src_mask`` from
+``Transformer.generate_square_subsequent_mask``, which that flag declares causal, as
+torch's hint does); keys and values must be one tensor (self-attention, or
 cross-attention to one memory).
 """
 
@@ -19,6 +21,7 @@ from ..base.errors import ScellisError
 from ..base.rng import Generator
 from ..catalog import blocks as B
 from ..catalog.module import Module, ModuleList
+from ..runtime.factories import arange, full
 from ._home import block_args, unsupported
 
 
@@ -74,8 +77,7 @@ class MultiheadAttention(B.MultiHeadAttention):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
-        if attn_mask is not None:
-            raise unsupported("attn_mask (use is_causal=True or key_padding_mask)", "attention")
+        is_causal = causal_hint(attn_mask, is_causal, "MultiheadAttention")
         if key is not value:
             raise ScellisError("MultiheadAttention: key and value must be the same tensor here")
         q = _batch_major(query, self.batch_first)
@@ -84,6 +86,34 @@ class MultiheadAttention(B.MultiHeadAttention):
             object.__setattr__(self, "config", _with_causal(self.config, is_causal))
         y = super().forward(q, _keep_flags(key_padding_mask), kv)
         return _batch_major(y, self.batch_first), None
+
+
+def causal_hint(mask, is_causal, where: str) -> bool:
+    """Whether attention is causal: torch's ``is_causal`` declares a given mask to be the
+    causal mask (its hint), so the mask's values are not read; any other mask is refused."""
+    if mask is not None and not is_causal:
+        raise unsupported(
+            "an attention mask without is_causal=True (only the causal mask is supported)", where
+        )
+    return bool(is_causal)
+
+
+def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
+    """torch's causal mask: 0 on and below the diagonal, -inf above it."""
+    rows = arange(int(sz), device=device).reshape((sz, 1))
+    cols = arange(int(sz), device=device).reshape((1, sz))
+    zero = full((sz, sz), 0.0, dtype=dtype or "f32", device=device)
+    return zero.where(rows >= cols, float("-inf"))
+
+
+class Transformer:
+    """Only torch's ``Transformer.generate_square_subsequent_mask``: the encoder-decoder
+    model itself is not provided (stack ``TransformerEncoderLayer``s)."""
+
+    generate_square_subsequent_mask = staticmethod(generate_square_subsequent_mask)
+
+    def __init__(self, *args, **kwargs):
+        raise unsupported("the encoder-decoder model", "Transformer")
 
 
 def _with_causal(cfg, causal: bool):
@@ -129,8 +159,9 @@ class TransformerEncoderLayer(B.TransformerBlock):
         return unpack_in_proj(renamed, "attn.")
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        if src_mask is not None or is_causal:
-            raise unsupported("src_mask and is_causal", "TransformerEncoderLayer")
+        causal = causal_hint(src_mask, is_causal, "TransformerEncoderLayer")
+        if causal != self.attn.config.causal:
+            object.__setattr__(self.attn, "config", _with_causal(self.attn.config, causal))
         y = super().forward(_batch_major(src, self.batch_first), _keep_flags(src_key_padding_mask))
         return _batch_major(y, self.batch_first)
 
@@ -159,11 +190,10 @@ class TransformerEncoder(Module):
         object.__setattr__(self, "batch_first", encoder_layer.batch_first)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
-        if mask is not None or is_causal:
-            raise unsupported("mask and is_causal", "TransformerEncoder")
+        causal = causal_hint(mask, is_causal, "TransformerEncoder")
         x = _batch_major(src, self.batch_first)
         for layer in self.layers:
-            x = layer(x, src_key_padding_mask=src_key_padding_mask)
+            x = layer(x, src_key_padding_mask=src_key_padding_mask, is_causal=causal)
         if self.norm is not None:
             x = self.norm(x)
         return _batch_major(x, self.batch_first)

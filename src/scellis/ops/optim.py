@@ -11,14 +11,25 @@ the host) so the reference and WGSL kernels round the very same numbers. Nothing
 that changes per step (lr, bias corrections, the first-step flag) is structural, so
 a scheduler never forces a recompile; only flags that add or remove a state buffer
 (``momentum != 0``, ``amsgrad``, ``centered``, ``nesterov``) select a kernel variant.
+Adagrad, NAdam and RAdam's scalars live in ``optim_adaptive``.
 """
 
 from __future__ import annotations
 
 from ..base.errors import DTypeError, ShapeError
+from .optim_adaptive import adagrad_scalars, nadam_scalars, radam_scalars
 from .table import OpDef, Spec, register
 
-UPDATE_OPS = ("sgd_update", "adam_update", "adamw_update", "rmsprop_update", "lion_update")
+UPDATE_OPS = (
+    "sgd_update",
+    "adam_update",
+    "adamw_update",
+    "rmsprop_update",
+    "lion_update",
+    "adagrad_update",
+    "nadam_update",
+    "radam_update",
+)
 
 
 def state_names(op: str, attrs: dict) -> tuple[str, ...]:
@@ -32,6 +43,10 @@ def state_names(op: str, attrs: dict) -> tuple[str, ...]:
         return ("square_avg",) + extra + (("grad_avg",) if attrs["centered"] else ())
     if op == "lion_update":
         return ("exp_avg",)
+    if op == "adagrad_update":
+        return ("sum",)
+    if op in ("nadam_update", "radam_update"):
+        return ("exp_avg", "exp_avg_sq")
     raise KeyError(op)
 
 
@@ -98,6 +113,9 @@ _SCALARS = {
     "adamw_update": _adam,
     "rmsprop_update": _rmsprop,
     "lion_update": _lion,
+    "adagrad_update": adagrad_scalars,
+    "nadam_update": nadam_scalars,
+    "radam_update": radam_scalars,
 }
 
 
@@ -158,7 +176,18 @@ _ATTRS = {
     "adam_update": ("lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize", "step"),
     "rmsprop_update": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize"),
     "lion_update": ("lr", "beta1", "beta2", "weight_decay", "maximize"),
-}
+    "adagrad_update": (
+        "lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps", "maximize", "step",
+    ),
+    "nadam_update": (
+        "lr", "beta1", "beta2", "eps", "weight_decay", "momentum_decay",
+        "decoupled_weight_decay", "maximize", "step",
+    ),
+    "radam_update": (
+        "lr", "beta1", "beta2", "eps", "weight_decay", "decoupled_weight_decay", "maximize",
+        "step",
+    ),
+}  # fmt: skip
 _ATTRS["adamw_update"] = _ATTRS["adam_update"]
 
 for _op in UPDATE_OPS:

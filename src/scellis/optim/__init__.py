@@ -5,4 +5,13 @@ for SML runs and Python code). Browser-safe: pure Python, no NumPy.
 """
 
 from . import lr_scheduler  # noqa: F401
-from .optimizers import SGD, Adam, AdamW, Optimizer, RMSprop  # noqa: F401
+from .optimizers import (  # noqa: F401
+    SGD,
+    Adagrad,
+    Adam,
+    AdamW,
+    NAdam,
+    Optimizer,
+    RAdam,
+    RMSprop,
+)

@@ -115,3 +115,31 @@ class MultiplicativeLR(LambdaLR):
                 lr *= f(t)
             out.append(lr)
         return out
+
+
+def _one_optimizer(schedulers, optimizer):
+    parts = list(schedulers)
+    if not parts:
+        raise ScellisError("give at least one scheduler")
+    optimizer = optimizer if optimizer is not None else parts[0].optimizer
+    if any(p.optimizer is not optimizer for p in parts):
+        raise ScellisError("every scheduler must belong to the same optimizer")
+    return parts, optimizer
+
+
+class SequentialLR(S.Sequential):
+    """torch's SequentialLR: ``schedulers[i]`` runs from ``milestones[i - 1]``, its steps
+    counted from 0 there."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        _fresh(last_epoch)
+        parts, optimizer = _one_optimizer(schedulers, optimizer)
+        super().__init__(optimizer, milestones=tuple(milestones), children=parts)
+
+
+class ChainedScheduler(S.Chained):
+    """torch's ChainedScheduler: every scheduler's factor at each step."""
+
+    def __init__(self, schedulers, optimizer=None):
+        parts, optimizer = _one_optimizer(schedulers, optimizer)
+        super().__init__(optimizer, children=parts)

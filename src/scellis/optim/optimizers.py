@@ -64,4 +64,25 @@ class RMSprop(_TorchState, O.RMSprop):
         super().__init__(_params(params), **_options(locals()))
 
 
+class Adagrad(_TorchState, O.Adagrad):
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                 initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):  # fmt: skip
+        super().__init__(_params(params), **_options(locals()))
+
+
+class NAdam(_TorchState, O.NAdam):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):  # fmt: skip
+        super().__init__(_params(params), **_options(locals()))
+
+
+class RAdam(_TorchState, O.RAdam):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):  # fmt: skip
+        super().__init__(_params(params), **_options(locals()))
+
+
 Optimizer = O.Optimizer

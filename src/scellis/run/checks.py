@@ -10,7 +10,10 @@ train on the data's. Both are refused here, with the numbers and where to change
 from __future__ import annotations
 
 from ..base.errors import ScellisError
+from ..catalog.peft import apply_finetune
 from ..data.text import TextDataset
+from ..model.build import RecordModel
+from ..model.param_groups import GROUPS, matches, unmatched
 from ..sml import parse
 
 
@@ -61,3 +64,32 @@ def _check_vocabulary(record: dict, alphabet: int, where) -> None:
                     f"{where(('blocks', bname, key))}: {key} is {size}, but the text has "
                     f"{alphabet} distinct characters; set it to at least {alphabet}"
                 )
+
+
+def param_group_problems(doc) -> list:
+    """``optimizer.groups`` whose pattern no trainable parameter falls into, located at the
+    pattern:
+    the parameter names come from the record's model built on the null device (shapes
+    only), so this costs no memory and runs before the plan."""
+    opt = doc.data.get("optimizer")
+    groups = opt.get(GROUPS) if isinstance(opt, dict) else None
+    if not groups:
+        return []
+    model = RecordModel(doc.data, device="null")
+    if doc.data.get("finetune"):  # adapters add parameters; frozen ones join no group
+        apply_finetune(model, doc.data["finetune"], seed=0)
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    shown = ", ".join(names[:8]) + (f" ... ({len(names)} in all)" if len(names) > 8 else "")
+    return [
+        doc.diag(
+            ("optimizer", GROUPS, i, "params"),
+            f"{groups[i]['params']!r} matches no parameter"
+            + (" that an earlier group did not take" if _matches_any(groups[i], names) else ""),
+            f"the parameters are {shown}",
+        )
+        for i in unmatched(groups, names)
+    ]
+
+
+def _matches_any(group: dict, names: list[str]) -> bool:
+    return any(matches(str(group["params"]), n) for n in names)

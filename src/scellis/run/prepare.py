@@ -22,12 +22,14 @@ from ..data.record import load_data
 from ..data.text import TextDataset
 from ..devices.base import get_device
 from ..model.build import entry_object
+from ..model.param_groups import optimizer_of
 from ..sml import parse, validate
 from ..train.data import Batches
 from ..train.determinism import resolve_tier
 from ..train.evaluation import MetricSet
 from ..train.fit import fit
 from ..train.state import TrainState
+from .checks import param_group_problems
 from .planning import eval_batch_of
 
 
@@ -48,6 +50,7 @@ def check_record(text: str | bytes, name: str = "record.sml", *, base_dir=".") -
     try:
         doc = parse(raw, name)
         problems = load_record_extensions(doc, base_dir) or validate(doc, catalog_registry())
+        problems = problems or param_group_problems(doc)
     except Diagnostic as d:
         problems = [d]
     if problems:
@@ -151,7 +154,7 @@ def prepare_run(
         if "data" not in record:
             raise ScellisError(f"{label}: the record has no data section to train on")
         dataset = load_data(record["data"], base_dir=base_dir)
-    optimizer = entry_object(record["optimizer"], "optimizer", model)
+    optimizer = optimizer_of(record["optimizer"], model)
     loss = entry_object(record["loss"], "loss")
     scheduler = None
     if record.get("scheduler"):

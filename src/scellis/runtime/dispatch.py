@@ -43,4 +43,4 @@ def apply_inplace(op: str, inputs: tuple, targets: tuple, **attrs) -> None:
     if any(id(t._buf) in bufs for t in inputs):
         raise DeviceError(f"in-place {op}: an input aliases a target")
     dev = _device_of(tuple(inputs) + tuple(targets))
-    dev.run(op, [t.view for t in inputs], [t.view for t in targets], attrs)
+    dev.run(op, [t.device_view for t in inputs], [t.device_view for t in targets], attrs)

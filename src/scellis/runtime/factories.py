@@ -125,3 +125,28 @@ def rand_like(t: Tensor, *, generator=None, dtype=None) -> Tensor:
 
 def randn_like(t: Tensor, *, generator=None, dtype=None) -> Tensor:
     return randn(t.shape, generator=generator, dtype=dtype or t.dtype, device=t.device)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones on the diagonal of an ``n`` x ``m`` matrix (``m`` defaults to ``n``)."""
+    m = n if m is None else m
+    rows = arange(n, device=device).reshape((n, 1))
+    cols = arange(m, device=device).reshape((1, m))
+    return _grad((rows == cols).cast(as_dtype(dtype, f32)), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor: the tensor itself when it already has that dtype and device
+    (torch's no-copy case), else a new one."""
+    if isinstance(data, Tensor):
+        same_dtype = dtype is None or as_dtype(dtype) == data.dtype
+        if same_dtype and (device is None or data.device.name == _device(device)):
+            return data
+        return data.to(device=_device(device) or data.device, dtype=dtype)
+    return C.tensor(data, _device(device), dtype)
+
+
+def from_numpy(array) -> Tensor:
+    """A tensor with the array's values on the reference device. Unlike torch's, it is a
+    copy: the two do not share memory (device storage is the engine's)."""
+    return C.tensor(array, "reference")

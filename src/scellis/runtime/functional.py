@@ -15,7 +15,7 @@ softmax, log_softmax, logsumexp, layer_norm, gelu = (
     C.layer_norm,
     C.gelu,
 )
-one_hot, stack, take = C.one_hot, C.stack, C.take
+one_hot, take = C.one_hot, C.take
 cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss = (
     C.cross_entropy,
     C.nll_loss,
@@ -43,14 +43,20 @@ def minimum(a, b):
     return a.minimum(b) if isinstance(a, Tensor) else b.minimum(a)
 
 
-def concat(xs, axis=0) -> Tensor:
+def concat(xs, axis=0, *, dim=None) -> Tensor:
+    """Join ``xs`` along ``axis`` (torch's ``cat(tensors, dim)``)."""
     xs = list(xs)
     if not xs:
         raise ScellisError("concat needs at least one tensor")
-    return xs[0].cat(xs[1:], axis)
+    return xs[0].cat(xs[1:], axis if dim is None else dim)
 
 
 cat = concat
+
+
+def stack(xs, axis=0, *, dim=None) -> Tensor:
+    """``xs`` along a new axis (torch's ``stack(tensors, dim)``)."""
+    return C.stack(list(xs), axis if dim is None else dim)
 
 
 def embedding(idx: Tensor, weight: Tensor) -> Tensor:

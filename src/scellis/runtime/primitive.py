@@ -43,6 +43,7 @@ def _record(op: str, inputs: tuple, attrs: dict, out) -> None:
     node = Node(op, inputs, attrs, needs, out.shape, out.dtype)
     if op in SAVES_OUTPUT:
         node.saved["out"] = out.detach()
+        node.out_version = out._version
     out._node = node
     out.requires_grad = True
 
@@ -70,7 +71,7 @@ def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None
     buf = dev.alloc(numel(spec.shape), spec.dtype)
     strides = contiguous_strides(spec.shape)
     out_view = View(buf, spec.shape, strides, 0, spec.dtype)
-    dev.run(op, [t.view for t in inputs], [out_view], attrs)
+    dev.run(op, [t.device_view for t in inputs], [out_view], attrs)
     out = out_type(buf, spec.shape, strides, 0, spec.dtype, dev)
     _record(op, tuple(inputs), attrs, out)
     return out

@@ -96,7 +96,7 @@ class StepReplay:
         finally:
             self.device.recorder = None
         self.runs += 1
-        self.traces.append((trace, [t.view for t in feeds]))
+        self.traces.append((trace, [t.device_view for t in feeds]))
         if len(self.traces) == 2:
             (a, fa), (b, fb) = self.traces
             why = compare(a, b, fa, fb, self.patched)
@@ -115,7 +115,7 @@ class StepReplay:
         """Run the recorded step on ``feeds`` (same shapes as recorded; see ``fits``)."""
         for t, v in zip(feeds, self.feed_views):
             if t._buf is not v.buf:
-                self.device.run("copy", [t.view], [v], {})
+                self.device.run("copy", [t.device_view], [v], {})
         self.schedule.run(patches)
 
     def close(self) -> None:

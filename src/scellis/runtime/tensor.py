@@ -106,7 +106,15 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
         return self.shape[0]
 
     @property
-    def view(self) -> View:
+    def _version(self) -> tuple[int, int]:
+        """What the tape compares to see an in-place change (torch's ``_version``): the
+        storage and its write count, so a change through any view of the storage counts,
+        and so does pointing this tensor at other storage."""
+        return id(self._buf), getattr(self._buf, "version", 0)
+
+    @property
+    def device_view(self) -> View:
+        """The device's view of this tensor's storage (what kernels are given)."""
         return View(self._buf, self.shape, self.strides, self.offset, self.dtype)
 
     def is_contiguous(self) -> bool:

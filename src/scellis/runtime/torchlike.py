@@ -100,6 +100,73 @@ class TorchLikeMethods:
         """A copy in new storage; gradients flow back through it, as in torch."""
         return self.prim("copy")
 
+    def view(self, *shape):
+        """torch's ``view``: the same storage in another shape; only where no copy is
+        needed (a contiguous tensor), else the advice to ``reshape``."""
+        dims = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if any(not isinstance(d, int) or isinstance(d, bool) for d in dims):
+            raise ScellisError(
+                f"view takes a shape (ints), got {shape!r}; dtype views are not supported"
+            )
+        if not self.is_contiguous():
+            raise ScellisError(
+                f"view of a non-contiguous tensor (shape {self.shape}, strides {self.strides}) "
+                "needs a copy; use .reshape(...) (or .contiguous().view(...))"
+            )
+        return self.reshape(dims)
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces along ``dim``: of ``split_size`` each (the last may be shorter), or of
+        the listed sizes; views, as torch's."""
+        n, d = self.shape[dim], dim % self.ndim
+        if isinstance(split_size_or_sections, int):
+            size = split_size_or_sections
+            if size <= 0:
+                raise ScellisError(f"split size must be positive, got {size}")
+            sizes = [min(size, n - a) for a in range(0, n, size)]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n:
+                raise ScellisError(f"split sizes {sizes} do not add up to {n} along dim {dim}")
+        out, at = [], 0
+        for k in sizes:
+            out.append(self[(slice(None),) * d + (slice(at, at + k),)])
+            at += k
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim=0):
+        """``chunks`` pieces along ``dim`` of ceil(n / chunks) each (fewer when they run out)."""
+        if chunks <= 0:
+            raise ScellisError(f"chunk needs a positive number of chunks, got {chunks}")
+        return self.split(max(1, -(-self.shape[dim] // chunks)), dim)
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_float
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def new_zeros(self, *size, dtype=None):
+        return self.new_full(size, 0, dtype=dtype)
+
+    def new_ones(self, *size, dtype=None):
+        return self.new_full(size, 1, dtype=dtype)
+
+    def new_full(self, size, fill_value, *, dtype=None):
+        """A tensor of ``size`` filled with ``fill_value`` on this tensor's device, in its
+        dtype unless given (uploaded from host bytes: no tape, no kernel)."""
+        dims = (size,) if isinstance(size, int) else tuple(size)
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        dt = as_dtype(dtype) if dtype is not None else self.dtype
+        n = 1
+        for d in dims:
+            n *= d
+        buf = self.device.alloc(n, dt)
+        if n:
+            self.device.upload(buf, _encode([fill_value] * n, dt))
+        return type(self)(buf, dims, contiguous_strides(dims), 0, dt, self.device)
+
     def t(self):
         """The transpose of a matrix (a vector or scalar is returned as it is)."""
         if self.ndim > 2:
@@ -197,6 +264,8 @@ class TorchLikeMethods:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
+            # every tensor over this storage changed: a backward that saved one refuses
+            self._buf.version = getattr(self._buf, "version", 0) + 1
         else:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self

@@ -107,6 +107,56 @@ def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list,
     return values if len(out) == n0 else None
 
 
+def _check_groups(doc: Document, reg: Registry, out: list) -> None:
+    """``optimizer.groups``: a list of ``{params: "glob|glob", <optimizer option>: value}``
+    (which parameters a pattern matches is checked against the built model)."""
+    groups, path = doc.data["optimizer"]["groups"], ("optimizer", "groups")
+    bid = doc.data["optimizer"].get("block_id")
+    if not isinstance(groups, list) or not groups:
+        out.append(doc.diag(path, "groups must be a list of {params: <patterns>, <options>}"))
+        return
+    infos = {f.name: f for f in reg.fields(bid)} if reg.kind_of(str(bid)) == "optimizer" else {}
+    for i, g in enumerate(groups):
+        at = path + (i,)
+        if not isinstance(g, dict):
+            out.append(doc.diag(at, "each group is a mapping {params: <patterns>, <options>}"))
+            continue
+        pattern = g.get("params")
+        if not isinstance(pattern, str) or not pattern.strip("| "):
+            fix = 'e.g. params: "*.bias|*norm*" (globs over parameter names, | between them)'
+            out.append(doc.diag(at + ("params",), "a group needs params: a pattern string", fix))
+        for k, v in g.items():
+            f = infos.get(k)
+            if k == "params" or not infos:
+                continue
+            if f is None:
+                close = hint(k, [*infos, "params"])
+                msg = f"unknown key {k!r} of an optimizer group: params or an option of {bid}"
+                out.append(doc.diag(at + (k,), msg + (f"; {close}" if close else ""), key=True))
+            elif not type_ok(v, f.type):
+                out.append(doc.diag(at + (k,), f"{k} must be {f.type}, got {v!r}"))
+            elif (problem := _range(f, v)) is not None:
+                out.append(doc.diag(at + (k,), problem))
+
+
+def _check_parts(doc: Document, path: tuple, reg: Registry, out: list) -> None:
+    """A composite schedule's ``schedulers`` are scheduler sections themselves (checked
+    like the top one, at their own line:col); with ``milestones`` (sequential), one
+    milestone starts each part after the first."""
+    spec = _value_at(doc.data, path)
+    parts = spec.get("schedulers") if isinstance(spec, dict) else None
+    if not isinstance(parts, list):
+        return
+    for i in range(len(parts)):
+        check_entry(doc, path + ("schedulers", i), "scheduler", reg, out)
+        _check_parts(doc, path + ("schedulers", i), reg, out)
+    ms, bid = spec.get("milestones"), str(spec.get("block_id"))
+    known = reg.kind_of(bid) == "scheduler" and "milestones" in {f.name for f in reg.fields(bid)}
+    if known and isinstance(ms, list) and len(ms) != len(parts) - 1:
+        msg = f"{len(parts)} schedulers need {len(parts) - 1} milestones, got {len(ms)}"
+        out.append(doc.diag(path + ("milestones",), msg))
+
+
 def _value_at(data, path: tuple):
     for k in path:
         if isinstance(data, dict):
@@ -277,7 +327,12 @@ def validate(doc: Document, registry: Registry) -> list[Diagnostic]:
     _outputs(doc, shapes, out)
     for sec, kind in PIPELINE.items():
         if sec in doc.data:
-            check_entry(doc, (sec,), kind, registry, out)
+            extra = ("groups",) if sec == "optimizer" else ()
+            check_entry(doc, (sec,), kind, registry, out, extra)
+    if isinstance(doc.data.get("optimizer"), dict) and "groups" in doc.data["optimizer"]:
+        _check_groups(doc, registry, out)
+    if isinstance(doc.data.get("scheduler"), dict):
+        _check_parts(doc, ("scheduler",), registry, out)
     if "finetune" in doc.data:
         for path in check_finetune(doc, registry, out):
             check_entry(doc, path, "peft", registry, out)

@@ -6,6 +6,7 @@ subclass that takes a Module, ``named_parameters()``, tensors or param-group dic
 
 from ..registry import register
 from .adam import Adam, AdamConfig, AdamW, AdamWConfig
+from .adaptive import Adagrad, AdagradConfig, NAdam, NAdamConfig, RAdam, RAdamConfig
 from .base import Optimizer
 from .flat import flat_view, flatten_parameters
 from .lion import Lion, LionConfig
@@ -18,10 +19,19 @@ for _name, _cfg, _impl in (
     ("adamw", AdamWConfig, AdamW),
     ("rmsprop", RMSpropConfig, RMSprop),
     ("lion", LionConfig, Lion),
+    ("adagrad", AdagradConfig, Adagrad),
+    ("nadam", NAdamConfig, NAdam),
+    ("radam", RAdamConfig, RAdam),
 ):
     register(f"training/optimizer/{_name}", "optimizer", _cfg, _impl, builtin=True)
 
 __all__ = [
+    "Adagrad",
+    "AdagradConfig",
+    "NAdam",
+    "NAdamConfig",
+    "RAdam",
+    "RAdamConfig",
     "Adam",
     "AdamConfig",
     "AdamW",

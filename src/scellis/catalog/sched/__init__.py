@@ -6,6 +6,7 @@ step (reduce_on_plateau: of the metric history), so a checkpoint stores the step
 
 from ..registry import register
 from .base import Scheduler
+from .compose import Chained, ChainedConfig, Sequential, SequentialConfig
 from .more import (
     CosineRestarts,
     CosineRestartsConfig,
@@ -43,6 +44,8 @@ SCHEDULERS = {
     "multi_step": (MultiStepConfig, MultiStep),
     "polynomial": (PolynomialConfig, Polynomial),
     "cosine_restarts": (CosineRestartsConfig, CosineRestarts),
+    "sequential": (SequentialConfig, Sequential),
+    "chained": (ChainedConfig, Chained),
 }
 for _name, (_cfg, _impl) in SCHEDULERS.items():
     register(f"training/scheduler/{_name}", "scheduler", _cfg, _impl, builtin=True)

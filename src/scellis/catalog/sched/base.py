@@ -28,6 +28,9 @@ class Scheduler:
     """
 
     config: type = type(None)
+    # True where torch's update multiplies the current rate by a ratio of the step alone,
+    # so the schedule composes with others as a factor (a ``chained`` part)
+    multiplicative: bool = False
 
     def __init__(self, optimizer=None, config=None, base_lr=None, **options):
         if config is None:

@@ -23,6 +23,7 @@ class MultiStepConfig:
 
 class MultiStep(Scheduler):
     config = MultiStepConfig
+    multiplicative = True
 
     def validate(self, cfg) -> None:
         if not all(isinstance(m, int) and not isinstance(m, bool) and m >= 1
@@ -45,6 +46,7 @@ class PolynomialConfig:
 
 class Polynomial(Scheduler):
     config = PolynomialConfig
+    multiplicative = True
 
     def lr_at(self, step, base_lr):
         n, p = self.cfg.total_iters, self.cfg.power

@@ -37,6 +37,7 @@ class ConstantConfig:
 
 class Constant(Scheduler):
     config = ConstantConfig
+    multiplicative = True
 
     def lr_at(self, step, base_lr):
         f, n = self.cfg.factor, self.cfg.total_iters
@@ -55,6 +56,7 @@ class StepConfig:
 
 class Step(Scheduler):
     config = StepConfig
+    multiplicative = True
 
     def lr_at(self, step, base_lr):
         s, g = self.cfg.step_size, self.cfg.gamma
@@ -70,6 +72,7 @@ class ExponentialConfig:
 
 class Exponential(Scheduler):
     config = ExponentialConfig
+    multiplicative = True
 
     def lr_at(self, step, base_lr):
         g = self.cfg.gamma
@@ -107,6 +110,7 @@ class LinearWarmupConfig:
 
 class LinearWarmup(Scheduler):
     config = LinearWarmupConfig
+    multiplicative = True
 
     def lr_at(self, step, base_lr):
         s, e, n = self.cfg.start_factor, self.cfg.end_factor, self.cfg.total_iters

@@ -101,9 +101,19 @@ def precision_of(spec) -> dict:
     }
 
 
+# the update formulas the package's optim.py carries (templates/optim_head.txt)
+EXPORTED_OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "lion")
+
+
 def package_config(record: dict, data: dict, digest: str, text_data: bool, label: str) -> dict:
     """``config.json``: the record's pipeline with every default resolved."""
     opt = record["optimizer"]
+    if _kind(opt, "training/optimizer/") not in EXPORTED_OPTIMIZERS:
+        raise ScellisError(
+            f"optimizer {_kind(opt, 'training/optimizer/')!r} has no torch-train export yet"
+        )
+    if opt.get("groups"):
+        raise ScellisError("optimizer groups have no torch-train export yet")
     sched = record.get("scheduler")
     scheduler = None
     if sched:

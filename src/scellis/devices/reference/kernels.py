@@ -353,6 +353,34 @@ def _lion_body(xs, attrs, k):
     return [p, m * k["b2"] + k["w2"] * g]
 
 
+def _adagrad_body(xs, attrs, k):
+    g, p, total = xs
+    g = g * k["gsign"] + k["wd"] * p
+    total = (np.full_like(total, k["init"]) if attrs["step"] == 1 else total) + g * g
+    return [p + k["neg_clr"] * (g / (np.sqrt(total) + k["eps"])), total]
+
+
+def _nadam_body(xs, attrs, k):
+    g, p, m, v = xs
+    g = g * k["gsign"] + k["wd"] * p
+    p = p * k["decay"]
+    m = m + k["w1"] * (g - m)
+    v = v * k["b2"] + k["w2"] * (g * g)
+    denom = np.sqrt(v / k["bc2"]) + k["eps"]
+    p = p + k["c_grad"] * (g / denom)
+    return [p + k["c_avg"] * (m / denom), m, v]
+
+
+def _radam_body(xs, attrs, k):
+    g, p, m, v = xs
+    g = g * k["gsign"] + k["wd"] * p
+    p = p * k["decay"]
+    m = m + k["w1"] * (g - m)
+    v = v * k["b2"] + k["w2"] * (g * g)
+    adapt = k["bc2_sqrt"] / (np.sqrt(v) + k["eps"]) if k["rectify"] else 1.0
+    return [p + k["neg_step"] * (m * adapt), m, v]
+
+
 def _flat_gather(xs, attrs, out):
     return np.concatenate([x.reshape(-1) for x in xs]) if xs else np.zeros(0, out[0])
 
@@ -363,6 +391,9 @@ _OPTIM_BODIES = {
     "adamw_update": _adam_body,
     "rmsprop_update": _rmsprop_body,
     "lion_update": _lion_body,
+    "adagrad_update": _adagrad_body,
+    "nadam_update": _nadam_body,
+    "radam_update": _radam_body,
 }
 KERNELS.update({op: _optim(op) for op in _OPTIM_BODIES})
 KERNELS["flat_gather"] = _flat_gather

@@ -80,12 +80,51 @@ def _lion(attrs) -> str:
     )
 
 
+def _adagrad(attrs) -> str:
+    # the accumulator starts at initial_accumulator_value: the first step reads that
+    return (
+        "  let s = select(ld_sum(e1), init, first != 0.0) + g * g;\n"
+        "  st_sum(e1, s);\n"
+        "  st_p(ep, p + neg_clr * (g / (sqrt(s) + eps)));"
+    )
+
+
+def _moments() -> list[str]:
+    return [
+        "  let m = ld_exp_avg(e1) + w1 * (g - ld_exp_avg(e1));",
+        "  let v = ld_exp_avg_sq(e2) * b2 + w2 * (g * g);",
+        "  st_exp_avg(e1, m);",
+        "  st_exp_avg_sq(e2, v);",
+    ]
+
+
+def _nadam(attrs) -> str:
+    lines = _moments() + [
+        "  let denom = sqrt(v / bc2) + eps;",
+        "  let p1 = p * decay + c_grad * (g / denom);",
+        "  st_p(ep, p1 + c_avg * (m / denom));",
+    ]
+    return "\n".join(lines)
+
+
+def _radam(attrs) -> str:
+    # rectify is chosen on the host each step, so both branches share one pipeline
+    lines = _moments() + [
+        "  let adapt = select(1.0, bc2_sqrt / (sqrt(v) + eps), rectify != 0.0);",
+        "  st_p(ep, p * decay + neg_step * (m * adapt));",
+    ]
+    return "\n".join(lines)
+
+
 _BODIES = {
     "sgd_update": _sgd,
     "adam_update": _adam,
     "adamw_update": _adam,
     "rmsprop_update": _rmsprop,
     "lion_update": _lion,
+    "adagrad_update": _adagrad,
+    "nadam_update": _nadam,
+    "radam_update": _radam,
 }
 
 
