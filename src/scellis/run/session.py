@@ -151,7 +151,9 @@ class RunSession:
                 yield ck
         if end.stopped_by_user:
             yield E.Stopped(step=end.steps)
-        if self.options.samples:
+        # a generated text costs a forward pass per character: a stopped run ends now
+        text = isinstance(self.prep.dataset, TextDataset)
+        if self.options.samples and not (end.stopped_by_user and text):
             yield await sample(self.prep, self.options.sample_chars)
         end.run = self.rid
         yield end

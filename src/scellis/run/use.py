@@ -5,11 +5,13 @@ with the same columns (windowed with the run's own normalisation), with the reco
 ``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
 recursive forecast beyond its end, in the data's own units, with the datetime column
-carried through and extended by the series' own step.
+carried through and extended by the series' own step (whole calendar months or
+years when its times are, else the median gap).
 """
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 from datetime import datetime
 
@@ -139,10 +141,28 @@ def _future_date(ds: SeriesDataset, ahead: int):
         return ds.rows - 1 + ahead  # the row number the step would have
     if len(times) < 2:
         raise ScellisError("the datetime column needs two rows to tell the series' step")
+    last: datetime = times[-1]
+    months = _month_step(times[-20:])
+    if months:  # years and months have no fixed length: step the calendar
+        return _add_months(last, months * ahead).isoformat()
     steps = sorted((b - a) for a, b in zip(times[-20:], times[-19:]))
     step = steps[len(steps) // 2]  # the median step: a gap or two do not move it
-    last: datetime = times[-1]
     return (last + step * ahead).isoformat()
+
+
+def _month_step(times: list) -> int:
+    """The series' step in whole calendar months (12 for a yearly one), or 0 when its
+    times are not one day of the month, one time of day, a fixed number of months apart."""
+    index = [t.year * 12 + t.month for t in times]
+    gaps = {b - a for a, b in zip(index, index[1:])}
+    same_day = len({(t.day, t.time()) for t in times}) == 1
+    return gaps.pop() if same_day and len(gaps) == 1 and min(gaps) > 0 else 0
+
+
+def _add_months(t: datetime, months: int) -> datetime:
+    year, month = divmod(t.year * 12 + t.month - 1 + months, 12)
+    day = min(t.day, calendar.monthrange(year, month + 1)[1])  # the 31st of a 30-day month
+    return t.replace(year=year, month=month + 1, day=day)
 
 
 def csv_text(rows: list[dict]) -> str:
