@@ -11,9 +11,12 @@ import json
 
 import pytest
 
+from generate.genutil import record_text, write_text
 from scellis.base.errors import ScellisError
 from scellis.cli.main import main
+from scellis.run.options import RunOptions
 from scellis.run.reference import open_run
+from scellis.run.session import RunControl, start_run
 from scellis.store.records import Records
 from scellis.webapp import api
 
@@ -104,8 +107,6 @@ def test_a_horizon_past_the_cap_or_below_zero_is_one_clear_message(yearly):
 
 @pytest.fixture(scope="module")
 def lm(tmp_path_factory):
-    from generate.genutil import record_text, write_text
-
     folder = tmp_path_factory.mktemp("lm")
     write_text(folder)
     return train(folder, record_text(context=8))
@@ -143,3 +144,25 @@ def test_generate_refuses_a_length_over_its_cap(lm):
             dict(run=rid, store=store, prompt="abc", max_new=MAX_NEW_CAP + 1,
                  device="reference")))  # fmt: skip
         asyncio.run(call_gen.__anext__())
+
+
+def test_a_stopped_text_run_ends_without_generating_its_sample(tmp_path):
+    """A generated text costs a forward pass per character: Stop does not wait for one
+    (the same run left alone ends with its sample)."""
+    write_text(tmp_path)
+    raw = record_text(context=8).encode()
+
+    async def kinds(stop_at: int | None) -> list[str]:
+        control = RunControl()
+        options = RunOptions(max_steps=6, samples=True, sample_chars=30)
+        session = start_run(raw, options=options, base_dir=tmp_path, control=control)
+        out = []
+        async for ev in session.events():
+            out.append(ev.kind)
+            if ev.kind == "log" and ev.step == stop_at:
+                control.stop("stop")
+        return out
+
+    stopped = asyncio.run(kinds(2))
+    assert "stopped" in stopped and "sample" not in stopped and stopped[-1] == "end"
+    assert "sample" in asyncio.run(kinds(None))

@@ -28,7 +28,10 @@ def use_info(run: str, store: str = tab_store.ROOT) -> dict:
         cfg = ds.config
         return {**out, "kind": "series", "target": cfg.target, "datetime": cfg.datetime,
                 "forecasts": list(cfg.features) == [cfg.target]}  # fmt: skip
-    return {**out, "kind": "text", "context": lm_context(trained.record)}
+    context = lm_context(trained.record)
+    # a prompt the model can read: the start of its first validation window
+    prompt = ds.vocab.decode(ds.x_val[0][: max(1, context // 2)]) if ds.x_val else ""
+    return {**out, "kind": "text", "context": context, "prompt": prompt}
 
 
 async def predict(run: str, store: str = tab_store.ROOT, horizon: int = 0,
