@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from scellis.run.session import RunControl, start_run
 from scellis.store.records import Records
 from scellis.webapp import api
 
+BUNDLED = Path(__file__).resolve().parents[2] / "src/scellis/data/bundled/sunspots_yearly.csv"
 SERIES = """\
 model: test/yearly@1
 inputs:
@@ -85,6 +87,10 @@ def test_predict_is_the_clis_csv_and_its_chart_the_validation_and_forecast(
     ds = open_run(store, rid).dataset()
     past, future = got["plot"]["past"], got["plot"]["future"]
     assert past[0][0] == ds.times[ds.cut].isoformat() and len(past) == ds.rows - ds.cut
+    # the actual values as the file spells them (not back from the normalised column)
+    raw = {f"{r['year']}-01-01T00:00:00": r["sunspots"] for r in csv.DictReader(BUNDLED.open())}
+    assert all(r["actual"] == raw[r["date"]] or float(r["actual"]) == float(raw[r["date"]])
+               for r in rows if r["actual"])  # fmt: skip
     by_date = {r["date"]: r for r in rows}
     for date, actual, predicted in past:
         assert float(by_date[date]["actual"]) == actual

@@ -77,7 +77,7 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     ds = run_dataset(run, data)
     if not isinstance(ds, SeriesDataset):
         raise ScellisError("predict is for series models; use generate for a text model")
-    cfg, z = ds.config, ds.target_z
+    cfg = ds.config
     model = run.model(device)
     starts = list(range(0, ds.rows - cfg.length + 1))
     feats = _features(ds)
@@ -89,10 +89,17 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
                 if t < ds.rows:
-                    rows_out.append(_row(ds, t, ds.denormalise(z[t]), ds.denormalise(value), k))
+                    rows_out.append(_row(ds, t, _actual(ds, t), ds.denormalise(value), k))
     if horizon > 0:
         rows_out += await _forecast(ds, model, feats, horizon)
     return rows_out
+
+
+def _actual(ds: SeriesDataset, t: int) -> float:
+    """Row ``t``'s target as the file has it (13.9, not 13.899999999999999 back from z)."""
+    if ds.target_values is not None:
+        return float(ds.target_values[t])
+    return ds.denormalise(ds.target_z[t])
 
 
 def _features(ds: SeriesDataset) -> list:
