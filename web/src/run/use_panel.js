@@ -82,8 +82,9 @@ export function mountUse(el, client, app) {
     if (state.run !== run) return; // another run was picked meanwhile
     const i = state.info;
     const series = i.kind === "series";
+    const past = i.forecasts ? "" : "; it reads other columns too, so it predicts the series only";
     $("use-what").textContent = series
-      ? `forecasts ${i.target}${i.datetime ? ` by ${i.datetime}` : ""} (checkpoint at step ${i.step})`
+      ? `forecasts ${i.target}${i.datetime ? ` by ${i.datetime}` : ""} (checkpoint at step ${i.step}${past})`
       : `a language model, context ${i.context} (checkpoint at step ${i.step})`;
     $("use-series").hidden = !series;
     $("use-text").hidden = series;
