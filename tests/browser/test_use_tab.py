@@ -31,7 +31,7 @@ from scellis.store.objects import ObjectStore
 from scellis.store.records import Records
 from webapp.test_use_api import SERIES, train
 
-from .conftest import screenshot
+from .conftest import finish_training, screenshot, start_training
 from .ui import full_screen
 
 pytestmark = pytest.mark.browser
@@ -224,3 +224,39 @@ def test_generation_box_is_the_native_generator_and_stops(engine_page, runs):
     page.fill("#gen-length", "2001")
     page.click("#gen-go")
     assert "from 1 to 2000" in page.inner_text("#use-message")
+
+
+def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, runs, tmp_path):
+    """A run just trained in the tab becomes the panel's; the example has no datetime
+    column, so its chart runs on row numbers ("step"). Its forecast is the one its
+    bundle, brought back to this process, forecasts natively."""
+    page = engine_page
+    full_screen(page, False)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    opts = dict(max_steps=3, log_every=1, samples=False, validate=False, drop_last=True)
+    start_training(page, opts, "lstm_forecaster")
+    assert page.is_disabled("#use-forecast")  # the engine trains: predictions wait
+    finish_training(page, timeout_ms=300_000)
+    rid = page.evaluate("window.scellisApp.run.runId")
+    page.wait_for_function(
+        "rid => (window.scellisApp.use.info || {}).run === rid", arg=rid, timeout=60_000
+    )
+    assert page.input_value("#use-run") == rid
+    show_forecast(page, 4)
+    assert texts(page, "fc-xlabel") == ["step"] and texts(page, "fc-ylabel") == ["sunspots"]
+    steps = [float(t) for t in texts(page, "fc-xtick")]
+    assert all(s == int(s) for s in steps) and steps == sorted(steps)
+    future = page.evaluate("window.scellisApp.use.result.plot.future")
+    b64 = page.evaluate(
+        f"window.scellisClient.call('export_run', {{run: '{rid}', store: '{STORE}'}})"
+    )
+    objects, records = ObjectStore(tmp_path), Records(tmp_path)
+    try:
+        bundle.import_run(objects, records, base64.b64decode(b64))
+    finally:
+        records.close()
+    want = native(asyncio.run, predict_run(open_run(tmp_path, rid), horizon=4, device="reference"))
+    rows = open_run(tmp_path, rid).dataset().rows
+    assert [d for d, _ in future] == [rows - 1 + k for k in range(1, 5)]
+    assert [v for _, v in future] == pytest.approx([w["predicted"] for w in want[-4:]], **CLOSE)
+    assert steps[-1] <= rows + 3
