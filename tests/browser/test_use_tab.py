@@ -188,6 +188,9 @@ def test_generation_box_is_the_native_generator_and_stops(engine_page, runs):
     want = native(asyncio.run, lm.text("abc", **SAMPLING))
     assert got["generated"] == want and len(got["ids"]) == SAMPLING["max_new"]
     assert page.inner_text("#gen-output .generated") == want
+    greedy = {**SAMPLING, "temperature": 0}
+    got = generate_in_tab(page, "hea", **greedy)
+    assert got["generated"] == native(asyncio.run, lm.text("hea", **greedy))
     for width in (412, 1024, 1440):
         page.set_viewport_size({"width": width, "height": 900})
         page.locator("#run-use").scroll_into_view_if_needed()
