@@ -263,3 +263,5 @@ def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, ru
     assert [d for d, _ in future] == [rows - 1 + k for k in range(1, 5)]
     assert [v for _, v in future] == pytest.approx([w["predicted"] for w in want[-4:]], **CLOSE)
     assert steps[-1] <= rows + 3
+    page.locator("#run-use").scroll_into_view_if_needed()
+    screenshot(page, "use_forecast_by_step_1440")
