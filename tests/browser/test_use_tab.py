@@ -230,9 +230,9 @@ def test_generation_box_is_the_native_generator_and_stops(engine_page, runs):
 
 
 def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, runs, tmp_path):
-    """A run just trained in the tab becomes the panel's; the example has no datetime
-    column, so its chart runs on row numbers ("step"). Its forecast is the one its
-    bundle, brought back to this process, forecasts natively."""
+    """A run just trained in the tab becomes the panel's, its forecast drawn; the example
+    has no datetime column, so its chart runs on row numbers. Its forecast is
+    the one its bundle, brought back to this process, forecasts natively."""
     page = engine_page
     full_screen(page, False)
     page.set_viewport_size({"width": 1440, "height": 900})
@@ -245,8 +245,12 @@ def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, ru
         "rid => (window.scellisApp.use.info || {}).run === rid", arg=rid, timeout=60_000
     )
     assert page.input_value("#use-run") == rid
+    # a forecaster just trained draws its forecast without being asked
+    page.wait_for_selector("#use-plot svg .fc-point", timeout=120_000)
     show_forecast(page, 4)
-    assert texts(page, "fc-xlabel") == ["step"] and texts(page, "fc-ylabel") == ["sunspots"]
+    assert texts(page, "fc-xlabel") == ["time step (row)"] and texts(page, "fc-ylabel") == [
+        "sunspots"
+    ]
     steps = [float(t) for t in texts(page, "fc-xtick")]
     assert all(s == int(s) for s in steps) and steps == sorted(steps)
     future = page.evaluate("window.scellisApp.use.result.plot.future")

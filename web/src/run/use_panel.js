@@ -61,7 +61,11 @@ export function mountUse(el, client, app) {
     const changed = chosen && seen.get(chosen.id) !== chosen.checkpoint_step;
     seen = new Map(usable.map((r) => [r.id, r.checkpoint_step]));
     if (chosen) pick.value = chosen.id;
-    if ((chosen && chosen.id) !== state.run || changed) choose(chosen ? chosen.id : null);
+    if ((chosen && chosen.id) === state.run && !changed) return;
+    // a forecaster just trained shows its forecast at once: what a user trained it for
+    choose(chosen ? chosen.id : null).then((info) => {
+      if (fresh && info && info.kind === "series" && !state.busy) show();
+    });
   }
 
   async function choose(run) {
@@ -92,6 +96,7 @@ export function mountUse(el, client, app) {
     if (series && !i.forecasts) $("use-horizon").value = "0";
     if (!series) gen.show(i);
     app.emit("use-info", i);
+    return i;
   }
 
   function horizon() {
@@ -130,7 +135,7 @@ export function mountUse(el, client, app) {
 
   const show = () => act(async () => {
     const r = await predict();
-    const labels = { x: r.datetime || "step", y: r.target };
+    const labels = { x: r.datetime || "time step (row)", y: r.target };
     renderForecast($("use-plot"), r.plot, labels);
     app.emit("use-plot", r);
     return r;
