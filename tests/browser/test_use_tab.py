@@ -248,9 +248,8 @@ def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, ru
     # a forecaster just trained draws its forecast without being asked
     page.wait_for_selector("#use-plot svg .fc-point", timeout=120_000)
     show_forecast(page, 4)
-    assert texts(page, "fc-xlabel") == ["time step (row)"] and texts(page, "fc-ylabel") == [
-        "sunspots"
-    ]
+    assert texts(page, "fc-xlabel") == ["time step (row)"]
+    assert texts(page, "fc-ylabel") == ["sunspots"]
     steps = [float(t) for t in texts(page, "fc-xtick")]
     assert all(s == int(s) for s in steps) and steps == sorted(steps)
     future = page.evaluate("window.scellisApp.use.result.plot.future")
