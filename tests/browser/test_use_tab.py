@@ -32,6 +32,7 @@ from scellis.store.records import Records
 from webapp.test_use_api import SERIES, train
 
 from .conftest import finish_training, screenshot, start_training
+from .test_layout_a11y import AXE
 from .ui import full_screen
 
 pytestmark = pytest.mark.browser
@@ -40,6 +41,7 @@ STORE = "/scellis/store"
 BUNDLED = Path(__file__).resolve().parents[2] / "src/scellis/data/bundled/sunspots_yearly.csv"
 # f32 on SwiftShader against f32 on the reference device, in sunspot numbers
 CLOSE = dict(rel=1e-4, abs=1e-3)
+SERIOUS = ("serious", "critical")
 SAMPLING = dict(temperature=0.8, top_k=4, max_new=24, seed=11)
 
 
@@ -195,6 +197,11 @@ def test_generation_box_is_the_native_generator_and_stops(engine_page, runs):
         page.set_viewport_size({"width": width, "height": 900})
         page.locator("#run-use").scroll_into_view_if_needed()
         screenshot(page, f"use_generate_{width}")
+    # every field of the box has a visible label and a name (axe-core)
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("axe.run('#run-use', {resultTypes: ['violations']})")
+    bad = [(v["id"], v["impact"]) for v in found["violations"] if v["impact"] in SERIOUS]
+    assert not bad, bad
     # a long generation: Stop ends it at the next token
     page.fill("#gen-length", "2000")
     page.evaluate("window.scellisApp.use.generator.last = null")
