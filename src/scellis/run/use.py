@@ -6,7 +6,7 @@ with the same columns (windowed with the run's own normalisation), with the reco
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
 recursive forecast beyond its end, in the data's own units, with the datetime column
 carried through and extended by the series' own step (whole calendar months or
-years when its times are, else the median gap).
+years, month ends kept, when its times are; else the median gap).
 """
 
 from __future__ import annotations
@@ -149,26 +149,34 @@ def _future_date(ds: SeriesDataset, ahead: int):
     if len(times) < 2:
         raise ScellisError("the datetime column needs two rows to tell the series' step")
     last: datetime = times[-1]
-    months = _month_step(times[-20:])
+    months, month_ends = _month_step(times[-20:])
     if months:  # years and months have no fixed length: step the calendar
-        return _add_months(last, months * ahead).isoformat()
+        return _add_months(last, months * ahead, month_ends).isoformat()
     steps = sorted((b - a) for a, b in zip(times[-20:], times[-19:]))
     step = steps[len(steps) // 2]  # the median step: a gap or two do not move it
     return (last + step * ahead).isoformat()
 
 
-def _month_step(times: list) -> int:
-    """The series' step in whole calendar months (12 for a yearly one), or 0 when its
-    times are not one day of the month, one time of day, a fixed number of months apart."""
+def _month_end(t: datetime) -> int:
+    return calendar.monthrange(t.year, t.month)[1]
+
+
+def _month_step(times: list) -> tuple[int, bool]:
+    """(the series' step in whole calendar months: 12 for a yearly one, else 0; whether
+    its times are months' last days). A step in months needs one time of day and one day
+    of the month (or each month's last day), a fixed number of months apart."""
     index = [t.year * 12 + t.month for t in times]
     gaps = {b - a for a, b in zip(index, index[1:])}
-    same_day = len({(t.day, t.time()) for t in times}) == 1
-    return gaps.pop() if same_day and len(gaps) == 1 and min(gaps) > 0 else 0
+    ends = all(t.day == _month_end(t) for t in times) and len({t.day for t in times}) > 1
+    one_day = len({t.day for t in times}) == 1 or ends
+    regular = one_day and len({t.time() for t in times}) == 1 and len(gaps) == 1
+    return (gaps.pop() if regular and min(gaps) > 0 else 0), ends
 
 
-def _add_months(t: datetime, months: int) -> datetime:
+def _add_months(t: datetime, months: int, month_end: bool = False) -> datetime:
     year, month = divmod(t.year * 12 + t.month - 1 + months, 12)
-    day = min(t.day, calendar.monthrange(year, month + 1)[1])  # the 31st of a 30-day month
+    last = calendar.monthrange(year, month + 1)[1]
+    day = last if month_end else min(t.day, last)  # the 31st of a 30-day month: the 30th
     return t.replace(year=year, month=month + 1, day=day)
 
 
