@@ -77,14 +77,15 @@ export function mountUse(el, client, app) {
     $("use-text").hidden = true;
     message("");
     if (!run) { $("use-what").textContent = "train a run first: its checkpoints appear here"; return; }
+    let i;
     try {
-      state.info = await client.call("use_info", { run, store: STORE });
+      i = await client.call("use_info", { run, store: STORE });
     } catch (e) {
-      message(`run ${run} cannot be used: ${e.message}`, "error");
+      if (state.run === run) message(`run ${run} cannot be used: ${e.message}`, "error");
       return;
     }
     if (state.run !== run) return; // another run was picked meanwhile
-    const i = state.info;
+    state.info = i;
     const series = i.kind === "series";
     const past = i.forecasts ? "" : "; it reads other columns too, so it predicts the series only";
     $("use-what").textContent = series
