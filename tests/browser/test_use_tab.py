@@ -244,9 +244,14 @@ def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, ru
     full_screen(page, False)
     page.set_viewport_size({"width": 1440, "height": 900})
     opts = dict(max_steps=3, log_every=1, samples=False, validate=False, drop_last=True)
+    # a long forecast still on its way when Train is pressed: both finish, the run trains
+    pick(page, runs["series"][1])
+    page.fill("#use-horizon", "300")
+    page.click("#use-forecast")
     start_training(page, opts, "lstm_forecaster")
     assert page.is_disabled("#use-forecast")  # the engine trains: predictions wait
     finish_training(page, timeout_ms=300_000)
+    page.wait_for_selector("#use-plot svg .fc-point", timeout=120_000)
     rid = page.evaluate("window.scellisApp.run.runId")
     page.wait_for_function(
         "rid => (window.scellisApp.use.info || {}).run === rid", arg=rid, timeout=60_000

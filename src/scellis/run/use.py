@@ -65,8 +65,11 @@ def model_device(model):
 
 
 async def _forward(model, rows: list) -> list:
+    # no_grad is process-wide: it must not span an await, or a training step that runs
+    # meanwhile (a tab's run beside a forecast) would record no graph
     with no_grad():
-        out = await model(tensor(rows, device=model_device(model))).read()
+        pred = model(tensor(rows, device=model_device(model)))
+    out = await pred.read()
     return [r if isinstance(r, list) else [r] for r in out]
 
 
