@@ -172,3 +172,25 @@ def test_a_stopped_text_run_ends_without_generating_its_sample(tmp_path):
     stopped = asyncio.run(kinds(2))
     assert "stopped" in stopped and "sample" not in stopped and stopped[-1] == "end"
     assert "sample" in asyncio.run(kinds(None))
+
+
+def test_a_stop_at_a_validation_skips_its_text_sample(tmp_path):
+    write_text(tmp_path)
+    raw = record_text(context=8).encode()
+
+    async def kinds() -> list[str]:
+        control = RunControl()
+        options = RunOptions(max_steps=6, eval_every=2, samples=True, text_samples=True,
+                             sample_chars=30)  # fmt: skip
+        session = start_run(raw, options=options, base_dir=tmp_path, control=control)
+        out = []
+        async for ev in session.events():
+            out.append(ev.kind)
+            if ev.kind == "eval" and ev.step == 4:
+                control.stop("stop")
+        return out
+
+    got = asyncio.run(kinds())
+    # the validation at step 2 has its sample; the one at step 4, where Stop came, not
+    assert got.count("eval") == 2 and got.count("sample") == 1, got
+    assert got.index("sample") < got.index("eval", got.index("eval") + 1)

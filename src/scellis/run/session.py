@@ -132,8 +132,8 @@ class RunSession:
                     cadence.written()  # (None: this step has its checkpoint already)
                     if ck is not None:
                         yield ck
-                if ev.kind == "eval" and self._samples_at_eval():
-                    yield await sample(self.prep, o.sample_chars)
+                if ev.kind == "eval" and self._samples_at_eval() and not self.control.stopping:
+                    yield await sample(self.prep, o.sample_chars, self._stopping)
                 await self.control.wait_while_paused()
         except ScellisError:
             status = "failed"
@@ -157,6 +157,9 @@ class RunSession:
             yield await sample(self.prep, self.options.sample_chars)
         end.run = self.rid
         yield end
+
+    def _stopping(self) -> bool:
+        return self.control.stopping
 
     def _samples_at_eval(self) -> bool:
         o = self.options
