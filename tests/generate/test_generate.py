@@ -248,3 +248,14 @@ def test_a_cache_refuses_a_model_that_mixes_positions():
     x = tensor(np.zeros((1, 3, 16)).tolist())
     with pytest.raises(ScellisError, match=r"blocks\.0\.attn may mix positions"):
         KVCache().run(stack, x)
+
+
+def test_stop_ends_the_text_before_the_next_token():
+    """``stop`` is asked before each token: true at the sixth ask, five tokens come, the
+    first five of the text it cut short."""
+    model = tiny_lm(context=8)
+    kw = dict(max_new=12, temperature=0.9, top_k=5, seed=7, context=8)
+    whole = asyncio.run(generate(model, [1, 2, 3], **kw))
+    asks = iter(range(100))
+    cut = asyncio.run(generate(model, [1, 2, 3], stop=lambda: next(asks) == 5, **kw))
+    assert cut == whole[:5] and len(whole) == 12

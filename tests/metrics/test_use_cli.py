@@ -274,3 +274,27 @@ def test_tensorboard_export_without_the_package_names_the_extra(run, capsys, tmp
     code, _, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store,
                         "--format", "tensorboard")  # fmt: skip
     assert code == 2 and "add --out DIR" in err
+
+
+def test_a_month_end_series_forecasts_month_ends(tmp_path, capsys):
+    """Months have no fixed length: a series of month ends goes on at month ends (the
+    median gap, 31 days, would drift: 2025-03-03 after 2025-01-31)."""
+    import calendar  # noqa: PLC0415
+
+    days = [date(2022 + m // 12, m % 12 + 1, 1) for m in range(36)]
+    ends = [d.replace(day=calendar.monthrange(d.year, d.month)[1]) for d in days]
+    rng = np.random.default_rng(2)
+    rows = ["day,flow"] + [f"{d},{50 + rng.normal(0, 5):.3f}" for d in ends]
+    (tmp_path / "flow.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "m.sml").write_text(RECORD.replace("epochs: 2", "epochs: 1"))
+    store = tmp_path / "s"
+    assert main(["train", str(tmp_path / "m.sml"), "--device", "reference", "--store",
+                 str(store), "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    code, out, err = _cli(capsys, "predict", rid, "--store", store, "--horizon", "4",
+                          "--device", "reference", "--json")  # fmt: skip
+    assert code == 0, err
+    future = [json.loads(x)["date"][:10] for x in out.splitlines()][-4:]
+    assert future == ["2025-01-31", "2025-02-28", "2025-03-31", "2025-04-30"]

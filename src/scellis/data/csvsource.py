@@ -79,6 +79,7 @@ class SeriesDataset:
     digest: str
     times: list | None = None
     target_z: list | None = None  # the whole target column, normalised (baselines read it)
+    target_values: list | None = None  # the same in the data's own units (missing filled)
 
     def denormalise(self, v: float, column: str | None = None) -> float:
         shift, scale = self.stats[column or self.config.target]
@@ -194,4 +195,4 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
     xt, yt, st = part(0, cut)
     xv, yv, sv = part(cut, rows)
     return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times,
-                         z[cfg.target])  # fmt: skip
+                         z[cfg.target], list(table.columns[cfg.target]))  # fmt: skip

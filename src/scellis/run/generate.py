@@ -178,11 +178,13 @@ async def stream(
     context: int,
     cache: bool = True,
     keep_logits: bool = False,
+    stop=None,
 ) -> AsyncIterator[Step]:
     """Each generated token of every row, step by step (see the module note).
 
     ``cache=False`` runs the whole window at every step (the definition the cache is
-    tested against); ``keep_logits`` hands each step's logits out too.
+    tested against); ``keep_logits`` hands each step's logits out too; ``stop`` (a
+    callable) ends the text before the next token once it returns true.
     """
     rule = Sampling(temperature, top_k, top_p)
     if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
@@ -197,6 +199,8 @@ async def stream(
     model.eval()
     try:
         for _ in range(max_new):
+            if stop is not None and stop():
+                return
             with no_grad():
                 if kv is not None and len(seqs[0]) <= context:
                     new = [s[kv.offset :] for s in seqs]
@@ -228,14 +232,16 @@ async def generate(
     device=None,
     context: int,
     cache: bool = True,
+    stop=None,
 ) -> list:
-    """The ``max_new`` generated ids: a list for one prompt row, a list per row for rows
-    (see the module note; ``stream`` hands them out step by step)."""
+    """The ``max_new`` generated ids (fewer once ``stop()`` is true): a list for one prompt
+    row, a list per row for rows (see the module note; ``stream`` hands them out step by
+    step)."""
     rows, single = _rows(prompt_ids)
     out: list[list[int]] = [[] for _ in rows]
     async for step in stream(model, rows, max_new=max_new, temperature=temperature,
                              top_k=top_k, top_p=top_p, seed=seed, device=device,
-                             context=context, cache=cache):  # fmt: skip
+                             context=context, cache=cache, stop=stop):  # fmt: skip
         for got, i in zip(out, step.ids):
             got.append(i)
     return out[0] if single else out

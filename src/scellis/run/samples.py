@@ -14,11 +14,12 @@ from ..train.events import Sample
 from .generate import generate
 
 
-async def sample(pipe, chars: int = 40) -> Sample:
+async def sample(pipe, chars: int = 40, stop=None) -> Sample:
     """A sample of ``pipe`` (a ``run.prepare.Prepared``): text for a text dataset, a
-    forecast otherwise; ``chars`` is the length of a generated text."""
+    forecast otherwise; ``chars`` is the length of a generated text, cut short once
+    ``stop()`` is true (a run's Stop never waits for a long text)."""
     if isinstance(pipe.dataset, TextDataset):
-        return await text_sample(pipe, chars)
+        return await text_sample(pipe, chars, stop)
     return await series_sample(pipe)
 
 
@@ -41,7 +42,7 @@ async def series_sample(pipe) -> Sample:
     )
 
 
-async def text_sample(pipe, chars: int = 40) -> Sample:
+async def text_sample(pipe, chars: int = 40, stop=None) -> Sample:
     """Greedy continuations of the first validation windows, one row per prompt, from
     the generator (``run.generate``). Each prompt fills the context, so every step runs
     the whole window, slid by one character (one shape)."""
@@ -51,7 +52,7 @@ async def text_sample(pipe, chars: int = 40) -> Sample:
         raise ScellisError("the text has no validation window to start a sample from")
     outs = await generate(
         pipe.model, windows, max_new=chars, temperature=0,
-        device=pipe.device, context=len(windows[0]),
+        device=pipe.device, context=len(windows[0]), stop=stop,
     )  # fmt: skip
     rows = [
         {"prompt": ds.vocab.decode(p), "generated": ds.vocab.decode(o)}

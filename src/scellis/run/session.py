@@ -132,8 +132,8 @@ class RunSession:
                     cadence.written()  # (None: this step has its checkpoint already)
                     if ck is not None:
                         yield ck
-                if ev.kind == "eval" and self._samples_at_eval():
-                    yield await sample(self.prep, o.sample_chars)
+                if ev.kind == "eval" and self._samples_at_eval() and not self.control.stopping:
+                    yield await sample(self.prep, o.sample_chars, self._stopping)
                 await self.control.wait_while_paused()
         except ScellisError:
             status = "failed"
@@ -151,10 +151,15 @@ class RunSession:
                 yield ck
         if end.stopped_by_user:
             yield E.Stopped(step=end.steps)
-        if self.options.samples:
+        # a generated text costs a forward pass per character: a stopped run ends now
+        text = isinstance(self.prep.dataset, TextDataset)
+        if self.options.samples and not (end.stopped_by_user and text):
             yield await sample(self.prep, self.options.sample_chars)
         end.run = self.rid
         yield end
+
+    def _stopping(self) -> bool:
+        return self.control.stopping
 
     def _samples_at_eval(self) -> bool:
         o = self.options

@@ -5,11 +5,13 @@ with the same columns (windowed with the run's own normalisation), with the reco
 ``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
 recursive forecast beyond its end, in the data's own units, with the datetime column
-carried through and extended by the series' own step.
+carried through and extended by the series' own step (whole calendar months or
+years, month ends kept, when its times are; else the median gap).
 """
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 from datetime import datetime
 
@@ -63,8 +65,11 @@ def model_device(model):
 
 
 async def _forward(model, rows: list) -> list:
+    # no_grad is process-wide: it must not span an await, or a training step that runs
+    # meanwhile (a tab's run beside a forecast) would record no graph
     with no_grad():
-        out = await model(tensor(rows, device=model_device(model))).read()
+        pred = model(tensor(rows, device=model_device(model)))
+    out = await pred.read()
     return [r if isinstance(r, list) else [r] for r in out]
 
 
@@ -75,7 +80,7 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     ds = run_dataset(run, data)
     if not isinstance(ds, SeriesDataset):
         raise ScellisError("predict is for series models; use generate for a text model")
-    cfg, z = ds.config, ds.target_z
+    cfg = ds.config
     model = run.model(device)
     starts = list(range(0, ds.rows - cfg.length + 1))
     feats = _features(ds)
@@ -87,10 +92,17 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
                 if t < ds.rows:
-                    rows_out.append(_row(ds, t, ds.denormalise(z[t]), ds.denormalise(value), k))
+                    rows_out.append(_row(ds, t, _actual(ds, t), ds.denormalise(value), k))
     if horizon > 0:
         rows_out += await _forecast(ds, model, feats, horizon)
     return rows_out
+
+
+def _actual(ds: SeriesDataset, t: int) -> float:
+    """Row ``t``'s target as the file has it (13.9, not 13.899999999999999 back from z)."""
+    if ds.target_values is not None:
+        return float(ds.target_values[t])
+    return ds.denormalise(ds.target_z[t])
 
 
 def _features(ds: SeriesDataset) -> list:
@@ -139,10 +151,36 @@ def _future_date(ds: SeriesDataset, ahead: int):
         return ds.rows - 1 + ahead  # the row number the step would have
     if len(times) < 2:
         raise ScellisError("the datetime column needs two rows to tell the series' step")
+    last: datetime = times[-1]
+    months, month_ends = _month_step(times[-20:])
+    if months:  # years and months have no fixed length: step the calendar
+        return _add_months(last, months * ahead, month_ends).isoformat()
     steps = sorted((b - a) for a, b in zip(times[-20:], times[-19:]))
     step = steps[len(steps) // 2]  # the median step: a gap or two do not move it
-    last: datetime = times[-1]
     return (last + step * ahead).isoformat()
+
+
+def _month_end(t: datetime) -> int:
+    return calendar.monthrange(t.year, t.month)[1]
+
+
+def _month_step(times: list) -> tuple[int, bool]:
+    """(the series' step in whole calendar months: 12 for a yearly one, else 0; whether
+    its times are months' last days). A step in months needs one time of day and one day
+    of the month (or each month's last day), a fixed number of months apart."""
+    index = [t.year * 12 + t.month for t in times]
+    gaps = {b - a for a, b in zip(index, index[1:])}
+    ends = all(t.day == _month_end(t) for t in times) and len({t.day for t in times}) > 1
+    one_day = len({t.day for t in times}) == 1 or ends
+    regular = one_day and len({t.time() for t in times}) == 1 and len(gaps) == 1
+    return (gaps.pop() if regular and min(gaps) > 0 else 0), ends
+
+
+def _add_months(t: datetime, months: int, month_end: bool = False) -> datetime:
+    year, month = divmod(t.year * 12 + t.month - 1 + months, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    day = last if month_end else min(t.day, last)  # the 31st of a 30-day month: the 30th
+    return t.replace(year=year, month=month + 1, day=day)
 
 
 def csv_text(rows: list[dict]) -> str:

@@ -31,11 +31,17 @@ from . import tab_store
 
 # the session the page's Pause and Stop act on (one run at a time in a tab)
 _control = RunControl()
+# the generation the page's Stop of the generation box ends (at the next token)
+_generation = {"stop": False}
+MAX_NEW_CAP = 2000  # tokens one generation may ask for: each is one forward pass
 
 
 def control(message) -> dict:
-    """Apply a control message (a dict or its JSON): {"pause": bool} or {"stop": true}."""
+    """Apply a control message (a dict or its JSON): {"pause": bool}, {"stop": true} (the
+    run), {"stop_generation": true} (the generation in progress)."""
     msg = json.loads(message) if isinstance(message, str) else dict(message)
+    if msg.get("stop_generation"):
+        _generation["stop"] = True
     if "pause" in msg:
         _control.pause(bool(msg["pause"]))
     if msg.get("stop"):
@@ -156,14 +162,25 @@ async def generate(run: str, prompt: str, store: str = tab_store.ROOT, device: s
                    top_p: float | None = None, seed: int = 0):  # fmt: skip
     """Continue ``prompt`` with the language model of ``run`` (a run reference in the
     tab's store) by the CLI's generator (``run.generate``): {"kind": "token", "id",
-    "text"} per generated character, then {"kind": "generated", "run", "prompt",
-    "generated", "ids"}."""
+    "text"} per generated token, then {"kind": "generated", "run", "prompt",
+    "generated", "ids", "stopped"}. ``control({"stop_generation": true})`` ends it
+    before the next token (``stopped``); ``max_new`` is at most ``MAX_NEW_CAP``."""
+    if isinstance(max_new, int) and max_new > MAX_NEW_CAP:
+        raise ScellisError(f"max_new {max_new} is over the tab's cap of {MAX_NEW_CAP} tokens")
+    _generation["stop"] = False
     lm = text_run(open_run(store, run), device)
     lm.encode(prompt)
     ids: list[int] = []
     kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    async for i, piece in lm.pieces(prompt, **kw):
-        ids.append(i)
-        yield {"kind": "token", "id": i, "text": piece}
+    pieces = lm.pieces(prompt, **kw)
+    try:
+        async for i, piece in pieces:
+            ids.append(i)
+            yield {"kind": "token", "id": i, "text": piece}
+            if _generation["stop"]:
+                break
+    finally:
+        await pieces.aclose()  # the model leaves eval mode as it entered it
     yield {"kind": "generated", "run": lm.run.ref, "prompt": prompt,
-           "generated": lm.decoded(prompt, ids), "ids": ids}  # fmt: skip
+           "generated": lm.decoded(prompt, ids), "ids": ids,
+           "stopped": _generation["stop"]}  # fmt: skip

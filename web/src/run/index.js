@@ -9,6 +9,7 @@ import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
 import { watchVisibility } from "./visibility.js";
 import { mountRuns, STORE } from "./runs.js";
+import { mountUse } from "./use_panel.js";
 import { createDetacher, detachedRun, runDetached } from "./detach.js";
 import { showBanner, clearBanner } from "../banner.js";
 import { createDrafts } from "../drafts.js";
@@ -45,6 +46,7 @@ const TEMPLATE = `
   <div id="run-curves"></div>
   <div id="run-sample"></div>
   <div id="run-runs"></div>
+  <div id="run-use" class="run-use"></div>
   <details id="run-log-box"><summary>run log</summary><ol id="run-log"></ol></details>
 `;
 
@@ -62,6 +64,7 @@ export function mount(el, client, app) {
     return input.type === "checkbox" ? input.checked : input.value;
   });
   const curves = createCurves($("run-curves"));
+  const use = mountUse($("run-use"), client, app);
   const state = {
     running: false, paused: false, total: 0, t0: 0, step0: 0, marks: [], events: [], remote: [],
     runId: null, away: false, current: null,
@@ -115,6 +118,7 @@ export function mount(el, client, app) {
     $("run-pause").disabled = !on;
     $("run-stop").disabled = !on;
     $("run-state").textContent = on ? "training" : state.away ? "in the detached window" : "idle";
+    use.setBusy(on); // predictions and generation wait while the engine trains
   }
 
   // while the run lives in a detached window this tab has no store: nothing to train into

@@ -100,7 +100,11 @@ export function mountRuns(el, client, app, resume) {
       tr.appendChild(idCell(r));
       for (const v of [r.model || "", r.status, r.step, r.checkpoint_step ?? "–"]) {
         const td = document.createElement("td");
-        td.textContent = String(v);
+        // a model's name may break after each "/" (a narrow panel keeps Resume in view)
+        String(v).split(/(?<=\/)/).forEach((part, i) => {
+          if (i) td.append(document.createElement("wbr"));
+          td.append(part);
+        });
         tr.appendChild(td);
       }
       const td = document.createElement("td");

@@ -1,0 +1,63 @@
+"""Using a stored run in the tab (webapp layer): what kind of model it is, and a
+forecaster's predictions and forecast, by the CLI's own functions (``run.use``).
+
+``predict`` returns the rows ``scellis predict RUN --horizon N`` computes, their CSV
+text (the bytes ``--out`` writes) and what the page's chart draws: the validation range
+(one step ahead) and the forecast past the series' end, in the data's own units.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import ScellisError
+from ..data.csvsource import SeriesDataset
+from ..run.generate import lm_context
+from ..run.reference import open_run
+from ..run.use import csv_text, predict_run
+from . import tab_store
+
+HORIZON_CAP = 1000  # steps past the end: each is one forward pass of the model
+
+
+def use_info(run: str, store: str = tab_store.ROOT) -> dict:
+    """Run ``run``'s checkpoint and what the page may do with it: ``series`` (predict,
+    forecast) or ``text`` (generate)."""
+    trained = open_run(store, run)
+    ds = trained.dataset()
+    out = {"run": trained.rid, "step": trained.step, "model": trained.record.get("model")}
+    if isinstance(ds, SeriesDataset):
+        cfg = ds.config
+        return {**out, "kind": "series", "target": cfg.target, "datetime": cfg.datetime,
+                "forecasts": list(cfg.features) == [cfg.target]}  # fmt: skip
+    context = lm_context(trained.record)
+    # a prompt the model can read: the start of its first validation window
+    prompt = ds.vocab.decode(ds.x_val[0][: max(1, context // 2)]) if ds.x_val else ""
+    return {**out, "kind": "text", "context": context, "prompt": prompt}
+
+
+async def predict(run: str, store: str = tab_store.ROOT, horizon: int = 0,
+                  device: str = "webgpu") -> dict:  # fmt: skip
+    """``scellis predict``'s rows of ``run`` with ``horizon`` steps forecast (see the module
+    note): {run, step, target, datetime, rows, csv, plot}."""
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0:
+        raise ScellisError(f"horizon must be a whole number >= 0, got {horizon!r}")
+    if horizon > HORIZON_CAP:
+        raise ScellisError(f"horizon {horizon} is over the tab's cap of {HORIZON_CAP} steps")
+    trained = open_run(store, run)
+    ds = trained.dataset()
+    rows = await predict_run(trained, horizon=horizon, device=device)
+    cfg = ds.config
+    return {"run": trained.rid, "step": trained.step, "target": cfg.target,
+            "datetime": cfg.datetime, "rows": rows, "csv": csv_text(rows),
+            "plot": _plot_series(ds, rows)}  # fmt: skip
+
+
+def _plot_series(ds: SeriesDataset, rows: list[dict]) -> dict:
+    """The chart's points: the validation range's actual and one-step-ahead predicted
+    values ``past`` [[date, actual, predicted]], then the forecast ``future``
+    [[date, predicted]] (dates as in the rows: ISO text, else the row number)."""
+    times = ds.times
+    validation = {times[t].isoformat() if times else t for t in range(ds.cut, ds.rows)}
+    one_ahead = [r for r in rows if r["actual"] is not None and r["horizon"] == 1]
+    past = [[r["date"], r["actual"], r["predicted"]] for r in one_ahead if r["date"] in validation]
+    future = [[r["date"], r["predicted"]] for r in rows if r["actual"] is None]
+    return {"past": past, "future": future}
