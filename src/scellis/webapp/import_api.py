@@ -100,7 +100,7 @@ def import_model(folder: str, record_text: str | None = None,
             "in Model View first (an example or an import), then import them onto it"
         )
     # the record names the file as the user picked it, not the worker's scratch folder
-    text = res.text.replace(f"{root}/", "")
+    text = res.text.replace(f"{root}/", "").replace(str(root), "the picked files")
     added = _pipeline(res.record)
     if added:  # said in a comment, so the user knows where they came from
         note = "# added by the tab's import (the file names none): edit them in Model View"
@@ -156,5 +156,7 @@ async def forward(record_text: str, inputs: dict | None = None, device: str = "w
     args = [tensor(given[k], device=dev, dtype=specs[k].get("dtype", "f32")) for k in specs]
     with no_grad():
         out = model(*args)
-        values = await out.read()
+    # read outside no_grad: the worker answers other commands (a memory plan's training
+    # trace) while this awaits the GPU, and they must not run with gradients off
+    values = await out.read()
     return {"inputs": given, "outputs": values, "shape": list(out.shape)}

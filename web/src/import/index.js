@@ -57,7 +57,10 @@ export function mount(slot, client, app, dropTargets = []) {
     state.busy = true;
     slot.dataset.busy = "1";
     const total = files.reduce((n, f) => n + f.size, 0);
-    const label = files.length === 1 ? files[0].path : `${files.length} files`;
+    // a folder picked whole is named by its folder, loose files by their count
+    const tops = new Set(files.map((f) => f.path.split("/")[0]));
+    const folder = tops.size === 1 && files[0].path.includes("/") ? `${[...tops][0]} (${files.length} files)` : null;
+    const label = files.length === 1 ? files[0].path : folder || `${files.length} files`;
     say(`importing ${label} (${size(total)})…`, "busy");
     try {
       const payload = await Promise.all(files.map(async (f) => ({ path: f.path, bytes: await f.file.arrayBuffer() })));
@@ -76,7 +79,7 @@ export function mount(slot, client, app, dropTargets = []) {
       checkForward(got);
     } catch (e) {
       state.error = e.message;
-      say(`Could not import ${label}: ${e.message}`, "bad");
+      say(`Could not import ${label}: ${e.message}. The model shown is unchanged.`, "bad");
     } finally {
       state.busy = false;
       delete slot.dataset.busy;

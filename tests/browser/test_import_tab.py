@@ -1,0 +1,130 @@
+"""Import model in the tab: a torch-exported ONNX MLP picked as a file and a Hugging Face
+GPT-2 folder picked whole become the record Model View shows, with the weights and
+the forward the native engine's import of the same files gives (the oracle: the
+reference device, itself held to onnxruntime and transformers); a file the engine
+refuses is one line and leaves the record as it was. Screenshots at three widths."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from scellis.webapp import import_api
+from tinymodels import gpt2_folder, mlp, onnx_file, torch
+
+from .conftest import screenshot
+from .ui import full_screen
+
+pytestmark = pytest.mark.browser
+
+IMPORT_MS = 240_000  # the files into Pyodide, the import, a first forward's kernels
+DONE = (
+    "() => { const s = window.scellisApp.importer;"
+    " return !s.busy && (s.error !== null || (s.last !== null && s.forward != null)); }"
+)
+
+
+def _import(page, selector: str, files) -> dict:
+    """Pick ``files`` in the input ``selector``; the importer's state once it is done."""
+    page.evaluate(
+        "() => Object.assign(window.scellisApp.importer, {last: null, forward: null, error: null})"
+    )
+    page.set_input_files(selector, files)
+    page.wait_for_function(DONE, timeout=IMPORT_MS, polling=500)
+    return page.evaluate(
+        "() => { const s = window.scellisApp.importer;"
+        " return {last: s.last, forward: s.forward, error: s.error,"
+        " status: document.querySelector('.import-status').textContent}; }"
+    )
+
+
+def _native(folder, tab_inputs, store):
+    """The native engine's import of the same files, and its forward on the tab's inputs
+    (in a thread: Playwright's sync API keeps an event loop running on this one)."""
+    got = import_api.import_model(str(folder), store=str(store))
+    run = import_api.forward(got["record"], tab_inputs, "reference", str(store))
+    with ThreadPoolExecutor(1) as pool:
+        return got, pool.submit(asyncio.run, run).result()
+
+
+def _shows(page, record: str, blocks: list[str]) -> None:
+    """Model View holds ``record``: its text projected, a graph node per block."""
+    page.wait_for_function(
+        "t => { const mv = window.scellisApp.modelView; return mv.result && mv.result.text === t"
+        " && !document.querySelector('#model-view').dataset.busy; }",
+        arg=record,
+    )
+    for b in blocks:
+        assert page.locator(f"#model-view .mv-node[data-id='{b}']").count() == 1, b
+
+
+def _same_as_native(page, tab: dict, folder, store, rtol: float) -> None:
+    got, out = _native(folder, tab["forward"]["inputs"], store)
+    assert tab["last"]["record"] == got["record"]  # same record, same weights object
+    _shows(page, got["record"], got["blocks"])
+    assert tab["forward"]["shape"] == out["shape"]
+    # the memory plan of the imported record is worked out beside the forward, as natively
+    page.wait_for_selector("#run-plan.plan-green", timeout=IMPORT_MS)
+    assert "no data yet" in page.inner_text("#data-panel .dp-current")
+    np.testing.assert_allclose(tab["forward"]["outputs"], out["outputs"], rtol=rtol, atol=rtol)
+
+
+def test_onnx_file_and_hf_folder_import_as_natively(engine_page, tmp_path):
+    page = engine_page
+    full_screen(page, False)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    torch.manual_seed(11)
+    onnx = onnx_file(mlp(), torch.randn(2, 4), tmp_path / "mlp.onnx")
+    tab = _import(page, ".import-files-input", [str(onnx)])
+    assert tab["error"] is None, tab["error"]
+    assert "Imported mlp.onnx (ONNX): 3 blocks, 131 parameters" in tab["status"]
+    assert "runs on your GPU: output [2, 3]" in tab["status"]
+    (tmp_path / "one").mkdir()
+    shutil.copy(onnx, tmp_path / "one")
+    _same_as_native(page, tab, tmp_path / "one", tmp_path / "native", 1e-5)
+
+    gpt2_folder(tmp_path / "gpt2", shard="8KB")  # a folder picked whole: index and shards
+    tab = _import(page, ".import-folder-input", str(tmp_path / "gpt2"))
+    assert tab["error"] is None, tab["error"]
+    assert tab["last"]["codec"] == "codec/hf"
+    shutil.copytree(tmp_path / "gpt2", tmp_path / "whole" / "gpt2")  # as the picker sends it
+    _same_as_native(page, tab, tmp_path / "whole", tmp_path / "native", 1e-4)
+    for width in (412, 1024, 1440):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(400)
+        screenshot(page, f"import_{width}")
+
+
+class Det(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.det(x)
+
+
+def test_refused_files_are_one_line_and_keep_the_record(engine_page, tmp_path):
+    page = engine_page
+    full_screen(page, False)
+    page.set_viewport_size({"width": 1024, "height": 900})
+    before = page.evaluate("window.scellisApp.record")
+    gpt2_folder(tmp_path / "g", shard="8KB")
+    shard = sorted((tmp_path / "g").glob("model-0*.safetensors"))[0]
+    (tmp_path / "g" / "vocab.txt").write_text("a\nb\n")
+    det = onnx_file(Det(), torch.randn(2, 3, 3), tmp_path / "d.onnx")
+    cases = {
+        "unsupported ONNX ops: Det": [str(det)],
+        "no config.json (a Hugging Face folder)": [str(shard), str(tmp_path / "g" / "vocab.txt")],
+    }
+    for want, files in cases.items():
+        tab = _import(page, ".import-files-input", files)
+        assert want in tab["error"] and "Traceback" not in tab["status"], tab
+        assert tab["status"].startswith("Could not import")
+        assert page.evaluate("window.scellisApp.record") == before
+    shard.unlink()
+    tab = _import(page, ".import-folder-input", str(tmp_path / "g"))
+    assert f"names the shard {shard.name}, missing from the folder" in tab["error"]
+    assert page.evaluate("window.scellisApp.record") == before
+    screenshot(page, "import_refused_1024")
+    page.select_option("#run-example", "lstm_forecaster")  # the next tests' example
