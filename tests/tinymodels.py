@@ -15,10 +15,10 @@ transformers = pytest.importorskip("transformers")
 class Forecaster(torch.nn.Module):
     """An LSTM over [batch, time, features], its last step into a linear head."""
 
-    def __init__(self, features=3, hidden=6):
+    def __init__(self, features=3, hidden=6, outputs=2):
         super().__init__()
         self.rnn = torch.nn.LSTM(features, hidden, batch_first=True)
-        self.head = torch.nn.Linear(hidden, 2)
+        self.head = torch.nn.Linear(hidden, outputs)
 
     def forward(self, x):
         y, _ = self.rnn(x)

@@ -7,6 +7,8 @@ refuses is one line and leaves the record as it was. Screenshots at three widths
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,12 +16,14 @@ import numpy as np
 import pytest
 
 from scellis.webapp import import_api
-from tinymodels import gpt2_folder, mlp, onnx_file, torch
+from tinymodels import Forecaster, gpt2_folder, mlp, onnx_file, torch
 
-from .conftest import screenshot
-from .ui import full_screen
+from .conftest import screenshot, start_training, train_beside_native
+from .ui import full_screen, set_record
 
 pytestmark = pytest.mark.browser
+
+WEIGHTS = re.compile(r"^# weights: sha256:[0-9a-f]{64}\n", re.M)
 
 IMPORT_MS = 240_000  # the files into Pyodide, the import, a first forward's kernels
 DONE = (
@@ -97,6 +101,57 @@ def test_onnx_file_and_hf_folder_import_as_natively(engine_page, tmp_path):
         page.set_viewport_size({"width": width, "height": 900})
         page.wait_for_timeout(400)
         screenshot(page, f"import_{width}")
+
+
+# the data a user pins in the data panel: the sunspot series, six years in, one out
+DATA = """
+data:
+  source: bundled:sunspots_yearly.csv
+  format: csv
+  column: sunspots
+  window: 6
+  horizon: 1
+  val_fraction: 0.2
+  normalise: standard
+"""
+RUN = dict(max_steps=3, log_every=1, validate=False, samples=False, drop_last=True)
+
+
+def _native_losses(text: str, store) -> list[float]:
+    from scellis.webapp import api
+
+    args = json.dumps({"record_text": text, "device": "reference", "store": str(store), **RUN})
+
+    async def go():
+        return [ev["loss"] async for ev in api.dispatch("train", args) if ev["kind"] == "log"]
+
+    return asyncio.run(go())
+
+
+def test_imported_lstm_trains_from_its_weights_as_natively(engine_page, tmp_path):
+    page = engine_page
+    full_screen(page, False)
+    torch.manual_seed(13)
+    (tmp_path / "one").mkdir()
+    model = Forecaster(features=1, outputs=1)
+    onnx = onnx_file(model, torch.randn(2, 6, 1), tmp_path / "one" / "forecaster.onnx")
+    tab = _import(page, ".import-files-input", [str(onnx)])
+    assert tab["error"] is None, tab["error"]
+    text = tab["last"]["record"] + DATA
+    set_record(page, text)
+    start_training(page, RUN)
+    store = tmp_path / "native"
+    import_api.import_model(str(tmp_path / "one"), store=str(store))
+    native = train_beside_native(page, _native_losses, text, store, timeout_ms=IMPORT_MS)
+    tab_losses = page.evaluate(
+        "window.scellisApp.run.events.filter(e => e.kind === 'log').map(e => e.loss)"
+    )
+    assert len(tab_losses) == len(native) == RUN["max_steps"]
+    np.testing.assert_allclose(tab_losses, native, rtol=1e-4)
+    # the imported weights are the run's start: without them the first loss is another
+    with ThreadPoolExecutor(1) as pool:
+        fresh = pool.submit(_native_losses, WEIGHTS.sub("", text), tmp_path / "fresh").result()
+    assert abs(fresh[0] - native[0]) > 1e-3 * abs(native[0]), (fresh, native)
 
 
 class Det(torch.nn.Module):
