@@ -7,6 +7,7 @@ refuses is one line and leaves the record as it was. Screenshots at three widths
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import shutil
@@ -152,6 +153,33 @@ def test_imported_lstm_trains_from_its_weights_as_natively(engine_page, tmp_path
     with ThreadPoolExecutor(1) as pool:
         fresh = pool.submit(_native_losses, WEIGHTS.sub("", text), tmp_path / "fresh").result()
     assert abs(fresh[0] - native[0]) > 1e-3 * abs(native[0]), (fresh, native)
+
+
+DROP = """([name, b64]) => {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const dt = new DataTransfer();
+  dt.items.add(new File([bytes], name));
+  Object.assign(window.scellisApp.importer, {last: null, forward: null, error: null});
+  const target = document.querySelector('#model-view .mv-code');
+  for (const type of ['dragover', 'drop'])
+    target.dispatchEvent(new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true}));
+}"""
+
+
+def test_a_file_dropped_on_model_view_imports(engine_page, tmp_path):
+    page = engine_page
+    full_screen(page, False)
+    torch.manual_seed(17)
+    (tmp_path / "one").mkdir()
+    onnx = onnx_file(mlp(), torch.randn(2, 4), tmp_path / "one" / "dropped.onnx")
+    page.evaluate(DROP, [onnx.name, base64.b64encode(onnx.read_bytes()).decode()])
+    page.wait_for_function(DONE, timeout=IMPORT_MS, polling=500)
+    tab = page.evaluate(
+        "() => { const s = window.scellisApp.importer;"
+        " return {last: s.last, forward: s.forward, error: s.error}; }"
+    )
+    assert tab["error"] is None, tab["error"]
+    _same_as_native(page, tab, tmp_path / "one", tmp_path / "native", 1e-5)
 
 
 class Det(torch.nn.Module):

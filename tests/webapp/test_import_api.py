@@ -111,6 +111,9 @@ def test_refusals_name_what_is_wrong(tmp_path):
     assert "unsupported ONNX ops: Det" in _refusal(_picked(tmp_path / "c", det))
     torch.save(mlp().state_dict(), tmp_path / "bare.pt")
     assert "holds weights only" in _refusal(_picked(tmp_path / "d", tmp_path / "bare.pt"))
+    csv = tmp_path / "series.csv"
+    csv.write_text("t,v\n1,2.5\n")
+    assert "series.csv is data, not a model" in _refusal(_picked(tmp_path / "f", csv))
     (tmp_path / "e").mkdir()
     assert "no files were picked" in _refusal(tmp_path / "e")
 

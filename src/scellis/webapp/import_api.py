@@ -30,6 +30,7 @@ from . import tab_store
 
 # the files that make a folder one model: its codec reads the folder, not one file
 FOLDER_MARKERS = ("config.json", "model.json")
+DATA_SUFFIXES = (".csv", ".txt", ".tsv")  # what the data panel reads, dropped here by mistake
 SAMPLE_BATCH = 2
 SAMPLE_LENGTH = 8  # a named dimension other than batch (a sequence left open), in samples
 
@@ -44,6 +45,11 @@ def _model_path(folder: Path) -> Path:
     files = _files(folder)
     if not files:
         raise ScellisError("no files were picked: choose a model file or a model's folder")
+    if len(files) == 1 and files[0].suffix.lower() in DATA_SUFFIXES:
+        raise ScellisError(
+            f"{files[0].name} is data, not a model: load it in the Data panel "
+            "(Import model reads .onnx, .safetensors, .pt, model.json or a model's folder)"
+        )
     if len(files) == 1 and files[0].name != "config.json":
         return files[0]
     for marker in FOLDER_MARKERS:

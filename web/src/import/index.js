@@ -104,20 +104,23 @@ export function mount(slot, client, app, dropTargets = []) {
     $(input).addEventListener("change", () => { importFiles(picked($(input))); $(input).value = ""; });
   }
 
-  // a model dropped on a target: only drops that carry no CSV/text for the data panel
+  // files dropped on a target are a model to import; caught on the way down (capture),
+  // so the code editor inside Model View never pastes a dropped file's bytes as text
+  const hasFiles = (ev) => ev.dataTransfer && [...ev.dataTransfer.types].includes("Files");
   for (const target of [slot.closest("#start-here") || slot, ...dropTargets]) {
     target.addEventListener("dragover", (ev) => {
-      if (!ev.dataTransfer || ![...ev.dataTransfer.types].includes("Files")) return;
+      if (!hasFiles(ev)) return;
       ev.preventDefault();
       target.classList.add("import-drop");
-    });
+    }, true);
     target.addEventListener("dragleave", () => target.classList.remove("import-drop"));
     target.addEventListener("drop", async (ev) => {
-      if (!ev.dataTransfer || !ev.dataTransfer.files.length) return;
+      if (!hasFiles(ev)) return;
       ev.preventDefault();
+      ev.stopPropagation();
       target.classList.remove("import-drop");
       importFiles(await readDropped(ev.dataTransfer));
-    });
+    }, true);
   }
   state.importFiles = importFiles;
 }
