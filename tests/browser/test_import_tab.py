@@ -16,7 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from scellis.sml import parse
 from scellis.webapp import import_api
+from tfjs.tfjsmodels import io_of, make_models
 from tinymodels import Forecaster, gpt2_folder, mlp, onnx_file, torch
 
 from .conftest import screenshot, start_training, train_beside_native
@@ -180,6 +182,33 @@ def test_a_file_dropped_on_model_view_imports(engine_page, tmp_path):
     )
     assert tab["error"] is None, tab["error"]
     _same_as_native(page, tab, tmp_path / "one", tmp_path / "native", 1e-5)
+
+
+def test_tfjs_export_folder_predicts_as_tfjs(engine_page, tmp_path):
+    """A TF.js forecaster's folder (model.json and two shards, as TF.js saves them)
+    picked whole: in the tab its predictions are TF.js' own (io.json) and the native
+    import's."""
+    page = engine_page
+    full_screen(page, False)
+    made = make_models(tmp_path / "made") / "forecaster"
+    folder = tmp_path / "whole" / "forecaster_tfjs"
+    folder.mkdir(parents=True)
+    for f in made.iterdir():
+        if f.name != "io.json":
+            shutil.copy(f, folder)
+    x, want, _ = io_of(made)
+    tab = _import(page, ".import-folder-input", str(folder))
+    assert tab["error"] is None, tab["error"]
+    assert tab["last"]["codec"] == "codec/tfjs"
+    record = tab["last"]["record"]
+    name = next(iter(parse(record, "m.sml").data["inputs"]))
+    out = page.evaluate(
+        "([record_text, inputs]) => window.scellisClient.call('forward', {record_text, inputs})",
+        [record, {name: x.tolist()}],
+    )
+    np.testing.assert_allclose(np.array(out["outputs"]), want, rtol=1e-5, atol=2e-6)
+    tab["forward"] = out
+    _same_as_native(page, tab, tmp_path / "whole", tmp_path / "native", 1e-5)
 
 
 class Det(torch.nn.Module):
