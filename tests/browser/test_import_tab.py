@@ -53,7 +53,7 @@ def _native(folder, tab_inputs, store):
     """The native engine's import of the same files, and its forward on the tab's inputs
     (in a thread: Playwright's sync API keeps an event loop running on this one)."""
     got = import_api.import_model(str(folder), store=str(store))
-    run = import_api.forward(got["record"], tab_inputs, "reference", str(store))
+    run = import_api.forward(got["record"], tab_inputs, "reference", str(store), full=True)
     with ThreadPoolExecutor(1) as pool:
         return got, pool.submit(asyncio.run, run).result()
 
@@ -69,15 +69,26 @@ def _shows(page, record: str, blocks: list[str]) -> None:
         assert page.locator(f"#model-view .mv-node[data-id='{b}']").count() == 1, b
 
 
+def _tab_forward(page, record: str, inputs: dict | None = None) -> dict:
+    """The tab's forward of ``record`` (sample inputs unless given), every value back."""
+    return page.evaluate(
+        "([record_text, inputs]) => window.scellisClient.call('forward',"
+        " {record_text, inputs, full: true})",
+        [record, inputs],
+    )
+
+
 def _same_as_native(page, tab: dict, folder, store, rtol: float) -> None:
-    got, out = _native(folder, tab["forward"]["inputs"], store)
+    full = _tab_forward(page, tab["last"]["record"])
+    assert full["shape"] == tab["forward"]["shape"] and full["head"] == tab["forward"]["head"]
+    got, out = _native(folder, full["inputs"], store)
     assert tab["last"]["record"] == got["record"]  # same record, same weights object
     _shows(page, got["record"], got["blocks"])
-    assert tab["forward"]["shape"] == out["shape"]
+    assert full["shape"] == out["shape"]
     # the memory plan of the imported record is worked out beside the forward, as natively
     page.wait_for_selector("#run-plan.plan-green", timeout=IMPORT_MS)
     assert "no data yet" in page.inner_text("#data-panel .dp-current")
-    np.testing.assert_allclose(tab["forward"]["outputs"], out["outputs"], rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(full["outputs"], out["outputs"], rtol=rtol, atol=rtol)
 
 
 def test_onnx_file_and_hf_folder_import_as_natively(engine_page, tmp_path):
@@ -89,7 +100,7 @@ def test_onnx_file_and_hf_folder_import_as_natively(engine_page, tmp_path):
     tab = _import(page, ".import-files-input", [str(onnx)])
     assert tab["error"] is None, tab["error"]
     assert "Imported mlp.onnx (ONNX): 3 blocks, 131 parameters" in tab["status"]
-    assert "runs on your GPU: output [2, 3]" in tab["status"]
+    assert "runs on your GPU: output [1, 3]" in tab["status"]
     (tmp_path / "one").mkdir()
     shutil.copy(onnx, tmp_path / "one")
     _same_as_native(page, tab, tmp_path / "one", tmp_path / "native", 1e-5)
@@ -202,12 +213,8 @@ def test_tfjs_export_folder_predicts_as_tfjs(engine_page, tmp_path):
     assert tab["last"]["codec"] == "codec/tfjs"
     record = tab["last"]["record"]
     name = next(iter(parse(record, "m.sml").data["inputs"]))
-    out = page.evaluate(
-        "([record_text, inputs]) => window.scellisClient.call('forward', {record_text, inputs})",
-        [record, {name: x.tolist()}],
-    )
+    out = _tab_forward(page, record, {name: x.tolist()})
     np.testing.assert_allclose(np.array(out["outputs"]), want, rtol=1e-5, atol=2e-6)
-    tab["forward"] = out
     _same_as_native(page, tab, tmp_path / "whole", tmp_path / "native", 1e-5)
 
 

@@ -35,7 +35,8 @@ def _picked(tmp_path, *sources, under: str = "") -> Path:
 
 
 def _forward(record: str, store: Path, inputs: dict | None = None) -> dict:
-    return asyncio.run(import_api.forward(record, inputs, device="reference", store=str(store)))
+    run = import_api.forward(record, inputs, device="reference", store=str(store), full=True)
+    return asyncio.run(run)
 
 
 def test_onnx_mlp_forward_equals_torch(tmp_path):
@@ -51,6 +52,7 @@ def test_onnx_mlp_forward_equals_torch(tmp_path):
     out = _forward(got["record"], tmp_path / "s", {"x": x.tolist()})
     want = model(torch.from_numpy(x)).detach().numpy()
     assert out["shape"] == [3, 3]
+    assert out["head"] == np.array(out["outputs"]).ravel()[: import_api.HEAD].tolist()
     np.testing.assert_allclose(np.array(out["outputs"]), want, rtol=1e-5, atol=1e-5)
 
 

@@ -31,7 +31,8 @@ from . import tab_store
 # the files that make a folder one model: its codec reads the folder, not one file
 FOLDER_MARKERS = ("config.json", "model.json")
 DATA_SUFFIXES = (".csv", ".txt", ".tsv")  # what the data panel reads, dropped here by mistake
-SAMPLE_BATCH = 2
+SAMPLE_BATCH = 1
+HEAD = 6  # output values the page's check shows
 SAMPLE_LENGTH = 8  # a named dimension other than batch (a sequence left open), in samples
 
 
@@ -90,14 +91,13 @@ def import_model(folder: str, record_text: str | None = None,
                  store: str = tab_store.ROOT) -> dict:  # fmt: skip
     """Import what the worker wrote under ``folder``; ``record_text`` (the record the page
     shows) is what a bare state dict is mapped onto. Returns ``{record, name, codec,
-    tensors, parameters, blocks, added, tokenizer}``; refusals are one ScellisError."""
+    tensors, parameters, blocks, added, needs_data}``; refusals are one ScellisError."""
     root = Path(folder)
     try:
         path = _model_path(root)
-        res = import_file(path, store=store)
-        if res.text is None and record_text:  # a bare state dict: onto the record shown
-            source = (record_text, "the record in Model View", root)
-            res = import_file(path, store=store, record_source=source)
+        # a bare state dict is mapped onto the record shown; a model file keeps its own
+        source = (record_text, "the record in Model View", root) if record_text else None
+        res = import_file(path, store=store, record_source=source, bare_only=True)
     except Exception as e:  # noqa: BLE001 - the page shows one line, never a traceback
         raise _readable(e, root) from None
     if res.text is None:
@@ -148,9 +148,12 @@ def _nest(flat: list, dims: list[int]) -> list:
 
 
 async def forward(record_text: str, inputs: dict | None = None, device: str = "webgpu",
-                  store: str = tab_store.ROOT, seed: int = 0) -> dict:  # fmt: skip
+                  store: str = tab_store.ROOT, seed: int = 0,
+                  full: bool = False) -> dict:  # fmt: skip
     """The record's outputs with its header's weights on ``inputs`` (by input name;
-    random ones from ``seed`` where not given): ``{inputs, outputs, shape}``."""
+    random ones from ``seed`` where not given): ``{shape, head}`` (``head``: the first
+    values), with ``full`` also ``{inputs, outputs}`` (a language model's logits are
+    large: the page's check reads back only their first values)."""
     record = parse(record_text, "model.sml").data
     weights = header_weights(record_text, Path(store))
     dev = get_device(device)
@@ -162,7 +165,8 @@ async def forward(record_text: str, inputs: dict | None = None, device: str = "w
     args = [tensor(given[k], device=dev, dtype=specs[k].get("dtype", "f32")) for k in specs]
     with no_grad():
         out = model(*args)
+        head = out.reshape(-1)[:HEAD]
     # read outside no_grad: the worker answers other commands (a memory plan's training
     # trace) while this awaits the GPU, and they must not run with gradients off
-    values = await out.read()
-    return {"inputs": given, "outputs": values, "shape": list(out.shape)}
+    got = {"shape": list(out.shape), "head": await head.read()}
+    return {**got, "inputs": given, "outputs": await out.read()} if full else got
