@@ -247,3 +247,5 @@ def test_refused_files_are_one_line_and_keep_the_record(engine_page, tmp_path):
     assert page.evaluate("window.scellisApp.record") == before
     screenshot(page, "import_refused_1024")
     page.select_option("#run-example", "lstm_forecaster")  # the next tests' example
+    # the line was about the import, not the example now shown
+    page.wait_for_selector(".import-status", state="hidden")

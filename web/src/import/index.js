@@ -26,6 +26,7 @@ export function mount(slot, client, app, dropTargets = []) {
   const $ = (sel) => slot.querySelector(sel);
   const state = { busy: false, last: null, error: null };
   app.importer = state; // tests read the last import (or refusal) here
+  const picker = document.getElementById("run-example"); // in the start strip by now
 
   function say(text, kind) {
     const s = $(".import-status");
@@ -37,7 +38,6 @@ export function mount(slot, client, app, dropTargets = []) {
   // the example picker shows what Model View holds: a disabled entry for the import,
   // gone once the user picks an example again
   function markPicker(name) {
-    const picker = document.getElementById("run-example");
     if (!picker) return;
     let opt = picker.querySelector("option[data-imported]");
     if (!opt) {
@@ -97,6 +97,10 @@ export function mount(slot, client, app, dropTargets = []) {
       if (state.last === got) say(`${$(".import-status").textContent} A sample forward failed: ${e.message}`, "bad");
     }
   }
+
+  // an example picked after an import (or a refusal): the line is about a model no
+  // longer shown, so it goes
+  if (picker) picker.addEventListener("change", () => { $(".import-status").hidden = true; });
 
   const picked = (input) => [...input.files].map((f) => ({ file: f, size: f.size, path: f.webkitRelativePath || f.name }));
   for (const [button, input] of [[".import-files", ".import-files-input"], [".import-folder", ".import-folder-input"]]) {
