@@ -118,10 +118,35 @@ async function takeStore() {
   return { persistent };
 }
 
+// Import model: the picked files ({path, bytes}; a folder's files with their relative
+// paths) are written under a fresh folder of the in-memory file system (the last import's
+// is removed first), and the engine imports that folder (webapp/import_api.py)
+const IMPORTS = "/tmp/import";
+let imports = 0;
+
+function writeImport(files) {
+  wipe(IMPORTS);
+  const root = `${IMPORTS}/${++imports}`;
+  for (const f of files) {
+    // a relative path from the picker: no way out of the folder, whatever it says
+    const parts = String(f.path).split("/").filter((p) => p && p !== "." && p !== "..");
+    if (!parts.length) continue;
+    pyodide.FS.mkdirTree([root, ...parts.slice(0, -1)].join("/"));
+    pyodide.FS.writeFile([root, ...parts].join("/"), new Uint8Array(f.bytes));
+  }
+  pyodide.FS.mkdirTree(root);
+  return root;
+}
+
+// worker-side commands that prepare the engine's call: (args) -> [cmd, args]
+const PREPARED = {
+  import_files: (a) => ["import_model", { folder: writeImport(a.files || []), record_text: a.record_text }],
+};
+
 const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 
 // commands that never write under /scellis (a sync of the store costs a frame or more)
-const READ_ONLY = new Set(["project", "edit", "catalog", "use_info", "predict"]);
+const READ_ONLY = new Set(["project", "edit", "catalog", "use_info", "predict", "forward"]);
 
 function flush() {
   if (!persistent) return flushing;
@@ -183,7 +208,7 @@ function errorOf(e) {
 }
 
 async function handle(msg) {
-  const { id, cmd, args } = msg;
+  let { id, cmd, args } = msg;
   if (STORE_COMMANDS[cmd]) {
     STORE_COMMANDS[cmd]().then(
       (result) => post({ id, result }),
@@ -192,6 +217,7 @@ async function handle(msg) {
     return;
   }
   try {
+    if (PREPARED[cmd]) [cmd, args] = PREPARED[cmd](args || {});
     // arguments cross as JSON so nested values arrive as Python dicts/lists, not proxies
     let out = api.dispatch(cmd, JSON.stringify(args || {}));
     if (out && typeof out.then === "function") out = await out;

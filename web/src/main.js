@@ -4,6 +4,7 @@ import { createApp } from "./app_state.js";
 import * as runPanel from "./run/index.js";
 import * as modelView from "./model_view/index.js";
 import * as dataPanel from "./data/index.js";
+import * as importer from "./import/index.js";
 import { showBanner } from "./banner.js";
 import "./app.css";
 
@@ -23,6 +24,9 @@ async function start() {
   modelView.mount(document.getElementById("model-view"), client, app);
   dataPanel.mount(document.getElementById("data-panel"), client, app);
   runPanel.mount(document.getElementById("run-panel"), client, app);
+  const importSlot = document.createElement("span");
+  document.getElementById("start-import").appendChild(importSlot);
+  importer.mount(importSlot, client, app, [document.getElementById("model-view")]);
   try {
     const hello = await client.ready();
     status.textContent = `engine ready: ${hello.device}`;

@@ -69,18 +69,20 @@ def _shapes(record: dict) -> dict[str, tuple]:
 def import_file(
     path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
     name_map: dict[str, str] | None = None, codec: str | None = None, strict: bool = True,
-    record_source: tuple[str, str, Path] | None = None,
+    record_source: tuple[str, str, Path] | None = None, bare_only: bool = False,
 ) -> Result:  # fmt: skip
     """Read ``path``, map and store its weights; write the record to ``to`` when given.
     ``record`` (a file) or ``record_source`` ((text, its name, its folder): a run's record)
-    is the record the weights are mapped onto."""
+    is the record the weights are mapped onto; with ``bare_only`` only when the file
+    carries no record of its own (a state dict)."""
     path = Path(path)
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
-    if record is not None:
+    own = bare_only and rec is not None  # the file's own record stays
+    if record is not None and not own:
         rtext = _read_text(Path(record))
         rec, where = check(rtext, str(record), Path(record).parent), str(record)
-    elif record_source is not None:
+    elif record_source is not None and not own:
         rtext, where, base = record_source
         rec = check(rtext, where, base)
     tensors, unused = im.tensors, []

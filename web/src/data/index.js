@@ -246,15 +246,25 @@ export function mount(el, client, app) {
 
   $(".dp-use").addEventListener("click", () => pin());
 
+  // a record with no data section (an imported model) trains once a file is pinned here
+  const OWN = "Training uses the example's own data.";
+  const NONE = "This model has no data yet: drop a CSV or text file here to train it.";
+  const ownData = (text) => (/^data:/m.test(text) ? OWN : NONE);
+  function sayOwnData(text) {
+    const el = $(".dp-current");
+    if (el.textContent === OWN || el.textContent === NONE) el.textContent = ownData(text);
+  }
+
   // the pin lives in the record: once a record without the saved file comes in (another
   // example, an edit of data.source), runs use that record's data, and the panel says so
   app.on("record", (text) => {
     // a loaded file not pinned yet: its controls show the new record's options
     if (state.info && !app.dataset) fillOptions();
-    if (!app.dataset || text.includes(app.dataset.source)) return;
+    if (!app.dataset) { sayOwnData(text); return; }
+    if (text.includes(app.dataset.source)) return;
     app.dataset = null;
     $(".dp-use").textContent = "Use in record";
-    $(".dp-current").textContent = "Training uses the example's own data.";
+    $(".dp-current").textContent = ownData(text);
     $(".dp-pinned").textContent = "";
   });
 

@@ -43,6 +43,13 @@ def shard_files(folder: Path) -> list[Path]:
         for n in names:
             if Path(n).name != n:
                 raise ScellisError(f"{index}: shard {n!r} is not a file in the folder")
+        missing = [n for n in names if not (folder / n).is_file()]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise ScellisError(
+                f"{index}: names the shard {missing[0]}{more}, missing from the folder "
+                f"(a sharded model needs all {len(names)} shards)"
+            )
         return [folder / n for n in names]
     if (folder / "model.safetensors").exists():
         return [folder / "model.safetensors"]
