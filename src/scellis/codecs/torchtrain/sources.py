@@ -106,13 +106,19 @@ def _scheduler(cls) -> str:
     return _CONFIG_LINE.sub("", textwrap.dedent(inspect.getsource(cls)))
 
 
+def _copied_scalars() -> dict:
+    """The update ops whose scalar functions the package copies: the optimizers that have
+    a torch twin in it (the others are refused when the package is written)."""
+    return {k: f for k, f in optim_ops._SCALARS.items() if f.__module__ == optim_ops.__name__}
+
+
 def optim_scalars_source() -> str:
     """The update ops' host scalars and state names, and the step schedules."""
     parts = [
         _src(optim_ops.state_names, optim_ops._sign, optim_ops._sgd, optim_ops._adam),
         _src(optim_ops._rmsprop, optim_ops._lion),
         "_SCALARS = {\n"
-        + "".join(f"    {k!r}: {f.__name__},\n" for k, f in optim_ops._SCALARS.items())
+        + "".join(f"    {k!r}: {f.__name__},\n" for k, f in _copied_scalars().items())
         + "}",
         _src(optim_ops.scalars),
         _scheduler(sched_base.Scheduler),
