@@ -8,6 +8,8 @@ gradients against torch's on the module that was exported.
 
 from __future__ import annotations
 
+import inspect
+import json
 import warnings
 
 import numpy as np
@@ -19,7 +21,10 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")  # the dynamo exporter writes through it
 transformers = pytest.importorskip("transformers")
 
+from torch.export import Dim  # noqa: E402
+
 import scellis as sc  # noqa: E402
+from scellis.cli.main import main  # noqa: E402
 from scellis.codecs import read  # noqa: E402
 from scellis.codecs.weights import load_into  # noqa: E402
 from scellis.model import RecordModel  # noqa: E402
@@ -81,7 +86,13 @@ def _input(shape, rng):
 
 
 def _export(model, x, path, dynamo: bool, free: bool = False) -> None:
-    kw = {"dynamic_axes": {"x": {0: "batch", 1: "seq"}}} if free else {}
+    kw = {}
+    if free and dynamo:
+        arg = next(iter(inspect.signature(model.forward).parameters))
+        dims = {0: Dim("batch", min=1, max=8), 1: Dim("seq", min=2, max=12)}
+        kw = {"dynamic_shapes": {arg: dims}}
+    elif free:
+        kw = {"dynamic_axes": {"x": {0: "batch", 1: "seq"}}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (x,), str(path), dynamo=dynamo, input_names=["x"],
@@ -131,11 +142,12 @@ def test_exported_graph_matches_onnxruntime(tmp_path, kind, dynamo):
     np.testing.assert_allclose(np.asarray(y.tolist()), _ort(path, x), rtol=1e-4, atol=1e-5)
 
 
-def test_free_batch_and_length_run_shape_arithmetic_on_the_host(tmp_path):
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_free_batch_and_length_run_shape_arithmetic_on_the_host(tmp_path, dynamo):
     model, shape = _model("gpt2", seed=4)
     rng = np.random.default_rng(4)
     path = tmp_path / "free.onnx"
-    _export(model, _input(shape, rng), path, dynamo=False, free=True)
+    _export(model, _input(shape, rng), path, dynamo=dynamo, free=True)
     got = read(path)
     assert got.record["inputs"]["x"]["shape"] == ["batch", "seq"]
     assert "Shape" in _ops(got)  # kept: it reads the batch and length of each call
@@ -207,6 +219,38 @@ def test_imported_gpt2_trains(tmp_path):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_scellis_train_runs_an_imported_gpt2(tmp_path, capsys):
+    model, shape = _model("gpt2", seed=5)
+    rng = np.random.default_rng(5)
+    _export(model, _input(shape, rng), tmp_path / "g.onnx", dynamo=False, free=True)
+    rec, store = tmp_path / "g.sml", str(tmp_path / "store")
+    assert main(["import", str(tmp_path / "g.onnx"), "--to", str(rec), "--store", store]) == 0
+    (tmp_path / "text.txt").write_text("".join(rng.choice(list("abcdefgh "), 2000)))
+    rec.write_text(rec.read_text() + TRAINING)
+    capsys.readouterr()
+    argv = ["train", str(rec), "--store", store, "--device", "reference", "--max-steps", "6"]
+    assert main([*argv, "--json"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
+    losses = [e["loss"] for e in events if e.get("kind") == "log"]
+    assert len(losses) == 6 and losses[-1] < losses[0]
+    assert any(e.get("kind") == "eval" and e["val_loss"] > 0 for e in events)
+
+
+TRAINING = """
+optimizer: { block_id: training/optimizer/adam, lr: 1.0e-2 }
+loss: { block_id: training/loss/cross_entropy }
+epochs: 1
+batch_size: 4
+data:
+  source: text.txt
+  format: text
+  tokenizer: char
+  context: 8
+  stride: 8
+  val_fraction: 0.1
+"""
 
 
 @pytest.mark.webgpu

@@ -37,7 +37,7 @@ _ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
 # ops whose result is on the host when their inputs are (see onnx_op.ops)
 _HOST_OPS = set(H.BINARY) | set(H.UNARY) | {"Cast", "Where", "Transpose", "Reshape",
     "Unsqueeze", "Squeeze", "Flatten", "Concat", "Split", "Slice", "Gather", "Expand",
-    "Trilu", "Range", "ConstantOfShape", "Identity", "Dropout"}  # fmt: skip
+    "Trilu", "Range", "ConstantOfShape", "GatherND", "Identity", "Dropout"}  # fmt: skip
 _ALWAYS_HOST = {"Shape", "Size"}
 _KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice"}
 

@@ -249,3 +249,18 @@ def arange(start, limit, delta, dtype: str) -> Host:
     n = max(0, math.ceil((limit - start) / delta))
     check_size((n,))
     return make(dtype, (n,), [start + i * delta for i in range(n)])
+
+
+def gather_nd(a: Host, idx: Host) -> Host:
+    """ONNX GatherND with batch_dims 0: each index row picks an element or a slice."""
+    k = idx.shape[-1]
+    rows = math.prod(idx.shape[:-1])
+    inner = math.prod(a.shape[k:])
+    check_size((rows, inner))
+    st = strides(a.shape[:k])
+    vals, out = idx.ints(), []
+    for r in range(rows):
+        at = [i + n if i < 0 else i for i, n in zip(vals[r * k : (r + 1) * k], a.shape)]
+        base = sum(i * s for i, s in zip(at, st)) * inner
+        out.extend(a.values[base : base + inner])
+    return make(a.dtype, idx.shape[:-1] + a.shape[k:], out)

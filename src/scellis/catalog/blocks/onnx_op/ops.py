@@ -331,6 +331,12 @@ def _range(args, attrs):
     return H.arange(s, lim, d, args[0].dtype)
 
 
+def _gather_nd(args, attrs):
+    if attrs.get("batch_dims", 0):
+        raise ScellisError("GatherND with batch_dims is not supported")
+    return H.gather_nd(args[0], args[1])
+
+
 def _constant_of_shape(args, attrs):
     fill = attrs.get("value")
     fill = fill if fill is not None else H.make("f32", (1,), [0.0])
@@ -355,4 +361,5 @@ OPS = {
     "Range": _host_only("Range", _range),
     "ConstantOfShape": _host_only("ConstantOfShape", _constant_of_shape),
     "Size": size,
+    "GatherND": _host_only("GatherND", _gather_nd),
 }  # fmt: skip
