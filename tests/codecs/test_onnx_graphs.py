@@ -227,7 +227,7 @@ def test_scellis_train_runs_an_imported_gpt2(tmp_path, capsys):
     _export(model, _input(shape, rng), tmp_path / "g.onnx", dynamo=False, free=True)
     rec, store = tmp_path / "g.sml", str(tmp_path / "store")
     assert main(["import", str(tmp_path / "g.onnx"), "--to", str(rec), "--store", store]) == 0
-    (tmp_path / "text.txt").write_text("".join(rng.choice(list("abcdefgh "), 2000)))
+    (tmp_path / "text.txt").write_text("".join(rng.choice(list("abcdefgh "), 600)))
     rec.write_text(rec.read_text() + TRAINING)
     capsys.readouterr()
     argv = ["train", str(rec), "--store", store, "--device", "reference", "--max-steps", "6"]

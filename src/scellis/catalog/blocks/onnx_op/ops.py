@@ -13,7 +13,7 @@ import math
 
 from ....base.errors import ScellisError
 from ....ops import composites as C
-from ....runtime.creation import tensor
+from ....runtime.creation import arange, full, tensor
 from ....runtime.tensor import Tensor
 from . import host as H
 from .host import Host
@@ -23,12 +23,22 @@ ONNX_DTYPE = {1: "f32", 6: "i64", 7: "i64", 9: "bool", 10: "f32", 11: "f32"}
 
 
 def as_tensor(ctx, v):
-    if isinstance(v, Host):
-        dt = _TENSOR_DTYPE[v.dtype]
-        vals = [int(x) for x in v.values] if dt != "f32" else [float(x) for x in v.values]
-        t = tensor(vals, device=ctx["device"], dtype=dt if dt != "f32" else ctx["dtype"])
-        return t.reshape(v.shape)
-    return v
+    """A host array on the block's device. Uniform values and 0, 1, 2... runs are made
+    by ``full`` and ``arange`` (ops the compiler traces and caches); anything else is
+    uploaded as data."""
+    if not isinstance(v, Host):
+        return v
+    kind = _TENSOR_DTYPE[v.dtype]
+    dt = ctx["dtype"] if kind == "f32" else kind
+    vals = [bool(x) for x in v.values] if kind == "bool" else list(v.values)
+    if vals and all(x == vals[0] for x in vals):
+        return full(v.shape, vals[0], dt, ctx["device"])
+    if kind == "i32" and len(v.shape) == 1 and vals == list(range(vals[0], vals[0] + len(vals))):
+        run = arange(len(vals), device=ctx["device"])
+        return run + vals[0] if vals[0] else run
+    vals = [int(x) for x in vals] if kind == "i32" else vals
+    vals = [float(x) for x in vals] if kind == "f32" else vals
+    return tensor(vals, device=ctx["device"], dtype=dt).reshape(v.shape)
 
 
 def _all_host(args) -> bool:
@@ -206,7 +216,13 @@ def transpose(ctx, args, attrs, out):
 
 def reshape(ctx, args, attrs, out):
     x = args[0]
-    dims = H.reshape_target(_shape(x), _ints(args[1]), bool(attrs.get("allowzero", 0)))
+    try:
+        dims = H.reshape_target(_shape(x), _ints(args[1]), bool(attrs.get("allowzero", 0)))
+    except ScellisError as e:
+        raise ScellisError(
+            f"onnx/op Reshape: {e} (a graph exported with fixed shapes runs at those shapes "
+            "only; export it with dynamic axes for a free batch or length)"
+        ) from None
     if isinstance(x, Host):
         return H.make(x.dtype, dims, x.values)
     return x.reshape(dims)
@@ -312,9 +328,12 @@ def trilu(ctx, args, attrs, out):
     upper = bool(attrs.get("upper", 1))
     if isinstance(x, Host):
         return H.trilu(x, k, upper)
-    keep = H.trilu(H.make("bool", x.shape[-2:], [True] * math.prod(x.shape[-2:])), k, upper)
+    rows, cols = x.shape[-2:]
+    i = arange(rows, device=ctx["device"]).unsqueeze(-1)
+    j = arange(cols, device=ctx["device"]).unsqueeze(0)
+    keep = (j - i).ge(k) if upper else (j - i).le(k)
     zero = False if x.dtype.name == "bool" else 0.0
-    return x.where(as_tensor(ctx, keep), zero)
+    return x.where(keep, zero)
 
 
 def _host_only(name, f):
