@@ -61,15 +61,15 @@ class CharModel(torch.nn.Module):
         return self.out(self.rnn(self.tok(x))[0])
 
 
-class Attention(torch.nn.Module):
-    """torch's MultiheadAttention: packed in_proj, split with Mod/Slice arithmetic (unsupported)."""
+class Unsupported(torch.nn.Module):
+    """A running sum and a max pooling: ONNX CumSum and MaxPool, which Scellis has no form for."""
 
     def __init__(self):
         super().__init__()
-        self.attn = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+        self.lin = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        return self.attn(x, x, x, need_weights=False)[0]
+        return torch.nn.functional.max_pool1d(self.lin(x).cumsum(1), 2)
 
 
 def export(model, x, path, dynamic: bool = True, **kw) -> None:

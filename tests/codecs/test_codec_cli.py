@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
-from onnx_models import Attention, Forecaster, export  # noqa: E402
+from onnx_models import Forecaster, Unsupported, export  # noqa: E402
 from ptfiles import archive  # noqa: E402
 
 import scellis as sc  # noqa: E402
@@ -93,7 +93,7 @@ def test_refused_files_exit_2_with_the_reason(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "refused global" in err and "system" in err and "Traceback" not in err
     assert not canary.exists() and not (store / "objects").exists()
-    export(Attention(), torch.randn(2, 3, 4), tmp_path / "attn.onnx")
+    export(Unsupported(), torch.randn(2, 3, 4), tmp_path / "attn.onnx")
     assert main(["import", str(tmp_path / "attn.onnx"), "--store", str(store)]) == 2
     assert "unsupported ONNX ops: " in capsys.readouterr().err
     (tmp_path / "x.bin2").write_bytes(b"nothing known")

@@ -85,9 +85,10 @@ def test_cli_export_onnx_and_refusals(tmp_path, capsys):
     onnx.checker.check_model(onnx.load(str(out)))
     capsys.readouterr()
     lm = tmp_path / "lm.sml"
-    lm.write_text((EXAMPLES / "char_transformer.sml").read_text())
+    text = (EXAMPLES / "char_transformer.sml").read_text()
+    lm.write_text(text.replace("kind: decoder ", "rotary: true\n    kind: decoder "))
     assert main(["export", str(lm), "--to", "onnx", "--out", str(tmp_path / "lm.onnx")]) == 2
-    assert "block 'pos': nn/learned_position has no ONNX export" in capsys.readouterr().err
+    assert "block 'body': a transformer with rotary has no ONNX export" in capsys.readouterr().err
     with pytest.raises(ScellisError, match="needs the model's record"):
         make("codec/onnx_export").write(tmp_path / "x.onnx", {}, None)
 

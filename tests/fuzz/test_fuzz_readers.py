@@ -52,13 +52,24 @@ def files(tmp_path_factory) -> dict[str, bytes]:
     from onnx_models import MLP, export
 
     export(MLP(), torch.randn(2, 3), d / "m.onnx")
+
+    class SelfAttention(torch.nn.Module):  # no catalog form as a whole: onnx/op blocks
+        def __init__(self):
+            super().__init__()
+            self.mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.mha(x, x, x, need_weights=False)[0]
+
+    export(SelfAttention(), torch.randn(2, 3, 4), d / "mha.onnx")
     from storeutil import write_record
 
     rec, store = write_record(d), d / "s"
     assert main(["train", str(rec), "--store", str(store), "--device", "reference",
                  "--max-steps", "2", "--checkpoint-every", "1"]) == 0  # fmt: skip
     assert main(["runs", "export", "last", "--store", str(store), "-o", str(d / "b.tar")]) == 0
-    out = {n: (d / n).read_bytes() for n in ("m.pt", "m.safetensors", "m.onnx", "b.tar")}
+    names = ("m.pt", "m.safetensors", "m.onnx", "mha.onnx", "b.tar")
+    out = {n: (d / n).read_bytes() for n in names}
     with zipfile.ZipFile(io.BytesIO(out["m.pt"])) as z:
         out["data.pkl"] = z.read("m/data.pkl")
         out["storages"] = {n.rsplit("/", 1)[1]: z.read(n) for n in z.namelist() if "/data/" in n}
@@ -147,6 +158,21 @@ def test_safetensors_reader(files, tmp_path_factory):
     def case(data):
         checked("safetensors", loads, data)
         checked("safetensors", codec.loads, data, "f.safetensors")
+
+    case()
+
+
+def test_onnx_graph_reader(files, tmp_path_factory):
+    """A graph imported op by op (no catalog form as a whole): mutations of every node."""
+    codec = make("codec/onnx", max_bytes=CAP)
+    folder = _case_dir(tmp_path_factory, "onnx_graph")
+
+    @budget(150)
+    @given(inputs(files["mha.onnx"], (files["m.onnx"],)))
+    def case(data):
+        p = folder / "mha.onnx"
+        p.write_bytes(data)
+        checked("onnx", codec.read, p)
 
     case()
 

@@ -5,8 +5,9 @@ state dicts, or a user's codec from ``--extensions``); a folder with ``config.js
 Hugging Face model (GPT-2, Llama, Mistral, Qwen2, BERT, RoBERTa, DistilBERT), whose
 record is built from its config; a TF.js Layers ``model.json`` (Dense, LSTM, GRU,
 Conv1D, Embedding, LayerNormalization, Dropout, Activation) brings its weight shards,
-float32 or quantised. ONNX models carry their architecture; a bare state
-dict maps onto ``--record`` (``--map OLD.=NEW.`` renames prefixes). The weights go into
+float32 or quantised. ONNX models carry their architecture; a bare state dict maps onto
+``--record`` (``--map OLD.=NEW.`` renames prefixes; ``--map w=a,b`` splits a tensor,
+``--map a,b=w`` merges: see ``codecs.tensor_map``). The weights go into
 the object store (``--store``, default ``.scellis``) as one safetensors object; ``--to``
 writes the record, its header naming that object. A refused file (hostile pickle,
 unsupported ops, names that do not fit, an unsupported architecture) is exit 2 with the
@@ -23,22 +24,12 @@ from pathlib import Path
 
 import click
 
-from ..base.errors import ScellisError
+from ..codecs import tensor_map
 from ..codecs.convert import import_file
 from ..codecs.torchtrain.checkpoint import is_train_checkpoint
 from ..run.reference import looks_like_run, open_run
 from ..run.torchtrain import import_checkpoint
 from .common import extensions_option, load_cli_extensions
-
-
-def parse_map(items) -> dict[str, str]:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise ScellisError(f"--map takes OLD=NEW (e.g. model.=), got {item!r}")
-        old, new = item.split("=", 1)
-        out[old] = new
-    return out
 
 
 @click.command(
@@ -50,7 +41,9 @@ def parse_map(items) -> dict[str, str]:
 @click.option("--to", "to", type=click.Path(dir_okay=False), help="write the record (.sml) here")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")
 @click.option("--record", help="map a state dict onto this record (a .sml file or a RUN)")
-@click.option("--map", "maps", multiple=True, metavar="OLD=NEW", help="rename a name or prefix")
+@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
+              help="rename a name or prefix; split (w=a,b[@AXIS]) or merge (a,b=w); or a file of "
+                   "such rules")  # fmt: skip
 @click.option("--codec", help="a codec id instead of sniffing (e.g. codec/torch)")
 @click.option("--device", default="webgpu", show_default=True,
               help="a train.py checkpoint: the device its run resumes on")  # fmt: skip
@@ -73,7 +66,7 @@ def command(file, to, store, record, maps, codec, device, base_dir, extensions, 
         store=store,
         record=record,
         to=to,
-        name_map=parse_map(maps) or None,
+        name_map=tensor_map.parse(maps) or None,
         codec=codec,
         record_source=run_record,
     )

@@ -19,11 +19,13 @@ from ..base.errors import ScellisError
 from ..base.files import read_file
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
+from . import tensor_map
 from .base import Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
 from .record import check, record_text
 from .safetensors.codec import SafetensorsCodec, SafetensorsConfig
+from .tensor_map import TensorMap
 from .weights import map_names, state_of
 
 WEIGHTS_TAG = re.compile(r"^#\s*weights:\s*sha256:([0-9a-f]{64})\s*$", re.M)
@@ -68,13 +70,15 @@ def _shapes(record: dict) -> dict[str, tuple]:
 
 def import_file(
     path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
-    name_map: dict[str, str] | None = None, codec: str | None = None, strict: bool = True,
-    record_source: tuple[str, str, Path] | None = None, bare_only: bool = False,
+    name_map: dict[str, str] | TensorMap | None = None, codec: str | None = None,
+    strict: bool = True, record_source: tuple[str, str, Path] | None = None,
+    bare_only: bool = False,
 ) -> Result:  # fmt: skip
     """Read ``path``, map and store its weights; write the record to ``to`` when given.
     ``record`` (a file) or ``record_source`` ((text, its name, its folder): a run's record)
     is the record the weights are mapped onto; with ``bare_only`` only when the file
-    carries no record of its own (a state dict)."""
+    carries no record of its own (a state dict). ``name_map`` renames, or a ``TensorMap``
+    also splits and merges tensors first."""
     path = Path(path)
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
@@ -86,8 +90,12 @@ def import_file(
         rtext, where, base = record_source
         rec = check(rtext, where, base)
     tensors, unused = im.tensors, []
+    if isinstance(name_map, TensorMap):
+        if rec is not None:
+            tensors = tensor_map.apply(tensors, name_map)
+        name_map = name_map.renames if rec is not None else name_map
     if rec is not None:
-        tensors, unused = map_names(im.tensors, _shapes(rec), name_map, strict=strict)
+        tensors, unused = map_names(tensors, _shapes(rec), name_map, strict=strict)
     elif name_map:
         raise ScellisError("a name map needs a record to map onto (--record)")
     blob = SafetensorsCodec(SafetensorsConfig()).dumps(tensors, rec)

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     heads,
     linear,
     norm,
+    onnx_op,
     pool,
     position,
     recurrent,

@@ -22,6 +22,7 @@ from ..base import Codec, Imported
 from ..raw import RawTensor
 from ..record import check, record_text
 from . import attn, proto
+from .graph import GraphImporter
 from .ops import HANDLERS
 from .values import Const, Opaque, Partial, Sym
 
@@ -283,7 +284,15 @@ class OnnxCodec(Codec):
                 f"{path}: not a readable ONNX model ({type(e).__name__}: {e})"
             ) from None
         imp = Importer(m, str(path))
-        rec = imp.run(model_id(path))
+        try:
+            rec = imp.run(model_id(path))
+        except ScellisError:  # no catalog form for the whole graph: keep its nodes
+            imp = GraphImporter(m, str(path))
+            try:
+                rec = imp.run(model_id(path))
+            except _MALFORMED as e:  # a node whose inputs or attributes do not make sense
+                what = f"{type(e).__name__}: {e}"
+                raise ScellisError(f"{path}: a node is malformed ({what})") from None
         text = record_text(rec, f"imported from {path.name} ({m.producer or 'unknown producer'})")
         check(text, str(path))
         return Imported(imp.weights, rec, {"producer": m.producer, "sml": text})

@@ -1,0 +1,318 @@
+"""ONNX graphs as op-level records (codecs layer): every node kept, catalog blocks where
+a single node is one.
+
+When the pattern importer (``importer``) finds no catalog form for a whole graph,
+this one keeps the graph's own structure: a node whose inputs are all constants is
+folded here (the ``onnx/op`` block's host arithmetic, so import and run agree); a
+dense product with a weight (MatMul or Gemm, and the bias Add after it), a layer norm,
+an embedding lookup and an activation become ``nn/linear``, ``nn/layer_norm``,
+``nn/embedding`` and ``nn/activation``; every other node becomes an ``onnx/op``
+block (one per output read). A float initializer is a learned parameter unless it is
+a scalar or a mask (only zeros and very negative values); blocks are named after the
+node, or after the torch parameter a catalog block takes. Shape arithmetic that
+depends on a free dim (``Shape`` of an activation) stays in the record and runs on the
+host at run time.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...base.errors import ScellisError
+from ...catalog.blocks.onnx_op import host as H
+from ...catalog.blocks.onnx_op.block import record_form
+from ...catalog.blocks.onnx_op.ops import OPS
+from ...catalog.registry import lookup
+from ...model.build import config_of
+from ...runtime.creation import zeros
+from ..raw import RawTensor, from_values
+from . import proto
+from .ops import constant
+from .values import transpose2
+
+_ID = re.compile(r"[^A-Za-z0-9_]")
+_HOST_DTYPE = {"F32": "f32", "F64": "f32", "F16": "f32", "BOOL": "bool"}
+_RECORD_DTYPE = {"F32": "f32", "F16": "f16", "BOOL": "bool"}
+_ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
+# ops whose result is on the host when their inputs are (see onnx_op.ops)
+_HOST_OPS = set(H.BINARY) | set(H.UNARY) | {"Cast", "Where", "Transpose", "Reshape",
+    "Unsqueeze", "Squeeze", "Flatten", "Concat", "Split", "Slice", "Gather", "Expand",
+    "Trilu", "Range", "ConstantOfShape", "GatherND", "Identity", "Dropout"}  # fmt: skip
+_ALWAYS_HOST = {"Shape", "Size"}
+_KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice"}
+
+
+def _ident(s: str, fallback: str) -> str:
+    s = _ID.sub("_", s).strip("_")
+    if not s or not (s[0].isalpha() or s[0] == "_"):
+        s = f"{fallback}_{s}" if s else fallback
+    return s
+
+
+def host_of_raw(t: RawTensor) -> H.Host:
+    dtype = _HOST_DTYPE.get(t.dtype, "i64")
+    vals = t.values()
+    if dtype == "i64":
+        vals = [int(v) for v in vals]
+    elif dtype == "bool":
+        vals = [bool(v) for v in vals]
+    return H.make(dtype, t.shape, vals)
+
+
+def _is_mask(h: H.Host) -> bool:
+    """Zeros and very negative values (at least one): an additive attention mask."""
+    return any(v <= -1e9 for v in h.values) and all(v == 0.0 or v <= -1e9 for v in h.values)
+
+
+class Run:
+    """A value made at run time: a record input or a block's output (tensor or host)."""
+
+    def __init__(self, src: str, on_host: bool = False):
+        self.src, self.on_host = src, on_host
+
+
+class GraphImporter:
+    def __init__(self, model: proto.Model, where: str):
+        self.where, self.g = where, model.graph
+        self.blocks: dict[str, dict] = {}
+        self.weights: dict[str, RawTensor] = {}
+        self.inputs: dict[str, dict] = {}
+        self.env: dict[str, object] = {}
+        self.params: dict[str, RawTensor] = {}  # learned initializers
+        self.readers: dict[str, list] = {}
+        self.absorbed: set[int] = set()  # nodes a catalog block took in (a bias Add)
+        # every input dim a number: shapes are known here, and Shape nodes fold
+        self.static = all(isinstance(d, int) for vi in self._real_inputs() for d in vi.dims)
+        self.probe: dict[str, object] = {}  # block -> its output on the null device
+        for n in self.g.nodes:
+            for i in n.inputs:
+                self.readers.setdefault(i, []).append(n)
+        for name, t in self.g.initializers.items():
+            self.constant(name, t)
+
+    def constant(self, name: str, t: RawTensor) -> None:
+        """An initializer or a Constant node's value: learned unless a scalar or a mask."""
+        h = host_of_raw(t)
+        if h.dtype == "f32" and h.numel > 1 and not _is_mask(h):
+            self.params[name] = t
+        self.env[name] = h
+
+    # -- names -----------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        base = _ident(base, "node")
+        name, k = base, 2
+        while name in self.blocks or name in self.inputs:
+            name, k = f"{base}_{k}", k + 1
+        return name
+
+    def _value(self, node, name: str):
+        if not name:
+            return None
+        if name not in self.env:
+            raise ScellisError(f"reads {name!r} before it is made")
+        return self.env[name]
+
+    # -- blocks ----------------------------------------------------------------------------
+    def add(self, base: str, block_id: str, ins: list[str], fields: dict, w: dict) -> str:
+        name = self.fresh(base)
+        spec = {"block_id": block_id, "in": ins[0] if len(ins) == 1 else ins, **fields}
+        self.blocks[name] = spec
+        for k, t in w.items():
+            if t is not None:
+                self.weights[f"{name}.{k}"] = t
+        if self.static:  # run it on the shapes-only device: its output's shape is known
+            entry = lookup(block_id, "block")
+            mod = entry.impl(config_of(entry, spec, name), device="null")
+            self.probe[name] = mod(*[self.probe[i] for i in ins])
+        return name
+
+    def op_block(self, node, out: int) -> Run:
+        ins, args, w, used = [], [], {}, set()
+        for k, name in enumerate(node.inputs):
+            v = self._value(node, name)
+            if v is None:
+                args.append(None)
+            elif isinstance(v, Run):
+                ins.append(v.src)
+                args.append("in")
+            elif name in self.params:
+                p = _ident(name.split(".")[-1] if "." in name else f"arg{k}", f"arg{k}")
+                while p in used:
+                    p = f"{p}_{k}"
+                used.add(p)
+                w[p] = self.params[name]
+                args.append({"param": p, "shape": list(v.shape)})
+            else:
+                args.append(record_form(v))
+        attrs = {k: record_form(host_of_raw(a)) if isinstance(a, RawTensor) else a
+                 for k, a in node.attrs.items() if a is not None}  # fmt: skip
+        if not ins:
+            raise ScellisError(f"{self.where}: {node.label()} reads no model tensor")
+        fields = {"op": node.op, "attrs": attrs, "args": args}
+        if out:
+            fields["output"] = out
+        base = node.name or node.outputs[out]
+        name = self.add(base + (f"_{out}" if len(node.outputs) > 1 else ""), "onnx/op", ins,
+                        fields, w)  # fmt: skip
+        ins_host = all(not isinstance(self.env.get(i), Run) or self.env[i].on_host
+                       for i in node.inputs if i)  # fmt: skip
+        return Run(name, node.op in _ALWAYS_HOST or (ins_host and node.op in _HOST_OPS))
+
+    # -- catalog blocks for single nodes ---------------------------------------------------
+    def _param(self, name: str) -> RawTensor | None:
+        return self.params.get(name) if name else None
+
+    def _sole_reader(self, value: str):
+        readers = self.readers.get(value, [])
+        outs = {o.name for o in self.g.outputs}
+        return readers[0] if len(readers) == 1 and value not in outs else None
+
+    def _linear(self, node, x: Run):
+        """MatMul/Gemm by a learned 2-d weight (+ a learned bias) -> nn/linear."""
+        a = node.attrs
+        w = self._param(node.inputs[1])
+        if w is None or len(w.shape) != 2 or x.on_host:
+            return None
+        if node.op == "Gemm":
+            if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+                return None
+            w = w if a.get("transB", 0) else transpose2(w)
+            b = self._param(node.inputs[2]) if len(node.inputs) > 2 else None
+            if len(node.inputs) > 2 and node.inputs[2] and b is None:
+                return None
+            out = node.outputs[0]
+        else:
+            w, b, out = transpose2(w), None, node.outputs[0]
+            nxt = self._sole_reader(out)
+            if nxt is not None and nxt.op == "Add":
+                other = [i for i in nxt.inputs if i != out]
+                cand = self._param(other[0]) if len(other) == 1 else None
+                if cand is not None and list(cand.shape) == [w.shape[0]]:
+                    b, out = cand, nxt.outputs[0]
+                    self.absorbed.add(id(nxt))
+        if b is not None and list(b.shape) != [w.shape[0]]:
+            return None
+        base = node.inputs[1].rsplit(".", 1)[0] if "." in node.inputs[1] else node.name
+        fields = {"in_features": w.shape[1], "out_features": w.shape[0]}
+        if b is None:
+            fields["bias"] = False
+        name = self.add(base, "nn/linear", [x.src], fields, {"weight": w, "bias": b})
+        return out, Run(name)
+
+    def _layer_norm(self, node, x: Run):
+        w = self._param(node.inputs[1])
+        b = self._param(node.inputs[2]) if len(node.inputs) > 2 else None
+        n = w.shape[0] if w is not None and len(w.shape) == 1 else None
+        last = node.attrs.get("axis", -1) == -1
+        if n is None or not last or b is None or len(node.outputs) > 1 or x.on_host:
+            return None
+        eps = node.attrs.get("epsilon", 1e-5)
+        base = node.inputs[1].rsplit(".", 1)[0] if "." in node.inputs[1] else node.name
+        fields = {"normalized_shape": n, "eps": float(f"{eps:.7g}")}
+        name = self.add(base, "nn/layer_norm", [x.src], fields, {"weight": w, "bias": b})
+        return node.outputs[0], Run(name)
+
+    def _embedding(self, node, ids):
+        w = self._param(node.inputs[0])
+        if w is None or len(w.shape) != 2 or node.attrs.get("axis", 0) != 0:
+            return None
+        if not isinstance(ids, Run) or ids.on_host:
+            return None
+        base = node.inputs[0].rsplit(".", 1)[0] if "." in node.inputs[0] else node.name
+        fields = {"num_embeddings": w.shape[0], "embedding_dim": w.shape[1]}
+        name = self.add(base, "nn/embedding", [ids.src], fields, {"weight": w})
+        return node.outputs[0], Run(name)
+
+    def _activation(self, node, x: Run):
+        fn = _ACTIVATIONS.get(node.op)
+        if node.op == "Gelu":
+            fn = "gelu_tanh" if node.attrs.get("approximate") == "tanh" else "gelu"
+        if fn is None or x.on_host:
+            return None
+        name = self.add(node.name or node.outputs[0], "nn/activation", [x.src],
+                        {"function": fn}, {})  # fmt: skip
+        return node.outputs[0], Run(name)
+
+    def catalog(self, node, vals):
+        first = vals[0] if vals else None
+        if node.op in ("MatMul", "Gemm") and isinstance(first, Run):
+            return self._linear(node, first)
+        if node.op == "LayerNormalization" and isinstance(first, Run):
+            return self._layer_norm(node, first)
+        if node.op == "Gather" and len(vals) == 2:
+            return self._embedding(node, vals[1])
+        if node.op in (*_ACTIVATIONS, "Gelu") and isinstance(first, Run):
+            return self._activation(node, first)
+        return None
+
+    # -- the graph -------------------------------------------------------------------------
+    def check_ops(self) -> None:
+        known = {*OPS, "Constant"}
+        bad = [n.label() for n in self.g.nodes
+               if n.op not in known or n.domain not in ("", "ai.onnx")]  # fmt: skip
+        if bad:
+            raise ScellisError(f"{self.where}: unsupported ONNX ops: {', '.join(bad)}")
+
+    def node(self, node) -> None:
+        if id(node) in self.absorbed:
+            return
+        if node.op == "Constant":
+            self.constant(node.outputs[0], constant(self, node)[0].t)
+            return
+        vals = [self._value(node, i) for i in node.inputs]
+        if node.op in _ALWAYS_HOST and self.static and isinstance(vals[0], Run):
+            vals[0] = self.probe[vals[0].src]  # a static shape: Shape and Size fold
+        if not any(isinstance(v, Run) for v in vals):  # constants only: fold now
+            learned = node.op in _KEEPS_LEARNED and node.inputs[0] in self.params
+            for k, out in enumerate(node.outputs):
+                if out and (out in self.readers or out in self._graph_outs()):
+                    h = OPS[node.op](None, vals, self._attrs(node), k)
+                    self.env[out] = h
+                    if learned:  # a copy or a view of a weight is still that weight
+                        self.params[out] = from_values("F32", h.shape, h.values)
+            return
+        got = self.catalog(node, vals)
+        if got is not None:
+            self.env[got[0]] = got[1]
+            return
+        for k, out in enumerate(node.outputs):
+            if out and (out in self.readers or out in self._graph_outs()):
+                self.env[out] = self.op_block(node, k)
+
+    def _graph_outs(self) -> set:
+        return {o.name for o in self.g.outputs}
+
+    def _attrs(self, node) -> dict:
+        return {k: host_of_raw(a) if isinstance(a, RawTensor) else a
+                for k, a in node.attrs.items() if a is not None}  # fmt: skip
+
+    def _real_inputs(self) -> list:
+        return [vi for vi in self.g.inputs if vi.name not in self.g.initializers]
+
+    def run(self, model_id: str) -> dict:
+        self.check_ops()
+        for vi in self._real_inputs():
+            name = _ident(vi.name, "input")
+            # a static graph keeps its dims (its reshapes name the batch it was exported
+            # with); a free leading dim is the record's batch
+            dims = [_ident(d, "dim") if isinstance(d, str) else d for d in vi.dims]
+            if dims and isinstance(dims[0], str):
+                dims[0] = "batch"
+            dtype = _RECORD_DTYPE.get(vi.dtype or "F32", "i32")
+            self.inputs[name] = {"shape": dims, "dtype": dtype}
+            self.env[vi.name] = Run(name)
+            if self.static:
+                self.probe[name] = zeros(dims, dtype, "null")
+        for node in self.g.nodes:
+            try:
+                self.node(node)
+            except ScellisError as e:
+                raise ScellisError(f"{self.where}: {node.label()}: {e}") from None
+        outputs = []
+        for vi in self.g.outputs:
+            v = self.env.get(vi.name)
+            if not isinstance(v, Run) or v.src in self.inputs or v.on_host:
+                raise ScellisError(f"{self.where}: graph output {vi.name!r} is not a model tensor")
+            outputs.append(v.src)
+        return {"model": model_id, "inputs": self.inputs, "blocks": self.blocks,
+                "outputs": outputs, "determinism_tier": "debug", "seed": 0}  # fmt: skip

@@ -1,0 +1,218 @@
+"""Name maps that split and merge tensors (codecs layer): ``--map`` rules.
+
+A rule is ``OLD=NEW``: a rename (``OLD.=NEW.`` renames a prefix). Either side may list
+several names, comma-separated, to split one file tensor into several parameters or
+merge several into one, along axis 0 unless the rule ends in ``@AXIS``:
+
+    in_proj_weight=attn.q.weight,attn.k.weight,attn.v.weight    three equal parts
+    w=a.weight:32,b.weight:16@1                                  parts of 32 and 16 columns
+    q.weight,k.weight,v.weight=in_proj.weight                    one tensor, concatenated
+
+Splits and merges act on the file's tensors before names are matched to parameters,
+so their results are renamed by no other rule. A ``--map`` value that names a file
+(and holds no ``=``) is read as rules, one a line; ``#`` starts a comment.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base.errors import ScellisError
+from ..base.files import read_file
+from .raw import ITEMSIZE, RawTensor, numel
+
+_AXIS = re.compile(r"^(.*)@(-?\d+)$")
+
+
+@dataclass(frozen=True)
+class Reshape:
+    """One tensor into several (``split``) or several into one (``merge``)."""
+
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    sizes: tuple[int | None, ...] = ()  # per target of a split; None: equal parts
+    axis: int = 0
+    text: str = ""
+    origin: str = "--map"  # where the rule was given: "--map" or "FILE:LINE: --map"
+
+    def fail(self, why: str) -> ScellisError:
+        return ScellisError(f"{self.origin} {self.text!r}: {why}")
+
+
+@dataclass
+class TensorMap:
+    renames: dict[str, str] = field(default_factory=dict)
+    reshapes: list[Reshape] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.renames or self.reshapes)
+
+
+def _names(side: str, rule: str) -> list[str]:
+    names = [n.strip() for n in side.split(",")]
+    if any(not n for n in names):
+        raise ScellisError(f"--map {rule!r}: an empty name in {side!r}")
+    return names
+
+
+def _sized(name: str, rule: str) -> tuple[str, int | None]:
+    if ":" not in name:
+        return name, None
+    base, size = name.rsplit(":", 1)
+    if not size.isdigit() or int(size) < 1:
+        raise ScellisError(f"--map {rule!r}: the size of {base!r} must be a positive integer")
+    return base, int(size)
+
+
+def parse_rule(rule: str, into: TensorMap, origin: str = "--map") -> None:
+    if "=" not in rule:
+        raise ScellisError(f"--map takes OLD=NEW (e.g. model.=, or w=a,b to split), got {rule!r}")
+    body, axis = rule, 0
+    m = _AXIS.match(rule)
+    if m:
+        body, axis = m.group(1), int(m.group(2))
+    old, new = body.split("=", 1)
+    olds, news = _names(old, rule), _names(new, rule)
+    if len(olds) > 1 and len(news) > 1:
+        raise ScellisError(f"--map {rule!r}: several names on both sides; split or merge")
+    if len(olds) == len(news) == 1 and not m and ":" not in new:
+        into.renames[olds[0]] = news[0]
+        return
+    if len(olds) == 1 and len(news) == 1:
+        raise ScellisError(f"--map {rule!r}: @AXIS and :SIZE go with several names")
+    sized = [_sized(n, rule) for n in news]
+    sizes = tuple(s for _, s in sized)
+    if len(olds) == 1 and any(s is not None for s in sizes) and None in sizes:
+        raise ScellisError(f"--map {rule!r}: give every part a size, or none")
+    if len(olds) > 1 and any(s is not None for s in sizes):
+        raise ScellisError(f"--map {rule!r}: a merge takes no sizes")
+    targets = tuple(n for n, _ in sized)
+    split_sizes = sizes if len(olds) == 1 else ()
+    into.reshapes.append(Reshape(tuple(olds), targets, split_sizes, axis, rule, origin))
+
+
+def parse(items) -> TensorMap:
+    """``--map`` values (rules, or files of rules) as one map."""
+    out = TensorMap()
+    for item in items:
+        if "=" not in item and Path(item).is_file():
+            try:
+                text = read_file(Path(item)).decode("utf-8")
+            except UnicodeDecodeError:
+                raise ScellisError(f"{item}: a map file must be UTF-8 text") from None
+            for n, line in enumerate(text.splitlines(), 1):
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    try:
+                        parse_rule(line, out, f"{item}:{n}: --map")
+                    except ScellisError as e:
+                        raise ScellisError(f"{item}:{n}: {e}") from None
+            continue
+        parse_rule(item, out)
+    return out
+
+
+# -- bytes ---------------------------------------------------------------------------------
+
+
+def _blocks(t: RawTensor, axis: int) -> tuple[int, int]:
+    """(rows before ``axis``, bytes per unit along ``axis``)."""
+    outer = numel(t.shape[:axis])
+    unit = numel(t.shape[axis + 1 :]) * ITEMSIZE[t.dtype][0]
+    return outer, unit
+
+
+def split(t: RawTensor, axis: int, sizes: list[int]) -> list[RawTensor]:
+    outer, unit = _blocks(t, axis)
+    row = t.shape[axis] * unit
+    parts, start = [], 0
+    for s in sizes:
+        data = b"".join(
+            t.data[o * row + start * unit : o * row + (start + s) * unit] for o in range(outer)
+        )
+        shape = list(t.shape)
+        shape[axis] = s
+        parts.append(RawTensor(t.dtype, tuple(shape), data))
+        start += s
+    return parts
+
+
+def concat(parts: list[RawTensor], axis: int) -> RawTensor:
+    outer, _ = _blocks(parts[0], axis)
+    rows = [p.shape[axis] * _blocks(p, axis)[1] for p in parts]
+    data = b"".join(p.data[o * r : (o + 1) * r] for o in range(outer) for p, r in zip(parts, rows))
+    shape = list(parts[0].shape)
+    shape[axis] = sum(p.shape[axis] for p in parts)
+    return RawTensor(parts[0].dtype, tuple(shape), data)
+
+
+# -- applying ------------------------------------------------------------------------------
+
+
+def _axis(r: Reshape, t: RawTensor, name: str) -> int:
+    n = len(t.shape)
+    if not -n <= r.axis < n:
+        raise r.fail(f"{name!r} has {n} axes, no axis {r.axis}")
+    return r.axis % n
+
+
+def _held(tensors: dict) -> str:
+    names = list(tensors)
+    return ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
+
+
+def _take(tensors: dict, name: str, r: Reshape) -> RawTensor:
+    if name not in tensors:
+        raise r.fail(f"the file has no tensor {name!r} (it holds {_held(tensors)})")
+    return tensors.pop(name)
+
+
+def _split(tensors: dict, r: Reshape) -> None:
+    name = r.sources[0]
+    t = _take(tensors, name, r)
+    axis = _axis(r, t, name)
+    n, k = t.shape[axis], len(r.targets)
+    if r.sizes and r.sizes[0] is not None:
+        sizes = list(r.sizes)
+        if sum(sizes) != n:
+            raise r.fail(
+                f"sizes {'+'.join(map(str, sizes))}={sum(sizes)} do not add up to {name!r}'s "
+                f"{n} along axis {axis} (shape {list(t.shape)})"
+            )
+    elif n % k:
+        raise r.fail(
+            f"{name!r} has {n} along axis {axis}, not divisible into {k} equal parts "
+            "(give each part a size, NAME:SIZE)"
+        )
+    else:
+        sizes = [n // k] * k
+    for target, part in zip(r.targets, split(t, axis, sizes)):
+        tensors[target] = part
+
+
+def _merge(tensors: dict, r: Reshape) -> None:
+    parts = [_take(tensors, n, r) for n in r.sources]
+    axis = _axis(r, parts[0], r.sources[0])
+    first = parts[0]
+    for name, p in zip(r.sources, parts):
+        others = [d for i, d in enumerate(p.shape) if i != axis]
+        if (
+            p.dtype != first.dtype
+            or len(p.shape) != len(first.shape)
+            or others != [d for i, d in enumerate(first.shape) if i != axis]
+        ):
+            raise r.fail(
+                f"{name!r} ({p.dtype} {list(p.shape)}) does not stack with "
+                f"{r.sources[0]!r} ({first.dtype} {list(first.shape)}) along axis {axis}"
+            )
+    tensors[r.targets[0]] = concat(parts, axis)
+
+
+def apply(tensors: dict[str, RawTensor], m: TensorMap) -> dict[str, RawTensor]:
+    """The file's tensors with every split and merge done (renames are ``weights``')."""
+    out = dict(tensors)
+    for r in m.reshapes:
+        (_split if len(r.sources) == 1 else _merge)(out, r)
+    return out
