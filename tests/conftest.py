@@ -5,13 +5,30 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 if importlib.util.find_spec("scellis") is None:
     sys.path.insert(0, str(_HERE.parent / "src"))
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """The native WebGPU device (lavapipe on a machine without a GPU). Without an adapter
+    the test is skipped, which fails a strict run: set-up installs lavapipe."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+    from scellis.base.errors import DeviceError  # noqa: PLC0415
+    from scellis.devices import get_device  # noqa: PLC0415
+
+    try:
+        return get_device("webgpu")
+    except DeviceError as e:
+        pytest.skip(f"no WebGPU adapter: {e}")
 
 
 def pytest_collection_modifyitems(session, config, items):

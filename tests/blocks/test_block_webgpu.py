@@ -16,19 +16,9 @@ from blockutil import gen, rng_for
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
-from scellis.base.errors import DeviceError  # noqa: E402
 from scellis.catalog import blocks as B  # noqa: E402
-from scellis.devices import get_device  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        return get_device("webgpu")
-    except DeviceError as e:
-        pytest.skip(f"no WebGPU adapter: {e}")
 
 
 def _vals(t) -> np.ndarray:

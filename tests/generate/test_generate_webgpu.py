@@ -14,23 +14,13 @@ from genutil import tiny_lm
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 from scellis.autograd import no_grad  # noqa: E402
-from scellis.base.errors import DeviceError  # noqa: E402
 from scellis.base.rng import Generator  # noqa: E402
 from scellis.catalog import blocks as B  # noqa: E402
 from scellis.catalog.blocks.decoding import KVCache  # noqa: E402
-from scellis.devices import get_device  # noqa: E402
 from scellis.run.generate import stream  # noqa: E402
 from scellis.runtime.creation import tensor  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        return get_device("webgpu")
-    except DeviceError as e:
-        pytest.skip(f"no WebGPU adapter: {e}")
 
 
 def steps(model, device, **kw):

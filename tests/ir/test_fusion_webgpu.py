@@ -21,11 +21,6 @@ pytestmark = pytest.mark.webgpu
 BATCH = 2
 
 
-@pytest.fixture(scope="module")
-def gpu():
-    return get_device("webgpu")
-
-
 def _model(record, device):
     return RecordModel(record, device=device, gen=Generator(0, "init")).eval()
 

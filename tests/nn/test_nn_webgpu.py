@@ -8,18 +8,8 @@ import pytest
 
 import scellis as sc
 from scellis import nn, optim
-from scellis.base.errors import DeviceError
-from scellis.devices import get_device
 
 pytestmark = pytest.mark.webgpu
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        return get_device("webgpu")
-    except DeviceError as e:
-        pytest.skip(f"no WebGPU adapter: {e}")
 
 
 def _model():

@@ -13,11 +13,9 @@ from peftutil import arr, char_model, ids_for
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
-from scellis.base.errors import DeviceError  # noqa: E402
 from scellis.catalog import peft  # noqa: E402
 from scellis.catalog.losses import CrossEntropyLoss  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
-from scellis.devices import get_device  # noqa: E402
 from scellis.devices.webgpu.backend import size_class  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
@@ -29,14 +27,6 @@ SECTION = {
         {"block_id": "peft/prefix", "num_virtual_tokens": 2},
     ]
 }
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        return get_device("webgpu")
-    except DeviceError as e:
-        pytest.skip(f"no WebGPU adapter: {e}")
 
 
 def _steps(device, n=2):

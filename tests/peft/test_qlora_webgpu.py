@@ -16,15 +16,9 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
 from scellis.base.quant import QuantSpec, quantize  # noqa: E402
-from scellis.devices import get_device  # noqa: E402
 from scellis.devices.reference.quant import dequantize  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    return get_device("webgpu")
 
 
 def _product(device, x, words, scales, spec, trans):

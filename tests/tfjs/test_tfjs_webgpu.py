@@ -13,19 +13,9 @@ from tfjsmodels import io_of
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
-from scellis.base.errors import DeviceError  # noqa: E402
 from scellis.codecs.convert import import_file  # noqa: E402
-from scellis.devices import get_device  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
-
-
-@pytest.fixture(scope="module")
-def gpu():
-    try:
-        return get_device("webgpu")
-    except DeviceError as e:
-        pytest.skip(f"no WebGPU adapter: {e}")
 
 
 def test_imported_gru_on_webgpu(tmp_path, tfjs_models, gpu):

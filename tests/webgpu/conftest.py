@@ -9,12 +9,6 @@ import pytest
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
-from scellis.devices import get_device  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def gpu():
-    return get_device("webgpu")
 
 
 @pytest.fixture
