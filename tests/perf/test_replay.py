@@ -93,7 +93,6 @@ def test_dynamic_loss_scaling_replays_bitwise(gpu):
     if not gpu.supports(sc.f16):
         pytest.skip("this adapter lacks shader-f16: no mixed precision to replay")
     prec = {"policy": "mixed_f16", "loss_scaling": "dynamic", "growth_interval": 2}
-    # an MLP: the fused LSTM kernels are f32-only on WebGPU
     eager = _train(_mlp, gpu, False, precision=prec)
     replayed = _train(_mlp, gpu, True, precision=prec)
     _same(replayed, eager)

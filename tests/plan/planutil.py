@@ -101,7 +101,7 @@ def measured_loop_peak(record: dict, device, steps: int = 2, seed: int = 0) -> i
 
 
 # mixed f16 (f32 masters, f16 working copies, dynamic loss scaling): on the reference,
-# which emulates f16 (lavapipe has no shader-f16)
+# which emulates f16, and on an adapter with shader-f16
 MIXED = [
     ("lstm-h32-b8-mixed", lambda: mixed(lstm(32, 8))),
     ("transformer-d48-l1-b4-mixed", lambda: mixed(transformer(48, 1, 4))),

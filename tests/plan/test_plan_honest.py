@@ -8,6 +8,8 @@ so its peak counts that run only.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from planutil import MIXED, SIZES, measured_loop_peak
 
@@ -84,8 +86,9 @@ def test_the_plan_follows_the_records_checkpointing():
 
 
 @pytest.mark.webgpu
-def test_mixed_precision_plan_bounds_the_webgpu_allocator():
-    name, make = MIXED[1]
+@pytest.mark.parametrize("name,make", MIXED, ids=[n for n, _ in MIXED])
+def test_mixed_precision_plan_bounds_the_webgpu_allocator(name, make):
+    # the LSTM takes the fused step kernels in f16, the Transformer flash attention in f16
     record = make()
     dev = WebGPUBackend()
     if not dev.info.has_f16:
@@ -94,12 +97,24 @@ def test_mixed_precision_plan_bounds_the_webgpu_allocator():
     _check(name, record, plan, measured_loop_peak(record, dev))
 
 
+class _WithoutF16:
+    """The real adapter with shader-f16 taken out of its feature list."""
+
+    def __init__(self, gpu):
+        self._gpu = gpu
+        feats = [f for f in gpu.info.features if f != "shader-f16"]
+        self.info = dataclasses.replace(gpu.info, features=feats)
+
+    def __getattr__(self, name):
+        return getattr(self._gpu, name)
+
+
 @pytest.mark.webgpu
 def test_a_kernel_the_device_refuses_makes_the_plan_red():
-    # the fused LSTM kernel is f32-only on WebGPU: the plan says so before anything runs,
-    # with the error the eager run would stop on
+    # without shader-f16 the fused LSTM's f16 kernels cannot run: the plan says so before
+    # anything runs, naming the kernels and the feature, with what the eager run stops on
     record = MIXED[0][1]()
-    dev = WebGPUBackend()
+    dev = WebGPUBackend(gpu=_WithoutF16(WebGPUBackend().gpu))
     plan = make_plan(record, of_backend(dev), update=loop_update_for(record), remediate=False)
-    assert plan.verdict == "red"
-    assert any("lstm_seq" in p and "f32 on WebGPU" in p for p in plan.problems)
+    assert plan.verdict == "red" and plan.memory_fits
+    assert any("lstm_seq" in p and "'shader-f16'" in p for p in plan.kernel_problems)
