@@ -175,3 +175,19 @@ def test_a_kernel_refusal_is_not_worded_as_memory(tmp_path, capsys):
     # with shader-f16 (lavapipe has it) the fused kernels run in f16: a green plan
     assert main(["plan", str(rec), "--device", "webgpu", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "green"
+
+
+def test_replay_residency_is_planned_and_can_be_turned_off(capsys):
+    # train replays by default on WebGPU, so plan does: the schedule's buffers count; a
+    # budget between the two peaks makes --no-replay the first remediation
+    _, eager = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--no-replay")
+    _, replayed = plan_json(capsys, LSTM, "--device", "webgpu-spec")
+    assert eager["replay_bytes"] == 0 and replayed["replay_bytes"] > eager["peak"]
+    assert replayed["peak"] >= replayed["replay_bytes"]
+    budget = str((eager["peak"] + replayed["peak"]) // 2)
+    rc, tight = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--budget", budget)
+    assert rc == 2 and tight["remediations"][0]["fix"] == "eager steps (--no-replay)"
+    assert tight["remediations"][0]["saving"] == replayed["peak"] - eager["peak"]
+    # the reference device runs its kernels from Python: nothing replays there
+    _, ref = plan_json(capsys, LSTM, "--device", "reference")
+    assert ref["replay_bytes"] == 0
