@@ -34,8 +34,8 @@ def test_replayed_seed_lstm_matches_eager_in_the_tab(engine_page):
     page = engine_page
     full_screen(page, False)  # Model View's tests may leave it covering the run panel
     set_record(page, seed_record())
-    eager, end_eager = _run(page, SEED_OPTIONS)
-    replayed, end = _run(page, {**SEED_OPTIONS, "replay": True})
+    eager, end_eager = _run(page, {**SEED_OPTIONS, "replay": False})
+    replayed, end = _run(page, SEED_OPTIONS)  # the tab replays by default
     assert end_eager.get("replay") is None, end_eager
     rec = end["replay"]
     # 1 warm-up + 2 recorded eager steps, then the schedule (drop_last: one batch shape)

@@ -48,9 +48,9 @@ def _mlp(dev, rng):
     return m, MSELoss(), Adam(m, lr=0.01), Batches(x.tolist(), y.tolist(), 8, device=dev)
 
 
-def _train(make, dev, replay: bool, epochs: int = 3, **kw):
+def _train(make, dev, replay: bool | None, epochs: int = 3, events=None, **kw):
     model, loss, opt, data = make(dev, np.random.default_rng(5))
-    events = []
+    events = [] if events is None else events
     end = run(
         model,
         loss,
@@ -89,16 +89,35 @@ def test_replayed_training_is_bitwise_eager(gpu, make):
     assert eager[2]["replay"] is None
 
 
-def test_dynamic_loss_scaling_replays_bitwise(gpu):
+def test_fit_replays_by_default_where_the_device_can(gpu):
+    # replay=None (fit's default): replayed on WebGPU, each fallback reason told once
+    events = []
+    default = _train(_mlp, gpu, None, events=events)
+    _same(default, _train(_mlp, gpu, False))
+    rec = default[2]["replay"]
+    assert rec["replayed_steps"] == 6 and rec["eager_steps"] == 6, rec  # 3 short batches
+    told = [e for e in events if e["kind"] == "info"]
+    assert [e["message"] for e in told] == [f"replay: step 4 ran eagerly: {rec['fallback'][0]}"]
+    assert told[0]["step"] == 4  # the first short batch
+    # the reference device has no dispatch list: its default is eager, with nothing to say
+    events = []
+    _, _, end = _train(_mlp, get_device("reference"), None, events=events)
+    assert end["replay"] is None and not [e for e in events if e["kind"] == "info"]
+
+
+@pytest.mark.parametrize("make", [_mlp, _lstm], ids=["mlp", "lstm_forecaster"])
+def test_dynamic_loss_scaling_replays_bitwise(gpu, make):
+    # the LSTM takes the fused step kernels in f16
     if not gpu.supports(sc.f16):
         pytest.skip("this adapter lacks shader-f16: no mixed precision to replay")
     prec = {"policy": "mixed_f16", "loss_scaling": "dynamic", "growth_interval": 2}
-    # an MLP: the fused LSTM kernels are f32-only on WebGPU
-    eager = _train(_mlp, gpu, False, precision=prec)
-    replayed = _train(_mlp, gpu, True, precision=prec)
+    eager = _train(make, gpu, False, precision=prec)
+    replayed = _train(make, gpu, True, precision=prec)
     _same(replayed, eager)
     assert replayed[2]["replay"]["replayed_steps"] == 6
-    assert replayed[2]["loss_scale"] == eager[2]["loss_scale"] > 2.0**16  # it grew
+    assert replayed[2]["loss_scale"] == eager[2]["loss_scale"]
+    if make is _mlp:
+        assert replayed[2]["loss_scale"] > 2.0**16  # it grew
 
 
 def test_dropout_is_refused_with_its_reason_and_stays_eager(gpu):

@@ -68,9 +68,12 @@ def _entry(section: dict, kind: str, *args):
     return entry.impl(*args, config=cfg) if args else entry.impl(config=cfg)
 
 
-def measured_loop_peak(record: dict, device, steps: int = 2, seed: int = 0) -> int:
+def measured_loop_peak(
+    record: dict, device, steps: int = 2, seed: int = 0, replay: bool = False
+) -> int:
     """The allocator's peak over ``steps`` steps of the real train loop on ``device``
-    (fresh, so its peak counts this run only), with random data."""
+    (fresh, so its peak counts this run only), with random data; eager steps unless
+    ``replay``."""
     rng = np.random.default_rng(seed)
     b = record["batch_size"]
     (spec,) = record["inputs"].values()
@@ -96,12 +99,13 @@ def measured_loop_peak(record: dict, device, steps: int = 2, seed: int = 0) -> i
         grad_clip=record.get("grad_clip"),
         precision=record.get("precision"),
         log_every=1000,
+        replay=replay,
     )
     return device.peak_bytes
 
 
 # mixed f16 (f32 masters, f16 working copies, dynamic loss scaling): on the reference,
-# which emulates f16 (lavapipe has no shader-f16)
+# which emulates f16, and on an adapter with shader-f16
 MIXED = [
     ("lstm-h32-b8-mixed", lambda: mixed(lstm(32, 8))),
     ("transformer-d48-l1-b4-mixed", lambda: mixed(transformer(48, 1, 4))),

@@ -6,10 +6,12 @@ import json
 import re
 
 import pytest
-from planutil import ROOT
+from planutil import ROOT, example, mixed
 
 from scellis.cli.main import main
 from scellis.devices import get_device
+from scellis.ir.limits import resolve
+from scellis.ir.plan import PlanRefused, make_plan
 from scellis.webapp import run_api
 
 LSTM = str(ROOT / "examples" / "lstm_forecaster.sml")
@@ -137,8 +139,8 @@ def test_schedule_packs_the_step_below_its_eager_peak(capsys):
 
 
 def test_f16_is_not_offered_where_its_kernels_cannot_run(capsys):
-    # the fused LSTM kernel is f32-only on WebGPU: on a WebGPU target the plan does not
-    # suggest mixed_f16 for the forecaster; on the reference (f16 emulated) it does
+    # the spec's default target has no shader-f16: there the plan does not suggest
+    # mixed_f16 for the forecaster; on the reference (f16 emulated) it does
     _, on_gpu = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--budget", "1MiB")
     _, on_ref = plan_json(capsys, LSTM, "--device", "reference", "--budget", "1MiB")
     assert not any(r["fix"].startswith("precision") for r in on_gpu["remediations"])
@@ -158,14 +160,34 @@ def test_the_tab_plans_what_the_cli_plans(capsys, path):
 
 
 def test_a_kernel_refusal_is_not_worded_as_memory(tmp_path, capsys):
-    # the fused LSTM has no f16 kernel on WebGPU: the run is refused, but it would fit
+    # a target without shader-f16 cannot run the f16 kernels a mixed_f16 LSTM needs: the
+    # run is refused, naming the kernels and the feature, but it would fit
     rec = tmp_path / "f16.sml"
     text = (ROOT / "examples" / "lstm_forecaster.sml").read_text()
     rec.write_text(text.replace("seed: 0\n", "seed: 0\nprecision: mixed_f16\n"))
-    assert main(["plan", str(rec), "--device", "webgpu", "--json"]) == 2  # red
+    assert main(["plan", str(rec), "--device", "webgpu-spec", "--json"]) == 2  # red
     plan = json.loads(capsys.readouterr().out)
     assert plan["verdict"] == "red" and plan["kernel_problems"] == plan["problems"]
-    assert "lstm" in plan["problems"][0]
-    code = main(["train", str(rec), "--device", "webgpu", "--store", str(tmp_path / "s")])
-    err = capsys.readouterr().err
-    assert code == 2 and "memory is not the problem" in err and "memory plan is red" not in err
+    assert "lstm_seq, lstm_seq_backward: the fused LSTM step kernel" in plan["problems"][0]
+    assert "'shader-f16'" in plan["problems"][0] and "memory" not in plan["problems"][0]
+    why = str(PlanRefused(make_plan(mixed(example("lstm_forecaster")), resolve("webgpu-spec"))))
+    assert "memory is not the problem" in why and "memory plan is red" not in why
+    # with shader-f16 (lavapipe has it) the fused kernels run in f16: a green plan
+    assert main(["plan", str(rec), "--device", "webgpu", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "green"
+
+
+def test_replay_residency_is_planned_and_can_be_turned_off(capsys):
+    # train replays by default on WebGPU, so plan does: the schedule's buffers count; a
+    # budget between the two peaks makes --no-replay the first remediation
+    _, eager = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--no-replay")
+    _, replayed = plan_json(capsys, LSTM, "--device", "webgpu-spec")
+    assert eager["replay_bytes"] == 0 and replayed["replay_bytes"] > eager["peak"]
+    assert replayed["peak"] >= replayed["replay_bytes"]
+    budget = str((eager["peak"] + replayed["peak"]) // 2)
+    rc, tight = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--budget", budget)
+    assert rc == 2 and tight["remediations"][0]["fix"] == "eager steps (--no-replay)"
+    assert tight["remediations"][0]["saving"] == replayed["peak"] - eager["peak"]
+    # the reference device runs its kernels from Python: nothing replays there
+    _, ref = plan_json(capsys, LSTM, "--device", "reference")
+    assert ref["replay_bytes"] == 0

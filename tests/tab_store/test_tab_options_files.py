@@ -164,24 +164,21 @@ def test_a_bundle_naming_files_badly_is_refused(csv_record, tmp_path):
             run_api.import_run(b64, str(tmp_path / "other"))
 
 
-def test_a_replayed_run_resumes_replayed(csv_record, tmp_path):
-    """``replay`` is one of the options a run keeps: its resume replays the recorded
-    schedule again (the end event gives its replay summary), and the losses
-    are those of the uninterrupted eager run."""
-    whole = _events("train", record_text=csv_record, store=str(tmp_path / "w"), **OPTS)
-    store = tmp_path / "st"
-    opts = {**OPTS, "replay": True}
-    first = _events("train", stop_at=3, record_text=csv_record, store=str(store), **opts)
-    (run,) = run_api.runs(str(store))
-    resumed = _events("resume", run=run["id"], store=str(store), device="reference")
-    end = resumed[-1]
-    # asked for again: the reference device has no dispatch list, so it says why each
-    # step ran eagerly (an eager resume has no replay summary at all)
-    assert end["kind"] == "end" and end.get("replay"), end
-    assert end["replay"]["eager_steps"] == 5 and end["replay"]["fallback"], end["replay"]
-    plain = _events("train", stop_at=3, record_text=csv_record, store=str(tmp_path / "p"), **OPTS)
-    (prun,) = run_api.runs(str(tmp_path / "p"))
-    again = _events("resume", run=prun["id"], store=str(tmp_path / "p"), device="reference")
-    assert again[-1]["kind"] == "end" and again[-1].get("replay") is None, again[-1]
-    assert _losses(plain) == _losses(first)
-    _close({**_losses(first), **_losses(resumed)}, _losses(whole))
+@pytest.mark.webgpu
+def test_replay_is_kept_by_a_resume(csv_record, tmp_path):
+    """``replay`` is one of the options a run keeps: a run started with it off resumes
+    eager, a default run resumes replayed (the end event gives its replay summary), and
+    both give the losses of the uninterrupted run, bitwise (replay is eager's maths)."""
+    gpu = {**OPTS, "device": "webgpu"}
+    whole = _events("train", record_text=csv_record, store=str(tmp_path / "w"), **gpu)
+    ends = {}
+    for replay in (True, False):
+        store = tmp_path / f"replay-{replay}"
+        first = _events("train", stop_at=3, record_text=csv_record, store=str(store),
+                        **gpu, replay=replay)  # fmt: skip
+        (run,) = run_api.runs(str(store))
+        resumed = _events("resume", run=run["id"], store=str(store), device="webgpu")
+        ends[replay] = resumed[-1]
+        assert {**_losses(first), **_losses(resumed)} == _losses(whole)
+    assert ends[True]["kind"] == "end" and ends[True]["replay"]["replayed_steps"] == 2
+    assert ends[False]["kind"] == "end" and ends[False].get("replay") is None

@@ -48,6 +48,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
 
 from cases import ALL_CASES  # noqa: E402
+from cases_f16 import F16_CASES  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from conftest import spacing32  # noqa: E402
@@ -340,3 +341,43 @@ def test_excluded_rows_are_rows_and_f16_rows_are_listed():
         if any("f16" in c.dtypes for c in res.fwd + res.bwd):
             touches_f16.add(case.name)
     assert touches_f16 == set(NEEDS_F16)
+
+
+# -- the f16 kernels (mixed precision) against the reference device's f16 emulation --
+
+U16 = 2.0**-11  # f16 unit roundoff
+
+
+def _f16_exact(arrays):
+    """Inputs that f16 holds exactly, so the casts into f16 round nothing on either device."""
+    return [a.astype(np.float16).astype(np.float32) if a.dtype.kind == "f" else a for a in arrays]
+
+
+@pytest.mark.parametrize("case", F16_CASES, ids=lambda c: c.name)
+def test_f16_row_on_webgpu(gpu, case):
+    """Both devices widen the f16 inputs, compute in f32 and round each stored value (the
+    packed step, the carries, the gradients) to f16 once, so the phase's rounding model is
+    the f32 one with f16's unit roundoff: normwise ``C * n * U16`` with the same n (the
+    f32 arithmetic inside adds n * u, 2^-13 of that)."""
+    if not gpu.supports(sc.f16):
+        pytest.skip(f"{case.name}: {NEEDS_F16['cast_f16']}")
+    arrays = _f16_exact(case.arrays())
+    diff = case.diff(arrays)
+    ref = run_row(case, "reference", arrays, diff)
+    dev = run_row(case, "webgpu", arrays, diff)
+    for a, b in ((dev.fwd, ref.fwd), (dev.bwd, ref.bwd)):
+        assert op_names(a) - {"cast", "full"} == op_names(b) - {"cast", "full"}
+    assert any("f16" in c.dtypes for c in dev.fwd + dev.bwd if c.op != "cast")
+    got, want = dev.out.astype(np.float64), ref.out.astype(np.float64)
+    _f16_normwise(got, want, phase_length(ref.fwd), "forward")
+    for i in diff:
+        _f16_normwise(dev.grads[i], ref.grads[i], phase_length(ref.bwd), f"grad {i}")
+
+
+def _f16_normwise(got, want, n, what):
+    ok = _same_nonfinite(got, want, what)
+    err, scale = np.abs(got[ok] - want[ok]).max(), np.abs(want[ok]).max()
+    assert scale > 0, f"{what}: all zero"
+    assert err <= C * n * U16 * scale, (
+        f"{what}: normwise error {err / scale / U16:.1f} u16 over the bound {C} * n={n} u16"
+    )

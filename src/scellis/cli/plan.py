@@ -56,15 +56,21 @@ def target_for(device: str, budget: str | None):
     "--mode", type=click.Choice(["training", "inference"]), default="training", show_default=True
 )
 @click.option("--precision", type=click.Choice(["f32", "mixed_f16"]), default=None)
+@click.option(
+    "--replay/--no-replay",
+    default=True,
+    show_default=True,
+    help="plan the run as train does by default (replayed steps on WebGPU) or with eager steps",
+)
 @extensions_option
 @click.option("--json", "json_", is_flag=True, help="the plan as one JSON object")
-def command(file, device, budget, batch, mode, precision, json_, extensions):
+def command(file, device, budget, batch, mode, precision, replay, json_, extensions):
     load_cli_extensions(extensions)
     record = load_record(file)
     data_note = check_data(file, record)
     target = target_for(device, budget)
     # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan
-    plan = plan_run(record, target, mode=mode, batch=batch, precision=precision)
+    plan = plan_run(record, target, mode=mode, batch=batch, precision=precision, replay=replay)
     if json_:
         print(json.dumps(plan.record()))
     else:

@@ -277,6 +277,7 @@ _TERMINAL = {
     "eval": Output._eval,
     "sample": Output._sample,
     "warning": lambda out, ev: out._line(f"  warning: {ev.message}"),
+    "info": lambda out, ev: out._line(f"  {ev.message}"),
     "early_stop": lambda out, ev: out._line(f"  early stop: {ev.reason}"),
 }
 

@@ -185,13 +185,19 @@ class KernelGraph:
 def lower(graph: OpGraph, target: Target) -> KernelGraph:
     """One kernel per op, as eager execution runs them."""
     mem = VirtualMemory(graph, target)
-    kernels = []
+    kernels, refused = [], {}
     for node in graph.nodes:
         try:
             kernels.append(lower_op(mem, node))
-        except (LimitError, DTypeError) as e:  # what the backend would refuse at run time
+        except LimitError as e:  # what the backend would refuse at run time
             where = f" [{node.scope}]" if node.scope else ""
-            raise type(e)(f"op {node.index} ({node.op}){where}: {e}") from None
+            raise LimitError(f"op {node.index} ({node.op}){where}: {e}") from None
+        except DTypeError as e:  # a dtype a kernel cannot run here: name every such kernel
+            ops = refused.setdefault(str(e), [])
+            if node.op not in ops:
+                ops.append(node.op)
+    if refused:
+        raise DTypeError("; ".join(f"{', '.join(ops)}: {why}" for why, ops in refused.items()))
     notes = []
     if graph.mode == "training":
         notes.append("training: forward, backward and optimizer stay eager (one kernel per op)")

@@ -16,12 +16,17 @@ from (q, k, v) and the saved logsumexp and returns one flat buffer
 ``[dq (B*H*T*D) | dk (B*H*S*D) | dv (B*H*S*D)]``. The gradient reaching the
 logsumexp column is honoured too (d lse / d s = p), so the op is a true VJP of its
 packed result.
+
+f16 q, k, v (mixed precision) give an f32 packed result: the backward's probabilities
+are exp(s - lse), and an lse rounded to f16 would put a relative error of |lse| 2^-11
+on every one of them. The gradients come back in q's dtype.
 """
 
 from __future__ import annotations
 
 import math
 
+from ..base.dtypes import f16, f32
 from ..base.errors import DTypeError, ShapeError
 from .table import OpDef, Spec, register
 
@@ -47,13 +52,18 @@ def _dims(q: Spec, k: Spec, v: Spec):
 
 def _forward(specs, attrs):
     b, h, t, _, d = _dims(*specs)
-    return [Spec((b, h, t, d + 1), specs[0].dtype)]
+    return [Spec((b, h, t, d + 1), packed_dtype(specs[0].dtype))]
+
+
+def packed_dtype(dtype):
+    """The packed (output, logsumexp) result's dtype for inputs of ``dtype``."""
+    return f32 if dtype == f16 else dtype
 
 
 def _backward(specs, attrs):
     q, k, v, y, gy = specs
     b, h, t, s, d = _dims(q, k, v)
-    if y.shape != (b, h, t, d + 1) or gy.shape != y.shape:
+    if y.shape != (b, h, t, d + 1) or gy.shape != y.shape or y.dtype != packed_dtype(q.dtype):
         raise ShapeError("flash_attention_backward: y and gy must be the forward's packed result")
     return [Spec((b * h * t * d + 2 * b * h * s * d,), q.dtype)]
 

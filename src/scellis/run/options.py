@@ -76,7 +76,8 @@ class RunOptions:
     keep_best: bool = opt(True, "also keep the checkpoint with the best validation "
                           "(else training) loss", surfaces=(CLI, RESUME))  # fmt: skip
     drop_last: bool = opt(False, "drop each epoch's short last batch (one step shape)")
-    replay: bool = opt(False, "replay the recorded step's dispatches (WebGPU; same results)",
+    replay: bool = opt(True, "replay the recorded step's dispatches where the step allows "
+                       "(WebGPU; bitwise the eager results; off: every step eager)",
                        surfaces=(CLI, RESUME, TAB))  # fmt: skip
     samples: bool = opt(False, "forecast vs actual, or generated text, at the end", tab=True)
     text_samples: bool = opt(False, "generate text at every validation too (costly)")

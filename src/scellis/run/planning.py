@@ -23,9 +23,11 @@ def plan_run(record: dict, target=None, *, device=None, budget: str | None = Non
              refuse: bool = False, **kwargs) -> Plan:  # fmt: skip
     """The memory plan of ``record``'s training step as the loop runs it, for ``target``
     (or ``device``'s limits under ``budget``); ``refuse``: a red plan raises (with its
-    problems and remediations). ``kwargs`` go to ``make_plan`` (mode, batch...)."""
+    problems and remediations). ``kwargs`` go to ``make_plan`` (mode, batch, replay:
+    the run option, on unless turned off)."""
     if target is None:
         target = target_of_device(device, budget)
+    kwargs.setdefault("replay", True)
     kwargs.setdefault("eval_batch", eval_batch_of(record))
     kwargs.setdefault("update", loop_update_for(record))
     return (plan_or_refuse if refuse else make_plan)(record, target, **kwargs)

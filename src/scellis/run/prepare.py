@@ -74,7 +74,7 @@ class Prepared:
     label: str = "record.sml"
     why: str = ""  # how the device was chosen, when it was picked for the caller
     # what ``fit`` takes besides the pieces: determinism_tier, seed, scheduler, grad_clip,
-    # precision, the record's metrics and early stopping (and replay, when asked for)
+    # precision, the record's metrics and early stopping, and replay (None: where it applies)
     fit_kwargs: dict = field(default_factory=dict)
     eval_every: int | None = None  # the record's eval.every
 

@@ -229,8 +229,8 @@ class Cadence:
 # -- building a session --
 
 
-def _plan_or_refuse(record: dict, dev, budget) -> E.Plan:
-    plan = plan_run(record, device=dev, budget=budget)
+def _plan_or_refuse(record: dict, dev, budget, replay: bool) -> E.Plan:
+    plan = plan_run(record, device=dev, budget=budget, replay=replay)
     if plan.verdict == "red":
         raise PlanRefused(plan)  # before anything is allocated on the device
     return E.Plan(**plan.record())
@@ -259,7 +259,7 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
     if tier is not None:
         record = {**record, "determinism_tier": tier}
     dev = get_device(device)
-    plan = _plan_or_refuse(record, dev, budget)
+    plan = _plan_or_refuse(record, dev, budget, o.replay)
     weights = header_weights(text.decode("utf-8"), Path(store)) if store is not None else None
     prep = prepare_run(record, dev, base_dir=base_dir, weights=weights,
                        drop_last=o.drop_last, label=label)  # fmt: skip
@@ -293,8 +293,8 @@ def _apply_options(prep, o: RunOptions, why: str) -> None:
     prep.limit_validation(o.val_rows)
     if not o.validate:
         prep.val = None
-    if o.replay:
-        prep.fit_kwargs["replay"] = True  # bitwise equal to eager; falls back per step
+    # bitwise equal to eager, where the device can record a step (falls back per step)
+    prep.fit_kwargs["replay"] = None if o.replay else False
 
 
 def _register(s: RunSession, text: bytes, raw: bytes, base_dir, argv) -> tuple[str, str]:
@@ -360,7 +360,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
                 record, runfiles.local_sources(objects, files, folder)
             )
         dev = get_device(device or row["device"])
-        plan = _plan_or_refuse(record, dev, None)
+        plan = _plan_or_refuse(record, dev, None, o.replay)
         prep = prepare_run(record, dev, base_dir=base_dir,
                            epochs=legacy_epochs(config), drop_last=o.drop_last,
                            label=config["label"])  # fmt: skip

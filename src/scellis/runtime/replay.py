@@ -31,6 +31,11 @@ from ..devices.webgpu.replay import Schedule, Trace
 from .dispatch import apply
 
 
+def can_record(device) -> bool:
+    """Whether ``device`` keeps a dispatch list a step can be recorded from and replayed."""
+    return hasattr(device, "recorder") and hasattr(device, "encode")
+
+
 class StepReplay:
     def __init__(self, device, patched=frozenset(), warmup: int = 1, retries: int = 2):
         self.device = device
@@ -40,7 +45,7 @@ class StepReplay:
         self.patched = frozenset(patched)
         self.warmup = warmup
         self.reason = ""
-        if not (hasattr(device, "recorder") and hasattr(device, "encode")):
+        if not can_record(device):
             self.reason = (
                 f"device {device.name!r} runs its kernels directly from Python: "
                 "it has no dispatch list to record"

@@ -187,6 +187,7 @@ class Plan(Event):
     step_peak: int
     eval_peak: int
     schedule_bytes: int
+    replay_bytes: int  # resident while steps replay (0: the run does not replay)
     classes: dict
     class_peaks: dict
     largest_buffer: int

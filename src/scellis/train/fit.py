@@ -11,7 +11,7 @@ import time
 
 from ..base.errors import ScellisError
 from .data import epoch_batches
-from .events import EarlyStop, Epoch, RunWarning
+from .events import EarlyStop, Epoch, Info, RunWarning
 from .loop import _Run
 from .state import TrainState
 
@@ -37,7 +37,7 @@ async def fit(
     max_steps: int | None = None,
     state: TrainState | None = None,
     resume: dict | None = None,
-    replay: bool = False,
+    replay: bool | None = None,
     should_stop=None,
     metrics=None,
 ):
@@ -50,10 +50,13 @@ async def fit(
     there is val_data, else the training loss at log points); any other scheduler steps
     once per step. ``state`` continues a live ``TrainState``; ``resume`` loads a
     ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
-    ``replay=True`` runs steps as a recorded dispatch schedule where the device and the
-    step allow it (train/replay.py); the ``end`` event's ``replay`` says how many steps
-    replayed and why any did not. ``should_stop()`` is asked after every step (once
-    its log point and validation, when it has them, are done): when it answers true
+    Steps run as a recorded dispatch schedule where the device and the step allow it
+    (train/replay.py; bitwise the eager steps): by default on a device with a dispatch
+    list, ``replay=True`` on any (one without says why), ``replay=False`` never. Each
+    reason a step ran eagerly instead is told once, in an ``info`` event; the ``end``
+    event's ``replay`` says how many steps replayed and why any did not.
+    ``should_stop()`` is asked after every step (once its log point and validation,
+    when it has them, are done): when it answers true
     the run ends there, with a last log of the partial window, and ``end`` says
     ``stopped_by_user``. ``metrics`` (a
     ``train.evaluation.MetricSet``) are computed at every validation pass, and early
@@ -106,6 +109,8 @@ async def fit(
         for x, y in epoch_batches(data, ts.epoch, ts.seed, ts.batch):
             r.step(x, y)
             ts.step += 1
+            for why in r.replay.untold() if r.replay is not None else ():
+                yield Info(message=f"replay: step {ts.step} ran eagerly: {why}", step=ts.step)
             ts.batch += 1
             if r.scheduler is not None and not r.plateau:
                 r.scheduler.step()

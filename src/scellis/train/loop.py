@@ -31,7 +31,7 @@ from .evaluation import validation_pass
 from .events import End, Eval, Log, Start
 from .guard import loop_update
 from .precision import resolve_precision
-from .replay import TrainReplay
+from .replay import TrainReplay, replays
 from .state import TrainState
 from .step import train_step
 from .stopping import EarlyStopping
@@ -58,8 +58,9 @@ class _Run:
         self.last: Log | dict = {}  # the last log event
         self.stop_reason = ""
         self.step_lr = self.optimizer.param_groups[0]["lr"]  # the rate the last step used
-        # opt-in: steps as a recorded schedule (train/replay.py); eager stays the default
-        self.replay = TrainReplay(self) if opts.get("replay") else None
+        # steps as a recorded schedule (train/replay.py): where the device can record
+        # (None) or as asked (True: a device that cannot says so in the end event)
+        self.replay = TrainReplay(self) if replays(opts.get("replay"), self.device) else None
 
     # -- the step: device work only --
     def step(self, x, y) -> None:

@@ -1,6 +1,7 @@
 """Replayed training steps (train layer): the loop's step as a recorded schedule.
 
-``fit(..., replay=True)`` hands each step to ``TrainReplay``: the first step runs
+``fit`` (by default, where the device keeps a dispatch list; ``replay=False``: never)
+hands each step to ``TrainReplay``: the first step runs
 eagerly (it makes the optimizer state, the gradient buffers and the cached
 constants), the next two run eagerly while recorded, and once their traces agree
 (runtime.replay) every later step is the schedule: the batch is copied into the
@@ -19,14 +20,15 @@ replayed like any other (and, as eagerly, the host step counts still advance).
 Steps that cannot replay run eagerly, with the reason in ``notes``: a batch of
 another shape (an epoch's short last batch), or a step the comparison refuses
 (dropout's per-step Philox attrs, a readback inside the step, ...). An eager step
-between replays keeps the schedule valid: everything it rebinds is pinned back.
+between replays keeps the schedule valid: everything it rebinds is pinned back. Each
+reason is told once, as an ``info`` event at the step that first ran eagerly for it.
 
 Memory: the schedule keeps every buffer the recorded step touched resident, one
 storage per tensor (a recording step reuses nothing from the pool it made itself).
 Measured on lavapipe at bench/replay.py's shapes: 4.4 MB resident against an eager
-peak of 3.5 MB (LSTM forecaster), 46 MB against 18.6 MB (char Transformer). Assigning
-the schedule's buffers by liveness (the memory planner's job) would bring it back
-to the eager peak.
+peak of 3.5 MB (LSTM forecaster), 46 MB against 18.6 MB (char Transformer). The memory
+plan counts it (``ir.plan.replay_resident``) and offers eager steps as a remediation.
+Assigning the schedule's buffers by liveness would bring it back to the eager peak.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 from ..autograd import no_grad
 from ..runtime.creation import zeros
 from ..runtime.dispatch import apply_inplace
-from ..runtime.replay import StepReplay
+from ..runtime.replay import StepReplay, can_record
 from ..runtime.tensor import Tensor
 
 
@@ -57,6 +59,12 @@ def _copy_into(dst: Tensor, src: Tensor) -> None:
     apply_inplace("flat_gather", (src.reshape((src.numel,)),), (dst.reshape((dst.numel,)),))
 
 
+def replays(asked: bool | None, device) -> bool:
+    """Whether a fit call replays: ``None`` (the default) where the device can record
+    a step, ``True`` always (a device that cannot says why), ``False`` never."""
+    return asked is True or (asked is None and can_record(device))
+
+
 class TrainReplay:
     """The replay side of one fit call. It never holds the run (``_Run`` holds it):
     device buffers must not sit in a reference cycle, whose collection would finalise
@@ -68,6 +76,12 @@ class TrainReplay:
         self.replayed = 0
         self.eager = 0
         self.notes: list[str] = []
+        self.told = 0  # notes already handed to the run's events
+
+    def untold(self) -> list[str]:
+        """The fallback reasons noted since the last call (each reason once a run)."""
+        out, self.told = self.notes[self.told :], len(self.notes)
+        return out
 
     def _note(self, why: str) -> None:
         if why and why not in self.notes:

@@ -194,12 +194,11 @@ class MultiHeadAttention(Block):
         S = src.shape[1]
         q, k, v = self.project(x, src)
         k, v = self.share(k, v)
-        if q.dtype.itemsize < 4:
-            q, k = q.cast("f32"), k.cast("f32")
         if self._flash(mask, x.device):
             scale = 1.0 / math.sqrt(E // c.num_heads)
-            y = flash_attention(q, k, v.cast(q.dtype), c.causal, scale).cast(v.dtype)
+            y = flash_attention(q, k, v, c.causal, scale).cast(v.dtype)
             return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
+        q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(mask, T, S, x.device), c.dropout, self.training)
         return self.o(y)
 
@@ -213,8 +212,6 @@ class MultiHeadAttention(Block):
         B, T, E = x.shape
         at = cache.offset
         q, k, v = self.project(x, x, at)
-        if q.dtype.itemsize < 4:
-            q, k = q.cast("f32"), k.cast("f32")
         past = cache.past(self)
         if past is not None:
             k, v = past[0].cat([k], 2), past[1].cat([v], 2)
@@ -223,10 +220,20 @@ class MultiHeadAttention(Block):
         S = k.shape[2]
         if self._flash(None, x.device) and (at == 0 or T == 1):
             scale = 1.0 / math.sqrt(E // c.num_heads)
-            y = flash_attention(q, k, v.cast(q.dtype), T > 1, scale).cast(v.dtype)
+            y = flash_attention(q, k, v, T > 1, scale).cast(v.dtype)
             return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
+        q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(None, T, S, x.device, at), 0.0, False)
         return self.o(y)
+
+
+def _wide_scores(q, k):
+    """q and k for the naive path's materialised scores: f32 under f16, whose scores and
+    softmax would overflow and lose the small probabilities (the flash kernels keep
+    their scores in f32 inside)."""
+    if q.dtype.itemsize < 4:
+        return q.cast("f32"), k.cast("f32")
+    return q, k
 
 
 register("nn/attention", "block", AttentionConfig, MultiHeadAttention, builtin=True)

@@ -1,7 +1,8 @@
 """Reference kernels for flash attention (devices layer): the maths in NumPy, per head.
 
 The oracle materialises the scores per (b, h) — clarity over memory; the tiled,
-O(T)-memory version is the WebGPU kernel, which is tested against this one.
+O(T)-memory version is the WebGPU kernel, which is tested against this one. f16
+inputs compute in f32 (the backend rounds f16 results once, at the store).
 """
 
 from __future__ import annotations
@@ -25,14 +26,18 @@ def _probs(q, k, attrs):
     return e / total, (m + np.log(total))[..., 0], scale
 
 
+def _widened(xs):
+    return [np.asarray(a, np.float32 if a.dtype == np.float16 else a.dtype) for a in xs]
+
+
 def _forward(xs, attrs, out):
-    q, k, v = (np.asarray(a) for a in xs)
+    q, k, v = _widened(xs)
     p, lse, _ = _probs(q, k, attrs)
     return np.concatenate([np.matmul(p, v), lse[..., None]], axis=-1)
 
 
 def _backward(xs, attrs, out):
-    q, k, v, y, gy = (np.asarray(a) for a in xs)
+    q, k, v, y, gy = _widened(xs)
     d = q.shape[-1]
     p, _, scale = _probs(q, k, attrs)
     go, glse = gy[..., :d], gy[..., d]

@@ -1,8 +1,26 @@
-"""Reference kernels for the fused recurrent ops (devices layer), step by step in NumPy."""
+"""Reference kernels for the fused recurrent ops (devices layer), step by step in NumPy.
+
+f16 computes as the WebGPU kernels do: inputs widened to f32, each step's maths in f32,
+and every stored value (the packed step, gate gradients, carries) rounded to f16 once;
+the next step reads the rounded carry back. In f32 and f64 the round trips are exact.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def _wide(xs):
+    """The inputs as arrays of the compute dtype (f32 for f16) and the storage dtype."""
+    arrays = [np.asarray(a) for a in xs]
+    store = arrays[0].dtype
+    acc = np.float32 if store == np.float16 else store
+    return [a.astype(acc, copy=False) for a in arrays], store, acc
+
+
+def _stored(x, store, acc):
+    """``x`` as the kernel's store leaves it: rounded to the storage dtype, read back."""
+    return x.astype(store).astype(acc)
 
 
 def _sig(x):
@@ -10,10 +28,10 @@ def _sig(x):
 
 
 def _lstm_seq(xs, attrs, out):
-    gx, h0, c0, w = (np.asarray(a) for a in xs)
+    (gx, h0, c0, w), store, acc = _wide(xs)
     b, t, h4 = gx.shape
     h = h4 // 4
-    y = np.empty((t, b, 6 * h), dtype=gx.dtype)
+    y = np.empty((t, b, 6 * h), dtype=store)
     hp, cp = h0, c0
     for s in range(t):
         a = gx[:, s] + hp @ w.T
@@ -26,17 +44,18 @@ def _lstm_seq(xs, attrs, out):
         cp = f * cp + i * g
         hp = o * np.tanh(cp)
         y[s] = np.concatenate([hp, cp, i, f, g, o], axis=1)
+        hp, cp = y[s, :, :h].astype(acc), y[s, :, h : 2 * h].astype(acc)
     return y
 
 
 def _lstm_seq_backward(xs, attrs, out):
-    gy, y, c0, w = (np.asarray(a) for a in xs)
+    (gy, y, c0, w), store, acc = _wide(xs)
     t, b, h6 = y.shape
     h = h6 // 6
-    da = np.empty((t, b, 4 * h), dtype=y.dtype)
-    slots = np.zeros((2, 2, b, h), dtype=y.dtype)
-    dh_c = np.zeros((b, h), dtype=y.dtype)
-    dc_c = np.zeros((b, h), dtype=y.dtype)
+    da = np.empty((t, b, 4 * h), dtype=store)
+    slots = np.zeros((2, 2, b, h), dtype=store)
+    dh_c = np.zeros((b, h), dtype=acc)
+    dc_c = np.zeros((b, h), dtype=acc)
     for s in range(t - 1, -1, -1):
         _, c, i, f, g, o = (y[s, :, k * h : (k + 1) * h] for k in range(6))
         gh, gc, gi, gf, gg, go = (gy[s, :, k * h : (k + 1) * h] for k in range(6))
@@ -44,7 +63,7 @@ def _lstm_seq_backward(xs, attrs, out):
         dh = gh + dh_c
         tc = np.tanh(c)
         dc = gc + dc_c + dh * o * (1 - tc * tc)
-        da[s] = np.concatenate(
+        d = np.concatenate(
             [
                 (dc * g + gi) * i * (1 - i),
                 (dc * cprev + gf) * f * (1 - f),
@@ -53,17 +72,17 @@ def _lstm_seq_backward(xs, attrs, out):
             ],
             axis=1,
         )
-        dh_c = da[s] @ w
-        dc_c = dc * f
+        da[s] = d
+        dh_c, dc_c = _stored(d @ w, store, acc), _stored(dc * f, store, acc)
         slots[(t - 1 - s) % 2] = (dh_c, dc_c)
     return np.concatenate([da.reshape(-1), slots.reshape(-1)])
 
 
 def _gru_seq(xs, attrs, out):
-    gx, h0, w, bh = (np.asarray(a) for a in xs)
+    (gx, h0, w, bh), store, acc = _wide(xs)
     b, t, h3 = gx.shape
     h = h3 // 3
-    y = np.empty((t, b, 5 * h), dtype=gx.dtype)
+    y = np.empty((t, b, 5 * h), dtype=store)
     hp = h0
     for s in range(t):
         a = hp @ w.T + bh
@@ -73,16 +92,17 @@ def _gru_seq(xs, attrs, out):
         n = np.tanh(gx[:, s, 2 * h :] + r * hn)
         hp = (1 - z) * n + z * hp
         y[s] = np.concatenate([hp, r, z, n, hn], axis=1)
+        hp = y[s, :, :h].astype(acc)
     return y
 
 
 def _gru_seq_backward(xs, attrs, out):
-    gy, y, h0, w = (np.asarray(a) for a in xs)
+    (gy, y, h0, w), store, acc = _wide(xs)
     t, b, h5 = y.shape
     h = h5 // 5
-    da = np.empty((t, b, 4 * h), dtype=y.dtype)
-    slots = np.zeros((2, b, h), dtype=y.dtype)
-    carry = np.zeros((b, h), dtype=y.dtype)
+    da = np.empty((t, b, 4 * h), dtype=store)
+    slots = np.zeros((2, b, h), dtype=store)
+    carry = np.zeros((b, h), dtype=acc)
     for s in range(t - 1, -1, -1):
         _, r, z, n, hn = (y[s, :, k * h : (k + 1) * h] for k in range(5))
         gh, gr, gz, gn, ghn = (gy[s, :, k * h : (k + 1) * h] for k in range(5))
@@ -93,9 +113,10 @@ def _gru_seq_backward(xs, attrs, out):
         dan = dn * (1 - n * n)
         dr = dan * hn + gr
         dhn = dan * r + ghn
-        da[s] = np.concatenate([dr * r * (1 - r), dz * z * (1 - z), dan, dhn], axis=1)
-        hh = np.concatenate([da[s, :, : 2 * h], dhn], axis=1)
-        carry = dh * z + hh @ w
+        d = np.concatenate([dr * r * (1 - r), dz * z * (1 - z), dan, dhn], axis=1)
+        da[s] = d
+        hh = np.concatenate([d[:, : 2 * h], dhn], axis=1)
+        carry = _stored(dh * z + hh @ w, store, acc)
         slots[(t - 1 - s) % 2] = carry
     return np.concatenate([da.reshape(-1), slots.reshape(-1)])
 

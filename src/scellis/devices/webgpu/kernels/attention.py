@@ -16,7 +16,11 @@ in workgroup memory). Causal masks skip whole tiles past the diagonal; the loop
 bounds depend on the workgroup only, so every barrier is in uniform control flow.
 
 Every operand is a strided 4-D view (b, h, row, d): (offset, 4 strides) in meta, so
-q, k and v arrive as the permuted projections without a copy. f32 only.
+q, k and v arrive as the permuted projections without a copy.
+
+q, k and v are f32, or f16 (mixed precision: read widened to f32, every score, sum and
+accumulator in f32). With f16 inputs the packed forward result stays f32 (see
+``ops.attention``) and the backward stores dq, dk, dv in f16, rounding once each.
 """
 
 from __future__ import annotations
@@ -53,18 +57,27 @@ def _grid(src: Source, blocks: int, bh: int) -> tuple[int, int, int]:
 def _new(base: Source, views: dict, out, b, h, t, s, d, attrs) -> tuple[Source, dict]:
     """A Source with the common meta (B, H, T, S, causal, scale bits), every view's
     (offset, strides) and its bindings; returns the meta positions per view name."""
-    if any(v.dtype.name != "f32" for v in (*views.values(), out)):
-        raise DTypeError("flash attention runs in f32 on WebGPU")
+    _check(base, views["q"].dtype.name, [*views.values(), out])
     src = Source(base.limits, base.has_f16)
     scale = attention_scale(attrs, d)
     src.add_meta(b, h, t, s, 1 if attrs.get("causal") else 0, _f32_bits(scale))
     at = {}
     for name, v in views.items():
         at[name] = src.add_meta(v.offset, *v.strides)
-        src.operand(name, v)
-    src.operand("o", out, write=True)
+        src.operand(name, v, widen=True)
+    src.operand("o", out, write=True, widen=True)
     src.fns.extend(helpers_for("sc_exp( sc_log("))
     return src, at
+
+
+def _check(base: Source, dtype: str, views) -> None:
+    if dtype not in ("f32", "f16") or any(v.dtype.name not in ("f32", "f16") for v in views):
+        raise DTypeError("the flash attention kernels run in f32 or f16 on WebGPU")
+    if dtype == "f16" and not base.has_f16:
+        raise DTypeError(
+            "the flash attention kernels in f16 need the adapter feature 'shader-f16', "
+            "which this adapter lacks"
+        )
 
 
 def _addr(at: int, row: str, col: str) -> str:

@@ -85,26 +85,35 @@ class Source:
     def _window_elems(self, storage: Storage, itemsize: int) -> int:
         return storage.window_bytes // itemsize
 
-    def operand(self, name: str, view, write: bool = False, lanes: int = 1) -> str:
+    def operand(
+        self, name: str, view, write: bool = False, lanes: int = 1, widen: bool = False
+    ) -> str:
         """Declare ``view``'s buffer and its accessor; returns the WGSL element type.
 
         With ``lanes`` = 4 the buffer is bound as ``array<vec4<T>>`` and the accessor
         takes and returns whole vectors (index = element index / 4); the caller keeps
         every access 4-aligned. Windows hold a multiple of 16 bytes, so none splits a vector.
+        With ``widen`` an f16 buffer's accessors load f32 and store from f32 (rounding
+        once, at the store), so one f32 kernel body serves f16 storage too.
         """
         ty = wgsl_type(view.dtype)
         if ty == "f16" and not self.has_f16:
-            raise DTypeError("this adapter lacks shader-f16, so f16 tensors cannot run here")
+            raise DTypeError(
+                "f16 tensors need the adapter feature 'shader-f16', which this adapter lacks"
+            )
         storage: Storage = view.buf.handle
         w = self._window_elems(storage, storage_itemsize(view.dtype))
         if lanes != 1:
             assert w % lanes == 0, "a binding window must hold whole vectors"
             ty, w = f"vec{lanes}<{ty}>", w // lanes
         names = self._bind(storage, name, ty, "read_write" if write else "read")
+        wide = widen and ty == "f16"
+        face = "f32" if wide else ty
+        load, store = ("f32({n}[{i}])", "f16(v)") if wide else ("{n}[{i}]", "v")
         # a read_write operand can be read too (in-place updates read their targets)
-        accessors = [(f"fn ld_{name}(e: u32) -> {ty}", "return {n}[{i}];")]
+        accessors = [(f"fn ld_{name}(e: u32) -> {face}", f"return {load};")]
         if write:
-            accessors.append((f"fn st_{name}(e: u32, v: {ty})", "{n}[{i}] = v;"))
+            accessors.append((f"fn st_{name}(e: u32, v: {face})", f"{{n}}[{{i}}] = {store};"))
         for sig, ret in accessors:
             if len(names) == 1:
                 self.fns.append(f"{sig} {{ {ret.format(n=names[0], i='e')} }}")

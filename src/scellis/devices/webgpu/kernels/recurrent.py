@@ -9,6 +9,11 @@ to form dh_{t-1}[b, k] = sum_m dA[b, m] W_hh[m, k], so it recomputes them from Y
 the incoming gradient and the carried (dh, dc) of step t+1 — elementwise work of
 the same order as the dot product, and no second dispatch. Carries ping-pong
 between two slots of the output so no invocation reads what another writes.
+
+f16 (mixed precision): every operand is stored in f16 and read widened to f32; the
+dot products and the gate maths run in f32, and each stored value (the packed step
+result, the gate gradients, the carries) rounds to f16 once, at its store. The next
+step reads the rounded carry, as the reference device's f16 emulation does.
 """
 
 from __future__ import annotations
@@ -30,14 +35,20 @@ def _step_source(base: Source, meta, inputs: dict, strided: tuple, out_name: str
     src.add_meta(*meta)
     ats = [_strided(src, inputs[n]) for n in strided]
     for name, v in inputs.items():
-        src.operand(name, v)
-    src.operand(out_name, out, write=True)
+        src.operand(name, v, widen=True)
+    src.operand(out_name, out, write=True, widen=True)
     return src, ats
 
 
-def _check(views) -> None:
-    if any(v.dtype.name != "f32" for v in views):
-        raise DTypeError("the fused LSTM runs in f32 on WebGPU")
+def _check(src: Source, views, kernel: str) -> None:
+    dtype = views[0].dtype.name
+    if len({v.dtype.name for v in views}) != 1 or dtype not in ("f32", "f16"):
+        raise DTypeError(f"the fused {kernel} step kernel runs in f32 or f16 on WebGPU")
+    if dtype == "f16" and not src.has_f16:
+        raise DTypeError(
+            f"the fused {kernel} step kernel in f16 needs the adapter feature 'shader-f16', "
+            "which this adapter lacks"
+        )
 
 
 def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
@@ -86,7 +97,7 @@ def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
 
 
 def lstm_seq(src: Source, op: str, ins, outs, attrs):
-    _check(ins)
+    _check(src, ins, "LSTM")
     steps = ins[0].shape[1]
     return [_forward_step(src, ins, outs[0], t) for t in range(steps)]
 
@@ -152,7 +163,7 @@ fn gate_grads(b: u32, j: u32) -> Grad {{
 
 
 def lstm_seq_backward(src: Source, op: str, ins, outs, attrs):
-    _check(ins)
+    _check(src, ins, "LSTM")
     steps = ins[1].shape[0]
     return [_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
 
@@ -202,7 +213,7 @@ def _gru_forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
 
 
 def gru_seq(src: Source, op: str, ins, outs, attrs):
-    _check(ins)
+    _check(src, ins, "GRU")
     return [_gru_forward_step(src, ins, outs[0], t) for t in range(ins[0].shape[1])]
 
 
@@ -262,7 +273,7 @@ fn gate_grads(b: u32, j: u32) -> GGrad {{
 
 
 def gru_seq_backward(src: Source, op: str, ins, outs, attrs):
-    _check(ins)
+    _check(src, ins, "GRU")
     steps = ins[1].shape[0]
     return [_gru_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
 
