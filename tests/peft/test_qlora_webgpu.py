@@ -1,6 +1,7 @@
 """Quantised matmul on WebGPU (lavapipe in CI): the WGSL kernel decodes the codes as the
-reference device's NumPy does, on shapes that are no multiple of the NF4 block, and
-adapters over a quantised base train alike on both devices."""
+reference device's NumPy does, on shapes that are no multiple of the NF4 block; the WGSL
+quantiser writes the pure-Python code's bits; adapters over a quantised base train
+alike on both devices."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import tempfile
 import numpy as np
 import pytest
 from peftutil import rng_for
+from qweights import hard_weight
 from test_qlora import _train
+from test_qlora_quantize import on_device, oracle
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
@@ -58,3 +61,17 @@ def test_adapters_on_a_quantised_base_train_on_webgpu_as_on_the_reference(gpu):
     _, dev = _train(gpu, steps=4)
     assert dev[-1] < dev[0]
     np.testing.assert_allclose(dev, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "fmt, rows, cols, block",
+    [("nf4", 9, 70, 64), ("nf4", 7, 31, 16), ("int8", 9, 70, 64), ("int8", 7, 33, 64)],
+)
+def test_the_wgsl_quantiser_writes_the_pure_python_words_and_scales(gpu, fmt, rows, cols, block):
+    # exact integer decisions in WGSL: halfway points, subnormals and signed zeros included
+    w = hard_weight(rng_for(f"wq{fmt}{rows}{cols}"), rows, cols)
+    spec = QuantSpec(fmt, rows, cols, block)
+    want = oracle(w, spec)
+    got = on_device(w, spec, gpu)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

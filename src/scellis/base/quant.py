@@ -4,10 +4,17 @@ A frozen weight W [rows, cols] is stored as packed codes in u32 words plus f32 s
 element i of W's row-major order (i = r * cols + c) being
 
 - ``int8``: a signed byte, 4 per word (element i at bits 8 * (i % 4) of word i // 4),
-  scaled per output channel (row): W[r, c] ~ code * scales[r], scales[r] = max|W[r]| / 127;
+  scaled per output channel (row): W[r, c] ~ code * scales[r], scales[r] = max|W[r]| / 127,
+  code = round(127 W[r, c] / max|W[r]|), half to even;
 - ``nf4``: a 4-bit index into the 16 NormalFloat levels of QLoRA (Dettmers et al. 2023),
   8 per word (bits 4 * (i % 8) of word i // 8), scaled per block of ``block`` consecutive
-  elements: W_i ~ NF4[code_i] * scales[i // block], scales[b] = max|W| over block b.
+  elements: W_i ~ NF4[code_i] * scales[i // block], scales[b] = max|W| over block b,
+  code_i the nearest level to W_i / scales[b] (exactly halfway: the lower one).
+
+Each code is the one the exact quotient picks (every quotient here is a single f64
+rounding of f32 values, which never moves it across a midpoint but onto it only when it
+is exactly there), so any device reproduces it bit for bit with exact arithmetic; a
+scale is the f32 nearest to max|W| / 127 (or max|W| itself).
 
 Blocks run over the flattened weight, so a shape that is no multiple of the block size
 needs no special case: the last block is partial (its scale is over its own elements)
@@ -48,7 +55,8 @@ def _nf4_levels() -> tuple[float, ...]:
 
 
 NF4 = _nf4_levels()
-_NF4_MIDS = [(a + b) / 2 for a, b in zip(NF4, NF4[1:])]
+# the decision points between neighbouring levels, exact in f64 (an f32 sum, halved)
+NF4_MIDS = tuple((a + b) / 2 for a, b in zip(NF4, NF4[1:]))
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,7 @@ def check_format(fmt, block=DEFAULT_BLOCK) -> None:
 
 
 def _nf4_code(v: float) -> int:
-    return bisect.bisect_left(_NF4_MIDS, v)  # the nearest level (midpoints sorted)
+    return bisect.bisect_left(NF4_MIDS, v)  # the nearest level (midpoints sorted)
 
 
 def quantize(values, spec: QuantSpec) -> tuple[array.array, array.array]:
@@ -106,13 +114,12 @@ def quantize(values, spec: QuantSpec) -> tuple[array.array, array.array]:
     for g0 in range(0, spec.numel, groups):
         chunk = values[g0 : g0 + groups]
         top = max((abs(v) for v in chunk), default=0.0)
-        scale = top / 127.0 if spec.fmt == "int8" else top
-        scales.append(scale)
-        div = scale or 1.0
+        scales.append(top / 127.0 if spec.fmt == "int8" else top)
+        div = top or 1.0
         for j, v in enumerate(chunk):
             if spec.fmt == "int8":
-                # Python's round is half to even, as NumPy's
-                codes[g0 + j] = max(-127, min(127, round(v / div))) & 0xFF
+                # one rounding of the exact 127 v / top (Python's round: half to even)
+                codes[g0 + j] = max(-127, min(127, round(v * 127.0 / div))) & 0xFF
             else:
                 codes[g0 + j] = _nf4_code(v / div)
     return pack(codes, spec.fmt), scales
@@ -149,4 +156,4 @@ def describe(spec: QuantSpec) -> str:
     return f"{spec.fmt} ({how}, {spec.nbytes:,} bytes of codes and scales)"
 
 
-__all__ = ["DEFAULT_BLOCK", "FORMATS", "NF4", "QuantSpec", "dequantize", "quantize"]
+__all__ = ["DEFAULT_BLOCK", "FORMATS", "NF4", "NF4_MIDS", "QuantSpec", "dequantize", "quantize"]

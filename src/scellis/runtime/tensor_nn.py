@@ -98,6 +98,16 @@ class TensorNN:
             fmt=fmt, rows=rows, cols=cols, block=block, trans=bool(trans),
         )  # fmt: skip
 
+    def quantized(self, *, fmt, rows, cols, block):
+        """(u32 codes, f32 scales) of this f32 weight [rows, cols] in ``base.quant``'s
+        layout, computed on its device: two primitives enqueued, nothing read back."""
+        spec = dict(fmt=fmt, rows=rows, cols=cols, block=block)
+        tops = apply_op("quant_absmax", (self,), **spec, div=1)
+        codes = apply_op("quant_codes", (self, tops), **spec)
+        return codes, (
+            apply_op("quant_absmax", (self,), **spec, div=127) if fmt == "int8" else tops
+        )
+
     # -- composites --
     def softmax(self, axis=-1):
         return C.softmax(self, axis)

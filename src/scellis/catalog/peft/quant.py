@@ -10,8 +10,10 @@ its gradient through the same kernel (x @ W), and the codes none: they stay froz
 The codes and scales are frozen parameters, ``weight_codes`` (u32) and
 ``weight_scales`` (f32) in place of ``weight``: checkpoints keep them (a resume loads
 them back exactly) and the memory planner counts their bytes. Mixed precision leaves the
-scales in f32 (``full_precision``). Quantising reads the weight back to the host once
-(native hosts); on the planner's recording device only the shapes are made.
+scales in f32 (``full_precision``). Quantising runs on the weight's device (the
+``quant_absmax`` and ``quant_codes`` primitives), so nothing is read back and a browser
+tab quantises as a native host does; on the planner's recording device only the shapes
+are made.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from __future__ import annotations
 from ...autograd import no_grad
 from ...base.dtypes import f32, u32
 from ...base.errors import ScellisError
-from ...base.quant import DEFAULT_BLOCK, QuantSpec, dequantize, quantize
+from ...base.quant import DEFAULT_BLOCK, QuantSpec, dequantize
 from ...devices.null import NullBackend
-from ...runtime.creation import from_bytes, tensor, zeros
+from ...runtime.creation import tensor, zeros
 from ..blocks.common import Block, dense
 from ..blocks.linear import Linear
 from ..module import Module
@@ -38,10 +40,9 @@ def quantized(weight, fmt: str, block: int = DEFAULT_BLOCK):
     dev = weight.device
     if isinstance(dev, NullBackend):  # shapes only: nothing to read or compute
         return spec, zeros((spec.n_words,), u32, dev), zeros((spec.n_scales,), f32, dev)
-    values = weight.detach().cast(f32).reshape(-1).tolist()
-    words, scales = quantize(values, spec)
-    codes = from_bytes(words.tobytes(), (spec.n_words,), u32, dev)
-    return spec, codes, from_bytes(scales.tobytes(), (spec.n_scales,), f32, dev)
+    with no_grad():
+        codes, scales = weight.detach().cast(f32).contiguous().quantized(**spec.attrs())
+    return spec, codes, scales
 
 
 def store_quantized(mod: Module, fmt: str, block: int) -> None:
