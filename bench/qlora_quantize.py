@@ -23,13 +23,17 @@ import os
 import time
 
 import numpy as np
+import qlora_plan
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import scellis as sc  # noqa: E402
 from scellis.base.dtypes import f32, u32  # noqa: E402
 from scellis.base.quant import QuantSpec, quantize  # noqa: E402
+from scellis.codecs.hf import llama  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
+from scellis.ir.limits import human  # noqa: E402
+from scellis.model.finetune import finetune_model  # noqa: E402
 from scellis.runtime.creation import from_bytes  # noqa: E402
 
 LAYER = [(768, 768)] * 4 + [(2048, 768)] * 2 + [(768, 2048)]
@@ -83,12 +87,34 @@ def decoder(device) -> None:
           f"| ~{est / total:.0f}x | |")  # fmt: skip
 
 
+def peak(layers: int) -> None:
+    """Device bytes while a QLoRA record's model is built, loaded and quantised."""
+    record = qlora_plan.decoder(1, 256)
+    config = {**qlora_plan.CONFIG, "num_hidden_layers": layers}
+    record = {**record, **llama.record(config, "bench/llama@1", 256)}
+    dev = get_device("reference")
+    plain, _ = finetune_model(record, device=dev)
+    weights = plain.state_dict()  # the pre-trained weights, as an import gives them
+    f32_bytes = 4 * sum(t.numel for t in weights.values())
+    dev.reset_peak()
+    start = dev.memory()["live_bytes"]
+    qlora = {**record, "finetune": {"adapters": [qlora_plan.LORA], "quantize_base": "nf4"}}
+    model, _ = finetune_model(qlora, weights, device=dev)
+    mem = dev.memory()
+    print(f"| {layers} layers | {human(f32_bytes)} | {human(mem['peak_bytes'] - start)} "
+          f"| {human(mem['live_bytes'] - start)} |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="reference")
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--no-model", action="store_true")
+    ap.add_argument("--peak", type=int, metavar="LAYERS", help="only the load peak")
     args = ap.parse_args()
+    if args.peak:
+        print("| decoder | f32 weights | device peak while loading | after |\n|---|---|---|---|")
+        return peak(args.peak)
     device = get_device(args.device) if args.device != "reference" else "reference"
     one_weight(args.size, device)
     if not args.no_model:
