@@ -21,6 +21,7 @@ import scellis as sc  # noqa: E402
 from scellis.base.quant import QuantSpec, quantize  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
 from scellis.devices.reference.quant import dequantize  # noqa: E402
+from scellis.runtime.dispatch import apply  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
 
@@ -30,11 +31,13 @@ def gpu():
     return get_device("webgpu")
 
 
-def _product(device, x, words, scales, spec, trans):
+def _product(device, x, words, scales, spec, trans, **tile):
     codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
     s = sc.tensor(np.frombuffer(scales.tobytes(), np.float32), device=device)
-    return np.asarray(sc.tensor(x, device=device).qmatmul(codes, s, **spec.attrs(),
-                                                          trans=trans).tolist())  # fmt: skip
+    xs = sc.tensor(x, device=device)
+    return np.asarray(
+        apply("qmatmul", (xs, codes, s), **spec.attrs(), trans=trans, **tile).tolist()
+    )
 
 
 # 5 x 13 = 65 and 9 x 31 = 279 elements: partial last blocks, words padded with zero codes
@@ -75,3 +78,22 @@ def test_the_wgsl_quantiser_writes_the_pure_python_words_and_scales(gpu, fmt, ro
     got = on_device(w, spec, gpu)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+# rows of whole words (88 = 11 words of 8 codes), tiles of W cut at every edge (M, N, K
+# no multiple of 64), every register tile of matmul.py
+@pytest.mark.parametrize("tile", ["r128", "r128k8", "r128x64s2", "r64s4", "r64"])
+@pytest.mark.parametrize("fmt", ["nf4", "int8"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_the_register_tiled_kernel_decodes_whole_words_as_the_reference(gpu, tile, fmt, trans):
+    rng = rng_for(f"reg{tile}{fmt}{trans}")
+    rows, cols, m = 72, 88, 67
+    spec = QuantSpec(fmt, rows, cols, 16)
+    words, scales = quantize(rng.standard_normal(rows * cols).astype(np.float32).tolist(), spec)
+    x = rng.standard_normal((m, rows if trans else cols)).astype(np.float32)
+    want = _product("reference", x, words, scales, spec, trans)
+    got = _product(gpu, x, words, scales, spec, trans, _tile=tile)
+    deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), scales, spec)
+    mag = np.abs(x) @ (np.abs(deq) if trans else np.abs(deq).T)
+    assert (np.abs(got - want) <= (x.shape[1] + 1) * 2**-23 * mag).all()
+    assert np.abs(want).max() > 0
