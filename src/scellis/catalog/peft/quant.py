@@ -25,6 +25,7 @@ from ...base.quant import DEFAULT_BLOCK, QuantSpec, dequantize
 from ...devices.null import NullBackend
 from ...runtime.creation import tensor, zeros
 from ..blocks.common import Block, dense
+from ..blocks.heads import LMHead
 from ..blocks.linear import Linear
 from ..module import Module
 from .select import put_param
@@ -85,15 +86,16 @@ def dequantized_weight(mod: Module):
 
 
 class QuantLinear(Block):
-    """A frozen dense block whose weight is stored quantised (``weight_codes``,
-    ``weight_scales``; ``bias`` as it was)."""
+    """A frozen dense block (a ``Linear``, or an LM head's own projection) whose weight
+    is stored quantised (``weight_codes``, ``weight_scales``; ``bias`` as it was)."""
 
     kind = "peft/quant"
     incremental = True  # acts on each position alone (see blocks.decoding)
 
-    def __init__(self, base: Linear, fmt: str, block: int):
+    def __init__(self, base: Linear | LMHead, fmt: str, block: int):
         c = base.ctx
         super().__init__(base.config, c["device"], c["dtype"], c["gen"])
+        object.__setattr__(self, "base", base)  # outside the tree; an export gets it back
         put_param(self, "weight", base.weight)
         if base.bias is not None:
             put_param(self, "bias", base.bias)
@@ -103,3 +105,12 @@ class QuantLinear(Block):
 
     def forward(self, x):
         return frozen_dense(self, x)
+
+    @no_grad()
+    def unquantized(self) -> Linear | LMHead:
+        """The block this one replaced, with the f32 weight the codes stand for (for an
+        export, which writes plain blocks)."""
+        w = dequantized_weight(self)
+        w.requires_grad = False
+        put_param(self.base, "weight", w)
+        return self.base

@@ -1,14 +1,16 @@
 """Quantising a model's frozen base (catalog layer): QLoRA's ``quantize_base``.
 
-Which weights: every frozen dense weight, a plain dense block's (it becomes a
-``QuantLinear``) or the base under a LoRA adapter (stored quantised in place); see
-``quant`` for the storage and the kernel.
+Which weights: every frozen dense weight, a plain dense block's or an LM head's own
+projection (each becomes a ``QuantLinear``), or the base under a LoRA adapter (stored
+quantised in place); see ``quant`` for the storage and the kernel. A head tied to its
+embedding stays f32: the embedding looks rows of that weight up, which codes cannot serve.
 """
 
 from __future__ import annotations
 
 from ...base.errors import ScellisError
 from ...base.quant import DEFAULT_BLOCK, check_format
+from ..blocks.heads import LMHead
 from ..blocks.linear import Linear
 from ..module import Module
 from .lora import DoRALinear, LoRALinear
@@ -28,7 +30,10 @@ def quantize_base(model: Module, fmt: str, block: int = DEFAULT_BLOCK) -> list[s
         if getattr(mod, "quant", None) is not None:
             continue
         w = getattr(mod, "weight", None)
-        if not isinstance(mod, (Linear, LoRALinear)) or w is None or w.requires_grad:
+        dense = isinstance(mod, (Linear, LoRALinear)) or (
+            isinstance(mod, LMHead) and mod.tied is None  # a tied head has weight None
+        )
+        if not dense or w is None or w.requires_grad:
             continue
         if isinstance(mod, DoRALinear):
             raise ScellisError(
