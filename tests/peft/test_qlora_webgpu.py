@@ -19,6 +19,8 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
 from scellis.base.quant import QuantSpec, quantize  # noqa: E402
+from scellis.catalog import peft  # noqa: E402
+from scellis.catalog.blocks import Linear, LinearConfig, Sequential  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
 from scellis.devices.reference.quant import dequantize  # noqa: E402
 from scellis.runtime.dispatch import apply  # noqa: E402
@@ -97,3 +99,35 @@ def test_the_register_tiled_kernel_decodes_whole_words_as_the_reference(gpu, til
     mag = np.abs(x) @ (np.abs(deq) if trans else np.abs(deq).T)
     assert (np.abs(got - want) <= (x.shape[1] + 1) * 2**-23 * mag).all()
     assert np.abs(want).max() > 0
+
+
+@pytest.mark.parametrize("fmt", ["nf4", "int8"])
+def test_the_wgsl_dequantize_writes_the_reference_values(gpu, fmt):
+    rng = rng_for(f"deq{fmt}")
+    spec = QuantSpec(fmt, 9, 70, 16)
+    words, scales = quantize(rng.standard_normal(9 * 70).astype(np.float32).tolist(), spec)
+
+    def decoded(device):
+        codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
+        s = sc.tensor(np.frombuffer(scales.tobytes(), np.float32), device=device)
+        return np.asarray(codes.dequantized(s, **spec.attrs()).tolist(), np.float32)
+
+    want = decoded("reference")  # each value one f32 product, code times scale: bitwise
+    np.testing.assert_array_equal(decoded(gpu), want)
+    assert np.abs(want).max() > 0
+
+
+def test_a_double_quantised_block_quantised_on_webgpu_computes_as_on_the_reference(gpu):
+    def run(device):
+        gen = sc.rng.Generator(4, "init")
+        model = Sequential.of(Linear(LinearConfig(70, 300), device=device, gen=gen))
+        for p in model.parameters():
+            p.requires_grad = False
+        peft.quantize_base(model, "nf4", double_quant=True)
+        mod = model._children["0"]
+        x = sc.tensor(rng_for("dqx").standard_normal((5, 70)).astype(np.float32), device=device)
+        return np.asarray(mod.weight_scale_codes.tolist()), np.asarray(model(x).tolist())
+
+    (ref_words, ref_y), (gpu_words, gpu_y) = run("reference"), run(gpu)
+    np.testing.assert_array_equal(gpu_words, ref_words)
+    np.testing.assert_allclose(gpu_y, ref_y, rtol=1e-5, atol=1e-6)

@@ -81,6 +81,7 @@ NOT_IN_TABLE = {
     # integer results, no torch twin: bitwise against the pure-Python base.quant.quantize
     "quant_absmax": "test_qlora_quantize.py and test_qlora_webgpu.py vs base.quant.quantize",
     "quant_codes": "test_qlora_quantize.py and test_qlora_webgpu.py vs base.quant.quantize",
+    "dequantize": "test_qlora_double.py and test_qlora_webgpu.py vs base.quant.dequantize",
 }
 
 ALL_CASES = DIFF_CASES + FORWARD_CASES

@@ -5,6 +5,9 @@ NF4), divided by ``div`` and rounded once to f32: ``div`` 1 gives the tops the c
 decided against, 127 the int8 scales. ``quant_codes`` packs W's codes, given those tops.
 Both follow ``base.quant``'s layout and rounding exactly, so every device writes the
 words and scales the pure-Python ``base.quant.quantize`` writes, without reading W back.
+``dequantize`` is the way back: W [rows, cols] in f32, each element its code times its
+scale (one rounding), as the qmatmul kernels decode it; it decodes double-quantised
+block scales at each forward and a weight for an export.
 """
 
 from __future__ import annotations
@@ -55,5 +58,28 @@ register(
     OpDef(
         "quant_codes", "reduce", 2, _codes, attrs=ATTRS,
         doc="W's int8 or NF4 codes packed in u32 words, given each group's max|W|",
+    )
+)  # fmt: skip
+
+
+def _dequantize(specs, attrs):
+    codes, scales = specs
+    spec = spec_of(attrs)
+    if codes.dtype != u32 or scales.dtype != f32:
+        raise DTypeError(
+            f"dequantize takes u32 codes and f32 scales, got {codes.dtype}, {scales.dtype}"
+        )
+    if tuple(codes.shape) != (spec.n_words,) or tuple(scales.shape) != (spec.n_scales,):
+        raise ShapeError(
+            f"dequantize: {codes.shape} codes and {scales.shape} scales for a "
+            f"{spec.rows}x{spec.cols} {spec.fmt} weight"
+        )
+    return [Spec((spec.rows, spec.cols), f32)]
+
+
+register(
+    OpDef(
+        "dequantize", "reduce", 2, _dequantize, attrs=ATTRS,
+        doc="W in f32 from its int8 or NF4 codes and scales",
     )
 )  # fmt: skip

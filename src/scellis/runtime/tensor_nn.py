@@ -108,6 +108,11 @@ class TensorNN:
             apply_op("quant_absmax", (self,), **spec, div=127) if fmt == "int8" else tops
         )
 
+    def dequantized(self, scales, *, fmt, rows, cols, block):
+        """The f32 weight [rows, cols] these u32 codes and ``scales`` stand for."""
+        spec = dict(fmt=fmt, rows=rows, cols=cols, block=block)
+        return apply_op("dequantize", (self, scales), **spec)
+
     # -- composites --
     def softmax(self, axis=-1):
         return C.softmax(self, axis)

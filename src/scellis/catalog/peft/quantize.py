@@ -18,13 +18,16 @@ from .quant import QuantLinear, store_quantized
 from .select import replace_child
 
 
-def quantize_base(model: Module, fmt: str, block: int = DEFAULT_BLOCK) -> list[str]:
+def quantize_base(
+    model: Module, fmt: str, block: int = DEFAULT_BLOCK, double_quant: bool = False
+) -> list[str]:
     """Store every frozen dense weight of ``model`` quantised; their block paths.
+    ``double_quant`` (NF4): the block scales too, as int8 (``base.quant``).
 
     Run it after the adapters are attached and the model frozen: a weight that still
     trains keeps f32 (it needs its gradient), and DoRA, which normalises the adapted
     weight's rows, needs the dense weight itself."""
-    check_format(fmt, block)
+    check_format(fmt, block, double_quant)
     done = []
     for path, mod in list(model.named_modules()):
         if getattr(mod, "quant", None) is not None:
@@ -41,9 +44,9 @@ def quantize_base(model: Module, fmt: str, block: int = DEFAULT_BLOCK) -> list[s
                 "rows, so it needs the dense weight (use peft/lora with a quantised base)"
             )
         if isinstance(mod, LoRALinear):
-            store_quantized(mod, fmt, block)
+            store_quantized(mod, fmt, block, double_quant)
         else:
-            new = QuantLinear(mod, fmt, block)
+            new = QuantLinear(mod, fmt, block, double_quant)
             new.train(mod.training)
             replace_child(model, path, new)
         done.append(path)

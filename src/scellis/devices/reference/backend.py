@@ -11,10 +11,15 @@ from ...base.errors import DeviceError
 from ..base import Buffer, View
 from .attention import KERNELS as _ATTN_KERNELS
 from .kernels import KERNELS as _BASE_KERNELS
-from .quant import qmatmul, quant_absmax, quant_codes
+from .quant import dequantize_kernel, qmatmul, quant_absmax, quant_codes
 from .recurrent import KERNELS as _RNN_KERNELS
 
-QUANT_KERNELS = {"qmatmul": qmatmul, "quant_absmax": quant_absmax, "quant_codes": quant_codes}
+QUANT_KERNELS = {
+    "qmatmul": qmatmul,
+    "quant_absmax": quant_absmax,
+    "quant_codes": quant_codes,
+    "dequantize": dequantize_kernel,
+}
 KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS, **QUANT_KERNELS}
 
 NP_DTYPES = {

@@ -79,6 +79,10 @@ def dequantize(words: np.ndarray, scales: np.ndarray, spec: QuantSpec) -> np.nda
     return w.astype(np.float32)
 
 
+def dequantize_kernel(xs, attrs, out):
+    return dequantize(xs[0], xs[1], _spec(attrs))
+
+
 def qmatmul(xs, attrs, out):
     x, words, scales = xs
     spec = QuantSpec(attrs["fmt"], attrs["rows"], attrs["cols"], attrs["block"])

@@ -42,20 +42,21 @@ _NF4_TABLE = f"var<private> NF4: array<f32, 16> = array<f32, 16>({_LEVELS});"
 _GROUP = 13  # meta word: elements per scale (cols for int8, the block for NF4)
 
 
-def _decoder(fmt: str) -> str:
-    """``ld_b(e) -> f32``: element e of W, decoded from ``ld_codes`` and ``ld_scales``."""
+def _decoder(fmt: str, group_at: int = _GROUP) -> str:
+    """``ld_b(e) -> f32``: element e of W, decoded from ``ld_codes`` and ``ld_scales``
+    (meta word ``group_at``: the elements per scale)."""
     if fmt == "int8":
         return (
             "fn ld_b(e: u32) -> f32 {\n"
             "  let byte = (ld_codes(e / 4u) >> ((e % 4u) * 8u)) & 255u;\n"
             "  // sign-extend the byte: shift it to the top, then arithmetic shift back\n"
             "  let v = bitcast<i32>(byte << 24u) >> 24u;\n"
-            f"  return f32(v) * ld_scales(e / mt[{_GROUP}u]);\n}}"
+            f"  return f32(v) * ld_scales(e / mt[{group_at}u]);\n}}"
         )
     return (
         f"{_NF4_TABLE}\nfn ld_b(e: u32) -> f32 {{\n"
         "  let code = (ld_codes(e / 8u) >> ((e % 8u) * 4u)) & 15u;\n"
-        f"  return NF4[code] * ld_scales(e / mt[{_GROUP}u]);\n}}"
+        f"  return NF4[code] * ld_scales(e / mt[{group_at}u]);\n}}"
     )
 
 

@@ -23,6 +23,7 @@ from fractions import Fraction
 from ....base.errors import DeviceError
 from ....base.quant import CODES_PER_WORD, NF4_MIDS, QuantSpec
 from .common import Source, _contiguous, grid_1d, main_1d
+from .qmatmul import _decoder
 
 MID_SHIFT = 28  # every NF4 midpoint is a multiple of 2^-28
 
@@ -180,4 +181,20 @@ def codes_kernel(src: Source, op: str, ins, outs, attrs):
     return grid_1d(spec.n_words, src.limits)
 
 
-KERNELS = {"quant_absmax": absmax_kernel, "quant_codes": codes_kernel}
+def dequantize_kernel(src: Source, op: str, ins, outs, attrs):
+    """One invocation per element of W: the qmatmul kernels' decoder, stored."""
+    spec = _spec(ins, attrs)
+    src.add_meta(spec.numel, _group(spec), outs[0].offset)
+    src.operand("codes", ins[0])
+    src.operand("scales", ins[1])
+    src.operand("o", outs[0], write=True)
+    src.fns.append(_decoder(spec.fmt, group_at=1))
+    src.body = main_1d("  st_o(mt[2u] + i, ld_b(i));")
+    return grid_1d(spec.numel, src.limits)
+
+
+KERNELS = {
+    "quant_absmax": absmax_kernel,
+    "quant_codes": codes_kernel,
+    "dequantize": dequantize_kernel,
+}
