@@ -18,7 +18,7 @@ from test_qlora_quantize import on_device, oracle
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
-from scellis.base.quant import QuantSpec, quantize  # noqa: E402
+from scellis.base.quant import QuantSpec, double_quantize, quantize  # noqa: E402
 from scellis.catalog import peft  # noqa: E402
 from scellis.catalog.blocks import Linear, LinearConfig, Sequential  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
@@ -131,3 +131,33 @@ def test_a_double_quantised_block_quantised_on_webgpu_computes_as_on_the_referen
     (ref_words, ref_y), (gpu_words, gpu_y) = run("reference"), run(gpu)
     np.testing.assert_array_equal(gpu_words, ref_words)
     np.testing.assert_allclose(gpu_y, ref_y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("tile", ["r64", "t32"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_double_quantised_scales_are_decoded_in_both_kernels(gpu, tile, trans):
+    rng = rng_for(f"dqk{tile}{trans}")
+    rows, cols, m = 72, 88, 67
+    spec = QuantSpec("nf4", rows, cols, 16)  # 396 blocks: two rows of 256 scales
+    words, scales = quantize(rng.standard_normal(rows * cols).astype(np.float32).tolist(), spec)
+    scale_words, scale_rows = double_quantize(scales, spec)
+    x = rng.standard_normal((m, rows if trans else cols)).astype(np.float32)
+
+    def product(device, **tile_attr):
+        sw = sc.tensor(np.frombuffer(scale_words.tobytes(), np.uint32), device=device)
+        pair = (sw, sc.tensor(np.frombuffer(scale_rows.tobytes(), np.float32), device=device))
+        codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
+        xs = sc.tensor(x, device=device)
+        y = apply("qmatmul", (xs, codes, *pair), **spec.attrs(), trans=trans, **tile_attr)
+        return np.asarray(y.tolist())
+
+    want, got = product("reference"), product(gpu, _tile=tile)
+    inner = QuantSpec("nf4", rows, cols, 16, True).scale_spec
+    block = dequantize(np.frombuffer(scale_words.tobytes(), np.uint32), scale_rows, inner)
+    deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), block.reshape(-1), spec)
+    mag = np.abs(x) @ (np.abs(deq) if trans else np.abs(deq).T)
+    assert np.abs(want).max() > 0
+    assert (np.abs(got - want) <= (x.shape[1] + 1) * 2**-23 * mag).all()
+    # the decoded scales differ from the f32 ones: the f32-scaled product is elsewhere
+    plain = _product("reference", x, words, scales, spec, trans)
+    assert np.abs(plain - want).max() > 1e3 * np.abs(got - want).max()

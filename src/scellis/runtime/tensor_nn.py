@@ -92,9 +92,11 @@ class TensorNN:
 
     def qmatmul(self, codes, scales, *, fmt, rows, cols, block, trans=False):
         """``self @ W^T`` (``trans``: ``self @ W``) with W [rows, cols] stored quantised
-        as ``codes`` and ``scales`` (``base.quant``'s layout), decoded inside the kernel."""
+        as ``codes`` and ``scales`` (``base.quant``'s layout), decoded inside the kernel;
+        ``scales`` a pair (int8 codes, row scales) for double-quantised block scales."""
+        scales = tuple(scales) if isinstance(scales, (tuple, list)) else (scales,)
         return apply_op(
-            "qmatmul", (self, codes, scales),
+            "qmatmul", (self, codes, *scales),
             fmt=fmt, rows=rows, cols=cols, block=block, trans=bool(trans),
         )  # fmt: skip
 

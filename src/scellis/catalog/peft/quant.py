@@ -9,8 +9,8 @@ its gradient through the same kernel (x @ W), and the codes none: they stay froz
 
 The codes and scales are frozen parameters, ``weight_codes`` (u32) and
 ``weight_scales`` (f32) in place of ``weight`` (under double quantisation the scales are
-``weight_scale_codes`` (u32, int8 codes) and ``weight_scale_scales`` (f32), decoded by
-the ``dequantize`` primitive before each product): checkpoints keep them (a resume loads
+``weight_scale_codes`` (u32, int8 codes) and ``weight_scale_scales`` (f32), which the
+qmatmul kernels decode as they read a block's scale): checkpoints keep them (a resume loads
 them back exactly) and the memory planner counts their bytes. Mixed precision leaves the
 scales in f32 (``full_precision``). Quantising runs on the weight's device (the
 ``quant_absmax`` and ``quant_codes`` primitives), so nothing is read back and a browser
@@ -84,8 +84,7 @@ def store_quantized(mod: Module, fmt: str, block: int, double_quant: bool = Fals
 
 
 def block_scales(mod: Module):
-    """The f32 scales of ``mod``'s codes: stored, or decoded from their int8 codes
-    (double quantisation: decoded at each use, a transient of 4 bytes per block)."""
+    """The f32 scales of ``mod``'s codes: stored, or decoded from their int8 codes."""
     spec = mod.quant
     if not spec.double_quant:
         return mod.weight_scales
@@ -100,7 +99,13 @@ def frozen_dense(mod: Module, x):
     if spec is None:
         return dense(x, mod.weight, mod.bias)
     lead = x.shape[:-1]
-    y = x.reshape(-1, x.shape[-1]).qmatmul(mod.weight_codes, block_scales(mod), **spec.attrs())
+    # double-quantised scales go to the kernel as codes: decoded there, never stored
+    scales = (
+        (mod.weight_scale_codes, mod.weight_scale_scales)
+        if spec.double_quant
+        else mod.weight_scales
+    )
+    y = x.reshape(-1, x.shape[-1]).qmatmul(mod.weight_codes, scales, **spec.attrs())
     if mod.bias is not None:
         y = y + mod.bias
     return y.reshape(*lead, spec.rows)

@@ -84,8 +84,12 @@ def dequantize_kernel(xs, attrs, out):
 
 
 def qmatmul(xs, attrs, out):
-    x, words, scales = xs
+    x, words, *scales = xs
     spec = QuantSpec(attrs["fmt"], attrs["rows"], attrs["cols"], attrs["block"])
+    if len(scales) == 2:  # double-quantised block scales: decoded first
+        inner = QuantSpec(spec.fmt, spec.rows, spec.cols, spec.block, True).scale_spec
+        scales = [dequantize(*scales, inner).reshape(-1)[: spec.n_scales]]
+    scales = scales[0]
     w = dequantize(words, scales, spec)
     w = w if attrs["trans"] else w.T
     if x.dtype == np.float16:

@@ -13,6 +13,9 @@ a 16-entry level table in workgroup memory for NF4, a sign-extending shift for i
 and stashes the f32 values where ``_rload`` would have. Other products keep the
 ``TILES`` kernel with B replaced by ``ld_b(e)``, which decodes one element.
 
+Double-quantised block scales arrive as their int8 codes and row scales; ``ld_scales``
+decodes one (its code times its row's scale) where a stored scale would be read.
+
 Either way every decoded value is code times scale, one f32 rounding, and each output
 is the matmul kernel's dot product over it (in k order, or the REGS kernel's fixed
 grouping), so the matmul kernels' accuracy bound holds against the dequantised weight
@@ -21,7 +24,7 @@ with one more rounding per product, and results are bitwise reproducible.
 
 from __future__ import annotations
 
-from ....base.quant import CODES_PER_WORD, NF4
+from ....base.quant import CODES_PER_WORD, DQ_GROUP, NF4
 from .common import Source
 from .matmul import (
     REGS,
@@ -126,8 +129,25 @@ def _word_aligned(fmt: str, cols: int) -> bool:
     return cols % CODES_PER_WORD[fmt] == 0
 
 
+# a block's scale from its int8 code (4 per word) times its row's f32 scale (per 256)
+_DQ_SCALES = f"""fn ld_scales(b: u32) -> f32 {{
+  let byte = (ld_scodes(b / 4u) >> ((b % 4u) * 8u)) & 255u;
+  return f32(bitcast<i32>(byte << 24u) >> 24u) * ld_srows(b / {DQ_GROUP}u);
+}}"""
+
+
+def bind_scales(src: Source, scales) -> None:
+    """``ld_scales(b)``: block b's f32 scale, stored, or decoded from its int8 code."""
+    if len(scales) == 1:
+        src.operand("scales", scales[0])
+        return
+    src.operand("scodes", scales[0])
+    src.operand("srows", scales[1])
+    src.fns.append(_DQ_SCALES)
+
+
 def qmatmul_kernel(src: Source, op: str, ins, outs, attrs):
-    x, codes, scales = ins
+    x, codes, *scales = ins
     out = outs[0]
     fmt, rows, cols, trans = attrs["fmt"], attrs["rows"], attrs["cols"], attrs["trans"]
     m, k = x.shape
@@ -153,7 +173,7 @@ def qmatmul_kernel(src: Source, op: str, ins, outs, attrs):
     src.add_meta(cols if fmt == "int8" else attrs["block"])
     src.operand("a", x, lanes=4 if side_a.vec else 1)
     src.operand("codes", codes)
-    src.operand("scales", scales)
+    bind_scales(src, scales)
     src.operand("o", out, write=True, lanes=4 if out_vec else 1)
     half, half_out = x.dtype.name == "f16", out.dtype.name == "f16"
     side_b = Side("t" if sb_n == 1 else "k", False)
