@@ -79,4 +79,6 @@ def test_double_quant_is_nf4_only_and_checked_at_its_node():
     section = "finetune:\n  adapters: [{block_id: peft/lora, target_modules: [q]}]\n"
     bad = _problems(BASE + section + "  quantize_base: {format: int8, double_quant: true}\n")
     assert len(bad) == 1 and "double_quant" in bad[0] and bad[0].startswith("13:"), bad
+    not_bool = _problems(BASE + section + "  quantize_base: {format: nf4, double_quant: 2}\n")
+    assert len(not_bool) == 1 and "double_quant is true or false, not 2" in not_bool[0], not_bool
     assert _problems(BASE + section + "  quantize_base: {format: nf4, double_quant: true}\n") == []
