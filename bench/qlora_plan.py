@@ -10,7 +10,8 @@ RoPE, vocabulary 8192, untied head: 97.6M parameters) made as a record with Adam
 cross-entropy; no weight is allocated, the planner traces it on its recording device
 for the WebGPU spec's limits under ``--budget``. Three runs of the same record: full
 fine-tuning, LoRA rank 8 on every dense block (f32 base, frozen), and the same with
-``quantize_base: nf4`` (QLoRA). Reported per run: the verdict, the peak and the classes
+``quantize_base: nf4`` (QLoRA), and with ``double_quant: true`` (its block scales as int8
+per 256). Reported per run: the verdict, the peak and the classes
 at the peak; for a red LoRA run, the planner's "quantise the base (nf4)" remediation.
 
 Error: a dense block of torch's init (768 -> 768, U(+-1/sqrt(768))) and one of N(0, 1)
@@ -41,6 +42,7 @@ CONFIG = {
     "tie_word_embeddings": False,
 }  # fmt: skip
 LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8, "alpha": 16.0}
+DOUBLE_QUANT = {"format": "nf4", "double_quant": True}
 SHOWN = ("parameters", "gradients", "optimizer_state", "activations", "working")
 
 
@@ -61,6 +63,10 @@ def plans(budget: str, batch: int, context: int) -> None:
         "full fine-tune": base,
         "LoRA r8, f32 base": {**base, "finetune": {"adapters": [LORA]}},
         "QLoRA r8, nf4 base": {**base, "finetune": {"adapters": [LORA], "quantize_base": "nf4"}},
+        "QLoRA r8, nf4 base, double quant": {
+            **base,
+            "finetune": {"adapters": [LORA], "quantize_base": DOUBLE_QUANT},
+        },
     }
     print(f"budget {budget}, batch {batch}, context {context}, target webgpu-spec limits\n")
     print("| run | stored elements | verdict | peak | " + " | ".join(SHOWN) + " |")

@@ -15,7 +15,15 @@ from scellis.base.dtypes import f16
 from scellis.base.errors import ScellisError
 from scellis.base.quant import NF4, QuantSpec, dequantize, quantize
 from scellis.catalog import peft
-from scellis.catalog.blocks import Linear, LinearConfig, Sequential
+from scellis.catalog.blocks import (
+    Embedding,
+    EmbeddingConfig,
+    Linear,
+    LinearConfig,
+    LMHead,
+    LMHeadConfig,
+    Sequential,
+)
 from scellis.catalog.losses import CrossEntropyLoss
 from scellis.catalog.optim import Adam
 from scellis.train.step import working_copies
@@ -168,5 +176,37 @@ def test_describe_counts_weights_and_merge_decodes_the_base():
         mod.lora_B.copy_(sc.tensor(rng_for("B2").standard_normal((16, 2)).astype(np.float32)))
     x = ids_for("merge")
     want = arr(quantised(x))
+    head_codes = quantised._children["head"]
+    spec, words, scales = head_codes.quant, head_codes.weight_codes, head_codes.weight_scales
     assert peft.merge_lora(quantised)
     np.testing.assert_allclose(arr(quantised(x)), want, rtol=1e-4, atol=1e-5)
+    # a plain model again: the quantised head is an LM head with the decoded weight
+    assert not any(n.endswith(("_codes", "_scales")) for n in quantised.state_dict())
+    head = quantised._children["head"]
+    assert type(head).__name__ == "LMHead"
+    decoded = dequantize(words.tolist(), scales.tolist(), spec)
+    np.testing.assert_array_equal(arr(head.weight).reshape(-1), np.float32(decoded))
+
+
+def test_a_frozen_untied_lm_head_is_quantised_and_computes_with_its_codes():
+    model = char_model("reference")
+    head = model._children["head"]
+    w = arr(head.weight).astype(np.float32)
+    plan = peft.apply_finetune(model, {"adapters": [LORA], "quantize_base": "nf4"})
+    assert "head" in plan.quantized and "head.weight_codes" in model.state_dict()
+    x = rng_for("head").standard_normal((5, w.shape[1])).astype(np.float32)
+    want = x.astype(np.float64) @ nf4_round_trip(w)[0].T.astype(np.float64)
+    got = arr(model._children["head"](sc.tensor(x)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_tied_lm_head_stays_f32():
+    gen = sc.rng.Generator(3, "init")
+    emb = Embedding(EmbeddingConfig(11, 16), device="reference", gen=gen)
+    head = LMHead(LMHeadConfig(16, 11), device="reference", gen=gen, embedding=emb)
+    lin = Linear(LinearConfig(16, 16), device="reference", gen=gen)
+    model = Sequential.of(emb, lin, head)
+    for p in model.parameters():
+        p.requires_grad = False
+    assert peft.quantize_base(model, "nf4") == ["1"]  # the dense block, not the head
+    assert type(model._children["2"]) is LMHead and model._children["2"].tied is emb

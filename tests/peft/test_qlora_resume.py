@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 from peftutil import arr, char_model, rng_for
 
 import scellis as sc
@@ -23,9 +24,9 @@ SECTION = {
 STEPS, HALF, SEED = 6, 3, 5
 
 
-def _setup():
+def _setup(quantize_base="nf4"):
     model = char_model(seed=1, layers=1)
-    peft.apply_finetune(model, SECTION, seed=SEED)
+    peft.apply_finetune(model, {**SECTION, "quantize_base": quantize_base}, seed=SEED)
     rng = rng_for("qlora-resume")
     ids = rng.integers(0, 11, (16, 7))
     data = Batches(ids[:, :-1].tolist(), ids[:, 1:].tolist(), 4)
@@ -44,8 +45,9 @@ def _losses(events):
     return [e["loss"] for e in events if e["kind"] == "log"]
 
 
-def test_a_quantised_run_resumes_exactly(tmp_path):
-    model, ts, data = _setup()
+@pytest.mark.parametrize("quantize_base", ["nf4", {"format": "nf4", "double_quant": True}])
+def test_a_quantised_run_resumes_exactly(tmp_path, quantize_base):
+    model, ts, data = _setup(quantize_base)
     full: list = []
     _train(ts, data, STEPS, full)
     assert _losses(full)[-1] < _losses(full)[0]
@@ -53,15 +55,18 @@ def test_a_quantised_run_resumes_exactly(tmp_path):
     assert any(k.endswith("weight_codes") for k in want)
 
     objects = ObjectStore(tmp_path / "store")
-    _, ts1, data1 = _setup()
+    _, ts1, data1 = _setup(quantize_base)
     first: list = []
     _train(ts1, data1, HALF, first)
     h, _ = asyncio.run(ckpt.save(ts1, objects, record=None, dataset=None, tier="debug"))
-    model2, ts2, data2 = _setup()
+    model2, ts2, data2 = _setup(quantize_base)
     # spoil the fresh model's codes: only the checkpoint can give them back
     codes = next(m for _, m in model2.named_modules() if getattr(m, "quant", None))
     with sc.no_grad():
-        codes.weight_codes.copy_(sc.zeros(codes.weight_codes.shape, dtype="u32"))
+        for name in ("weight_codes", "weight_scale_codes"):
+            if name in codes._params:
+                t = codes._params[name]
+                t.copy_(sc.zeros(t.shape, dtype="u32"))
     ckpt.load(ts2, objects, h)
     second: list = []
     _train(ts2, data2, STEPS, second)

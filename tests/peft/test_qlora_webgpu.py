@@ -1,6 +1,7 @@
 """Quantised matmul on WebGPU (lavapipe in CI): the WGSL kernel decodes the codes as the
-reference device's NumPy does, on shapes that are no multiple of the NF4 block, and
-adapters over a quantised base train alike on both devices."""
+reference device's NumPy does, on shapes that are no multiple of the NF4 block; the WGSL
+quantiser writes the pure-Python code's bits; adapters over a quantised base train
+alike on both devices."""
 
 from __future__ import annotations
 
@@ -10,22 +11,29 @@ import tempfile
 import numpy as np
 import pytest
 from peftutil import rng_for
+from qweights import hard_weight
 from test_qlora import _train
+from test_qlora_quantize import on_device, oracle
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
-from scellis.base.quant import QuantSpec, quantize  # noqa: E402
+from scellis.base.quant import QuantSpec, double_quantize, quantize  # noqa: E402
+from scellis.catalog import peft  # noqa: E402
+from scellis.catalog.blocks import Linear, LinearConfig, Sequential  # noqa: E402
 from scellis.devices.reference.quant import dequantize  # noqa: E402
+from scellis.runtime.dispatch import apply  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
 
 
-def _product(device, x, words, scales, spec, trans):
+def _product(device, x, words, scales, spec, trans, **tile):
     codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
     s = sc.tensor(np.frombuffer(scales.tobytes(), np.float32), device=device)
-    return np.asarray(sc.tensor(x, device=device).qmatmul(codes, s, **spec.attrs(),
-                                                          trans=trans).tolist())  # fmt: skip
+    xs = sc.tensor(x, device=device)
+    return np.asarray(
+        apply("qmatmul", (xs, codes, s), **spec.attrs(), trans=trans, **tile).tolist()
+    )
 
 
 # 5 x 13 = 65 and 9 x 31 = 279 elements: partial last blocks, words padded with zero codes
@@ -52,3 +60,98 @@ def test_adapters_on_a_quantised_base_train_on_webgpu_as_on_the_reference(gpu):
     _, dev = _train(gpu, steps=4)
     assert dev[-1] < dev[0]
     np.testing.assert_allclose(dev, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "fmt, rows, cols, block",
+    [("nf4", 9, 70, 64), ("nf4", 7, 31, 16), ("int8", 9, 70, 64), ("int8", 7, 33, 64)],
+)
+def test_the_wgsl_quantiser_writes_the_pure_python_words_and_scales(gpu, fmt, rows, cols, block):
+    # exact integer decisions in WGSL: halfway points, subnormals and signed zeros included
+    w = hard_weight(rng_for(f"wq{fmt}{rows}{cols}"), rows, cols)
+    spec = QuantSpec(fmt, rows, cols, block)
+    want = oracle(w, spec)
+    got = on_device(w, spec, gpu)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+# rows of whole words (88 = 11 words of 8 codes), tiles of W cut at every edge (M, N, K
+# no multiple of 64), every register tile of matmul.py
+@pytest.mark.parametrize("tile", ["r128", "r128k8", "r128x64s2", "r64s4", "r64"])
+@pytest.mark.parametrize("fmt", ["nf4", "int8"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_the_register_tiled_kernel_decodes_whole_words_as_the_reference(gpu, tile, fmt, trans):
+    rng = rng_for(f"reg{tile}{fmt}{trans}")
+    rows, cols, m = 72, 88, 67
+    spec = QuantSpec(fmt, rows, cols, 16)
+    words, scales = quantize(rng.standard_normal(rows * cols).astype(np.float32).tolist(), spec)
+    x = rng.standard_normal((m, rows if trans else cols)).astype(np.float32)
+    want = _product("reference", x, words, scales, spec, trans)
+    got = _product(gpu, x, words, scales, spec, trans, _tile=tile)
+    deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), scales, spec)
+    mag = np.abs(x) @ (np.abs(deq) if trans else np.abs(deq).T)
+    assert (np.abs(got - want) <= (x.shape[1] + 1) * 2**-23 * mag).all()
+    assert np.abs(want).max() > 0
+
+
+@pytest.mark.parametrize("fmt", ["nf4", "int8"])
+def test_the_wgsl_dequantize_writes_the_reference_values(gpu, fmt):
+    rng = rng_for(f"deq{fmt}")
+    spec = QuantSpec(fmt, 9, 70, 16)
+    words, scales = quantize(rng.standard_normal(9 * 70).astype(np.float32).tolist(), spec)
+
+    def decoded(device):
+        codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
+        s = sc.tensor(np.frombuffer(scales.tobytes(), np.float32), device=device)
+        return np.asarray(codes.dequantized(s, **spec.attrs()).tolist(), np.float32)
+
+    want = decoded("reference")  # each value one f32 product, code times scale: bitwise
+    np.testing.assert_array_equal(decoded(gpu), want)
+    assert np.abs(want).max() > 0
+
+
+def test_a_double_quantised_block_quantised_on_webgpu_computes_as_on_the_reference(gpu):
+    def run(device):
+        gen = sc.rng.Generator(4, "init")
+        model = Sequential.of(Linear(LinearConfig(70, 300), device=device, gen=gen))
+        for p in model.parameters():
+            p.requires_grad = False
+        peft.quantize_base(model, "nf4", double_quant=True)
+        mod = model._children["0"]
+        x = sc.tensor(rng_for("dqx").standard_normal((5, 70)).astype(np.float32), device=device)
+        return np.asarray(mod.weight_scale_codes.tolist()), np.asarray(model(x).tolist())
+
+    (ref_words, ref_y), (gpu_words, gpu_y) = run("reference"), run(gpu)
+    np.testing.assert_array_equal(gpu_words, ref_words)
+    np.testing.assert_allclose(gpu_y, ref_y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("tile", ["r64", "t32"])
+@pytest.mark.parametrize("trans", [False, True])
+def test_double_quantised_scales_are_decoded_in_both_kernels(gpu, tile, trans):
+    rng = rng_for(f"dqk{tile}{trans}")
+    rows, cols, m = 72, 88, 67
+    spec = QuantSpec("nf4", rows, cols, 16)  # 396 blocks: two rows of 256 scales
+    words, scales = quantize(rng.standard_normal(rows * cols).astype(np.float32).tolist(), spec)
+    scale_words, scale_rows = double_quantize(scales, spec)
+    x = rng.standard_normal((m, rows if trans else cols)).astype(np.float32)
+
+    def product(device, **tile_attr):
+        sw = sc.tensor(np.frombuffer(scale_words.tobytes(), np.uint32), device=device)
+        pair = (sw, sc.tensor(np.frombuffer(scale_rows.tobytes(), np.float32), device=device))
+        codes = sc.tensor(np.frombuffer(words.tobytes(), np.uint32), device=device)
+        xs = sc.tensor(x, device=device)
+        y = apply("qmatmul", (xs, codes, *pair), **spec.attrs(), trans=trans, **tile_attr)
+        return np.asarray(y.tolist())
+
+    want, got = product("reference"), product(gpu, _tile=tile)
+    inner = QuantSpec("nf4", rows, cols, 16, True).scale_spec
+    block = dequantize(np.frombuffer(scale_words.tobytes(), np.uint32), scale_rows, inner)
+    deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), block.reshape(-1), spec)
+    mag = np.abs(x) @ (np.abs(deq) if trans else np.abs(deq).T)
+    assert np.abs(want).max() > 0
+    assert (np.abs(got - want) <= (x.shape[1] + 1) * 2**-23 * mag).all()
+    # the decoded scales differ from the f32 ones: the f32-scaled product is elsewhere
+    plain = _product("reference", x, words, scales, spec, trans)
+    assert np.abs(plain - want).max() > 1e3 * np.abs(got - want).max()

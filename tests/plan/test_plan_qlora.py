@@ -77,3 +77,23 @@ def test_a_red_plan_without_adapters_offers_qlora_on_every_dense_block():
     lora = {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 8}]}
     qlora = make_plan({**record, "finetune": {**lora, "quantize_base": "nf4"}}, target)
     assert fix["saving"] == plan.peak - qlora.peak > 0
+
+
+def test_the_plan_counts_the_int8_scales():
+    record = transformer(128, 1, 2)  # 128 x 128 weights: 256 blocks, one row of scales
+    lora = {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 2}]}
+    planned = {}
+    for name, q in (("plain", "nf4"), ("double", {"format": "nf4", "double_quant": True})):
+        r = {**record, "finetune": {**lora, "quantize_base": q}}
+        planned[name] = profile(trace(r, device="reference"), "reference").at_end["parameters"]
+    model, _ = finetune_model(
+        {**record, "finetune": {**lora, "quantize_base": {"format": "nf4", "double_quant": True}}},
+        device="reference",
+    )
+    specs = [m.quant for _, m in model.named_modules() if getattr(m, "quant", None)]
+    assert specs and all(s.double_quant for s in specs)
+    # f32 scales (4 bytes a block) become int8 codes in words plus an f32 per 256 blocks
+    saved = sum(
+        4 * s.n_scales - 4 * (-(-s.scale_spec.numel // 4)) - 4 * s.scale_spec.rows for s in specs
+    )
+    assert saved > 0 and planned["plain"] - planned["double"] == saved

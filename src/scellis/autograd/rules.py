@@ -119,10 +119,12 @@ def _matmul(node, g):
 
 
 def _qmatmul(node, g):
-    # the quantised weight is frozen: only the input gets a gradient, g @ W or g @ W^T
-    codes, scales = _x(node, 1).detach(), _x(node, 2).detach()
+    # the quantised weight is frozen: only the input gets a gradient, g @ W or g @ W^T;
+    # with double-quantised scales (two more inputs) they are decoded again, not kept
+    codes, *scales = (t.detach() for t in node.inputs[1:])
     attrs = {**node.attrs, "trans": not node.attrs["trans"]}
-    return g.qmatmul(codes, scales, **attrs), None, None
+    scales = scales[0] if len(scales) == 1 else tuple(scales)
+    return (g.qmatmul(codes, scales, **attrs), *(None for _ in node.inputs[1:]))
 
 
 def _permute(node, g):

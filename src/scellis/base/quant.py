@@ -4,10 +4,22 @@ A frozen weight W [rows, cols] is stored as packed codes in u32 words plus f32 s
 element i of W's row-major order (i = r * cols + c) being
 
 - ``int8``: a signed byte, 4 per word (element i at bits 8 * (i % 4) of word i // 4),
-  scaled per output channel (row): W[r, c] ~ code * scales[r], scales[r] = max|W[r]| / 127;
+  scaled per output channel (row): W[r, c] ~ code * scales[r], scales[r] = max|W[r]| / 127,
+  code = round(127 W[r, c] / max|W[r]|), half to even;
 - ``nf4``: a 4-bit index into the 16 NormalFloat levels of QLoRA (Dettmers et al. 2023),
   8 per word (bits 4 * (i % 8) of word i // 8), scaled per block of ``block`` consecutive
-  elements: W_i ~ NF4[code_i] * scales[i // block], scales[b] = max|W| over block b.
+  elements: W_i ~ NF4[code_i] * scales[i // block], scales[b] = max|W| over block b,
+  code_i the nearest level to W_i / scales[b] (exactly halfway: the lower one).
+
+Each code is the one the exact quotient picks (every quotient here is a single f64
+rounding of f32 values, which never moves it across a midpoint but onto it only when it
+is exactly there), so any device reproduces it bit for bit with exact arithmetic; a
+scale is the f32 nearest to max|W| / 127 (or max|W| itself).
+
+Double quantisation (QLoRA's, NF4 only): the NF4 block scales are themselves stored as
+int8 codes in rows of ``DQ_GROUP`` (256) scales, each row with one f32 scale (max / 127;
+the scales are non-negative, so 128 levels), the last row padded with zero scales:
+8 bits per block instead of 32, 4.127 bits per weight instead of 4.5.
 
 Blocks run over the flattened weight, so a shape that is no multiple of the block size
 needs no special case: the last block is partial (its scale is over its own elements)
@@ -27,6 +39,7 @@ from .errors import ScellisError
 
 FORMATS = ("nf4", "int8")
 DEFAULT_BLOCK = 64
+DQ_GROUP = 256  # NF4 block scales per second-level scale under double quantisation
 CODES_PER_WORD = {"nf4": 8, "int8": 4}
 # the offset QLoRA picks so the largest level is the N(0,1) quantile at 1 - 1/2(1/32 + 1/30)
 NF4_OFFSET = 0.9677083
@@ -48,7 +61,8 @@ def _nf4_levels() -> tuple[float, ...]:
 
 
 NF4 = _nf4_levels()
-_NF4_MIDS = [(a + b) / 2 for a, b in zip(NF4, NF4[1:])]
+# the decision points between neighbouring levels, exact in f64 (an f32 sum, halved)
+NF4_MIDS = tuple((a + b) / 2 for a, b in zip(NF4, NF4[1:]))
 
 
 @dataclass(frozen=True)
@@ -59,9 +73,10 @@ class QuantSpec:
     rows: int
     cols: int
     block: int = DEFAULT_BLOCK
+    double_quant: bool = False  # the NF4 block scales stored as int8 (``scale_spec``)
 
     def __post_init__(self):
-        check_format(self.fmt, self.block)
+        check_format(self.fmt, self.block, self.double_quant)
 
     @property
     def numel(self) -> int:
@@ -76,23 +91,35 @@ class QuantSpec:
         return self.rows if self.fmt == "int8" else -(-self.numel // self.block)
 
     @property
+    def scale_spec(self) -> QuantSpec:
+        """How the block scales are stored under double quantisation: int8 rows of
+        DQ_GROUP scales (zero-padded), one f32 scale per row."""
+        return QuantSpec("int8", -(-self.n_scales // DQ_GROUP), DQ_GROUP)
+
+    @property
     def nbytes(self) -> int:
-        """Bytes of the codes and the scales (u32 words, f32 scales)."""
-        return 4 * (self.n_words + self.n_scales)
+        """Bytes of the codes and the scales (u32 words, f32 scales, or their codes)."""
+        scales = self.scale_spec.nbytes if self.double_quant else 4 * self.n_scales
+        return 4 * self.n_words + scales
 
     def attrs(self) -> dict:
+        """The attributes of the ops that read this weight's codes and (f32) scales."""
         return {"fmt": self.fmt, "rows": self.rows, "cols": self.cols, "block": self.block}
 
 
-def check_format(fmt, block=DEFAULT_BLOCK) -> None:
+def check_format(fmt, block=DEFAULT_BLOCK, double_quant=False) -> None:
     if fmt not in FORMATS:
         raise ScellisError(f"quantize_base is one of {', '.join(FORMATS)}, not {fmt!r}")
     if not isinstance(block, int) or isinstance(block, bool) or block < 8 or block % 8:
         raise ScellisError(f"the nf4 block size is a multiple of 8 (e.g. 64), not {block!r}")
+    if not isinstance(double_quant, bool):
+        raise ScellisError(f"double_quant is true or false, not {double_quant!r}")
+    if double_quant and fmt != "nf4":
+        raise ScellisError("double_quant quantises NF4's block scales; int8 has one per row")
 
 
 def _nf4_code(v: float) -> int:
-    return bisect.bisect_left(_NF4_MIDS, v)  # the nearest level (midpoints sorted)
+    return bisect.bisect_left(NF4_MIDS, v)  # the nearest level (midpoints sorted)
 
 
 def quantize(values, spec: QuantSpec) -> tuple[array.array, array.array]:
@@ -106,13 +133,12 @@ def quantize(values, spec: QuantSpec) -> tuple[array.array, array.array]:
     for g0 in range(0, spec.numel, groups):
         chunk = values[g0 : g0 + groups]
         top = max((abs(v) for v in chunk), default=0.0)
-        scale = top / 127.0 if spec.fmt == "int8" else top
-        scales.append(scale)
-        div = scale or 1.0
+        scales.append(top / 127.0 if spec.fmt == "int8" else top)
+        div = top or 1.0
         for j, v in enumerate(chunk):
             if spec.fmt == "int8":
-                # Python's round is half to even, as NumPy's
-                codes[g0 + j] = max(-127, min(127, round(v / div))) & 0xFF
+                # one rounding of the exact 127 v / top (Python's round: half to even)
+                codes[g0 + j] = max(-127, min(127, round(v * 127.0 / div))) & 0xFF
             else:
                 codes[g0 + j] = _nf4_code(v / div)
     return pack(codes, spec.fmt), scales
@@ -144,9 +170,26 @@ def dequantize(words, scales, spec: QuantSpec) -> list[float]:
     return out
 
 
+def double_quantize(scales, spec: QuantSpec) -> tuple[array.array, array.array]:
+    """(u32 words, f32 row scales) of NF4 block ``scales`` under double quantisation."""
+    inner = spec.scale_spec
+    return quantize(list(scales) + [0.0] * (inner.numel - len(scales)), inner)
+
+
 def describe(spec: QuantSpec) -> str:
     how = "per output channel" if spec.fmt == "int8" else f"per block of {spec.block}"
+    how += ", block scales as int8" if spec.double_quant else ""
     return f"{spec.fmt} ({how}, {spec.nbytes:,} bytes of codes and scales)"
 
 
-__all__ = ["DEFAULT_BLOCK", "FORMATS", "NF4", "QuantSpec", "dequantize", "quantize"]
+__all__ = [
+    "DEFAULT_BLOCK",
+    "DQ_GROUP",
+    "FORMATS",
+    "NF4",
+    "NF4_MIDS",
+    "QuantSpec",
+    "dequantize",
+    "double_quantize",
+    "quantize",
+]

@@ -36,7 +36,7 @@ def load_weights(model: Module, weights: Mapping, *, strict: bool = True) -> lis
     for name, value in weights.items():
         if name not in live:
             continue
-        old = live[name]
+        old = live.pop(name)  # freed once replaced: one weight more than the model, not two
         if isinstance(value, Tensor) and value.device is old.device:
             new = apply("copy", (value.cast(old.dtype),))
         else:

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (register)
     linalg,
     movement,
     optim,
+    quant,
     random,
     recurrent,
     reduce,

@@ -26,12 +26,16 @@ register(OpDef("matmul", "matmul", 2, _matmul, diff_inputs=(0, 1)))
 
 def _qmatmul(specs, attrs):
     """x [M, K] times a quantised W [rows, cols] (``base.quant``'s layout): x @ W^T
-    (K = cols, out [M, rows]), or x @ W with ``trans`` (K = rows, out [M, cols])."""
-    x, codes, scales = specs
-    if not x.dtype.is_float or codes.dtype.name != "u32" or scales.dtype.name != "f32":
+    (K = cols, out [M, rows]), or x @ W with ``trans`` (K = rows, out [M, cols]). The
+    scales are one f32 input, or two under double quantisation: their int8 codes (u32
+    words) and the f32 scale of each row of 256."""
+    x, codes, *scales = specs
+    want = ["u32", "f32"] if len(scales) == 2 else ["f32"]
+    got = [s.dtype.name for s in scales]
+    if not x.dtype.is_float or codes.dtype.name != "u32" or got != want:
         raise DTypeError(
-            f"qmatmul takes a float input, u32 codes and f32 scales, got "
-            f"{x.dtype}, {codes.dtype}, {scales.dtype}"
+            f"qmatmul takes a float input, u32 codes and f32 scales (or their u32 codes and "
+            f"f32 row scales), got {x.dtype}, {codes.dtype}, {', '.join(got)}"
         )
     rows, cols = attrs["rows"], attrs["cols"]
     k, n = (rows, cols) if attrs["trans"] else (cols, rows)
@@ -44,7 +48,7 @@ register(
     OpDef(
         "qmatmul",
         "matmul",
-        3,
+        -1,
         _qmatmul,
         attrs=("fmt", "rows", "cols", "block", "trans"),
         diff_inputs=(0,),

@@ -92,11 +92,28 @@ class TensorNN:
 
     def qmatmul(self, codes, scales, *, fmt, rows, cols, block, trans=False):
         """``self @ W^T`` (``trans``: ``self @ W``) with W [rows, cols] stored quantised
-        as ``codes`` and ``scales`` (``base.quant``'s layout), decoded inside the kernel."""
+        as ``codes`` and ``scales`` (``base.quant``'s layout), decoded inside the kernel;
+        ``scales`` a pair (int8 codes, row scales) for double-quantised block scales."""
+        scales = tuple(scales) if isinstance(scales, (tuple, list)) else (scales,)
         return apply_op(
-            "qmatmul", (self, codes, scales),
+            "qmatmul", (self, codes, *scales),
             fmt=fmt, rows=rows, cols=cols, block=block, trans=bool(trans),
         )  # fmt: skip
+
+    def quantized(self, *, fmt, rows, cols, block):
+        """(u32 codes, f32 scales) of this f32 weight [rows, cols] in ``base.quant``'s
+        layout, computed on its device: two primitives enqueued, nothing read back."""
+        spec = dict(fmt=fmt, rows=rows, cols=cols, block=block)
+        tops = apply_op("quant_absmax", (self,), **spec, div=1)
+        codes = apply_op("quant_codes", (self, tops), **spec)
+        return codes, (
+            apply_op("quant_absmax", (self,), **spec, div=127) if fmt == "int8" else tops
+        )
+
+    def dequantized(self, scales, *, fmt, rows, cols, block):
+        """The f32 weight [rows, cols] these u32 codes and ``scales`` stand for."""
+        spec = dict(fmt=fmt, rows=rows, cols=cols, block=block)
+        return apply_op("dequantize", (self, scales), **spec)
 
     # -- composites --
     def softmax(self, axis=-1):

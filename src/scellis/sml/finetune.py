@@ -17,7 +17,7 @@ from .registry import Registry
 from .schema import hint
 
 KEYS = ("swap_head", "adapters", "freeze", "train", "quantize_base")
-QUANT_KEYS = ("format", "block_size")
+QUANT_KEYS = ("format", "block_size", "double_quant")
 
 
 def _quantize(doc: Document, v, out: list) -> None:
@@ -36,13 +36,22 @@ def _quantize(doc: Document, v, out: list) -> None:
                 )
                 return
         fmt, block = v.get("format", "nf4"), v.get("block_size", DEFAULT_BLOCK)
+        double = v.get("double_quant", False)
         bad_fmt = fmt not in FORMATS
         at = path + (("format",) if bad_fmt and "format" in v else ("block_size",))
+        if not bad_fmt and "double_quant" in v and (fmt != "nf4" or not isinstance(double, bool)):
+            at = path + ("double_quant",)
+    else:
+        double = False
     try:
-        check_format(fmt, block)
+        check_format(fmt, block, double)
     except ScellisError as e:
         out.append(
-            doc.diag(at, str(e), "e.g. quantize_base: nf4, or {format: nf4, block_size: 64}")
+            doc.diag(
+                at,
+                str(e),
+                "e.g. quantize_base: nf4, or {format: nf4, block_size: 64, double_quant: true}",
+            )
         )
 
 

@@ -27,7 +27,7 @@ from ..blocks.common import Block, dense
 from ..blocks.linear import Linear
 from ..module import Module
 from ..registry import field
-from .quant import dequantized_weight, frozen_dense
+from .quant import QuantLinear, dequantized_weight, frozen_dense
 from .select import put_param, replace_child, select
 
 
@@ -171,10 +171,15 @@ def lora_modules(model: Module) -> dict[str, LoRALinear]:
 
 
 def merge_lora(model: Module) -> list[str]:
-    """Fold every LoRA-family adapter into its dense block (for export); their paths."""
+    """Fold every LoRA-family adapter into its dense block (for export); their paths.
+    Frozen blocks stored quantised (a head, a block no adapter targeted) get their
+    decoded f32 weight back, so what comes out is a plain model."""
     found = lora_modules(model)
-    for path, m in found.items():
-        replace_child(model, path, m.merge())
     if not found:
         raise ScellisError("the model has no LoRA or DoRA adapter to merge")
+    for path, m in found.items():
+        replace_child(model, path, m.merge())
+    for path, m in list(model.named_modules()):
+        if isinstance(m, QuantLinear):
+            replace_child(model, path, m.unquantized())
     return list(found)

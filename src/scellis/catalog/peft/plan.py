@@ -37,7 +37,7 @@ from .quantize import quantize_base, quantized_bytes
 from .select import as_patterns, select
 
 KEYS = ("swap_head", "adapters", "freeze", "train", "quantize_base")
-QUANT_KEYS = ("format", "block_size")
+QUANT_KEYS = ("format", "block_size", "double_quant")
 
 
 @dataclass
@@ -51,8 +51,9 @@ class FinetunePlan:
     quantized: list[str] = dataclasses.field(default_factory=list)  # block paths
 
 
-def quantize_options(spec) -> tuple[str, int]:
-    """(format, block size) of a ``quantize_base`` value: ``nf4`` or a mapping."""
+def quantize_options(spec) -> tuple[str, int, bool]:
+    """(format, block size, double quantisation) of a ``quantize_base`` value: ``nf4``
+    or a mapping."""
     if isinstance(spec, Mapping):
         unknown = sorted(set(spec) - set(QUANT_KEYS))
         if unknown:
@@ -61,10 +62,11 @@ def quantize_options(spec) -> tuple[str, int]:
                 f"{', '.join(QUANT_KEYS)}"
             )
         spec_fmt, block = spec.get("format", "nf4"), spec.get("block_size", DEFAULT_BLOCK)
+        double = spec.get("double_quant", False)
     else:
-        spec_fmt, block = spec, DEFAULT_BLOCK
-    check_format(spec_fmt, block)
-    return spec_fmt, block
+        spec_fmt, block, double = spec, DEFAULT_BLOCK, False
+    check_format(spec_fmt, block, double)
+    return spec_fmt, block, double
 
 
 def adapter_config(spec: Mapping, where: str = "adapter"):

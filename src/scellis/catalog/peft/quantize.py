@@ -1,14 +1,16 @@
 """Quantising a model's frozen base (catalog layer): QLoRA's ``quantize_base``.
 
-Which weights: every frozen dense weight, a plain dense block's (it becomes a
-``QuantLinear``) or the base under a LoRA adapter (stored quantised in place); see
-``quant`` for the storage and the kernel.
+Which weights: every frozen dense weight, a plain dense block's or an LM head's own
+projection (each becomes a ``QuantLinear``), or the base under a LoRA adapter (stored
+quantised in place); see ``quant`` for the storage and the kernel. A head tied to its
+embedding stays f32: the embedding looks rows of that weight up, which codes cannot serve.
 """
 
 from __future__ import annotations
 
 from ...base.errors import ScellisError
 from ...base.quant import DEFAULT_BLOCK, check_format
+from ..blocks.heads import LMHead
 from ..blocks.linear import Linear
 from ..module import Module
 from .lora import DoRALinear, LoRALinear
@@ -16,19 +18,25 @@ from .quant import QuantLinear, store_quantized
 from .select import replace_child
 
 
-def quantize_base(model: Module, fmt: str, block: int = DEFAULT_BLOCK) -> list[str]:
+def quantize_base(
+    model: Module, fmt: str, block: int = DEFAULT_BLOCK, double_quant: bool = False
+) -> list[str]:
     """Store every frozen dense weight of ``model`` quantised; their block paths.
+    ``double_quant`` (NF4): the block scales too, as int8 (``base.quant``).
 
     Run it after the adapters are attached and the model frozen: a weight that still
     trains keeps f32 (it needs its gradient), and DoRA, which normalises the adapted
     weight's rows, needs the dense weight itself."""
-    check_format(fmt, block)
+    check_format(fmt, block, double_quant)
     done = []
     for path, mod in list(model.named_modules()):
         if getattr(mod, "quant", None) is not None:
             continue
         w = getattr(mod, "weight", None)
-        if not isinstance(mod, (Linear, LoRALinear)) or w is None or w.requires_grad:
+        dense = isinstance(mod, (Linear, LoRALinear)) or (
+            isinstance(mod, LMHead) and mod.tied is None  # a tied head has weight None
+        )
+        if not dense or w is None or w.requires_grad:
             continue
         if isinstance(mod, DoRALinear):
             raise ScellisError(
@@ -36,9 +44,9 @@ def quantize_base(model: Module, fmt: str, block: int = DEFAULT_BLOCK) -> list[s
                 "rows, so it needs the dense weight (use peft/lora with a quantised base)"
             )
         if isinstance(mod, LoRALinear):
-            store_quantized(mod, fmt, block)
+            store_quantized(mod, fmt, block, double_quant)
         else:
-            new = QuantLinear(mod, fmt, block)
+            new = QuantLinear(mod, fmt, block, double_quant)
             new.train(mod.training)
             replace_child(model, path, new)
         done.append(path)

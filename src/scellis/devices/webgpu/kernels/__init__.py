@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     matmul,
     optim,
     qmatmul,
+    quantize,
     random,
     recurrent,
     reduce,
@@ -23,6 +24,7 @@ for _mod in (
     index,
     matmul,
     qmatmul,
+    quantize,
     optim,
     recurrent,
 ):

@@ -499,10 +499,12 @@ def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
 
 
 @lru_cache(maxsize=256)
-def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool) -> str:
+def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool, b_load=None) -> str:
+    """``b_load``: (setup, fetch, stash) of a B operand that is not a plain tensor (a
+    quantised weight, decoded as it is fetched); it stashes as ``_rload`` does."""
     widen = "vec4<f32>" if half else ""
     a_setup, a_fetch, a_stash = _rload("a", r, a, widen)
-    b_setup, b_fetch, b_stash = _rload("b", r, b, widen)
+    b_setup, b_fetch, b_stash = b_load or _rload("b", r, b, widen)
     qm, qn, bm4, bn4 = r.tm // 4, r.tn // 4, r.bm // 4, r.bn // 4
     accs = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(r.tm) for j in range(qn))
     dot = []
