@@ -71,6 +71,9 @@ def test_the_replay_box_makes_the_train_button_replay(engine_page):
     set_record(page, record)
 
     def click_train(replay: bool) -> tuple[list[float], dict]:
+        # a max steps the user typed: the quick run, sized by each run's measured speed,
+        # would give the faster replayed run more steps than the eager one
+        page.fill('[data-option="max_steps"]', "7")
         page.set_checked("#run-replay", replay)
         page.click("#run-train")
         page.wait_for_function(

@@ -110,13 +110,19 @@ export function mountUse(el, client, app) {
 
   // the engine's predictions (cached per run and horizon: Predict after Show forecast
   // downloads what is drawn)
+  // Only the latest request is shown: an older one (a long horizon, an automatic forecast)
+  // that answers later must not replace what the user asked for since.
+  let latest = 0;
   async function predict() {
     const h = horizon();
     const r = state.result;
     if (r && r.run === state.run && r.horizon === h) return r;
-    message(`predicting with run ${state.run}…`);
-    const out = await client.call("predict", { run: state.run, store: STORE, horizon: h });
-    state.result = { ...out, run: state.run, horizon: h };
+    const ticket = ++latest;
+    const run = state.run;
+    message(`predicting with run ${run}…`);
+    const out = await client.call("predict", { run, store: STORE, horizon: h });
+    if (ticket !== latest || run !== state.run) return null;
+    state.result = { ...out, run, horizon: h };
     message("");
     return state.result;
   }
@@ -136,6 +142,7 @@ export function mountUse(el, client, app) {
 
   const show = () => act(async () => {
     const r = await predict();
+    if (!r) return null; // a newer request answers instead
     const labels = { x: r.datetime || "time step (row)", y: r.target };
     renderForecast($("use-plot"), r.plot, labels);
     app.emit("use-plot", r);
