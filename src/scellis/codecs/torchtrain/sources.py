@@ -20,6 +20,7 @@ from ...catalog.sched import base as sched_base
 from ...catalog.sched import one_cycle, plateau, schedules
 from ...data import csvsource, record, shuffle, table, text
 from ...ops import optim as optim_ops
+from ...ops import optim_adaptive
 
 
 def _src(*objs) -> str:
@@ -111,6 +112,11 @@ def optim_scalars_source() -> str:
     parts = [
         _src(optim_ops.state_names, optim_ops._sign, optim_ops._sgd, optim_ops._adam),
         _src(optim_ops._rmsprop, optim_ops._lion),
+        # Adagrad, NAdam and RAdam's scalars, which _SCALARS names too
+        _src(optim_adaptive._weight_decay, optim_adaptive.adagrad_scalars, optim_adaptive._f32),
+        _const(optim_adaptive, "_MU_CURSORS"),
+        _src(optim_adaptive.mu_product, optim_adaptive._mu, optim_adaptive.nadam_scalars),
+        _src(optim_adaptive.radam_scalars),
         "_SCALARS = {\n"
         + "".join(f"    {k!r}: {f.__name__},\n" for k, f in optim_ops._SCALARS.items())
         + "}",
