@@ -11,12 +11,12 @@ carried through and extended by the series' own step.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 
 from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.csvsource import SeriesDataset, load_csv
 from ..data.text import TextDataset
+from ..data.timestep import time_after
 from ..model.build import entry_object
 from ..runtime.creation import tensor
 from ..train.data import Batches
@@ -94,18 +94,9 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
 
 
 def _features(ds: SeriesDataset) -> list:
-    """Every row's normalised features (the series the windows were cut from)."""
-    rows = [None] * ds.rows
-    for x, s in zip(ds.x_train + ds.x_val, ds.train_starts + ds.val_starts):
-        for i, f in enumerate(x):
-            rows[s + i] = f
-    missing = [i for i, r in enumerate(rows) if r is None]
-    if missing:  # rows no window covers (a stride > 1): the target alone can fill them
-        if list(ds.config.features) != [ds.config.target]:
-            raise ScellisError("this series' stride leaves rows out of every window")
-        for i in missing:
-            rows[i] = [ds.target_z[i]]
-    return rows
+    """Every row's normalised features, the last rows too (which are only ever targets
+    in training windows, yet are the inputs of the latest predictions)."""
+    return [list(f) for f in ds.features_z]
 
 
 async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list[dict]:
@@ -139,10 +130,7 @@ def _future_date(ds: SeriesDataset, ahead: int):
         return ds.rows - 1 + ahead  # the row number the step would have
     if len(times) < 2:
         raise ScellisError("the datetime column needs two rows to tell the series' step")
-    steps = sorted((b - a) for a, b in zip(times[-20:], times[-19:]))
-    step = steps[len(steps) // 2]  # the median step: a gap or two do not move it
-    last: datetime = times[-1]
-    return (last + step * ahead).isoformat()
+    return time_after(times, ahead).isoformat()
 
 
 def csv_text(rows: list[dict]) -> str:
