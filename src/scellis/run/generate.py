@@ -9,7 +9,9 @@ length) by ``max_new`` tokens; ``stream`` yields them one step at a time. Token 
 1. **Logits.** The model runs on the text so far (prompt + tokens before t) while it
    fits ``context`` ids, else on its last ``context`` ids (the window slides by one per
    token: the model never sees more positions than it was trained on). The logits of
-   the window's last position are read to the host (floats, f32 on the device).
+   the window's last position are read to the host (floats, f32 on the device). With
+   ``vocab`` only its first ``vocab`` logits are candidates: a record's head may be
+   wider than its text's vocabulary, and an id the vocabulary cannot write is no text.
 2. **Greedy** (``temperature`` 0): the id of the largest logit, the lowest id among
    equal ones (a NaN counts as the largest, as in ``argmax``). No draw is read.
 3. **Filter** (in f64 on the host): z_i = logit_i / temperature. ``top_k`` keeps the
@@ -178,11 +180,13 @@ async def stream(
     context: int,
     cache: bool = True,
     keep_logits: bool = False,
+    vocab: int | None = None,
 ) -> AsyncIterator[Step]:
     """Each generated token of every row, step by step (see the module note).
 
     ``cache=False`` runs the whole window at every step (the definition the cache is
-    tested against); ``keep_logits`` hands each step's logits out too.
+    tested against); ``keep_logits`` hands each step's logits out too; ``vocab`` keeps
+    the choice among the ids a vocabulary of that size can write.
     """
     rule = Sampling(temperature, top_k, top_p)
     if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
@@ -208,7 +212,7 @@ async def stream(
                 last = _last_logits(out)
             rows = await last.read()
             u = next(us)
-            ids = [rule.choose(r, u[b]) for b, r in enumerate(rows)]
+            ids = [rule.choose(r[:vocab], u[b]) for b, r in enumerate(rows)]
             for s, i in zip(seqs, ids):
                 s.append(i)
             yield Step(ids, rows if keep_logits else None)
@@ -269,7 +273,9 @@ class TextRun:
     async def continuation(self, prompt: str, **kw) -> AsyncIterator[int]:
         """Each generated id of ``prompt``'s continuation (``stream``'s sampling keywords:
         max_new, temperature, top_k, top_p, seed)."""
-        async for step in stream(self.model, self.encode(prompt), context=self.context, **kw):
+        ids = self.encode(prompt)
+        async for step in stream(self.model, ids, context=self.context, vocab=len(self.vocab),
+                                 **kw):  # fmt: skip
             yield step.ids[0]
 
     async def pieces(self, prompt: str, **kw) -> AsyncIterator[tuple[int, str]]:
