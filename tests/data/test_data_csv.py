@@ -183,3 +183,21 @@ def test_shuffle_is_the_philox_stream_and_train_reuses_it(tmp_path):
     order = ds.train_order(seed=3, epoch=1)
     assert sorted(order) == list(range(len(ds.x_train)))
     assert order == shuffled_order(len(ds.x_train), 3, 1) != ds.train_order(3, 2)
+
+
+def test_spreadsheet_habits_are_named_with_the_fix(tmp_path):
+    p = _write(tmp_path, 'month,revenue\n1,"1,204.50"\n2,"1,310.25"\n', "thousands.csv")
+    with pytest.raises(ScellisError, match=rf"^{p}:2: 'revenue' is '1,204.50', not a number "
+                       r"\(write numbers without thousands separators"):  # fmt: skip
+        load_csv(CSVConfig(p, ("revenue",), "revenue"))
+    p = _write(tmp_path, "Zeit; Temperatur (°C)\n0;15,5\n1;16\n", "semi.csv")
+    with pytest.raises(ScellisError, match=r"found: 'Zeit; Temperatur \(°C\)'\); set data"
+                       r"\.delimiter: ';'$"):  # fmt: skip
+        load_csv(CSVConfig(p, ("Temperatur (°C)",), "Temperatur (°C)"))
+    p = _write(tmp_path, "a\tb\n1\t2\n", "tabs.csv")
+    with pytest.raises(ScellisError, match=r"set data\.delimiter: '\\t'$"):
+        load_csv(CSVConfig(p, ("b",), "b"))
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("a\n1\n2\n# café\n".encode("latin-1"))
+    with pytest.raises(ScellisError, match=rf"^{bad}:4:6: not UTF-8 .*save the file as UTF-8"):
+        load_csv(CSVConfig(str(bad), ("a",), "a"))

@@ -97,7 +97,10 @@ def read_text(path) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ScellisError(f"{path}:{line}:{col}: not UTF-8 (byte 0x{data[e.start]:02x})") from None
+        raise ScellisError(
+            f"{path}:{line}:{col}: not UTF-8 (byte 0x{data[e.start]:02x}); save the file as "
+            "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from None
 
 
 def next_char_windows(ids: list[int], context: int, stride: int) -> tuple[list, list]:
