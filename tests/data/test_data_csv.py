@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 import random
+from datetime import date, timedelta
 
 import pytest
 
@@ -201,3 +202,18 @@ def test_spreadsheet_habits_are_named_with_the_fix(tmp_path):
     bad.write_bytes("a\n1\n2\n# café\n".encode("latin-1"))
     with pytest.raises(ScellisError, match=rf"^{bad}:4:6: not UTF-8 .*save the file as UTF-8"):
         load_csv(CSVConfig(str(bad), ("a",), "a"))
+
+
+def test_dates_newest_first_or_in_another_format_name_the_fix(tmp_path):
+    rows = [f"{d:%d/%m/%Y},{v}" for d, v in zip(
+        [date(2023, 5, 1) - timedelta(weeks=k) for k in range(6)], range(6))]  # fmt: skip
+    p = _write(tmp_path, "\n".join(["when,v", *rows]) + "\n", "newest_first.csv")
+    with pytest.raises(ScellisError, match=r"times must increase; the file lists the newest "
+                       r"first: sort it oldest first$"):  # fmt: skip
+        load_csv(CSVConfig(p, ("v",), "v", datetime="when", datetime_format="%d/%m/%Y"))
+    with pytest.raises(ScellisError, match=rf"^{p}:2: 'when' is '01/05/2023', not a datetime "
+                       r"\(iso\); set data\.datetime_format"):  # fmt: skip
+        load_csv(CSVConfig(p, ("v",), "v", datetime="when"))
+    late = _write(tmp_path, "when,v\n2021-01-01,1\n2021-01-03,2\n2021-01-02,3\n", "late.csv")
+    with pytest.raises(ScellisError, match=r"times must increase$"):  # no hint mid-file
+        load_csv(CSVConfig(late, ("v",), "v", datetime="when", length=1))

@@ -113,9 +113,12 @@ def read_table(
                 if datetime_column:
                     times.append(_time(row[idx[-1]], where, datetime_column, datetime_format))
                     if len(times) > 1 and times[-1] <= times[-2]:
+                        # the first two rows going back in time: an export newest first
+                        hint = "; the file lists the newest first: sort it oldest first"
                         raise ScellisError(
                             f"{where}: {datetime_column!r} {times[-1].isoformat()} is not after "
                             f"{times[-2].isoformat()} ({path}:{lines[-1]}); times must increase"
+                            + (hint if len(times) == 2 and times[1] < times[0] else "")
                         )
                 lines.append(line)
     except csv.Error as e:
@@ -131,4 +134,7 @@ def _time(cell: str, where: str, name: str, fmt: str) -> datetime:
     try:
         return parse_time(cell, fmt)
     except ValueError:
-        raise ScellisError(f"{where}: {name!r} is {cell!r}, not a datetime ({fmt})") from None
+        raise ScellisError(
+            f"{where}: {name!r} is {cell!r}, not a datetime ({fmt}); set data.datetime_format "
+            "to its strptime pattern (e.g. '%d/%m/%Y %H:%M')"
+        ) from None
