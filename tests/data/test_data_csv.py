@@ -217,3 +217,17 @@ def test_dates_newest_first_or_in_another_format_name_the_fix(tmp_path):
     late = _write(tmp_path, "when,v\n2021-01-01,1\n2021-01-03,2\n2021-01-02,3\n", "late.csv")
     with pytest.raises(ScellisError, match=r"times must increase$"):  # no hint mid-file
         load_csv(CSVConfig(late, ("v",), "v", datetime="when", length=1))
+
+
+def test_a_byte_order_mark_as_spreadsheets_write_it_is_no_part_of_the_data(tmp_path):
+    rng = random.Random(3)
+    body = "day,flow\n" + "".join(f"{k},{rng.uniform(-5, 5):.3f}\n" for k in range(40))
+    plain = _write(tmp_path, body, "plain.csv")
+    marked = tmp_path / "marked.csv"
+    marked.write_bytes(body.encode("utf-8-sig"))  # what Excel's "CSV UTF-8" saves
+    want = load_csv(CSVConfig(plain, ("day", "flow"), "flow", length=3))
+    got = load_csv(CSVConfig(str(marked), ("day", "flow"), "flow", length=3))
+    assert got.x_train == want.x_train and got.y_val == want.y_val
+    assert got.digest == want.digest
+    with open(marked, encoding="utf-8-sig", newline="") as f:  # the csv module's reading
+        assert got.rows == len(list(csv.DictReader(f)))

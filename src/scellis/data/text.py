@@ -90,10 +90,13 @@ class TextDataset:
 
 
 def read_text(path) -> str:
-    """A UTF-8 text file; bad bytes are refused with their ``file:line:col``."""
+    """A UTF-8 text file without the byte-order mark spreadsheets write first (it is no
+    text: a CSV header's first name would carry it); bad bytes are refused with their
+    ``file:line:col``."""
     data = read_file(path)
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        return text[1:] if text.startswith("\ufeff") else text
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
