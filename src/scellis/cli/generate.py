@@ -9,7 +9,6 @@ printed as it is generated; ``--json`` prints one object at the end instead.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
@@ -17,7 +16,7 @@ import click
 
 from ..run.generate import text_run
 from ..run.reference import open_run
-from .common import pick_device
+from .common import pick_device, run_until_done
 
 
 def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_p=None,
@@ -39,7 +38,7 @@ def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_
                 out.flush()
         return got
 
-    got = asyncio.run(go())
+    got = run_until_done(go())
     if json_:
         text = lm.decoded(prompt, got)
         row = {"run": lm.run.ref, "device": name, "prompt": prompt, "generated": text,
