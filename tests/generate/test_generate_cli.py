@@ -148,29 +148,36 @@ def test_a_head_wider_than_the_texts_characters_writes_only_its_characters(tmp_p
             seq.append(i)
 
 
-def test_one_ctrl_c_stops_a_long_generation_at_once(lm):
+def interrupted_after_first_output(argv, delay=0.0):
+    """(stderr, seconds from Ctrl-C to exit, exit status) of ``argv`` sent SIGINT with its
+    default action (a terminal's Ctrl-C, whatever this process inherited) ``delay``
+    seconds after it first writes."""
     import signal  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
     import time  # noqa: PLC0415
 
-    store, rid = lm
-    code = "import sys; from scellis.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    argv = [sys.executable, "-u", "-c", code, "generate", rid, "--store", str(store),
-            "--device", "reference", "--prompt", "ab", "--max-new", "1000000"]  # fmt: skip
-
-    # a terminal's Ctrl-C: SIGINT with its default action, whatever this process inherited
     def default_ctrl_c():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=default_ctrl_c)  # fmt: skip
-    first = p.stdout.read(1)  # generation has started
+    assert p.stdout.read(1)  # the work has started
+    time.sleep(delay)
     p.send_signal(signal.SIGINT)
     sent = time.monotonic()
     try:
         _, err = p.communicate(timeout=30)
     finally:
         p.kill()  # nothing left behind when it did not stop
-    assert time.monotonic() - sent < 10 and first
-    assert p.returncode == 130 and err.decode().strip() == "scellis: interrupted"
+    return err.decode(), time.monotonic() - sent, p.returncode
+
+
+def test_one_ctrl_c_stops_a_long_generation_at_once(lm):
+    import sys  # noqa: PLC0415
+
+    store, rid = lm
+    code = "import sys; from scellis.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    err, waited, status = interrupted_after_first_output(
+        [sys.executable, "-u", "-c", code, "generate", rid, "--store", str(store),
+         "--device", "reference", "--prompt", "ab", "--max-new", "1000000"])  # fmt: skip
+    assert waited < 10 and status == 130 and err.strip() == "scellis: interrupted"

@@ -1,11 +1,6 @@
-"""Shared CLI helpers (cli layer): ``--extensions``, the device for ``--device auto``, and
-``run_until_done`` for commands that drive one coroutine."""
+"""Shared CLI helpers (cli layer): ``--extensions``, and the device for ``--device auto``."""
 
 from __future__ import annotations
-
-import asyncio
-import signal
-import threading
 
 import click
 
@@ -46,21 +41,3 @@ def pick_device(name: str) -> tuple[str, str]:
             "--device webgpu runs the WGSL kernels on it"
         )
     return "reference", "auto: no WebGPU adapter"
-
-
-def run_until_done(coro):
-    """``asyncio.run(coro)``, where one Ctrl-C stops at once. asyncio's own handler only
-    cancels the task at its next suspension, and on the reference device nothing
-    suspends, so a long generation or prediction would ignore the first Ctrl-C; here
-    it raises KeyboardInterrupt where the work is (``main`` says "interrupted")."""
-    if threading.current_thread() is not threading.main_thread():
-        return asyncio.run(coro)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, interrupt)
-    try:
-        return asyncio.run(coro)
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -12,9 +12,10 @@ import json
 
 import click
 
+from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import evaluate_run
-from .common import pick_device, run_until_done
+from .common import pick_device
 
 
 def _g(v) -> str:

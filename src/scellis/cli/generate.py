@@ -14,9 +14,10 @@ import sys
 
 import click
 
+from ..base.interrupt import run_until_done
 from ..run.generate import text_run
 from ..run.reference import open_run
-from .common import pick_device, run_until_done
+from .common import pick_device
 
 
 def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_p=None,

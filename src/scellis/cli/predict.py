@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
-from .common import pick_device, run_until_done
+from .common import pick_device
 from .plot import curves, save_png
 
 
