@@ -23,7 +23,7 @@ inputs:
   window: {{ shape: [batch, 6, {width}], dtype: f32 }}
 blocks:
   lstm: {{ block_id: nn/lstm, in: window, input_size: {width}, hidden_size: 4, output: last }}
-  head: {{ block_id: nn/regression_head, in: lstm, in_features: 4, n_outputs: 1 }}
+  head: {{ block_id: nn/regression_head, in: lstm, in_features: 4, n_outputs: {outputs} }}
 outputs: [head]
 optimizer: {{ block_id: training/optimizer/adam, lr: 0.02 }}
 loss: {{ block_id: training/loss/mse }}
@@ -40,9 +40,9 @@ def _month_ends(n: int) -> list[str]:
     return [str(d - np.timedelta64(1, "D")) for d in firsts.astype("datetime64[D]")]
 
 
-def _train(tmp_path, capsys, header, rows, width, columns):
+def _train(tmp_path, capsys, header, rows, width, columns, outputs=1):
     (tmp_path / "series.csv").write_text("\n".join([header, *rows]) + "\n")
-    (tmp_path / "r.sml").write_text(RECORD.format(width=width, columns=columns))
+    (tmp_path / "r.sml").write_text(RECORD.format(width=width, columns=columns, outputs=outputs))
     store = tmp_path / "s"
     assert main(["train", str(tmp_path / "r.sml"), "--device", "reference", "--store",
                  str(store), "--json"]) == 0  # fmt: skip
@@ -100,3 +100,32 @@ def test_a_month_end_series_is_forecast_at_the_next_month_ends(tmp_path, capsys)
         datetime.fromisoformat(d).day == calendar.monthrange(int(d[:4]), int(d[5:7]))[1]
         for d in future
     )
+
+
+def test_a_model_of_several_steps_forecasts_them_at_once_then_moves_on(tmp_path, capsys):
+    rng = np.random.default_rng(12)
+    dates = _month_ends(40)
+    values = np.round(50 + rng.normal(0, 4, 40).cumsum(), 3)
+    rows = [f"{d},{v:.3f}" for d, v in zip(dates, values)]
+    store, rid = _train(tmp_path, capsys, "month,flow", rows, 1,
+                        "column: flow, horizon: 3", outputs=3)  # fmt: skip
+    code, out, err = _predict(capsys, store, rid, "--horizon", "5", "--json")
+    assert code == 0, err
+    future = [json.loads(line) for line in out.splitlines()][-5:]
+    assert [r["actual"] for r in future] == [None] * 5
+    # by hand: the last window's three outputs, then the window moved on by them
+    cut = round(40 * 0.75)
+    mean, std = values[:cut].mean(), values[:cut].std()
+    model = open_run(store, rid).model("reference")
+    window = list((values[-6:] - mean) / std)
+    want = []
+    for _ in range(2):
+        with no_grad():
+            (step,) = asyncio.run(model(tensor([[[v] for v in window]], device="reference"))
+                                  .read())  # fmt: skip
+        want += step
+        window = window[3:] + step
+    assert np.allclose([r["predicted"] for r in future], np.array(want[:5]) * std + mean,
+                       rtol=1e-9)  # fmt: skip
+    assert [r["horizon"] for r in future] == [1, 2, 3, 4, 5]
+    assert [r["date"][:10] for r in future] == _month_ends(45)[40:]

@@ -4,8 +4,9 @@
 with the same columns (windowed with the run's own normalisation), with the record's
 ``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
-recursive forecast beyond its end, in the data's own units, with the datetime column
-carried through and extended by the series' own step.
+recursive forecast beyond its end (``data.horizon`` steps per forward: a model trained
+on several steps forecasts them directly), in the data's own units, with the datetime
+column carried through and extended by the series' own step.
 """
 
 from __future__ import annotations
@@ -108,13 +109,16 @@ async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list
             "series only)"
         )
     window = [list(f) for f in feats[-cfg.length :]]
-    out = []
-    for k in range(horizon):
+    out: list[dict] = []
+    while len(out) < horizon:
+        # a model trained on data.horizon steps gives them all at once: each forward
+        # forecasts that many, and the window moves on by them
         (pred,) = await _forward(model, [window])
-        value = pred[0]
-        out.append({"date": _future_date(ds, k + 1), "actual": None,
-                    "predicted": ds.denormalise(value), "horizon": k + 1})  # fmt: skip
-        window = window[1:] + [[value]]
+        for value in pred[: horizon - len(out)]:
+            k = len(out) + 1
+            out.append({"date": _future_date(ds, k), "actual": None,
+                        "predicted": ds.denormalise(value), "horizon": k})  # fmt: skip
+            window = window[1:] + [[value]]
     return out
 
 
