@@ -114,7 +114,8 @@ def test_a_run_that_is_no_language_model_is_one_clear_message(tmp_path, capsys):
     rid = _train(write_record(tmp_path), store)
     rc, out, err = gen(capsys, store, rid, "--prompt", "abc")
     assert rc == 2 and out == ""
-    assert f"run {rid} is not a language model" in err and "Traceback" not in err
+    assert f"run {rid} is not a language model: it trained on a series, not text" in err
+    assert "(predict and evaluate use it)" in err and "Traceback" not in err
 
 
 def test_a_head_wider_than_the_texts_characters_writes_only_its_characters(tmp_path, capsys):

@@ -312,9 +312,9 @@ def text_run(run, device="reference", model=None) -> TextRun:
     model on text is one clear message."""
     ds = run.dataset()
     if not isinstance(ds, TextDataset):
-        kind = (run.record.get("data") or {}).get("format") or "non-text"
         raise ScellisError(
-            f"run {run.rid} is not a language model: it trained on {kind} data, not text"
+            f"run {run.rid} is not a language model: it trained on a series, not text "
+            "(predict and evaluate use it)"
         )
     model = model if model is not None else run.model(device)
     return TextRun(run, model, ds.vocab, lm_context(run.record))
