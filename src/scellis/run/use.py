@@ -105,8 +105,8 @@ async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list
     if list(cfg.features) != [cfg.target]:
         raise ScellisError(
             f"a recursive forecast needs the future of every input; this model reads "
-            f"{', '.join(cfg.features)} to predict {cfg.target} (--horizon 0 predicts the "
-            "series only)"
+            f"{', '.join(cfg.features)} to predict {cfg.target} (predictions over the series "
+            "itself need none: --horizon 0, or predict() in Python)"
         )
     window = [list(f) for f in feats[-cfg.length :]]
     out: list[dict] = []
