@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 import random
+from datetime import date, timedelta
 
 import pytest
 
@@ -183,3 +184,50 @@ def test_shuffle_is_the_philox_stream_and_train_reuses_it(tmp_path):
     order = ds.train_order(seed=3, epoch=1)
     assert sorted(order) == list(range(len(ds.x_train)))
     assert order == shuffled_order(len(ds.x_train), 3, 1) != ds.train_order(3, 2)
+
+
+def test_spreadsheet_habits_are_named_with_the_fix(tmp_path):
+    p = _write(tmp_path, 'month,revenue\n1,"1,204.50"\n2,"1,310.25"\n', "thousands.csv")
+    with pytest.raises(ScellisError, match=rf"^{p}:2: 'revenue' is '1,204.50', not a number "
+                       r"\(write numbers without thousands separators"):  # fmt: skip
+        load_csv(CSVConfig(p, ("revenue",), "revenue"))
+    p = _write(tmp_path, "Zeit; Temperatur (°C)\n0;15,5\n1;16\n", "semi.csv")
+    with pytest.raises(ScellisError, match=r"found: 'Zeit; Temperatur \(°C\)'\); set data"
+                       r"\.delimiter: ';'$"):  # fmt: skip
+        load_csv(CSVConfig(p, ("Temperatur (°C)",), "Temperatur (°C)"))
+    p = _write(tmp_path, "a\tb\n1\t2\n", "tabs.csv")
+    with pytest.raises(ScellisError, match=r"set data\.delimiter: '\\t'$"):
+        load_csv(CSVConfig(p, ("b",), "b"))
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("a\n1\n2\n# café\n".encode("latin-1"))
+    with pytest.raises(ScellisError, match=rf"^{bad}:4:6: not UTF-8 .*save the file as UTF-8"):
+        load_csv(CSVConfig(str(bad), ("a",), "a"))
+
+
+def test_dates_newest_first_or_in_another_format_name_the_fix(tmp_path):
+    rows = [f"{d:%d/%m/%Y},{v}" for d, v in zip(
+        [date(2023, 5, 1) - timedelta(weeks=k) for k in range(6)], range(6))]  # fmt: skip
+    p = _write(tmp_path, "\n".join(["when,v", *rows]) + "\n", "newest_first.csv")
+    with pytest.raises(ScellisError, match=r"times must increase; the file lists the newest "
+                       r"first: sort it oldest first$"):  # fmt: skip
+        load_csv(CSVConfig(p, ("v",), "v", datetime="when", datetime_format="%d/%m/%Y"))
+    with pytest.raises(ScellisError, match=rf"^{p}:2: 'when' is '01/05/2023', not a datetime "
+                       r"\(iso\); set data\.datetime_format"):  # fmt: skip
+        load_csv(CSVConfig(p, ("v",), "v", datetime="when"))
+    late = _write(tmp_path, "when,v\n2021-01-01,1\n2021-01-03,2\n2021-01-02,3\n", "late.csv")
+    with pytest.raises(ScellisError, match=r"times must increase$"):  # no hint mid-file
+        load_csv(CSVConfig(late, ("v",), "v", datetime="when", length=1))
+
+
+def test_a_byte_order_mark_as_spreadsheets_write_it_is_no_part_of_the_data(tmp_path):
+    rng = random.Random(3)
+    body = "day,flow\n" + "".join(f"{k},{rng.uniform(-5, 5):.3f}\n" for k in range(40))
+    plain = _write(tmp_path, body, "plain.csv")
+    marked = tmp_path / "marked.csv"
+    marked.write_bytes(body.encode("utf-8-sig"))  # what Excel's "CSV UTF-8" saves
+    want = load_csv(CSVConfig(plain, ("day", "flow"), "flow", length=3))
+    got = load_csv(CSVConfig(str(marked), ("day", "flow"), "flow", length=3))
+    assert got.x_train == want.x_train and got.y_val == want.y_val
+    assert got.digest == want.digest
+    with open(marked, encoding="utf-8-sig", newline="") as f:  # the csv module's reading
+        assert got.rows == len(list(csv.DictReader(f)))

@@ -7,13 +7,15 @@ import asyncio
 import json
 
 import pytest
-from genutil import write_lm
+from genutil import ALPHABET, torch_choose, write_lm
 
 import scellis
+from scellis.autograd import no_grad
 from scellis.base.errors import ScellisError
 from scellis.cli.main import main
-from scellis.run.generate import generate, lm_context
+from scellis.run.generate import draws, generate, lm_context
 from scellis.run.reference import open_run
+from scellis.runtime.creation import tensor
 from scellis.store.records import Records
 from scellis.webapp import api
 from storeutil import write_record
@@ -112,4 +114,71 @@ def test_a_run_that_is_no_language_model_is_one_clear_message(tmp_path, capsys):
     rid = _train(write_record(tmp_path), store)
     rc, out, err = gen(capsys, store, rid, "--prompt", "abc")
     assert rc == 2 and out == ""
-    assert f"run {rid} is not a language model" in err and "Traceback" not in err
+    assert f"run {rid} is not a language model: it trained on a series, not text" in err
+    assert "(predict and evaluate use it)" in err and "Traceback" not in err
+
+
+def test_a_head_wider_than_the_texts_characters_writes_only_its_characters(tmp_path, capsys):
+    """A record copied from the example keeps its 88-wide head on a text of fewer
+    characters: the ids past the vocabulary are never chosen (the oracle: the sampling
+    procedure in torch over the model's logits of the vocabulary's ids, recomputed on
+    the whole text at every step)."""
+    record = write_lm(tmp_path, position="learned", context=8)
+    v = len(ALPHABET)
+    text = record.read_text()
+    wide = text.replace(f"num_embeddings: {v},", "num_embeddings: 88,")
+    wide = wide.replace(f"vocab_size: {v} ", "vocab_size: 88 ")
+    assert wide.count(": 88") == 2
+    record.write_text(wide)
+    store = tmp_path / "s"
+    rid = _train(record, store)  # three steps: the head's extra logits are still large
+    run = open_run(store, rid)
+    ds, model = run.dataset(), run.model("reference")
+    for seed in (1, 2, 3):
+        rc, out, err = gen(capsys, store, rid, "--prompt", "ab", "--max-new", "6",
+                           "--temperature", "3", "--seed", str(seed), "--json")  # fmt: skip
+        assert rc == 0, err
+        got = json.loads(out)["ids"]
+        seq, us = ds.vocab.encode("ab"), draws(seed, 1)
+        for i in got:
+            with no_grad():
+                logits = model(tensor([seq[-8:]], device="reference", dtype="i32"))
+            row = logits[:, logits.shape[1] - 1].tolist()[0]
+            assert len(row) == 88
+            assert i == torch_choose(row[:v], next(us)[0], 3.0)
+            seq.append(i)
+
+
+def interrupted_after_first_output(argv, delay=0.0):
+    """(stderr, seconds from Ctrl-C to exit, exit status) of ``argv`` sent SIGINT with its
+    default action (a terminal's Ctrl-C, whatever this process inherited) ``delay``
+    seconds after it first writes."""
+    import signal  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    def default_ctrl_c():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_ctrl_c)  # fmt: skip
+    assert p.stdout.read(1)  # the work has started
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()  # nothing left behind when it did not stop
+    return err.decode(), time.monotonic() - sent, p.returncode
+
+
+def test_one_ctrl_c_stops_a_long_generation_at_once(lm):
+    import sys  # noqa: PLC0415
+
+    store, rid = lm
+    code = "import sys; from scellis.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    err, waited, status = interrupted_after_first_output(
+        [sys.executable, "-u", "-c", code, "generate", rid, "--store", str(store),
+         "--device", "reference", "--prompt", "ab", "--max-new", "1000000"])  # fmt: skip
+    assert waited < 10 and status == 130 and err.strip() == "scellis: interrupted"

@@ -126,3 +126,15 @@ def test_in_place_before_use_or_on_a_clone_is_fine():
         y.backward()
         got.append(np.asarray(w.grad.tolist()))
     np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
+
+
+def test_a_parameter_count_written_for_torch_matches_torch():
+    rng = np.random.default_rng(6)
+    sizes = [int(v) for v in rng.integers(2, 9, 3)]
+
+    def net(nn):
+        return nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.GRU(sizes[1], sizes[2]))
+
+    want = sum(p.numel() for p in net(torch.nn).parameters())
+    assert sum(p.numel() for p in net(sc.nn).parameters()) == want
+    assert sum(p.numel for p in net(sc.nn).parameters()) == want  # the property spelling

@@ -114,3 +114,38 @@ def test_a_vocabulary_smaller_than_the_texts_alphabet_is_refused_before_step_0(t
     assert f"small.sml:{line}:" in p.stderr
     assert "num_embeddings is 40, but the text has 88 distinct characters" in p.stderr
     assert not _runs(tmp_path / "s")
+
+
+def _train_in_process(rec, store, capsys):
+    from scellis.cli.main import main  # noqa: PLC0415
+
+    code = main(["train", str(rec), "--device", "reference", "--store", str(store)])
+    return code, capsys.readouterr().err
+
+
+def test_features_the_input_does_not_declare_are_refused_before_step_0(tmp_path, capsys):
+    rec = write_record(tmp_path)
+    rows = (tmp_path / "series.csv").read_text().splitlines()
+    extra = [f"{r},{i % 7}" for i, r in enumerate(rows[1:])]
+    (tmp_path / "series.csv").write_text("\n".join(["value,weekday", *extra]) + "\n")
+    rec.write_text(rec.read_text().replace("column: value", "features: [weekday, value]\n"
+                                           "  target: value"))  # fmt: skip
+    code, err = _train_in_process(rec, tmp_path / "s", capsys)
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1
+    assert "tiny.sml:3:" in err and "declares 1 features per step but the data gives 2" in err
+    assert not _runs(tmp_path / "s")
+    rec.write_text(rec.read_text().replace("[batch, 4, 1]", "[batch, 4, 2]")
+                   .replace("input_size: 1", "input_size: 2"))  # fmt: skip
+    assert _train_in_process(rec, tmp_path / "s", capsys)[0] == 0  # once they agree, it trains
+
+
+def test_outputs_per_window_other_than_the_horizon_are_refused_before_step_0(tmp_path, capsys):
+    rec = write_record(tmp_path)
+    rec.write_text(rec.read_text().replace("horizon: 1", "horizon: 2"))
+    code, err = _train_in_process(rec, tmp_path / "s", capsys)
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1
+    assert "block 'head' gives [1] per window but data.horizon is 2" in err
+    assert "tiny.sml:6:" in err and "tiny.sml:19:" in err  # the head, and the horizon
+    assert not _runs(tmp_path / "s")
+    rec.write_text(rec.read_text().replace("n_outputs: 1", "n_outputs: 2"))
+    assert _train_in_process(rec, tmp_path / "s", capsys)[0] == 0

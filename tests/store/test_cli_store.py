@@ -352,3 +352,29 @@ def test_resume_from_an_older_checkpoint_branches_and_keeps_the_later_history(tm
     assert not [x for x in map(json.loads, out.splitlines()) if x.get("parent")]
     code, _, err = _cli(capsys, "resume", rid, "--store", str(store), "--step", "5")
     assert code == 2 and "has no checkpoint at step 5 (it has: " in err
+
+
+def test_compare_of_runs_on_different_data_shows_each_runs_baselines(tmp_path, capsys):
+    import numpy as np  # noqa: PLC0415
+
+    store, persistence = tmp_path / "s", []
+    runs = []
+    for name, scale in (("a", 1.0), ("b", 40.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        rec = write_record(folder)
+        text = rec.read_text().replace("batch_size: 16 }", "batch_size: 16, metrics: [mae] }")
+        rec.write_text(text)
+        series = folder / "series.csv"
+        values = np.array([float(v) for v in series.read_text().split()[1:]]) * scale
+        series.write_text("value\n" + "".join(f"{float(v)!r}\n" for v in values))
+        runs.append(_train(capsys, rec, store, "--max-steps", "3")[-1]["run"])
+        # the oracle: the last value of each validation window (4 in, 1 out, 20% held out)
+        cut = round(len(values) * 0.8)
+        starts = range(cut, len(values) - 4)
+        persistence.append(np.mean([abs(values[s + 4] - values[s + 3]) for s in starts]))
+    code, out, _ = _cli(capsys, "compare", *runs, "--store", str(store))
+    assert code == 0
+    (row,) = [line for line in out.splitlines() if line.split()[:1] == ["mae"]]
+    assert f"a: persistence {persistence[0]:.4g}" in row
+    assert f"b: persistence {persistence[1]:.4g}" in row

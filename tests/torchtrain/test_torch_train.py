@@ -146,6 +146,21 @@ def test_the_package_is_self_contained_and_reads_the_data_as_scellis(tmp_path, c
     assert theirs.stats == ours.stats and theirs.digest == ours.digest
 
 
+def test_the_packages_update_scalars_are_the_engines_for_every_update_op(tmp_path, capsys):
+    from scellis.ops import optim as optim_ops  # noqa: PLC0415  (the oracle)
+
+    pkg = export(capsys, shrunk("lstm_forecaster", tmp_path), tmp_path / "pkg")
+    optim = _module(pkg / "optim.py")  # every update op's scalars are defined in it
+    attrs = {"lr": 0.01, "beta1": 0.9, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.1,
+             "momentum": 0.5, "dampening": 0.0, "nesterov": False, "alpha": 0.99,
+             "centered": False, "amsgrad": False, "lr_decay": 0.01, "momentum_decay": 0.004,
+             "initial_accumulator_value": 0.1, "decoupled_weight_decay": False,
+             "maximize": False, "first": True, "step": 3}  # fmt: skip
+    assert set(optim._SCALARS) == set(optim_ops._SCALARS)
+    for op in optim_ops._SCALARS:
+        assert optim.scalars(op, attrs) == optim_ops.scalars(op, attrs), op
+
+
 @pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer"])
 def test_one_process_matches_a_scellis_run(tmp_path, capsys, name):
     rec = shrunk(name, tmp_path)

@@ -65,12 +65,22 @@ def run(store, refs, png, json_) -> int:
             print(f"{name:>9} {_n(a[name])} {_n(b[name])}")
         for name in sorted(set(a["metrics"]) | set(b["metrics"])):  # the record's eval.metrics
             x, y = a["metrics"].get(name), b["metrics"].get(name)
-            print(f"{name:>9} {_n(x)} {_n(y)}{baseline_text(a['baselines'], name)}")
+            print(f"{name:>9} {_n(x)} {_n(y)}{_baselines(a, b, name)}")
         print("\nloss (a, b; * both)")
         print(curves([g["metrics"][0]["loss"], g["metrics"][1]["loss"]]))
     if png:
         return _png(png, g)
     return 0
+
+
+def _baselines(a: dict, b: dict, name: str) -> str:
+    """The baselines of ``name`` once when both runs have the same, else each run's: on
+    other data they differ, and each value is only comparable with its own."""
+    one, two = (baseline_text(run["baselines"], name) for run in (a, b))
+    if one == two:
+        return one
+    each = [f"{tag}: {text[2:-1]}" for tag, text in (("a", one), ("b", two)) if text]
+    return f" ({'; '.join(each)})"
 
 
 def _n(v) -> str:

@@ -8,11 +8,11 @@ normalisation), in the data's own units.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import click
 
+from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import evaluate_run
 from .common import pick_device
@@ -32,7 +32,7 @@ def _g(v) -> str:
 def command(run, store, data, device, json_):
     trained = open_run(store, run)
     name, _ = pick_device(device)
-    got = asyncio.run(evaluate_run(trained, data=data, device=name))
+    got = run_until_done(evaluate_run(trained, data=data, device=name))
     if json_:
         print(json.dumps(got))
         return 0

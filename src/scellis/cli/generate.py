@@ -9,12 +9,12 @@ printed as it is generated; ``--json`` prints one object at the end instead.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
 import click
 
+from ..base.interrupt import run_until_done
 from ..run.generate import text_run
 from ..run.reference import open_run
 from .common import pick_device
@@ -39,7 +39,7 @@ def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_
                 out.flush()
         return got
 
-    got = asyncio.run(go())
+    got = run_until_done(go())
     if json_:
         text = lm.decoded(prompt, got)
         row = {"run": lm.run.ref, "device": name, "prompt": prompt, "generated": text,

@@ -9,7 +9,6 @@ extra), and without it a terminal shows a small text chart.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
 from .common import pick_device
@@ -37,7 +37,7 @@ from .plot import curves, save_png
 def command(run, store, data, horizon, out, png, device, json_):
     trained = open_run(store, run)
     name, _ = pick_device(device)
-    rows = asyncio.run(predict_run(trained, data=data, horizon=horizon, device=name))
+    rows = run_until_done(predict_run(trained, data=data, horizon=horizon, device=name))
     if out:
         try:
             Path(out).write_text(csv_text(rows))

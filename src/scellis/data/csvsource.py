@@ -80,6 +80,7 @@ class SeriesDataset:
     times: list | None = None
     target_z: list | None = None  # the whole target column, normalised (baselines read it)
     target_values: list | None = None  # the same in the data's own units (missing filled)
+    features_z: list | None = None  # every row's normalised features (predictions read it)
 
     def denormalise(self, v: float, column: str | None = None) -> float:
         shift, scale = self.stats[column or self.config.target]
@@ -184,7 +185,7 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
     if stats is None:
         stats = {k: fit_stats(table.columns[k][:cut], cfg.normalise) for k in names}
     z = {k: [(v - stats[k][0]) / stats[k][1] for v in table.columns[k]] for k in names}
-    feats = list(zip(*(z[k] for k in cfg.features)))
+    feats = [list(row) for row in zip(*(z[k] for k in cfg.features))]
 
     def part(lo: int, hi: int):
         starts = [lo + s for s in windows(hi - lo, cfg.length, cfg.horizon, cfg.stride)]
@@ -195,4 +196,4 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
     xt, yt, st = part(0, cut)
     xv, yv, sv = part(cut, rows)
     return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times,
-                         z[cfg.target], list(table.columns[cfg.target]))  # fmt: skip
+                         z[cfg.target], list(table.columns[cfg.target]), feats)  # fmt: skip

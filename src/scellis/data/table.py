@@ -53,7 +53,11 @@ def _number(cell: str, where: str, name: str) -> float | None:
     try:
         v = float(cell)
     except ValueError:
-        raise ScellisError(f"{where}: {name!r} is {cell!r}, not a number") from None
+        # a spreadsheet's "1,234.5" or "12,5": numbers are read as Python writes them
+        hint = " (write numbers without thousands separators or decimal commas)"
+        raise ScellisError(
+            f"{where}: {name!r} is {cell!r}, not a number{hint if ',' in cell else ''}"
+        ) from None
     if not math.isfinite(v):
         raise ScellisError(f"{where}: {name!r} is {cell!r}, not a finite number")
     return v
@@ -68,7 +72,10 @@ def _header(path: str, reader, wanted: list[str]) -> list[int]:
     for name in wanted:
         if name not in names:
             found = ", ".join(map(repr, names))  # as written: a header may hold anything
-            raise ScellisError(f"{path}:1: no column {name!r} (found: {found:.300})")
+            # one column holding another separator: the file is split by that one
+            seps = [d for d in ";\t|," if len(names) == 1 and d in names[0]]
+            hint = f"; set data.delimiter: {seps[0]!r}" if seps else ""
+            raise ScellisError(f"{path}:1: no column {name!r} (found: {found:.300}){hint}")
         if names.count(name) > 1:
             raise ScellisError(f"{path}:1: column {name!r} appears twice in the header")
     return [names.index(n) for n in wanted]
@@ -106,9 +113,12 @@ def read_table(
                 if datetime_column:
                     times.append(_time(row[idx[-1]], where, datetime_column, datetime_format))
                     if len(times) > 1 and times[-1] <= times[-2]:
+                        # the first two rows going back in time: an export newest first
+                        hint = "; the file lists the newest first: sort it oldest first"
                         raise ScellisError(
                             f"{where}: {datetime_column!r} {times[-1].isoformat()} is not after "
                             f"{times[-2].isoformat()} ({path}:{lines[-1]}); times must increase"
+                            + (hint if len(times) == 2 and times[1] < times[0] else "")
                         )
                 lines.append(line)
     except csv.Error as e:
@@ -124,4 +134,7 @@ def _time(cell: str, where: str, name: str, fmt: str) -> datetime:
     try:
         return parse_time(cell, fmt)
     except ValueError:
-        raise ScellisError(f"{where}: {name!r} is {cell!r}, not a datetime ({fmt})") from None
+        raise ScellisError(
+            f"{where}: {name!r} is {cell!r}, not a datetime ({fmt}); set data.datetime_format "
+            "to its strptime pattern (e.g. '%d/%m/%Y %H:%M')"
+        ) from None

@@ -90,14 +90,20 @@ class TextDataset:
 
 
 def read_text(path) -> str:
-    """A UTF-8 text file; bad bytes are refused with their ``file:line:col``."""
+    """A UTF-8 text file without the byte-order mark spreadsheets write first (it is no
+    text: a CSV header's first name would carry it); bad bytes are refused with their
+    ``file:line:col``."""
     data = read_file(path)
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        return text[1:] if text.startswith("\ufeff") else text
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ScellisError(f"{path}:{line}:{col}: not UTF-8 (byte 0x{data[e.start]:02x})") from None
+        raise ScellisError(
+            f"{path}:{line}:{col}: not UTF-8 (byte 0x{data[e.start]:02x}); save the file as "
+            "UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from None
 
 
 def next_char_windows(ids: list[int], context: int, stride: int) -> tuple[list, list]:

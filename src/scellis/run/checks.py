@@ -4,16 +4,21 @@ Validation sees the record alone; some mistakes only show against the data it na
 A text model whose vocabulary is smaller than the text's alphabet would fail at its
 first step with an out-of-range gather (and leave a run behind that cannot resume);
 a window the record's inputs declare that differs from the data's would silently
-train on the data's. Both are refused here, with the numbers and where to change them.
+train on the data's. A forecaster whose input declares another number of features than
+the data's columns would fail at its first step, and one whose outputs per window differ
+from ``data.horizon`` would train on silently broadcast targets. All are refused here,
+with the numbers and where to change them.
 """
 
 from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..catalog.peft import apply_finetune
+from ..data.csvsource import SeriesDataset
 from ..data.text import TextDataset
 from ..model.build import RecordModel
 from ..model.param_groups import GROUPS, matches, unmatched
+from ..runtime.creation import zeros
 from ..sml import parse
 
 
@@ -34,6 +39,50 @@ def check_data_fits(record: dict, dataset, where) -> None:
     _check_window(record, dataset, where)
     if isinstance(dataset, TextDataset):
         _check_vocabulary(record, len(dataset.vocab), where)
+    if isinstance(dataset, SeriesDataset) and dataset.x_train:
+        _check_features(record, dataset, where)
+        _check_outputs(record, dataset, where)
+
+
+def _single_input(record: dict):
+    """(name, declared shape) of a record's one input, else None."""
+    inputs = record.get("inputs") or {}
+    if len(inputs) != 1:
+        return None
+    ((name, spec),) = inputs.items()
+    shape = spec.get("shape") if isinstance(spec, dict) else None
+    return (name, shape) if isinstance(shape, list) else None
+
+
+def _check_features(record: dict, dataset: SeriesDataset, where) -> None:
+    found = _single_input(record)
+    if found is None or len(found[1]) != 3 or not isinstance(found[1][2], int):
+        return
+    (name, shape), columns = found, dataset.config.features
+    if shape[2] != len(columns):
+        raise ScellisError(
+            f"{where(('inputs', name))}: inputs.{name} declares {shape[2]} features per step "
+            f"but the data gives {len(columns)} ({', '.join(columns)}); make them agree"
+        )
+
+
+def _check_outputs(record: dict, dataset: SeriesDataset, where) -> None:
+    """The model's outputs per window, from a shapes-only run, against ``data.horizon``."""
+    found = _single_input(record)
+    outputs = record.get("outputs") or []
+    if found is None or len(outputs) != 1:
+        return
+    x = dataset.x_train[0]
+    out = RecordModel(record, device="null")(zeros([2, len(x), len(x[0])], "f32", "null"))
+    per_window = list(out.shape[1:])
+    horizon = len(dataset.y_train[0])
+    if per_window != [horizon]:
+        at = ("data", "horizon") if "horizon" in (record.get("data") or {}) else ("data",)
+        raise ScellisError(
+            f"{where(('blocks', outputs[0]))}: block {outputs[0]!r} gives {per_window} per "
+            f"window but data.horizon is {horizon} ({where(at)}): the targets are "
+            f"[batch, {horizon}]; make them agree"
+        )
 
 
 def _check_window(record: dict, dataset, where) -> None:

@@ -9,7 +9,9 @@ length) by ``max_new`` tokens; ``stream`` yields them one step at a time. Token 
 1. **Logits.** The model runs on the text so far (prompt + tokens before t) while it
    fits ``context`` ids, else on its last ``context`` ids (the window slides by one per
    token: the model never sees more positions than it was trained on). The logits of
-   the window's last position are read to the host (floats, f32 on the device).
+   the window's last position are read to the host (floats, f32 on the device). With
+   ``vocab`` only its first ``vocab`` logits are candidates: a record's head may be
+   wider than its text's vocabulary, and an id the vocabulary cannot write is no text.
 2. **Greedy** (``temperature`` 0): the id of the largest logit, the lowest id among
    equal ones (a NaN counts as the largest, as in ``argmax``). No draw is read.
 3. **Filter** (in f64 on the host): z_i = logit_i / temperature. ``top_k`` keeps the
@@ -179,12 +181,14 @@ async def stream(
     cache: bool = True,
     keep_logits: bool = False,
     stop=None,
+    vocab: int | None = None,
 ) -> AsyncIterator[Step]:
     """Each generated token of every row, step by step (see the module note).
 
     ``cache=False`` runs the whole window at every step (the definition the cache is
     tested against); ``keep_logits`` hands each step's logits out too; ``stop`` (a
-    callable) ends the text before the next token once it returns true.
+    callable) ends the text before the next token once it returns true; ``vocab`` keeps
+    the choice among the ids a vocabulary of that size can write.
     """
     rule = Sampling(temperature, top_k, top_p)
     if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
@@ -212,7 +216,7 @@ async def stream(
                 last = _last_logits(out)
             rows = await last.read()
             u = next(us)
-            ids = [rule.choose(r, u[b]) for b, r in enumerate(rows)]
+            ids = [rule.choose(r[:vocab], u[b]) for b, r in enumerate(rows)]
             for s, i in zip(seqs, ids):
                 s.append(i)
             yield Step(ids, rows if keep_logits else None)
@@ -275,7 +279,9 @@ class TextRun:
     async def continuation(self, prompt: str, **kw) -> AsyncIterator[int]:
         """Each generated id of ``prompt``'s continuation (``stream``'s sampling keywords:
         max_new, temperature, top_k, top_p, seed)."""
-        async for step in stream(self.model, self.encode(prompt), context=self.context, **kw):
+        ids = self.encode(prompt)
+        async for step in stream(self.model, ids, context=self.context, vocab=len(self.vocab),
+                                 **kw):  # fmt: skip
             yield step.ids[0]
 
     async def pieces(self, prompt: str, **kw) -> AsyncIterator[tuple[int, str]]:
@@ -312,9 +318,9 @@ def text_run(run, device="reference", model=None) -> TextRun:
     model on text is one clear message."""
     ds = run.dataset()
     if not isinstance(ds, TextDataset):
-        kind = (run.record.get("data") or {}).get("format") or "non-text"
         raise ScellisError(
-            f"run {run.rid} is not a language model: it trained on {kind} data, not text"
+            f"run {run.rid} is not a language model: it trained on a series, not text "
+            "(predict and evaluate use it)"
         )
     model = model if model is not None else run.model(device)
     return TextRun(run, model, ds.vocab, lm_context(run.record))

@@ -6,8 +6,8 @@ Python, and a saved file or a trained run ready to use.
 run's model with its checkpoint's weights, callable like the model, with
 ``evaluate``, ``predict`` and ``forecast`` in the data's own units, and ``generate``
 for a language model (``run.generate``). These helpers drive the engine's async calls
-with ``asyncio.run``, so they are for native Python; in a tab, await ``run.use``'s
-functions instead.
+with ``asyncio.run`` (Ctrl-C stops them at once), so they are for native Python; in a
+tab, await ``run.use``'s functions instead.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.interrupt import run_until_done
 from ..codecs import state_file
 from .generate import text_run
 from .options import RunOptions
@@ -39,17 +40,17 @@ class TrainedModel:
 
     def evaluate(self, data=None) -> dict:
         """Metrics beside baselines on the validation split or on ``data`` (a CSV)."""
-        return asyncio.run(evaluate_run(self.run, data=data, device=self.device))
+        return run_until_done(evaluate_run(self.run, data=data, device=self.device))
 
     def predict(self, data=None) -> list[dict]:
         """``{date, actual, predicted, horizon}`` over the whole series."""
-        return asyncio.run(predict_run(self.run, data=data, device=self.device))
+        return run_until_done(predict_run(self.run, data=data, device=self.device))
 
     def forecast(self, horizon: int, data=None) -> list[dict]:
         """The ``horizon`` recursive steps past the series' end."""
         if horizon < 1:
             raise ScellisError(f"forecast: horizon must be >= 1, got {horizon}")
-        rows = asyncio.run(predict_run(self.run, data=data, horizon=horizon, device=self.device))
+        rows = run_until_done(predict_run(self.run, data=data, horizon=horizon, device=self.device))
         return [r for r in rows if r["actual"] is None]
 
     def generate(self, prompt: str, max_new: int = 200, temperature: float = 1.0,
@@ -59,7 +60,7 @@ class TrainedModel:
         greedy at temperature 0, else sampled from the Philox ``sample`` stream of ``seed``)."""
         lm = text_run(self.run, self.device, self.model)
         kw = dict(max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-        return asyncio.run(lm.text(prompt, **kw))
+        return run_until_done(lm.text(prompt, **kw))
 
 
 def load(ref, device=None, store=".scellis"):

@@ -177,7 +177,10 @@ def restore(objects: ObjectStore, records: Records, rid: str, prep, *, max_steps
     if max_steps is not None and ts.step >= max_steps:
         raise ScellisError(f"run {rid} is already at step {ts.step} (asked for {max_steps})")
     if epochs is not None and ts.epoch >= epochs:
-        raise ScellisError(f"run {rid} has finished its {epochs} epochs")
+        raise ScellisError(
+            f"run {rid} has finished its {epochs} epochs: nothing is left to resume (train "
+            "its record again with --epochs N for a longer run)"
+        )
     dev = prep.device
     where = {"device": dev.name, "adapter": adapter_of(dev), "tier": prep.tier}
     if step is not None and c["step"] < records.checkpoints(rid)[-1]["step"]:

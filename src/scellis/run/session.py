@@ -388,5 +388,6 @@ def _check_resumable(rid: str, row: dict, is_live, step, max_steps) -> None:
         raise ScellisError(f"run {rid} is still running{where}")
     if row["status"] == "done" and step is None and max_steps is None:
         raise ScellisError(
-            f"run {rid} is done at step {row['step']}; --to-step N continues it further"
+            f"run {rid} is done at step {row['step']}; --to-step N continues it further "
+            "while its record's epochs last"
         )

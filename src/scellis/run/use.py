@@ -4,21 +4,21 @@
 with the same columns (windowed with the run's own normalisation), with the record's
 ``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
-recursive forecast beyond its end, in the data's own units, with the datetime column
-carried through and extended by the series' own step (whole calendar months or
-years, month ends kept, when its times are; else the median gap).
+recursive forecast beyond its end (``data.horizon`` steps per forward: a model trained
+on several steps forecasts them directly), in the data's own units, with the datetime
+column carried through and extended by the series' own step (``data.timestep``: whole
+calendar months or years, month ends kept, when its times are; else the median gap).
 """
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
-from datetime import datetime
 
 from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.csvsource import SeriesDataset, load_csv
 from ..data.text import TextDataset
+from ..data.timestep import time_after
 from ..model.build import entry_object
 from ..runtime.creation import tensor
 from ..train.data import Batches
@@ -106,18 +106,9 @@ def _actual(ds: SeriesDataset, t: int) -> float:
 
 
 def _features(ds: SeriesDataset) -> list:
-    """Every row's normalised features (the series the windows were cut from)."""
-    rows = [None] * ds.rows
-    for x, s in zip(ds.x_train + ds.x_val, ds.train_starts + ds.val_starts):
-        for i, f in enumerate(x):
-            rows[s + i] = f
-    missing = [i for i, r in enumerate(rows) if r is None]
-    if missing:  # rows no window covers (a stride > 1): the target alone can fill them
-        if list(ds.config.features) != [ds.config.target]:
-            raise ScellisError("this series' stride leaves rows out of every window")
-        for i in missing:
-            rows[i] = [ds.target_z[i]]
-    return rows
+    """Every row's normalised features, the last rows too (which are only ever targets
+    in training windows, yet are the inputs of the latest predictions)."""
+    return [list(f) for f in ds.features_z]
 
 
 async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list[dict]:
@@ -125,17 +116,20 @@ async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list
     if list(cfg.features) != [cfg.target]:
         raise ScellisError(
             f"a recursive forecast needs the future of every input; this model reads "
-            f"{', '.join(cfg.features)} to predict {cfg.target} (--horizon 0 predicts the "
-            "series only)"
+            f"{', '.join(cfg.features)} to predict {cfg.target} (predictions over the series "
+            "itself need none: --horizon 0, or predict() in Python)"
         )
     window = [list(f) for f in feats[-cfg.length :]]
-    out = []
-    for k in range(horizon):
+    out: list[dict] = []
+    while len(out) < horizon:
+        # a model trained on data.horizon steps gives them all at once: each forward
+        # forecasts that many, and the window moves on by them
         (pred,) = await _forward(model, [window])
-        value = pred[0]
-        out.append({"date": _future_date(ds, k + 1), "actual": None,
-                    "predicted": ds.denormalise(value), "horizon": k + 1})  # fmt: skip
-        window = window[1:] + [[value]]
+        for value in pred[: horizon - len(out)]:
+            k = len(out) + 1
+            out.append({"date": _future_date(ds, k), "actual": None,
+                        "predicted": ds.denormalise(value), "horizon": k})  # fmt: skip
+            window = window[1:] + [[value]]
     return out
 
 
@@ -151,36 +145,7 @@ def _future_date(ds: SeriesDataset, ahead: int):
         return ds.rows - 1 + ahead  # the row number the step would have
     if len(times) < 2:
         raise ScellisError("the datetime column needs two rows to tell the series' step")
-    last: datetime = times[-1]
-    months, month_ends = _month_step(times[-20:])
-    if months:  # years and months have no fixed length: step the calendar
-        return _add_months(last, months * ahead, month_ends).isoformat()
-    steps = sorted((b - a) for a, b in zip(times[-20:], times[-19:]))
-    step = steps[len(steps) // 2]  # the median step: a gap or two do not move it
-    return (last + step * ahead).isoformat()
-
-
-def _month_end(t: datetime) -> int:
-    return calendar.monthrange(t.year, t.month)[1]
-
-
-def _month_step(times: list) -> tuple[int, bool]:
-    """(the series' step in whole calendar months: 12 for a yearly one, else 0; whether
-    its times are months' last days). A step in months needs one time of day and one day
-    of the month (or each month's last day), a fixed number of months apart."""
-    index = [t.year * 12 + t.month for t in times]
-    gaps = {b - a for a, b in zip(index, index[1:])}
-    ends = all(t.day == _month_end(t) for t in times) and len({t.day for t in times}) > 1
-    one_day = len({t.day for t in times}) == 1 or ends
-    regular = one_day and len({t.time() for t in times}) == 1 and len(gaps) == 1
-    return (gaps.pop() if regular and min(gaps) > 0 else 0), ends
-
-
-def _add_months(t: datetime, months: int, month_end: bool = False) -> datetime:
-    year, month = divmod(t.year * 12 + t.month - 1 + months, 12)
-    last = calendar.monthrange(year, month + 1)[1]
-    day = last if month_end else min(t.day, last)  # the 31st of a 30-day month: the 30th
-    return t.replace(year=year, month=month + 1, day=day)
+    return time_after(times, ahead).isoformat()
 
 
 def csv_text(rows: list[dict]) -> str:

@@ -19,7 +19,7 @@ from ..devices.base import Backend, Buffer, View
 from .tensor_math import TensorMath
 from .tensor_nn import TensorNN
 from .tensor_shape import TensorShape
-from .torchlike import TorchLikeMethods
+from .torchlike import ElementCount, TorchLikeMethods
 
 _loop: list = []
 
@@ -95,7 +95,7 @@ class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
 
     @property
     def numel(self) -> int:
-        return numel(self.shape)
+        return ElementCount(numel(self.shape))
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]

@@ -20,6 +20,7 @@ from ...catalog.sched import base as sched_base
 from ...catalog.sched import one_cycle, plateau, schedules
 from ...data import csvsource, record, shuffle, table, text
 from ...ops import optim as optim_ops
+from ...ops import optim_adaptive
 
 
 def _src(*objs) -> str:
@@ -106,19 +107,18 @@ def _scheduler(cls) -> str:
     return _CONFIG_LINE.sub("", textwrap.dedent(inspect.getsource(cls)))
 
 
-def _copied_scalars() -> dict:
-    """The update ops whose scalar functions the package copies: the optimizers that have
-    a torch twin in it (the others are refused when the package is written)."""
-    return {k: f for k, f in optim_ops._SCALARS.items() if f.__module__ == optim_ops.__name__}
-
-
 def optim_scalars_source() -> str:
     """The update ops' host scalars and state names, and the step schedules."""
     parts = [
         _src(optim_ops.state_names, optim_ops._sign, optim_ops._sgd, optim_ops._adam),
         _src(optim_ops._rmsprop, optim_ops._lion),
+        # Adagrad, NAdam and RAdam's scalars, which _SCALARS names too
+        _src(optim_adaptive._weight_decay, optim_adaptive.adagrad_scalars, optim_adaptive._f32),
+        _const(optim_adaptive, "_MU_CURSORS"),
+        _src(optim_adaptive.mu_product, optim_adaptive._mu, optim_adaptive.nadam_scalars),
+        _src(optim_adaptive.radam_scalars),
         "_SCALARS = {\n"
-        + "".join(f"    {k!r}: {f.__name__},\n" for k, f in _copied_scalars().items())
+        + "".join(f"    {k!r}: {f.__name__},\n" for k, f in optim_ops._SCALARS.items())
         + "}",
         _src(optim_ops.scalars),
         _scheduler(sched_base.Scheduler),
