@@ -182,7 +182,10 @@ _api
   // the event kinds after which the store is written back (the engine's schema says)
   const defs = toJs(api.dispatch("event_schema", "{}")).$defs;
   for (const [kind, def] of Object.entries(defs)) if (def["x-persist"]) PERSIST_KINDS.add(kind);
+  // the data files pinned before a reload, back where the restored drafts name them
+  const restored = toJs(api.dispatch("restore_data", "{}"));
   const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
+  hello.restored_data = restored;
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
   return hello;

@@ -286,6 +286,21 @@ export function mount(el, client, app) {
     $(".dp-pinned").textContent = "";
   });
 
+  // a record that names a file pinned before (a draft restored after a reload: the
+  // worker kept the file) trains on it, and the panel says so
+  app.on("labels", (labels) => {
+    const cur = $(".dp-current");
+    if (app.dataset) return;
+    if (labels && !labels.own) {
+      const what = labels.kind === "csv" ? ` (value column “${labels.target}”${labels.frequency ? `, ${labels.frequency.name}` : ""})` : "";
+      cur.textContent = `Training uses ${labels.file}${what}, pinned in the record.`;
+      cur.dataset.kept = "1";
+    } else if (cur.dataset.kept) {
+      delete cur.dataset.kept;
+      cur.textContent = ownData(app.record);
+    }
+  });
+
   $(".dp-choose").addEventListener("click", () => $(".dp-file").click());
   const readFile = (f) => f.text().then((text) => loadFile(f.name, text));
   $(".dp-file").addEventListener("change", (ev) => { if (ev.target.files[0]) readFile(ev.target.files[0]); });

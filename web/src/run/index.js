@@ -110,7 +110,18 @@ export function mount(el, client, app) {
     if (!state.running) clearRunView();
     loadExample(e.target.value);
   });
-  loadExample($("run-example").value);
+  // the page opens on what was shown last: an imported model, else the picked example
+  const imported = drafts.openImported(() => {
+    const picker = $("run-example");
+    const mark = picker.querySelector("option[data-imported]");
+    if (mark) mark.remove();
+    picker.selectedIndex = 0;
+    loadExample(picker.value);
+  });
+  if (imported !== null) {
+    app.record = imported;
+    app.emit("record", app.record);
+  } else loadExample($("run-example").value);
 
   function setRunning(on) {
     state.running = on;
