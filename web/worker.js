@@ -115,6 +115,7 @@ async function takeStore() {
   if (!persistent) await openStore();
   // runs still marked running before now were another worker's (see tab_store)
   toJs(api.dispatch("store_taken", "{}"));
+  toJs(api.dispatch("restore_data", "{}")); // the pinned files the store kept
   return { persistent };
 }
 
