@@ -115,6 +115,7 @@ async function takeStore() {
   if (!persistent) await openStore();
   // runs still marked running before now were another worker's (see tab_store)
   toJs(api.dispatch("store_taken", "{}"));
+  toJs(api.dispatch("restore_data", "{}")); // the pinned files the store kept
   return { persistent };
 }
 
@@ -146,7 +147,7 @@ const PREPARED = {
 const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 
 // commands that never write under /scellis (a sync of the store costs a frame or more)
-const READ_ONLY = new Set(["project", "edit", "catalog", "use_info", "predict", "forward"]);
+const READ_ONLY = new Set(["project", "edit", "catalog", "use_info", "predict", "forward", "labels"]);
 
 function flush() {
   if (!persistent) return flushing;
@@ -182,7 +183,10 @@ _api
   // the event kinds after which the store is written back (the engine's schema says)
   const defs = toJs(api.dispatch("event_schema", "{}")).$defs;
   for (const [kind, def] of Object.entries(defs)) if (def["x-persist"]) PERSIST_KINDS.add(kind);
+  // the data files pinned before a reload, back where the restored drafts name them
+  const restored = toJs(api.dispatch("restore_data", "{}"));
   const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
+  hello.restored_data = restored;
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
   return hello;

@@ -172,6 +172,7 @@ def generate_in_tab(page, prompt: str, **kw) -> dict:
     page.fill("#gen-prompt", prompt)
     page.fill("#gen-temperature", str(kw["temperature"]))
     page.fill("#gen-top-k", str(kw["top_k"]))
+    page.fill("#gen-top-p", str(kw.get("top_p", 1)))
     page.fill("#gen-length", str(kw["max_new"]))
     page.fill("#gen-seed", str(kw["seed"]))
     page.evaluate("window.scellisApp.use.generator.last = null")
@@ -234,6 +235,37 @@ def test_generation_box_is_the_native_generator_and_stops(engine_page, runs):
     page.fill("#gen-length", "2001")
     page.click("#gen-go")
     assert "from 1 to 2000" in page.inner_text("#use-message")
+
+
+def test_generation_box_top_p_is_the_native_generators(engine_page, runs):
+    """top-p (nucleus) goes to the engine's generator: the tab's text equals
+    ``run.generate``'s natively with the same seed and top_p; a value outside (0, 1]
+    is one line, and the field has a visible label."""
+    page = engine_page
+    full_screen(page, False)
+    page.set_viewport_size({"width": 1024, "height": 900})
+    store, rid = runs["lm"]
+    pick(page, rid)
+    lm = text_run(open_run(store, rid), "reference")
+    nucleus = {**SAMPLING, "top_k": 0, "top_p": 0.6, "temperature": 1.3, "seed": 5}
+    got = generate_in_tab(page, "abc", **nucleus)
+    kw = {**nucleus, "top_k": None}
+    want = native(asyncio.run, lm.text("abc", **kw))
+    assert got["generated"] == want and len(got["ids"]) == nucleus["max_new"]
+    # the cut acts: every token kept (top_p 1) samples another text from the same seed
+    everything = native(asyncio.run, lm.text("abc", **{**kw, "top_p": None}))
+    assert everything != want
+    label = page.locator("label.run-opt", has=page.locator("#gen-top-p"))
+    assert label.is_visible() and label.inner_text().strip().startswith("top-p")
+    for width in (412, 1024, 1440):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.locator("#gen-top-p").scroll_into_view_if_needed()
+        screenshot(page, f"use_generate_top_p_{width}")
+    for bad in ("0", "1.5", "-0.2"):
+        page.fill("#gen-top-p", bad)
+        page.click("#gen-go")
+        assert "top-p must be a number above 0 and at most 1" in page.inner_text("#use-message")
+    page.fill("#gen-top-p", "1")
 
 
 def test_a_run_trained_in_the_tab_is_picked_and_forecast_by_step(engine_page, runs, tmp_path):

@@ -6,6 +6,7 @@ import * as modelView from "./model_view/index.js";
 import * as dataPanel from "./data/index.js";
 import * as importer from "./import/index.js";
 import { showBanner } from "./banner.js";
+import { watchLabels } from "./data/labels.js";
 import "./app.css";
 
 const app = createApp();
@@ -21,6 +22,7 @@ async function start() {
   registerServiceWorker();
   const status = document.getElementById("engine-status");
   client.onStatus((text) => { status.textContent = text; });
+  watchLabels(client, app);
   modelView.mount(document.getElementById("model-view"), client, app);
   dataPanel.mount(document.getElementById("data-panel"), client, app);
   runPanel.mount(document.getElementById("run-panel"), client, app);

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..data.csvsource import dataset_digest, load_csv
+from ..data.frequency import frequency
 from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
 from ..data.table import MISSING, parse_time, read_table
 from ..data.text import read_text, text_dataset
@@ -47,15 +48,16 @@ def _is_number(cell: str) -> bool:
         return False
 
 
-def _time_format(cells: list[str]) -> str | None:
-    """``iso`` or ``year`` when every cell of a column reads as that kind of time."""
+def _times(cells: list[str]) -> tuple[str, list] | None:
+    """``("iso" | "year", times)`` when every cell of a column reads as increasing times
+    of that kind."""
     for fmt in ("iso", "year"):
         try:
             times = [parse_time(c, fmt) for c in cells]
         except (ValueError, OverflowError):
             continue
         if times and all(a < b for a, b in zip(times, times[1:])):
-            return fmt
+            return fmt, times
     return None
 
 
@@ -66,11 +68,13 @@ def _thin(n: int) -> list[int]:
 
 
 def load_table(name: str, text: str, column: str | None = None) -> dict:
-    """A CSV's ``{kind, name, columns, numeric, datetime, rows, preview, last, series}``.
+    """A CSV's ``{kind, name, columns, numeric, datetime, frequency, rows, preview, last,
+    series}``.
 
     ``numeric`` lists the columns whose every cell is a number or missing (``missing``
     maps each such column that has gaps to their row numbers); ``datetime``
-    maps each column that reads as increasing times to its format. ``series`` is the
+    maps each column that reads as increasing times to its format, ``frequency`` to its
+    spacing (``data.frequency``: daily, weekly...; None when irregular). ``series`` is the
     plot of ``column`` (the first numeric column by default): ``{column, x, y}``.
     """
     header, body = _rows(text)
@@ -80,7 +84,8 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
         )
     cols = {h: [r[i] if i < len(r) else "" for r in body] for i, h in enumerate(header)}
     numeric = [h for h, cells in cols.items() if cells and all(map(_is_number, cells))]
-    times = {h: f for h, cells in cols.items() if (f := _time_format(cells))}
+    dated = {h: t for h, cells in cols.items() if (t := _times(cells))}
+    times = {h: fmt for h, (fmt, _) in dated.items()}
     value = column if column is not None else next((h for h in numeric if h not in times), None)
     if value is None and numeric:
         value = numeric[0]
@@ -106,6 +111,7 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
         "last": body[-1][: len(header)] if body else [],
         "series": series,
         "missing": _missing_rows(cols, numeric),
+        "frequency": {h: frequency(t) for h, (_, t) in dated.items()},
     }
 
 

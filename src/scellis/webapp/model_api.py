@@ -21,10 +21,11 @@ from ..catalog.registry import lookup as catalog_lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
 from ..sml import TIERS, Document, parse, to_form, to_graph, validate
-from . import dataset_api
+from . import data_labels, dataset_api, kept_data
 from .dataset_api import rehash
 
-__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "load_table", "load_text", "project"]
+__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
+           "project"]  # fmt: skip
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
@@ -256,6 +257,19 @@ def dataset_from(
     missing: str | None = None,
     options: dict | None = None,
 ) -> dict:
-    """Save the file and pin it, by sha256, in the record's data section (see dataset_api)."""
+    """Save the file and pin it, by sha256, in the record's data section (see dataset_api),
+    a copy kept across reloads (kept_data); the record's comments that named the data it
+    had name the pinned data (data_labels)."""
+    before = data_labels.record_labels(record)
     out = dataset_api.dataset_from(record, name, text, column, datetime, folder, missing, options)
-    return {**out, "project": project(out["record"])}
+    if folder == kept_data.FOLDER:  # the tab's own folder: the file outlives a reload
+        kept_data.keep(out["dataset"]["source"])
+    after = data_labels.labels(out["dataset"]["data"])
+    text = data_labels.follow_comments(out["record"], before, after)
+    dataset = {**out["dataset"], "labels": after}
+    return {"record": text, "dataset": dataset, "project": project(text)}
+
+
+def labels(record: str) -> dict | None:
+    """What the tab calls the record's data: target, frequency, file (see data_labels)."""
+    return data_labels.record_labels(record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..data.csvsource import SeriesDataset
+from ..data.frequency import frequency
 from ..run.generate import lm_context
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
@@ -27,6 +28,7 @@ def use_info(run: str, store: str = tab_store.ROOT) -> dict:
     if isinstance(ds, SeriesDataset):
         cfg = ds.config
         return {**out, "kind": "series", "target": cfg.target, "datetime": cfg.datetime,
+                "frequency": frequency(ds.times or []),
                 "forecasts": list(cfg.features) == [cfg.target]}  # fmt: skip
     context = lm_context(trained.record)
     # a prompt the model can read: the start of its first validation window
@@ -47,7 +49,8 @@ async def predict(run: str, store: str = tab_store.ROOT, horizon: int = 0,
     rows = await predict_run(trained, horizon=horizon, device=device)
     cfg = ds.config
     return {"run": trained.rid, "step": trained.step, "target": cfg.target,
-            "datetime": cfg.datetime, "rows": rows, "csv": csv_text(rows),
+            "datetime": cfg.datetime, "frequency": frequency(ds.times or []),
+            "rows": rows, "csv": csv_text(rows),
             "plot": _plot_series(ds, rows)}  # fmt: skip
 
 

@@ -20,7 +20,7 @@ const TEMPLATE = `
     </div>
     <div class="dp-error" role="alert"></div>
     <div class="dp-loaded" hidden>
-      <div class="dp-meta"><b class="dp-name"></b><span class="dp-size muted"></span></div>
+      <div class="dp-meta"><b class="dp-name"></b><span class="dp-size muted"></span><span class="dp-freq muted"></span></div>
       <div class="dp-cols dp-csv-only">
         <label>value column <select class="dp-value" aria-label="value column"></select></label>
         <label>datetime column <select class="dp-time" aria-label="datetime column"></select></label>
@@ -35,8 +35,8 @@ const TEMPLATE = `
         </select></label>
       </div>
       <div class="dp-options">
-        <label class="dp-csv-only">window <input type="number" class="dp-opt" data-key="window" min="1" step="1"></label>
-        <label class="dp-csv-only">horizon <input type="number" class="dp-opt" data-key="horizon" min="1" step="1"></label>
+        <label class="dp-csv-only">window <span class="dp-unit"></span> <input type="number" class="dp-opt" data-key="window" min="1" step="1"></label>
+        <label class="dp-csv-only">horizon <span class="dp-unit"></span> <input type="number" class="dp-opt" data-key="horizon" min="1" step="1"></label>
         <label>validation fraction <input type="number" class="dp-opt" data-key="val_fraction" min="0.01" max="0.99" step="0.05"></label>
         <label class="dp-csv-only">normalise <select class="dp-opt" data-key="normalise">
           <option value="standard">standard (z-score)</option><option value="minmax">min–max</option>
@@ -89,6 +89,7 @@ export function mount(el, client, app) {
     $(".dp-loaded").hidden = false;
     $(".dp-name").textContent = info.name;
     $(".dp-pinned").textContent = "";
+    $(".dp-freq").textContent = "";
     const csv = info.kind === "csv";
     for (const n of el.querySelectorAll(".dp-csv-only")) n.hidden = !csv;
     for (const n of el.querySelectorAll(".dp-text-only")) n.hidden = csv;
@@ -109,6 +110,19 @@ export function mount(el, client, app) {
     drawTable();
     showMissing();
     plot();
+    showSpacing();
+  }
+
+  // how far apart the rows are (the chosen datetime column's spacing, else the first
+  // column of dates'): the unit of the window and the horizon
+  function showSpacing() {
+    const info = state.info;
+    const freqs = (info && info.frequency) || {};
+    const col = $(".dp-time").value || Object.keys(freqs).find((c) => c !== $(".dp-value").value);
+    const f = col ? freqs[col] : null;
+    const t = info ? info.columns.indexOf(col) : -1;
+    $(".dp-freq").textContent = f && t >= 0 ? `${f.name}, ${info.preview[0][t]} to ${info.last[t]}` : "";
+    for (const u of el.querySelectorAll(".dp-unit")) u.textContent = `(${f ? f.unit : "row"}s)`;
   }
 
   // the option controls start from the record's data section (the example's values)
@@ -190,7 +204,7 @@ export function mount(el, client, app) {
     } catch (e) { error(e.message); return; }
     repin();
   });
-  $(".dp-time").addEventListener("change", () => { drawTable(); plot(); repin(); });
+  $(".dp-time").addEventListener("change", () => { drawTable(); plot(); showSpacing(); repin(); });
   $(".dp-missing-policy").addEventListener("change", () => repin());
   for (const input of el.querySelectorAll(".dp-opt")) {
     input.addEventListener("change", () => { input.dataset.edited = "1"; repin(); });
@@ -235,8 +249,12 @@ export function mount(el, client, app) {
     const parts = [];
     if (data.column) parts.push(`value column “${data.column}”`);
     if (data.datetime) parts.push(`times from “${data.datetime}”`);
-    if (data.window) parts.push(`window ${data.window}`);
-    if (data.horizon) parts.push(`horizon ${data.horizon}`);
+    // in the rows' own unit once the engine has read their spacing
+    const unit = d.labels && d.labels.frequency ? d.labels.frequency.unit : null;
+    const count = (n) => (unit ? ` ${unit}${n === 1 ? "" : "s"}` : "");
+    if (d.labels && d.labels.frequency) parts.push(d.labels.frequency.name);
+    if (data.window) parts.push(`window ${data.window}${count(data.window)}`);
+    if (data.horizon) parts.push(`horizon ${data.horizon}${count(data.horizon)}`);
     if (data.val_fraction) parts.push(`${Math.round(data.val_fraction * 100)}% for validation`);
     if (data.normalise) parts.push(`normalise ${data.normalise}`);
     if (data.missing) parts.push(`missing values: ${data.missing}`);
@@ -266,6 +284,21 @@ export function mount(el, client, app) {
     $(".dp-use").textContent = "Use in record";
     $(".dp-current").textContent = ownData(text);
     $(".dp-pinned").textContent = "";
+  });
+
+  // a record that names a file pinned before (a draft restored after a reload: the
+  // worker kept the file) trains on it, and the panel says so
+  app.on("labels", (labels) => {
+    const cur = $(".dp-current");
+    if (app.dataset) return;
+    if (labels && !labels.own) {
+      const what = labels.kind === "csv" ? ` (value column “${labels.target}”${labels.frequency ? `, ${labels.frequency.name}` : ""})` : "";
+      cur.textContent = `Training uses ${labels.file}${what}, pinned in the record.`;
+      cur.dataset.kept = "1";
+    } else if (cur.dataset.kept) {
+      delete cur.dataset.kept;
+      cur.textContent = ownData(app.record);
+    }
   });
 
   $(".dp-choose").addEventListener("click", () => $(".dp-file").click());

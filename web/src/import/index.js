@@ -127,4 +127,6 @@ export function mount(slot, client, app, dropTargets = []) {
     }, true);
   }
   state.importFiles = importFiles;
+  // an imported model restored at load (drafts.js) is named in the picker as after its import
+  if (app.recordName.startsWith("imported:")) markPicker(app.recordName.slice("imported:".length));
 }

@@ -60,7 +60,10 @@ function yAxis(g, f, label) {
 function xTicksOf(f) {
   if (typeof f.dates[0] === "string") {
     const fmt = dateFormatter(f.dates);
-    return spreadIndices(f.dates.length, Math.max(2, Math.floor(f.pw / 80)))
+    // room for each label's width (about 7 px a character at 11 px) and a gap: an end
+    // label is anchored at its end, so neighbours need the whole width apart
+    const room = 7 * fmt(f.dates[0]).length + 24;
+    return spreadIndices(f.dates.length, Math.max(2, Math.floor(f.pw / room)))
       .map((i) => [f.xs[i], fmt(f.dates[i])]);
   }
   return niceTicks(f.x0, f.x1, Math.max(2, Math.floor(f.pw / 70)))

@@ -110,7 +110,18 @@ export function mount(el, client, app) {
     if (!state.running) clearRunView();
     loadExample(e.target.value);
   });
-  loadExample($("run-example").value);
+  // the page opens on what was shown last: an imported model, else the picked example
+  const imported = drafts.openImported(() => {
+    const picker = $("run-example");
+    const mark = picker.querySelector("option[data-imported]");
+    if (mark) mark.remove();
+    picker.selectedIndex = 0;
+    loadExample(picker.value);
+  });
+  if (imported !== null) {
+    app.record = imported;
+    app.emit("record", app.record);
+  } else loadExample($("run-example").value);
 
   function setRunning(on) {
     state.running = on;
@@ -157,6 +168,18 @@ export function mount(el, client, app) {
     return go("resume", { run, store: STORE, ...options });
   }
 
+  // what the run's metrics and samples call its data: the record's (data/labels.js), or
+  // for a resume the stored run's, asked of the engine while the run starts
+  function nameData(cmd, args) {
+    const labels = cmd === "train" ? app.labels : null;
+    state.labels = labels;
+    if (cmd !== "resume") return;
+    client.call("use_info", { run: args.run, store: args.store }).then((i) => {
+      if (state.labels !== labels) return; // another run by now
+      state.labels = i.kind === "series" ? { kind: "csv", target: i.target, frequency: i.frequency } : { kind: "text" };
+    }, () => {});
+  }
+
   async function go(cmd, args) {
     if (state.running) return null;
     clearBanner("run-error");
@@ -165,6 +188,7 @@ export function mount(el, client, app) {
     state.events = [];
     state.runId = null;
     state.runRecord = args.record_text ?? null; // a resume trains its stored record
+    nameData(cmd, args);
     setRunning(true);
     const job = client.stream(cmd, args, onEvent);
     state.current = job;

@@ -1,7 +1,9 @@
-// Evaluation samples: forecast vs actual (a small SVG line chart) or generated text.
+// Evaluation samples: forecast vs actual (a small SVG line chart, named after the run's
+// data: labels from data/labels.js) or generated text.
+import { stepUnit } from "../data/labels.js";
 const TEXT_ROWS = 4; // prompts shown; the event carries one row per prompt of a batch
 
-export function renderSample(el, ev) {
+export function renderSample(el, ev, labels = null) {
   if (ev.type === "text") {
     const rows = (ev.rows || [{ prompt: ev.prompt, generated: ev.generated }]).slice(0, TEXT_ROWS);
     const how = ev.greedy ? "greedy, " : "";
@@ -28,7 +30,8 @@ export function renderSample(el, ev) {
   const x = (i) => pad + ((w - 2 * pad) * i) / Math.max(n - 1, 1);
   const y = (v) => h - pad - ((h - 2 * pad) * (v - lo)) / Math.max(hi - lo, 1e-9);
   const path = (vs) => vs.map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join("");
-  el.innerHTML = `<h3>forecast vs actual (validation, one step ahead)</h3>
+  const what = labels && labels.target ? `${labels.target}: ` : "";
+  el.innerHTML = `<h3>${what}forecast vs actual (validation, one ${stepUnit(labels)} ahead)</h3>
     <svg class="sample-plot" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}">
       <path d="${path(ev.actual)}" fill="none" stroke="#111827" stroke-width="2"/>
       <path d="${path(ev.predicted)}" fill="none" stroke="#f59e0b" stroke-width="2" stroke-dasharray="5 3"/>

@@ -2,6 +2,7 @@
 // the engine's (events.schema.json, made from scellis.train.events): a test checks
 // that every kind the schema lists has a handler here and that each one runs.
 // ctx: { $ (element by id), state, curves, log, renderSample }.
+import { metricUnit } from "../data/labels.js";
 
 // whole seconds first, so 1979.6 s reads 33m00s and never 32m60s
 export function fmtTime(s) {
@@ -15,14 +16,16 @@ export function fmtTime(s) {
 
 const num = (v) => (v == null ? "n/a" : Number(v).toPrecision(4).replace(/\.?0+$/, ""));
 
-// "mae 14.26 (persistence 23.06, seasonal naive 27.65) · rmse …": each metric beside the
-// naive baselines' values on the same windows
-export function metricsText(metrics, baselines = {}) {
+// "mae 14.26 sunspots (persistence 23.06, seasonal naive 27.65) · rmse …": each metric,
+// in the data's units where it has them (labels: data/labels.js), beside the naive
+// baselines' values on the same windows
+export function metricsText(metrics, baselines = {}, labels = null) {
   return Object.entries(metrics).map(([name, value]) => {
+    const unit = metricUnit(name, labels);
     const beside = Object.entries(baselines || {})
       .filter(([, b]) => b && b[name] != null)
       .map(([base, b]) => `${base.replace(/_/g, " ")} ${num(b[name])}`);
-    return `${name} ${num(value)}` + (beside.length ? ` (${beside.join(", ")})` : "");
+    return `${name} ${num(value)}${unit ? ` ${unit}` : ""}` + (beside.length ? ` (${beside.join(", ")})` : "");
   }).join(" · ");
 }
 
@@ -96,13 +99,13 @@ export const HANDLERS = {
   eval(ctx, ev) {
     ctx.$("run-val").textContent = ev.val_loss.toFixed(4);
     ctx.curves.add("val_loss", ev.step, ev.val_loss);
-    if (ev.metrics) ctx.$("run-metrics").textContent = metricsText(ev.metrics, ev.baselines);
+    if (ev.metrics) ctx.$("run-metrics").textContent = metricsText(ev.metrics, ev.baselines, ctx.state.labels);
   },
   epoch(ctx, ev) {
     ctx.log(`epoch ${ev.epoch} done at step ${ev.step}`);
   },
   sample(ctx, ev) {
-    ctx.renderSample(ctx.$("run-sample"), ev);
+    ctx.renderSample(ctx.$("run-sample"), ev, ctx.state.labels);
   },
   warning(ctx, ev) {
     ctx.log(`warning: ${ev.message}`);

@@ -18,7 +18,7 @@ const TEMPLATE = `
   </div>
   <div id="use-series" hidden>
     <div class="use-controls">
-      <label class="run-opt">horizon <input id="use-horizon" type="number" min="0" max="${HORIZON_CAP}" step="1" value="12" title="steps to forecast past the series' end"></label>
+      <label class="run-opt">horizon <span id="use-horizon-unit"></span> <input id="use-horizon" type="number" min="0" max="${HORIZON_CAP}" step="1" value="12" title="steps to forecast past the series' end"></label>
       <button id="use-forecast">Show forecast</button>
       <button id="use-predict" title="the predictions and the forecast as a CSV file (date, actual, predicted, horizon)">Predict (CSV)</button>
     </div>
@@ -26,6 +26,14 @@ const TEMPLATE = `
   </div>
   <div id="use-text" hidden></div>
   <div id="use-message" class="use-message" role="status" aria-live="polite"></div>`;
+
+// the x axis: the datetime column, with the spacing its name does not already say
+// ("date (weekly)", but "year" alone)
+function timeLabel(r) {
+  if (!r.datetime) return "time step (row)";
+  const f = r.frequency;
+  return f && r.datetime.toLowerCase() !== f.unit ? `${r.datetime} (${f.name})` : r.datetime;
+}
 
 export function mountUse(el, client, app) {
   el.innerHTML = TEMPLATE;
@@ -89,8 +97,12 @@ export function mountUse(el, client, app) {
     const series = i.kind === "series";
     const past = i.forecasts ? "" : "; it reads other columns too, so it predicts the series only";
     $("use-what").textContent = series
-      ? `forecasts ${i.target}${i.datetime ? ` by ${i.datetime}` : ""} (checkpoint at step ${i.step}${past})`
+      ? `forecasts ${i.target}${i.datetime ? ` by ${i.datetime}` : ""}${i.frequency ? `, ${i.frequency.name}` : ""} (checkpoint at step ${i.step}${past})`
       : `a language model, context ${i.context} (checkpoint at step ${i.step})`;
+    // the horizon counts the series' own steps: weeks for a weekly file
+    const unit = series && i.frequency ? i.frequency.unit : "step";
+    $("use-horizon-unit").textContent = `(${unit}s)`;
+    $("use-horizon").title = `${unit}s to forecast past the series' end`;
     $("use-series").hidden = !series;
     $("use-text").hidden = series;
     $("use-horizon").disabled = series && !i.forecasts;
@@ -143,7 +155,7 @@ export function mountUse(el, client, app) {
   const show = () => act(async () => {
     const r = await predict();
     if (!r) return null; // a newer request answers instead
-    const labels = { x: r.datetime || "time step (row)", y: r.target };
+    const labels = { x: timeLabel(r), y: r.target };
     renderForecast($("use-plot"), r.plot, labels);
     app.emit("use-plot", r);
     return r;

@@ -1,0 +1,106 @@
+"""What the tab calls the data a record trains on (webapp layer).
+
+Charts, metrics, the start strip and the record's own comments name the data: its
+target column (the unit of every value and error) and how far apart its rows are
+(``data.frequency``: a window of 20 *weeks*). ``labels`` reads them from a data
+section and its file; ``follow_comments`` rewrites a record's comments when other data
+is pinned, so "20 past years" of the sunspots example reads "20 past weeks" once a
+weekly file is pinned.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..base.errors import ScellisError
+from ..data.record import source_path
+from ..sml import parse
+from . import dataset_api
+
+_cache: dict[tuple, dict | None] = {}  # (path, mtime, size, datetime) -> frequency
+
+
+def _frequency(path: Path, datetime: str | None, target: str | None) -> dict | None:
+    """The spacing of the file's ``datetime`` column (else the first column other than
+    the target that reads as times); cached per file version."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size, datetime, target)
+    if key not in _cache:
+        info = dataset_api.load_table(path.name, path.read_text(encoding="utf-8"))
+        col = datetime or next((c for c in info["datetime"] if c != target), None)
+        _cache[key] = info["frequency"].get(col) if col else None
+    return _cache[key]
+
+
+def labels(data: dict) -> dict | None:
+    """``{kind, file, own, target, datetime, frequency}`` of a data section (``own``: the
+    example's bundled file; ``target``/``frequency`` for a CSV), or None when it names
+    no readable file."""
+    if not isinstance(data, dict) or not isinstance(data.get("source"), str):
+        return None
+    try:
+        path = source_path(data["source"])
+        if not path.is_file():
+            return None
+        csv = (data.get("format") or ("csv" if path.suffix.lower() == ".csv" else "text")) == "csv"
+        out = {"kind": "csv" if csv else "text", "file": path.name,
+               "own": data["source"].startswith("bundled:")}  # fmt: skip
+        if csv:
+            target = data.get("target") or data.get("column")
+            out.update(target=target, datetime=data.get("datetime"),
+                       frequency=_frequency(path, data.get("datetime"), target))  # fmt: skip
+        return out
+    except (ScellisError, OSError, UnicodeDecodeError):
+        return None
+
+
+def record_labels(record: str) -> dict | None:
+    """``labels`` of the record's data section (None when it does not parse)."""
+    try:
+        data = parse(record, "model.sml").data.get("data")
+    except ScellisError:
+        return None
+    return labels(data) if isinstance(data, dict) else None
+
+
+def _words(old: dict, new: dict) -> dict[str, str]:
+    """Each word of the old data's names -> the new data's (singular and plural units)."""
+    out: dict[str, str] = {}
+    if old.get("target") and new.get("target") and old["target"] != new["target"]:
+        t = old["target"]
+        if t.endswith("s"):  # "sunspots", and "sunspot numbers" in prose
+            out[f"{t[:-1]} numbers"] = out[f"{t[:-1]} number"] = new["target"]
+        out[t] = new["target"]
+    was, now = old.get("frequency"), new.get("frequency")
+    if was and was != now:
+        unit = now["unit"] if now else "row"
+        out[was["name"]] = now["name"] if now else ""
+        out[was["unit"] + "s"] = unit + "s"
+        out[was["unit"]] = unit
+    return out
+
+
+def follow_comments(text: str, old: dict | None, new: dict | None) -> str:
+    """``text`` with the comments that name ``old``'s data (its target, its unit of time)
+    naming ``new``'s instead; the SML itself is left as it is."""
+    if not old or not new or old.get("kind") != "csv" or new.get("kind") != "csv":
+        return text
+    words = _words(old, new)
+    if not words:
+        return text
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    word = re.compile(rf"\b({alternatives})\b( ?)")
+
+    def swap(m: re.Match) -> str:  # a dropped adjective takes its space along
+        got = words[m.group(1)]
+        return got + m.group(2) if got else ""
+
+    lines = []
+    for line in text.split("\n"):
+        hash_at = re.search(r"(^|\s)#", line)
+        if hash_at:
+            cut = hash_at.end()
+            line = line[:cut] + word.sub(swap, line[cut:])
+        lines.append(line)
+    return "\n".join(lines)
