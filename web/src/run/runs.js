@@ -19,8 +19,8 @@ export function mountRuns(el, client, app, resume) {
     <div id="runs-message" role="status" aria-live="polite"></div>
     <div class="runs-compare"><button id="runs-compare" type="button" disabled>Compare</button>
       <span class="muted" id="runs-compare-hint">tick two runs to compare them</span></div>
-    <table id="runs-table"><thead><tr><th>run</th><th>model</th><th>status</th>
-      <th>step</th><th>checkpoint</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="runs-table"><thead><tr><th>run</th><th>status</th>
+      <th>step</th><th>checkpoint</th></tr></thead><tbody></tbody></table>
     <div id="runs-past" class="runs-past" aria-live="polite"></div>`;
   const body = el.querySelector("tbody");
   const state = { list: [], picked: [] };
@@ -88,7 +88,7 @@ export function mountRuns(el, client, app, resume) {
   function render() {
     body.innerHTML = "";
     if (!state.list.length) {
-      body.innerHTML = '<tr class="runs-empty"><td colspan=6 class=muted>No runs yet: ' +
+      body.innerHTML = '<tr class="runs-empty"><td colspan=4 class=muted>No runs yet: ' +
         "press Train and the run is recorded here, with its checkpoints to resume from.</td></tr>";
       return;
     }
@@ -97,17 +97,20 @@ export function mountRuns(el, client, app, resume) {
       tr.dataset.run = r.id;
       tr.dataset.status = r.status;
       if (r.parent) tr.dataset.parent = r.parent;
-      tr.appendChild(idCell(r));
-      for (const v of [r.model || "", r.status, r.step, r.checkpoint_step ?? "–"]) {
+      const first = idCell(r);
+      tr.appendChild(first);
+      for (const v of [r.status, r.step, r.checkpoint_step ?? "–"]) {
         const td = document.createElement("td");
-        // a model's name may break after each "/" (a narrow panel keeps Resume in view)
-        String(v).split(/(?<=\/)/).forEach((part, i) => {
-          if (i) td.append(document.createElement("wbr"));
-          td.append(part);
-        });
+        td.textContent = String(v);
         tr.appendChild(td);
       }
-      const td = document.createElement("td");
+      // the model and the run's actions sit under its id: a narrow panel (a 1024 px
+      // window, a phone) keeps Open and Resume in view without scrolling sideways
+      const model = document.createElement("div");
+      model.className = "run-model muted";
+      model.textContent = r.model || "";
+      const td = document.createElement("div");
+      td.className = "run-actions";
       td.appendChild(button("Open", "run-open", () => past.open(r.id).catch((e) => message(e.message, "error"))));
       // every checkpoint, the last one included: a finished run continues from it with
       // a larger max steps
@@ -144,7 +147,7 @@ export function mountRuns(el, client, app, resume) {
       if (r.checkpoint_step != null) {
         td.appendChild(button("Export", "run-export", () => exportRun(r.id)));
       }
-      tr.appendChild(td);
+      first.append(model, td);
       body.appendChild(tr);
     }
   }
@@ -152,7 +155,7 @@ export function mountRuns(el, client, app, resume) {
   async function refresh() {
     if (app.storeAway) {
       // another window (detached run, or its tab) holds the store: no copy of it here
-      body.innerHTML = "<tr><td colspan=6 class=muted>the run store is with another window</td></tr>";
+      body.innerHTML = "<tr><td colspan=4 class=muted>the run store is with another window</td></tr>";
       return state.list;
     }
     try {
