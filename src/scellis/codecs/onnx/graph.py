@@ -26,6 +26,7 @@ from ...catalog.registry import lookup
 from ...model.build import config_of
 from ...runtime.creation import zeros
 from ..raw import RawTensor, from_values
+from . import batch as BT
 from . import proto
 from .ops import constant
 from .values import transpose2
@@ -40,6 +41,14 @@ _HOST_OPS = set(H.BINARY) | set(H.UNARY) | {"Cast", "Where", "Transpose", "Resha
     "Trilu", "Range", "ConstantOfShape", "GatherND", "Identity", "Dropout"}  # fmt: skip
 _ALWAYS_HOST = {"Shape", "Size"}
 _KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice"}
+# ops that move elements to other axes: the batch's place follows the flat order
+_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+# ops that broadcast a constant operand against a model tensor
+_BROADCASTS = set(H.BINARY) | {"Where"}
+
+
+class FixedBatch(Exception):
+    """The graph cannot follow another batch than the one it was exported with."""
 
 
 def _ident(s: str, fallback: str) -> str:
@@ -72,7 +81,7 @@ class Run:
 
 
 class GraphImporter:
-    def __init__(self, model: proto.Model, where: str):
+    def __init__(self, model: proto.Model, where: str, free_batch: bool = True):
         self.where, self.g = where, model.graph
         self.blocks: dict[str, dict] = {}
         self.weights: dict[str, RawTensor] = {}
@@ -84,6 +93,13 @@ class GraphImporter:
         # every input dim a number: shapes are known here, and Shape nodes fold
         self.static = all(isinstance(d, int) for vi in self._real_inputs() for d in vi.dims)
         self.probe: dict[str, object] = {}  # block -> its output on the null device
+        # a static graph is probed at a second batch too (see ``batch``): the batch it
+        # was exported with, the other one, each block's output there and its batch axis
+        lead = {vi.dims[0] if vi.dims else 0 for vi in self._real_inputs()}
+        one = lead.pop() if len(lead) == 1 else 0
+        self.batch = one if free_batch and self.static and one >= 2 else 0
+        self.probe2: dict[str, object] = {}
+        self.batch_at: dict[str, tuple] = {}
         for n in self.g.nodes:
             for i in n.inputs:
                 self.readers.setdefault(i, []).append(n)
@@ -113,7 +129,8 @@ class GraphImporter:
         return self.env[name]
 
     # -- blocks ----------------------------------------------------------------------------
-    def add(self, base: str, block_id: str, ins: list[str], fields: dict, w: dict) -> str:
+    def add(self, base: str, block_id: str, ins: list[str], fields: dict, w: dict,
+            at=None) -> str:  # fmt: skip
         name = self.fresh(base)
         spec = {"block_id": block_id, "in": ins[0] if len(ins) == 1 else ins, **fields}
         self.blocks[name] = spec
@@ -124,10 +141,61 @@ class GraphImporter:
             entry = lookup(block_id, "block")
             mod = entry.impl(config_of(entry, spec, name), device="null")
             self.probe[name] = mod(*[self.probe[i] for i in ins])
+            if self.batch:
+                self._probe_other_batch(name, mod, ins, at)
         return name
 
+    def _probe_other_batch(self, name: str, mod, ins: list[str], at) -> None:
+        try:
+            got = mod(*[self.probe2[i] for i in ins])
+        except ScellisError as e:
+            raise FixedBatch(f"{name}: {e}") from None
+        self.probe2[name] = got
+        axis = BT.changed_axis(tuple(self.probe[name].shape), tuple(got.shape))
+        if at == "flat":  # a reshape: the batch's flat place, found in the output's shape
+            src = ins[0]
+            moved = BT.reshaped(tuple(self.probe[src].shape), self.batch_at[src],
+                                list(self.probe[name].shape), self.batch)  # fmt: skip
+            at = moved[1] if moved else None
+        elif at is None and axis is not None:
+            outer = next((self.batch_at[i][1] for i in ins if i in self.batch_at), 1)
+            at = (axis, outer)
+        if at is not None and at[0] == axis:
+            self.batch_at[name] = at
+
+    def _batch_free(self, node, k: int, v, src: str | None):
+        """A constant operand of ``node`` rewritten to follow the batch of its model
+        tensor ``src`` (see ``batch``); ``v`` unchanged when no batch is involved."""
+        at = self.batch_at.get(src) if src else None
+        if at is None or not isinstance(v, H.Host):
+            return v
+        shape = tuple(self.probe[src].shape)
+        if node.op == "Reshape" and k == 1:
+            target = H.reshape_target(shape, v.ints(), bool(node.attrs.get("allowzero", 0)))
+            got = BT.reshaped(shape, at, list(target), self.batch)
+            if got is None:
+                raise FixedBatch(f"{node.label()}: no axis of {list(target)} holds the batch")
+            return H.vector(got[0])
+        if node.op == "Expand" and k == 1:
+            got = BT.expanded(shape, at, v.ints(), self.batch)
+            if got is None:
+                raise FixedBatch(f"{node.label()}: Expand to {v.ints()} changes the batch")
+            return H.vector(got)
+        if node.op in _BROADCASTS and len(v.shape) >= len(shape) - at[0] > 0:
+            axis = at[0] + len(v.shape) - len(shape)
+            if v.shape[axis] != self.batch:
+                return v
+            cut = BT.one_entry(v, axis, self.batch)
+            if cut is None:
+                raise FixedBatch(f"{node.label()}: a constant differs between batch entries")
+            return cut
+        return v
+
     def op_block(self, node, out: int) -> Run:
-        ins, args, w, used = [], [], {}, set()
+        ins, args, w, used, at = [], [], {}, set(), None
+        first = next((v.src for i in node.inputs if isinstance(v := self.env.get(i), Run)), None)
+        if node.op in _RESHAPES and first in self.batch_at:
+            at = "flat"
         for k, name in enumerate(node.inputs):
             v = self._value(node, name)
             if v is None:
@@ -143,6 +211,8 @@ class GraphImporter:
                 w[p] = self.params[name]
                 args.append({"param": p, "shape": list(v.shape)})
             else:
+                if self.batch:
+                    v = self._batch_free(node, k, v, first)
                 args.append(record_form(v))
         attrs = {k: record_form(host_of_raw(a)) if isinstance(a, RawTensor) else a
                  for k, a in node.attrs.items() if a is not None}  # fmt: skip
@@ -153,7 +223,7 @@ class GraphImporter:
             fields["output"] = out
         base = node.name or node.outputs[out]
         name = self.add(base + (f"_{out}" if len(node.outputs) > 1 else ""), "onnx/op", ins,
-                        fields, w)  # fmt: skip
+                        fields, w, at)  # fmt: skip
         ins_host = all(not isinstance(self.env.get(i), Run) or self.env[i].on_host
                        for i in node.inputs if i)  # fmt: skip
         return Run(name, node.op in _ALWAYS_HOST or (ins_host and node.op in _HOST_OPS))
@@ -296,13 +366,17 @@ class GraphImporter:
             # a static graph keeps its dims (its reshapes name the batch it was exported
             # with); a free leading dim is the record's batch
             dims = [_ident(d, "dim") if isinstance(d, str) else d for d in vi.dims]
-            if dims and isinstance(dims[0], str):
+            if dims and (isinstance(dims[0], str) or self.batch):
                 dims[0] = "batch"
             dtype = _RECORD_DTYPE.get(vi.dtype or "F32", "i32")
             self.inputs[name] = {"shape": dims, "dtype": dtype}
             self.env[vi.name] = Run(name)
             if self.static:
-                self.probe[name] = zeros(dims, dtype, "null")
+                fixed = [vi.dims[0], *dims[1:]] if dims else dims
+                self.probe[name] = zeros(fixed, dtype, "null")
+                if self.batch:
+                    self.probe2[name] = zeros([self.batch + 1, *dims[1:]], dtype, "null")
+                    self.batch_at[name] = (0, 1)
         for node in self.g.nodes:
             try:
                 self.node(node)
@@ -314,5 +388,18 @@ class GraphImporter:
             if not isinstance(v, Run) or v.src in self.inputs or v.on_host:
                 raise ScellisError(f"{self.where}: graph output {vi.name!r} is not a model tensor")
             outputs.append(v.src)
+            if self.batch and self.batch_at.get(v.src, (None,))[0] != 0:
+                raise FixedBatch(f"graph output {vi.name!r} does not follow the batch")
         return {"model": model_id, "inputs": self.inputs, "blocks": self.blocks,
                 "outputs": outputs, "determinism_tier": "debug", "seed": 0}  # fmt: skip
+
+
+def import_graph(model: proto.Model, where: str, model_id: str) -> tuple[GraphImporter, dict]:
+    """The op-level record of ``model``: batch-free where a fixed-shape graph allows it
+    (``batch``), else at the batch it was exported with."""
+    imp = GraphImporter(model, where)
+    try:
+        return imp, imp.run(model_id)
+    except FixedBatch:
+        imp = GraphImporter(model, where, free_batch=False)
+        return imp, imp.run(model_id)

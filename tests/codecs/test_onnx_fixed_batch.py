@@ -1,0 +1,68 @@
+"""ONNX graphs exported at fixed shapes run at any batch once imported.
+
+Both torch exporters, given no dynamic axes, bake the batch they traced into Reshape
+targets and host masks; the importer finds the batch axis of each value and rewrites
+those constants, so the record's leading input dim is ``batch``. The oracle is torch's
+eager model on a batch of another size.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxscript")
+pytest.importorskip("transformers")
+
+from test_onnx_graphs import (  # noqa: E402
+    MODELS,
+    TRAINING,
+    _export,
+    _input,
+    _model,
+    _ours,
+    _scellis_input,
+)
+
+from scellis.cli.main import main  # noqa: E402
+from scellis.codecs import read  # noqa: E402
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_fixed_shape_graph_runs_at_another_batch(tmp_path, kind, dynamo):
+    model, shape = _model(kind, seed=11)
+    rng = np.random.default_rng(11)
+    path = tmp_path / f"{kind}.onnx"
+    _export(model, _input(shape, rng), path, dynamo)  # batch 2, every dim fixed
+    got = read(path)
+    assert got.record["inputs"]["x"]["shape"] == ["batch", *shape[1:]]
+    m = _ours(got, "reference").eval()
+    for b in (3, 1):
+        x = _input((b, *shape[1:]), rng)
+        y = np.asarray(m(_scellis_input(x, "reference")).tolist())
+        with torch.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+
+def test_scellis_trains_and_evaluates_a_fixed_shape_gpt2(tmp_path, capsys):
+    model, shape = _model("gpt2", seed=6)
+    rng = np.random.default_rng(6)
+    # exported at batch 2 and length 8: the run's batches hold 4 windows of 8
+    _export(model, _input((2, 8), rng), tmp_path / "g.onnx", dynamo=True)
+    rec, store = tmp_path / "g.sml", str(tmp_path / "store")
+    assert main(["import", str(tmp_path / "g.onnx"), "--to", str(rec), "--store", store]) == 0
+    (tmp_path / "text.txt").write_text("".join(rng.choice(list("abcdefgh "), 600)))
+    rec.write_text(rec.read_text() + TRAINING)
+    capsys.readouterr()
+    argv = ["train", str(rec), "--store", store, "--device", "reference", "--max-steps", "4"]
+    assert main([*argv, "--json"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
+    run = next(e["run"] for e in events if e.get("kind") == "end")
+    assert main(["evaluate", run, "--store", store, "--device", "reference", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["val_loss"] > 0 and np.isfinite(got["val_loss"]), got
