@@ -29,6 +29,7 @@ from ..raw import RawTensor, from_values
 from . import batch as BT
 from . import proto
 from .ops import constant
+from .ties import tied_heads
 from .values import transpose2
 
 _ID = re.compile(r"[^A-Za-z0-9_]")
@@ -40,7 +41,10 @@ _HOST_OPS = set(H.BINARY) | set(H.UNARY) | {"Cast", "Where", "Transpose", "Resha
     "Unsqueeze", "Squeeze", "Flatten", "Concat", "Split", "Slice", "Gather", "Expand",
     "Trilu", "Range", "ConstantOfShape", "GatherND", "Identity", "Dropout"}  # fmt: skip
 _ALWAYS_HOST = {"Shape", "Size"}
-_KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice"}
+# a copy, a view or rows of a weight (a position table looked up at 0..T-1, as a fixed
+# length folds it) is still learned: the rows it holds train
+_KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice",
+                  "Gather", "Cast"}  # fmt: skip
 # ops that move elements to other axes: the batch's place follows the flat order
 _RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 # ops that broadcast a constant operand against a model tensor
@@ -105,6 +109,9 @@ class GraphImporter:
                 self.readers.setdefault(i, []).append(n)
         for name, t in self.g.initializers.items():
             self.constant(name, t)
+        self.ties = tied_heads(self.g.nodes, self.params)  # head weight -> its table
+        self.tables: dict[str, str] = {}  # table initializer -> its embedding block
+        self.mods: dict[str, object] = {}  # block -> its module on the null device
 
     def constant(self, name: str, t: RawTensor) -> None:
         """An initializer or a Constant node's value: learned unless a scalar or a mask."""
@@ -140,6 +147,9 @@ class GraphImporter:
         if self.static:  # run it on the shapes-only device: its output's shape is known
             entry = lookup(block_id, "block")
             mod = entry.impl(config_of(entry, spec, name), device="null")
+            if fields.get("tie_to"):
+                mod.tie(self.mods[fields["tie_to"]])
+            self.mods[name] = mod
             self.probe[name] = mod(*[self.probe[i] for i in ins])
             if self.batch:
                 self._probe_other_batch(name, mod, ins, at)
@@ -237,6 +247,14 @@ class GraphImporter:
         outs = {o.name for o in self.g.outputs}
         return readers[0] if len(readers) == 1 and value not in outs else None
 
+    def _base(self, node, weight: str) -> str:
+        """A catalog block's name: the torch module its weight names, unless several
+        nodes read that weight (the exporter merged equal values under one module's
+        name, see ``ties``): then the node's own."""
+        if "." in weight and len(self.readers.get(weight, [])) == 1:
+            return weight.rsplit(".", 1)[0]
+        return node.name or node.outputs[0]
+
     def _linear(self, node, x: Run):
         """MatMul/Gemm by a learned 2-d weight (+ a learned bias) -> nn/linear."""
         a = node.attrs
@@ -262,7 +280,13 @@ class GraphImporter:
                     self.absorbed.add(id(nxt))
         if b is not None and list(b.shape) != [w.shape[0]]:
             return None
-        base = node.inputs[1].rsplit(".", 1)[0] if "." in node.inputs[1] else node.name
+        base = self._base(node, node.inputs[1])
+        table = self.tables.get(self.ties.get(node.inputs[1], ""))
+        if table is not None:  # the embedding's own table (see ties): one parameter
+            fields = {"d_model": w.shape[1], "vocab_size": w.shape[0], "bias": b is not None,
+                      "tie_to": table}  # fmt: skip
+            name = self.add(base, "nn/lm_head", [x.src], fields, {"bias": b})
+            return out, Run(name)
         fields = {"in_features": w.shape[1], "out_features": w.shape[0]}
         if b is None:
             fields["bias"] = False
@@ -277,7 +301,7 @@ class GraphImporter:
         if n is None or not last or b is None or len(node.outputs) > 1 or x.on_host:
             return None
         eps = node.attrs.get("epsilon", 1e-5)
-        base = node.inputs[1].rsplit(".", 1)[0] if "." in node.inputs[1] else node.name
+        base = self._base(node, node.inputs[1])
         fields = {"normalized_shape": n, "eps": float(f"{eps:.7g}")}
         name = self.add(base, "nn/layer_norm", [x.src], fields, {"weight": w, "bias": b})
         return node.outputs[0], Run(name)
@@ -288,9 +312,10 @@ class GraphImporter:
             return None
         if not isinstance(ids, Run) or ids.on_host:
             return None
-        base = node.inputs[0].rsplit(".", 1)[0] if "." in node.inputs[0] else node.name
+        base = self._base(node, node.inputs[0])
         fields = {"num_embeddings": w.shape[0], "embedding_dim": w.shape[1]}
         name = self.add(base, "nn/embedding", [ids.src], fields, {"weight": w})
+        self.tables.setdefault(node.inputs[0], name)
         return node.outputs[0], Run(name)
 
     def _activation(self, node, x: Run):
@@ -338,7 +363,7 @@ class GraphImporter:
                 if out and (out in self.readers or out in self._graph_outs()):
                     h = OPS[node.op](None, vals, self._attrs(node), k)
                     self.env[out] = h
-                    if learned:  # a copy or a view of a weight is still that weight
+                    if learned and h.dtype == "f32":
                         self.params[out] = from_values("F32", h.shape, h.values)
             return
         got = self.catalog(node, vals)
