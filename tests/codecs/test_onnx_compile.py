@@ -1,8 +1,9 @@
 """An imported GPT-2 (op by op) compiles, plans and replays its training steps.
 
-The graph's data constants (the causal mask the exporter baked) are buffers made with
-the model, so the tracer sees every tensor a forward reads: the op graph verifies,
-the plan is worked out, and on WebGPU replayed steps give the eager run's losses.
+A graph's data constants (a mask the exporter baked that is not causal) are buffers
+made with the model, so the tracer sees every tensor a forward reads: the op graph
+verifies, the plan is worked out, and on WebGPU replayed steps give the eager run's
+losses.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ pytest.importorskip("transformers")
 from test_onnx_graphs import TRAINING, _export, _input, _model  # noqa: E402
 
 from scellis.cli.main import main  # noqa: E402
+from scellis.codecs import read  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +44,40 @@ def test_compile_emit_ops_verifies(gpt2_record, capsys, mode):
     assert main(["compile", str(rec), "--emit", "ops", "--mode", mode, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["problems"] == []
-    # the causal mask is a buffer of the block that adds it, listed with the parameters
-    assert " buffer node_Add_" in got["text"]
+    # the attention block, traced as WebGPU runs it: the fused flash kernel
+    assert "[node_scaled_dot_product_attention] " in got["text"]
+    assert "= flash_attention(" in got["text"]
+
+
+class _Windowed(torch.nn.Module):
+    """Self-attention where each position sees itself and its two neighbours."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        near = (torch.arange(5)[:, None] - torch.arange(5)[None, :]).abs() <= 1
+        self.register_buffer("window", torch.zeros(5, 5).masked_fill(~near, float("-inf")))
+
+    def forward(self, x):
+        return self.mha(x, x, x, attn_mask=self.window, need_weights=False)[0]
+
+
+def test_a_baked_mask_is_a_traced_buffer(tmp_path, capsys):
+    torch.manual_seed(1)
+    x = torch.randn(2, 5, 8)
+    _export(_Windowed().eval(), x, tmp_path / "w.onnx", dynamo=True)
+    rec = tmp_path / "w.sml"
+    assert main(["import", str(tmp_path / "w.onnx"), "--to", str(rec), "--store",
+                 str(tmp_path / "store")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["compile", str(rec), "--emit", "ops", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["problems"] == []
+    masks = [line for line in got["text"].splitlines() if " buffer " in line]
+    assert masks and all("f32[25]" in line for line in masks), masks
+    # a mask neither causal nor empty keeps the attention op by op (its Add reads it)
+    kinds = {b["block_id"] for b in read(tmp_path / "w.onnx").record["blocks"].values()}
+    assert "nn/scaled_dot_product_attention" not in kinds
 
 
 def test_plan_of_an_imported_gpt2(gpt2_record, capsys):

@@ -26,6 +26,7 @@ from ...catalog.registry import lookup
 from ...model.build import config_of
 from ...runtime.creation import zeros
 from ..raw import RawTensor, from_values
+from . import attention_match as AM
 from . import batch as BT
 from . import proto
 from .ops import constant
@@ -112,6 +113,10 @@ class GraphImporter:
         self.ties = tied_heads(self.g.nodes, self.params)  # head weight -> its table
         self.tables: dict[str, str] = {}  # table initializer -> its embedding block
         self.mods: dict[str, object] = {}  # block -> its module on the null device
+        # attention chains (see attention_match): their inner nodes wait for the last one
+        self.chains = AM.find(self.g.nodes, self._graph_outs())
+        self.waiting = {id(n) for c in self.chains.values() for n in c.inner}
+        self.position = {id(n): k for k, n in enumerate(self.g.nodes)}
 
     def constant(self, name: str, t: RawTensor) -> None:
         """An initializer or a Constant node's value: learned unless a scalar or a mask."""
@@ -349,6 +354,46 @@ class GraphImporter:
             raise ScellisError(f"{self.where}: unsupported ONNX ops: {', '.join(bad)}")
 
     def node(self, node) -> None:
+        if id(node) in self.waiting:
+            return
+        chain = self.chains.get(id(node))
+        if chain is not None and not self._attention(node, chain):
+            # no catalog form after all: the chain's nodes as they are, in graph order
+            for n in sorted(chain.inner, key=lambda n: self.position[id(n)]):
+                self._node(n)
+        if chain is None or node.outputs[0] not in self.env:
+            self._node(node)
+
+    def _attention(self, node, chain) -> bool:
+        """The chain as one ``nn/scaled_dot_product_attention`` block, if its scalars are
+        constants and its mask is none, causal, or a model tensor."""
+        ins = [self.env.get(v) for v in (chain.q, chain.kt, chain.v)]
+        if not all(isinstance(v, Run) and not v.on_host for v in ins):
+            return False
+        scale = 1.0
+        for f in chain.factors:
+            s = self.env.get(f.inputs[1])
+            if not isinstance(s, H.Host) or s.numel != 1 or s.dtype != "f32":
+                return False
+            scale = scale * s.values[0] if f.op == "Mul" else scale / s.values[0]
+        srcs, causal = [v.src for v in ins], False
+        mask = self.env.get(chain.mask) if chain.mask else None
+        if isinstance(mask, H.Host):
+            kind = AM.mask_kind(list(mask.values), mask.shape)
+            if kind is None:
+                return False
+            causal = kind == "causal"
+        elif isinstance(mask, Run) and not mask.on_host:
+            srcs.append(mask.src)
+        elif mask is not None:
+            return False
+        fields = {"scale": float(f"{scale:.9g}"), "causal": causal}
+        name = self.add(node.name or node.outputs[0], "nn/scaled_dot_product_attention", srcs,
+                        fields, {})  # fmt: skip
+        self.env[node.outputs[0]] = Run(name)
+        return True
+
+    def _node(self, node) -> None:
         if id(node) in self.absorbed:
             return
         if node.op == "Constant":
