@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...catalog.blocks.onnx_op import host as H
+from .values import Run
+
 
 @dataclass
 class Chain:
@@ -132,3 +135,37 @@ def mask_kind(values: list, shape: tuple) -> str | None:
         for j in range(s)
     )
     return "causal" if causal else None
+
+
+class AttentionChains:
+    """The op-level importer's side of this (``GraphImporter`` mixes it in): a chain found
+    by ``find`` becomes one block when its values allow it."""
+
+    def _attention(self, node, chain) -> bool:
+        """The chain as one ``nn/scaled_dot_product_attention`` block, if its scalars are
+        constants and its mask is none, causal, or a model tensor."""
+        ins = [self.env.get(v) for v in (chain.q, chain.kt, chain.v)]
+        if not all(isinstance(v, Run) and not v.on_host for v in ins):
+            return False
+        scale = 1.0
+        for f in chain.factors:
+            s = self.env.get(f.inputs[1])
+            if not isinstance(s, H.Host) or s.numel != 1 or s.dtype != "f32":
+                return False
+            scale = scale * s.values[0] if f.op == "Mul" else scale / s.values[0]
+        srcs, causal = [v.src for v in ins], False
+        mask = self.env.get(chain.mask) if chain.mask else None
+        if isinstance(mask, H.Host):
+            kind = mask_kind(list(mask.values), mask.shape)
+            if kind is None:
+                return False
+            causal = kind == "causal"
+        elif isinstance(mask, Run) and not mask.on_host:
+            srcs.append(mask.src)
+        elif mask is not None:
+            return False
+        fields = {"scale": float(f"{scale:.9g}"), "causal": causal}
+        name = self.add(node.name or node.outputs[0], "nn/scaled_dot_product_attention", srcs,
+                        fields, {})  # fmt: skip
+        self.env[node.outputs[0]] = Run(name)
+        return True

@@ -20,7 +20,17 @@ from __future__ import annotations
 
 import math
 
+from ...base.errors import ScellisError
 from ...catalog.blocks.onnx_op import host as H
+
+# ops that move elements to other axes: the batch's place follows the flat order
+RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+# ops that broadcast a constant operand against a model tensor
+BROADCASTS = set(H.BINARY) | {"Where"}
+
+
+class FixedBatch(Exception):
+    """The graph cannot follow another batch than the one it was exported with."""
 
 
 def changed_axis(a: tuple, b: tuple) -> int | None:
@@ -73,3 +83,56 @@ def one_entry(h: H.Host, axis: int, batch: int) -> H.Host | None:
         kept.extend(first)
     shape[axis] = 1
     return H.make(h.dtype, shape, kept)
+
+
+class BatchFree:
+    """The op-level importer's side of this (``GraphImporter`` mixes it in): ``batch``
+    (the exported batch, 0 when the graph keeps it), ``probe``/``probe2`` (each block's
+    output on the shapes-only device at that batch and at one more) and ``batch_at``
+    (each block's batch place)."""
+
+    def _probe_other_batch(self, name: str, mod, ins: list[str], at) -> None:
+        try:
+            got = mod(*[self.probe2[i] for i in ins])
+        except ScellisError as e:
+            raise FixedBatch(f"{name}: {e}") from None
+        self.probe2[name] = got
+        axis = changed_axis(tuple(self.probe[name].shape), tuple(got.shape))
+        if at == "flat":  # a reshape: the batch's flat place, found in the output's shape
+            src = ins[0]
+            moved = reshaped(tuple(self.probe[src].shape), self.batch_at[src],
+                                list(self.probe[name].shape), self.batch)  # fmt: skip
+            at = moved[1] if moved else None
+        elif at is None and axis is not None:
+            outer = next((self.batch_at[i][1] for i in ins if i in self.batch_at), 1)
+            at = (axis, outer)
+        if at is not None and at[0] == axis:
+            self.batch_at[name] = at
+
+    def _batch_free(self, node, k: int, v, src: str | None):
+        """A constant operand of ``node`` rewritten to follow the batch of its model
+        tensor ``src`` (see ``batch``); ``v`` unchanged when no batch is involved."""
+        at = self.batch_at.get(src) if src else None
+        if at is None or not isinstance(v, H.Host):
+            return v
+        shape = tuple(self.probe[src].shape)
+        if node.op == "Reshape" and k == 1:
+            target = H.reshape_target(shape, v.ints(), bool(node.attrs.get("allowzero", 0)))
+            got = reshaped(shape, at, list(target), self.batch)
+            if got is None:
+                raise FixedBatch(f"{node.label()}: no axis of {list(target)} holds the batch")
+            return H.vector(got[0])
+        if node.op == "Expand" and k == 1:
+            got = expanded(shape, at, v.ints(), self.batch)
+            if got is None:
+                raise FixedBatch(f"{node.label()}: Expand to {v.ints()} changes the batch")
+            return H.vector(got)
+        if node.op in BROADCASTS and len(v.shape) >= len(shape) - at[0] > 0:
+            axis = at[0] + len(v.shape) - len(shape)
+            if v.shape[axis] != self.batch:
+                return v
+            cut = one_entry(v, axis, self.batch)
+            if cut is None:
+                raise FixedBatch(f"{node.label()}: a constant differs between batch entries")
+            return cut
+        return v

@@ -12,6 +12,11 @@ a scalar or a mask (only zeros and very negative values); blocks are named after
 node, or after the torch parameter a catalog block takes. Shape arithmetic that
 depends on a free dim (``Shape`` of an activation) stays in the record and runs on the
 host at run time.
+
+Three graph-wide readings refine that: attention chains become one
+``nn/scaled_dot_product_attention`` block (``attention_match``); a graph exported at a
+fixed batch follows any batch (``batch``); an embedding table the LM head reuses stays
+one parameter (``ties``).
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from ...model.build import config_of
 from ...runtime.creation import zeros
 from ..raw import RawTensor, from_values
 from . import attention_match as AM
-from . import batch as BT
 from . import proto
+from .attention_match import AttentionChains
+from .batch import RESHAPES, BatchFree, FixedBatch
 from .ops import constant
 from .ties import tied_heads
-from .values import transpose2
+from .values import Run, transpose2
 
 _ID = re.compile(r"[^A-Za-z0-9_]")
 _HOST_DTYPE = {"F32": "f32", "F64": "f32", "F16": "f32", "BOOL": "bool"}
@@ -46,14 +52,6 @@ _ALWAYS_HOST = {"Shape", "Size"}
 # length folds it) is still learned: the rows it holds train
 _KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice",
                   "Gather", "Cast"}  # fmt: skip
-# ops that move elements to other axes: the batch's place follows the flat order
-_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
-# ops that broadcast a constant operand against a model tensor
-_BROADCASTS = set(H.BINARY) | {"Where"}
-
-
-class FixedBatch(Exception):
-    """The graph cannot follow another batch than the one it was exported with."""
 
 
 def _ident(s: str, fallback: str) -> str:
@@ -78,14 +76,7 @@ def _is_mask(h: H.Host) -> bool:
     return any(v <= -1e9 for v in h.values) and all(v == 0.0 or v <= -1e9 for v in h.values)
 
 
-class Run:
-    """A value made at run time: a record input or a block's output (tensor or host)."""
-
-    def __init__(self, src: str, on_host: bool = False):
-        self.src, self.on_host = src, on_host
-
-
-class GraphImporter:
+class GraphImporter(BatchFree, AttentionChains):
     def __init__(self, model: proto.Model, where: str, free_batch: bool = True):
         self.where, self.g = where, model.graph
         self.blocks: dict[str, dict] = {}
@@ -160,56 +151,10 @@ class GraphImporter:
                 self._probe_other_batch(name, mod, ins, at)
         return name
 
-    def _probe_other_batch(self, name: str, mod, ins: list[str], at) -> None:
-        try:
-            got = mod(*[self.probe2[i] for i in ins])
-        except ScellisError as e:
-            raise FixedBatch(f"{name}: {e}") from None
-        self.probe2[name] = got
-        axis = BT.changed_axis(tuple(self.probe[name].shape), tuple(got.shape))
-        if at == "flat":  # a reshape: the batch's flat place, found in the output's shape
-            src = ins[0]
-            moved = BT.reshaped(tuple(self.probe[src].shape), self.batch_at[src],
-                                list(self.probe[name].shape), self.batch)  # fmt: skip
-            at = moved[1] if moved else None
-        elif at is None and axis is not None:
-            outer = next((self.batch_at[i][1] for i in ins if i in self.batch_at), 1)
-            at = (axis, outer)
-        if at is not None and at[0] == axis:
-            self.batch_at[name] = at
-
-    def _batch_free(self, node, k: int, v, src: str | None):
-        """A constant operand of ``node`` rewritten to follow the batch of its model
-        tensor ``src`` (see ``batch``); ``v`` unchanged when no batch is involved."""
-        at = self.batch_at.get(src) if src else None
-        if at is None or not isinstance(v, H.Host):
-            return v
-        shape = tuple(self.probe[src].shape)
-        if node.op == "Reshape" and k == 1:
-            target = H.reshape_target(shape, v.ints(), bool(node.attrs.get("allowzero", 0)))
-            got = BT.reshaped(shape, at, list(target), self.batch)
-            if got is None:
-                raise FixedBatch(f"{node.label()}: no axis of {list(target)} holds the batch")
-            return H.vector(got[0])
-        if node.op == "Expand" and k == 1:
-            got = BT.expanded(shape, at, v.ints(), self.batch)
-            if got is None:
-                raise FixedBatch(f"{node.label()}: Expand to {v.ints()} changes the batch")
-            return H.vector(got)
-        if node.op in _BROADCASTS and len(v.shape) >= len(shape) - at[0] > 0:
-            axis = at[0] + len(v.shape) - len(shape)
-            if v.shape[axis] != self.batch:
-                return v
-            cut = BT.one_entry(v, axis, self.batch)
-            if cut is None:
-                raise FixedBatch(f"{node.label()}: a constant differs between batch entries")
-            return cut
-        return v
-
     def op_block(self, node, out: int) -> Run:
         ins, args, w, used, at = [], [], {}, set(), None
         first = next((v.src for i in node.inputs if isinstance(v := self.env.get(i), Run)), None)
-        if node.op in _RESHAPES and first in self.batch_at:
+        if node.op in RESHAPES and first in self.batch_at:
             at = "flat"
         for k, name in enumerate(node.inputs):
             v = self._value(node, name)
@@ -363,35 +308,6 @@ class GraphImporter:
                 self._node(n)
         if chain is None or node.outputs[0] not in self.env:
             self._node(node)
-
-    def _attention(self, node, chain) -> bool:
-        """The chain as one ``nn/scaled_dot_product_attention`` block, if its scalars are
-        constants and its mask is none, causal, or a model tensor."""
-        ins = [self.env.get(v) for v in (chain.q, chain.kt, chain.v)]
-        if not all(isinstance(v, Run) and not v.on_host for v in ins):
-            return False
-        scale = 1.0
-        for f in chain.factors:
-            s = self.env.get(f.inputs[1])
-            if not isinstance(s, H.Host) or s.numel != 1 or s.dtype != "f32":
-                return False
-            scale = scale * s.values[0] if f.op == "Mul" else scale / s.values[0]
-        srcs, causal = [v.src for v in ins], False
-        mask = self.env.get(chain.mask) if chain.mask else None
-        if isinstance(mask, H.Host):
-            kind = AM.mask_kind(list(mask.values), mask.shape)
-            if kind is None:
-                return False
-            causal = kind == "causal"
-        elif isinstance(mask, Run) and not mask.on_host:
-            srcs.append(mask.src)
-        elif mask is not None:
-            return False
-        fields = {"scale": float(f"{scale:.9g}"), "causal": causal}
-        name = self.add(node.name or node.outputs[0], "nn/scaled_dot_product_attention", srcs,
-                        fields, {})  # fmt: skip
-        self.env[node.outputs[0]] = Run(name)
-        return True
 
     def _node(self, node) -> None:
         if id(node) in self.absorbed:
