@@ -17,7 +17,15 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnxscript")
 pytest.importorskip("transformers")
 
-from test_onnx_graphs import TRAINING, _export, _input, _model  # noqa: E402
+from test_onnx_graphs import (  # noqa: E402
+    TRAINING,
+    _export,
+    _input,
+    _model,
+    _ort,
+    _ours,
+    _scellis_input,
+)
 
 from scellis.cli.main import main  # noqa: E402
 from scellis.codecs import read  # noqa: E402
@@ -75,9 +83,15 @@ def test_a_baked_mask_is_a_traced_buffer(tmp_path, capsys):
     assert got["problems"] == []
     masks = [line for line in got["text"].splitlines() if " buffer " in line]
     assert masks and all("f32[25]" in line for line in masks), masks
-    # a mask neither causal nor empty keeps the attention op by op (its Add reads it)
-    kinds = {b["block_id"] for b in read(tmp_path / "w.onnx").record["blocks"].values()}
-    assert "nn/scaled_dot_product_attention" not in kinds
+    # a mask neither causal nor empty keeps the attention op by op (its Add reads it),
+    # and that forward is onnxruntime's
+    got = read(tmp_path / "w.onnx")
+    assert "nn/scaled_dot_product_attention" not in {b["block_id"] for b in
+                                                      got.record["blocks"].values()}  # fmt: skip
+    x = torch.randn(2, 5, 8)
+    y = _ours(got, "reference").eval()(_scellis_input(x, "reference"))
+    np.testing.assert_allclose(np.asarray(y.tolist()), _ort(tmp_path / "w.onnx", x),
+                               rtol=1e-4, atol=1e-5)  # fmt: skip
 
 
 def test_plan_of_an_imported_gpt2(gpt2_record, capsys):

@@ -66,3 +66,31 @@ def test_scellis_trains_and_evaluates_a_fixed_shape_gpt2(tmp_path, capsys):
     assert main(["evaluate", run, "--store", store, "--device", "reference", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["val_loss"] > 0 and np.isfinite(got["val_loss"]), got
+
+
+class _Padded(torch.nn.Module):
+    """GPT-2 with a padding mask baked for the exported batch: its rows differ."""
+
+    def __init__(self, gpt2):
+        super().__init__()
+        self.g = gpt2
+        self.register_buffer("keep", torch.tensor([[1] * 6, [1] * 4 + [0] * 2]))
+
+    def forward(self, ids):
+        return self.g.m(input_ids=ids, attention_mask=self.keep, use_cache=False).logits
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_a_mask_that_differs_by_batch_row_keeps_the_exported_batch(tmp_path, dynamo):
+    gpt2, shape = _model("gpt2", seed=13)
+    model = _Padded(gpt2).eval()
+    rng = np.random.default_rng(13)
+    path = tmp_path / "p.onnx"
+    _export(model, _input(shape, rng), path, dynamo)
+    got = read(path)
+    assert got.record["inputs"]["x"]["shape"] == list(shape)  # no batch to free
+    x = _input(shape, rng)
+    y = np.asarray(_ours(got, "reference").eval()(_scellis_input(x, "reference")).tolist())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
