@@ -1,9 +1,10 @@
-"""ONNX graphs exported at fixed shapes run at any batch once imported.
+"""ONNX graphs exported at fixed shapes run at any batch (and length) once imported.
 
-Both torch exporters, given no dynamic axes, bake the batch they traced into Reshape
-targets and host masks; the importer finds the batch axis of each value and rewrites
-those constants, so the record's leading input dim is ``batch``. The oracle is torch's
-eager model on a batch of another size.
+Both torch exporters, given no dynamic axes, bake the batch and length they traced into
+Reshape targets and host masks; the importer finds the batch (and length) axis of each
+value and rewrites those constants, so the record's input dims are ``batch`` (and
+``seq``). GPT-2's length stays fixed: its position rows are folded for the exported
+length. The oracle is torch's eager model at other sizes.
 """
 
 from __future__ import annotations
@@ -39,10 +40,13 @@ def test_fixed_shape_graph_runs_at_another_batch(tmp_path, kind, dynamo):
     path = tmp_path / f"{kind}.onnx"
     _export(model, _input(shape, rng), path, dynamo)  # batch 2, every dim fixed
     got = read(path)
-    assert got.record["inputs"]["x"]["shape"] == ["batch", *shape[1:]]
+    follows_length = kind != "gpt2"
+    dims = ["batch", "seq", *shape[2:]] if follows_length else ["batch", *shape[1:]]
+    assert got.record["inputs"]["x"]["shape"] == dims
     m = _ours(got, "reference").eval()
-    for b in (3, 1):
-        x = _input((b, *shape[1:]), rng)
+    lengths = (shape[1], 3, 7) if follows_length else (shape[1],) * 3
+    for b, t in zip((3, 1, 2), lengths):
+        x = _input((b, t, *shape[2:]), rng)
         y = np.asarray(m(_scellis_input(x, "reference")).tolist())
         with torch.no_grad():
             want = model(x).numpy()

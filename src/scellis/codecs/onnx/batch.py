@@ -1,4 +1,4 @@
-"""Where the batch lives in an ONNX graph exported at fixed shapes (codecs layer).
+"""Where the batch (and length) live in an ONNX graph exported at fixed shapes (codecs layer).
 
 An exporter given no dynamic axes bakes the batch B it traced with into the graph's
 shape constants: Reshape targets ([B, T, E], [B*T, E], torch's [T, B*H, D]), Expand
@@ -14,6 +14,14 @@ The batch of a value is (axis, outer): its elements in row-major order are
 merged inside an axis after other dims, as [T*B, E]). With B >= 2 exactly one axis of
 a reshape's target can hold that [B] block, so the rewrite is never a guess; with B == 1
 it could be any axis of size 1, and the graph keeps its fixed batch.
+
+The length T (the input's axis 1) is followed the same way, with a third probe at T + 1,
+where the model allows it: a Reshape target takes ``-1`` for one axis and ``0`` (the
+input's own size) where it can, else it is computed at each call from the record input's
+shape (Shape, Gather, Mul, Add on the host), as splitting torch's [T*B, 3E] into
+[T, B, 3, E] needs. A model whose values depend on the length (position rows folded for
+T, a mask of another kind than causal) fails a probe and keeps its exported length; the
+importer then tries the batch alone, then neither.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ import math
 
 from ...base.errors import ScellisError
 from ...catalog.blocks.onnx_op import host as H
+from ...catalog.blocks.onnx_op.block import record_form
+from .values import Run
 
 # ops that move elements to other axes: the batch's place follows the flat order
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
@@ -85,54 +95,111 @@ def one_entry(h: H.Host, axis: int, batch: int) -> H.Host | None:
     return H.make(h.dtype, shape, kept)
 
 
-class BatchFree:
-    """The op-level importer's side of this (``GraphImporter`` mixes it in): ``batch``
-    (the exported batch, 0 when the graph keeps it), ``probe``/``probe2`` (each block's
-    output on the shapes-only device at that batch and at one more) and ``batch_at``
-    (each block's batch place)."""
+def _reshape_free(shape: tuple, places: dict, target: list[int], zero_copies: bool) -> list | None:
+    """A Reshape target with each free dim's axis made to follow it: ``-1`` for one axis
+    (every free dim merged in it, or the one left), ``0`` (the input's own size) where the
+    axis is the input's same axis holding that dim alone; None when more is needed."""
+    axes: dict[int, list] = {}
+    for sym, (at, value) in places.items():
+        got = reshaped(shape, at, target, value)
+        if got is None:
+            return None
+        axes.setdefault(got[1][0], []).append((sym, at, value))
+    free, minus = list(target), []
+    for j, syms in axes.items():
+        (_, at, value), alone = syms[0], len(syms) == 1
+        own = zero_copies and alone and at == (j, 1) and j < len(shape)
+        if own and shape[j] == target[j] == value:
+            free[j] = 0
+        else:
+            minus.append(j)
+    if len(minus) > 1 or any(d == 0 for d in target):
+        return None
+    for j in minus:
+        free[j] = -1
+    return free
 
-    def _probe_other_batch(self, name: str, mod, ins: list[str], at) -> None:
-        try:
-            got = mod(*[self.probe2[i] for i in ins])
-        except ScellisError as e:
-            raise FixedBatch(f"{name}: {e}") from None
-        self.probe2[name] = got
-        axis = changed_axis(tuple(self.probe[name].shape), tuple(got.shape))
-        if at == "flat":  # a reshape: the batch's flat place, found in the output's shape
-            src = ins[0]
-            moved = reshaped(tuple(self.probe[src].shape), self.batch_at[src],
-                                list(self.probe[name].shape), self.batch)  # fmt: skip
-            at = moved[1] if moved else None
-        elif at is None and axis is not None:
-            outer = next((self.batch_at[i][1] for i in ins if i in self.batch_at), 1)
-            at = (axis, outer)
-        if at is not None and at[0] == axis:
-            self.batch_at[name] = at
 
-    def _batch_free(self, node, k: int, v, src: str | None):
-        """A constant operand of ``node`` rewritten to follow the batch of its model
-        tensor ``src`` (see ``batch``); ``v`` unchanged when no batch is involved."""
-        at = self.batch_at.get(src) if src else None
-        if at is None or not isinstance(v, H.Host):
+class FreeDims:
+    """The op-level importer's side of this (``GraphImporter`` mixes it in). ``free``:
+    each dim the graph can follow, its input axis and exported size (``batch``, and
+    ``seq`` where the model allows it); ``probe`` each block's output on the
+    shapes-only device at the exported sizes, ``alt[sym]`` with that dim one larger,
+    ``at[sym]`` each block's place of that dim."""
+
+    def _probe_free(self, name: str, mod, ins: list[str], at) -> None:
+        for sym, (_, value) in self.free.items():
+            try:
+                got = mod(*[self.alt[sym][i] for i in ins])
+            except ScellisError as e:
+                raise FixedBatch(f"{name}: {e}") from None
+            self.alt[sym][name] = got
+            places = self.at[sym]
+            axis = changed_axis(tuple(self.probe[name].shape), tuple(got.shape))
+            place = None
+            if at == "flat" and ins[0] in places:  # a reshape: the flat place, in its output
+                moved = reshaped(tuple(self.probe[ins[0]].shape), places[ins[0]],
+                                 list(self.probe[name].shape), value)  # fmt: skip
+                place = moved[1] if moved else None
+            elif at is None and axis is not None:
+                place = (axis, next((places[i][1] for i in ins if i in places), 1))
+            if place is not None and place[0] == axis:
+                places[name] = place
+
+    def _follow(self, node, k: int, v, src: str | None):
+        """A constant operand of ``node`` rewritten to follow the free dims of its model
+        tensor ``src``; ``v`` unchanged when none is involved."""
+        places = {s: (self.at[s][src], val) for s, (_, val) in self.free.items()
+                  if src in self.at[s]}  # fmt: skip
+        if not places or not isinstance(v, H.Host):
             return v
         shape = tuple(self.probe[src].shape)
         if node.op == "Reshape" and k == 1:
-            target = H.reshape_target(shape, v.ints(), bool(node.attrs.get("allowzero", 0)))
-            got = reshaped(shape, at, list(target), self.batch)
-            if got is None:
-                raise FixedBatch(f"{node.label()}: no axis of {list(target)} holds the batch")
-            return H.vector(got[0])
-        if node.op == "Expand" and k == 1:
-            got = expanded(shape, at, v.ints(), self.batch)
-            if got is None:
-                raise FixedBatch(f"{node.label()}: Expand to {v.ints()} changes the batch")
-            return H.vector(got)
-        if node.op in BROADCASTS and len(v.shape) >= len(shape) - at[0] > 0:
-            axis = at[0] + len(v.shape) - len(shape)
-            if v.shape[axis] != self.batch:
-                return v
-            cut = one_entry(v, axis, self.batch)
-            if cut is None:
-                raise FixedBatch(f"{node.label()}: a constant differs between batch entries")
-            return cut
+            literal = bool(node.attrs.get("allowzero", 0))  # 0 is a size, not a copy
+            target = H.reshape_target(shape, v.ints(), literal)
+            got = _reshape_free(shape, places, list(target), not literal)
+            if got is not None:
+                return H.vector(got)
+            return self._runtime_target(node, shape, places, list(target))
+        for sym, (at, value) in places.items():
+            if node.op == "Expand" and k == 1:
+                got = expanded(shape, at, v.ints(), value)
+                if got is None:
+                    raise FixedBatch(f"{node.label()}: Expand to {v.ints()} changes {sym}")
+                v = H.vector(got)
+            elif node.op in BROADCASTS and len(v.shape) >= len(shape) - at[0] > 0:
+                axis = at[0] + len(v.shape) - len(shape)
+                if v.shape[axis] == value:
+                    v = one_entry(v, axis, value)
+                    if v is None:
+                        raise FixedBatch(f"{node.label()}: a constant differs along {sym}")
         return v
+
+    def _runtime_target(self, node, shape: tuple, places: dict, target: list[int]) -> Run:
+        """A Reshape target computed at each call from the record input's shape (host
+        blocks: Shape, Gather, Mul, Add): an axis holding one free dim is that dim times
+        what else it holds, an axis holding several is -1 (at most one such), the others
+        as exported. For [T*B, 3E] -> [T, B, 3, E], where one -1 cannot do."""
+        axes: dict[int, list] = {}
+        for sym, (at, value) in places.items():
+            axes.setdefault(reshaped(shape, at, target, value)[1][0], []).append(sym)
+        pick, coef, const = [0] * len(target), [0] * len(target), list(target)
+        merged = [j for j, syms in axes.items() if len(syms) > 1]
+        if len(merged) > 1:
+            raise FixedBatch(f"{node.label()}: {target} merges free dims in several axes")
+        for j, syms in axes.items():
+            axis, value = self.free[syms[0]]
+            if len(syms) == 1 and target[j] % value == 0:
+                pick[j], coef[j], const[j] = axis, target[j] // value, 0
+            elif len(syms) > 1:
+                const[j] = -1
+            else:
+                raise FixedBatch(f"{node.label()}: {target} splits {syms[0]}")
+        x, base = next(iter(self.inputs)), f"{node.name or node.outputs[0]}_target"
+        steps = [("Shape", None), ("Gather", pick), ("Mul", coef), ("Add", const)]
+        src = x
+        for op, arg in steps:
+            args = ["in"] if arg is None else ["in", record_form(H.vector(arg))]
+            attrs = {"axis": 0} if op == "Gather" else {}
+            src = self.add(base, "onnx/op", [src], {"op": op, "attrs": attrs, "args": args}, {})
+        return Run(src, on_host=True)

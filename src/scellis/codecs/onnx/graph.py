@@ -34,7 +34,7 @@ from ..raw import RawTensor, from_values
 from . import attention_match as AM
 from . import proto
 from .attention_match import AttentionChains
-from .batch import RESHAPES, BatchFree, FixedBatch
+from .batch import RESHAPES, FixedBatch, FreeDims
 from .ops import constant
 from .ties import tied_heads
 from .values import Run, transpose2
@@ -76,8 +76,8 @@ def _is_mask(h: H.Host) -> bool:
     return any(v <= -1e9 for v in h.values) and all(v == 0.0 or v <= -1e9 for v in h.values)
 
 
-class GraphImporter(BatchFree, AttentionChains):
-    def __init__(self, model: proto.Model, where: str, free_batch: bool = True):
+class GraphImporter(FreeDims, AttentionChains):
+    def __init__(self, model: proto.Model, where: str, free: tuple = ("batch", "seq")):
         self.where, self.g = where, model.graph
         self.blocks: dict[str, dict] = {}
         self.weights: dict[str, RawTensor] = {}
@@ -89,13 +89,10 @@ class GraphImporter(BatchFree, AttentionChains):
         # every input dim a number: shapes are known here, and Shape nodes fold
         self.static = all(isinstance(d, int) for vi in self._real_inputs() for d in vi.dims)
         self.probe: dict[str, object] = {}  # block -> its output on the null device
-        # a static graph is probed at a second batch too (see ``batch``): the batch it
-        # was exported with, the other one, each block's output there and its batch axis
-        lead = {vi.dims[0] if vi.dims else 0 for vi in self._real_inputs()}
-        one = lead.pop() if len(lead) == 1 else 0
-        self.batch = one if free_batch and self.static and one >= 2 else 0
-        self.probe2: dict[str, object] = {}
-        self.batch_at: dict[str, tuple] = {}
+        # a static graph is probed with each dim it may follow one larger (see ``batch``)
+        self.free = self._free_dims(free) if self.static else {}
+        self.alt: dict[str, dict] = {s: {} for s in self.free}
+        self.at: dict[str, dict] = {s: {} for s in self.free}
         for n in self.g.nodes:
             for i in n.inputs:
                 self.readers.setdefault(i, []).append(n)
@@ -147,14 +144,14 @@ class GraphImporter(BatchFree, AttentionChains):
                 mod.tie(self.mods[fields["tie_to"]])
             self.mods[name] = mod
             self.probe[name] = mod(*[self.probe[i] for i in ins])
-            if self.batch:
-                self._probe_other_batch(name, mod, ins, at)
+            if self.free:
+                self._probe_free(name, mod, ins, at)
         return name
 
     def op_block(self, node, out: int) -> Run:
         ins, args, w, used, at = [], [], {}, set(), None
         first = next((v.src for i in node.inputs if isinstance(v := self.env.get(i), Run)), None)
-        if node.op in RESHAPES and first in self.batch_at:
+        if node.op in RESHAPES and any(first in places for places in self.at.values()):
             at = "flat"
         for k, name in enumerate(node.inputs):
             v = self._value(node, name)
@@ -171,8 +168,12 @@ class GraphImporter(BatchFree, AttentionChains):
                 w[p] = self.params[name]
                 args.append({"param": p, "shape": list(v.shape)})
             else:
-                if self.batch:
-                    v = self._batch_free(node, k, v, first)
+                if self.free:
+                    v = self._follow(node, k, v, first)
+                if isinstance(v, Run):  # a target computed at each call (see ``batch``)
+                    ins.append(v.src)
+                    args.append("in")
+                    continue
                 args.append(record_form(v))
         attrs = {k: record_form(host_of_raw(a)) if isinstance(a, RawTensor) else a
                  for k, a in node.attrs.items() if a is not None}  # fmt: skip
@@ -342,6 +343,18 @@ class GraphImporter(BatchFree, AttentionChains):
         return {k: host_of_raw(a) if isinstance(a, RawTensor) else a
                 for k, a in node.attrs.items() if a is not None}  # fmt: skip
 
+    def _free_dims(self, wanted: tuple) -> dict:
+        """Each dim in ``wanted`` every input shares at its axis (batch 0, seq 1) with one
+        exported size of 2 or more: sym -> (axis, size). With a size of 1 any axis of
+        size 1 could hold it, and the graph keeps its sizes."""
+        out = {}
+        for sym, axis in (("batch", 0), ("seq", 1)):
+            sizes = {vi.dims[axis] if len(vi.dims) > axis else 0 for vi in self._real_inputs()}
+            size = sizes.pop() if len(sizes) == 1 else 0
+            if sym in wanted and size >= 2 and (axis == 0 or "batch" in out):
+                out[sym] = (axis, size)
+        return out
+
     def _real_inputs(self) -> list:
         return [vi for vi in self.g.inputs if vi.name not in self.g.initializers]
 
@@ -349,20 +362,24 @@ class GraphImporter(BatchFree, AttentionChains):
         self.check_ops()
         for vi in self._real_inputs():
             name = _ident(vi.name, "input")
-            # a static graph keeps its dims (its reshapes name the batch it was exported
-            # with); a free leading dim is the record's batch
+            # a free leading dim is the record's batch; a static graph names the dims it
+            # follows (``free``) and keeps the others
             dims = [_ident(d, "dim") if isinstance(d, str) else d for d in vi.dims]
-            if dims and (isinstance(dims[0], str) or self.batch):
+            if dims and isinstance(dims[0], str):
                 dims[0] = "batch"
+            for sym, (axis, _) in self.free.items():
+                dims[axis] = sym
             dtype = _RECORD_DTYPE.get(vi.dtype or "F32", "i32")
             self.inputs[name] = {"shape": dims, "dtype": dtype}
             self.env[vi.name] = Run(name)
             if self.static:
-                fixed = [vi.dims[0], *dims[1:]] if dims else dims
+                fixed = list(vi.dims)  # static: every dim a number
                 self.probe[name] = zeros(fixed, dtype, "null")
-                if self.batch:
-                    self.probe2[name] = zeros([self.batch + 1, *dims[1:]], dtype, "null")
-                    self.batch_at[name] = (0, 1)
+                for sym, (axis, value) in self.free.items():
+                    alt = list(fixed)
+                    alt[axis] = value + 1
+                    self.alt[sym][name] = zeros(alt, dtype, "null")
+                    self.at[sym][name] = (axis, 1)
         for node in self.g.nodes:
             try:
                 self.node(node)
@@ -374,18 +391,22 @@ class GraphImporter(BatchFree, AttentionChains):
             if not isinstance(v, Run) or v.src in self.inputs or v.on_host:
                 raise ScellisError(f"{self.where}: graph output {vi.name!r} is not a model tensor")
             outputs.append(v.src)
-            if self.batch and self.batch_at.get(v.src, (None,))[0] != 0:
-                raise FixedBatch(f"graph output {vi.name!r} does not follow the batch")
+            for sym, (axis, _) in self.free.items():
+                if self.at[sym].get(v.src, (None,))[0] != axis:
+                    raise FixedBatch(f"graph output {vi.name!r} does not follow {sym}")
         return {"model": model_id, "inputs": self.inputs, "blocks": self.blocks,
                 "outputs": outputs, "determinism_tier": "debug", "seed": 0}  # fmt: skip
 
 
 def import_graph(model: proto.Model, where: str, model_id: str) -> tuple[GraphImporter, dict]:
-    """The op-level record of ``model``: batch-free where a fixed-shape graph allows it
-    (``batch``), else at the batch it was exported with."""
-    imp = GraphImporter(model, where)
-    try:
-        return imp, imp.run(model_id)
-    except FixedBatch:
-        imp = GraphImporter(model, where, free_batch=False)
-        return imp, imp.run(model_id)
+    """The op-level record of ``model``: a fixed-shape graph follows any batch and length
+    where it allows it (``batch``), else any batch, else keeps the sizes it was exported
+    with."""
+    for free in (("batch", "seq"), ("batch",)):
+        imp = GraphImporter(model, where, free)
+        try:
+            return imp, imp.run(model_id)
+        except FixedBatch:
+            pass
+    imp = GraphImporter(model, where, ())
+    return imp, imp.run(model_id)
