@@ -39,6 +39,7 @@ IDS = [
     "nn/regression_head",
     "nn/residual",
     "nn/rms_norm",
+    "nn/scaled_dot_product_attention",
     "nn/sequential",
     "nn/sinusoidal_position",
     "nn/tcn",

@@ -28,10 +28,11 @@ class CompiledForward:
     def run(self, model, *inputs):
         g = self.graph
         params = dict(model.named_parameters())
+        consts = dict(model.named_buffers())
         feeds = {}
         for b, info in g.buffers.items():
-            if info.role == "param":
-                p = params.get(info.name)
+            if info.role in ("param", "buffer"):
+                p = (params if info.role == "param" else consts).get(info.name)
                 if p is None:
                     raise ScellisError(f"the model has no parameter {info.name!r}")
                 if p.offset != 0 or p.numel != info.numel or not p.is_contiguous():

@@ -40,7 +40,7 @@ class Ref:
 class Buf:
     numel: int
     dtype: DType
-    role: str  # param | grad | state | input | saved | act
+    role: str  # param | buffer | grad | state | input | saved | act
     name: str = ""
 
 
@@ -80,7 +80,7 @@ class OpGraph:
             lines.append(f"# not shown: {n} dispatches of phase {phase!r}")
         lines.append("buffers:")
         for b, info in self.buffers.items():
-            if info.role in ("param", "grad", "state", "input"):
+            if info.role in ("param", "buffer", "grad", "state", "input"):
                 name = f" {info.name}" if info.name else ""
                 lines.append(f"  %{b} {info.dtype}[{info.numel}] {info.role}{name}")
         phase = None
@@ -107,7 +107,9 @@ class OpGraph:
         # state kept from the previous step; every other buffer must be written first
         problems = []
         written = {
-            b for b, i in self.buffers.items() if i.role in ("param", "input", "grad", "state")
+            b
+            for b, i in self.buffers.items()
+            if i.role in ("param", "buffer", "input", "grad", "state")
         }
         for n in self.nodes:
             for r in n.ins:
@@ -218,7 +220,7 @@ def _constants(tr: Trace, before: list, section: list) -> list:
         if e[0] == "run":
             read += [v.serial for v in e[2] if v.serial not in written]
             written |= {v.serial for v in e[3]}
-    known = set(tr.params) | set(tr.inputs) | tr.grads | tr.state
+    known = set(tr.params) | set(tr.buffers) | set(tr.inputs) | tr.grads | tr.state
     need = {s for s in read if s not in known}
     makers = {}
     for e in before:
@@ -236,6 +238,8 @@ def _constants(tr: Trace, before: list, section: list) -> list:
 def _role(tr: Trace, s: int) -> tuple[str, str]:
     if s in tr.params:
         return "param", tr.params[s] if len(tr.params) > 1 else "(all parameters, flat)"
+    if s in tr.buffers:
+        return "buffer", tr.buffers[s]
     if s in tr.inputs:
         return "input", tr.inputs[s]
     if s in tr.grads:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..devices.webgpu.backend import size_class, storage_bytes
 from .kernels import KernelGraph
 
-PERSISTENT = ("param", "grad", "state", "input")
+PERSISTENT = ("param", "buffer", "grad", "state", "input")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ class Trace:
     precision: str
     events: list
     params: dict[int, str] = field(default_factory=dict)  # buffer serial -> name
+    # the model's buffers (running statistics, an imported graph's data constants):
+    # made with the model, read by the forward, never trained
+    buffers: dict[int, str] = field(default_factory=dict)
     grads: set[int] = field(default_factory=set)
     state: set[int] = field(default_factory=set)  # optimizer state buffers
     saved: set[int] = field(default_factory=set)  # held by the tape for backward
@@ -234,6 +237,7 @@ def run_program(
             tr.params[serial(p)] = name
             tr.param_specs[name] = (p.shape, p.dtype)
             tr.n_params += p.numel
+        tr.buffers = {serial(t): name for name, t in model.named_buffers()}
     specs = concrete_inputs(record, b)
     if mode == "inference":
         model.eval()

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     pool,
     position,
     recurrent,
+    sdpa,
     transformer,
 )
 from .attention import AttentionConfig, MultiHeadAttention  # noqa: F401

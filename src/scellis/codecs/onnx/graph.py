@@ -12,6 +12,11 @@ a scalar or a mask (only zeros and very negative values); blocks are named after
 node, or after the torch parameter a catalog block takes. Shape arithmetic that
 depends on a free dim (``Shape`` of an activation) stays in the record and runs on the
 host at run time.
+
+Three graph-wide readings refine that: attention chains become one
+``nn/scaled_dot_product_attention`` block (``attention_match``); a graph exported at a
+fixed batch follows any batch (``batch``); an embedding table the LM head reuses stays
+one parameter (``ties``).
 """
 
 from __future__ import annotations
@@ -26,9 +31,13 @@ from ...catalog.registry import lookup
 from ...model.build import config_of
 from ...runtime.creation import zeros
 from ..raw import RawTensor, from_values
+from . import attention_match as AM
 from . import proto
+from .attention_match import AttentionChains
+from .batch import RESHAPES, FixedBatch, FreeDims
 from .ops import constant
-from .values import transpose2
+from .ties import tied_heads
+from .values import Run, transpose2
 
 _ID = re.compile(r"[^A-Za-z0-9_]")
 _HOST_DTYPE = {"F32": "f32", "F64": "f32", "F16": "f32", "BOOL": "bool"}
@@ -39,7 +48,10 @@ _HOST_OPS = set(H.BINARY) | set(H.UNARY) | {"Cast", "Where", "Transpose", "Resha
     "Unsqueeze", "Squeeze", "Flatten", "Concat", "Split", "Slice", "Gather", "Expand",
     "Trilu", "Range", "ConstantOfShape", "GatherND", "Identity", "Dropout"}  # fmt: skip
 _ALWAYS_HOST = {"Shape", "Size"}
-_KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice"}
+# a copy, a view or rows of a weight (a position table looked up at 0..T-1, as a fixed
+# length folds it) is still learned: the rows it holds train
+_KEEPS_LEARNED = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Split", "Slice",
+                  "Gather", "Cast"}  # fmt: skip
 
 
 def _ident(s: str, fallback: str) -> str:
@@ -64,15 +76,8 @@ def _is_mask(h: H.Host) -> bool:
     return any(v <= -1e9 for v in h.values) and all(v == 0.0 or v <= -1e9 for v in h.values)
 
 
-class Run:
-    """A value made at run time: a record input or a block's output (tensor or host)."""
-
-    def __init__(self, src: str, on_host: bool = False):
-        self.src, self.on_host = src, on_host
-
-
-class GraphImporter:
-    def __init__(self, model: proto.Model, where: str):
+class GraphImporter(FreeDims, AttentionChains):
+    def __init__(self, model: proto.Model, where: str, free: tuple = ("batch", "seq")):
         self.where, self.g = where, model.graph
         self.blocks: dict[str, dict] = {}
         self.weights: dict[str, RawTensor] = {}
@@ -84,11 +89,22 @@ class GraphImporter:
         # every input dim a number: shapes are known here, and Shape nodes fold
         self.static = all(isinstance(d, int) for vi in self._real_inputs() for d in vi.dims)
         self.probe: dict[str, object] = {}  # block -> its output on the null device
+        # a static graph is probed with each dim it may follow one larger (see ``batch``)
+        self.free = self._free_dims(free) if self.static else {}
+        self.alt: dict[str, dict] = {s: {} for s in self.free}
+        self.at: dict[str, dict] = {s: {} for s in self.free}
         for n in self.g.nodes:
             for i in n.inputs:
                 self.readers.setdefault(i, []).append(n)
         for name, t in self.g.initializers.items():
             self.constant(name, t)
+        self.ties = tied_heads(self.g.nodes, self.params)  # head weight -> its table
+        self.tables: dict[str, str] = {}  # table initializer -> its embedding block
+        self.mods: dict[str, object] = {}  # block -> its module on the null device
+        # attention chains (see attention_match): their inner nodes wait for the last one
+        self.chains = AM.find(self.g.nodes, self._graph_outs())
+        self.waiting = {id(n) for c in self.chains.values() for n in c.inner}
+        self.position = {id(n): k for k, n in enumerate(self.g.nodes)}
 
     def constant(self, name: str, t: RawTensor) -> None:
         """An initializer or a Constant node's value: learned unless a scalar or a mask."""
@@ -113,7 +129,8 @@ class GraphImporter:
         return self.env[name]
 
     # -- blocks ----------------------------------------------------------------------------
-    def add(self, base: str, block_id: str, ins: list[str], fields: dict, w: dict) -> str:
+    def add(self, base: str, block_id: str, ins: list[str], fields: dict, w: dict,
+            at=None) -> str:  # fmt: skip
         name = self.fresh(base)
         spec = {"block_id": block_id, "in": ins[0] if len(ins) == 1 else ins, **fields}
         self.blocks[name] = spec
@@ -123,11 +140,19 @@ class GraphImporter:
         if self.static:  # run it on the shapes-only device: its output's shape is known
             entry = lookup(block_id, "block")
             mod = entry.impl(config_of(entry, spec, name), device="null")
+            if fields.get("tie_to"):
+                mod.tie(self.mods[fields["tie_to"]])
+            self.mods[name] = mod
             self.probe[name] = mod(*[self.probe[i] for i in ins])
+            if self.free:
+                self._probe_free(name, mod, ins, at)
         return name
 
     def op_block(self, node, out: int) -> Run:
-        ins, args, w, used = [], [], {}, set()
+        ins, args, w, used, at = [], [], {}, set(), None
+        first = next((v.src for i in node.inputs if isinstance(v := self.env.get(i), Run)), None)
+        if node.op in RESHAPES and any(first in places for places in self.at.values()):
+            at = "flat"
         for k, name in enumerate(node.inputs):
             v = self._value(node, name)
             if v is None:
@@ -143,6 +168,12 @@ class GraphImporter:
                 w[p] = self.params[name]
                 args.append({"param": p, "shape": list(v.shape)})
             else:
+                if self.free:
+                    v = self._follow(node, k, v, first)
+                if isinstance(v, Run):  # a target computed at each call (see ``batch``)
+                    ins.append(v.src)
+                    args.append("in")
+                    continue
                 args.append(record_form(v))
         attrs = {k: record_form(host_of_raw(a)) if isinstance(a, RawTensor) else a
                  for k, a in node.attrs.items() if a is not None}  # fmt: skip
@@ -153,7 +184,7 @@ class GraphImporter:
             fields["output"] = out
         base = node.name or node.outputs[out]
         name = self.add(base + (f"_{out}" if len(node.outputs) > 1 else ""), "onnx/op", ins,
-                        fields, w)  # fmt: skip
+                        fields, w, at)  # fmt: skip
         ins_host = all(not isinstance(self.env.get(i), Run) or self.env[i].on_host
                        for i in node.inputs if i)  # fmt: skip
         return Run(name, node.op in _ALWAYS_HOST or (ins_host and node.op in _HOST_OPS))
@@ -166,6 +197,14 @@ class GraphImporter:
         readers = self.readers.get(value, [])
         outs = {o.name for o in self.g.outputs}
         return readers[0] if len(readers) == 1 and value not in outs else None
+
+    def _base(self, node, weight: str) -> str:
+        """A catalog block's name: the torch module its weight names, unless several
+        nodes read that weight (the exporter merged equal values under one module's
+        name, see ``ties``): then the node's own."""
+        if "." in weight and len(self.readers.get(weight, [])) == 1:
+            return weight.rsplit(".", 1)[0]
+        return node.name or node.outputs[0]
 
     def _linear(self, node, x: Run):
         """MatMul/Gemm by a learned 2-d weight (+ a learned bias) -> nn/linear."""
@@ -192,7 +231,13 @@ class GraphImporter:
                     self.absorbed.add(id(nxt))
         if b is not None and list(b.shape) != [w.shape[0]]:
             return None
-        base = node.inputs[1].rsplit(".", 1)[0] if "." in node.inputs[1] else node.name
+        base = self._base(node, node.inputs[1])
+        table = self.tables.get(self.ties.get(node.inputs[1], ""))
+        if table is not None:  # the embedding's own table (see ties): one parameter
+            fields = {"d_model": w.shape[1], "vocab_size": w.shape[0], "bias": b is not None,
+                      "tie_to": table}  # fmt: skip
+            name = self.add(base, "nn/lm_head", [x.src], fields, {"bias": b})
+            return out, Run(name)
         fields = {"in_features": w.shape[1], "out_features": w.shape[0]}
         if b is None:
             fields["bias"] = False
@@ -207,7 +252,7 @@ class GraphImporter:
         if n is None or not last or b is None or len(node.outputs) > 1 or x.on_host:
             return None
         eps = node.attrs.get("epsilon", 1e-5)
-        base = node.inputs[1].rsplit(".", 1)[0] if "." in node.inputs[1] else node.name
+        base = self._base(node, node.inputs[1])
         fields = {"normalized_shape": n, "eps": float(f"{eps:.7g}")}
         name = self.add(base, "nn/layer_norm", [x.src], fields, {"weight": w, "bias": b})
         return node.outputs[0], Run(name)
@@ -218,9 +263,10 @@ class GraphImporter:
             return None
         if not isinstance(ids, Run) or ids.on_host:
             return None
-        base = node.inputs[0].rsplit(".", 1)[0] if "." in node.inputs[0] else node.name
+        base = self._base(node, node.inputs[0])
         fields = {"num_embeddings": w.shape[0], "embedding_dim": w.shape[1]}
         name = self.add(base, "nn/embedding", [ids.src], fields, {"weight": w})
+        self.tables.setdefault(node.inputs[0], name)
         return node.outputs[0], Run(name)
 
     def _activation(self, node, x: Run):
@@ -254,6 +300,17 @@ class GraphImporter:
             raise ScellisError(f"{self.where}: unsupported ONNX ops: {', '.join(bad)}")
 
     def node(self, node) -> None:
+        if id(node) in self.waiting:
+            return
+        chain = self.chains.get(id(node))
+        if chain is not None and not self._attention(node, chain):
+            # no catalog form after all: the chain's nodes as they are, in graph order
+            for n in sorted(chain.inner, key=lambda n: self.position[id(n)]):
+                self._node(n)
+        if chain is None or node.outputs[0] not in self.env:
+            self._node(node)
+
+    def _node(self, node) -> None:
         if id(node) in self.absorbed:
             return
         if node.op == "Constant":
@@ -268,7 +325,7 @@ class GraphImporter:
                 if out and (out in self.readers or out in self._graph_outs()):
                     h = OPS[node.op](None, vals, self._attrs(node), k)
                     self.env[out] = h
-                    if learned:  # a copy or a view of a weight is still that weight
+                    if learned and h.dtype == "f32":
                         self.params[out] = from_values("F32", h.shape, h.values)
             return
         got = self.catalog(node, vals)
@@ -286,6 +343,18 @@ class GraphImporter:
         return {k: host_of_raw(a) if isinstance(a, RawTensor) else a
                 for k, a in node.attrs.items() if a is not None}  # fmt: skip
 
+    def _free_dims(self, wanted: tuple) -> dict:
+        """Each dim in ``wanted`` every input shares at its axis (batch 0, seq 1) with one
+        exported size of 2 or more: sym -> (axis, size). With a size of 1 any axis of
+        size 1 could hold it, and the graph keeps its sizes."""
+        out = {}
+        for sym, axis in (("batch", 0), ("seq", 1)):
+            sizes = {vi.dims[axis] if len(vi.dims) > axis else 0 for vi in self._real_inputs()}
+            size = sizes.pop() if len(sizes) == 1 else 0
+            if sym in wanted and size >= 2 and (axis == 0 or "batch" in out):
+                out[sym] = (axis, size)
+        return out
+
     def _real_inputs(self) -> list:
         return [vi for vi in self.g.inputs if vi.name not in self.g.initializers]
 
@@ -293,16 +362,24 @@ class GraphImporter:
         self.check_ops()
         for vi in self._real_inputs():
             name = _ident(vi.name, "input")
-            # a static graph keeps its dims (its reshapes name the batch it was exported
-            # with); a free leading dim is the record's batch
+            # a free leading dim is the record's batch; a static graph names the dims it
+            # follows (``free``) and keeps the others
             dims = [_ident(d, "dim") if isinstance(d, str) else d for d in vi.dims]
             if dims and isinstance(dims[0], str):
                 dims[0] = "batch"
+            for sym, (axis, _) in self.free.items():
+                dims[axis] = sym
             dtype = _RECORD_DTYPE.get(vi.dtype or "F32", "i32")
             self.inputs[name] = {"shape": dims, "dtype": dtype}
             self.env[vi.name] = Run(name)
             if self.static:
-                self.probe[name] = zeros(dims, dtype, "null")
+                fixed = list(vi.dims)  # static: every dim a number
+                self.probe[name] = zeros(fixed, dtype, "null")
+                for sym, (axis, value) in self.free.items():
+                    alt = list(fixed)
+                    alt[axis] = value + 1
+                    self.alt[sym][name] = zeros(alt, dtype, "null")
+                    self.at[sym][name] = (axis, 1)
         for node in self.g.nodes:
             try:
                 self.node(node)
@@ -314,5 +391,22 @@ class GraphImporter:
             if not isinstance(v, Run) or v.src in self.inputs or v.on_host:
                 raise ScellisError(f"{self.where}: graph output {vi.name!r} is not a model tensor")
             outputs.append(v.src)
+            for sym, (axis, _) in self.free.items():
+                if self.at[sym].get(v.src, (None,))[0] != axis:
+                    raise FixedBatch(f"graph output {vi.name!r} does not follow {sym}")
         return {"model": model_id, "inputs": self.inputs, "blocks": self.blocks,
                 "outputs": outputs, "determinism_tier": "debug", "seed": 0}  # fmt: skip
+
+
+def import_graph(model: proto.Model, where: str, model_id: str) -> tuple[GraphImporter, dict]:
+    """The op-level record of ``model``: a fixed-shape graph follows any batch and length
+    where it allows it (``batch``), else any batch, else keeps the sizes it was exported
+    with."""
+    for free in (("batch", "seq"), ("batch",)):
+        imp = GraphImporter(model, where, free)
+        try:
+            return imp, imp.run(model_id)
+        except FixedBatch:
+            pass
+    imp = GraphImporter(model, where, ())
+    return imp, imp.run(model_id)

@@ -22,7 +22,7 @@ from ..base import Codec, Imported
 from ..raw import RawTensor
 from ..record import check, record_text
 from . import attn, proto
-from .graph import GraphImporter
+from .graph import import_graph
 from .ops import HANDLERS
 from .values import Const, Opaque, Partial, Sym
 
@@ -287,9 +287,8 @@ class OnnxCodec(Codec):
         try:
             rec = imp.run(model_id(path))
         except ScellisError:  # no catalog form for the whole graph: keep its nodes
-            imp = GraphImporter(m, str(path))
             try:
-                rec = imp.run(model_id(path))
+                imp, rec = import_graph(m, str(path), model_id(path))
             except _MALFORMED as e:  # a node whose inputs or attributes do not make sense
                 what = f"{type(e).__name__}: {e}"
                 raise ScellisError(f"{path}: a node is malformed ({what})") from None

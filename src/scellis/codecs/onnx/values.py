@@ -16,6 +16,13 @@ from ...base.errors import ScellisError
 from ..raw import ITEMSIZE, RawTensor, from_values, numel
 
 
+class Run:
+    """A value made at run time: a record input or a block's output (tensor or host)."""
+
+    def __init__(self, src: str, on_host: bool = False):
+        self.src, self.on_host = src, on_host
+
+
 @dataclass
 class Const:
     t: RawTensor

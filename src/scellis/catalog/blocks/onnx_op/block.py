@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....base.errors import ScellisError
+from ....runtime.tensor import Tensor
 from ...registry import field as cfield
 from ...registry import register
 from ..common import Block
 from . import host as H
-from .ops import OPS
+from .ops import OPS, as_tensor, uploaded
 
 _FLOATS = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
 
@@ -52,8 +53,21 @@ class OnnxOpConfig:
     output: int = cfield(0, doc="which of the node's outputs this block gives", min=0)
 
 
+# the inputs of an op that are shapes, axes or bounds (host values at every call); every
+# other input is data, and meets the op's tensors
+_HOST_ARGS = {"Reshape": 1, "Expand": 1, "Slice": 1, "Split": 1, "Unsqueeze": 1, "Squeeze": 1,
+              "Trilu": 1, "Range": 0, "ConstantOfShape": 0, "Shape": 0, "Size": 0}  # fmt: skip
+
+
 class OnnxOp(Block):
-    """Parameters are the ``args`` marked ``param``, drawn zero (an import loads them)."""
+    """Parameters are the ``args`` marked ``param``, drawn zero (an import loads them).
+
+    A data constant that would be uploaded when it meets a tensor (anything but one
+    repeated value or a 0, 1, 2... run, which are traced fills and ranges) is a buffer
+    (``const<i>``), made once with the block: the tracer sees it beside the parameters,
+    so the compiled forward, the memory plan and replayed steps hold it, and no call
+    uploads host data while it runs.
+    """
 
     def __init__(self, cfg: OnnxOpConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
@@ -64,6 +78,8 @@ class OnnxOp(Block):
                 setattr(self, a["param"], self.constant(tuple(a.get("shape", [])), 0.0))
             elif isinstance(a, dict):
                 self.consts[i] = host_of(a)
+                if i < _HOST_ARGS.get(cfg.op, len(cfg.args)) and uploaded(self.consts[i]):
+                    self.register_buffer(f"const{i}", as_tensor(self.ctx, self.consts[i]))
             elif a not in ("in", None):
                 raise ScellisError(f"onnx/op {cfg.op}: argument {i} is {a!r}")
 
@@ -78,6 +94,8 @@ class OnnxOp(Block):
                 args.append(getattr(self, a["param"]))
             else:
                 args.append(self.consts.get(i))
+        if any(isinstance(a, Tensor) for a in args):  # the device form of data constants
+            args = [self._buffers.get(f"const{i}", a) for i, a in enumerate(args)]
         ctx = {"device": self.ctx["device"], "dtype": self.ctx["dtype"]}
         return OPS[self.config.op](ctx, args, self.attrs, self.config.output)
 

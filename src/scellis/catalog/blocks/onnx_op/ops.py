@@ -22,6 +22,16 @@ _TENSOR_DTYPE = {"f32": "f32", "i64": "i32", "bool": "bool"}
 ONNX_DTYPE = {1: "f32", 6: "i64", 7: "i64", 9: "bool", 10: "f32", 11: "f32"}
 
 
+def uploaded(v: Host) -> bool:
+    """Whether ``as_tensor`` uploads ``v`` as data (not a fill, not a range, not a
+    Python scalar operand)."""
+    vals = list(v.values)
+    if not vals or all(x == vals[0] for x in vals):
+        return False
+    run = len(v.shape) == 1 and vals == list(range(int(vals[0]), int(vals[0]) + len(vals)))
+    return not (v.dtype == "i64" and run)
+
+
 def as_tensor(ctx, v):
     """A host array on the block's device. Uniform values and 0, 1, 2... runs are made
     by ``full`` and ``arange`` (ops the compiler traces and caches); anything else is
