@@ -133,3 +133,20 @@ def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):
         load_data(data, tmp_path)
     with pytest.raises(ScellisError, match="FIFO"):
         load_data({"source": "series.csv", "format": "text"}, tmp_path)
+
+
+def test_thousands_of_bad_param_groups_are_listed_in_a_screenful(tmp_path, capsys):
+    groups = "".join(f"    - {{params: 'nothing{i}.*', lr: 0.1}}\n" for i in range(1000))
+    text = EXAMPLE.read_text().replace(
+        "optimizer: { block_id: training/optimizer/adam, lr: 0.01 }",
+        "optimizer:\n  block_id: training/optimizer/adam\n  lr: 0.01\n  groups:\n" + groups,
+    )
+    record = tmp_path / "groups.sml"
+    record.write_text(text)
+    argv = ["train", str(record), "--device", "reference", "--store", str(tmp_path / "s")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "Traceback" not in "\n".join(err) and len(err) == 21, err[:3]
+    assert err[0].startswith("scellis: error: ") and "'nothing0.*' matches no parameter" in err[0]
+    assert err[-1] == "... and 980 more problems"
+    assert not (tmp_path / "s").exists()
