@@ -198,3 +198,12 @@ def test_cli_refuses_a_map_that_is_a_folder_or_a_fifo_without_reading_it(tmp_pat
         err = capsys.readouterr().err
         assert "a map file must be a regular file" in err and "Traceback" not in err
     assert not (tmp_path / "out.sml").exists() and not (tmp_path / "s").exists()
+
+
+def test_a_map_file_over_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    rules = tmp_path / "big.map"
+    rules.write_text("".join(f"n{i}=m{i}\n" for i in range(2000)))
+    assert len(tensor_map.parse([str(rules)]).renames) == 2000
+    monkeypatch.setattr(tensor_map, "MAX_MAP_BYTES", rules.stat().st_size - 1)
+    with pytest.raises(ScellisError, match=r"big.map: \d+ bytes is over the \d+ cap"):
+        tensor_map.parse([str(rules)])

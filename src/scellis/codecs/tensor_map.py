@@ -25,6 +25,7 @@ from .raw import ITEMSIZE, RawTensor, numel
 
 _AXIS = re.compile(r"^(.*)@(-?[0-9]+)$")
 _SIZE = re.compile(r"[0-9]+")
+MAX_MAP_BYTES = 64 << 20  # a million rules is 20 MiB; more is not a name map
 _LONGEST = 18  # digits of a size or axis: more is no tensor's, and int() would refuse past 4300
 
 
@@ -136,7 +137,7 @@ def parse(items) -> TensorMap:
         path = _rules_file(item)
         if path is not None:
             try:
-                text = read_file(path).decode("utf-8")
+                text = read_file(path, limit=MAX_MAP_BYTES).decode("utf-8")
             except UnicodeDecodeError:
                 raise ScellisError(f"{item}: a map file must be UTF-8 text") from None
             for n, line in enumerate(text.splitlines(), 1):
