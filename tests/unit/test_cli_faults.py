@@ -124,6 +124,31 @@ def test_inputs_that_are_not_regular_files_are_refused_without_blocking(tmp_path
     assert re.search(want, capsys.readouterr().err)
 
 
+def test_outputs_that_are_fifos_are_refused_without_blocking_or_storing(tmp_path, capsys):
+    pipe = tmp_path / "out"
+    os.mkfifo(pipe)  # no reader: a plain write would wait forever
+    import torch  # noqa: PLC0415
+
+    torch.save(torch.nn.Linear(3, 2).state_dict(), tmp_path / "lin.pt")
+    (tmp_path / "lin.sml").write_text(
+        "model: t/lin@1\ninputs:\n  x: {shape: [batch, 3], dtype: f32}\nblocks:\n"
+        "  fc: {block_id: nn/linear, in: x, in_features: 3, out_features: 2}\noutputs: [fc]\n"
+        "determinism_tier: debug\n"
+    )
+    store = tmp_path / "st"
+    want = r"out: cannot write: it is a FIFO \(named pipe\), not a regular file"
+    imp = ["import", str(tmp_path / "lin.pt"), "--record", str(tmp_path / "lin.sml"),
+           "--map", "weight=fc.weight", "--map", "bias=fc.bias", "--store", str(store)]  # fmt: skip
+    _one_line(capsys, [*imp, "--to", str(pipe)], want)
+    assert not store.exists()  # refused before the weights were stored
+    _one_line(capsys, [*imp, "--to", ""], "the output path is empty")
+    assert main([*imp, "--to", str(tmp_path / "lin2.sml")]) == 0
+    capsys.readouterr()
+    for to in ("safetensors", "pt", "onnx"):
+        argv = ["export", str(tmp_path / "lin2.sml"), "--store", str(store), "--to", to]
+        _one_line(capsys, [*argv, "--out", str(pipe)], want)
+
+
 def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):
     from scellis.data.record import load_data
 

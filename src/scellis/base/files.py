@@ -63,20 +63,27 @@ def _umask() -> int:
     return mask
 
 
+def check_output(path) -> os.stat_result | None:
+    """Refuse an output ``path`` that is empty or is something other than a regular file
+    (before any work is done for it); its stat when it exists."""
+    if not str(path):
+        raise ScellisError("cannot write: the output path is empty")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # a new file
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+        raise ScellisError(f"{path}: cannot write: it is {kind}, not a regular file")
+    return st
+
+
 def write_file(path, data: bytes) -> None:
     """``data`` as the file at ``path``, whole or not at all: written beside it, then
     renamed over it. A ScellisError naming the path when it is empty, is something other
     than a regular file, or cannot be written."""
-    if not str(path):
-        raise ScellisError("cannot write: the output path is empty")
+    st = check_output(path)
     dest = Path(path)
-    try:
-        st = os.stat(dest)
-    except OSError:
-        st = None  # a new file
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
-        raise ScellisError(f"{path}: cannot write: it is {kind}, not a regular file")
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
