@@ -165,6 +165,12 @@ def test_a_name_renamed_two_ways_is_refused():
     assert tensor_map.parse(["a=b", "a=b"]).renames == {"a": "b"}
 
 
+@pytest.mark.parametrize("rename", ["w=v", "a=q"])
+def test_a_rename_that_a_split_would_leave_undone_is_refused(rename):
+    with pytest.raises(ScellisError, match=r"is also renamed .* a split or merge leaves undone"):
+        tensor_map.parse(["w=a,b", rename])
+
+
 def test_merge_of_tensors_that_do_not_stack_is_refused():
     a, b = from_values("F32", (2, 3), [1.0] * 6), from_values("F32", (2, 4), [1.0] * 8)
     with pytest.raises(ScellisError, match=r"'b' \(F32 \[2, 4\]\) does not stack with 'a'"):

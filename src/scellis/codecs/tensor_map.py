@@ -149,7 +149,20 @@ def parse(items) -> TensorMap:
                         raise ScellisError(f"{item}:{n}: {e}") from None
             continue
         parse_rule(item, out)
+    _no_dead_renames(out)
     return out
+
+
+def _no_dead_renames(m: TensorMap) -> None:
+    """A rename of a name a split or merge takes or makes would do nothing (reshapes run
+    first and their results are renamed by no rule): refused rather than ignored."""
+    for r in m.reshapes:
+        for name in (*r.sources, *r.targets):
+            if name in m.renames:
+                raise r.fail(
+                    f"{name!r} is also renamed (to {m.renames[name]!r}), which a split or "
+                    "merge leaves undone: name the final names in this rule"
+                )
 
 
 # -- bytes ---------------------------------------------------------------------------------
