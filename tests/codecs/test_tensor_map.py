@@ -8,6 +8,8 @@ projections back into one tensor, equal to torch's.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -134,19 +136,39 @@ def test_split_with_sizes_along_an_axis_and_merge_along_it_equal_torch():
 @pytest.mark.parametrize(
     "rule,problem",
     [
-        ("nope=a,b", r"the file has no tensor 'nope' \(it holds w\)"),
+        ("nope=a,b", r"the file has no tensor 'nope' \(it holds w, w2\)"),
         ("w=a:2,b:4@1", r"sizes 2\+4=6 do not add up to 'w'\'s 7 along axis 1"),
         ("w=a,b@1", r"'w' has 7 along axis 1, not divisible into 2 equal parts"),
         ("w=a,b@3", r"'w' has 3 axes, no axis 3"),
         ("w=a:2,b", r"give every part a size, or none"),
         ("w,v=a,b", r"several names on both sides"),
         ("w", r"--map takes OLD=NEW"),
+        ("w=a,a", r"'a' is named twice"),
+        ("w,w=a", r"'w' is named twice"),
+        ("w=a=b", r"one '=' a rule"),
+        ("w=a:\u00b2,b:5@1", r"the size of 'a' must be a positive integer"),
+        ("w=a:2,b:" + "9" * 5000 + "@1", r"the size of 'b' must be a positive integer"),
+        ("w=a,b@" + "9" * 5000, r"no tensor has an axis 9+\.\.\."),
+        ("w=a,w2", r"'w2' is already a tensor of the file"),
     ],
 )
 def test_bad_rules_say_what_is_wrong(rule, problem):
     w = from_values("F32", (4, 7, 3), [0.5] * 84)
-    with pytest.raises(ScellisError, match=problem):
-        tensor_map.apply({"w": w}, tensor_map.parse([rule]))
+    with pytest.raises(ScellisError, match=problem) as got:
+        tensor_map.apply({"w": w, "w2": w}, tensor_map.parse([rule]))
+    assert len(str(got.value)) < 300  # a pasted megabyte of rule is quoted, not echoed
+
+
+def test_a_name_renamed_two_ways_is_refused():
+    with pytest.raises(ScellisError, match=r"'a' is already renamed to 'b'"):
+        tensor_map.parse(["a=b", "a=c"])
+    assert tensor_map.parse(["a=b", "a=b"]).renames == {"a": "b"}
+
+
+@pytest.mark.parametrize("rename", ["w=v", "a=q"])
+def test_a_rename_that_a_split_would_leave_undone_is_refused(rename):
+    with pytest.raises(ScellisError, match=r"is also renamed .* a split or merge leaves undone"):
+        tensor_map.parse(["w=a,b", rename])
 
 
 def test_merge_of_tensors_that_do_not_stack_is_refused():
@@ -169,3 +191,25 @@ def test_cli_reads_a_map_file_and_refuses_bad_rules_with_exit_2(tmp_path, capsys
     err = capsys.readouterr().err
     assert "mha.map:1: --map" in err and "16+16+8=40 do not add up" in err
     assert "Traceback" not in err
+
+
+def test_cli_refuses_a_map_that_is_a_folder_or_a_fifo_without_reading_it(tmp_path, capsys):
+    _mha(tmp_path)
+    (tmp_path / "rules").mkdir()
+    os.mkfifo(tmp_path / "pipe")  # reading it would wait for a writer forever
+    args = ["import", str(tmp_path / "mha.pt"), "--record", str(tmp_path / "attn.sml"),
+            "--store", str(tmp_path / "s"), "--to", str(tmp_path / "out.sml")]  # fmt: skip
+    for name in ("rules", "pipe"):
+        assert main([*args, "--map", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert "a map file must be a regular file" in err and "Traceback" not in err
+    assert not (tmp_path / "out.sml").exists() and not (tmp_path / "s").exists()
+
+
+def test_a_map_file_over_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    rules = tmp_path / "big.map"
+    rules.write_text("".join(f"n{i}=m{i}\n" for i in range(2000)))
+    assert len(tensor_map.parse([str(rules)]).renames) == 2000
+    monkeypatch.setattr(tensor_map, "MAX_MAP_BYTES", rules.stat().st_size - 1)
+    with pytest.raises(ScellisError, match=r"big.map: \d+ bytes is over the \d+ cap"):
+        tensor_map.parse([str(rules)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 from datetime import date, timedelta
 
 import numpy as np
@@ -274,6 +275,31 @@ def test_tensorboard_export_without_the_package_names_the_extra(run, capsys, tmp
     code, _, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store,
                         "--format", "tensorboard")  # fmt: skip
     assert code == 2 and "add --out DIR" in err
+
+
+def test_export_metrics_to_what_is_not_a_file_is_one_line_and_writes_nothing(run, capsys, tmp_path):
+    folder, store = run
+    code, out, _ = _cli(capsys, "runs", "--store", store, "--json")
+    rid = json.loads(out)[0]["id"]
+    os.mkfifo(tmp_path / "pipe")  # writing into it would wait for a reader forever
+    (tmp_path / "afile").write_text("kept")
+    cases = [
+        ("csv", tmp_path / "pipe", "it is a FIFO (named pipe), not a regular file"),
+        ("jsonl", tmp_path, "it is a folder, not a regular file"),
+        ("csv", "", "--out is empty"),
+        ("tensorboard", "", "--out is empty"),
+        ("tensorboard", tmp_path / "afile", "not a folder"),
+        ("csv", tmp_path / "no" / "m.csv", "cannot write"),
+    ]
+    for fmt, out, words in cases:
+        code, _, err = _cli(capsys, "runs", "export-metrics", rid, "--store", store,
+                            "--format", fmt, "--out", out)  # fmt: skip
+        assert code == 2 and words in err and "Traceback" not in err, (fmt, out, err)
+        assert len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "pipe"]
+    assert (tmp_path / "afile").read_text() == "kept"
+    code, _, err = _cli(capsys, "runs", "export", rid, "--store", store, "-o", tmp_path / "pipe")
+    assert code == 2 and "not a regular file" in err
 
 
 def test_a_month_end_series_forecasts_month_ends(tmp_path, capsys):

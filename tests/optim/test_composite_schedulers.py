@@ -241,9 +241,35 @@ def test_a_record_names_a_composite_schedule():
         (("training/scheduler/step,", "training/scheduler/stepp,"), "m.sml:15:",
          "unknown block_id 'training/scheduler/stepp'"),
         (("{block_id: training/scheduler/linear_warmup, ", "{"), "m.sml:12:", "needs a block_id"),
+        (("milestones: [10]", "milestones: [0]"), "m.sml:17:", "increasing steps >= 1, got [0]"),
+        (("milestones: [10]", "milestones: [-3]"), "m.sml:17:", "increasing steps >= 1"),
+        (("milestones: [10]", "milestones: [2.5]"), "m.sml:17:", "increasing steps >= 1"),
+        (("milestones: [10]", "milestones: [ten]"), "m.sml:17:", "increasing steps >= 1"),
     ],
 )  # fmt: skip
 def test_composite_schedule_mistakes_are_located(edit, where, message):
+    assert RECORD.replace(*edit) != RECORD
     problems = _problems(RECORD.replace(*edit))
     assert problems and all(p.startswith(where) for p in problems), problems
     assert any(message in p for p in problems), problems
+
+
+def test_milestones_out_of_order_are_located_at_validation():
+    three = RECORD.replace(
+        "  milestones: [10]",
+        "    - {block_id: training/scheduler/constant}\n  milestones: [30, 10]",
+    )
+    assert _problems(three.replace("[30, 10]", "[10, 30]")) == []
+    for bad in ("[30, 10]", "[10, 10]"):
+        problems = _problems(three.replace("[30, 10]", bad))
+        assert [p[:9] for p in problems] == ["m.sml:18:"], problems
+        assert "milestones must be increasing steps >= 1" in problems[0]
+
+
+def test_a_composite_of_no_schedules_is_located_at_validation():
+    chained = RECORD.index("    - block_id: training/scheduler/chained")
+    empty = (RECORD[:chained] + "    - {block_id: training/scheduler/chained, schedulers: []}\n"
+             + RECORD[RECORD.index("  milestones:"):])  # fmt: skip
+    problems = _problems(empty)
+    assert [p[:12] for p in problems] == ["m.sml:13:58:"], problems  # at its []
+    assert "a composite schedule needs a scheduler" in problems[0]

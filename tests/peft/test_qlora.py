@@ -139,6 +139,10 @@ def test_a_quantised_base_needs_a_frozen_weight_and_no_dora():
         ("nf3", "13:18: quantize_base is one of nf4, int8, not 'nf3'"),
         ("{format: nf4, block_size: 12}", "13:44: the nf4 block size is a multiple of 8"),
         ("{format: nf4, blocks: 64}", "13:32: unknown quantize_base key 'blocks'"),
+        ("{format: nf4, block_size: 0}", "13:44: the nf4 block size is a multiple of 8 from 8"),
+        ("{format: nf4, block_size: -8}", "13:44: the nf4 block size is a multiple of 8 from 8"),
+        ("{format: nf4, block_size: 4611686018427387904}", "13:44: the nf4 block size is a mult"),
+        ("{format: nf4, block_size: 64.0}", "13:44: the nf4 block size is a multiple of 8"),
     ],
 )
 def test_quantize_base_is_checked_at_its_node(value, want):

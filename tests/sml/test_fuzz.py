@@ -92,3 +92,56 @@ VALUES = st.recursive(
 @given(st.dictionaries(st.sampled_from(KEYS), VALUES, min_size=1))
 def test_record_shaped_values(record):
     _check("".join(f"{k}: {render(v)}\n" for k, v in record.items()))
+
+
+NEW_KEYS = ["groups", "params", "schedulers", "milestones", "block_id", "lr", "eps",
+            "format", "block_size", "double_quant", "t_max"]  # fmt: skip
+NEW_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True),
+        st.sampled_from(
+            [
+                "",
+                "|||",
+                "*.bias|*",
+                "^head\\.(w|b)$[",
+                "nf4",
+                "int8",
+                "training/scheduler/sequential",
+                "training/scheduler/chained",
+                "training/scheduler/cosine",
+                "training/scheduler/plateau",
+            ]
+        ),
+    ),  # fmt: skip
+    lambda c: st.one_of(st.lists(c, max_size=4), st.dictionaries(st.sampled_from(NEW_KEYS), c)),
+    max_leaves=12,
+)
+OPTIMIZERS = st.sampled_from(["adam", "nadam", "radam", "adagrad"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPTIMIZERS, NEW_VALUES, NEW_VALUES, NEW_VALUES, NEW_VALUES, NEW_VALUES)
+def test_groups_composite_schedules_and_quantize_base(name, lr, groups, parts, ms, quant):
+    """optimizer.groups, scheduler sections inside a scheduler and finetune.quantize_base,
+    filled with anything: validation and the record check name a problem or pass."""
+    from scellis.run.prepare import check_record  # noqa: PLC0415
+
+    optimizer = {"block_id": f"training/optimizer/{name}", "lr": lr, "groups": groups}
+    scheduler = {"block_id": "training/scheduler/sequential", "schedulers": parts,
+                 "milestones": ms}  # fmt: skip
+    finetune = {"adapters": [{"block_id": "peft/lora", "target_modules": ["q", "v"]}],
+                "quantize_base": quant}  # fmt: skip
+    text = SEEDS[1].replace(
+        "optimizer: { block_id: training/optimizer/adamw, lr: 3.0e-3, weight_decay: 0.01 }",
+        f"optimizer: {render(optimizer)}\nscheduler: {render(scheduler)}\n"
+        f"finetune: {render(finetune)}",
+    )
+    _check(text)
+    try:
+        check_record(text, "f.sml")
+    except ScellisError:
+        pass

@@ -124,6 +124,31 @@ def test_inputs_that_are_not_regular_files_are_refused_without_blocking(tmp_path
     assert re.search(want, capsys.readouterr().err)
 
 
+def test_outputs_that_are_fifos_are_refused_without_blocking_or_storing(tmp_path, capsys):
+    pipe = tmp_path / "out"
+    os.mkfifo(pipe)  # no reader: a plain write would wait forever
+    import torch  # noqa: PLC0415
+
+    torch.save(torch.nn.Linear(3, 2).state_dict(), tmp_path / "lin.pt")
+    (tmp_path / "lin.sml").write_text(
+        "model: t/lin@1\ninputs:\n  x: {shape: [batch, 3], dtype: f32}\nblocks:\n"
+        "  fc: {block_id: nn/linear, in: x, in_features: 3, out_features: 2}\noutputs: [fc]\n"
+        "determinism_tier: debug\n"
+    )
+    store = tmp_path / "st"
+    want = r"out: cannot write: it is a FIFO \(named pipe\), not a regular file"
+    imp = ["import", str(tmp_path / "lin.pt"), "--record", str(tmp_path / "lin.sml"),
+           "--map", "weight=fc.weight", "--map", "bias=fc.bias", "--store", str(store)]  # fmt: skip
+    _one_line(capsys, [*imp, "--to", str(pipe)], want)
+    assert not store.exists()  # refused before the weights were stored
+    _one_line(capsys, [*imp, "--to", ""], "the output path is empty")
+    assert main([*imp, "--to", str(tmp_path / "lin2.sml")]) == 0
+    capsys.readouterr()
+    for to in ("safetensors", "pt", "onnx"):
+        argv = ["export", str(tmp_path / "lin2.sml"), "--store", str(store), "--to", to]
+        _one_line(capsys, [*argv, "--out", str(pipe)], want)
+
+
 def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):
     from scellis.data.record import load_data
 
@@ -133,3 +158,20 @@ def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):
         load_data(data, tmp_path)
     with pytest.raises(ScellisError, match="FIFO"):
         load_data({"source": "series.csv", "format": "text"}, tmp_path)
+
+
+def test_thousands_of_bad_param_groups_are_listed_in_a_screenful(tmp_path, capsys):
+    groups = "".join(f"    - {{params: 'nothing{i}.*', lr: 0.1}}\n" for i in range(1000))
+    text = EXAMPLE.read_text().replace(
+        "optimizer: { block_id: training/optimizer/adam, lr: 0.01 }",
+        "optimizer:\n  block_id: training/optimizer/adam\n  lr: 0.01\n  groups:\n" + groups,
+    )
+    record = tmp_path / "groups.sml"
+    record.write_text(text)
+    argv = ["train", str(record), "--device", "reference", "--store", str(tmp_path / "s")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "Traceback" not in "\n".join(err) and len(err) == 21, err[:3]
+    assert err[0].startswith("scellis: error: ") and "'nothing0.*' matches no parameter" in err[0]
+    assert err[-1] == "... and 980 more problems"
+    assert not (tmp_path / "s").exists()

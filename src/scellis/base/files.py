@@ -1,15 +1,19 @@
-"""Reading a user's file (base layer): regular files only, with an optional size cap.
+"""Reading and writing a user's file (base layer): regular files only, with an optional
+size cap on reads.
 
 A path a user names may be a FIFO (reading it blocks until a writer comes, maybe
 never), a device (``/dev/zero`` never ends), a socket or a folder. Every read of a
 user's file goes through ``read_file``: it opens without blocking, refuses anything
-but a regular file, and refuses a file over ``limit`` bytes before reading it.
+but a regular file, and refuses a file over ``limit`` bytes before reading it. Writes
+go through ``write_file``, for the same reasons (writing into a FIFO blocks too).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
+from pathlib import Path
 
 from .errors import ScellisError
 
@@ -51,3 +55,43 @@ def read_file(path, *, limit: int | None = None, head: int | None = None) -> byt
         raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_output(path) -> os.stat_result | None:
+    """Refuse an output ``path`` that is empty or is something other than a regular file
+    (before any work is done for it); its stat when it exists."""
+    if not str(path):
+        raise ScellisError("cannot write: the output path is empty")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # a new file
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+        raise ScellisError(f"{path}: cannot write: it is {kind}, not a regular file")
+    return st
+
+
+def write_file(path, data: bytes) -> None:
+    """``data`` as the file at ``path``, whole or not at all: written beside it, then
+    renamed over it. A ScellisError naming the path when it is empty, is something other
+    than a regular file, or cannot be written."""
+    st = check_output(path)
+    dest = Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st else 0o666 & ~_umask())  # not mkstemp's 0600
+        os.replace(tmp, dest)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None

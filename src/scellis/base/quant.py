@@ -39,6 +39,7 @@ from .errors import ScellisError
 
 FORMATS = ("nf4", "int8")
 DEFAULT_BLOCK = 64
+MAX_BLOCK = 1 << 16  # a block is decoded whole: past this it only pads (QLoRA uses 64)
 DQ_GROUP = 256  # NF4 block scales per second-level scale under double quantisation
 CODES_PER_WORD = {"nf4": 8, "int8": 4}
 # the offset QLoRA picks so the largest level is the N(0,1) quantile at 1 - 1/2(1/32 + 1/30)
@@ -110,8 +111,12 @@ class QuantSpec:
 def check_format(fmt, block=DEFAULT_BLOCK, double_quant=False) -> None:
     if fmt not in FORMATS:
         raise ScellisError(f"quantize_base is one of {', '.join(FORMATS)}, not {fmt!r}")
-    if not isinstance(block, int) or isinstance(block, bool) or block < 8 or block % 8:
-        raise ScellisError(f"the nf4 block size is a multiple of 8 (e.g. 64), not {block!r}")
+    if not isinstance(block, int) or isinstance(block, bool) or block % 8:
+        raise ScellisError(f"the nf4 block size is a multiple of 8 (e.g. 64), not {block!r:.40}")
+    if not 8 <= block <= MAX_BLOCK:
+        raise ScellisError(
+            f"the nf4 block size is a multiple of 8 from 8 to {MAX_BLOCK}, not {block}"
+        )
     if not isinstance(double_quant, bool):
         raise ScellisError(f"double_quant is true or false, not {double_quant!r}")
     if double_quant and fmt != "nf4":

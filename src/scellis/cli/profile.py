@@ -40,7 +40,7 @@ def command(file, device, warmup, top, json_):
         session = start_run(raw, file, options=RunOptions(validate=False), device=name,
                             base_dir=path.parent)  # fmt: skip
     except RecordProblems as e:
-        raise ScellisError("\n".join(str(d) for d in e.problems)) from None
+        raise ScellisError(e.listing()) from None
     got = asyncio.run(profile_step(session, warmup))
     if json_:
         print(json.dumps(got))

@@ -37,7 +37,7 @@ def resume(ref, store=".scellis", to_step=None, device=None, json_=False, print_
         s = resume_run(store, ref, overrides=overrides, device=name, why=why, tier=tier,
                        step=step, seams=StoreSeams(fault, writer))  # fmt: skip
     except RecordProblems as e:
-        raise ScellisError("\n".join(str(d) for d in e.problems)) from None
+        raise ScellisError(e.listing()) from None
     out = Output(json_, print_every, s.total_steps)
     _say_where(s, out)
     return drive(s, out)

@@ -36,7 +36,7 @@ def check_text(raw: bytes, label: str) -> dict:
     try:
         return check_record(raw, label)
     except RecordProblems as e:
-        raise ScellisError("\n".join(str(d) for d in e.problems)) from None
+        raise ScellisError(e.listing()) from None
 
 
 class Stop:

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
-from ..base.files import read_file
+from ..base.files import read_file, write_file
 from ..run import past
 from ..run.options import RunOptions
 from ..run.tensorboard import write_events
@@ -180,10 +180,7 @@ def export(ctx, run, output, store):
         data = bundle.export_run(ObjectStore(store), rec, rid)
     finally:
         rec.close()
-    try:
-        Path(output).write_bytes(data)
-    except OSError as e:
-        raise ScellisError(f"{output}: cannot write ({e.strerror or e})") from None
+    write_file(output, data)
     print(f"wrote run {rid} to {output} ({len(data)} bytes)")
     return 0
 
@@ -234,6 +231,8 @@ def import_(ctx, file, store, json_):
 @click.option("--store", default=None, help="the store folder")
 @click.pass_context
 def export_metrics(ctx, run, fmt, output, store):  # fmt: skip
+    if output == "":
+        raise ScellisError("--out is empty: name a file (or, for tensorboard, a folder)")
     if fmt == "tensorboard" and output is None:
         raise ScellisError("--format tensorboard writes event files into a folder: add --out DIR")
     rec = open_records(store or ctx.obj["store"])
@@ -250,10 +249,7 @@ def export_metrics(ctx, run, fmt, output, store):  # fmt: skip
     if output is None:
         print(text, end="")
         return 0
-    try:
-        Path(output).write_text(text)
-    except OSError as e:
-        raise ScellisError(f"{output}: cannot write ({e.strerror or e})") from None
+    write_file(output, text.encode("utf-8"))
     return 0
 
 

@@ -40,7 +40,7 @@ def start(ref, *, device="auto", store=".scellis", options: RunOptions | dict | 
                       store=root, budget=budget, tier=tier, argv=list(argv),
                       seams=StoreSeams(fault, writer))  # fmt: skip
     except RecordProblems as e:
-        raise ScellisError("\n".join(str(d) for d in e.problems)) from None
+        raise ScellisError(e.listing()) from None
     out = Output(json_, print_every, s.total_steps)
     out.info(_opening(s, label), run=s.rid, dataset=s.prep.digest, device=s.prep.device.name,
              store=str(root))  # fmt: skip

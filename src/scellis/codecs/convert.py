@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from ..base.files import read_file
+from ..base.files import check_output, read_file, write_file
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
 from . import tensor_map
@@ -80,6 +80,8 @@ def import_file(
     carries no record of its own (a state dict). ``name_map`` renames, or a ``TensorMap``
     also splits and merges tensors first."""
     path = Path(path)
+    if to is not None:
+        check_output(to)  # before the weights are stored for it
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     own = bare_only and rec is not None  # the file's own record stays
@@ -118,7 +120,7 @@ def import_file(
 
         def write():
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
+            write_file(out, text.encode("utf-8"))
             return [out]
 
         res.written.extend(_written(out, write))
@@ -195,5 +197,7 @@ def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside
     cid = TARGETS.get(to, to)
     dest = Path(out) if out is not None else beside.with_name(
         _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
+    if dest.exists() and not (dest.is_file() or dest.is_dir()):  # a folder: torch's target
+        check_output(dest)  # a FIFO or a device: writing would block, or never end
     written = _written(dest, lambda: make(cid).write(dest, tensors, rec))
     return Result(cid, rec, None, tensors, written=written)

@@ -23,7 +23,15 @@ from ..base.errors import ScellisError
 from ..base.files import read_file
 from .raw import ITEMSIZE, RawTensor, numel
 
-_AXIS = re.compile(r"^(.*)@(-?\d+)$")
+_AXIS = re.compile(r"^(.*)@(-?[0-9]+)$")
+_SIZE = re.compile(r"[0-9]+")
+MAX_MAP_BYTES = 64 << 20  # a million rules is 20 MiB; more is not a name map
+_LONGEST = 18  # digits of a size or axis: more is no tensor's, and int() would refuse past 4300
+
+
+def _shown(rule: str) -> str:
+    """A rule as messages quote it: a pasted megabyte stays one readable line."""
+    return repr(rule if len(rule) <= 120 else rule[:117] + "...")
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class Reshape:
     origin: str = "--map"  # where the rule was given: "--map" or "FILE:LINE: --map"
 
     def fail(self, why: str) -> ScellisError:
-        return ScellisError(f"{self.origin} {self.text!r}: {why}")
+        return ScellisError(f"{self.origin} {_shown(self.text)}: {why}")
 
 
 @dataclass
@@ -50,10 +58,17 @@ class TensorMap:
         return bool(self.renames or self.reshapes)
 
 
+def _refuse(rule: str, why: str) -> ScellisError:
+    return ScellisError(f"--map {_shown(rule)}: {why}")
+
+
 def _names(side: str, rule: str) -> list[str]:
     names = [n.strip() for n in side.split(",")]
     if any(not n for n in names):
-        raise ScellisError(f"--map {rule!r}: an empty name in {side!r}")
+        raise _refuse(rule, f"an empty name in {_shown(side)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # a split would keep one part of two, a merge would look for a taken tensor
+        raise _refuse(rule, f"{twice[0]!r} is named twice")
     return names
 
 
@@ -61,45 +76,68 @@ def _sized(name: str, rule: str) -> tuple[str, int | None]:
     if ":" not in name:
         return name, None
     base, size = name.rsplit(":", 1)
-    if not size.isdigit() or int(size) < 1:
-        raise ScellisError(f"--map {rule!r}: the size of {base!r} must be a positive integer")
+    if not _SIZE.fullmatch(size) or len(size) > _LONGEST or int(size) < 1:
+        raise _refuse(rule, f"the size of {base!r} must be a positive integer")
     return base, int(size)
 
 
 def parse_rule(rule: str, into: TensorMap, origin: str = "--map") -> None:
     if "=" not in rule:
-        raise ScellisError(f"--map takes OLD=NEW (e.g. model.=, or w=a,b to split), got {rule!r}")
+        raise ScellisError(
+            f"--map takes OLD=NEW (e.g. model.=, or w=a,b to split), got {_shown(rule)}"
+        )
+    if rule.count("=") > 1:
+        raise _refuse(rule, "one '=' a rule (OLD=NEW)")
     body, axis = rule, 0
     m = _AXIS.match(rule)
     if m:
+        if len(m.group(2).lstrip("-")) > _LONGEST:
+            raise _refuse(rule, f"no tensor has an axis {m.group(2)[:20]}...")
         body, axis = m.group(1), int(m.group(2))
     old, new = body.split("=", 1)
     olds, news = _names(old, rule), _names(new, rule)
     if len(olds) > 1 and len(news) > 1:
-        raise ScellisError(f"--map {rule!r}: several names on both sides; split or merge")
+        raise _refuse(rule, "several names on both sides; split or merge")
     if len(olds) == len(news) == 1 and not m and ":" not in new:
-        into.renames[olds[0]] = news[0]
+        _rename(into, olds[0], news[0], rule)
         return
     if len(olds) == 1 and len(news) == 1:
-        raise ScellisError(f"--map {rule!r}: @AXIS and :SIZE go with several names")
+        raise _refuse(rule, "@AXIS and :SIZE go with several names")
     sized = [_sized(n, rule) for n in news]
     sizes = tuple(s for _, s in sized)
     if len(olds) == 1 and any(s is not None for s in sizes) and None in sizes:
-        raise ScellisError(f"--map {rule!r}: give every part a size, or none")
+        raise _refuse(rule, "give every part a size, or none")
     if len(olds) > 1 and any(s is not None for s in sizes):
-        raise ScellisError(f"--map {rule!r}: a merge takes no sizes")
+        raise _refuse(rule, "a merge takes no sizes")
     targets = tuple(n for n, _ in sized)
     split_sizes = sizes if len(olds) == 1 else ()
     into.reshapes.append(Reshape(tuple(olds), targets, split_sizes, axis, rule, origin))
+
+
+def _rename(into: TensorMap, old: str, new: str, rule: str) -> None:
+    if into.renames.get(old, new) != new:  # the later rule would silently win
+        raise _refuse(rule, f"{old!r} is already renamed to {into.renames[old]!r}")
+    into.renames[old] = new
+
+
+def _rules_file(item: str) -> Path | None:
+    """The file a ``--map`` value names, if it names one (a rule holds ``=``)."""
+    path = Path(item)
+    if "=" in item or not item.strip() or not path.exists():
+        return None
+    if not path.is_file():  # a folder, or a FIFO that would block the read
+        raise ScellisError(f"--map {item}: a map file must be a regular file")
+    return path
 
 
 def parse(items) -> TensorMap:
     """``--map`` values (rules, or files of rules) as one map."""
     out = TensorMap()
     for item in items:
-        if "=" not in item and Path(item).is_file():
+        path = _rules_file(item)
+        if path is not None:
             try:
-                text = read_file(Path(item)).decode("utf-8")
+                text = read_file(path, limit=MAX_MAP_BYTES).decode("utf-8")
             except UnicodeDecodeError:
                 raise ScellisError(f"{item}: a map file must be UTF-8 text") from None
             for n, line in enumerate(text.splitlines(), 1):
@@ -111,7 +149,20 @@ def parse(items) -> TensorMap:
                         raise ScellisError(f"{item}:{n}: {e}") from None
             continue
         parse_rule(item, out)
+    _no_dead_renames(out)
     return out
+
+
+def _no_dead_renames(m: TensorMap) -> None:
+    """A rename of a name a split or merge takes or makes would do nothing (reshapes run
+    first and their results are renamed by no rule): refused rather than ignored."""
+    for r in m.reshapes:
+        for name in (*r.sources, *r.targets):
+            if name in m.renames:
+                raise r.fail(
+                    f"{name!r} is also renamed (to {m.renames[name]!r}), which a split or "
+                    "merge leaves undone: name the final names in this rule"
+                )
 
 
 # -- bytes ---------------------------------------------------------------------------------
@@ -169,6 +220,12 @@ def _take(tensors: dict, name: str, r: Reshape) -> RawTensor:
     return tensors.pop(name)
 
 
+def _put(tensors: dict, name: str, t: RawTensor, r: Reshape) -> None:
+    if name in tensors:  # the file's own tensor (or another rule's result) would be lost
+        raise r.fail(f"{name!r} is already a tensor of the file (or of another rule)")
+    tensors[name] = t
+
+
 def _split(tensors: dict, r: Reshape) -> None:
     name = r.sources[0]
     t = _take(tensors, name, r)
@@ -189,7 +246,7 @@ def _split(tensors: dict, r: Reshape) -> None:
     else:
         sizes = [n // k] * k
     for target, part in zip(r.targets, split(t, axis, sizes)):
-        tensors[target] = part
+        _put(tensors, target, part, r)
 
 
 def _merge(tensors: dict, r: Reshape) -> None:
@@ -207,7 +264,7 @@ def _merge(tensors: dict, r: Reshape) -> None:
                 f"{name!r} ({p.dtype} {list(p.shape)}) does not stack with "
                 f"{r.sources[0]!r} ({first.dtype} {list(first.shape)}) along axis {axis}"
             )
-    tensors[r.targets[0]] = concat(parts, axis)
+    _put(tensors, r.targets[0], concat(parts, axis), r)
 
 
 def apply(tensors: dict[str, RawTensor], m: TensorMap) -> dict[str, RawTensor]:

@@ -41,6 +41,14 @@ class RecordProblems(Diagnostic):
         super().__init__(first.message, first.file, first.line, first.col, first.fix)
         self.problems = problems
 
+    def listing(self, limit: int = 20) -> str:
+        """The problems one a line, the first ``limit`` of them: a record of ten thousand
+        bad groups says so in a screenful."""
+        lines = [str(d) for d in self.problems[:limit]]
+        if len(self.problems) > limit:
+            lines.append(f"... and {len(self.problems) - limit} more problems")
+        return "\n".join(lines)
+
 
 def check_record(text: str | bytes, name: str = "record.sml", *, base_dir=".") -> dict:
     """The parsed record of ``text``; RecordProblems (line:col) when it is not valid.

@@ -35,6 +35,8 @@ def write_events(series: dict[str, list], folder, run: str = "") -> int:
     many values it holds. Values that are None (not recorded at that step) are left out."""
     Event, Summary, EventFileWriter = _writer_parts()
     out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise ScellisError(f"{out}: not a folder (tensorboard's --out names a folder)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -27,6 +27,8 @@ def _one(v, t: str) -> bool:
         return False
     if t in ("int", "float", "str"):
         return isinstance(v, {"int": int, "float": (int, float), "str": str}[t])
+    if t.startswith("tuple[") and t.endswith(", ...]"):
+        return isinstance(v, list) and all(_one(x, t[6:-6]) for x in v)
     if t.startswith("tuple[") and t.endswith("]") and "..." not in t:
         parts = t[6:-1].split(",")
         return isinstance(v, list) and len(v) == len(parts) and all(map(_one, v, parts))
@@ -147,14 +149,25 @@ def _check_parts(doc: Document, path: tuple, reg: Registry, out: list) -> None:
     parts = spec.get("schedulers") if isinstance(spec, dict) else None
     if not isinstance(parts, list):
         return
+    if not parts:
+        out.append(doc.diag(path + ("schedulers",), "a composite schedule needs a scheduler"))
+        return
     for i in range(len(parts)):
         check_entry(doc, path + ("schedulers", i), "scheduler", reg, out)
         _check_parts(doc, path + ("schedulers", i), reg, out)
     ms, bid = spec.get("milestones"), str(spec.get("block_id"))
     known = reg.kind_of(bid) == "scheduler" and "milestones" in {f.name for f in reg.fields(bid)}
-    if known and isinstance(ms, list) and len(ms) != len(parts) - 1:
-        msg = f"{len(parts)} schedulers need {len(parts) - 1} milestones, got {len(ms)}"
-        out.append(doc.diag(path + ("milestones",), msg))
+    if known and isinstance(ms, list) and (problem := _milestones(len(parts), ms)):
+        out.append(doc.diag(path + ("milestones",), problem))
+
+
+def _milestones(n_parts: int, ms: list) -> str | None:
+    if len(ms) != n_parts - 1:
+        return f"{n_parts} schedulers need {n_parts - 1} milestones, got {len(ms)}"
+    steps = all(isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in ms)
+    if not steps or ms != sorted(set(ms)):  # a part that never runs, or runs backwards
+        return f"milestones must be increasing steps >= 1, got {ms!r:.80}"
+    return None
 
 
 def _value_at(data, path: tuple):
