@@ -147,6 +147,10 @@ def test_outputs_that_are_fifos_are_refused_without_blocking_or_storing(tmp_path
     for to in ("safetensors", "pt", "onnx"):
         argv = ["export", str(tmp_path / "lin2.sml"), "--store", str(store), "--to", to]
         _one_line(capsys, [*argv, "--out", str(pipe)], want)
+    # predict refuses its outputs before it opens the run (no run exists here at all)
+    for flag in ("--out", "--png"):
+        _one_line(capsys, ["predict", "no-such-run", "--store", str(store), flag, str(pipe)], want)
+    _one_line(capsys, ["init", str(pipe), "--force"], want)
 
 
 def test_a_data_source_that_is_a_fifo_is_refused(tmp_path):

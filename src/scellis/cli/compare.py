@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from ..base.files import check_output
 from ..run.past import comparison
 from .plot import curves
 from .runner import baseline_text
@@ -106,6 +107,7 @@ def _png(path: str, g: dict) -> int:
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.legend()
+    check_output(path)  # never into a FIFO or a folder
     fig.savefig(path, dpi=100)
     plt.close(fig)
     print(f"wrote {path}")

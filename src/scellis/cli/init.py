@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
+from ..base.files import write_file
 
 TEMPLATES = {"forecaster": "forecaster.sml", "char-lm": "char_lm.sml"}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -45,7 +46,7 @@ def run(file: str, template: str, namespace: str, force: bool, as_json: bool) ->
     text = starter_text(template, namespace, name, file)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_file(path, text.encode())
     except OSError as e:
         raise ScellisError(f"cannot write {file}: {e.strerror or e}") from None
     model_id = f"{namespace}/{name}@1"

@@ -6,6 +6,7 @@ import importlib.util
 import math
 
 from ..base.errors import ScellisError
+from ..base.files import check_output
 
 MARKS = "ab"
 
@@ -56,6 +57,7 @@ def save_png(path: str, series: dict, title: str, xlabel: str = "") -> None:
     ax.set_xlabel(xlabel)
     ax.legend()
     fig.autofmt_xdate()
+    check_output(path)  # never into a FIFO or a folder
     try:
         fig.savefig(path, dpi=100, bbox_inches="tight")
     except OSError as e:

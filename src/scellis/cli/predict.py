@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from pathlib import Path
 
 import click
 
-from ..base.errors import ScellisError
+from ..base.files import check_output, write_file
 from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
@@ -35,14 +34,14 @@ from .plot import curves, save_png
 @click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per row")
 def command(run, store, data, horizon, out, png, device, json_):
+    for path in (out, png):
+        if path is not None:
+            check_output(path)  # a folder or a FIFO is refused before any work
     trained = open_run(store, run)
     name, _ = pick_device(device)
     rows = run_until_done(predict_run(trained, data=data, horizon=horizon, device=name))
     if out:
-        try:
-            Path(out).write_text(csv_text(rows))
-        except OSError as e:
-            raise ScellisError(f"{out}: cannot write ({e.strerror or e})") from None
+        write_file(out, csv_text(rows).encode())
     if png:
         series = {"actual": [(_x(r["date"]), r["actual"]) for r in rows],
                   "predicted": [(_x(r["date"]), r["predicted"]) for r in rows]}  # fmt: skip
