@@ -179,3 +179,14 @@ def test_thousands_of_bad_param_groups_are_listed_in_a_screenful(tmp_path, capsy
     assert err[0].startswith("scellis: error: ") and "'nothing0.*' matches no parameter" in err[0]
     assert err[-1] == "... and 980 more problems"
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["generate", "r", "--top-p", "1.5"], ["nosuch"], ["train"], ["train", "x", "--lr", "fast"]],
+)
+def test_a_usage_mistake_is_one_line_naming_the_help(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("scellis: error: ") and "--help)" in err, err

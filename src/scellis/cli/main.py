@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as e:  # --help, --version
         return int(e.exit_code or 0)
     except click.UsageError as e:
-        e.show()
+        # one line, as every other refusal: what is wrong, then where the help is
+        where = e.ctx.command_path if e.ctx else "scellis"
+        print(f"scellis: error: {e.format_message()} (see {where} --help)", file=sys.stderr)
         return 2
     except click.Abort:
         print("scellis: interrupted", file=sys.stderr)
