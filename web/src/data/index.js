@@ -61,6 +61,9 @@ export function mount(el, client, app) {
   async function loadFile(name, text) {
     error("");
     state.file = { name, text };
+    // the earlier file's preview goes at once: its rows must never stand for this one's
+    $(".dp-loaded").hidden = true;
+    $(".dp-current").textContent = `reading ${name}…`;
     const isCsv = /\.(csv|tsv)$/i.test(name);
     try {
       state.info = await client.call(isCsv ? "load_table" : "load_text", { name, text });
