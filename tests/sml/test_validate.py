@@ -159,3 +159,30 @@ def test_positions_longer_than_the_table_are_refused():
     ).replace("[batch, seq]", "[batch, 32]")
     msg = one(SEED_PIPELINE + text.replace("in: tok, d_model", "in: pos, d_model"))
     assert "'pos' expects a sequence of at most 16, 'tok' gives 32" in msg
+
+
+ADAM_LINE = "optimizer: {block_id: training/optimizer/adam, lr: 0.01}"
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "nadam", "radam"])
+@pytest.mark.parametrize("betas", [(1.5, 0.5), (0.9, 1.0), (-0.1, 0.9), (0.0, 0.99)])
+def test_betas_outside_unit_interval_are_located_as_torch_refuses_them(name, betas):
+    import torch
+
+    torch_cls = {"adam": "Adam", "adamw": "AdamW", "nadam": "NAdam", "radam": "RAdam"}[name]
+    try:
+        getattr(torch.optim, torch_cls)([torch.zeros(1, requires_grad=True)], betas=betas)
+        torch_ok = True
+    except ValueError:
+        torch_ok = False
+    line = f"optimizer: {{block_id: training/optimizer/{name}, lr: 0.01, betas: {list(betas)}}}"
+    found = problems(FORECASTER.replace(ADAM_LINE, line))
+    assert (found == []) == torch_ok, found
+    if not torch_ok:
+        assert found[0].startswith(f"m.sml:15:{line.index('betas') + 8}: betas must be")
+
+
+def test_lion_betas_are_located():
+    line = "optimizer: {block_id: training/optimizer/lion, lr: 0.001, betas: [0.9, 2]}"
+    msg = one(FORECASTER.replace(ADAM_LINE, line))
+    assert msg == f"m.sml:15:{line.index('[') + 1}: betas must be < 1, got 2"

@@ -51,6 +51,7 @@ class CatalogRegistry:
                 s.max,
                 s.exclusive_min,
                 s.choices,
+                s.exclusive_max,
             )
             for s in registry.schema(entry)
         ]

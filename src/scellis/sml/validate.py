@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..base.errors import Diagnostic, ScellisError
 from .document import NAME, Document
 from .finetune import check_finetune
-from .registry import FieldInfo, Registry, ShapeMismatch
+from .registry import FieldInfo, Registry, ShapeMismatch, out_of_range
 from .schema import EARLY_STOPPING, MAX_INT, check_options, check_record, finite, hint
 
 PIPELINE = {"optimizer": "optimizer", "scheduler": "scheduler", "loss": "loss"}
@@ -57,13 +57,7 @@ def _range(f: FieldInfo, v) -> str | None:
         return f"{f.name} must be one of {' | '.join(map(str, f.choices))}, got {v!r:.80}"
     if problem := _numbers(f.name, v):
         return problem
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if f.min is not None and (v <= f.min if f.exclusive_min else v < f.min):
-        return f"{f.name} must be {'>' if f.exclusive_min else '>='} {f.min:g}, got {v!r}"
-    if f.max is not None and v > f.max:
-        return f"{f.name} must be <= {f.max:g}, got {v!r}"
-    return None
+    return out_of_range(f, v)
 
 
 def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list, extra=()):
