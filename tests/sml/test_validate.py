@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from scellis.base.errors import ScellisError
+from scellis.catalog.registry import lookup
 from scellis.catalog.sml_registry import catalog_registry
 from scellis.sml import parse, validate
 
@@ -186,3 +188,36 @@ def test_lion_betas_are_located():
     line = "optimizer: {block_id: training/optimizer/lion, lr: 0.001, betas: [0.9, 2]}"
     msg = one(FORECASTER.replace(ADAM_LINE, line))
     assert msg == f"m.sml:15:{line.index('[') + 1}: betas must be < 1, got 2"
+
+
+def _chained(part: str) -> str:
+    return FORECASTER + (
+        "scheduler:\n  block_id: training/scheduler/chained\n  schedulers:\n"
+        "    - {block_id: training/scheduler/exponential, gamma: 0.9}\n"
+        f"    - {{block_id: training/scheduler/{part}}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "part",
+    ["cosine, t_max: 9", "warmup_cosine, warmup_steps: 2, total_steps: 9", "one_cycle, "
+     "total_steps: 9", "cosine_restarts, t_0: 3", "step, step_size: 2", "polynomial"],
+)  # fmt: skip
+def test_a_chained_part_that_does_not_multiply_the_rate_is_located(part):
+    name, *fields = part.split(", ")
+    section = {"block_id": f"training/scheduler/{name}"}
+    section.update({k: int(v) for k, v in (f.split(": ") for f in fields)})
+    # what a run refuses when it builds the schedule is the oracle for what chains
+    try:
+        lookup("training/scheduler/chained").impl(base_lr=0.1, schedulers=(section,))
+        chains = True
+    except ScellisError:
+        chains = False
+    found = problems(_chained(part))
+    assert (found == []) == chains, found
+    if not chains:
+        line = _chained(part).count("\n")  # the part's id, on the record's last line
+        assert len(found) == 1 and found[0].startswith(
+            f"m.sml:{line}:{len('    - {block_id: ') + 1}: training/scheduler/{name} is not a "
+            "multiplicative schedule, so training/scheduler/chained cannot chain it ("
+        ), found

@@ -64,6 +64,10 @@ class Registry(Protocol):
     def infer_shape(self, id: str, fields: dict, inputs: list[Shape]) -> Shape | None:
         """The output shape of a block, None when unknown; raises ShapeMismatch."""
 
+    # Optional (a registry without schedulers leaves them out):
+    # ``multiplicative(id)``: the scheduler multiplies the rate by a ratio of the step;
+    # ``multiplicative_parts(id)``: a composite scheduler whose parts all must be.
+
 
 def out_of_range(spec, v) -> str | None:
     """Why number ``v`` breaks the range of field ``spec`` (a FieldInfo or the catalog's
