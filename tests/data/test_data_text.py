@@ -56,3 +56,18 @@ def test_errors(tmp_path):
     assert read_text(good) == "ünïcode ok\n"
     with pytest.raises(ScellisError, match="cannot read"):
         read_text(tmp_path / "missing.txt")
+
+
+def test_windows_line_ends_read_as_python_text_mode_reads_them(tmp_path):
+    rng = random.Random(11)
+    lines = ["".join(rng.choice("ab cd") for _ in range(rng.randint(0, 9))) for _ in range(60)]
+    ends = [rng.choice(["\r\n", "\r", "\n"]) for _ in lines]
+    raw = "".join(a + b for a, b in zip(lines, ends))
+    (tmp_path / "c.txt").write_bytes(raw.encode())
+    with open(tmp_path / "c.txt", encoding="utf-8") as f:  # universal newlines: the oracle
+        expected = f.read()
+    assert "\r" not in expected and "\r" in raw
+    ds = text_dataset(read_text(tmp_path / "c.txt"), context=8, stride=3, val_fraction=0.2)
+    unix = text_dataset(expected, context=8, stride=3, val_fraction=0.2)
+    assert "\r" not in ds.vocab.chars and ds.vocab.chars == unix.vocab.chars
+    assert (ds.x_train, ds.x_val, ds.digest) == (unix.x_train, unix.x_val, unix.digest)

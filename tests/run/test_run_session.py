@@ -132,6 +132,30 @@ def test_an_edit_that_breaks_the_record_is_located(tmp_path, capsys):
     assert code == 2 and "expected PATH=VALUE" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "edits", [["new_section.key=1"], ["grad_clip.max_norm=-1"], ["optimizer.lr=0.05", "x.y=2"]]
+)
+def test_a_problem_an_edit_adds_past_the_end_of_the_file_is_told_at_the_edit(
+    tmp_path, capsys, edits
+):
+    rec = write_record(tmp_path)
+    lines = len(rec.read_text().splitlines())
+    sets = [a for e in edits for a in ("--set", e)]
+    code, _, err = _train(capsys, rec, "--store", tmp_path / "s", *sets)
+    assert code == 2 and "Traceback" not in err
+    assert all(int(n) <= lines for n in re.findall(r"tiny\.sml:(\d+):", err)), err
+    # the oracle: the same section written into the file by hand, located in it
+    path, value = edits[-1].split("=")
+    section, key = path.split(".")
+    hand = tmp_path / "hand" / rec.name
+    hand.parent.mkdir()
+    hand.write_text(rec.read_text() + f"{section}: {{{key}: {value}}}\n")
+    code, _, hand_err = _train(capsys, hand, "--store", tmp_path / "h", *sets[:-2])
+    want = re.search(rf"tiny\.sml:{lines + 1}:\d+: (.*)", hand_err)
+    assert code == 2 and want, hand_err
+    assert f"--set {edits[-1]}: {want.group(1)}" in err, err
+
+
 def _cli(*argv) -> subprocess.CompletedProcess:
     """A fresh process each time: nothing it registers survives into the next one."""
     code = "import sys; from scellis.cli.main import main; sys.exit(main(sys.argv[1:]))"

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from scellis.base.errors import ScellisError
+from scellis.catalog.registry import lookup
 from scellis.catalog.sml_registry import catalog_registry
 from scellis.sml import parse, validate
 
@@ -159,3 +161,63 @@ def test_positions_longer_than_the_table_are_refused():
     ).replace("[batch, seq]", "[batch, 32]")
     msg = one(SEED_PIPELINE + text.replace("in: tok, d_model", "in: pos, d_model"))
     assert "'pos' expects a sequence of at most 16, 'tok' gives 32" in msg
+
+
+ADAM_LINE = "optimizer: {block_id: training/optimizer/adam, lr: 0.01}"
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "nadam", "radam"])
+@pytest.mark.parametrize("betas", [(1.5, 0.5), (0.9, 1.0), (-0.1, 0.9), (0.0, 0.99)])
+def test_betas_outside_unit_interval_are_located_as_torch_refuses_them(name, betas):
+    import torch
+
+    torch_cls = {"adam": "Adam", "adamw": "AdamW", "nadam": "NAdam", "radam": "RAdam"}[name]
+    try:
+        getattr(torch.optim, torch_cls)([torch.zeros(1, requires_grad=True)], betas=betas)
+        torch_ok = True
+    except ValueError:
+        torch_ok = False
+    line = f"optimizer: {{block_id: training/optimizer/{name}, lr: 0.01, betas: {list(betas)}}}"
+    found = problems(FORECASTER.replace(ADAM_LINE, line))
+    assert (found == []) == torch_ok, found
+    if not torch_ok:
+        assert found[0].startswith(f"m.sml:15:{line.index('betas') + 8}: betas must be")
+
+
+def test_lion_betas_are_located():
+    line = "optimizer: {block_id: training/optimizer/lion, lr: 0.001, betas: [0.9, 2]}"
+    msg = one(FORECASTER.replace(ADAM_LINE, line))
+    assert msg == f"m.sml:15:{line.index('[') + 1}: betas must be < 1, got 2"
+
+
+def _chained(part: str) -> str:
+    return FORECASTER + (
+        "scheduler:\n  block_id: training/scheduler/chained\n  schedulers:\n"
+        "    - {block_id: training/scheduler/exponential, gamma: 0.9}\n"
+        f"    - {{block_id: training/scheduler/{part}}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "part",
+    ["cosine, t_max: 9", "warmup_cosine, warmup_steps: 2, total_steps: 9", "one_cycle, "
+     "total_steps: 9", "cosine_restarts, t_0: 3", "step, step_size: 2", "polynomial"],
+)  # fmt: skip
+def test_a_chained_part_that_does_not_multiply_the_rate_is_located(part):
+    name, *fields = part.split(", ")
+    section = {"block_id": f"training/scheduler/{name}"}
+    section.update({k: int(v) for k, v in (f.split(": ") for f in fields)})
+    # what a run refuses when it builds the schedule is the oracle for what chains
+    try:
+        lookup("training/scheduler/chained").impl(base_lr=0.1, schedulers=(section,))
+        chains = True
+    except ScellisError:
+        chains = False
+    found = problems(_chained(part))
+    assert (found == []) == chains, found
+    if not chains:
+        line = _chained(part).count("\n")  # the part's id, on the record's last line
+        assert len(found) == 1 and found[0].startswith(
+            f"m.sml:{line}:{len('    - {block_id: ') + 1}: training/scheduler/{name} is not a "
+            "multiplicative schedule, so training/scheduler/chained cannot chain it ("
+        ), found

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import ScellisError
+from ..sml.registry import out_of_range
 
 KINDS = ("block", "optimizer", "scheduler", "loss", "codec", "peft", "metric")
 
@@ -25,16 +26,20 @@ def field(
     min: float | None = None,
     max: float | None = None,
     exclusive_min: bool = False,
+    exclusive_max: bool = False,
     choices: tuple | None = None,
     default_factory: Any = dataclasses.MISSING,
     quiet: bool = False,
 ):
-    """A Config field with its doc and range (``min``/``max``; ``exclusive_min`` for > min).
+    """A Config field with its doc and range (``min``/``max``; ``exclusive_min`` for > min,
+    ``exclusive_max`` for < max). A tuple field's range bounds each of its numbers.
 
     ``quiet``: the printed block rung (``scellis compile --emit blocks``) leaves the field
     out while it holds its default, so an option added to a block later does not change
     how the records that never use it print."""
     meta = {"doc": doc, "min": min, "max": max, "exclusive_min": exclusive_min, "choices": choices}
+    if exclusive_max:
+        meta["exclusive_max"] = True
     if quiet:
         meta["quiet"] = True
     if default_factory is not dataclasses.MISSING:
@@ -53,6 +58,7 @@ class FieldSpec:
     max: float | None
     exclusive_min: bool
     choices: tuple | None
+    exclusive_max: bool = False
 
     def as_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -138,6 +144,7 @@ def schema(entry_or_config) -> list[FieldSpec]:
                 m.get("max"),
                 m.get("exclusive_min", False),
                 m.get("choices"),
+                m.get("exclusive_max", False),
             )
         )
     return out
@@ -147,16 +154,10 @@ def check_config(config) -> None:
     """Range and choice checks of a Config instance; raises ScellisError naming the field."""
     for spec in schema(type(config)):
         v = getattr(config, spec.name)
-        if v is None or isinstance(v, bool) or not isinstance(v, (int, float, str)):
-            continue
-        if spec.choices is not None and v not in spec.choices:
+        scalar = isinstance(v, (int, float, str)) and not isinstance(v, bool)
+        if scalar and spec.choices is not None and v not in spec.choices:
             raise ScellisError(
                 f"{spec.name} must be one of {', '.join(map(str, spec.choices))}, got {v!r}"
             )
-        if isinstance(v, str):
-            continue
-        if spec.min is not None and (v <= spec.min if spec.exclusive_min else v < spec.min):
-            op = ">" if spec.exclusive_min else ">="
-            raise ScellisError(f"{spec.name} must be {op} {spec.min:g}, got {v!r}")
-        if spec.max is not None and v > spec.max:
-            raise ScellisError(f"{spec.name} must be <= {spec.max:g}, got {v!r}")
+        if problem := out_of_range(spec, v):
+            raise ScellisError(problem)

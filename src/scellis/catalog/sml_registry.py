@@ -51,12 +51,19 @@ class CatalogRegistry:
                 s.max,
                 s.exclusive_min,
                 s.choices,
+                s.exclusive_max,
             )
             for s in registry.schema(entry)
         ]
 
     def doc(self, id: str) -> str:
         return registry.lookup(id).doc.splitlines()[0] if registry.lookup(id).doc else ""
+
+    def multiplicative(self, id: str) -> bool:
+        return bool(getattr(registry.lookup(id).impl, "multiplicative", False))
+
+    def multiplicative_parts(self, id: str) -> bool:
+        return bool(getattr(registry.lookup(id).impl, "multiplicative_parts", False))
 
     def infer_shape(self, id: str, fields: dict, inputs: list) -> list | None:
         return _infer_shape(id, fields, inputs)

@@ -106,6 +106,11 @@ def read_text(path) -> str:
         ) from None
 
 
+def universal_newlines(text: str) -> str:
+    """``\r\n`` and a lone ``\r`` as ``\n``, as Python's text mode reads a file."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def next_char_windows(ids: list[int], context: int, stride: int) -> tuple[list, list]:
     """Every (ids[s : s+context], ids[s+1 : s+context+1]) for s = 0, stride, ... that fits."""
     starts = range(0, len(ids) - context, stride)
@@ -117,7 +122,10 @@ def text_dataset(
     vocab: TokenizerVocab | None = None,
 ) -> TextDataset:  # fmt: skip
     """Char vocabulary over the whole text (or ``vocab``, a tokenizer's); a chronological
-    split; windows inside each part.
+    split; windows inside each part. Line ends are read as ``\n`` whatever wrote them
+    (``\r\n``, ``\r``: Python's universal newlines), here where every text corpus passes,
+    so a Windows file neither learns ``\r`` as a character nor versions differently from
+    its Unix copy; a text without ``\r`` is untouched.
 
     The version is the sha256 of ``{"format": "scellis.text/1", "context": ..,
     "stride": .., "val_fraction": ..}`` (sorted keys, compact JSON; with a tokenizer
@@ -128,6 +136,7 @@ def text_dataset(
         raise ScellisError("context and stride must be >= 1")
     if not 0.0 < val_fraction < 1.0:
         raise ScellisError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    text = universal_newlines(text)
     unit = "characters" if vocab is None else "tokens"
     vocab = vocab or CharVocab(text)
     ids = vocab.encode(text)

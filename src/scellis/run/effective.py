@@ -4,14 +4,16 @@
 record's text in place (comments and layout kept) before it is validated, so an edit
 that makes the record invalid is reported at its line and column like any other
 problem, and the run stores the text it really trained. The edits are recorded with
-the run, next to the hash of the file as it was.
+the run, next to the hash of the file as it was. An edit that adds a section adds it
+past the end of the user's file, so a problem there is told at the ``--set`` argument
+that wrote it, not at a line the user cannot find.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from ..base.errors import ScellisError
+from ..base.errors import Diagnostic, ScellisError
 from ..sml import emit, parse
 
 
@@ -42,6 +44,38 @@ def _set(doc, path: tuple, value, typed: str) -> None:
         except ScellisError as e:
             raise ScellisError(f"--set {typed}: {e}") from None
         return
+
+
+class EditProblem(Diagnostic):
+    """A problem in what an edit wrote past the end of the file: ``--set PATH=VALUE: ...``."""
+
+    def __init__(self, d: Diagnostic, typed: str):
+        super().__init__(d.message, d.file, d.line, d.col, d.fix)
+        self.args = (f"--set {typed}: {d.message}" + (f" ({d.fix})" if d.fix else ""),)
+
+
+def at_edits(problems: list, raw: bytes, text: bytes, label: str, edits: list) -> list:
+    """``problems`` of the effective record ``text``, those past the end of ``raw`` told
+    at the edit that wrote the lines they are on."""
+    last = len(raw.decode("utf-8", "replace").splitlines())
+    if not edits or all(d.file != label or d.line <= last for d in problems):
+        return problems
+    doc = parse(text, label)
+    # (line of the edit's section, line of its key, typed) for the sections edits added
+    added = [(doc.where(tuple(p[:1]), key=True)[0], doc.where(tuple(p), key=True)[0], t)
+             for p, _, t in edits]  # fmt: skip
+    added = [a for a in added if a[0] > last]
+    out = []
+    for d in problems:
+        mine = [a for a in added if a[0] <= d.line] if d.file == label and d.line > last else []
+        if not mine:
+            out.append(d)
+            continue
+        section = max(a[0] for a in mine)
+        mine = [a for a in mine if a[0] == section]
+        by_key = [a for a in mine if a[1] <= d.line]
+        out.append(EditProblem(d, max(by_key)[2] if by_key else mine[0][2]))
+    return out
 
 
 def sha256_hex(raw: bytes) -> str:

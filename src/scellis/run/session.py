@@ -35,10 +35,10 @@ from ..store.records import Records
 from ..train import events as E
 from .baselines import baselines
 from .checks import check_data_fits, locator
-from .effective import effective_record, sha256_hex
+from .effective import at_edits, effective_record, sha256_hex
 from .options import RunOptions, legacy_epochs
 from .planning import plan_run
-from .prepare import check_record, prepare_run
+from .prepare import RecordProblems, check_record, prepare_run
 from .recording import RunRecorder, keep_data_files, new_run, restore
 from .samples import sample
 
@@ -255,7 +255,10 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
         load_extensions(list(o.extensions))
     edits = o.record_edits()
     text = effective_record(raw, label, edits)
-    record = check_record(text, label, base_dir=base_dir)
+    try:
+        record = check_record(text, label, base_dir=base_dir)
+    except RecordProblems as e:
+        raise RecordProblems(at_edits(e.problems, raw, text, label, edits)) from None
     if tier is not None:
         record = {**record, "determinism_tier": tier}
     dev = get_device(device)

@@ -28,6 +28,7 @@ class FieldInfo:
     max: float | None = None
     exclusive_min: bool = False
     choices: tuple | None = None
+    exclusive_max: bool = False
 
     def as_json(self) -> dict:
         # field by field rather than dataclasses.asdict (a deep copy): the form asks for
@@ -62,3 +63,24 @@ class Registry(Protocol):
 
     def infer_shape(self, id: str, fields: dict, inputs: list[Shape]) -> Shape | None:
         """The output shape of a block, None when unknown; raises ShapeMismatch."""
+
+    # Optional (a registry without schedulers leaves them out):
+    # ``multiplicative(id)``: the scheduler multiplies the rate by a ratio of the step;
+    # ``multiplicative_parts(id)``: a composite scheduler whose parts all must be.
+
+
+def out_of_range(spec, v) -> str | None:
+    """Why number ``v`` breaks the range of field ``spec`` (a FieldInfo or the catalog's
+    FieldSpec, which carry the same bounds), or None; a list or tuple is
+    checked number by number."""
+    if isinstance(v, (list, tuple)):
+        return next((p for x in v if (p := out_of_range(spec, x))), None)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if spec.min is not None and (v <= spec.min if spec.exclusive_min else v < spec.min):
+        op = ">" if spec.exclusive_min else ">="
+        return f"{spec.name} must be {op} {spec.min:g}, got {v!r}"
+    if spec.max is not None and (v >= spec.max if spec.exclusive_max else v > spec.max):
+        op = "<" if spec.exclusive_max else "<="
+        return f"{spec.name} must be {op} {spec.max:g}, got {v!r}"
+    return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..base.errors import Diagnostic, ScellisError
 from .document import NAME, Document
 from .finetune import check_finetune
-from .registry import FieldInfo, Registry, ShapeMismatch
+from .registry import FieldInfo, Registry, ShapeMismatch, out_of_range
 from .schema import EARLY_STOPPING, MAX_INT, check_options, check_record, finite, hint
 
 PIPELINE = {"optimizer": "optimizer", "scheduler": "scheduler", "loss": "loss"}
@@ -57,13 +57,7 @@ def _range(f: FieldInfo, v) -> str | None:
         return f"{f.name} must be one of {' | '.join(map(str, f.choices))}, got {v!r:.80}"
     if problem := _numbers(f.name, v):
         return problem
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if f.min is not None and (v <= f.min if f.exclusive_min else v < f.min):
-        return f"{f.name} must be {'>' if f.exclusive_min else '>='} {f.min:g}, got {v!r}"
-    if f.max is not None and v > f.max:
-        return f"{f.name} must be <= {f.max:g}, got {v!r}"
-    return None
+    return out_of_range(f, v)
 
 
 def check_entry(doc: Document, path: tuple, kind: str, reg: Registry, out: list, extra=()):
@@ -152,13 +146,28 @@ def _check_parts(doc: Document, path: tuple, reg: Registry, out: list) -> None:
     if not parts:
         out.append(doc.diag(path + ("schedulers",), "a composite schedule needs a scheduler"))
         return
+    bid = str(spec.get("block_id"))
+    known = reg.kind_of(bid) == "scheduler"
     for i in range(len(parts)):
-        check_entry(doc, path + ("schedulers", i), "scheduler", reg, out)
+        if check_entry(doc, path + ("schedulers", i), "scheduler", reg, out) is not None:
+            if known and (problem := _not_multiplicative(reg, bid, parts[i]["block_id"])):
+                out.append(doc.diag(path + ("schedulers", i, "block_id"), *problem))
         _check_parts(doc, path + ("schedulers", i), reg, out)
-    ms, bid = spec.get("milestones"), str(spec.get("block_id"))
-    known = reg.kind_of(bid) == "scheduler" and "milestones" in {f.name for f in reg.fields(bid)}
+    ms = spec.get("milestones")
+    known = known and "milestones" in {f.name for f in reg.fields(bid)}
     if known and isinstance(ms, list) and (problem := _milestones(len(parts), ms)):
         out.append(doc.diag(path + ("milestones",), problem))
+
+
+def _not_multiplicative(reg: Registry, bid: str, part: str) -> tuple[str, str] | None:
+    """A part ``bid`` cannot chain: torch chains only schedules that multiply the rate by
+    a ratio of the step (the others depend on the order of float updates)."""
+    needs = getattr(reg, "multiplicative_parts", None)
+    if needs is None or not needs(bid) or reg.multiplicative(part):
+        return None
+    ok = [i.rsplit("/", 1)[-1] for i in reg.ids("scheduler") if reg.multiplicative(i)]
+    fix = f"chain {', '.join(ok)}; run others one after another in a sequential schedule"
+    return f"{part} is not a multiplicative schedule, so {bid} cannot chain it", fix
 
 
 def _milestones(n_parts: int, ms: list) -> str | None:

@@ -73,6 +73,12 @@ class _Schemas:
     def doc(self, id: str) -> str:
         return self.inner.doc(id)
 
+    def multiplicative(self, id: str) -> bool:
+        return self.inner.multiplicative(id)
+
+    def multiplicative_parts(self, id: str) -> bool:
+        return self.inner.multiplicative_parts(id)
+
     def infer_shape(self, id: str, fields: dict, inputs: list):
         return self.inner.infer_shape(id, fields, inputs)
 

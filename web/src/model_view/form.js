@@ -28,7 +28,8 @@ function parseValue(raw, f) {
 function range(v, f) {
   if (f.min !== null && f.min !== undefined && (f.exclusive_min ? v <= f.min : v < f.min))
     return { ok: false, error: `must be ${f.exclusive_min ? ">" : ">="} ${f.min}` };
-  if (f.max !== null && f.max !== undefined && v > f.max) return { ok: false, error: `must be <= ${f.max}` };
+  if (f.max !== null && f.max !== undefined && (f.exclusive_max ? v >= f.max : v > f.max))
+    return { ok: false, error: `must be ${f.exclusive_max ? "<" : "<="} ${f.max}` };
   return { ok: true, value: v };
 }
 
@@ -42,7 +43,7 @@ function hint(f) {
   if (f.required) parts.push("required");
   else parts.push(`default ${show(f.default) || "none"}`);
   if (f.min !== null && f.min !== undefined) parts.push(`${f.exclusive_min ? ">" : "≥"} ${f.min}`);
-  if (f.max !== null && f.max !== undefined) parts.push(`≤ ${f.max}`);
+  if (f.max !== null && f.max !== undefined) parts.push(`${f.exclusive_max ? "<" : "≤"} ${f.max}`);
   return parts.join(" · ");
 }
 

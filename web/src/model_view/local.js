@@ -32,7 +32,7 @@ function fieldOk(f, v) {
   if (f.choices && !f.choices.includes(v)) return false;
   if (typeof v === "number") {
     if (f.min !== null && f.min !== undefined && (f.exclusive_min ? v <= f.min : v < f.min)) return false;
-    if (f.max !== null && f.max !== undefined && v > f.max) return false;
+    if (f.max !== null && f.max !== undefined && (f.exclusive_max ? v >= f.max : v > f.max)) return false;
   }
   return true;
 }

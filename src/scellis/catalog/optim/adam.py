@@ -16,9 +16,9 @@ from .base import Optimizer
 
 
 def _betas(cfg) -> None:
-    b = cfg.betas
-    if len(b) != 2 or not all(0.0 <= x < 1.0 for x in b):
-        raise ScellisError(f"betas must be two numbers in [0, 1), got {tuple(b)}")
+    """Two decays; the field's range bounds each of them (see ``check_config``)."""
+    if len(cfg.betas) != 2:
+        raise ScellisError(f"betas must be two numbers in [0, 1), got {tuple(cfg.betas)}")
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,13 @@ class AdamConfig:
     """Adam with L2 weight decay (torch.optim.Adam)."""
 
     lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
-    betas: tuple[float, float] = field((0.9, 0.999), doc="decay of the first and second moments")
+    betas: tuple[float, float] = field(
+        (0.9, 0.999),
+        doc="decay of the first and second moments",
+        min=0.0,
+        max=1.0,
+        exclusive_max=True,
+    )
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(0.0, doc="L2 penalty, added to the gradient", min=0.0)
     amsgrad: bool = field(False, doc="use the running maximum of the second moment")
@@ -38,7 +44,13 @@ class AdamWConfig:
     """Adam with decoupled weight decay (torch.optim.AdamW)."""
 
     lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
-    betas: tuple[float, float] = field((0.9, 0.999), doc="decay of the first and second moments")
+    betas: tuple[float, float] = field(
+        (0.9, 0.999),
+        doc="decay of the first and second moments",
+        min=0.0,
+        max=1.0,
+        exclusive_max=True,
+    )
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(1e-2, doc="decoupled decay: p *= 1 - lr * weight_decay", min=0.0)
     amsgrad: bool = field(False, doc="use the running maximum of the second moment")

@@ -146,7 +146,9 @@ class Optimizer:
         if unknown:
             raise ScellisError(f"unknown option(s) {sorted(unknown)} for {type(self).__name__}")
         opts = {**self.defaults, **overrides}
-        self.validate(dataclasses.replace(self.config(), **{k: opts[k] for k in self.defaults}))
+        cfg = dataclasses.replace(self.config(), **{k: opts[k] for k in self.defaults})
+        check_config(cfg)
+        self.validate(cfg)
         names, params = _named(items)
         flat = flat_view(params)
         if flat is None:

@@ -23,7 +23,13 @@ class LionConfig:
         min=0.0,
         exclusive_min=True,
     )
-    betas: tuple[float, float] = field((0.9, 0.99), doc="interpolation and momentum decay")
+    betas: tuple[float, float] = field(
+        (0.9, 0.99),
+        doc="interpolation and momentum decay",
+        min=0.0,
+        max=1.0,
+        exclusive_max=True,
+    )
     weight_decay: float = field(0.0, doc="decoupled decay: p *= 1 - lr * weight_decay", min=0.0)
     maximize: bool = field(False, doc="maximize the objective instead of minimizing it")
 

@@ -31,6 +31,9 @@ class Scheduler:
     # True where torch's update multiplies the current rate by a ratio of the step alone,
     # so the schedule composes with others as a factor (a ``chained`` part)
     multiplicative: bool = False
+    # True where every part must be multiplicative (``chained``); SML validation asks
+    # the registry for both flags, so a record's bad part is found at its line:col
+    multiplicative_parts: bool = False
 
     def __init__(self, optimizer=None, config=None, base_lr=None, **options):
         if config is None:

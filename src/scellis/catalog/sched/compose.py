@@ -128,6 +128,7 @@ class Sequential(_Composite):
 
 class Chained(_Composite):
     config = ChainedConfig
+    multiplicative_parts = True
 
     def validate(self, cfg) -> None:
         if not (self._given if self._given is not None else cfg.schedulers):
