@@ -91,7 +91,7 @@ def pipeline_source() -> str:
         _src(csvsource.dataset_digest, csvsource.split_point, csvsource.fill_missing),
         _src(csvsource.fit_stats, csvsource.windows, csvsource.load_csv),
         _src(text.CharVocab, text.TokenizerVocab, text.TextDataset, text.next_char_windows),
-        _src(text.text_dataset),
+        _src(text.universal_newlines, text.text_dataset),
         _const(record, "CSV_KEYS", "TEXT_KEYS", "_NORMALISE_ALIASES"),
         _src(record.source_path, record._check_keys, record.csv_config, record.load_data),
         _src(record._load, record.tokenizer_path, record.tokenizer_vocab),
