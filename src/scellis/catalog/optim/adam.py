@@ -15,6 +15,11 @@ from ..registry import field
 from .base import Optimizer
 
 
+def betas_field(default=(0.9, 0.999), doc="decay of the first and second moments"):
+    """The ``betas`` of the Adam family: two decay rates, each in [0, 1) as torch asks."""
+    return field(default, doc=doc, min=0.0, max=1.0, exclusive_max=True)
+
+
 def _betas(cfg) -> None:
     """Two decays; the field's range bounds each of them (see ``check_config``)."""
     if len(cfg.betas) != 2:
@@ -26,13 +31,7 @@ class AdamConfig:
     """Adam with L2 weight decay (torch.optim.Adam)."""
 
     lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
-    betas: tuple[float, float] = field(
-        (0.9, 0.999),
-        doc="decay of the first and second moments",
-        min=0.0,
-        max=1.0,
-        exclusive_max=True,
-    )
+    betas: tuple[float, float] = betas_field()
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(0.0, doc="L2 penalty, added to the gradient", min=0.0)
     amsgrad: bool = field(False, doc="use the running maximum of the second moment")
@@ -44,13 +43,7 @@ class AdamWConfig:
     """Adam with decoupled weight decay (torch.optim.AdamW)."""
 
     lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
-    betas: tuple[float, float] = field(
-        (0.9, 0.999),
-        doc="decay of the first and second moments",
-        min=0.0,
-        max=1.0,
-        exclusive_max=True,
-    )
+    betas: tuple[float, float] = betas_field()
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(1e-2, doc="decoupled decay: p *= 1 - lr * weight_decay", min=0.0)
     amsgrad: bool = field(False, doc="use the running maximum of the second moment")

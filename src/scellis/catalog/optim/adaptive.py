@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..registry import field
-from .adam import _betas
+from .adam import _betas, betas_field
 from .base import Optimizer
 
 
@@ -35,13 +35,7 @@ class NAdamConfig:
     """Adam with Nesterov momentum (torch.optim.NAdam)."""
 
     lr: float = field(2e-3, doc="learning rate", min=0.0, exclusive_min=True)
-    betas: tuple[float, float] = field(
-        (0.9, 0.999),
-        doc="decay of the first and second moments",
-        min=0.0,
-        max=1.0,
-        exclusive_max=True,
-    )
+    betas: tuple[float, float] = betas_field()
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(0.0, doc="L2 penalty (or decoupled decay, see below)", min=0.0)
     momentum_decay: float = field(4e-3, doc="psi of the momentum schedule", min=0.0)
@@ -54,13 +48,7 @@ class RAdamConfig:
     """Rectified Adam (torch.optim.RAdam): momentum SGD while the variance estimate is short."""
 
     lr: float = field(1e-3, doc="learning rate", min=0.0, exclusive_min=True)
-    betas: tuple[float, float] = field(
-        (0.9, 0.999),
-        doc="decay of the first and second moments",
-        min=0.0,
-        max=1.0,
-        exclusive_max=True,
-    )
+    betas: tuple[float, float] = betas_field()
     eps: float = field(1e-8, doc="added to the denominator", min=0.0)
     weight_decay: float = field(0.0, doc="L2 penalty (or decoupled decay, see below)", min=0.0)
     decoupled_weight_decay: bool = field(False, doc="decay as AdamW does: p *= 1 - lr wd")

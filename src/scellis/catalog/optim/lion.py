@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..registry import field
-from .adam import _betas
+from .adam import _betas, betas_field
 from .base import Optimizer
 
 
@@ -23,13 +23,7 @@ class LionConfig:
         min=0.0,
         exclusive_min=True,
     )
-    betas: tuple[float, float] = field(
-        (0.9, 0.99),
-        doc="interpolation and momentum decay",
-        min=0.0,
-        max=1.0,
-        exclusive_max=True,
-    )
+    betas: tuple[float, float] = betas_field((0.9, 0.99), doc="interpolation and momentum decay")
     weight_decay: float = field(0.0, doc="decoupled decay: p *= 1 - lr * weight_decay", min=0.0)
     maximize: bool = field(False, doc="maximize the objective instead of minimizing it")
 
