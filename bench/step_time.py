@@ -1,0 +1,218 @@
+"""Milliseconds per training step at the sizes people train: Scellis (eager and replayed)
+beside PyTorch CUDA eager, f32, in one run.
+
+Models (Adam, one step = forward + loss + backward + update):
+  seed_lstm   LSTM(8) on [32, 5, 1], Linear to 1, MSE (the seed's example)
+  lstm2x64    2-layer LSTM(64) on [64, 32, 1], Linear to 1, MSE
+  char_tf     decoder Transformer d128, 2 layers, 4 heads, context 64, batch 32, vocab 96
+  lstm2x256   2-layer LSTM(256) on [128, 64, 1], Linear to 1, MSE
+  tf_d384     decoder Transformer d384, 6 layers, 6 heads, context 256, batch 32, vocab 96
+
+Scellis runs the training loop's own step (train/loop.py: forward under the precision
+policy, loss, backward, finite-flag guard, gated update), eager (``replay=False``) and
+replayed (``replay=True``, the default of ``scellis train``). The Transformer rows run
+once per attention path asked for (``--attention auto,naive,flash``). torch runs the same
+shapes as in bench/train_step.py (``nn.LSTM``; ``nn.TransformerEncoderLayer`` pre-norm,
+GELU, 4x MLP), eager, TF32 off, so both sides do true f32 arithmetic.
+
+Method: ``--warmup`` steps (compiles, pool fill, the replay's recording), then
+``--repeats`` blocks of ``--steps`` steps cycling over 4 batches already on the device;
+a block ends with one loss readback, so queued GPU work is inside it. Reported: median
+ms per step, and each side's first losses (eager vs replay must agree bit for bit).
+
+    PYTHONPATH=src python3 bench/step_time.py --out bench/out/step_time.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import scellis as sc  # noqa: E402
+from scellis.base.rng import Generator  # noqa: E402
+from scellis.catalog.blocks.heads import LMHead, LMHeadConfig  # noqa: E402
+from scellis.catalog.blocks.linear import Embedding, EmbeddingConfig  # noqa: E402
+from scellis.catalog.blocks.position import LearnedPosition, LearnedPositionConfig  # noqa: E402
+from scellis.catalog.blocks.transformer import Transformer, TransformerConfig  # noqa: E402
+from scellis.catalog.losses import CrossEntropyLoss, MSELoss  # noqa: E402
+from scellis.catalog.optim import Adam  # noqa: E402
+from scellis.catalog.module import Module  # noqa: E402
+from scellis.model.zoo import LSTMForecaster  # noqa: E402
+from scellis.train.loop import _Run  # noqa: E402
+from scellis.train.state import TrainState  # noqa: E402
+
+LSTM = "lstm"
+TF = "tf"
+CONFIGS = {
+    "seed_lstm": {"kind": LSTM, "batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
+    "lstm2x64": {"kind": LSTM, "batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
+    "char_tf": {"kind": TF, "batch": 32, "T": 64, "d": 128, "layers": 2, "heads": 4,
+                "vocab": 96, "lr": 1e-3},
+    "lstm2x256": {"kind": LSTM, "batch": 128, "T": 64, "hidden": 256, "layers": 2, "lr": 1e-3},
+    "tf_d384": {"kind": TF, "batch": 32, "T": 256, "d": 384, "layers": 6, "heads": 6,
+                "vocab": 96, "lr": 1e-3},
+}  # fmt: skip
+
+
+class Decoder(Module):
+    """CharTransformer's shape with the attention path as a knob."""
+
+    def __init__(self, cfg: dict, attention: str, dev, gen):
+        super().__init__()
+        d, ctx = cfg["d"], {"device": dev, "gen": gen}
+        self.tok = Embedding(EmbeddingConfig(cfg["vocab"], d), **ctx)
+        self.pos = LearnedPosition(LearnedPositionConfig(cfg["T"], d, std=0.02), **ctx)
+        tcfg = TransformerConfig(
+            d, cfg["heads"], cfg["layers"], kind="decoder", attention=attention
+        )
+        self.body = Transformer(tcfg, **ctx)
+        self.head = LMHead(LMHeadConfig(d, cfg["vocab"]), **ctx)
+
+    def forward(self, ids):
+        return self.head(self.body(self.pos(self.tok(ids))))
+
+
+def _batches(cfg: dict, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(4):
+        if cfg["kind"] == LSTM:
+            x = rng.standard_normal((cfg["batch"], cfg["T"], 1)).astype(np.float32)
+            out.append((x, rng.standard_normal((cfg["batch"], 1)).astype(np.float32)))
+        else:
+            ids = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["T"] + 1)).astype(np.int32)
+            out.append((ids[:, :-1], ids[:, 1:]))
+    return out
+
+
+def _opts(replay: bool, precision: str | None) -> dict:
+    return dict(
+        epochs=1, determinism_tier="debug", val_data=None, eval_every=None,
+        log_every=10**9, grad_clip=None, precision=precision, early_stopping=None,
+        skip_nonfinite=True, replay=replay, plateau_metric="loss",
+    )  # fmt: skip
+
+
+def scellis_run(cfg, dev, replay, attention, precision, a) -> dict:
+    gen = Generator(0, "init")
+    if cfg["kind"] == LSTM:
+        model = LSTMForecaster(1, cfg["hidden"], cfg["layers"], 1, device=dev, gen=gen)
+        loss = MSELoss()
+    else:
+        model = Decoder(cfg, attention, dev, gen)
+        loss = CrossEntropyLoss()
+    dtypes = ("f32", "f32") if cfg["kind"] == LSTM else ("i32", "i32")
+    batches = [
+        (sc.tensor(x, device=dev, dtype=dtypes[0]), sc.tensor(y, device=dev, dtype=dtypes[1]))
+        for x, y in _batches(cfg)
+    ]
+    run = _Run(TrainState(model, Adam(model, lr=cfg["lr"])), loss, None, _opts(replay, precision))
+    model.train()
+    k, first = 0, []
+    for _ in range(a.warmup):
+        run.step(*batches[k % 4])
+        k += 1
+        first.append(asyncio.run(run.log())["loss"])
+    blocks = []
+    for _ in range(a.repeats):
+        t0 = time.perf_counter()
+        for _ in range(a.steps):
+            run.step(*batches[k % 4])
+            k += 1
+        asyncio.run(run.log())
+        blocks.append((time.perf_counter() - t0) / a.steps * 1e3)
+    note = run.replay.record() if run.replay is not None else None
+    if run.replay is not None:
+        run.replay.close()
+    return {"ms": statistics.median(blocks), "first_losses": first, "replay": note}
+
+
+def torch_run(cfg, device, a) -> dict:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    from train_step import torch_step  # bench/train_step.py: the same torch models
+
+    step, sync = torch_step(cfg, device)
+    first = [sync(step()) for _ in range(a.warmup)]
+    blocks = []
+    for _ in range(a.repeats):
+        t0 = time.perf_counter()
+        for _ in range(a.steps):
+            loss = step()
+        sync(loss)
+        blocks.append((time.perf_counter() - t0) / a.steps * 1e3)
+    return {"ms": statistics.median(blocks), "first_losses": first}
+
+
+def _torch_device(a) -> str | None:
+    if a.no_torch:
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return "cuda" if torch.cuda.is_available() else ("cpu" if a.torch_cpu else None)
+
+
+def _row(name: str, label: str, eager: dict, rep: dict, peer: dict | None) -> dict:
+    ratio = rep["ms"] / peer["ms"] if peer else None
+    same = eager["first_losses"] == rep["first_losses"]
+    peer_ms = f"{peer['ms']:10.2f}" if peer else f"{'-':>10}"
+    print(f"{name:>10} {label:>7} {eager['ms']:10.2f} {rep['ms']:10.2f} {peer_ms} "
+          f"{'-' if ratio is None else f'{ratio:.2f}':>8}  eager==replay {same}")  # fmt: skip
+    return {"eager": eager, "replay": rep, "torch": peer, "replay_over_torch": ratio,
+            "eager_equals_replay": same}  # fmt: skip
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="webgpu")
+    p.add_argument("--models", default=",".join(CONFIGS))
+    p.add_argument("--attention", default="auto,naive", help="paths for the Transformer rows")
+    p.add_argument("--precision", default=None, help="f32 (default) or mixed_f16")
+    p.add_argument("--warmup", type=int, default=4)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--torch-cpu", action="store_true", help="torch on the CPU when no CUDA")
+    p.add_argument("--out", default="bench/out/step_time.json")
+    a = p.parse_args(argv)
+    dev = sc.devices.get_device(a.device)
+    tdev = _torch_device(a)
+    adapter = getattr(getattr(dev, "info", None), "name", a.device)
+    print(f"device {a.device} ({adapter}), torch on {tdev}, precision {a.precision or 'f32'}")
+    print(f"{'model':>10} {'attn':>7} {'eager ms':>10} {'replay ms':>10} {'torch ms':>10} "
+          f"{'rep/torch':>8}")  # fmt: skip
+    results = {}
+    for name in a.models.split(","):
+        cfg = CONFIGS[name]
+        peer = torch_run(cfg, tdev, a) if tdev else None
+        paths = a.attention.split(",") if cfg["kind"] == TF else ["-"]
+        for path in paths:
+            eager = scellis_run(cfg, dev, False, path, a.precision, a)
+            rep = scellis_run(cfg, dev, True, path, a.precision, a)
+            results[f"{name}/{path}"] = _row(name, path, eager, rep, peer)
+    out = {"device": a.device, "adapter": adapter, "torch_device": tdev,
+           "precision": a.precision or "f32", "method": __doc__, "results": results}  # fmt: skip
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=2, default=str))
+    print("wrote", a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
