@@ -47,8 +47,8 @@ from scellis.catalog.blocks.linear import Embedding, EmbeddingConfig  # noqa: E4
 from scellis.catalog.blocks.position import LearnedPosition, LearnedPositionConfig  # noqa: E402
 from scellis.catalog.blocks.transformer import Transformer, TransformerConfig  # noqa: E402
 from scellis.catalog.losses import CrossEntropyLoss, MSELoss  # noqa: E402
-from scellis.catalog.optim import Adam  # noqa: E402
 from scellis.catalog.module import Module  # noqa: E402
+from scellis.catalog.optim import Adam  # noqa: E402
 from scellis.model.zoo import LSTMForecaster  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.state import TrainState  # noqa: E402
