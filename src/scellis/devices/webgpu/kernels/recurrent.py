@@ -18,44 +18,26 @@ step reads the rounded carry, as the reference device's f16 emulation does.
 
 from __future__ import annotations
 
-from ....base.errors import DTypeError
+import os
+
+from ....base.errors import DeviceError
+from . import recurrent_tiled as tiled
 from .common import Source, grid_1d, main_1d
 from .mathlib import helpers_for
+from .recurrent_common import check_dtypes, gru_gate_grads, lstm_gate_grads, step_source
 
-
-def _strided(src: Source, view) -> int:
-    return src.add_meta(view.offset, *view.strides)
-
-
-def _step_source(base: Source, meta, inputs: dict, strided: tuple, out_name: str, out):
-    """One step kernel's Source: the ``meta`` words, then (offset, strides) of each view
-    named in ``strided``; every input bound read-only, ``out`` read-write. Returns the
-    Source and the meta positions of the strided views, in order."""
-    src = Source(base.limits, base.has_f16)
-    src.add_meta(*meta)
-    ats = [_strided(src, inputs[n]) for n in strided]
-    for name, v in inputs.items():
-        src.operand(name, v, widen=True)
-    src.operand(out_name, out, write=True, widen=True)
-    return src, ats
-
-
-def _check(src: Source, views, kernel: str) -> None:
-    dtype = views[0].dtype.name
-    if len({v.dtype.name for v in views}) != 1 or dtype not in ("f32", "f16"):
-        raise DTypeError(f"the fused {kernel} step kernel runs in f32 or f16 on WebGPU")
-    if dtype == "f16" and not src.has_f16:
-        raise DTypeError(
-            f"the fused {kernel} step kernel in f16 needs the adapter feature 'shader-f16', "
-            "which this adapter lacks"
-        )
+VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
+# "step": one invocation per (b, k), dot products from global memory (below);
+# the others: tiled products, two dispatches per backward step (recurrent_tiled.py)
+VARIANTS = ("step", *tiled.TILES)
+DEFAULT_VARIANT = "step"
 
 
 def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gx, h0, c0, w = ins
     b, steps, h4 = gx.shape
     h = h4 // 4
-    src, (g_at, h0_at, c0_at, w_at) = _step_source(
+    src, (g_at, h0_at, c0_at, w_at) = step_source(
         base,
         (b * h, b, h, t),
         {"gx": gx, "h0": h0, "c0": c0, "w": w},
@@ -96,19 +78,13 @@ def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     return src, grid_1d(b * h, src.limits)
 
 
-def lstm_seq(src: Source, op: str, ins, outs, attrs):
-    _check(src, ins, "LSTM")
-    steps = ins[0].shape[1]
-    return [_forward_step(src, ins, outs[0], t) for t in range(steps)]
-
-
 def _backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gy, y, c0, w = ins
     steps, b, h6 = y.shape
     h = h6 // 6
     n = steps * b * 4 * h
     slot_in, slot_out = (steps - t) % 2, (steps - 1 - t) % 2
-    src, (gy_at, c0_at, w_at) = _step_source(
+    src, (gy_at, c0_at, w_at) = step_source(
         base,
         (b * h, b, h, t, steps, n + slot_in * 2 * b * h, n + slot_out * 2 * b * h),
         {"gy": gy, "y": y, "c0": c0, "w": w},
@@ -118,30 +94,7 @@ def _backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     )
     src.fns.extend(helpers_for("sc_tanh("))
     m = lambda k: f"mt[{k}u]"  # noqa: E731
-    src.fns.append(f"""
-struct Grad {{ da: vec4<f32>, dc: f32, f: f32 }}
-fn gate_grads(b: u32, j: u32) -> Grad {{
-  let B = mt[1]; let H = mt[2]; let t = mt[3]; let T = mt[4];
-  let yo = (t * B + b) * 6u * H;
-  let gyo = {m(gy_at)} + t * {m(gy_at + 1)} + b * {m(gy_at + 2)};
-  let gs = {m(gy_at + 3)};
-  let c = ld_y(yo + H + j); let ig = ld_y(yo + 2u * H + j); let fg = ld_y(yo + 3u * H + j);
-  let gg = ld_y(yo + 4u * H + j); let og = ld_y(yo + 5u * H + j);
-  var dh = ld_gy(gyo + j * gs);
-  var dc = ld_gy(gyo + (H + j) * gs);
-  if (t + 1u < T) {{ dh += ld_o(mt[5] + b * H + j); dc += ld_o(mt[5] + B * H + b * H + j); }}
-  var cp: f32;
-  if (t == 0u) {{ cp = ld_c0({m(c0_at)} + b * {m(c0_at + 1)} + j * {m(c0_at + 2)}); }}
-  else {{ cp = ld_y(yo - B * 6u * H + H + j); }}
-  let tc = sc_tanh(c);
-  dc += dh * og * (1.0 - tc * tc);
-  let da = vec4<f32>(
-    (dc * gg + ld_gy(gyo + (2u * H + j) * gs)) * ig * (1.0 - ig),
-    (dc * cp + ld_gy(gyo + (3u * H + j) * gs)) * fg * (1.0 - fg),
-    (dc * ig + ld_gy(gyo + (4u * H + j) * gs)) * (1.0 - gg * gg),
-    (dh * tc + ld_gy(gyo + (5u * H + j) * gs)) * og * (1.0 - og));
-  return Grad(da, dc, fg);
-}}""")
+    src.fns.append(lstm_gate_grads(gy_at, c0_at))
     body = f"""
     let B = mt[1]; let H = mt[2]; let t = mt[3];
     let b = i / H; let k = i - b * H;
@@ -162,17 +115,11 @@ fn gate_grads(b: u32, j: u32) -> Grad {{
     return src, grid_1d(b * h, src.limits)
 
 
-def lstm_seq_backward(src: Source, op: str, ins, outs, attrs):
-    _check(src, ins, "LSTM")
-    steps = ins[1].shape[0]
-    return [_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
-
-
 def _gru_forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gx, h0, w, bh = ins
     b, steps, h3 = gx.shape
     h = h3 // 3
-    src, (g_at, h0_at, w_at, b_at) = _step_source(
+    src, (g_at, h0_at, w_at, b_at) = step_source(
         base,
         (b * h, b, h, t),
         {"gx": gx, "h0": h0, "w": w, "bh": bh},
@@ -212,18 +159,13 @@ def _gru_forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     return src, grid_1d(b * h, src.limits)
 
 
-def gru_seq(src: Source, op: str, ins, outs, attrs):
-    _check(src, ins, "GRU")
-    return [_gru_forward_step(src, ins, outs[0], t) for t in range(ins[0].shape[1])]
-
-
 def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     gy, y, h0, w = ins
     steps, b, h5 = y.shape
     h = h5 // 5
     n = steps * b * 4 * h
     slot_in, slot_out = (steps - t) % 2, (steps - 1 - t) % 2
-    src, (gy_at, h0_at, w_at) = _step_source(
+    src, (gy_at, h0_at, w_at) = step_source(
         base,
         (b * h, b, h, t, steps, n + slot_in * b * h, n + slot_out * b * h),
         {"gy": gy, "y": y, "h0": h0, "w": w},
@@ -232,27 +174,7 @@ def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
         out,
     )
     m = lambda k: f"mt[{k}u]"  # noqa: E731
-    src.fns.append(f"""
-struct GGrad {{ da: vec4<f32>, dh: f32, z: f32 }}
-fn gate_grads(b: u32, j: u32) -> GGrad {{
-  let B = mt[1]; let H = mt[2]; let t = mt[3]; let T = mt[4];
-  let yo = (t * B + b) * 5u * H;
-  let gyo = {m(gy_at)} + t * {m(gy_at + 1)} + b * {m(gy_at + 2)};
-  let gs = {m(gy_at + 3)};
-  let r = ld_y(yo + H + j); let z = ld_y(yo + 2u * H + j);
-  let n = ld_y(yo + 3u * H + j); let hn = ld_y(yo + 4u * H + j);
-  var dh = ld_gy(gyo + j * gs);
-  if (t + 1u < T) {{ dh += ld_o(mt[5] + b * H + j); }}
-  var hp: f32;
-  if (t == 0u) {{ hp = ld_h0({m(h0_at)} + b * {m(h0_at + 1)} + j * {m(h0_at + 2)}); }}
-  else {{ hp = ld_y(yo - B * 5u * H + j); }}
-  let dn = dh * (1.0 - z) + ld_gy(gyo + (3u * H + j) * gs);
-  let dz = dh * (hp - n) + ld_gy(gyo + (2u * H + j) * gs);
-  let dan = dn * (1.0 - n * n);
-  let dr = dan * hn + ld_gy(gyo + (H + j) * gs);
-  let dhn = dan * r + ld_gy(gyo + (4u * H + j) * gs);
-  return GGrad(vec4<f32>(dr * r * (1.0 - r), dz * z * (1.0 - z), dan, dhn), dh, z);
-}}""")
+    src.fns.append(gru_gate_grads(gy_at, h0_at))
     body = f"""
     let B = mt[1]; let H = mt[2]; let t = mt[3];
     let b = i / H; let k = i - b * H;
@@ -272,10 +194,58 @@ fn gate_grads(b: u32, j: u32) -> GGrad {{
     return src, grid_1d(b * h, src.limits)
 
 
-def gru_seq_backward(src: Source, op: str, ins, outs, attrs):
-    _check(src, ins, "GRU")
+def variant(limits: dict, gates: int) -> str:
+    """The step kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build, so a
+    benchmark can compare them in one process), ``step`` when unset; a tiled variant
+    whose tiles do not fit this device's workgroup limits falls back to ``step``."""
+    name = os.environ.get(VARIANT_ENV, "") or DEFAULT_VARIANT
+    if name not in VARIANTS:
+        raise DeviceError(
+            f"{VARIANT_ENV}={name!r} is not a recurrent kernel variant; "
+            f"choose one of {', '.join(VARIANTS)}"
+        )
+    if name != "step" and not tiled.fits(name, limits, gates):
+        return "step"
+    return name
+
+
+def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
+    name = variant(src.limits, gates)
+    if name == "step":
+        return [per_step(src, ins, out, t) for t in range(steps)]
+    tile = tiled.TILES[name][0]
+    return [tiled_step(src, ins, out, t, tile) for t in range(steps)]
+
+
+def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step):
     steps = ins[1].shape[0]
-    return [_gru_backward_step(src, ins, outs[0], t) for t in range(steps - 1, -1, -1)]
+    name = variant(src.limits, gates)
+    if name == "step":
+        return [per_step(src, ins, out, t) for t in range(steps - 1, -1, -1)]
+    tile = tiled.TILES[name][1]
+    return [la for t in range(steps - 1, -1, -1) for la in tiled_step(src, ins, out, t, tile)]
+
+
+def lstm_seq(src: Source, op: str, ins, outs, attrs):
+    check_dtypes(src, ins, "LSTM")
+    steps = ins[0].shape[1]
+    return _steps_forward(src, ins, outs[0], steps, 4, _forward_step, tiled.lstm_forward)
+
+
+def lstm_seq_backward(src: Source, op: str, ins, outs, attrs):
+    check_dtypes(src, ins, "LSTM")
+    return _steps_backward(src, ins, outs[0], 4, _backward_step, tiled.lstm_backward)
+
+
+def gru_seq(src: Source, op: str, ins, outs, attrs):
+    check_dtypes(src, ins, "GRU")
+    steps = ins[0].shape[1]
+    return _steps_forward(src, ins, outs[0], steps, 3, _gru_forward_step, tiled.gru_forward)
+
+
+def gru_seq_backward(src: Source, op: str, ins, outs, attrs):
+    check_dtypes(src, ins, "GRU")
+    return _steps_backward(src, ins, outs[0], 3, _gru_backward_step, tiled.gru_backward)
 
 
 KERNELS = {
