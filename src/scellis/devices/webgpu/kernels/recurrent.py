@@ -1,8 +1,15 @@
-"""Fused LSTM and GRU kernels (devices layer): one dispatch per time step, both ways.
+"""Fused LSTM and GRU kernels (devices layer): step kernels launched once per time step.
 
-Forward step t, one invocation per (b, k): the four gate pre-activations at k are
-gx[b, t, gate*H + k] plus the dot products of h_{t-1}[b, :] with rows gate*H + k
-of W_hh; then the activations, c_t and h_t, all stored packed in Y[t, b].
+Two families of step kernels, picked by ``SCELLIS_RECURRENT_VARIANT`` when the kernels
+are built: ``step`` (the default, below) and the tiled variants of
+``recurrent_tiled.py`` (``tiled``, ``tiled256``, ``tiled2x2``: workgroup-tiled
+products, the backward in two dispatches per step). All compute the same results to
+rounding and share the ops' layouts, so a recorded run may use any of them.
+
+The ``step`` kernels, one dispatch per step each way. Forward step t, one invocation
+per (b, k): the four gate pre-activations at k are gx[b, t, gate*H + k] plus the dot
+products of h_{t-1}[b, :] with rows gate*H + k of W_hh; then the activations, c_t and
+h_t, all stored packed in Y[t, b].
 
 Backward step t, one invocation per (b, k): it needs dA[b, m] for every gate row m
 to form dh_{t-1}[b, k] = sum_m dA[b, m] W_hh[m, k], so it recomputes them from Y,
