@@ -4,7 +4,8 @@ Two families compute the same maths (see ``ops.attention``): ``row``
 (``attention_rows``: one invocation per query or key row, scalar reads of the staged
 tiles) and ``tile`` (``attention_tiles``: register micro-tiles over vec4 tiles, as a
 matmul kernel works). ``tile32`` and ``tile16`` cap the tiles at 32 and 16 rows (less
-workgroup storage, more workgroups). A tiled variant whose tiles fit no tile size
+workgroup storage, more workgroups); ``tile_t128`` runs 128 invocations per workgroup
+instead of 256, each with twice the work. A tiled variant whose tiles fit no tile size
 under the adapter's limits falls back to ``row``.
 
 The variant is ``VARIANT`` (from the environment variable ``SCELLIS_FLASH_VARIANT``
@@ -19,23 +20,30 @@ import os
 
 from ....base.errors import DeviceError
 from . import attention_rows, attention_tiles
+from .attention_tiles import Cap
 from .common import Source
 
 DEFAULT_VARIANT = "tile"
-# variant -> largest tile rows (0: the row kernels)
-VARIANTS = {"row": 0, "tile": 64, "tile32": 32, "tile16": 16}
+# variant -> its tiles' bounds (None: the row kernels)
+VARIANTS = {
+    "row": None,
+    "tile": Cap(64, 256),
+    "tile32": Cap(32, 256),
+    "tile16": Cap(16, 256),
+    "tile_t128": Cap(64, 128),  # fewer invocations, each with larger micro-tiles
+}
 VARIANT = os.environ.get("SCELLIS_FLASH_VARIANT") or DEFAULT_VARIANT
 
 
-def variant_cap(src: Source, d: int, attrs: dict) -> int:
-    """Tile-row cap of the variant a call takes; 0 for the row kernels."""
+def variant_cap(src: Source, d: int, attrs: dict) -> Cap | None:
+    """Tile bounds of the variant a call takes; None for the row kernels."""
     name = attrs.get("_variant") or VARIANT
     if name not in VARIANTS:
         raise DeviceError(
             f"unknown flash attention variant {name!r}; choose one of {', '.join(VARIANTS)}"
         )
     cap = VARIANTS[name]
-    return cap if cap and attention_tiles.fits(src, d, cap) else 0
+    return cap if cap and attention_tiles.fits(src, d, cap) else None
 
 
 def forward(base: Source, op: str, ins, outs, attrs):

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from .attention_common import addr, grid, head, new_source
 from .common import Source
 
-WG_MAX = 256  # invocations per workgroup (the WebGPU default limit)
 MASKED = "-3.0e38"  # a score no kept key reaches: exp(MASKED - m) is 0
 # (query rows, key rows) per tile, best first; for dkv the pair is (query tile, keys)
 FORWARD_TILES = ((64, 64), (64, 32), (32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
@@ -36,6 +35,14 @@ DQ_TILES = ((64, 32), (32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
 DKV_TILES = ((32, 64), (32, 32), (16, 32), (16, 16), (8, 16), (8, 8))
 MICRO = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))  # score micro-tiles, largest first
 MAX_RT = 8  # result rows an invocation may hold (RT vec4 registers per result)
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A variant's bounds: tile rows and invocations per workgroup."""
+
+    rows: int = 64
+    threads: int = 256  # the WebGPU default limit
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,12 @@ def _pow2_at_most(n: int) -> int:
     return p
 
 
-def _plan(src: Source, d: int, tiles, cap: int, kind: str) -> Plan | None:
-    """The first tile pair of ``tiles`` (rows <= ``cap``) whose kernel fits ``src``'s limits."""
-    wg = min(WG_MAX, src.limits["max_compute_invocations_per_workgroup"])
+def _plan(src: Source, d: int, tiles, cap: Cap, kind: str) -> Plan | None:
+    """The first tile pair of ``tiles`` (rows <= cap.rows) whose kernel fits ``src``'s limits."""
+    wg = min(cap.threads, src.limits["max_compute_invocations_per_workgroup"])
     room = src.limits["max_compute_workgroup_storage_size"] // 4
     for bq, bk in tiles:
-        if max(bq, bk) > cap or bq > wg:
+        if max(bq, bk) > cap.rows or bq > wg:
             continue
         acc_rows = bk if kind == "dkv" else bq
         rt = _result_rows(acc_rows, -(-d // 4), wg)
@@ -109,7 +116,7 @@ def _floats(p: Plan, kind: str) -> int:
     return vec_rows[kind] * p.cgp * 4 + blocks * p.bq * p.bk + rows[kind]
 
 
-def fits(src: Source, d: int, cap: int) -> bool:
+def fits(src: Source, d: int, cap: Cap) -> bool:
     """Whether all three tiled kernels fit ``src``'s limits for head size ``d``."""
     return all(
         _plan(src, d, tiles, cap, kind) is not None
@@ -247,7 +254,7 @@ def _row_stats(p: Plan, base: str, at: dict) -> str:
 # -- forward --
 
 
-def forward(base: Source, ins, outs, attrs, cap: int):
+def forward(base: Source, ins, outs, attrs, cap: Cap):
     q, k, v = ins
     b, h, t, d = q.shape
     s = k.shape[2]
@@ -357,7 +364,7 @@ def _prob(i: str, j: str) -> str:
         let ds = p * (s1 - dlt[li]);"""
 
 
-def _dq(base: Source, ins, out, attrs, cap: int):
+def _dq(base: Source, ins, out, attrs, cap: Cap):
     b, h, t, d = ins[0].shape
     p = _plan(base, d, DQ_TILES, cap, "dq")
     src, at = _backward_source(base, ins, out, attrs, p)
@@ -388,7 +395,7 @@ def _dq(base: Source, ins, out, attrs, cap: int):
     return src, grid(src, -(-t // p.bq), b * h)
 
 
-def _dkv(base: Source, ins, out, attrs, cap: int):
+def _dkv(base: Source, ins, out, attrs, cap: Cap):
     b, h, t, d = ins[0].shape
     s = ins[1].shape[2]
     p = _plan(base, d, DKV_TILES, cap, "dkv")
@@ -427,5 +434,5 @@ def _dkv(base: Source, ins, out, attrs, cap: int):
     return src, grid(src, -(-s // p.bk), b * h)
 
 
-def backward(base: Source, ins, outs, attrs, cap: int):
+def backward(base: Source, ins, outs, attrs, cap: Cap):
     return [_dq(base, ins, outs[0], attrs, cap), _dkv(base, ins, outs[0], attrs, cap)]
