@@ -44,7 +44,6 @@ import scellis as sc  # noqa: E402
 from scellis.catalog.blocks.attention import attend  # noqa: E402
 from scellis.devices.webgpu import WebGPUBackend  # noqa: E402
 from scellis.devices.webgpu.kernels import attention as flash_kernels  # noqa: E402
-from scellis.ops.attention import flash_attention  # noqa: E402
 from scellis.runtime.creation import arange  # noqa: E402
 from scellis.runtime.dispatch import apply  # noqa: E402
 from scellis.runtime.tensor import run_sync  # noqa: E402
@@ -179,8 +178,11 @@ def run_shape(dev, shape, causal: bool, variants, rng, args) -> dict:
 def print_row(row, cols) -> None:
     cells = " ".join(f"{row['ms'].get(c, float('nan')):>12.3f}" for c in cols)
     to_torch = row["best_flash_over_torch"]
-    ratio = f"{row['best_flash_over_naive']:>6.2f} {to_torch:>6.2f}" if to_torch else (
-        f"{row['best_flash_over_naive']:>6.2f}      -")
+    ratio = (
+        f"{row['best_flash_over_naive']:>6.2f} {to_torch:>6.2f}"
+        if to_torch
+        else (f"{row['best_flash_over_naive']:>6.2f}      -")
+    )
     err = max(row["err"].values())
     print(f"{row['shape']:>20} {'causal' if row['causal'] else 'full':>6} {cells} {ratio} "
           f"{err:.1e}", flush=True)  # fmt: skip

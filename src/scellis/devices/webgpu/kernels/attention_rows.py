@@ -251,4 +251,3 @@ def _dkv(base: Source, ins, out, attrs):
 
 def backward(base: Source, op: str, ins, outs, attrs):
     return [_dq(base, ins, outs[0], attrs), _dkv(base, ins, outs[0], attrs)]
-

@@ -190,7 +190,9 @@ def _product(p: Plan, rows: int, wstride: int, terms) -> str:
         f"      for (var n4 = 0u; n4 < {wstride}u; n4++) {{",
     ]
     for name, w, vecs in terms:
-        out += [f"        let {vecs}{u} = {vecs}[(n4 * 4u + {u}u) * {p.cgp}u + ocg];" for u in range(4)]
+        out += [
+            f"        let {vecs}{u} = {vecs}[(n4 * 4u + {u}u) * {p.cgp}u + ocg];" for u in range(4)
+        ]
         for r in range(p.rt):
             out.append(f"        let {w}{r} = {w}[(og + {r * ry}u) * {wstride}u + n4];")
             sums = " + ".join(f"{w}{r}.{x} * {vecs}{u}" for u, x in enumerate("xyzw"))
@@ -291,7 +293,9 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
         + f"""    workgroupBarrier();
     if (soft) {{
       var pm = {MASKED};
-      for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{ pm = max(pm, ss[srow * {bk4}u + j / 4u][j & 3u]); }}
+      for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
+        pm = max(pm, ss[srow * {bk4}u + j / 4u][j & 3u]);
+      }}
       red[lid] = pm;
     }}
     workgroupBarrier();
@@ -406,9 +410,12 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap):
     nq, nk = b * h * t * d, b * h * s * d
     out_at = src.add_meta(out.offset + nq, out.offset + nq + nk)
     # the score block's rows are the tile's queries, its columns this workgroup's keys
-    score = _prob("(q0 + li)", "(r0 + lj)") + f"""
+    score = (
+        _prob("(q0 + li)", "(r0 + lj)")
+        + f"""
         pt[lj * {bq4}u + li / 4u][li & 3u] = p;
         dst[lj * {bq4}u + li / 4u][li & 3u] = ds;"""
+    )
     queries = [("qs", "q", at["q"]), ("gs", "gy", at["gy"])]
     src.body = (
         head(p.wg, p.bk)
