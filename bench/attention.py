@@ -124,7 +124,7 @@ def bench_webgpu(dev, path, host, causal: bool, args) -> tuple[dict, list]:
         run_sync(dev.gpu.read_buffer(q.grad.device_view.buf.handle.chunks[0], 0, 4))
 
     stats = time_samples(call, sync, args.warmup, args.repeats, args.min_sample_ms / 1e3)
-    arrays = [np.asarray(t.tolist(), np.float32) for t in (last["y"], q.grad, k.grad, v.grad)]
+    arrays = [t.detach().numpy() for t in (last["y"], q.grad, k.grad, v.grad)]
     return stats, arrays
 
 
