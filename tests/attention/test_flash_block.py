@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import scellis as sc
+import scellis.catalog.blocks.attention as attention_block
 from scellis.base.errors import ScellisError
 from scellis.base.rng import Generator
 from scellis.catalog.blocks import (
@@ -95,6 +96,30 @@ def test_auto_takes_flash_on_webgpu_and_naive_on_reference(gpu):
     assert "flash_attention" in seen["webgpu"]
     assert "flash_attention" not in seen["reference"]
     assert "flash_attention" in _transformer_ops(gpu)
+
+
+def _auto_ops(dev):
+    ops, inner = [], dev.run
+    dev.run = lambda op, *a: (ops.append(op), inner(op, *a))[1]
+    try:
+        _block("auto", dev, "f32")(sc.tensor(_inputs("auto")[0], device=dev, dtype="f32"))
+    finally:
+        del dev.run
+    return ops
+
+
+@pytest.mark.webgpu
+def test_auto_rule_takes_naive_below_its_thresholds_and_flash_above(gpu, monkeypatch):
+    heads_bytes = B * H * T * T * 4  # this block's naive score matrix, f32
+    monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T + 1)
+    monkeypatch.setattr(attention_block, "NAIVE_SCORES_MAX_BYTES", heads_bytes + 1)
+    small = _auto_ops(gpu)
+    assert "flash_attention" not in small and "matmul" in small
+    monkeypatch.setattr(attention_block, "NAIVE_SCORES_MAX_BYTES", heads_bytes)
+    assert "flash_attention" in _auto_ops(gpu)  # the scores are too big to hold
+    monkeypatch.setattr(attention_block, "NAIVE_SCORES_MAX_BYTES", heads_bytes + 1)
+    monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T)
+    assert "flash_attention" in _auto_ops(gpu)  # long enough for flash to pay
 
 
 def _transformer_ops(dev):

@@ -17,7 +17,8 @@ Two paths compute the same maths: ``naive`` forms the [B, H, T, S] scores, masks
 and takes the softmax with ordinary ops; ``flash`` is one ``flash_attention``
 primitive that never holds the scores (O(T) memory per head, not O(T^2)). ``auto``
 (the default) takes flash on WebGPU when it applies — no padding mask, no attention
-dropout in training — and naive otherwise.
+dropout in training — and the scores are large enough for it to pay
+(``auto_takes_flash``), and naive otherwise.
 
 During cached decoding (``decoding.KVCache.run``) causal self-attention projects the
 new positions only, appends their keys and values to the cache's and attends over all
@@ -45,6 +46,20 @@ from .position import rotary
 
 ATTENTION_PATHS = ("auto", "naive", "flash")
 ROPE_SCALINGS = ("linear", "llama3")
+
+# What ``auto`` takes on WebGPU, from bench/attention.py's timings of both paths (forward
+# + backward): flash once one head's score block (T x S) has FLASH_MIN_SCORES entries,
+# or once the naive path's score matrix (B x H x T x S, f32) would reach
+# NAIVE_SCORES_MAX_BYTES whatever its shape (memory, not speed); naive below both.
+FLASH_MIN_SCORES = 0  # 0: flash at every size
+NAIVE_SCORES_MAX_BYTES = 256 << 20
+
+
+def auto_takes_flash(device, heads: int, t: int, s: int) -> bool:
+    """Whether ``auto`` takes flash for ``heads`` (B x H) of T queries over S keys."""
+    if device.name != "webgpu":
+        return False
+    return t * s >= FLASH_MIN_SCORES or heads * t * s * 4 >= NAIVE_SCORES_MAX_BYTES
 
 
 def attend(q, k, v, keep, p: float, training: bool):
@@ -168,8 +183,9 @@ class MultiHeadAttention(Block):
             keep = pad if keep is None else keep & pad
         return keep
 
-    def _flash(self, mask, device) -> bool:
-        """Whether this call takes the flash path (an explicit 'flash' that cannot is an error)."""
+    def _flash(self, mask, device, heads: int, t: int, s: int) -> bool:
+        """Whether this call takes the flash path (an explicit 'flash' that cannot is an
+        error); ``heads`` (B x H), ``t`` and ``s`` size the scores for ``auto``."""
         c = self.config
         blocker = ""
         if mask is not None:
@@ -179,7 +195,7 @@ class MultiHeadAttention(Block):
         if c.attention == "flash" and blocker:
             raise ScellisError(f"attention: flash does not support {blocker}; use naive")
         if c.attention == "auto":
-            return not blocker and device.name == "webgpu"
+            return not blocker and auto_takes_flash(device, heads, t, s)
         return c.attention == "flash"
 
     def forward(self, x, mask=None, kv=None):
@@ -194,7 +210,7 @@ class MultiHeadAttention(Block):
         S = src.shape[1]
         q, k, v = self.project(x, src)
         k, v = self.share(k, v)
-        if self._flash(mask, x.device):
+        if self._flash(mask, x.device, B * c.num_heads, T, S):
             scale = 1.0 / math.sqrt(E // c.num_heads)
             y = flash_attention(q, k, v, c.causal, scale).cast(v.dtype)
             return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
@@ -218,7 +234,7 @@ class MultiHeadAttention(Block):
         cache.keep(self, k, v)  # the kv heads only: grouped-query attention's smaller cache
         k, v = self.share(k, v)
         S = k.shape[2]
-        if self._flash(None, x.device) and (at == 0 or T == 1):
+        if self._flash(None, x.device, B * c.num_heads, T, S) and (at == 0 or T == 1):
             scale = 1.0 / math.sqrt(E // c.num_heads)
             y = flash_attention(q, k, v, T > 1, scale).cast(v.dtype)
             return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))

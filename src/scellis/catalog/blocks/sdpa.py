@@ -6,12 +6,14 @@ MatMul, scale, mask, Softmax, MatMul chain as this block). It takes q [B, H, T, 
 kᵀ [B, H, D, S] (as the graphs hold it), v [B, H, S, D], or the same with the heads
 merged into the batch ([B*H, T, D]), and an optional additive mask broadcastable to the
 scores. The paths are ``nn/attention``'s: ``flash`` (one fused kernel, O(T) memory) when
-no additive mask is given, on WebGPU under ``auto``; ``naive`` otherwise, where a row
+no additive mask is given, on WebGPU under ``auto`` where its rule
+(``attention.auto_takes_flash``) takes it; ``naive`` otherwise, where a row
 every key of which is masked gives zeros (as the exporters' NaN guard does).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ...base.errors import ShapeError
@@ -19,7 +21,7 @@ from ...ops.attention import flash_attention
 from ...ops.composites import softmax
 from ...runtime.creation import arange
 from ..registry import field, register
-from .attention import ATTENTION_PATHS
+from .attention import ATTENTION_PATHS, auto_takes_flash
 from .common import MASKED, Block
 
 
@@ -41,7 +43,10 @@ class ScaledDotProductAttention(Block):
         if q.ndim not in (3, 4) or kt.ndim != q.ndim or v.ndim != q.ndim:
             raise ShapeError(f"attention takes q, kᵀ, v of rank 3 or 4, got {q.shape}")
         c = self.config
-        flash = c.attention == "flash" or (c.attention == "auto" and q.device.name == "webgpu")
+        heads = math.prod(q.shape[:-2])  # B x H (or the merged batch)
+        t, s = q.shape[-2], kt.shape[-1]
+        auto = c.attention == "auto" and auto_takes_flash(q.device, heads, t, s)
+        flash = c.attention == "flash" or auto
         if flash and mask is None:
             merged = q.ndim == 3  # heads folded into the batch: one batch of them
             q4, k4, v4 = (t.unsqueeze(0) if merged else t for t in (q, kt.mT, v))

@@ -1,0 +1,445 @@
+"""Flash-attention kernels on register micro-tiles (devices layer): variants ``tile*``.
+
+The maths is ``attention_rows``' (online softmax forward; a dq pass walking key tiles
+and a dk/dv pass walking query tiles in the backward, no float atomics), arranged as
+a matmul kernel arranges it, so that every value read from workgroup memory feeds
+several multiply-adds:
+
+- Tiles of q, k, v (and dO) are staged in workgroup memory as ``array<vec4<f32>>``
+  rows of ceil(D / 4) vectors (zero padded), one vector more per row so that
+  neighbouring rows start in other memory banks.
+- A score block (a BQ x BK tile of q kᵀ, or of dO vᵀ alongside it in the backward) is
+  shared among the invocations as SR x SC register micro-tiles: per step of 4 columns
+  an invocation reads SR + SC vectors and does 4 * SR * SC multiply-adds.
+- The softmax of a score block runs in workgroup memory, TPR invocations per row
+  reducing through it; each row's running max and sum live in those invocations.
+- Products with the probabilities (P v, dS k, Pᵀ dO, dSᵀ q) give each invocation RT
+  rows x one vec4 column group of the result, held in registers across all tiles.
+
+Tile sizes are the largest of a fixed list whose arrays fit the adapter's workgroup
+storage; a variant may cap them (smaller tiles: less storage, more workgroups per
+core). A shape that fits none is left to the row kernels (``fits`` says which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .attention_common import addr, grid, head, new_source
+from .common import Source
+
+MASKED = "-3.0e38"  # a score no kept key reaches: exp(MASKED - m) is 0
+# (query rows, key rows) per tile, best first; for dkv the pair is (query tile, keys)
+FORWARD_TILES = ((64, 64), (64, 32), (32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
+DQ_TILES = ((64, 32), (32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
+DKV_TILES = ((32, 64), (32, 32), (16, 32), (16, 16), (8, 16), (8, 8))
+MICRO = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))  # score micro-tiles, largest first
+MAX_RT = 8  # result rows an invocation may hold (RT vec4 registers per result)
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A variant's bounds: tile rows and invocations per workgroup."""
+
+    rows: int = 64
+    threads: int = 256  # the WebGPU default limit
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One kernel's geometry (see the module docstring for the names)."""
+
+    wg: int
+    bq: int
+    bk: int
+    d: int
+    sr: int
+    sc: int
+    rt: int  # result rows per invocation, over the ``acc_rows`` rows of the result
+    tpr: int  # invocations per row in a row reduction
+
+    @property
+    def cg(self) -> int:  # vec4 column groups
+        return -(-self.d // 4)
+
+    @property
+    def cgp(self) -> int:  # vec4 row stride in workgroup memory (one of padding)
+        return self.cg + 1
+
+
+def _micro(rows: int, cols: int, wg: int) -> tuple[int, int]:
+    for sr, sc in MICRO:
+        if rows % sr == 0 and cols % sc == 0 and (rows // sr) * (cols // sc) >= wg:
+            return sr, sc
+    return 1, 1
+
+
+def _result_rows(rows: int, cg: int, wg: int) -> int | None:
+    for rt in (1, 2, 4, 8):
+        if rt <= MAX_RT and rows % rt == 0 and (rows // rt) * cg <= wg:
+            return rt
+    return None
+
+
+def _pow2_at_most(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+def _plan(src: Source, d: int, tiles, cap: Cap, kind: str) -> Plan | None:
+    """The first tile pair of ``tiles`` (rows <= cap.rows) whose kernel fits ``src``'s limits."""
+    wg = min(cap.threads, src.limits["max_compute_invocations_per_workgroup"])
+    room = src.limits["max_compute_workgroup_storage_size"] // 4
+    for bq, bk in tiles:
+        if max(bq, bk) > cap.rows or bq > wg:
+            continue
+        acc_rows = bk if kind == "dkv" else bq
+        rt = _result_rows(acc_rows, -(-d // 4), wg)
+        if rt is None:
+            continue
+        tpr = _pow2_at_most(min(wg // bq, bk if kind == "forward" else wg))
+        sr, sc = _micro(bq, bk, wg)
+        p = Plan(wg, bq, bk, d, sr, sc, rt, tpr)
+        if _floats(p, kind) <= room:
+            return p
+    return None
+
+
+def _floats(p: Plan, kind: str) -> int:
+    """Workgroup storage of ``kind``'s kernel, in f32 words."""
+    vec_rows = {"forward": p.bq + 2 * p.bk, "dq": 2 * p.bq + 2 * p.bk, "dkv": 2 * p.bq + 2 * p.bk}
+    blocks = {"forward": 1, "dq": 1, "dkv": 2}[kind]
+    rows = {"forward": 2 * p.bq * p.tpr + p.bq, "dq": p.bq * p.tpr + 2 * p.bq}
+    rows["dkv"] = rows["dq"]
+    return vec_rows[kind] * p.cgp * 4 + blocks * p.bq * p.bk + rows[kind]
+
+
+def fits(src: Source, d: int, cap: Cap) -> bool:
+    """Whether all three tiled kernels fit ``src``'s limits for head size ``d``."""
+    return all(
+        _plan(src, d, tiles, cap, kind) is not None
+        for tiles, kind in ((FORWARD_TILES, "forward"), (DQ_TILES, "dq"), (DKV_TILES, "dkv"))
+    )
+
+
+# -- WGSL pieces --
+
+
+def _decl(src: Source, name: str, ty: str, n: int) -> None:
+    src.decls.append(f"var<workgroup> {name}: array<{ty}, {n}>;")
+
+
+def _load(p: Plan, rows: int, base: str, limit: str, arrays) -> str:
+    """Stage ``rows`` rows from ``base`` (rows at or past ``limit``, and the padding
+    columns, as zeros) of each (shared array, operand, meta position) in ``arrays``.
+    Consecutive invocations read consecutive columns: coalesced when d's stride is 1."""
+    dp = 4 * p.cg
+    out = [
+        f"    for (var e = lid; e < {rows * dp}u; e += {p.wg}u) {{",
+        f"      let ii = e / {dp}u; let c = e - ii * {dp}u; let i = {base} + ii;",
+        f"      let slot = ii * {p.cgp}u + c / 4u; let ln = c & 3u;",
+        f"      let inside = i < {limit} && c < {p.d}u;",
+    ]
+    for shared, operand, at in arrays:
+        out.append(
+            f"      var x_{shared} = 0.0; "
+            f"if (inside) {{ x_{shared} = ld_{operand}({addr(at, 'i', 'c')}); }}"
+        )
+        out.append(f"      {shared}[slot][ln] = x_{shared};")
+    out.append("    }")
+    return "\n".join(out) + "\n"
+
+
+def _scores(p: Plan, pairs, epilogue) -> str:
+    """For each (li, lj) of the BQ x BK block, the dot products of row li of ``a`` with
+    row lj of ``b`` for each (a, b) of ``pairs`` (``s0``, ``s1``, ... in ``epilogue``).
+    Invocation rows and columns are strided (li = ty + r * BQ/SR) so that neighbours
+    read neighbouring rows."""
+    nx, ry = p.bk // p.sc, p.bq // p.sr
+    items = ry * nx
+    rs = [(r, s) for r in range(p.sr) for s in range(p.sc)]
+    out = [
+        f"    for (var g = lid; g < {items}u; g += {p.wg}u) {{",
+        f"      let ty = g / {nx}u; let tx = g - ty * {nx}u;",
+    ]
+    out += [f"      var a{k}_{r}_{s} = 0.0;" for k in range(len(pairs)) for r, s in rs]
+    out.append(f"      for (var c = 0u; c < {p.cg}u; c++) {{")
+    for k, (a, b) in enumerate(pairs):
+        out += [f"        let {a}{r} = {a}[(ty + {r * ry}u) * {p.cgp}u + c];" for r in range(p.sr)]
+        out += [f"        let {b}{s} = {b}[(tx + {s * nx}u) * {p.cgp}u + c];" for s in range(p.sc)]
+        out += [f"        a{k}_{r}_{s} += dot({a}{r}, {b}{s});" for r, s in rs]
+    out.append("      }")
+    for r, s in rs:
+        names = "".join(f" let s{k} = a{k}_{r}_{s};" for k in range(len(pairs)))
+        out.append(f"      {{ let li = ty + {r * ry}u; let lj = tx + {s * nx}u;{names}")
+        out.append(epilogue)
+        out.append("      }")
+    out.append("    }")
+    return "\n".join(out) + "\n"
+
+
+def _product(p: Plan, rows: int, wstride: int, terms) -> str:
+    """acc_<name>_r += sum over n of ``weights``[row r, n] * ``vecs``[n] for each (name,
+    weights array, vecs array) of ``terms`` (weights as vec4 rows of ``wstride``); an
+    invocation owns result rows og + r * rows/RT of vec4 column ocg."""
+    ry = rows // p.rt
+    out = [
+        f"    if (lid < {ry * p.cg}u) {{",
+        f"      for (var n4 = 0u; n4 < {wstride}u; n4++) {{",
+    ]
+    for name, w, vecs in terms:
+        out += [
+            f"        let {vecs}{u} = {vecs}[(n4 * 4u + {u}u) * {p.cgp}u + ocg];" for u in range(4)
+        ]
+        for r in range(p.rt):
+            out.append(f"        let {w}{r} = {w}[(og + {r * ry}u) * {wstride}u + n4];")
+            sums = " + ".join(f"{w}{r}.{x} * {vecs}{u}" for u, x in enumerate("xyzw"))
+            out.append(f"        acc_{name}{r} += {sums};")
+    out += ["      }", "    }"]
+    return "\n".join(out) + "\n"
+
+
+def _accumulators(p: Plan, names, rows: int) -> str:
+    ry = rows // p.rt
+    out = [f"  let og = lid / {p.cg}u; let ocg = lid - og * {p.cg}u;  // result rows og + r*{ry}"]
+    out += [f"  var acc_{n}{r} = vec4<f32>(0.0);" for n in names for r in range(p.rt)]
+    return "\n".join(out) + "\n"
+
+
+def _store(p: Plan, rows: int, name: str, index: str, limit: str, factor: str) -> str:
+    """Store the live components of acc_<name>_r * ``factor`` at ``index`` (WGSL of li, c)."""
+    ry = rows // p.rt
+    out = [f"  if (lid < {ry * p.cg}u) {{"]
+    for r in range(p.rt):
+        out.append(f"    {{ let li = og + {r * ry}u; let i = r0 + li;")
+        out.append(f"      if (i < {limit}) {{ let f = {factor};")
+        for u, x in enumerate("xyzw"):
+            out.append(
+                f"        if (ocg * 4u + {u}u < {p.d}u) {{ "
+                f"let c = ocg * 4u + {u}u; st_o({index}, acc_{name}{r}.{x} * f); }}"
+            )
+        out.append("      }")
+        out.append("    }")
+    out.append("  }")
+    return "\n".join(out) + "\n"
+
+
+def _row_stats(p: Plan, base: str, at: dict) -> str:
+    """Stage each tile row's logsumexp and delta = dO . O - g_lse (rows at or past T: 0),
+    TPR invocations per row summing strided columns, then one finishing each row."""
+    return f"""    if (lid < {p.bq * p.tpr}u) {{
+      let ri = lid / {p.tpr}u; let part = lid - ri * {p.tpr}u; let i = {base} + ri;
+      var pd = 0.0;
+      if (i < T) {{
+        for (var c = part; c < {p.d}u; c += {p.tpr}u) {{
+          pd += ld_gy({addr(at["gy"], "i", "c")}) * ld_y({addr(at["y"], "i", "c")});
+        }}
+      }}
+      red[lid] = pd;
+    }}
+    workgroupBarrier();
+    if (lid < {p.bq}u) {{
+      let i = {base} + lid;
+      var dl = 0.0; var ls = 0.0;
+      if (i < T) {{
+        for (var u = 0u; u < {p.tpr}u; u++) {{ dl += red[lid * {p.tpr}u + u]; }}
+        dl -= ld_gy({addr(at["gy"], "i", f"{p.d}u")});
+        ls = ld_y({addr(at["y"], "i", f"{p.d}u")});
+      }}
+      lse[lid] = ls; dlt[lid] = dl;
+    }}
+"""
+
+
+# -- forward --
+
+
+def forward(base: Source, ins, outs, attrs, cap: Cap):
+    q, k, v = ins
+    b, h, t, d = q.shape
+    s = k.shape[2]
+    p = _plan(base, d, FORWARD_TILES, cap, "forward")
+    src, at = new_source(base, {"q": q, "k": k, "v": v}, outs[0], b, h, t, s, d, attrs)
+    bk4 = p.bk // 4
+    for name, n in (("qs", p.bq), ("ks", p.bk), ("vs", p.bk)):
+        _decl(src, name, "vec4<f32>", n * p.cgp)
+    _decl(src, "ss", "vec4<f32>", p.bq * bk4)  # scores, then probabilities
+    _decl(src, "red", "f32", p.bq * p.tpr)  # partial maxima
+    _decl(src, "rsum", "f32", p.bq * p.tpr)  # partial sums
+    _decl(src, "corr", "f32", p.bq)  # each row's rescale this tile; at the end, its sum
+    out_at = src.add_meta(outs[0].offset)  # a fresh contiguous [B, H, T, D+1]
+    keys = [("ks", "k", at["k"]), ("vs", "v", at["v"])]
+    score = f"""        let i = r0 + li; let j = j0 + lj;
+        let keep = j < S && (!causal || j <= i);
+        ss[li * {bk4}u + lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
+    src.body = (
+        head(p.wg, p.bq)
+        + _load(p, p.bq, "r0", "T", [("qs", "q", at["q"])])
+        + _accumulators(p, ["o"], p.bq)
+        + f"""  // the softmax lanes: TPR per row, each keeping the row's running max and sum
+  let srow = lid / {p.tpr}u; let part = lid - srow * {p.tpr}u;
+  let soft = lid < {p.bq * p.tpr}u;
+  var m = {MASKED}; var l = 0.0;
+  // keys any row of this workgroup may see: all, or up to its last row when causal
+  var kend = S;
+  if (causal) {{ kend = min(S, min(T, r0 + {p.bq}u)); }}
+  for (var j0 = 0u; j0 < kend; j0 += {p.bk}u) {{
+"""
+        + _load(p, p.bk, "j0", "S", keys)
+        + "    workgroupBarrier();\n"
+        + _scores(p, [("qs", "ks")], score)
+        + f"""    workgroupBarrier();
+    if (soft) {{
+      var pm = {MASKED};
+      for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
+        pm = max(pm, ss[srow * {bk4}u + j / 4u][j & 3u]);
+      }}
+      red[lid] = pm;
+    }}
+    workgroupBarrier();
+    if (soft) {{
+      var mn = m;
+      for (var u = 0u; u < {p.tpr}u; u++) {{ mn = max(mn, red[srow * {p.tpr}u + u]); }}
+      var ps = 0.0;
+      for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
+        let e = sc_exp(ss[srow * {bk4}u + j / 4u][j & 3u] - mn);
+        ss[srow * {bk4}u + j / 4u][j & 3u] = e;
+        ps += e;
+      }}
+      rsum[lid] = ps;
+      let cr = sc_exp(m - mn);
+      if (part == 0u) {{ corr[srow] = cr; }}
+      l = l * cr;
+      m = mn;
+    }}
+    workgroupBarrier();
+    if (soft) {{ for (var u = 0u; u < {p.tpr}u; u++) {{ l += rsum[srow * {p.tpr}u + u]; }} }}
+"""
+        + _rescale(p)
+        + _product(p, p.bq, bk4, [("o", "ss", "vs")])
+        + """    workgroupBarrier();
+  }
+"""
+        + f"""  let ob = mt[{out_at}u] + (b * H + h) * T * {d + 1}u;
+  if (soft && part == 0u) {{
+    corr[srow] = l;
+    if (r0 + srow < T) {{ st_o(ob + (r0 + srow) * {d + 1}u + {d}u, m + sc_log(l)); }}
+  }}
+  workgroupBarrier();
+"""
+        + _store(p, p.bq, "o", f"ob + i * {d + 1}u + c", "T", "1.0 / corr[li]")
+        + "}\n"
+    )
+    return [(src, grid(src, -(-t // p.bq), b * h))]
+
+
+def _rescale(p: Plan) -> str:
+    ry = p.bq // p.rt
+    lines = [f"    if (lid < {ry * p.cg}u) {{"]
+    lines += [f"      acc_o{r} = acc_o{r} * corr[og + {r * ry}u];" for r in range(p.rt)]
+    lines.append("    }")
+    return "\n".join(lines) + "\n"
+
+
+# -- backward --
+
+_BACKWARD_VIEWS = ("q", "k", "v", "y", "gy")
+
+
+def _backward_source(base: Source, ins, out, attrs, p: Plan):
+    q, k = ins[0], ins[1]
+    b, h, t, d = q.shape
+    s = k.shape[2]
+    src, at = new_source(base, dict(zip(_BACKWARD_VIEWS, ins)), out, b, h, t, s, d, attrs)
+    for name, n in (("qs", p.bq), ("gs", p.bq), ("ks", p.bk), ("vs", p.bk)):
+        _decl(src, name, "vec4<f32>", n * p.cgp)
+    _decl(src, "red", "f32", p.bq * p.tpr)  # partial sums of dO . O
+    _decl(src, "lse", "f32", p.bq)
+    _decl(src, "dlt", "f32", p.bq)
+    return src, at
+
+
+def _prob(i: str, j: str) -> str:
+    """WGSL: p and ds of one score (s0 = q . k, s1 = dO . v) of query row li."""
+    return f"""        let keep = {i} < T && {j} < S && (!causal || {j} <= {i});
+        let p = select(0.0, sc_exp(s0 * scale - lse[li]), keep);
+        let ds = p * (s1 - dlt[li]);"""
+
+
+def _dq(base: Source, ins, out, attrs, cap: Cap):
+    b, h, t, d = ins[0].shape
+    p = _plan(base, d, DQ_TILES, cap, "dq")
+    src, at = _backward_source(base, ins, out, attrs, p)
+    bk4 = p.bk // 4
+    _decl(src, "dss", "vec4<f32>", p.bq * bk4)
+    out_at = src.add_meta(out.offset)
+    score = _prob("(r0 + li)", "(j0 + lj)") + f"\n        dss[li * {bk4}u + lj / 4u][lj & 3u] = ds;"
+    rows = [("qs", "q", at["q"]), ("gs", "gy", at["gy"])]
+    src.body = (
+        head(p.wg, p.bq)
+        + _load(p, p.bq, "r0", "T", rows)
+        + _row_stats(p, "r0", at)
+        + _accumulators(p, ["q"], p.bq)
+        + f"""  var kend = S;
+  if (causal) {{ kend = min(S, min(T, r0 + {p.bq}u)); }}
+  for (var j0 = 0u; j0 < kend; j0 += {p.bk}u) {{
+"""
+        + _load(p, p.bk, "j0", "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
+        + "    workgroupBarrier();\n"
+        + _scores(p, [("qs", "ks"), ("gs", "vs")], score)
+        + "    workgroupBarrier();\n"
+        + _product(p, p.bq, bk4, [("q", "dss", "ks")])
+        + "    workgroupBarrier();\n  }\n"
+        + f"  let ob = mt[{out_at}u] + (b * H + h) * T * {d}u;\n"
+        + _store(p, p.bq, "q", f"ob + i * {d}u + c", "T", "scale")
+        + "}\n"
+    )
+    return src, grid(src, -(-t // p.bq), b * h)
+
+
+def _dkv(base: Source, ins, out, attrs, cap: Cap):
+    b, h, t, d = ins[0].shape
+    s = ins[1].shape[2]
+    p = _plan(base, d, DKV_TILES, cap, "dkv")
+    src, at = _backward_source(base, ins, out, attrs, p)
+    bq4 = p.bq // 4
+    _decl(src, "pt", "vec4<f32>", p.bk * bq4)  # probabilities, [key][query]
+    _decl(src, "dst", "vec4<f32>", p.bk * bq4)  # score gradients, [key][query]
+    nq, nk = b * h * t * d, b * h * s * d
+    out_at = src.add_meta(out.offset + nq, out.offset + nq + nk)
+    # the score block's rows are the tile's queries, its columns this workgroup's keys
+    score = (
+        _prob("(q0 + li)", "(r0 + lj)")
+        + f"""
+        pt[lj * {bq4}u + li / 4u][li & 3u] = p;
+        dst[lj * {bq4}u + li / 4u][li & 3u] = ds;"""
+    )
+    queries = [("qs", "q", at["q"]), ("gs", "gy", at["gy"])]
+    src.body = (
+        head(p.wg, p.bk)
+        + _load(p, p.bk, "r0", "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
+        + _accumulators(p, ["k", "v"], p.bk)
+        + f"""  // queries that may see a key of this workgroup: all, or from its first key on
+  var i0 = 0u;
+  if (causal) {{ i0 = r0; }}
+  for (var q0 = i0; q0 < T; q0 += {p.bq}u) {{
+"""
+        + _load(p, p.bq, "q0", "T", queries)
+        + _row_stats(p, "q0", at)
+        + "    workgroupBarrier();\n"
+        + _scores(p, [("qs", "ks"), ("gs", "vs")], score)
+        + "    workgroupBarrier();\n"
+        + _product(p, p.bk, bq4, [("v", "pt", "gs"), ("k", "dst", "qs")])
+        + "    workgroupBarrier();\n  }\n"
+        + f"  let kb = (b * H + h) * S * {d}u;\n"
+        + _store(p, p.bk, "k", f"mt[{out_at}u] + kb + i * {d}u + c", "S", "scale")
+        + _store(p, p.bk, "v", f"mt[{out_at + 1}u] + kb + i * {d}u + c", "S", "1.0")
+        + "}\n"
+    )
+    return src, grid(src, -(-s // p.bk), b * h)
+
+
+def backward(base: Source, ins, outs, attrs, cap: Cap):
+    return [_dq(base, ins, outs[0], attrs, cap), _dkv(base, ins, outs[0], attrs, cap)]
