@@ -187,6 +187,7 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--modes", default="eager,replay", help="Scellis modes to time")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--torch-cpu", action="store_true", help="torch on the CPU when no CUDA")
     p.add_argument("--out", default="bench/out/step_time.json")
@@ -203,8 +204,12 @@ def main(argv=None) -> int:
         peer = torch_run(cfg, tdev, a) if tdev else None
         paths = a.attention.split(",") if cfg["kind"] == TF else ["-"]
         for path in paths:
-            eager = scellis_run(cfg, dev, False, path, a.precision, a)
-            rep = scellis_run(cfg, dev, True, path, a.precision, a)
+            eager = rep = None
+            if "eager" in a.modes:
+                eager = scellis_run(cfg, dev, False, path, a.precision, a)
+            if "replay" in a.modes:
+                rep = scellis_run(cfg, dev, True, path, a.precision, a)
+            eager, rep = eager or rep, rep or eager
             results[f"{name}/{path}"] = _row(name, path, eager, rep, peer)
     out = {"device": a.device, "adapter": adapter, "torch_device": tdev,
            "precision": a.precision or "f32", "method": __doc__, "results": results}  # fmt: skip

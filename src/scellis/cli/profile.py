@@ -28,8 +28,9 @@ from .common import pick_device
               help="steps run before the profiled one")  # fmt: skip
 @click.option("--top", type=click.IntRange(min=1), default=25, show_default=True,
               help="ops listed")  # fmt: skip
+@click.option("--budget", default=None, help="memory budget for the plan, e.g. 4GiB")
 @click.option("--json", "json_", is_flag=True, help="one JSON object")
-def command(file, device, warmup, top, json_):
+def command(file, device, warmup, top, budget, json_):
     path = Path(file)
     try:
         raw = path.read_bytes()
@@ -38,7 +39,7 @@ def command(file, device, warmup, top, json_):
     name, _ = pick_device(device)
     try:
         session = start_run(raw, file, options=RunOptions(validate=False), device=name,
-                            base_dir=path.parent)  # fmt: skip
+                            base_dir=path.parent, budget=budget)  # fmt: skip
     except RecordProblems as e:
         raise ScellisError(e.listing()) from None
     got = asyncio.run(profile_step(session, warmup))

@@ -37,7 +37,7 @@ VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
 # "step": one invocation per (b, k), dot products from global memory (below);
 # the others: tiled products, two dispatches per backward step (recurrent_tiled.py)
 VARIANTS = ("step", *tiled.TILES)
-DEFAULT_VARIANT = "step"
+DEFAULT_VARIANT = "tiled256"
 
 
 def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
