@@ -214,7 +214,9 @@ def test_the_adapter_graph_holds_no_full_width_tensor_of_its_own_scaling():
     )
     peft.apply_lora(net, peft.LoRAConfig(target_modules="*", rank=rank), gen=Generator(6, "peft"))
     _randomise(net[0], "held", dtype="f32")
-    x = sc.tensor(rng_for("held:x").standard_normal((tokens, d_in)), dtype="f32", requires_grad=True)
+    x = sc.tensor(
+        rng_for("held:x").standard_normal((tokens, d_in)), dtype="f32", requires_grad=True
+    )
     before = dev.live_bytes
     y = net(x)
     held = dev.live_bytes - before
