@@ -20,26 +20,31 @@ What runs, each stage through the path a user takes:
    for the three runs: nothing more (full fine-tuning, AdamW), ``finetune:`` LoRA rank 8
    alpha 16 on every dense block (``target_modules: "*"``; the base frozen, f32), and the
    same with ``quantize_base: nf4`` (QLoRA).
-4. Plan: ``scellis plan FILE --json`` as a subprocess, twice per record: on the WebGPU
-   spec's limits with ``--budget`` (default 4GiB: what any WebGPU device, a browser tab
-   included, must offer) and on ``--device`` with its own limits and detected budget.
-   Reported: verdict and peak bytes. Check: QLoRA's peak < LoRA's < full's.
+4. Plan: ``scellis plan FILE --json`` as parallel subprocesses, four per record: on the
+   WebGPU spec's limits with ``--budget`` (default 4GiB: what any WebGPU device, a
+   browser tab included, must offer) and on ``--device`` with its own limits and
+   detected budget, each for replayed steps (the default) and eager ones
+   (``--no-replay``). Reported: verdict and peak bytes. Check: QLoRA's peak < LoRA's <
+   full's on the spec's limits, for either step mode.
 5. Training: ``run.session.start_run``, what ``scellis train`` calls, on ``--device``
-   with the import's store (so the imported weights load), replay on (the default),
-   ``log_every`` 1, no validation, ``--warmup`` + ``--steps`` steps. The loop reads the
-   loss back at every log point, so each step's time (from one log event to the next,
-   stamped as it arrives) includes its GPU work. ms/step is the median over the timed
-   steps (after ``--warmup``: the first three steps run eagerly, compile the shaders and
-   record the replayed schedule). First and last loss: steps 1 and last. Device memory:
-   the backend's peak of live tensor storage during the run (``memory()["peak_bytes"]``,
-   size classes included; the pool is emptied and the peak reset before each run). The
-   run then ends as a user's does (its final checkpoint is written after the timing).
+   with the import's store (so the imported weights load), ``log_every`` 1, no
+   validation, ``--warmup`` + ``--steps`` steps, once per ``--modes`` entry: ``replay``
+   (the default: the first three steps run eagerly, compile the shaders and record the
+   schedule, later ones replay it) and ``eager`` (``--no-replay``). The loop reads the
+   loss back at every log point, so a step's time (from one log event to the next,
+   stamped as it arrives) includes its GPU work. ms/step: the median over the timed
+   steps. First and last loss: steps 1 and last. Device memory: the backend's peak of
+   live tensor storage during the run, model building included (``memory()``; pool size
+   classes; the pool is emptied and the peak reset before each run). The run then ends
+   as a user's does (its final checkpoint is written after the timing).
 6. Peer: the same saved model in PyTorch (``--peer-device``, default CUDA when present),
    f32 with TF32 off, AdamW with the same lr, full fine-tuning and LoRA (``peft``, rank 8,
-   alpha 16, on the same dense layers Scellis adapts), the same batches. A step is
-   forward, cross-entropy, backward and the update, closed by ``loss.item()``; median
-   ms/step over the timed steps; ``torch.cuda.max_memory_allocated``. No QLoRA peer:
-   its 4-bit layers need bitsandbytes, which the peer machine does not have.
+   alpha 16, on the dense layers Scellis adapts, its A matrices copied from Scellis'
+   initial ones; B starts at zero in both), the same batches in the same order. A step
+   is forward, cross-entropy, backward and the update, closed by ``loss.item()``; median
+   ms/step over the timed steps; ``torch.cuda.max_memory_allocated``. The losses must
+   agree with Scellis' (printed). No QLoRA peer: its 4-bit layers need bitsandbytes,
+   which the peer machine does not have.
 
 Output: a markdown table printed and written to OUT/qlora_showcase.md, everything measured
 in OUT/qlora_showcase.json. A stage that fails is reported in its row and the notes; the
@@ -93,8 +98,13 @@ FINETUNE = {
 }
 TITLES = {"full": "full fine-tune (f32, AdamW)", "lora": "LoRA r8, f32 base",
           "qlora": "QLoRA r8, nf4 base"}  # fmt: skip
-# the dense layers of a Llama block, as peft names them (Scellis' "*": every dense block)
-TORCH_DENSE = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# the dense layers of a Llama block, as Scellis' import and transformers name them
+# (Scellis' "*": every dense block; peft is given the same ones)
+DENSE = {"attn.q": "self_attn.q_proj", "attn.k": "self_attn.k_proj",
+         "attn.v": "self_attn.v_proj", "attn.o": "self_attn.o_proj",
+         "mlp.gate": "mlp.gate_proj", "mlp.up": "mlp.up_proj",
+         "mlp.down": "mlp.down_proj"}  # fmt: skip
+TORCH_DENSE = [name.split(".")[-1] for name in DENSE.values()]
 
 
 # -- 1. the model --
@@ -235,7 +245,9 @@ def train(path: Path, store: str, mode: str, a) -> dict:
     ready = time.perf_counter() - t0
     model = s.prep.ts.model
     trainable = sum(p.numel for p in model.parameters() if p.requires_grad)
-    adapted = list(lora_modules(model))
+    adapters = lora_modules(model)
+    # the adapters' first A (B starts at zero): the torch peer starts from the same
+    initial_a = {path: m.lora_A.tolist() for path, m in adapters.items()}
     stamps, losses, notes, end, plan_ev = [], [], [], None, None
     clock = time.perf_counter()
     stamps_at_start = clock
@@ -260,7 +272,8 @@ def train(path: Path, store: str, mode: str, a) -> dict:
     timed = per_step[a.warmup - 1 :] if a.warmup >= 1 else per_step
     out = {
         "trainable": trainable,
-        "adapted": adapted,
+        "adapted": list(adapters),
+        "initial_a": initial_a,
         "setup_s": round(ready, 2),
         "first_step_ms": round((stamps[0] - stamps_at_start) * 1e3, 1) if stamps else None,
         "ms_per_step": round(statistics.median(timed) * 1e3, 2) if timed else None,
@@ -311,6 +324,7 @@ def torch_run(folder: Path, batches: list, kind: str, a) -> dict:
         cfg = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
                               target_modules=TORCH_DENSE + a.torch_head)  # fmt: skip
         model = peft.get_peft_model(model, cfg)
+        share_lora_init(model, a.initial_a)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.0)
@@ -344,6 +358,31 @@ def torch_run(folder: Path, batches: list, kind: str, a) -> dict:
         "device_peak": torch.cuda.max_memory_allocated() if dev.type == "cuda" else None,
     }
     return out
+
+
+def hf_path(path: str) -> str | None:
+    """transformers' module path of a Scellis dense block (``body.blocks.3.attn.q``)."""
+    m = re.fullmatch(r"body\.blocks\.(\d+)\.(.+)", path)
+    if m and m.group(2) in DENSE:
+        return f"layers.{m.group(1)}.{DENSE[m.group(2)]}"
+    return "lm_head" if path == "head" else None
+
+
+def share_lora_init(model, initial_a: dict) -> None:
+    """Start peft's A matrices from Scellis' (both draw U(+-1/sqrt(in)); B is zero in
+    both), so the two LoRA runs follow the same path and their losses can be compared."""
+    import torch
+
+    want = {hf_path(p): a for p, a in initial_a.items()}
+    done = 0
+    for name, mod in model.named_modules():
+        a = next((v for k, v in want.items() if k and name.endswith("." + k)), None)
+        if a is not None and hasattr(mod, "lora_A"):
+            with torch.no_grad():
+                mod.lora_A["default"].weight.copy_(torch.tensor(a))
+            done += 1
+    if done != len(want):
+        raise RuntimeError(f"peft has {done} of Scellis' {len(want)} adapters")
 
 
 def free_torch(dev: str) -> None:
@@ -428,6 +467,21 @@ def plausibility(res: dict) -> str:
     return "; ".join(said)
 
 
+def agreement(res: dict) -> str:
+    """Scellis against torch, same weights, data order and (LoRA) initial A: the losses
+    should agree to f32 rounding, step after step."""
+    said = []
+    for name, t in res["peer"].items():
+        row = res["runs"].get(name) or {}
+        ours = next((row[k] for k in ("train_eager", "train_replay") if row.get(k)), None)
+        if not ours or ours.get("last_loss") is None:
+            continue
+        diff = max(abs(ours[k] - t[k]) for k in ("first_loss", "last_loss"))
+        said.append(f"{name}: |scellis - torch| first/last loss <= {diff:.2e}"
+                    + (" (agree)" if diff < 1e-2 else " (DIFFER)"))  # fmt: skip
+    return "; ".join(said) or "-"
+
+
 def report(res: dict, out: Path) -> str:
     r = res
     imp = r.get("import") or {}
@@ -444,6 +498,7 @@ def report(res: dict, out: Path) -> str:
         table(r),
         "",
         f"check: {r.get('check', '-')}",
+        f"torch peer: {agreement(r)}",
     ]
     lines += [f"- {n}" for n in r["notes"]]
     text = "\n".join(lines) + "\n"
@@ -508,6 +563,18 @@ def lora_head(res: dict) -> list[str]:
     return ["lm_head"] if any(p.startswith("head") for p in t.get("adapted", [])) else []
 
 
+def lora_init(res: dict) -> dict:
+    """The LoRA run's initial A matrices (taken out of the JSON: they are data)."""
+    out = {}
+    for mode in ("replay", "eager"):
+        for name in FINETUNE:
+            t = (res["runs"].get(name) or {}).get(f"train_{mode}") or {}
+            got = t.pop("initial_a", None)
+            if name == "lora" and got and not out:
+                out = got
+    return out
+
+
 def args_of(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for qlora_showcase.md and .json")
@@ -564,6 +631,7 @@ def main(argv=None) -> int:
             scellis_side(res, records, res["import"]["store"], a)
             res["check"] = plausibility(res)
             a.torch_head = lora_head(res)
+            a.initial_a = lora_init(res)
             peer_side(res, folder, records["full"], a)
         except Exception as e:  # noqa: BLE001 - the report is still written
             res["notes"].append(f"stopped: {type(e).__name__}: {e}")
