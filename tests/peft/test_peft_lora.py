@@ -199,3 +199,28 @@ def test_plain_pattern_matches_the_last_part_only():
     paths = peft.apply_lora(m2, peft.LoRAConfig(target_modules=("body.blocks.1.*",), rank=2))
     assert paths == [f"body.blocks.1.{p}" for p in ("attn.q", "attn.k", "attn.v", "attn.o",
                                                     "mlp.fc1", "mlp.fc2")]  # fmt: skip
+
+
+def test_the_adapter_graph_holds_no_full_width_tensor_of_its_own_scaling():
+    """The scale multiplies the rank-wide x A^T, not the full-width x A^T B^T: the tape
+    keeps each op's inputs until backward, so scaling the wide product would hold one
+    more [tokens, out] tensor per adapted block for nothing. Held by the graph after the
+    forward: the base product and the delta (the sum's inputs) and the sum, each
+    [tokens, out], plus rank-wide tensors; the input is the caller's."""
+    tokens, d_in, d_out, rank = 64, 16, 256, 2
+    dev = sc.devices.get_device("reference")
+    net = Sequential.of(
+        Linear(LinearConfig(d_in, d_out, False), device="reference", gen=Generator(5, "init"))
+    )
+    peft.apply_lora(net, peft.LoRAConfig(target_modules="*", rank=rank), gen=Generator(6, "peft"))
+    _randomise(net[0], "held", dtype="f32")
+    x = sc.tensor(
+        rng_for("held:x").standard_normal((tokens, d_in)), dtype="f32", requires_grad=True
+    )
+    before = dev.live_bytes
+    y = net(x)
+    held = dev.live_bytes - before
+    wide, narrow = tokens * d_out * 4, tokens * rank * 4
+    assert 3 * wide <= held <= 3 * wide + 4 * narrow
+    y.sum().backward()  # and the gradient still flows to the adapter
+    assert net[0].lora_A.grad is not None and net[0].lora_B.grad is not None

@@ -15,6 +15,7 @@ import scellis as sc  # noqa: E402
 from scellis.base.rng import Generator  # noqa: E402
 from scellis.catalog.registry import lookup  # noqa: E402
 from scellis.ir.record import load_record  # noqa: E402
+from scellis.model import finetune_model  # noqa: E402
 from scellis.model.build import RecordModel, config_of  # noqa: E402
 from scellis.train import Batches  # noqa: E402
 
@@ -85,7 +86,10 @@ def measured_loop_peak(
     else:
         x = rng.standard_normal(shape).astype(np.float32)
         y = rng.standard_normal((shape[0], 1)).astype(np.float32)
-    model = RecordModel(record, device=device, gen=Generator(0, "init"))
+    if record.get("finetune"):  # adapters, a quantised base: as a run builds it
+        model, _ = finetune_model(record, device=device)
+    else:
+        model = RecordModel(record, device=device, gen=Generator(0, "init"))
     opt = _entry(record["optimizer"], "optimizer", model)
     loss = _entry(record["loss"], "loss")
     sc.train.run(

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import copy
 
-from planutil import transformer
+import pytest
+from planutil import measured_loop_peak, transformer
 
 from scellis.base.quant import QuantSpec
-from scellis.ir.limits import resolve
+from scellis.devices.webgpu import WebGPUBackend
+from scellis.ir.limits import of_backend, resolve
 from scellis.ir.memory import profile
 from scellis.ir.plan import QUANTIZE_FIX, make_plan
 from scellis.ir.trace import trace
 from scellis.model import finetune_model
+from scellis.train.step import loop_update_for
 
 LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 2}
 
@@ -97,3 +100,28 @@ def test_the_plan_counts_the_int8_scales():
         4 * s.n_scales - 4 * (-(-s.scale_spec.numel // 4)) - 4 * s.scale_spec.rows for s in specs
     )
     assert saved > 0 and planned["plain"] - planned["double"] == saved
+
+
+@pytest.mark.webgpu
+def test_a_replayed_qlora_plan_bounds_the_webgpu_allocator():
+    # the f32 weights the quantised base replaced are gone before the first step: the
+    # schedule's residency does not count them, nor does an evaluation's forward
+    record = _qlora(transformer(64, 2, 2))
+    dev = WebGPUBackend()
+    update = loop_update_for(record)
+    plan = make_plan(record, of_backend(dev), update=update, remediate=False, replay=True)
+    assert plan.peak == plan.replay_bytes  # no evaluation planned beside it
+    measured = measured_loop_peak(record, dev, steps=6, replay=True)
+    assert 0.98 * measured <= plan.peak <= 1.10 * measured, (plan.peak, measured)
+
+
+def test_an_evaluation_beside_a_qlora_step_is_planned_without_the_quantisation():
+    # the evaluation's forward runs on the built model: the construction's temporaries
+    # (the f32 weights the codes replace) are gone, so quantising the base lowers the
+    # evaluation's planned peak as it lowers the step's
+    lora = _wide_lora()
+    qlora = {**lora, "finetune": {**lora["finetune"], "quantize_base": "nf4"}}
+    target = resolve("reference")
+    plain, quantised = (make_plan(r, target, eval_batch=1) for r in (lora, qlora))
+    assert quantised.step_peak < plain.step_peak
+    assert quantised.eval_peak < plain.eval_peak

@@ -44,6 +44,9 @@ class MemoryProfile:
     at_end: dict[str, int] = field(default_factory=dict)  # class -> bytes live at the end
     largest: list[tuple[int, str, int, str]] = field(default_factory=list)  # bytes, class,...
     buffers: dict[int, tuple[int, object, str]] = field(default_factory=dict)
+    # the peak once the model is built (its construction's temporaries, such as the f32
+    # weights a quantised base replaces, are gone before anything runs on it)
+    run_peak: int = 0
 
 
 def classify(tr: Trace) -> dict[int, str]:
@@ -83,6 +86,7 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
     at_peak = dict(live)
     class_peaks = dict(live)
     phase = peak_phase = ""
+    run_peak = 0
     for e in tr.events:
         if e[0] == "alloc":
             s, numel, dtype, phase = e[1], e[2], e[3], e[4]
@@ -94,6 +98,8 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
             class_peaks[c] = max(class_peaks[c], live[c])
             if total > peak:
                 peak, at_peak, peak_phase = total, dict(live), phase
+            if phase != "params":
+                run_peak = max(run_peak, total)
         elif e[0] == "release":
             nbytes, c = sizes.pop(e[1])
             live[c] -= nbytes
@@ -104,7 +110,8 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
         ((sizes_or(allocs, s, cost), cls[s], s, allocs[s][3]) for s in allocs),
         reverse=True,
     )[:5]
-    return MemoryProfile(peak, at_peak, class_peaks, peak_phase, at_end, largest)
+    return MemoryProfile(peak, at_peak, class_peaks, peak_phase, at_end, largest,
+                         run_peak=run_peak)  # fmt: skip
 
 
 def sizes_or(allocs, s, cost) -> int:

@@ -265,7 +265,9 @@ def make_plan(
             dev,
         )
         kept = sum(prof.at_end[c] for c in PERSISTENT)
-        eval_peak = ev.peak - ev.class_peaks["parameters"] + kept
+        # the forward's own peak: the model is built (its parameters, replaced by the
+        # training model's ``kept``) before evaluation runs
+        eval_peak = ev.run_peak - ev.at_end["parameters"] + kept
     problems, warnings, largest, packed, kernels = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
@@ -333,12 +335,27 @@ def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:
     inputs the two recorded steps ran on, and the loop's scalars twice (the pinned ones
     the schedule reads, and an eager step's new ones before they are copied back).
     The allocator's peak is the second recorded step, the first one's buffers still
-    held; this lands within -1%..+4% of it on lavapipe (tests/plan)."""
+    held; this lands within -1%..+4% of it on lavapipe (tests/plan). The f32 weights a
+    quantised base replaced are not counted: they were let go before the first step."""
     cost = cost_fn(device)
-    allocs = tr.allocs().values()
+    replaced = _quantised_away(tr)
+    allocs = [a for s, a in tr.allocs().items() if s not in replaced]
     step = sum(cost(numel, dtype) for numel, dtype, _, _ in allocs)
     inputs = sum(cost(numel, dtype) for numel, dtype, phase, _ in allocs if phase == "input")
     return step + 2 * inputs + 2 * loop_scalars * cost(1, f32)
+
+
+def _quantised_away(tr: Trace) -> set[int]:
+    """Buffers the model's construction made and released unread: a QLoRA base's f32
+    weights, replaced by codes and scales (on the recording device the codes are made
+    as shapes, so nothing reads the weights they stand for)."""
+    allocs = tr.allocs()
+    read = {v.serial for e in tr.events if e[0] == "run" for v in e[2]}
+    return {
+        e[1]
+        for e in tr.events
+        if e[0] == "release" and e[1] not in read and allocs[e[1]][2] == "params"
+    }
 
 
 def _eager(saving: int) -> dict:

@@ -74,7 +74,7 @@ class LoRALinear(Block):
 
     def delta(self, x):
         h = dropout(x, self.config.dropout, self.training)
-        return dense(dense(h, self.lora_A), self.lora_B) * self.scale
+        return dense(dense(h, self.lora_A) * self.scale, self.lora_B)
 
     def forward(self, x):
         return frozen_dense(self, x) + self.delta(x)
