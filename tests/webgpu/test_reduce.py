@@ -36,6 +36,11 @@ CASES = [
     ((5, 70), "step"),
     ((2, 7, 65), "permute"),
     ((4, 3, 300), "contig"),
+    # long reductions over a leading axis with contiguous outputs (the column path):
+    # one chunk, several chunks through scratch, and the 64-chunk cap
+    ((200, 5), "contig"),
+    ((2, 700, 33), "contig"),
+    ((17000, 2), "contig"),
 ]
 
 
@@ -131,12 +136,13 @@ def test_integer_reductions_exact(gpu, rng):
 def test_f16_sum_accumulates_in_f32(gpu, rng):
     if not gpu.info.has_f16:
         pytest.skip("no shader-f16")
-    data = rng.standard_normal((3, 300)).astype(np.float16)
-    ref, dev = (sc.tensor(data, device=d, dtype="f16") for d in ("reference", gpu))
-    for axis in (0, 1):
-        want = vals(ref.sum(axis))
-        got = vals(dev.sum(axis))
-        assert (np.abs(got - want) <= np.spacing(np.abs(want).astype(np.float16))).all()
+    for shape in ((3, 300), (700, 3)):  # (700, 3) over axis 0: chunk partials in f32
+        data = rng.standard_normal(shape).astype(np.float16)
+        ref, dev = (sc.tensor(data, device=d, dtype="f16") for d in ("reference", gpu))
+        for axis in (0, 1):
+            want = vals(ref.sum(axis))
+            got = vals(dev.sum(axis))
+            assert (np.abs(got - want) <= np.spacing(np.abs(want).astype(np.float16))).all()
 
 
 def test_empty_axis_sums_to_zero(gpu):

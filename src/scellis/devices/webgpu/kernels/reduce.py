@@ -11,15 +11,26 @@ is one strided walk. Two shapes of kernel, picked from R (the reduced count) alo
   t+512, ... sequentially, then a fixed binary tree in workgroup memory folds
   slot t with slot t+s for s = 128, 64, ..., 1.
 
-Both orders depend only on R and the shape, never on timing: no atomics, so the
+- a float sum whose outputs are contiguous and whose reduced axis is not (a bias or
+  norm gradient: [tokens, features] summed over tokens): the long path would read
+  one column per workgroup, 4 useful bytes a cache line. Instead a workgroup owns
+  COL_X consecutive outputs and COL_Y lanes; the R rows are cut into C chunks of
+  CH rows (C from R alone: about COL_CHUNK rows each, at most SHORT_R chunks), lane
+  y of chunk c sums rows c*CH + y, + COL_Y, ... sequentially, a 3-level tree folds
+  the lanes, and the C partial sums of each output go to scratch; a short-path
+  launch then sums them in chunk order. Reads of a row segment are coalesced.
+
+All orders depend only on R and the shape, never on timing: no atomics, so the
 ``debug`` tier's bitwise repeatability holds. Floats accumulate in f32 (f16 widens
 and rounds once on store), integers in i32/u32 with wrap-around (as the reference's
 cast back to 32 bits gives).
 
 Error bound of an f32 sum of R terms (u = 2^-24, gamma_k = k u / (1 - k u)): every
 term passes through at most k roundings, so |sum_gpu - sum_exact| <= gamma_k * sum|x|
-with k = R - 1 on the short path and k = ceil(R / 256) + 7 on the long path
-(ceil(R/256) - 1 sequential adds, then 8 tree levels). ``sum_error_bound`` returns it.
+with k = R - 1 on the short path, k = ceil(R / 256) + 7 on the long path
+(ceil(R/256) - 1 sequential adds, then 8 tree levels) and k = ceil(CH / COL_Y) - 1 + 3
++ C - 1 on the column path. ``sum_error_bound`` returns the largest k the paths
+open to R can give, so it holds whichever path a layout takes.
 
 max/min propagate NaN as NumPy does; argmax takes one axis and returns the first
 maximum as i32, with NaN counted as the largest value (np.argmax). Over an empty
@@ -33,6 +44,7 @@ import math
 
 from ....base.errors import ShapeError
 from ....base.shapes import numel
+from ...base import View
 from .common import Source, grid_1d, main_1d
 
 SHORT_R = 64  # at most this many reduced elements: one invocation per output
@@ -41,9 +53,23 @@ WG_R = 256  # threads per output on the long path (a power of two: the tree halv
 _ISNAN = "fn sc_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }"
 
 
+COL_X = 32  # consecutive outputs per workgroup on the column path (128-byte rows)
+COL_Y = 8  # lanes per output, folded by a tree
+COL_CHUNK = 256  # rows a chunk aims at: enough workgroups, short sequential sums
+
+
+def column_chunks(r: int) -> tuple[int, int]:
+    """(C, CH): the column path's chunk count and rows per chunk for R rows."""
+    c = max(1, min(SHORT_R, math.ceil(r / COL_CHUNK)))
+    return c, math.ceil(r / c)
+
+
 def sum_error_bound(r: int) -> float:
-    """gamma_k of the summation order used for R terms: |err| <= this * sum|x|."""
+    """gamma_k of the summation orders open to R terms: |err| <= this * sum|x|."""
     k = r - 1 if r <= SHORT_R else math.ceil(r / WG_R) + int(math.log2(WG_R)) - 1
+    if r > SHORT_R:
+        c, ch = column_chunks(r)
+        k = max(k, math.ceil(ch / COL_Y) - 1 + int(math.log2(COL_Y)) + c - 1)
     u = 2.0**-24
     return max(k, 0) * u / (1 - max(k, 0) * u)
 
@@ -193,7 +219,9 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
     acc = _acc_type(x.dtype)
     src.add_meta(m, r, x.offset, _init_bits(op, acc))
     src.operand("x", x)
-    src.operand("o", out, write=True)
+    column = r > SHORT_R and _column_fits(src, op, x, kept, m, r)
+    part = _partials(src, out, m, r) if column else out
+    src.operand("o", part, write=True)
     offset_fn(src, "base_of", kept)
     offset_fn(src, "red_of", red)
     src.fns.extend(_fold_fns(op, acc))
@@ -201,9 +229,73 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
     if r <= SHORT_R:
         src.body = main_1d(_short_body(op, acc, load, out))
         return grid_1d(m, src.limits)
+    if column:
+        return _column(src, part, out, m, r, load)
     src.body = _long_main(op, acc, load, out)
     cap = src.limits["max_compute_workgroups_per_dimension"]
     return grid_1d(min(m, cap * cap), src.limits, wg=1)
+
+
+def _column_fits(src: Source, op: str, x, kept, m: int, r: int) -> bool:
+    """Whether the column path serves: a float sum, outputs contiguous in memory (so a
+    workgroup's loads of one row are one segment), scratch for the partial sums."""
+    if op != "sum" or not x.dtype.is_float or not kept or kept[-1][1] != 1:
+        return False
+    c, _ = column_chunks(r)
+    cap = src.limits["max_compute_workgroups_per_dimension"]
+    return (c == 1 or src.scratch is not None) and -(-m // COL_X) <= cap
+
+
+def _partials(src: Source, out, m: int, r: int):
+    """Where the column path's first launch writes: ``out`` itself for one chunk, else a
+    [C, m] f32 scratch view of per-chunk partial sums."""
+    c, _ = column_chunks(r)
+    if c == 1:
+        return out
+    flat = src.scratch(c * m)
+    return View(flat.buf, (c, m), (m, 1), 0, flat.dtype)
+
+
+def _column(src: Source, part, out, m: int, r: int, load: str) -> list:
+    """The column path's launches: chunk partials, then (C > 1) their sum in chunk
+    order, the short path over axis 0 of [C, m]."""
+    c, ch = column_chunks(r)
+    at = src.add_meta(ch)
+    src.body = _column_main(load, "f16(acc)" if part.dtype.name == "f16" else "acc", at)
+    launches = [(src, (-(-m // COL_X), c, 1))]
+    if part is not out:
+        fold = Source(src.limits, src.has_f16)
+        launches.append((fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (0,)})))
+    return launches
+
+
+def _column_main(load: str, store: str, ch_at: int) -> str:
+    tree, s = [], COL_Y // 2
+    while s:
+        at = f"(ly + {s}u) * {COL_X}u + lx"
+        tree.append(f"  if (ly < {s}u) {{ sv[ly * {COL_X}u + lx] += sv[{at}]; }}")
+        tree.append("  workgroupBarrier();")
+        s //= 2
+    tree_s = "\n".join(tree)
+    return (
+        f"var<workgroup> sv: array<f32, {COL_X * COL_Y}>;\n"
+        f"@compute @workgroup_size({COL_X}, {COL_Y})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_id) l3: vec3<u32>) {\n"
+        "  let lx = l3.x; let ly = l3.y; let o = wid.x * "
+        f"{COL_X}u + lx;\n"
+        f"  let M = mt[0]; let R = mt[1]; let CH = mt[{ch_at}u];\n"
+        "  let r0 = wid.y * CH; let r1 = min(R, r0 + CH);\n"
+        "  var acc = 0.0;\n"
+        "  if (o < M) {\n"
+        "    let b = mt[2] + base_of(o);\n"
+        f"    for (var r = r0 + ly; r < r1; r += {COL_Y}u) {{\n"
+        f"      acc += {load.format('b + red_of(r)')};\n    }}\n  }}\n"
+        f"  sv[ly * {COL_X}u + lx] = acc;\n  workgroupBarrier();\n"
+        f"{tree_s}\n"
+        f"  if (ly == 0u && o < M) {{ acc = sv[lx]; st_o(wid.y * M + o, {store}); }}\n"
+        "}\n"
+    )
 
 
 KERNELS = {op: reduce_kernel for op in ("sum", "max", "min", "argmax")}
