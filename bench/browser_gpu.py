@@ -546,16 +546,16 @@ def _setup(root: Path, log, install_gl: bool) -> dict:
     return env
 
 
-def _llama_config(cfg: dict, context: int) -> dict:
+def _llama_config(cfg: dict, context: int, dtype: str) -> dict:
     return {**cfg, "max_position_embeddings": context, "architectures": ["LlamaForCausalLM"],
-            "torch_dtype": "float16"}  # fmt: skip
+            "torch_dtype": dtype}  # fmt: skip
 
 
-def make_llama_folder(folder: Path, cfg: dict, context: int) -> str:
-    """A random-weight Llama folder (config.json, model.safetensors in float16) as
+def make_llama_folder(folder: Path, cfg: dict, context: int, dtype: str = "float16") -> str:
+    """A random-weight Llama folder (config.json, model.safetensors in ``dtype``) as
     transformers saves one; NumPy writes the same layout where transformers is missing.
     Returns what wrote it."""
-    config = _llama_config(cfg, context)
+    config = _llama_config(cfg, context, dtype)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     try:
@@ -567,7 +567,7 @@ def make_llama_folder(folder: Path, cfg: dict, context: int) -> str:
     torch.manual_seed(0)
     kw = {k: v for k, v in config.items() if k not in ("model_type", "architectures")}
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw))
-    model.half().save_pretrained(folder, safe_serialization=True)
+    model.to(getattr(torch, dtype)).save_pretrained(folder, safe_serialization=True)
     return f"transformers {transformers.__version__}"
 
 
@@ -593,14 +593,15 @@ def _numpy_llama(folder: Path, config: dict) -> None:
 
     import numpy as np
 
+    dt, code = (np.float16, "F16") if config["torch_dtype"] == "float16" else (np.float32, "F32")
     rng = np.random.default_rng(0)
     header, at, arrays = {}, 0, []
     for name, shape in _llama_shapes(config).items():
         if len(shape) == 1:  # norms start at one, as transformers' init does
-            a = np.ones(shape, np.float16)
+            a = np.ones(shape, dt)
         else:
-            a = (0.02 * rng.standard_normal(shape, np.float32)).astype(np.float16)
-        header[name] = {"dtype": "F16", "shape": list(shape), "data_offsets": [at, at + a.nbytes]}
+            a = (0.02 * rng.standard_normal(shape, np.float32)).astype(dt)
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [at, at + a.nbytes]}
         at += a.nbytes
         arrays.append(a)
     head = json.dumps(header).encode()
@@ -615,14 +616,14 @@ def _numpy_llama(folder: Path, config: dict) -> None:
 def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a) -> dict:
     w = QLORA[model]
     t0 = time.perf_counter()
-    made = make_llama_folder(root / "hf" / model, w["llama"], w["context"])
+    made = make_llama_folder(root / "hf" / model, w["llama"], w["context"], a.qlora_dtype)
     made_s = round(time.perf_counter() - t0, 1)
     print(f"{model}: folder written by {made} in {made_s} s", flush=True)
     cfg = json.dumps({k: w[k] for k in ("context", "batch", "rank")}, separators=(",", ":"))
     q = f"workload=qlora&model={model}&steps={a.steps}&cfg={cfg}"
     r = b.visit(f"{url}/site/?{q}", flags, a.qlora_timeout, f"{model} qlora")
     r.setdefault("impl", "scellis-webgpu-qlora")
-    return {"folder_written_by": made, "folder_s": made_s, **r}
+    return {"folder_written_by": made, "folder_dtype": a.qlora_dtype, "folder_s": made_s, **r}
 
 
 def _is_real_gpu(probe: dict) -> bool:
@@ -684,7 +685,8 @@ def run(a) -> int:
         (out / "results.json").write_text(json.dumps(report, indent=1))
     for r in report["rows"]:
         if r["model"] in QLORA and "error" not in r and "ms_per_step" not in r:
-            print(f"{r['model']:<10} import {r['import_s']:.1f} s, quantise {r['quantize_s']:.2f} s")
+            print(f"{r['model']:<10} import {r['import_s']:.1f} s, load {r['load_s']:.1f} s,",
+                  f"quantise {r['quantize_s']:.2f} s")  # fmt: skip
         elif r["model"] in QLORA and "error" not in r:
             print(
                 f"{r['model']:<10} import {r['import_s']:.1f} s, quantise {r['quantize_s']:.2f} s, "
@@ -723,6 +725,8 @@ def main() -> int:
     r.add_argument("--repeats", type=int, default=5)
     r.add_argument("--timeout", type=float, default=180)
     r.add_argument("--qlora-timeout", type=float, default=480, help="seconds for a QLoRA page")
+    r.add_argument("--qlora-dtype", choices=("float16", "float32"), default="float16",
+                   help="the dtype the Hugging Face folder is saved in")  # fmt: skip
     a = ap.parse_args()
     if a.cmd == "pack":
         debs = Path(a.debs) if a.debs else None
