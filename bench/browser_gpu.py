@@ -17,6 +17,20 @@ each in a fresh profile.
     mkdir -p /tmp/g && dpkg -x /tmp/shell.deb /tmp/g/x && tar -xzf .cr/p2/rest.tar.gz -C /tmp/g
     python3 /tmp/g/browser_gpu.py run --root /tmp/g --out "$OUT" [--steps 20 --repeats 5]
 
+The QLoRA workloads (``--models qlora100m``; ``qlora-tiny`` is the same page at toy size,
+for a smoke run on SwiftShader with ``--allow-cpu``) time what a user does in the tab:
+``run`` first writes a random-weight Hugging Face Llama folder (transformers'
+``save_pretrained`` when transformers is installed, else the same layout written with
+NumPy) in float16 under ``ROOT/hf/`` (half the bytes into the tab; the import keeps f16
+and a device without shader-f16 gets f32 on upload), serves it, and the page fetches
+its files, imports them through the worker's ``import_files`` (Import model's
+command), picks QLoRA (Model View's ``finetune`` edit: NF4, LoRA rank 8 on every dense
+block), pins text data, times the load and the on-device quantisation
+(``bench_quantize``) and trains ``--steps`` steps through ``train`` (the Train button's
+command). Reported: import_s, load_s, quantize_s, ms_per_step (median of the steps
+after the first two, each ending on its loss readback), first/last loss, the plan's
+peak and quantised bytes.
+
 Timing is the same as bench/browser_train_step.py's: ``steps`` steps then one loss
 readback, median of ``repeats`` blocks; "engine start" is navigation start to the worker's
 ready mark (performance.now() in the page), "first step" is measured by each side.
@@ -158,8 +172,62 @@ PROBE_HTML = (
 </script>"""
 )
 
+# the QLoRA workload (?workload=qlora): Import model, the QLoRA choice, Train, as the
+# panels call the worker
+QLORA_JS = """
+async function __qlora(client, engineMs) {
+  const model = __q.get("model"), steps = +__q.get("steps");
+  const cfg = JSON.parse(__q.get("cfg"));
+  const note = (t) => fetch("/__note?token=" + __q.get("token"), {method: "POST", body: t});
+  const out = {impl: "scellis-webgpu-qlora", engine_start_ms: engineMs, steps};
+  const tick = () => performance.now();
+  let t = tick();
+  const names = await (await fetch(`/__files?dir=hf/${model}`)).json();
+  const files = [];
+  for (const name of names) {
+    const bytes = await (await fetch(`/hf/${model}/${name}`)).arrayBuffer();
+    files.push({path: `${model}/${name}`, bytes});
+  }
+  out.fetch_s = (tick() - t) / 1e3;
+  out.folder_mib = files.reduce((n, f) => n + f.bytes.byteLength, 0) / 2 ** 20;
+  note(`fetched ${out.folder_mib.toFixed(1)} MiB in ${out.fetch_s.toFixed(1)} s; importing`);
+  t = tick();
+  const got = await client.call("import_files", {files, record_text: null});
+  files.length = 0;
+  out.import_s = (tick() - t) / 1e3;
+  out.parameters = got.parameters;
+  note(`imported in ${out.import_s.toFixed(1)} s; quantising`);
+  const ft = await client.call("edit", {text: got.record,
+    edit: {kind: "finetune", method: "qlora", rank: cfg.rank}});
+  const text = ft.text + `\\nbatch_size: ${cfg.batch}\\ndata:\\n` +
+    "  source: bundled:python_help_topics.txt\\n  format: text\\n  tokenizer: char\\n" +
+    `  context: ${cfg.context}\\n  max_chars: 200000\\n  val_fraction: 0.05\\n`;
+  Object.assign(out, await client.call("bench_quantize", {record_text: text}));
+  note(`quantised in ${out.quantize_s.toFixed(1)} s (load ${out.load_s.toFixed(1)} s); training`);
+  const stamps = [], losses = [];
+  if (!steps) return out; // --steps 0: the import and the quantisation only
+  t = tick();
+  await client.stream("train", {record_text: text, store: "/scellis/store", max_steps: steps,
+    log_every: 1, validate: false, samples: false, drop_last: true}, (ev) => {
+      if (ev.kind === "plan") Object.assign(out, {plan_verdict: ev.verdict, plan_peak: ev.peak,
+        plan_quantized: ev.quantized, plan_parameters: ev.classes.parameters,
+        plan_replay_bytes: ev.replay_bytes});
+      if (ev.kind === "start") out.to_start_s = (tick() - t) / 1e3;
+      if (ev.kind === "log") { stamps.push(tick()); losses.push(ev.loss); }
+    });
+  out.first_step_s = stamps.length ? (stamps[0] - t) / 1e3 : null;
+  const gaps = stamps.slice(3).map((s, i) => s - stamps[i + 2]).sort((a, b) => a - b);
+  out.ms_per_step = gaps.length ? gaps[Math.floor(gaps.length / 2)] : null;
+  out.first_loss = losses[0];
+  out.last_loss = losses[losses.length - 1];
+  out.losses = losses;
+  return out;
+}
+"""
+
 SCELLIS_JS = (
     POST_JS
+    + QLORA_JS
     + """
 (async () => {
   const model = __q.get("model"), steps = +__q.get("steps"), repeats = +__q.get("repeats");
@@ -185,7 +253,8 @@ SCELLIS_JS = (
     }
     let r;
     try {
-      r = await window.scellisClient.call("bench_train_step", {model, steps, repeats, replay});
+      r = __q.get("workload") === "qlora" ? await __qlora(window.scellisClient, engineMs)
+        : await window.scellisClient.call("bench_train_step", {model, steps, repeats, replay});
     } catch (e) {
       const msg = String(e && e.message || e).split("\\n").slice(-3).join(" | ");
       r = {impl: replay ? "scellis-webgpu-replay" : "scellis-webgpu", error: msg.slice(0, 400)};
@@ -214,6 +283,22 @@ CONFIGS = {
     "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
     "lstm2x64": {"batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
 }
+# the decoder of bench/qlora_plan.py's CONFIG (97.6M parameters), its positions cut to the
+# context trained (the imported record's input length is max_position_embeddings)
+LLAMA = {
+    "model_type": "llama", "hidden_size": 768, "num_attention_heads": 12,
+    "num_key_value_heads": 12, "num_hidden_layers": 12, "intermediate_size": 2048,
+    "vocab_size": 8192, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+    "tie_word_embeddings": False, "rope_theta": 10000.0, "bos_token_id": 0, "eos_token_id": 0,
+}  # fmt: skip
+QLORA = {
+    "qlora100m": {"llama": LLAMA, "context": 256, "batch": 4, "rank": 8},
+    "qlora-tiny": {
+        "llama": {**LLAMA, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
+                  "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 128},
+        "context": 16, "batch": 2, "rank": 4,
+    },
+}  # fmt: skip
 
 # ---------------------------------------------------------------- pack (here)
 
@@ -323,6 +408,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return self._send(SCELLIS_JS.encode(), "text/javascript")
         if path == "/__tfjs.js":
             return self._send(TFJS_JS.encode(), "text/javascript")
+        if path == "/__files":  # a folder's files, for a page that imports it whole
+            return self._send(json.dumps(self._listing()).encode(), "application/json")
         inject = {"/site/": "/__scellis.js", "/site/index.html": "/__scellis.js"}
         inject["/tfjs/tfjs.html"] = "/__tfjs.js"
         if path in inject:
@@ -333,6 +420,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             html = html.replace("</body>", tag + "</body>") if "</body>" in html else html + tag
             return self._send(html.encode(), "text/html; charset=utf-8")
         return super().do_GET()
+
+    def _listing(self) -> list[str]:
+        top = Path(self.directory).resolve()
+        folder = (top / parse_qs(urlparse(self.path).query).get("dir", [""])[0]).resolve()
+        if top not in folder.parents or not folder.is_dir():
+            return []
+        return sorted(str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file())
 
     def do_POST(self):
         u = urlparse(self.path)
@@ -452,6 +546,86 @@ def _setup(root: Path, log, install_gl: bool) -> dict:
     return env
 
 
+def _llama_config(cfg: dict, context: int, dtype: str) -> dict:
+    return {**cfg, "max_position_embeddings": context, "architectures": ["LlamaForCausalLM"],
+            "torch_dtype": dtype}  # fmt: skip
+
+
+def make_llama_folder(folder: Path, cfg: dict, context: int, dtype: str = "float16") -> str:
+    """A random-weight Llama folder (config.json, model.safetensors in ``dtype``) as
+    transformers saves one; NumPy writes the same layout where transformers is missing.
+    Returns what wrote it."""
+    config = _llama_config(cfg, context, dtype)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        _numpy_llama(folder, config)
+        return "numpy (transformers is not installed)"
+    torch.manual_seed(0)
+    kw = {k: v for k, v in config.items() if k not in ("model_type", "architectures")}
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw))
+    model.to(getattr(torch, dtype)).save_pretrained(folder, safe_serialization=True)
+    return f"transformers {transformers.__version__}"
+
+
+def _llama_shapes(c: dict) -> dict[str, tuple]:
+    h, f, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    kv = h // c["num_attention_heads"] * c.get("num_key_value_heads", c["num_attention_heads"])
+    shapes = {"model.embed_tokens.weight": (v, h), "model.norm.weight": (h,),
+              "lm_head.weight": (v, h)}  # fmt: skip
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for name, shape in (
+            ("self_attn.q_proj", (h, h)), ("self_attn.k_proj", (kv, h)),
+            ("self_attn.v_proj", (kv, h)), ("self_attn.o_proj", (h, h)),
+            ("mlp.gate_proj", (f, h)), ("mlp.up_proj", (f, h)), ("mlp.down_proj", (h, f)),
+            ("input_layernorm", (h,)), ("post_attention_layernorm", (h,)),
+        ):  # fmt: skip
+            shapes[f"{p}{name}.weight"] = shape
+    return shapes
+
+
+def _numpy_llama(folder: Path, config: dict) -> None:
+    import struct
+
+    import numpy as np
+
+    dt, code = (np.float16, "F16") if config["torch_dtype"] == "float16" else (np.float32, "F32")
+    rng = np.random.default_rng(0)
+    header, at, arrays = {}, 0, []
+    for name, shape in _llama_shapes(config).items():
+        if len(shape) == 1:  # norms start at one, as transformers' init does
+            a = np.ones(shape, dt)
+        else:
+            a = (0.02 * rng.standard_normal(shape, np.float32)).astype(dt)
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [at, at + a.nbytes]}
+        at += a.nbytes
+        arrays.append(a)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    with open(folder / "model.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head)
+        for a in arrays:
+            f.write(a.tobytes())
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+
+
+def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a) -> dict:
+    w = QLORA[model]
+    t0 = time.perf_counter()
+    made = make_llama_folder(root / "hf" / model, w["llama"], w["context"], a.qlora_dtype)
+    made_s = round(time.perf_counter() - t0, 1)
+    print(f"{model}: folder written by {made} in {made_s} s", flush=True)
+    cfg = json.dumps({k: w[k] for k in ("context", "batch", "rank")}, separators=(",", ":"))
+    q = f"workload=qlora&model={model}&steps={a.steps}&cfg={cfg}"
+    r = b.visit(f"{url}/site/?{q}", flags, a.qlora_timeout, f"{model} qlora")
+    r.setdefault("impl", "scellis-webgpu-qlora")
+    return {"folder_written_by": made, "folder_dtype": a.qlora_dtype, "folder_s": made_s, **r}
+
+
 def _is_real_gpu(probe: dict) -> bool:
     a = probe.get("webgpu") or {}
     text = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "description"))
@@ -484,6 +658,12 @@ def run(a) -> int:
         report["flags"] = COMMON + FLAG_SETS[chosen]
         flags = FLAG_SETS[chosen]
         for model in a.models.split(","):
+            if model in QLORA:
+                row = {"model": model, **_qlora_row(b, url, root, model, flags, a)}
+                report["rows"].append(row)
+                print(json.dumps(row), flush=True)
+                (out / "results.json").write_text(json.dumps(report, indent=1))
+                continue
             for impl in a.impls.split(","):
                 if impl in ("scellis", "scellis-replay"):  # eager, or the recorded schedule
                     rep = int(impl == "scellis-replay")
@@ -504,7 +684,16 @@ def run(a) -> int:
         log.close()
         (out / "results.json").write_text(json.dumps(report, indent=1))
     for r in report["rows"]:
-        if "error" in r:
+        if r["model"] in QLORA and "error" not in r and "ms_per_step" not in r:
+            print(f"{r['model']:<10} import {r['import_s']:.1f} s, load {r['load_s']:.1f} s,",
+                  f"quantise {r['quantize_s']:.2f} s")  # fmt: skip
+        elif r["model"] in QLORA and "error" not in r:
+            print(
+                f"{r['model']:<10} import {r['import_s']:.1f} s, quantise {r['quantize_s']:.2f} s, "
+                f"{r['ms_per_step']} ms/step, loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, "
+                f"plan peak {r['plan_peak'] / 2**20:.1f} MiB"
+            )
+        elif "error" in r:
             print(f"{r['model']:<10} {r['impl']:<15} {r['error']}")
         else:
             start = r.get("engine_start_ms")
@@ -535,6 +724,9 @@ def main() -> int:
     r.add_argument("--steps", type=int, default=20)
     r.add_argument("--repeats", type=int, default=5)
     r.add_argument("--timeout", type=float, default=180)
+    r.add_argument("--qlora-timeout", type=float, default=480, help="seconds for a QLoRA page")
+    r.add_argument("--qlora-dtype", choices=("float16", "float32"), default="float16",
+                   help="the dtype the Hugging Face folder is saved in")  # fmt: skip
     a = ap.parse_args()
     if a.cmd == "pack":
         debs = Path(a.debs) if a.debs else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..base.dtypes import as_dtype
 from ..base.errors import ScellisError
 from ..runtime.creation import from_bytes
-from .raw import CODE_OF, RawTensor, from_values, widen
+from .raw import CODE_OF, RawTensor, f16_to_f32, from_values, widen
 
 
 def _rename(name: str, name_map: dict[str, str]) -> str:
@@ -83,6 +83,8 @@ def load_into(
     for path, t in mapped.items():
         p = params[path]
         dt, data = widen(t)
+        if not p.device.supports(as_dtype(dt)) and dt == "f16":  # e.g. no shader-f16
+            dt, data = "f32", f16_to_f32(data)
         v = from_bytes(data, p.shape, as_dtype(dt), p.device)
         if v.dtype != p.dtype:
             v = v.cast(p.dtype)

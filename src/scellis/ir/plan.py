@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 from ..base.dtypes import f32
 from ..base.errors import DTypeError, LimitError, ScellisError
+from ..base.shapes import numel as count_of
+from ..catalog.peft.quant import QUANT_PARAMS
 from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
 from .graph import op_graph
 from .kernels import lower
@@ -84,6 +86,8 @@ class Plan:
     replay_bytes: int = 0  # what a replayed step keeps resident (0: the run does not replay)
     # problems that are no matter of memory: a kernel this device cannot run as asked
     kernel_problems: list[str] = field(default_factory=list)
+    # the frozen base stored as codes and scales (QLoRA): {format, weights, bytes}; {} if not
+    quantized: dict = field(default_factory=dict)
 
     @property
     def memory_fits(self) -> bool:
@@ -119,6 +123,7 @@ class Plan:
             "warnings": self.warnings,
             "remediations": self.remediations,
             "kernel_problems": self.kernel_problems,
+            "quantized": self.quantized,
         }
 
     def _title(self) -> str:
@@ -149,6 +154,12 @@ class Plan:
             lines.append(
                 f"  replay     {human(self.replay_bytes):>12}  resident while steps replay "
                 "(every buffer of the recorded step kept; --no-replay runs eagerly)"
+            )
+        if self.quantized:
+            q = self.quantized
+            lines.append(
+                f"  quantised  {human(q['bytes']):>12}  the frozen base: {q['weights']} dense "
+                f"weights as {q['format']} codes and scales (counted in parameters)"
             )
         if self.schedule_bytes:
             lines.append(
@@ -302,6 +313,7 @@ def make_plan(
         replay_bytes=resident,
     )
     plan.kernel_problems = kernels
+    plan.quantized = quantized_base(record, tr)
     fixed = sum(prof.at_peak.get(c, 0) for c in ("parameters", "gradients", "optimizer_state"))
     if mode == "training" and fixed > target.budget:
         plan.problems.insert(
@@ -327,6 +339,19 @@ def make_plan(
         if replayed > eager:
             plan.remediations.insert(0, _eager(replayed - eager))
     return plan
+
+
+def quantized_base(record: dict, tr: Trace) -> dict:
+    """{format, weights, bytes} of the frozen weights the trace holds as codes and scales
+    (``finetune: quantize_base``), or {} when none is."""
+    spec = (record.get("finetune") or {}).get("quantize_base")
+    names = [n for n in tr.param_specs if n.rpartition(".")[2] in QUANT_PARAMS]
+    if spec is None or not names:
+        return {}
+    size = sum(count_of(shape) * dt.itemsize for shape, dt in map(tr.param_specs.get, names))
+    fmt = spec.get("format", "nf4") if isinstance(spec, dict) else spec
+    weights = sum(n.endswith(".weight_codes") for n in names)
+    return {"format": fmt, "weights": weights, "bytes": size}
 
 
 def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:

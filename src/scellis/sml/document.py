@@ -304,6 +304,31 @@ class Document:
                 self._splice([(start, self._line_end(_last_end(v)), "")])
                 return
 
+    def add_section(self, key: str, value, comment: str | None = None) -> None:
+        """Append a top-level key at the end of the text, after a blank line and
+        ``comment`` (a ``# ...`` line) when given; an existing key is set in place."""
+        if key in self.data:
+            self.set((key,), value)
+            return
+        lead = "" if not self.text or self.text.endswith("\n") else "\n"
+        note = f"{comment}\n" if comment else ""
+        at = len(self.text)
+        self._splice([(at, at, f"{lead}\n{note}{key}: {render(value)}\n")])
+
+    def remove_section(self, key: str) -> None:
+        """Delete a top-level key, its value's lines and the comment lines right above
+        it with one blank line before them (nothing when the key is absent)."""
+        root = self.node(())
+        for k, v in root.value if isinstance(root, MappingNode) else []:
+            if k.value == key:
+                start = self.text.rfind("\n", 0, k.start_mark.index) + 1
+                while start and self.text[: start - 1].rpartition("\n")[2].startswith("#"):
+                    start = self.text.rfind("\n", 0, start - 1) + 1
+                if self.text[max(0, start - 2) : start] == "\n\n":
+                    start -= 1
+                self._splice([(start, self._line_end(_last_end(v)), "")])
+                return
+
     def rename_block(self, old: str, new: str) -> None:
         """Rename a block and every ``in:`` and ``outputs`` reference to it."""
         self._block_path(old)

@@ -201,6 +201,8 @@ class Plan(Event):
     warnings: list
     remediations: list
     kernel_problems: list  # problems that are a kernel's, not a matter of memory
+    # the frozen base as codes and scales (QLoRA): {format, weights, bytes}; {}: not quantised
+    quantized: dict | None = optional()
 
 
 @kind("progress")

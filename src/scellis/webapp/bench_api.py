@@ -19,18 +19,26 @@ the same loss (``last_loss``) when replay is bitwise equal to eager.
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
+from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..base.rng import Generator
 from ..catalog.losses import MSELoss
 from ..catalog.optim import Adam
+from ..catalog.peft import apply_finetune
+from ..catalog.peft.quantize import quantized_bytes
+from ..codecs.convert import header_weights
+from ..codecs.pretrained import pretrained_model
 from ..devices.base import get_device
 from ..model.zoo import LSTMForecaster
+from ..run.prepare import check_record
 from ..runtime.creation import tensor
 from ..runtime.replay import StepReplay
+from . import tab_store
 
 CONFIGS = {
     "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
@@ -120,4 +128,38 @@ async def bench_train_step(
         out["replayed_steps"] = held["replayed"]
         out["dispatches_per_step"] = sr.schedule.dispatches
         sr.close()
+    return out
+
+
+async def _settle(model) -> None:
+    """Wait until the GPU has done what was asked of ``model``'s tensors so far: the
+    queue runs in order, so one value of its last parameter read back is enough."""
+    last = list(model.parameters())[-1]
+    await last.reshape(-1)[:1].read()
+
+
+async def bench_quantize(record_text: str, store: str = tab_store.ROOT) -> dict:
+    """Seconds to build ``record_text``'s model on this tab's WebGPU with its header's
+    weights (``load_s``: the stored object read, every tensor uploaded) and to quantise
+    its frozen base as its ``finetune:`` section says (``quantize_s``: on the device,
+    nothing read back), as a run does before its first step; the model is dropped after."""
+    record = check_record(record_text)
+    section = record.get("finetune") or {}
+    if not section.get("quantize_base"):
+        raise ScellisError("bench_quantize: the record's finetune: section quantises nothing")
+    dev = get_device("webgpu")
+    t0 = time.perf_counter()
+    weights = header_weights(record_text, Path(store))
+    model = pretrained_model({k: v for k, v in record.items() if k != "finetune"}, weights,
+                             device=dev)  # fmt: skip
+    del weights  # the host copy: wasm memory is the tab's scarcest
+    await _settle(model)
+    t1 = time.perf_counter()
+    plan = apply_finetune(model, section, seed=int(record.get("seed", 0) or 0))
+    await _settle(model)
+    t2 = time.perf_counter()
+    out = {"load_s": t1 - t0, "quantize_s": t2 - t1, "quantized_weights": len(plan.quantized),
+           "quantized_bytes": quantized_bytes(model)}  # fmt: skip
+    del model
+    gc.collect()
     return out

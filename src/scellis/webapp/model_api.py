@@ -21,7 +21,7 @@ from ..catalog.registry import lookup as catalog_lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
 from ..sml import TIERS, Document, parse, to_form, to_graph, validate
-from . import data_labels, dataset_api, kept_data
+from . import data_labels, dataset_api, finetune_edit, kept_data
 from .dataset_api import rehash
 
 __all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
@@ -133,6 +133,7 @@ def _project_doc(doc: Document) -> dict:
         "graph": to_graph(doc, reg),
         "form": _locate(doc, to_form(doc, reg)),
         "diagnostics": [_diag_json(d) for d in diags],
+        "finetune": finetune_edit.summary(doc.data),
     }
 
 
@@ -202,6 +203,7 @@ EDITS = {
     "remove_block": lambda doc, e: doc.remove_block(*_need(e, "name")),
     "rewire": lambda doc, e: doc.rewire(*_need(e, "block", "in")),
     "rename_block": lambda doc, e: doc.rename_block(*_need(e, "old", "new")),
+    "finetune": finetune_edit.apply,  # {method: full|lora|qlora|qlora-int8, rank}
 }
 
 

@@ -6,6 +6,7 @@
 // named in its header so Train starts from them; a refusal is one line here and leaves
 // the record, the data and the runs as they were.
 import { readDropped } from "./dropped.js";
+import { mountFinetune } from "./finetune.js";
 
 const TEMPLATE = `
   <button type="button" class="import-files">Import model…</button>
@@ -26,6 +27,7 @@ export function mount(slot, client, app, dropTargets = []) {
   const $ = (sel) => slot.querySelector(sel);
   const state = { busy: false, last: null, error: null };
   app.importer = state; // tests read the last import (or refusal) here
+  mountFinetune(slot, app);
   const picker = document.getElementById("run-example"); // in the start strip by now
 
   function say(text, kind) {
@@ -74,7 +76,8 @@ export function mount(slot, client, app, dropTargets = []) {
       const kind = got.codec.replace("codec/", "").toUpperCase().replace("HF", "Hugging Face").replace("TFJS", "TF.js");
       const parts = [`Imported ${got.name} (${kind}): ${got.blocks.length} blocks, ${got.parameters.toLocaleString()} parameters, shown in Model View`];
       if (got.added) parts.push("an optimizer and a loss were added (edit them in the Form)");
-      parts.push(got.needs_data ? "to train it, drop a CSV or text file on the Data panel, then press Train" : "press Train to fine-tune it");
+      parts.push("pick how to fine-tune it below (LoRA, or QLoRA for the least memory)");
+      parts.push(got.needs_data ? "then drop a CSV or text file on the Data panel and press Train" : "then press Train");
       say(`${parts.join(" · ")}.`, "ok");
       checkForward(got);
     } catch (e) {

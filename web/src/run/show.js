@@ -43,6 +43,15 @@ export function humanBytes(b) {
 const applies = (ev, r) => r.fix && r.saving > 0 && !/no batch size fits/.test(r.detail || "")
   && (/BindingSize/.test(r.fix) ? ev.peak <= ev.budget : ev.peak - r.saving <= ev.budget);
 
+// a QLoRA run's frozen base, as the planner counted it: codes and scales, not f32
+function storedBase(ev) {
+  const q = ev.quantized;
+  if (!q || !q.bytes) return "";
+  const weights = ev.classes && ev.classes.parameters;
+  return `; weights ${humanBytes(weights)}, of which the frozen base (${q.weights} dense weights) ` +
+    `is stored as ${String(q.format).toUpperCase()} codes and scales: ${humanBytes(q.bytes)}`;
+}
+
 // the plan box: verdict, peak against the budget, what is wrong and what would fix it;
 // each fact once (the summary already says the peak is over the budget)
 export function showPlan(box, ev) {
@@ -58,7 +67,7 @@ export function showPlan(box, ev) {
   else if (over) advice = " No single change fits it in: make the model or the batch smaller.";
   box.textContent = `memory plan: ${ev.verdict} — peak ${humanBytes(ev.peak)} ` +
     `${over ? "is over the" : "of"} ${humanBytes(ev.budget)} budget (${ev.budget_source}; ` +
-    `largest buffer ${humanBytes(ev.largest_buffer)})` + notes.map((w) => `; ${w}`).join("") +
+    `largest buffer ${humanBytes(ev.largest_buffer)})` + storedBase(ev) + notes.map((w) => `; ${w}`).join("") +
     (notes.length || advice ? "." : "") + advice;
 }
 
