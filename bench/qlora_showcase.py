@@ -212,7 +212,8 @@ def all_plans(res: dict, records: dict, a) -> None:
     with ThreadPoolExecutor(max_workers=len(records) * len(PLANS)) as pool:
         for name, path in records.items():
             for col, (where, mode) in PLANS.items():
-                device, budget = ("webgpu-spec", a.budget) if where == "spec" else (a.device, None)
+                own = (a.device, a.device_budget)
+                device, budget = ("webgpu-spec", a.budget) if where == "spec" else own
                 jobs[name, col] = pool.submit(plan, path, device, budget, mode == "replay")
     for (name, col), job in jobs.items():
         row = res["runs"].setdefault(name, {})
@@ -241,7 +242,8 @@ def train(path: Path, store: str, mode: str, a) -> dict:
                          replay=mode == "replay", checkpoint_minutes=1e6)  # fmt: skip
     t0 = time.perf_counter()
     s = start_run(path.read_bytes(), path.name, options=options, device=a.device,
-                  base_dir=path.parent, store=store, argv=["bench/qlora_showcase.py"])  # fmt: skip
+                  base_dir=path.parent, store=store, budget=a.device_budget,
+                  argv=["bench/qlora_showcase.py"])  # fmt: skip
     ready = time.perf_counter() - t0
     model = s.prep.ts.model
     trainable = sum(p.numel for p in model.parameters() if p.requires_grad)
@@ -586,6 +588,11 @@ def args_of(argv=None):
     ap.add_argument("--steps", type=int, default=8, help="timed steps")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--budget", default="4GiB", help="the budget of the webgpu-spec plan")
+    ap.add_argument(
+        "--device-budget",
+        default=None,
+        help="memory of --device for its plan and the training runs (WebGPU reports none)",
+    )
     ap.add_argument("--peer-device", default="auto", help="auto (CUDA if any) | cuda | cpu | none")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
