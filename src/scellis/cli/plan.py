@@ -19,7 +19,7 @@ from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
 from ..ir.record import load_record
 from ..run.checks import check_data_fits, locator
-from ..run.planning import plan_run
+from ..run.planning import plan_steps
 from .common import extensions_option, load_cli_extensions
 
 DEVICES = ["auto", "webgpu", "reference", "null", *PROFILES]
@@ -70,7 +70,8 @@ def command(file, device, budget, batch, mode, precision, replay, json_, extensi
     data_note = check_data(file, record)
     target = target_for(device, budget)
     # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan
-    plan = plan_run(record, target, mode=mode, batch=batch, precision=precision, replay=replay)
+    plan, _ = plan_steps(record, target, mode=mode, batch=batch, precision=precision,
+                         replay=replay)  # fmt: skip
     if json_:
         print(json.dumps(plan.record()))
     else:

@@ -2,16 +2,18 @@
 
 The planner (ir layer) traces ``train.step.train_step`` with the update the loop runs
 for the record's precision policy (``train.step.loop_update_for``). The run session
-(``train``, ``resume``) and ``scellis plan`` both plan through ``plan_run``.
+(``train``, ``resume``), ``scellis plan`` and the tab plan through ``plan_steps``: the
+replayed step where it fits, else the eager step (a recorded schedule keeps every buffer
+of the step resident, several times the eager peak), with the plan saying why.
 """
 
 from __future__ import annotations
 
-from ..ir.limits import target_of_device
+from ..ir.limits import human, target_of_device
 from ..ir.plan import Plan, make_plan, plan_or_refuse
 from ..train.step import loop_update_for
 
-__all__ = ["eval_batch_of", "plan_run"]
+__all__ = ["eval_batch_of", "plan_run", "plan_steps"]
 
 
 def eval_batch_of(record: dict) -> int:
@@ -31,3 +33,22 @@ def plan_run(record: dict, target=None, *, device=None, budget: str | None = Non
     kwargs.setdefault("eval_batch", eval_batch_of(record))
     kwargs.setdefault("update", loop_update_for(record))
     return (plan_or_refuse if refuse else make_plan)(record, target, **kwargs)
+
+
+def plan_steps(record: dict, target=None, *, device=None, budget: str | None = None,
+               replay: bool = True, **kwargs) -> tuple[Plan, bool]:  # fmt: skip
+    """(plan, replay): the plan of the step the run will take. Replayed steps when asked
+    for and they fit; when only their residency is over the budget and eager steps fit,
+    the eager plan, made yellow, with a warning naming both peaks."""
+    plan = plan_run(record, target, device=device, budget=budget, replay=replay, **kwargs)
+    if plan.verdict != "red" or not replay:
+        return plan, replay
+    eager = plan_run(record, target, device=device, budget=budget, replay=False, **kwargs)
+    if eager.verdict == "red":
+        return plan, replay
+    eager.warnings.append(
+        f"replayed steps would hold {human(plan.peak)}, over the budget of "
+        f"{human(plan.target.budget)}: the run takes eager steps ({human(eager.peak)})"
+    )
+    eager.verdict = "yellow"
+    return eager, False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from .baselines import baselines
 from .checks import check_data_fits, locator
 from .effective import at_edits, effective_record, sha256_hex
 from .options import RunOptions, legacy_epochs
-from .planning import plan_run
+from .planning import plan_steps
 from .prepare import RecordProblems, check_record, prepare_run
 from .recording import RunRecorder, keep_data_files, new_run, restore
 from .samples import sample
@@ -229,16 +229,17 @@ class Cadence:
 # -- building a session --
 
 
-def _plan_or_refuse(record: dict, dev, budget, replay: bool) -> E.Plan:
-    plan = plan_run(record, device=dev, budget=budget, replay=replay)
+def _plan_or_refuse(record: dict, dev, budget, o: RunOptions) -> tuple[E.Plan, RunOptions]:
+    """The run's plan, and its options with replay off where only eager steps fit."""
+    plan, replay = plan_steps(record, device=dev, budget=budget, replay=o.replay)
     if plan.verdict == "red":
         raise PlanRefused(plan)  # before anything is allocated on the device
-    return E.Plan(**plan.record())
+    return E.Plan(**plan.record()), replace(o, replay=replay)
 
 
 def plan_event(record: dict, device) -> E.Plan:
     """The memory plan of ``record`` on ``device``, whatever its verdict."""
-    return E.Plan(**plan_run(record, device=get_device(device)).record())
+    return E.Plan(**plan_steps(record, device=get_device(device))[0].record())
 
 
 def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | None = None,
@@ -262,7 +263,7 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
     if tier is not None:
         record = {**record, "determinism_tier": tier}
     dev = get_device(device)
-    plan = _plan_or_refuse(record, dev, budget, o.replay)
+    plan, o = _plan_or_refuse(record, dev, budget, o)
     weights = header_weights(text.decode("utf-8"), Path(store)) if store is not None else None
     prep = prepare_run(record, dev, base_dir=base_dir, weights=weights,
                        drop_last=o.drop_last, label=label)  # fmt: skip
@@ -363,7 +364,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
                 record, runfiles.local_sources(objects, files, folder)
             )
         dev = get_device(device or row["device"])
-        plan = _plan_or_refuse(record, dev, None, o.replay)
+        plan, o = _plan_or_refuse(record, dev, None, o)
         prep = prepare_run(record, dev, base_dir=base_dir,
                            epochs=legacy_epochs(config), drop_last=o.drop_last,
                            label=config["label"])  # fmt: skip
