@@ -218,22 +218,29 @@ def _adapter_info(adapter) -> AdapterInfo:
     )
 
 
-async def open_gpu() -> BrowserGPU:
-    """Open the browser's WebGPU adapter and device (DeviceError naming what is missing)."""
-    gpu = getattr(js.navigator, "gpu", None)
-    if _absent(gpu):
-        raise DeviceError(NO_WEBGPU)
-    adapter = await gpu.requestAdapter(_obj({"powerPreference": "high-performance"}))
-    if _absent(adapter):
-        raise DeviceError(NO_ADAPTER)
-    info = _adapter_info(adapter)
+def device_descriptor(info: AdapterInfo):
+    """What the device is asked for: shader-f16 where the adapter has it, and the adapter's
+    limits (the worker asks for the same before Python starts, see web/worker.js)."""
     feats = [f for f in ("shader-f16",) if f in info.features]
     limits = {
         _camel(k): v for k, v in info.limits.items() if k != "min_storage_buffer_offset_alignment"
     }
-    device = await adapter.requestDevice(
-        _obj({"requiredFeatures": to_js(feats), "requiredLimits": _obj(limits)})
-    )
+    return _obj({"requiredFeatures": to_js(feats), "requiredLimits": _obj(limits)})
+
+
+async def open_gpu(adapter=None, device=None) -> BrowserGPU:
+    """Open the browser's WebGPU adapter and device (DeviceError naming what is missing);
+    an ``adapter`` and ``device`` the worker already opened are taken as they are."""
+    if _absent(adapter):
+        gpu = getattr(js.navigator, "gpu", None)
+        if _absent(gpu):
+            raise DeviceError(NO_WEBGPU)
+        adapter = await gpu.requestAdapter(_obj({"powerPreference": "high-performance"}))
+        if _absent(adapter):
+            raise DeviceError(NO_ADAPTER)
+    info = _adapter_info(adapter)
+    if _absent(device):
+        device = await adapter.requestDevice(device_descriptor(info))
     out = BrowserGPU(adapter, device, info)
 
     def lost(reason):
@@ -257,10 +264,11 @@ class BrowserBackend(WebGPUBackend):
         super().__init__(gpu=_GPU, limits=limits)
 
 
-async def install() -> BrowserGPU:
-    """Open WebGPU in this worker and make ``get_device("webgpu")`` use it."""
+async def install(adapter=None, device=None) -> BrowserGPU:
+    """Open WebGPU in this worker (or take the ``adapter`` and ``device`` it opened while
+    Python was loading) and make ``get_device("webgpu")`` use it."""
     global _GPU
     if _GPU is None:
-        _GPU = await open_gpu()
+        _GPU = await open_gpu(adapter, device)
     register_device("webgpu", "scellis.devices.browser:BrowserBackend")
     return _GPU
