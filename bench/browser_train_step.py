@@ -98,10 +98,13 @@ def tfjs_rows(pw, models, steps, repeats, tiny=False) -> list[dict]:
                 try:
                     page = ctx.new_page()
                     page.goto(f"{url}/tfjs.html")
-                    r = page.evaluate(
-                        "([b, c, s, k]) => tfjsBench(b, c, s, k)",
-                        [backend, sized(CONFIGS[name], name, tiny)[0], steps, repeats],
-                    )
+                    try:
+                        r = page.evaluate(
+                            "([b, c, s, k]) => tfjsBench(b, c, s, k)",
+                            [backend, sized(CONFIGS[name], name, tiny)[0], steps, repeats],
+                        )
+                    except Exception as e:  # a failed backend is a row that says why
+                        r = {"error": str(e).splitlines()[0][:300]}
                 finally:
                     ctx.close()
                     shutil.rmtree(profile, ignore_errors=True)

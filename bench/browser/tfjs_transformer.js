@@ -59,14 +59,17 @@ function buildTransformerStep(cfg, rand) {
   const vars = tfParams(cfg, rand);
   const idx = Int32Array.from({ length: B * (T + 1) }, () => Math.floor((rand() + 0.5) * V) % V);
   const all = tf.tensor2d(idx, [B, T + 1], "int32");
-  const ids = all.slice([0, 0], [B, T]);
+  // the embedding lookup as one-hot rows times the table: the same values as a gather,
+  // and its gradient is a matMul on every backend (wasm has no kernel for gather's).
+  // oneHot is made int32 then cast: tf.js 4.22's wasm oneHot asked for float32 writes
+  // the int bits (1 becomes 1.4e-45)
+  const inputs = tf.oneHot(all.slice([0, 0], [B, T]).reshape([B * T]), V).cast("float32");
   const target = tf.oneHot(all.slice([0, 1], [B, T]).reshape([B * T]), V);
   // causal: 0 where a position may attend, a large negative number above the diagonal
   const lower = tf.linalg.bandPart(tf.ones([T, T]), -1, 0);
   const mask = tf.sub(1, lower).mul(-1e9);
   const forward = () => {
-    let x = tf.gather(vars.tok, ids.reshape([B * T])).reshape([B, T, d]).add(vars.pos)
-      .reshape([B * T, d]);
+    let x = inputs.matMul(vars.tok).reshape([B, T, d]).add(vars.pos).reshape([B * T, d]);
     for (let l = 0; l < cfg.layers; l++) {
       const p = `b${l}.`;
       x = x.add(attention(layerNorm(x, vars[p + "ln1.g"], vars[p + "ln1.b"]), vars, p, cfg, B, mask));
