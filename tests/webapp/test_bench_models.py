@@ -79,5 +79,6 @@ def test_worker_asks_for_the_limits_python_would():
     src = (REPO / "web" / "worker.js").read_text()
     block = re.search(r"const DEVICE_LIMITS = \[(.*?)\];", src, re.S).group(1)
     asked = set(re.findall(r'"(\w+)"', block))
-    camel = {n.split("_")[0] + "".join(w.capitalize() for w in n.split("_")[1:]) for n in LIMIT_NAMES}
+    words = [n.split("_") for n in LIMIT_NAMES]
+    camel = {w[0] + "".join(x.capitalize() for x in w[1:]) for w in words}
     assert asked == camel - {"minStorageBufferOffsetAlignment"}
