@@ -16,6 +16,13 @@ each in a fresh profile.
     cat .cr/p1/shell.deb.* .cr/p2/shell.deb.* > /tmp/shell.deb
     mkdir -p /tmp/g && dpkg -x /tmp/shell.deb /tmp/g/x && tar -xzf .cr/p2/rest.tar.gz -C /tmp/g
     python3 /tmp/g/browser_gpu.py run --root /tmp/g --out "$OUT" [--steps 20 --repeats 5]
+        [--models char_tf,tf_d384 --impls scellis,scellis-replay,webgpu,webgl] [--tiny]
+
+The Transformer workloads (``char_tf``, ``tf_d384``) come from browser_workloads.py, which
+travels beside this file; ``--tiny`` runs every model at its smoke-check size. A Scellis
+row carries the tab's start-up marks (``boot_marks``, ms since navigation: Pyodide,
+wheels, imports, WebGPU device) and ``first_step_done_ms``, navigation to the first
+finished training step.
 
 The QLoRA workloads (``--models qlora100m``; ``qlora-tiny`` is the same page at toy size,
 for a smoke run on SwiftShader with ``--allow-cpu``) time what a user does in the tab:
@@ -53,7 +60,9 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, quote, urlparse
+
+from browser_workloads import TRANSFORMERS, sized
 
 ROOT = Path(__file__).resolve().parents[1]
 # where the shell and its resources sit once the deb is unpacked (dpkg -x DEB ROOT/x)
@@ -232,6 +241,7 @@ SCELLIS_JS = (
 (async () => {
   const model = __q.get("model"), steps = +__q.get("steps"), repeats = +__q.get("repeats");
   const replay = __q.get("replay") === "1";
+  const shape = JSON.parse(__q.get("shape") || "{}");
   const __text = (id) => {
     const el = document.getElementById(id);
     return el ? el.textContent : "";
@@ -252,14 +262,22 @@ SCELLIS_JS = (
       return;
     }
     let r;
+    const hello = await window.scellisClient.ready();
+    const called = performance.now();
     try {
-      r = __q.get("workload") === "qlora" ? await __qlora(window.scellisClient, engineMs)
-        : await window.scellisClient.call("bench_train_step", {model, steps, repeats, replay});
+      if (__q.get("workload") === "qlora") {
+        r = await __qlora(window.scellisClient, engineMs);
+      } else {
+        r = await window.scellisClient.call("bench_train_step",
+                                            {model, steps, repeats, replay, shape});
+        r.first_step_done_ms = called + r.first_step_ms;
+      }
     } catch (e) {
       const msg = String(e && e.message || e).split("\\n").slice(-3).join(" | ");
       r = {impl: replay ? "scellis-webgpu-replay" : "scellis-webgpu", error: msg.slice(0, 400)};
     }
     r.engine_start_ms = engineMs;
+    r.boot_marks = hello.boot_marks;
     await __post(r);
   } catch (e) { await __post({error: String(e && e.message || e)}); }
 })();
@@ -299,6 +317,7 @@ QLORA = {
         "context": 16, "batch": 2, "rank": 4,
     },
 }  # fmt: skip
+CONFIGS.update(TRANSFORMERS)
 
 # ---------------------------------------------------------------- pack (here)
 
@@ -323,7 +342,7 @@ def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path) -> int
             m.unlink()
         tf = stage / "tfjs"
         tf.mkdir(parents=True)
-        for f in ("tfjs.html", "tfjs_bench.js"):
+        for f in ("tfjs.html", "tfjs_bench.js", "tfjs_transformer.js"):
             shutil.copy2(ROOT / "bench" / "browser" / f, tf / f)
         for f in TFJS_FILES:
             dst = tf / "node_modules" / f
@@ -358,6 +377,7 @@ def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path) -> int
         (stage / "gl").mkdir()
         _sh(["apt-get", "download", *GL_DEBS], cwd=stage / "gl", capture_output=True)
         shutil.copy2(Path(__file__), stage / "browser_gpu.py")
+        shutil.copy2(Path(__file__).with_name("browser_workloads.py"), stage)
         shutil.rmtree(out, ignore_errors=True)
         (out / "p1").mkdir(parents=True)
         (out / "p2").mkdir(parents=True)
@@ -632,7 +652,24 @@ def _is_real_gpu(probe: dict) -> bool:
     return bool(a) and not a.get("fallback") and "swiftshader" not in text.lower()
 
 
+def _params_agree(rows: list[dict]) -> None:
+    """Print each model's parameter count per side: both sides must train the same model."""
+    for model in dict.fromkeys(r["model"] for r in rows):
+        counts = {r["impl"]: r["params"] for r in rows if r["model"] == model and "params" in r}
+        if counts:
+            same = "equal" if len(set(counts.values())) == 1 else "DIFFERENT"
+            print(
+                f"{model}: parameters {same}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items())
+            )
+
+
 def run(a) -> int:
+    unknown = [m for m in a.models.split(",") if m not in CONFIGS]
+    if unknown:
+        print(
+            f"unknown model(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}", file=sys.stderr
+        )
+        return 2
     root = Path(a.root).resolve()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -665,13 +702,15 @@ def run(a) -> int:
                 (out / "results.json").write_text(json.dumps(report, indent=1))
                 continue
             for impl in a.impls.split(","):
+                cfg, shape = sized(CONFIGS[model], model, a.tiny)
                 if impl in ("scellis", "scellis-replay"):  # eager, or the recorded schedule
                     rep = int(impl == "scellis-replay")
                     q = f"model={model}&steps={a.steps}&repeats={a.repeats}&replay={rep}"
+                    q += "&shape=" + quote(json.dumps(shape, separators=(",", ":")))
                     r = b.visit(f"{url}/site/?{q}", flags, a.timeout, f"{model} {impl}")
                     r.setdefault("impl", "scellis-webgpu-replay" if rep else "scellis-webgpu")
                 else:
-                    cfg = json.dumps(CONFIGS[model], separators=(",", ":"))
+                    cfg = quote(json.dumps(cfg, separators=(",", ":")))
                     q = f"backend={impl}&steps={a.steps}&repeats={a.repeats}&cfg={cfg}"
                     r = b.visit(f"{url}/tfjs/tfjs.html?{q}", flags, a.timeout, f"{model} {impl}")
                     r["impl"] = f"tfjs-{impl}"
@@ -698,10 +737,15 @@ def run(a) -> int:
         else:
             start = r.get("engine_start_ms")
             extra = f"  engine start {start:7.0f} ms" if start is not None else ""
+            if r.get("first_step_done_ms") is not None:
+                extra += f"  first step done {r['first_step_done_ms']:7.0f} ms after navigation"
+            if r.get("params") is not None:
+                extra += f"  params {r['params']:,}"
             print(
                 f"{r['model']:<10} {r['impl']:<15} {r['ms_per_step']:9.3f} ms/step   "
                 f"first step {r['first_step_ms']:8.0f} ms{extra}"
             )
+    _params_agree(report["rows"])
     return 0
 
 
@@ -727,6 +771,7 @@ def main() -> int:
     r.add_argument("--qlora-timeout", type=float, default=480, help="seconds for a QLoRA page")
     r.add_argument("--qlora-dtype", choices=("float16", "float32"), default="float16",
                    help="the dtype the Hugging Face folder is saved in")  # fmt: skip
+    r.add_argument("--tiny", action="store_true", help="every model at its smoke-check size")
     a = ap.parse_args()
     if a.cmd == "pack":
         debs = Path(a.debs) if a.debs else None

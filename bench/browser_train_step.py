@@ -13,8 +13,14 @@ schedule (``bench_train_step(replay=True)``), each in its own fresh profile righ
 the eager row; ``last_loss`` equal in both says the replayed run matched the eager one.
 ``--no-tfjs`` leaves the tf.js rows out.
 
-    python3 bench/browser_train_step.py [--models seed_lstm,lstm2x64] [--replay] [--no-tfjs]
-        [--json]
+Transformer workloads (browser_workloads.py): ``char_tf`` (decoder d128, 2 layers, 4
+heads, context 64) and ``tf_d384`` (d384, 6 layers, 6 heads, context 256), batch 32,
+vocab 96, cross-entropy, Adam 1e-3; tf.js builds the same decoder from tf ops
+(bench/browser/tfjs_transformer.js) and both sides report their parameter count.
+``--tiny`` runs every model at its smoke-check size (SwiftShader steps slowly).
+
+    python3 bench/browser_train_step.py [--models seed_lstm,lstm2x64,char_tf] [--replay]
+        [--no-tfjs] [--tiny] [--json]
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from browser_workloads import TRANSFORMERS, sized  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "browser"
@@ -46,6 +55,7 @@ CONFIGS = {
     "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
     "lstm2x64": {"batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
 }
+CONFIGS.update(TRANSFORMERS)
 
 
 def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
@@ -76,7 +86,7 @@ def browser(pw, profile: str):
     )
 
 
-def tfjs_rows(pw, models, steps, repeats) -> list[dict]:
+def tfjs_rows(pw, models, steps, repeats, tiny=False) -> list[dict]:
     ensure_tfjs()
     httpd, url = serve(HERE)
     rows = []
@@ -88,10 +98,13 @@ def tfjs_rows(pw, models, steps, repeats) -> list[dict]:
                 try:
                     page = ctx.new_page()
                     page.goto(f"{url}/tfjs.html")
-                    r = page.evaluate(
-                        "([b, c, s, k]) => tfjsBench(b, c, s, k)",
-                        [backend, CONFIGS[name], steps, repeats],
-                    )
+                    try:
+                        r = page.evaluate(
+                            "([b, c, s, k]) => tfjsBench(b, c, s, k)",
+                            [backend, sized(CONFIGS[name], name, tiny)[0], steps, repeats],
+                        )
+                    except Exception as e:  # a failed backend is a row that says why
+                        r = {"error": str(e).splitlines()[0][:300]}
                 finally:
                     ctx.close()
                     shutil.rmtree(profile, ignore_errors=True)
@@ -101,7 +114,7 @@ def tfjs_rows(pw, models, steps, repeats) -> list[dict]:
     return rows
 
 
-def scellis_rows(pw, models, steps, repeats, replay=False) -> list[dict]:
+def scellis_rows(pw, models, steps, repeats, replay=False, tiny=False) -> list[dict]:
     """The Scellis side: the built site (``scellis site build``) in a fresh profile; the
     engine's start (Pyodide, wheels, device) is timed from navigation to its ready mark."""
     import time
@@ -127,9 +140,9 @@ def scellis_rows(pw, models, steps, repeats, replay=False) -> list[dict]:
                 boot_ms = (time.perf_counter() - t0) * 1e3
                 try:
                     r = page.evaluate(
-                        "([m, s, k, r]) => window.scellisClient.call('bench_train_step',"
-                        " {model: m, steps: s, repeats: k, replay: r})",
-                        [name, steps, repeats, rep],
+                        "([m, s, k, r, shape]) => window.scellisClient.call('bench_train_step',"
+                        " {model: m, steps: s, repeats: k, replay: r, shape})",
+                        [name, steps, repeats, rep, sized(CONFIGS[name], name, tiny)[1]],
                     )
                 except Exception as e:  # a failed side is a row that says why, not a crash
                     impl = "scellis-webgpu-replay" if rep else "scellis-webgpu"
@@ -152,15 +165,22 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--replay", action="store_true", help="also time the replayed step")
     ap.add_argument("--no-tfjs", action="store_true", help="Scellis rows only")
+    ap.add_argument("--tiny", action="store_true", help="every model at its smoke-check size")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     models = a.models.split(",")
+    unknown = [m for m in models if m not in CONFIGS]
+    if unknown:
+        print(
+            f"unknown model(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}", file=sys.stderr
+        )
+        return 2
     with sync_playwright() as pw:
-        rows = scellis_rows(pw, models, a.steps, a.repeats, a.replay)
+        rows = scellis_rows(pw, models, a.steps, a.repeats, a.replay, a.tiny)
         if not a.no_tfjs:
-            rows += tfjs_rows(pw, models, a.steps, a.repeats)
+            rows += tfjs_rows(pw, models, a.steps, a.repeats, a.tiny)
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -172,6 +192,8 @@ def main() -> int:
             extra = f"  (+ engine start {start:7.0f} ms)" if start is not None else ""
             if "last_loss" in r:
                 extra += f"  last loss {r['last_loss']!r}"
+            if "params" in r:
+                extra += f"  params {r['params']:,}"
             print(
                 f"{r['model']:<10} {r['impl']:<21} {r['ms_per_step']:9.2f} ms/step   "
                 f"first step {r['first_step_ms']:8.0f} ms{extra}"

@@ -6,7 +6,18 @@
 //   ScellisError     -> {id, error: {message, diagnostics}}
 // Messages {control: {...}} go to api.control(...) at once, even while a command runs
 // (the Python side awaits GPU readbacks, so the worker's event loop keeps turning).
-import { loadPyodide } from "./pyodide/pyodide.mjs";
+
+// the start-up's steps as performance marks (seen in the browser's profiler), kept with
+// their absolute times so the page can place them after its own navigation start
+const bootMarks = [];
+function mark(name) {
+  performance.mark(name);
+  bootMarks.push([name, performance.timeOrigin + performance.now()]);
+}
+mark("worker:start");
+// Pyodide's loader is imported at once, not as a static import, so that the GPU and the
+// wheels are asked for while it loads: the start-up is as long as its slowest part
+const pyodideModule = import("./pyodide/pyodide.mjs");
 
 let api = null;
 const PERSIST_KINDS = new Set(); // filled from the engine's event schema at boot
@@ -157,29 +168,80 @@ function flush() {
   return flushing;
 }
 
+// the device limits asked for: the adapter's own for these (the backend reads them), as
+// scellis.devices.browser.device_descriptor asks when Python opens the device itself
+const DEVICE_LIMITS = [
+  "maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupsPerDimension",
+  "maxStorageBuffersPerShaderStage", "maxComputeWorkgroupSizeX",
+];
+
+async function openGpu() {
+  if (!self.navigator.gpu) throw new Error(NO_WEBGPU);
+  const adapter = await self.navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+  if (!adapter) throw new Error(NO_ADAPTER);
+  mark("gpu:adapter");
+  const requiredLimits = {};
+  for (const k of DEVICE_LIMITS) if (adapter.limits[k] !== undefined) requiredLimits[k] = adapter.limits[k];
+  const requiredFeatures = adapter.features.has("shader-f16") ? ["shader-f16"] : [];
+  try {
+    const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+    mark("gpu:device");
+    return { adapter, device };
+  } catch (e) {
+    return { adapter, device: null }; // Python asks again and says what failed
+  }
+}
+
+async function fetchWheels() {
+  const manifest = await (await fetch("./wheels/manifest.json")).json();
+  const get = (name) => fetchBytes(`./wheels/${name}`);
+  const [wheels, bytecode] = await Promise.all([
+    Promise.all(manifest.wheels.map(get)),
+    manifest.bytecode ? get(manifest.bytecode) : null,
+  ]);
+  mark("wheels:fetched");
+  return { wheels, bytecode };
+}
+
+async function startPyodide() {
+  const { loadPyodide } = await pyodideModule;
+  mark("pyodide:module");
+  const py = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
+  mark("pyodide:loaded");
+  return py;
+}
+
 async function boot() {
   const t0 = performance.now();
-  if (!self.navigator.gpu) throw new Error(NO_WEBGPU);
-  // an adapter is asked for before Pyodide loads so a missing one is said at once;
-  // Python opens its own (scellis.devices.browser.open_gpu, same wording)
-  if (!(await self.navigator.gpu.requestAdapter())) throw new Error(NO_ADAPTER);
+  // all three start now; a missing WebGPU or adapter is said as soon as it is known,
+  // without waiting for Python
+  const gpu = openGpu();
+  const files = fetchWheels();
+  const python = startPyodide();
+  for (const p of [files, python]) p.catch(() => {}); // awaited below, or boot failed first
   status("loading Python (Pyodide)…");
-  pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
-  const manifest = await (await fetch("./wheels/manifest.json")).json();
+  const [opened, py] = await Promise.all([gpu, python]);
+  pyodide = py;
   status("installing the scellis wheel…");
-  for (const name of manifest.wheels) {
-    // a wheel is a zip laid out as site-packages: unpacking it is installing it
-    pyodide.unpackArchive(await fetchBytes(`./wheels/${name}`), "wheel");
-  }
+  const { wheels, bytecode } = await files;
+  // a wheel is a zip laid out as site-packages: unpacking it is installing it; the
+  // bytecode goes next to the sources it was compiled from
+  for (const w of wheels) pyodide.unpackArchive(w, "wheel");
+  if (bytecode) pyodide.unpackArchive(bytecode, "zip");
+  mark("wheels:installed");
   await mountStore();
+  mark("store:mounted");
   status("opening WebGPU…");
   pyodide.globals.set("_pyodide_module", pyodide);
-  api = await pyodide.runPythonAsync(`
-from scellis.devices import browser as _browser
-await _browser.install()
-import scellis.webapp.api as _api
-_api
-`);
+  pyodide.globals.set("_gpu_adapter", opened.adapter);
+  pyodide.globals.set("_gpu_device", opened.device);
+  await pyodide.runPythonAsync("from scellis.devices import browser as _browser");
+  mark("python:device-module");
+  await pyodide.runPythonAsync("await _browser.install(_gpu_adapter, _gpu_device)");
+  mark("python:device-installed");
+  api = await pyodide.runPythonAsync("import scellis.webapp.api as _api\n_api");
+  mark("python:api");
   // the event kinds after which the store is written back (the engine's schema says)
   const defs = toJs(api.dispatch("event_schema", "{}")).$defs;
   for (const [kind, def] of Object.entries(defs)) if (def["x-persist"]) PERSIST_KINDS.add(kind);
@@ -189,6 +251,8 @@ _api
   hello.restored_data = restored;
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
+  mark("engine:ready");
+  hello.boot_marks = bootMarks;
   return hello;
 }
 

@@ -1,5 +1,7 @@
-// The TensorFlow.js side of bench/browser_train_step.py: the same LSTM models, batch and
-// optimizer as the Scellis side; one step = forward + MSE + backward + Adam update.
+// The TensorFlow.js side of bench/browser_train_step.py: the same models, batch and
+// optimizer as the Scellis side; one step = forward + loss + backward + Adam update.
+// LSTMs (MSE) are built here with tf.layers; Transformers (cfg.kind "tf", cross-entropy)
+// in tfjs_transformer.js.
 // Timing: `steps` steps, then one loss readback (as Scellis reads at log points).
 
 function lcg(seed) {  // a small deterministic generator, so every backend sees the same data
@@ -21,6 +23,16 @@ function buildModel(cfg) {
   return m;
 }
 
+function buildLstmStep(cfg, r) {
+  const n = cfg.batch * cfg.T;
+  const x = tf.tensor3d(Float32Array.from({ length: n }, r), [cfg.batch, cfg.T, 1]);
+  const y = tf.tensor2d(Float32Array.from({ length: cfg.batch }, r), [cfg.batch, 1]);
+  const model = buildModel(cfg);
+  const opt = tf.train.adam(cfg.lr);
+  const step = () => opt.minimize(() => tf.losses.meanSquaredError(y, model.apply(x)), true);
+  return { step, params: model.countParams() };
+}
+
 async function tfjsBench(backend, cfg, steps, repeats) {
   if (backend === "wasm") tf.wasm.setWasmPaths("node_modules/@tensorflow/tfjs-backend-wasm/dist/");
   const t0 = performance.now();
@@ -28,16 +40,12 @@ async function tfjsBench(backend, cfg, steps, repeats) {
   if (!ok) return { backend, error: `tf.js could not start its ${backend} backend` };
   await tf.ready();
   const r = lcg(7);
-  const n = cfg.batch * cfg.T;
-  const x = tf.tensor3d(Float32Array.from({ length: n }, r), [cfg.batch, cfg.T, 1]);
-  const y = tf.tensor2d(Float32Array.from({ length: cfg.batch }, r), [cfg.batch, 1]);
-  const model = buildModel(cfg);
-  const opt = tf.train.adam(cfg.lr);
-  const step = () => opt.minimize(() => tf.losses.meanSquaredError(y, model.apply(x)), true);
+  const { step, params } = cfg.kind === "tf" ? buildTransformerStep(cfg, r) : buildLstmStep(cfg, r);
   let loss = step();
   const first = await loss.data();
   loss.dispose();
   const firstStepMs = performance.now() - t0;
+  const firstStepDone = performance.now(); // ms since the page's navigation start
   const times = [];
   for (let k = 0; k < repeats; k++) {
     const s = performance.now();
@@ -55,6 +63,8 @@ async function tfjsBench(backend, cfg, steps, repeats) {
     first_step_ms: firstStepMs,
     ms_per_step: times[Math.floor(times.length / 2)],
     first_loss: first[0],
+    first_step_done_ms: firstStepDone,
+    params,
   };
 }
 window.tfjsBench = tfjsBench;

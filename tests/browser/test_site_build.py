@@ -45,6 +45,27 @@ def test_wheels_are_complete_and_browser_safe(site_dir):
         assert "scellis/devices/native_wgpu.py" not in members
 
 
+def test_bytecode_covers_every_module_and_is_never_checked_against_sources(site_dir):
+    """Every module of the three wheels has Pyodide bytecode, all for one interpreter
+    (one magic number), flagged unchecked-hash (PEP 552 flags word 0b01): unpacking gives
+    the sources new times, which would make Python drop timestamp-checked ones."""
+    manifest = json.loads((site_dir / "wheels" / "manifest.json").read_text())
+    assert manifest["bytecode"] == "bytecode.zip"
+    modules = set()
+    for name in manifest["wheels"]:
+        with zipfile.ZipFile(site_dir / "wheels" / name) as z:
+            modules |= {n[:-3] for n in z.namelist() if n.endswith(".py")}
+    with zipfile.ZipFile(site_dir / "wheels" / "bytecode.zip") as z:
+        pycs = {n: z.read(n)[:8] for n in z.namelist()}
+    compiled = set()
+    for n in pycs:
+        folder, _, file = n.rpartition("/__pycache__/")
+        compiled.add(f"{folder}/{file.split('.')[0]}")
+    assert modules and modules <= compiled, sorted(modules - compiled)[:5]
+    assert len({h[:4] for h in pycs.values()}) == 1
+    assert all(int.from_bytes(h[4:8], "little") == 0b01 for h in pycs.values())
+
+
 def test_service_worker_precaches_every_file(site_dir):
     sw = (site_dir / "sw.js").read_text()
     listed = set(json.loads(re.search(r"const FILES = (\[.*?\]);", sw).group(1)))

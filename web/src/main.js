@@ -19,6 +19,8 @@ function registerServiceWorker() {
 }
 
 async function start() {
+  // the engine's worker starts first: its start-up (seconds) runs while the panels mount
+  const engine = client.ready();
   registerServiceWorker();
   const status = document.getElementById("engine-status");
   client.onStatus((text) => { status.textContent = text; });
@@ -30,7 +32,7 @@ async function start() {
   document.getElementById("start-import").appendChild(importSlot);
   importer.mount(importSlot, client, app, [document.getElementById("model-view")]);
   try {
-    const hello = await client.ready();
+    const hello = await engine;
     status.textContent = `engine ready: ${hello.device}`;
     document.body.dataset.engine = "ready";
     app.emit("engine", hello);

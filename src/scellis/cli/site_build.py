@@ -5,7 +5,9 @@
 - ``pyodide/``: the interpreter and standard library from the npm ``pyodide`` package;
 - ``wheels/``: a pure-Python wheel of scellis (written here as a zip, from the source
   tree), and the ``ruamel.yaml`` and ``click`` wheels (from a local cache, filled by
-  ``pip download`` at build time the first time), listed in ``wheels/manifest.json``;
+  ``pip download`` at build time the first time), listed in ``wheels/manifest.json``,
+  with ``bytecode.zip``: their modules compiled by the shipped Pyodide (node runs
+  ``web/compile_bytecode.mjs``), so the tab does not compile Python source at each start;
 - ``app.js``/``app.css`` (the front end bundled by esbuild), ``worker.js``,
   ``index.html``, ``favicon.svg``, ``examples/*.sml``;
 - ``sw.js``: a service worker that precaches every file above under a cache name
@@ -136,6 +138,21 @@ def dependency_wheels() -> list[Path]:
     return out
 
 
+def compile_bytecode(nm: Path, wheels: list[Path], out: Path) -> str | None:
+    """The wheels' modules as Pyodide bytecode in ``out/bytecode.zip``; None (the tab
+    then compiles the sources itself, only slower) where node cannot make it."""
+    node = shutil.which("node")
+    if node is None:
+        print("site build: no node, so no bytecode.zip (the tab starts slower)", file=sys.stderr)
+        return None
+    cmd = [node, str(WEB / "compile_bytecode.mjs"), str((nm / "pyodide").resolve())]
+    cmd += [str(out / "bytecode.zip"), *map(str, wheels)]
+    r = subprocess.run(cmd, capture_output=True, timeout=600)
+    if r.returncode != 0:
+        raise ScellisError(f"compiling the wheels to bytecode failed: {r.stderr.decode()[-600:]}")
+    return "bytecode.zip"
+
+
 def bundle_js(nm: Path, out: Path) -> None:
     esbuild = nm / ".bin" / "esbuild"
     cmd = [str(esbuild), "src/main.js", "--bundle", "--format=esm", "--target=es2022"]
@@ -197,7 +214,11 @@ def build_site(out: str | Path) -> dict:
     for w in dependency_wheels():
         shutil.copy2(w, wheels / w.name)
         names.append(w.name)
-    (wheels / "manifest.json").write_text(json.dumps({"wheels": names}, indent=1))
+    manifest = {"wheels": names}
+    bytecode = compile_bytecode(nm, [wheels / n for n in names], wheels)
+    if bytecode:
+        manifest["bytecode"] = bytecode
+    (wheels / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (out / "examples").mkdir()
     for sml in sorted((REPO / "examples").glob("*.sml")):
         shutil.copy2(sml, out / "examples" / sml.name)
@@ -217,6 +238,7 @@ def site_is_current(out: Path) -> bool:
         return False
     built = sw.stat().st_mtime
     sources = [WEB / "index.html", WEB / "worker.js", WEB / "favicon.svg"]
+    sources.append(WEB / "compile_bytecode.mjs")
     sources += list((WEB / "src").rglob("*"))
     sources += list(PACKAGE_DIR.rglob("*.py")) + list((REPO / "examples").glob("*.sml"))
     return all(p.stat().st_mtime <= built for p in sources if p.is_file())

@@ -12,6 +12,14 @@ So every pipeline compile pops its own scope into a pending list, and the work b
 two readbacks runs inside one open scope pair; ``read_buffer`` (the next point where
 the host waits anyway) awaits them all and raises the first error as a DeviceError,
 with the WGSL source and compiler messages for a shader that failed.
+
+Pipelines compile asynchronously (``createComputePipelineAsync``): the browser then
+compiles them on its own threads, all at once, instead of one after another in the order
+a step first meets them. A dispatch whose pipeline the host has not yet seen compiled is
+kept in order with the work after it (dispatches, buffer writes as copies from staging
+buffers, buffer releases) and encoded at the next readback, which first awaits every
+pipeline still compiling. So a cold step's compiles overlap each other and the engine's
+own Python, and the device never sees a pipeline before it exists.
 """
 
 from __future__ import annotations
@@ -57,6 +65,31 @@ def _bytes_js(data: bytes, size: int):
     return to_js(memoryview(data))
 
 
+class _Pipeline:
+    """A compute pipeline being compiled: ``gpu`` is the GPUComputePipeline once the host
+    has awaited ``promise``."""
+
+    __slots__ = ("gpu", "promise", "code", "error")
+
+    def __init__(self, promise, code: str):
+        self.gpu, self.promise, self.code, self.error = None, promise, code, None
+
+    def failed(self) -> DeviceError:
+        return DeviceError(
+            f"WGSL pipeline failed to compile: {self.error}\n--- source ---\n{self.code}"
+        )
+
+
+class _Group:
+    """A bind group's bindings; the GPUBindGroup is made when first encoded (its layout
+    comes from the pipeline, which may still be compiling when the group is asked for)."""
+
+    __slots__ = ("bindings", "gpu")
+
+    def __init__(self, bindings):
+        self.bindings, self.gpu = list(bindings), None
+
+
 class BrowserGPU(BindGroupCache):
     """A GPUDevice opened in this worker, with one open command encoder for batching."""
 
@@ -73,6 +106,11 @@ class BrowserGPU(BindGroupCache):
         self._usage = js.GPUBufferUsage.STORAGE | js.GPUBufferUsage.COPY_SRC
         self._usage |= js.GPUBufferUsage.COPY_DST
         self._readback = js.GPUBufferUsage.MAP_READ | js.GPUBufferUsage.COPY_DST
+        self._compiling: list[_Pipeline] = []  # created, not yet awaited
+        # kept work, in order: ("d", pipeline, group, grid) | ("w", staging, buf, offset, size)
+        self._deferred: list = []
+        self._released: list = []  # buffers to destroy once the kept work is submitted
+        self._replaying_kept = False
         self._open_scopes()
 
     def _open_scopes(self) -> None:
@@ -86,6 +124,66 @@ class BrowserGPU(BindGroupCache):
 
     async def check(self) -> None:
         """Raise the first WebGPU error reported since the last check, as a DeviceError."""
+        await self._settle()
+        await self._check_scopes()
+
+    async def _settle(self) -> None:
+        """Await the pipelines still compiling, then encode the work kept behind them
+        (again while awaiting let other work in: a readback must follow all of it)."""
+        while self._compiling or self._deferred:
+            # the kept work's own pipelines too: another readback may be awaiting them
+            # (commands run concurrently in the worker), and this one must not spin
+            kept = [item[1] for item in self._deferred if item[0] == "d" and item[1].gpu is None]
+            waiting = list(dict.fromkeys(self._compiling + kept))
+            self._compiling = []
+            failed = None
+            for p in waiting:
+                try:
+                    p.gpu = await p.promise
+                except JsException as e:
+                    p.error = str(e)
+                    failed = failed or p
+            if failed is not None:
+                self._drop_deferred()
+                await self._check_scopes()  # a shader module's error carries the compiler log
+                raise failed.failed()
+            self._encode_deferred()
+
+    def _encode_deferred(self) -> None:
+        """Encode the kept work up to the first dispatch whose pipeline is still compiling."""
+        work, self._deferred = self._deferred, []
+        # a buffer released meanwhile may still be used further on: none is destroyed
+        # until all of the kept work is submitted
+        self._replaying_kept = True
+        for i, item in enumerate(work):
+            if item[0] == "d":
+                if item[1].gpu is None:
+                    self._deferred = work[i:] + self._deferred
+                    break
+                self._encode(*item[1:])
+            else:
+                _, staging, buf, offset, size = item
+                self._end_pass()
+                if self._encoder is None:
+                    self._encoder = self._device.createCommandEncoder()
+                self._encoder.copyBufferToBuffer(staging, 0, buf, offset, size)
+                self._released.append(staging)
+        self._replaying_kept = False
+        self.flush()
+
+    def _drop_deferred(self) -> None:
+        for item in self._deferred:
+            if item[0] == "w":
+                item[1].destroy()
+        self._deferred = []
+        self._release()
+
+    def _release(self) -> None:
+        released, self._released = self._released, []
+        for buf in released:
+            buf.destroy()
+
+    async def _check_scopes(self) -> None:
         self._close_scopes()
         pending, self._pending = self._pending, []
         self._open_scopes()
@@ -125,15 +223,23 @@ class BrowserGPU(BindGroupCache):
 
     def destroy_buffer(self, buf) -> None:
         self._groups.clear()  # a cached bind group may hold this buffer
-        buf.destroy()
+        if self._deferred:  # work not encoded yet may use it
+            self._released.append(buf)
+        else:
+            buf.destroy()
 
     def write_buffer(self, buf, offset: int, data: bytes) -> None:
+        size = (len(data) + 3) // 4 * 4
+        if self._deferred:  # in order with the work kept: a copy from a staging buffer
+            staging = self.create_buffer(size, data=data)
+            self._deferred.append(("w", staging, buf, offset, size))
+            return
         # queue writes run before commands not yet submitted: submit those first
         self.flush()
-        size = (len(data) + 3) // 4 * 4
         self._queue.writeBuffer(buf, offset, _bytes_js(data, size))
 
     async def read_buffer(self, buf, offset: int, size: int) -> bytes:
+        await self._settle()
         size4 = max(4, (size + 3) // 4 * 4)
         staging = self._device.createBuffer(_obj({"size": size4, "usage": self._readback}))
         self._end_pass()
@@ -142,6 +248,7 @@ class BrowserGPU(BindGroupCache):
         self._queue.submit(to_js([enc.finish()]))
         self._encoder = None
         self.encoded = 0
+        self._release()
         await self.check()
         await staging.mapAsync(js.GPUMapMode.READ)
         data = js.Uint8Array.new(staging.getMappedRange()).to_bytes()[:size]
@@ -153,31 +260,45 @@ class BrowserGPU(BindGroupCache):
     def create_pipeline(self, code: str, entry: str = "main"):
         self._device.pushErrorScope("validation")
         module = self._device.createShaderModule(_obj({"code": code}))
-        pipeline = self._device.createComputePipeline(
-            _obj({"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})})
-        )
         self._pending.append((self._device.popErrorScope(), "pipeline", code))
-        return pipeline
+        desc = {"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})}
+        p = _Pipeline(self._device.createComputePipelineAsync(_obj(desc)), code)
+        self._compiling.append(p)
+        return p
 
     def bind_group(self, pipeline, bindings):
-        """A bind group of ``bindings`` for ``pipeline``, made now and not cached here
-        (a replayed schedule holds its own)."""
+        """A bind group of ``bindings`` for ``pipeline``, made when first encoded and not
+        cached here (a replayed schedule holds its own)."""
+        return _Group(bindings)
+
+    def _make_group(self, pipeline: _Pipeline, group: _Group):
         entries = [
             _obj({"binding": i, "resource": _obj({"buffer": b, "offset": o, "size": s})})
-            for i, (b, o, s) in enumerate(bindings)
+            for i, (b, o, s) in enumerate(group.bindings)
         ]
         return self._device.createBindGroup(
-            _obj({"layout": pipeline.getBindGroupLayout(0), "entries": to_js(entries)})
+            _obj({"layout": pipeline.gpu.getBindGroupLayout(0), "entries": to_js(entries)})
         )
 
     def dispatch_group(self, pipeline, group, grid) -> None:
-        """Encode one dispatch with a prepared bind group."""
+        """Encode one dispatch with a prepared bind group (kept for later, in order, while
+        its pipeline or earlier kept work waits)."""
+        if pipeline.error is not None:
+            raise pipeline.failed()
+        if self._deferred or pipeline.gpu is None:
+            self._deferred.append(("d", pipeline, group, tuple(grid)))
+            return
+        self._encode(pipeline, group, grid)
+
+    def _encode(self, pipeline: _Pipeline, group: _Group, grid) -> None:
+        if group.gpu is None:
+            group.gpu = self._make_group(pipeline, group)
         if self._pass is None:
             if self._encoder is None:
                 self._encoder = self._device.createCommandEncoder()
             self._pass = self._encoder.beginComputePass()
-        self._pass.setPipeline(pipeline)
-        self._pass.setBindGroup(0, group)
+        self._pass.setPipeline(pipeline.gpu)
+        self._pass.setBindGroup(0, group.gpu)
         self._pass.dispatchWorkgroups(*grid)
         self.encoded += 1
         if self.encoded >= 512:  # keep command buffers bounded
@@ -189,11 +310,15 @@ class BrowserGPU(BindGroupCache):
             self._pass = None
 
     def flush(self) -> None:
+        """Submit what is encoded (work kept behind a compiling pipeline waits for the
+        next readback)."""
         self._end_pass()
         if self._encoder is not None:
             self._queue.submit(to_js([self._encoder.finish()]))
             self._encoder = None
         self.encoded = 0
+        if not self._deferred and not self._replaying_kept:
+            self._release()
 
 
 def _adapter_info(adapter) -> AdapterInfo:
@@ -218,22 +343,29 @@ def _adapter_info(adapter) -> AdapterInfo:
     )
 
 
-async def open_gpu() -> BrowserGPU:
-    """Open the browser's WebGPU adapter and device (DeviceError naming what is missing)."""
-    gpu = getattr(js.navigator, "gpu", None)
-    if _absent(gpu):
-        raise DeviceError(NO_WEBGPU)
-    adapter = await gpu.requestAdapter(_obj({"powerPreference": "high-performance"}))
-    if _absent(adapter):
-        raise DeviceError(NO_ADAPTER)
-    info = _adapter_info(adapter)
+def device_descriptor(info: AdapterInfo):
+    """What the device is asked for: shader-f16 where the adapter has it, and the adapter's
+    limits (the worker asks for the same before Python starts, see web/worker.js)."""
     feats = [f for f in ("shader-f16",) if f in info.features]
     limits = {
         _camel(k): v for k, v in info.limits.items() if k != "min_storage_buffer_offset_alignment"
     }
-    device = await adapter.requestDevice(
-        _obj({"requiredFeatures": to_js(feats), "requiredLimits": _obj(limits)})
-    )
+    return _obj({"requiredFeatures": to_js(feats), "requiredLimits": _obj(limits)})
+
+
+async def open_gpu(adapter=None, device=None) -> BrowserGPU:
+    """Open the browser's WebGPU adapter and device (DeviceError naming what is missing);
+    an ``adapter`` and ``device`` the worker already opened are taken as they are."""
+    if _absent(adapter):
+        gpu = getattr(js.navigator, "gpu", None)
+        if _absent(gpu):
+            raise DeviceError(NO_WEBGPU)
+        adapter = await gpu.requestAdapter(_obj({"powerPreference": "high-performance"}))
+        if _absent(adapter):
+            raise DeviceError(NO_ADAPTER)
+    info = _adapter_info(adapter)
+    if _absent(device):
+        device = await adapter.requestDevice(device_descriptor(info))
     out = BrowserGPU(adapter, device, info)
 
     def lost(reason):
@@ -257,10 +389,11 @@ class BrowserBackend(WebGPUBackend):
         super().__init__(gpu=_GPU, limits=limits)
 
 
-async def install() -> BrowserGPU:
-    """Open WebGPU in this worker and make ``get_device("webgpu")`` use it."""
+async def install(adapter=None, device=None) -> BrowserGPU:
+    """Open WebGPU in this worker (or take the ``adapter`` and ``device`` it opened while
+    Python was loading) and make ``get_device("webgpu")`` use it."""
     global _GPU
     if _GPU is None:
-        _GPU = await open_gpu()
+        _GPU = await open_gpu(adapter, device)
     register_device("webgpu", "scellis.devices.browser:BrowserBackend")
     return _GPU

@@ -1,11 +1,12 @@
 """Train-step timing inside the tab (webapp layer): the Scellis side of
 bench/browser_train_step.py, the same models and method as its tf.js side.
 
-One step = forward + MSE + backward + Adam on the worker's WebGPU device; after
+One step = forward + loss (MSE for the LSTMs, cross-entropy for the Transformers; see
+bench_models) + backward + Adam on the worker's WebGPU device; after
 ``warmup`` steps (at least 3), ``steps`` steps then one loss readback, median of
 ``repeats`` blocks. ``first_step_ms`` runs
-from the call to the first loss on the host (model build, uploads, shader compiles);
-the page adds the Pyodide start-up it measured before the engine was ready.
+from the call to the first loss on the host (model build, uploads, shader compiles),
+split in ``first_step``; the page adds the Pyodide start-up it measured before the engine was ready.
 
 ``replay=True`` runs the same step as a recorded dispatch schedule (runtime.replay):
 the first steps run eagerly (the first makes Adam's state and the cached constants,
@@ -20,59 +21,40 @@ the same loss (``last_loss``) when replay is bitwise equal to eager.
 from __future__ import annotations
 
 import gc
-import random
 import statistics
 import time
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from ..base.rng import Generator
-from ..catalog.losses import MSELoss
 from ..catalog.optim import Adam
 from ..catalog.peft import apply_finetune
 from ..catalog.peft.quantize import quantized_bytes
 from ..codecs.convert import header_weights
 from ..codecs.pretrained import pretrained_model
 from ..devices.base import get_device
-from ..model.zoo import LSTMForecaster
 from ..run.prepare import check_record
-from ..runtime.creation import tensor
 from ..runtime.replay import StepReplay
-from . import tab_store
-
-CONFIGS = {
-    "seed_lstm": {"batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
-    "lstm2x64": {"batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
-}
-
-
-def _data(cfg: dict) -> tuple[list, list]:
-    r = random.Random(7)
-    x = [[[r.uniform(-0.5, 0.5)] for _ in range(cfg["T"])] for _ in range(cfg["batch"])]
-    y = [[r.uniform(-0.5, 0.5)] for _ in range(cfg["batch"])]
-    return x, y
+from . import bench_models, tab_store
 
 
 async def bench_train_step(
     model: str = "seed_lstm", steps: int = 20, repeats: int = 3, warmup: int = 2,
-    replay: bool = False,
+    replay: bool = False, shape: dict | None = None,
 ) -> dict:  # fmt: skip
-    """ms per training step of ``model`` (a key of CONFIGS) on this tab's WebGPU,
-    eager or (``replay``) as a recorded schedule."""
-    if model not in CONFIGS:
-        raise ScellisError(
-            f"bench_train_step: model must be one of {sorted(CONFIGS)}, got {model!r}"
-        )
+    """ms per training step of ``model`` (a key of bench_models.CONFIGS, its sizes
+    overridden by ``shape``) on this tab's WebGPU, eager or (``replay``) as a recorded
+    schedule."""
+    cfg = bench_models.config(model, shape)
     for name, n in (("steps", steps), ("repeats", repeats), ("warmup", warmup)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ScellisError(f"bench_train_step: {name} must be a whole number >= 1, got {n!r}")
-    cfg = CONFIGS[model]
     t0 = time.perf_counter()
     dev = get_device("webgpu")
-    net = LSTMForecaster(1, cfg["hidden"], cfg["layers"], 1, device=dev, gen=Generator(0, "init"))
-    loss_fn, opt = MSELoss(), Adam(net, lr=cfg["lr"])
-    x, y = _data(cfg)
-    xt, yt = tensor(x, device=dev, dtype="f32"), tensor(y, device=dev, dtype="f32")
+    net, loss_fn = bench_models.build(cfg, dev)
+    opt = Adam(net, lr=cfg["lr"])
+    xt, yt = bench_models.batch(cfg, dev)
+    built_ms = (time.perf_counter() - t0) * 1e3
+    pipelines0 = _stat(dev, "pipelines")
 
     def eager_step(x, y):
         opt.zero_grad()
@@ -99,8 +81,17 @@ async def bench_train_step(
             held["loss"] = loss
         return loss
 
-    first = await step().read()
+    t1 = time.perf_counter()
+    loss = step()
+    encoded_ms = (time.perf_counter() - t1) * 1e3
+    first = await loss.read()
     first_ms = (time.perf_counter() - t0) * 1e3
+    first_step = {
+        "build_ms": built_ms,  # model, optimizer and batch made and uploaded
+        "encode_ms": encoded_ms,  # the step's ops run on the host, pipelines created
+        "wait_ms": first_ms - built_ms - encoded_ms,  # compiles finishing + GPU work
+        "pipelines": _stat(dev, "pipelines") - pipelines0,
+    }
     # replay needs 1 + 2 eager steps (warm-up, two recordings) before it is ready; eager
     # warms up as long, so both modes time steps 4, 5, ... of the same run
     for _ in range(max(warmup, 3) - 1):
@@ -123,6 +114,9 @@ async def bench_train_step(
         "first_loss": first,
         "last_loss": last,
         "adapter": getattr(dev, "adapter_name", dev.name),
+        "params": bench_models.parameter_count(net),
+        "config": cfg,
+        "first_step": first_step,
     }
     if sr is not None:
         out["replayed_steps"] = held["replayed"]
@@ -163,3 +157,7 @@ async def bench_quantize(record_text: str, store: str = tab_store.ROOT) -> dict:
     del model
     gc.collect()
     return out
+
+
+def _stat(dev, key: str) -> int:
+    return int(getattr(dev, "stats", {}).get(key, 0))
