@@ -41,6 +41,10 @@ CASES = [
     ((200, 5), "contig"),
     ((2, 700, 33), "contig"),
     ((17000, 2), "contig"),
+    # few outputs over many terms (whole-tensor sums, a norm's sum of squares): the split
+    # path's chunks, through a transposed view too
+    ((9000,), "contig"),
+    ((2, 8300), "mT"),
 ]
 
 

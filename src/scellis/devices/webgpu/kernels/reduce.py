@@ -64,12 +64,25 @@ def column_chunks(r: int) -> tuple[int, int]:
     return c, math.ceil(r / c)
 
 
+SPLIT_OUTPUTS = 128  # at most this many outputs: one workgroup each would idle the GPU
+SPLIT_PER_THREAD = 16  # elements each thread of a chunk folds, at least
+
+
+def split_chunks(r: int) -> tuple[int, int]:
+    """(C, CH): the split path's chunks per output and elements per chunk for R terms."""
+    c = max(1, min(SHORT_R, r // (WG_R * SPLIT_PER_THREAD)))
+    return c, math.ceil(r / c)
+
+
 def sum_error_bound(r: int) -> float:
     """gamma_k of the summation orders open to R terms: |err| <= this * sum|x|."""
-    k = r - 1 if r <= SHORT_R else math.ceil(r / WG_R) + int(math.log2(WG_R)) - 1
+    levels = int(math.log2(WG_R))
+    k = r - 1 if r <= SHORT_R else math.ceil(r / WG_R) + levels - 1
     if r > SHORT_R:
         c, ch = column_chunks(r)
         k = max(k, math.ceil(ch / COL_Y) - 1 + int(math.log2(COL_Y)) + c - 1)
+        c, ch = split_chunks(r)
+        k = max(k, math.ceil(ch / WG_R) - 1 + levels + c - 1)
     u = 2.0**-24
     return max(k, 0) * u / (1 - max(k, 0) * u)
 
@@ -220,7 +233,14 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
     src.add_meta(m, r, x.offset, _init_bits(op, acc))
     src.operand("x", x)
     column = r > SHORT_R and _column_fits(src, op, x, kept, m, r)
-    part = _partials(src, out, m, r) if column else out
+    split = r > SHORT_R and not column and _split_fits(src, op, x, m, r)
+    part = out
+    if column:
+        c = column_chunks(r)[0]
+        part = _partials(src, out, c, (c, m))
+    elif split:
+        c = split_chunks(r)[0]
+        part = _partials(src, out, c, (m, c))
     src.operand("o", part, write=True)
     offset_fn(src, "base_of", kept)
     offset_fn(src, "red_of", red)
@@ -231,6 +251,8 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
         return grid_1d(m, src.limits)
     if column:
         return _column(src, part, out, m, r, load)
+    if split:
+        return _split(src, part, out, m, r, load)
     src.body = _long_main(op, acc, load, out)
     cap = src.limits["max_compute_workgroups_per_dimension"]
     return grid_1d(min(m, cap * cap), src.limits, wg=1)
@@ -246,14 +268,50 @@ def _column_fits(src: Source, op: str, x, kept, m: int, r: int) -> bool:
     return (c == 1 or src.scratch is not None) and -(-m // COL_X) <= cap
 
 
-def _partials(src: Source, out, m: int, r: int):
-    """Where the column path's first launch writes: ``out`` itself for one chunk, else a
-    [C, m] f32 scratch view of per-chunk partial sums."""
-    c, _ = column_chunks(r)
-    if c == 1:
+def _partials(src: Source, out, chunks: int, shape: tuple[int, int]):
+    """Where a two-launch path's first launch writes: ``out`` itself for one chunk, else
+    an f32 scratch view of ``shape`` holding the per-chunk partial sums."""
+    if chunks == 1:
         return out
-    flat = src.scratch(c * m)
-    return View(flat.buf, (c, m), (m, 1), 0, flat.dtype)
+    flat = src.scratch(shape[0] * shape[1])
+    return View(flat.buf, shape, (shape[1], 1), 0, flat.dtype)
+
+
+def _split_fits(src: Source, op: str, x, m: int, r: int) -> bool:
+    """Whether the split path serves: a float sum with few outputs (a whole-tensor sum,
+    a gradient norm's sum of squares) and enough terms for several chunks each."""
+    if op != "sum" or not x.dtype.is_float or m > SPLIT_OUTPUTS:
+        return False
+    return split_chunks(r)[0] > 1 and src.scratch is not None
+
+
+def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
+    """The split path: workgroup (c, o) folds chunk c of output o's terms as the long
+    path folds a whole output (strided lanes, then the tree) into part[o, c]; a
+    short-path launch then sums each output's C partials in chunk order."""
+    c, ch = split_chunks(r)
+    at = src.add_meta(ch, c)
+    tree, s = [], WG_R // 2
+    while s:
+        tree.append(f"  if (lid < {s}u) {{ sv[lid] += sv[lid + {s}u]; }}\n  workgroupBarrier();")
+        s //= 2
+    src.body = (
+        f"var<workgroup> sv: array<f32, {WG_R}>;\n"
+        f"@compute @workgroup_size({WG_R})\n"
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
+        "@builtin(local_invocation_index) lid: u32) {\n"
+        f"  let o = wid.y; let CH = mt[{at}u]; let C = mt[{at + 1}u];\n"
+        "  let r0 = wid.x * CH; let r1 = min(mt[1], r0 + CH);\n"
+        "  let b = mt[2] + base_of(o);\n"
+        "  var acc = 0.0;\n"
+        f"  for (var r = r0 + lid; r < r1; r += {WG_R}u) {{\n"
+        f"    acc += {load.format('b + red_of(r)')};\n  }}\n"
+        "  sv[lid] = acc;\n  workgroupBarrier();\n"
+        + "\n".join(tree)
+        + "\n  if (lid == 0u) { st_o(o * C + wid.x, sv[0]); }\n}\n"
+    )
+    fold = Source(src.limits, src.has_f16)
+    return [(src, (c, m, 1)), (fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (1,)}))]
 
 
 def _column(src: Source, part, out, m: int, r: int, load: str) -> list:
@@ -263,7 +321,7 @@ def _column(src: Source, part, out, m: int, r: int, load: str) -> list:
     at = src.add_meta(ch)
     src.body = _column_main(load, "f16(acc)" if part.dtype.name == "f16" else "acc", at)
     launches = [(src, (-(-m // COL_X), c, 1))]
-    if part is not out:
+    if c > 1:
         fold = Source(src.limits, src.has_f16)
         launches.append((fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (0,)})))
     return launches
