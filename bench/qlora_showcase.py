@@ -524,13 +524,24 @@ def stage(res: dict, where: str, fn, *args):
 
 def scellis_side(res: dict, records: dict, store: str, a) -> None:
     all_plans(res, records, a)
-    for mode in a.modes:
-        for name, path in records.items():
+    partial(res, a)
+    # QLoRA first: a run cut short by a time limit still has the showcase's own row
+    for name in sorted(records, key=lambda n: ("qlora", "lora", "full").index(n)):
+        for mode in a.modes:
             print(f"training {name} on {a.device}, {mode} steps ...", flush=True)
-            got = stage(res, f"{name} training ({mode})", train, path, store, mode, a)
+            got = stage(res, f"{name} training ({mode})", train, records[name], store, mode, a)
             res["runs"][name][f"train_{mode}"] = got
             for n in (got or {}).get("notes", []):
                 res["notes"].append(f"{name} training ({mode}): {n}")
+            partial(res, a)
+
+
+def partial(res: dict, a) -> None:
+    """Write the report as it stands, so a run stopped from outside keeps what it has."""
+    try:
+        report(res, Path(a.out))
+    except Exception as e:  # noqa: BLE001 - the final report is what matters
+        print(f"(partial report not written: {type(e).__name__}: {e})", flush=True)
 
 
 def peer_side(res: dict, folder: Path, record: Path, a) -> None:
