@@ -45,6 +45,7 @@ CASES = [
     # path's chunks, through a transposed view too
     ((9000,), "contig"),
     ((2, 8300), "mT"),
+    ((300000,), "contig"),  # 73 chunks: the partials folded by the long path
 ]
 
 

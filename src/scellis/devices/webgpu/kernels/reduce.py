@@ -66,23 +66,28 @@ def column_chunks(r: int) -> tuple[int, int]:
 
 SPLIT_OUTPUTS = 128  # at most this many outputs: one workgroup each would idle the GPU
 SPLIT_PER_THREAD = 16  # elements each thread of a chunk folds, at least
+SPLIT_MAX_CHUNKS = 1024  # a 10M-term sum (a gradient norm) spread over 1024 workgroups
 
 
 def split_chunks(r: int) -> tuple[int, int]:
     """(C, CH): the split path's chunks per output and elements per chunk for R terms."""
-    c = max(1, min(SHORT_R, r // (WG_R * SPLIT_PER_THREAD)))
+    c = max(1, min(SPLIT_MAX_CHUNKS, r // (WG_R * SPLIT_PER_THREAD)))
     return c, math.ceil(r / c)
+
+
+def _fold_k(r: int) -> int:
+    """Roundings of the plain short or long path over R terms."""
+    return r - 1 if r <= SHORT_R else math.ceil(r / WG_R) + int(math.log2(WG_R)) - 1
 
 
 def sum_error_bound(r: int) -> float:
     """gamma_k of the summation orders open to R terms: |err| <= this * sum|x|."""
-    levels = int(math.log2(WG_R))
-    k = r - 1 if r <= SHORT_R else math.ceil(r / WG_R) + levels - 1
+    k = _fold_k(r)
     if r > SHORT_R:
         c, ch = column_chunks(r)
-        k = max(k, math.ceil(ch / COL_Y) - 1 + int(math.log2(COL_Y)) + c - 1)
-        c, ch = split_chunks(r)
-        k = max(k, math.ceil(ch / WG_R) - 1 + levels + c - 1)
+        k = max(k, math.ceil(ch / COL_Y) - 1 + int(math.log2(COL_Y)) + _fold_k(c))
+        c, ch = split_chunks(r)  # each chunk as the long path, then the chunks folded
+        k = max(k, _fold_k(ch) + 1 + _fold_k(c))
     u = 2.0**-24
     return max(k, 0) * u / (1 - max(k, 0) * u)
 
@@ -288,7 +293,8 @@ def _split_fits(src: Source, op: str, x, m: int, r: int) -> bool:
 def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
     """The split path: workgroup (c, o) folds chunk c of output o's terms as the long
     path folds a whole output (strided lanes, then the tree) into part[o, c]; a
-    short-path launch then sums each output's C partials in chunk order."""
+    second launch then sums each output's C partials in chunk order (the short path, or
+    the long one past SHORT_R chunks)."""
     c, ch = split_chunks(r)
     at = src.add_meta(ch, c)
     tree, s = [], WG_R // 2
