@@ -98,11 +98,12 @@ def test_auto_takes_flash_on_webgpu_and_naive_on_reference(gpu):
     assert "flash_attention" in _transformer_ops(gpu)
 
 
-def _auto_ops(dev):
+def _auto_ops(dev, causal=True):
     ops, inner = [], dev.run
     dev.run = lambda op, *a: (ops.append(op), inner(op, *a))[1]
     try:
-        _block("auto", dev, "f32")(sc.tensor(_inputs("auto")[0], device=dev, dtype="f32"))
+        block = _block("auto", dev, "f32", causal=causal)
+        block(sc.tensor(_inputs("auto")[0], device=dev, dtype="f32"))
     finally:
         del dev.run
     return ops
@@ -111,15 +112,26 @@ def _auto_ops(dev):
 @pytest.mark.webgpu
 def test_auto_rule_takes_naive_below_its_thresholds_and_flash_above(gpu, monkeypatch):
     heads_bytes = B * H * T * T * 4  # this block's naive score matrix, f32
-    monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T + 1)
+    monkeypatch.setattr(attention_block, "CAUSAL_FLASH_MIN_SCORES", T * T + 1)
     monkeypatch.setattr(attention_block, "NAIVE_SCORES_MAX_BYTES", heads_bytes + 1)
     small = _auto_ops(gpu)
     assert "flash_attention" not in small and "matmul" in small
     monkeypatch.setattr(attention_block, "NAIVE_SCORES_MAX_BYTES", heads_bytes)
     assert "flash_attention" in _auto_ops(gpu)  # the scores are too big to hold
     monkeypatch.setattr(attention_block, "NAIVE_SCORES_MAX_BYTES", heads_bytes + 1)
-    monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T)
+    monkeypatch.setattr(attention_block, "CAUSAL_FLASH_MIN_SCORES", T * T)
     assert "flash_attention" in _auto_ops(gpu)  # long enough for flash to pay
+
+
+@pytest.mark.webgpu
+def test_auto_rule_without_a_mask_takes_flash_only_inside_its_window(gpu, monkeypatch):
+    # the defaults: a 9 x 9 score block is below the window, so naive
+    assert "flash_attention" not in _auto_ops(gpu, causal=False)
+    monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T)
+    monkeypatch.setattr(attention_block, "FLASH_MAX_SCORES", T * T)
+    assert "flash_attention" in _auto_ops(gpu, causal=False)
+    monkeypatch.setattr(attention_block, "FLASH_MAX_SCORES", T * T - 1)  # past the window
+    assert "flash_attention" not in _auto_ops(gpu, causal=False)
 
 
 def _transformer_ops(dev):

@@ -1,5 +1,6 @@
 """Imported Hugging Face models on WebGPU (lavapipe in CI): GPT-2, Llama and BERT outputs
-equal ``transformers``' (the flash attention path, as ``auto`` picks on webgpu)."""
+equal ``transformers``' (on the attention path ``auto`` picks on webgpu: flash for the
+causal decoders, naive for BERT's short unmasked sequences)."""
 
 from __future__ import annotations
 

@@ -47,19 +47,29 @@ from .position import rotary
 ATTENTION_PATHS = ("auto", "naive", "flash")
 ROPE_SCALINGS = ("linear", "llama3")
 
-# What ``auto`` takes on WebGPU, from bench/attention.py's timings of both paths (forward
-# + backward): flash once one head's score block (T x S) has FLASH_MIN_SCORES entries,
-# or once the naive path's score matrix (B x H x T x S, f32) would reach
-# NAIVE_SCORES_MAX_BYTES whatever its shape (memory, not speed); naive below both.
-FLASH_MIN_SCORES = 0  # 0: flash at every size
+# What ``auto`` takes on WebGPU, from bench/attention.py's forward + backward timings on
+# an H200 (bench/RESULTS.md): causal flash skips the masked half of the scores and beat
+# the naive path at every length measured (T = 128..2048, 0.24-0.64 of its time), so a
+# causal call takes flash once one head's T x S block has CAUSAL_FLASH_MIN_SCORES
+# entries; without a mask flash won only from T = 256 to 512 (0.71-0.79) and lost at 128
+# (1.02) and from 1024 on (1.28-1.35), so a non-causal call takes it inside
+# [FLASH_MIN_SCORES, FLASH_MAX_SCORES]. Either way flash is taken once the naive score
+# matrix (B x H x T x S, f32) would reach NAIVE_SCORES_MAX_BYTES (memory, not speed).
+CAUSAL_FLASH_MIN_SCORES = 0
+FLASH_MIN_SCORES = 192 * 192
+FLASH_MAX_SCORES = 768 * 768
 NAIVE_SCORES_MAX_BYTES = 256 << 20
 
 
-def auto_takes_flash(device, heads: int, t: int, s: int) -> bool:
+def auto_takes_flash(device, heads: int, t: int, s: int, causal: bool) -> bool:
     """Whether ``auto`` takes flash for ``heads`` (B x H) of T queries over S keys."""
     if device.name != "webgpu":
         return False
-    return t * s >= FLASH_MIN_SCORES or heads * t * s * 4 >= NAIVE_SCORES_MAX_BYTES
+    if heads * t * s * 4 >= NAIVE_SCORES_MAX_BYTES:
+        return True
+    if causal:
+        return t * s >= CAUSAL_FLASH_MIN_SCORES
+    return FLASH_MIN_SCORES <= t * s <= FLASH_MAX_SCORES
 
 
 def attend(q, k, v, keep, p: float, training: bool):
@@ -195,7 +205,7 @@ class MultiHeadAttention(Block):
         if c.attention == "flash" and blocker:
             raise ScellisError(f"attention: flash does not support {blocker}; use naive")
         if c.attention == "auto":
-            return not blocker and auto_takes_flash(device, heads, t, s)
+            return not blocker and auto_takes_flash(device, heads, t, s, c.causal)
         return c.attention == "flash"
 
     def forward(self, x, mask=None, kv=None):

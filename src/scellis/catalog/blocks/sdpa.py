@@ -45,7 +45,7 @@ class ScaledDotProductAttention(Block):
         c = self.config
         heads = math.prod(q.shape[:-2])  # B x H (or the merged batch)
         t, s = q.shape[-2], kt.shape[-1]
-        auto = c.attention == "auto" and auto_takes_flash(q.device, heads, t, s)
+        auto = c.attention == "auto" and auto_takes_flash(q.device, heads, t, s, c.causal)
         flash = c.attention == "flash" or auto
         if flash and mask is None:
             merged = q.ndim == 3  # heads folded into the batch: one batch of them
