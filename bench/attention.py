@@ -31,14 +31,14 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+from matmul import time_samples, torch_cuda_f32  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from scellis.catalog.blocks.attention import attend  # noqa: E402
@@ -58,27 +58,6 @@ def shapes(args) -> list[tuple[int, int, int, int]]:
     if args.small:
         return SMALL
     return [(max(1, TOKENS // t), H, t, D) for t in (int(x) for x in args.t.split(","))]
-
-
-def time_samples(run, sync, warmup: int, repeats: int, min_sample_s: float) -> dict:
-    """Median seconds per call of ``run`` (see the module docstring for the method)."""
-    for _ in range(warmup):
-        run()
-    sync()
-    t0 = time.perf_counter()
-    run()
-    sync()
-    one = max(time.perf_counter() - t0, 1e-7)
-    inner = max(1, min(1000, int(min_sample_s / one) + 1))
-    samples = []
-    for _ in range(repeats):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            run()
-        sync()
-        samples.append((time.perf_counter() - t0) / inner)
-    return {"median_s": statistics.median(samples), "min_s": min(samples), "inner": inner}
 
 
 def naive_path(q, k, v, causal: bool):
@@ -129,14 +108,9 @@ def bench_webgpu(dev, path, host, causal: bool, args) -> tuple[dict, list]:
 
 
 def bench_torch(host, causal: bool, args) -> dict | None:
-    try:
-        import torch
-    except ImportError:
+    torch = torch_cuda_f32()
+    if torch is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     q, k, v = (torch.from_numpy(x).cuda().requires_grad_() for x in host[:3])
     g = torch.from_numpy(host[3]).cuda()
     b, h, t, d = q.shape

@@ -160,7 +160,8 @@ def bench_numpy(a, b, args) -> dict:
     )
 
 
-def bench_torch(stored, shape, args) -> dict | None:
+def torch_cuda_f32():
+    """torch with TF32 off (true f32 GEMMs, as the WGSL kernels do), or None without CUDA."""
     try:
         import torch
     except ImportError:
@@ -168,6 +169,14 @@ def bench_torch(stored, shape, args) -> dict | None:
     if not torch.cuda.is_available():
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def bench_torch(stored, shape, args) -> dict | None:
+    torch = torch_cuda_f32()
+    if torch is None:
+        return None
     ta, tb = (torch.from_numpy(x).cuda() for x in stored)
     ta, tb = (ta.mT if shape[3] else ta), (tb.mT if shape[4] else tb)
     return time_samples(

@@ -49,7 +49,7 @@ def timed(dev, make, args) -> tuple[float, object]:
         y = last.get("y")
         if y is None:
             return dev.sync()
-        run_sync(dev.gpu.read_buffer(y.view.buf.handle.chunks[0], 0, 4))
+        run_sync(dev.gpu.read_buffer(y.device_view.buf.handle.chunks[0], 0, 4))
 
     stats = time_samples(op, sync, args.warmup, args.repeats, args.min_sample_ms / 1e3)
     return stats["median_s"], last["y"]

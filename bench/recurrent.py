@@ -41,7 +41,7 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from matmul import time_samples  # noqa: E402
+from matmul import time_samples, torch_cuda_f32  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from scellis.devices.base import View  # noqa: E402
@@ -157,14 +157,9 @@ class Kernels:
 
 
 def bench_torch(kind: str, host: dict, args) -> dict | None:
-    try:
-        import torch
-    except ImportError:
+    torch = torch_cuda_f32()
+    if torch is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     h = host["whh"].shape[1]
     cls = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
     layer = cls(h, h, batch_first=True).cuda()
