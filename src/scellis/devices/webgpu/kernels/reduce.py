@@ -187,21 +187,25 @@ def _short_body(op: str, acc: str, load: str, out) -> str:
     )
 
 
+def _tree(lanes: int, lane: str, fold, indent: str) -> str:
+    """WGSL folding ``lanes`` workgroup slots into slot 0: for s = lanes/2, ..., 1, lanes
+    below s take ``fold(s)`` (the statement folding slot lane + s into slot lane), each
+    level closed by a barrier. A fixed order: the result never depends on timing."""
+    levels, s = [], lanes // 2
+    while s:
+        levels.append(f"{indent}if ({lane} < {s}u) {{ {fold(s)} }}\n{indent}workgroupBarrier();")
+        s //= 2
+    return "\n".join(levels)
+
+
 def _long_main(op: str, acc: str, load: str, out) -> str:
     arg = op == "argmax"  # argmax carries the index of each slot's value alongside it
-    tree = []
-    s = WG_R // 2
-    while s:
-        if arg:
-            fold = (
-                f"if (better(sv[lid + {s}u], si[lid + {s}u], sv[lid], si[lid])) "
-                f"{{ sv[lid] = sv[lid + {s}u]; si[lid] = si[lid + {s}u]; }}"
-            )
-        else:
-            fold = f"sv[lid] = cmb(sv[lid], sv[lid + {s}u]);"
-        tree.append(f"    if (lid < {s}u) {{ {fold} }}\n    workgroupBarrier();")
-        s //= 2
-    tree_s = "\n".join(tree)
+    if arg:
+        tree_s = _tree(WG_R, "lid", lambda s: (
+            f"if (better(sv[lid + {s}u], si[lid + {s}u], sv[lid], si[lid])) "
+            f"{{ sv[lid] = sv[lid + {s}u]; si[lid] = si[lid + {s}u]; }}"), "    ")  # fmt: skip
+    else:
+        tree_s = _tree(WG_R, "lid", lambda s: f"sv[lid] = cmb(sv[lid], sv[lid + {s}u]);", "    ")
     final = "acc = sv[0]; ai = si[0];" if arg else "acc = sv[0];"
     si_decl = f"var<workgroup> si: array<u32, {WG_R}>;\n" if arg else ""
     return (
@@ -297,10 +301,6 @@ def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
     the long one past SHORT_R chunks)."""
     c, ch = split_chunks(r)
     at = src.add_meta(ch, c)
-    tree, s = [], WG_R // 2
-    while s:
-        tree.append(f"  if (lid < {s}u) {{ sv[lid] += sv[lid + {s}u]; }}\n  workgroupBarrier();")
-        s //= 2
     src.body = (
         f"var<workgroup> sv: array<f32, {WG_R}>;\n"
         f"@compute @workgroup_size({WG_R})\n"
@@ -313,11 +313,17 @@ def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
         f"  for (var r = r0 + lid; r < r1; r += {WG_R}u) {{\n"
         f"    acc += {load.format('b + red_of(r)')};\n  }}\n"
         "  sv[lid] = acc;\n  workgroupBarrier();\n"
-        + "\n".join(tree)
+        + _tree(WG_R, "lid", lambda s: f"sv[lid] += sv[lid + {s}u];", "  ")
         + "\n  if (lid == 0u) { st_o(o * C + wid.x, sv[0]); }\n}\n"
     )
+    return [(src, (c, m, 1)), _fold_chunks(src, part, out, axis=1)]
+
+
+def _fold_chunks(src: Source, part, out, axis: int) -> tuple:
+    """The launch summing ``part``'s per-chunk partials along ``axis`` (chunk order)
+    into ``out``: the short path, or the long one past SHORT_R chunks."""
     fold = Source(src.limits, src.has_f16)
-    return [(src, (c, m, 1)), (fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (1,)}))]
+    return fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (axis,)})
 
 
 def _column(src: Source, part, out, m: int, r: int, load: str) -> list:
@@ -328,19 +334,13 @@ def _column(src: Source, part, out, m: int, r: int, load: str) -> list:
     src.body = _column_main(load, "f16(acc)" if part.dtype.name == "f16" else "acc", at)
     launches = [(src, (-(-m // COL_X), c, 1))]
     if c > 1:
-        fold = Source(src.limits, src.has_f16)
-        launches.append((fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (0,)})))
+        launches.append(_fold_chunks(src, part, out, axis=0))
     return launches
 
 
 def _column_main(load: str, store: str, ch_at: int) -> str:
-    tree, s = [], COL_Y // 2
-    while s:
-        at = f"(ly + {s}u) * {COL_X}u + lx"
-        tree.append(f"  if (ly < {s}u) {{ sv[ly * {COL_X}u + lx] += sv[{at}]; }}")
-        tree.append("  workgroupBarrier();")
-        s //= 2
-    tree_s = "\n".join(tree)
+    tree_s = _tree(COL_Y, "ly", lambda s: (
+        f"sv[ly * {COL_X}u + lx] += sv[(ly + {s}u) * {COL_X}u + lx];"), "  ")  # fmt: skip
     return (
         f"var<workgroup> sv: array<f32, {COL_X * COL_Y}>;\n"
         f"@compute @workgroup_size({COL_X}, {COL_Y})\n"
