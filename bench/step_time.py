@@ -41,47 +41,17 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import scellis as sc  # noqa: E402
-from scellis.base.rng import Generator  # noqa: E402
-from scellis.catalog.blocks.heads import LMHead, LMHeadConfig  # noqa: E402
-from scellis.catalog.blocks.linear import Embedding, EmbeddingConfig  # noqa: E402
-from scellis.catalog.blocks.position import LearnedPosition, LearnedPositionConfig  # noqa: E402
-from scellis.catalog.blocks.transformer import Transformer, TransformerConfig  # noqa: E402
-from scellis.catalog.losses import CrossEntropyLoss, MSELoss  # noqa: E402
-from scellis.catalog.module import Module  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
-from scellis.model.zoo import LSTMForecaster  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.state import TrainState  # noqa: E402
+from scellis.webapp import bench_models  # noqa: E402
+from scellis.webapp.bench_models import LSTM, TF  # noqa: E402
 
-LSTM = "lstm"
-TF = "tf"
+# the tab benchmark's models (the same numbers as the browser benches), and a larger LSTM
 CONFIGS = {
-    "seed_lstm": {"kind": LSTM, "batch": 32, "T": 5, "hidden": 8, "layers": 1, "lr": 0.01},
-    "lstm2x64": {"kind": LSTM, "batch": 64, "T": 32, "hidden": 64, "layers": 2, "lr": 1e-3},
-    "char_tf": {"kind": TF, "batch": 32, "T": 64, "d": 128, "layers": 2, "heads": 4,
-                "vocab": 96, "lr": 1e-3},
+    **bench_models.CONFIGS,
     "lstm2x256": {"kind": LSTM, "batch": 128, "T": 64, "hidden": 256, "layers": 2, "lr": 1e-3},
-    "tf_d384": {"kind": TF, "batch": 32, "T": 256, "d": 384, "layers": 6, "heads": 6,
-                "vocab": 96, "lr": 1e-3},
-}  # fmt: skip
-
-
-class Decoder(Module):
-    """CharTransformer's shape with the attention path as a knob."""
-
-    def __init__(self, cfg: dict, attention: str, dev, gen):
-        super().__init__()
-        d, ctx = cfg["d"], {"device": dev, "gen": gen}
-        self.tok = Embedding(EmbeddingConfig(cfg["vocab"], d), **ctx)
-        self.pos = LearnedPosition(LearnedPositionConfig(cfg["T"], d, std=0.02), **ctx)
-        tcfg = TransformerConfig(
-            d, cfg["heads"], cfg["layers"], kind="decoder", attention=attention
-        )
-        self.body = Transformer(tcfg, **ctx)
-        self.head = LMHead(LMHeadConfig(d, cfg["vocab"]), **ctx)
-
-    def forward(self, ids):
-        return self.head(self.body(self.pos(self.tok(ids))))
+}
 
 
 def _batches(cfg: dict, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -106,13 +76,7 @@ def _opts(replay: bool, precision: str | None) -> dict:
 
 
 def scellis_run(cfg, dev, replay, attention, precision, a) -> dict:
-    gen = Generator(0, "init")
-    if cfg["kind"] == LSTM:
-        model = LSTMForecaster(1, cfg["hidden"], cfg["layers"], 1, device=dev, gen=gen)
-        loss = MSELoss()
-    else:
-        model = Decoder(cfg, attention, dev, gen)
-        loss = CrossEntropyLoss()
+    model, loss = bench_models.build(cfg, dev, attention)
     dtypes = ("f32", "f32") if cfg["kind"] == LSTM else ("i32", "i32")
     batches = [
         (sc.tensor(x, device=dev, dtype=dtypes[0]), sc.tensor(y, device=dev, dtype=dtypes[1]))

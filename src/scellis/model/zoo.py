@@ -58,15 +58,16 @@ class CharTransformer(Module):
         dtype=None,
         gen=None,
         dropout=0.0,
+        attention="auto",
     ):
         super().__init__()
         ctx = {"device": device, "dtype": dtype, "gen": gen}
         self.tok = Embedding(EmbeddingConfig(vocab_size, d_model), **ctx)
         self.pos = LearnedPosition(LearnedPositionConfig(context, d_model, std=0.02), **ctx)
-        self.body = Transformer(
-            TransformerConfig(d_model, num_heads, num_layers, kind="decoder", dropout=dropout),
-            **ctx,
+        cfg = TransformerConfig(
+            d_model, num_heads, num_layers, kind="decoder", dropout=dropout, attention=attention
         )
+        self.body = Transformer(cfg, **ctx)
         self.head = LMHead(LMHeadConfig(d_model, vocab_size), **ctx)
 
     def forward(self, ids):

@@ -48,15 +48,15 @@ def config(model: str, shape: dict | None = None) -> dict:
     return cfg
 
 
-def build(cfg: dict, dev):
-    """(model, loss) on ``dev``, initialised from the ``init`` stream of seed 0."""
+def build(cfg: dict, dev, attention: str = "auto"):
+    """(model, loss) on ``dev``, initialised from the ``init`` stream of seed 0; a
+    Transformer takes the ``attention`` path (auto, naive or flash)."""
     gen = Generator(0, "init")
     if cfg["kind"] == LSTM:
         net = LSTMForecaster(1, cfg["hidden"], cfg["layers"], 1, device=dev, gen=gen)
         return net, MSELoss()
-    net = CharTransformer(
-        cfg["vocab"], cfg["d"], cfg["heads"], cfg["layers"], cfg["T"], device=dev, gen=gen
-    )
+    net = CharTransformer(cfg["vocab"], cfg["d"], cfg["heads"], cfg["layers"], cfg["T"],
+                          device=dev, gen=gen, attention=attention)  # fmt: skip
     return net, CrossEntropyLoss()
 
 
