@@ -47,6 +47,25 @@ def _rows(src: Source) -> int:
     return min(ROWS, src.limits["max_compute_invocations_per_workgroup"])
 
 
+def _key_tiles(k_at: int, v_at: int, d: int, bk: int, r: int) -> str:
+    """WGSL opening the walk over key tiles that the forward and the dq kernel share:
+    keys up to ``kend`` (all, or the workgroup's last row when causal), tiles of ``bk``
+    keys staged into ``kt``/``vt`` by the ``r`` invocations (zeros past S), then a
+    barrier; the caller's loop body and closing brace follow."""
+    return f"""  var kend = S;
+  if (causal) {{ kend = min(S, min(T, r0 + {r}u)); }}
+  for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{
+    for (var e = lid; e < {bk * d}u; e += {r}u) {{
+      let jj = e / {d}u; let c = e - jj * {d}u; let j = j0 + jj;
+      if (j < S) {{
+        kt[e] = ld_k({_addr(k_at, "j", "c")}); vt[e] = ld_v({_addr(v_at, "j", "c")});
+      }}
+      else {{ kt[e] = 0.0; vt[e] = 0.0; }}
+    }}
+    workgroupBarrier();
+"""
+
+
 def forward(base: Source, op: str, ins, outs, attrs):
     q, k, v = ins
     b, h, t, d = q.shape
@@ -67,18 +86,7 @@ def forward(base: Source, op: str, ins, outs, attrs):
   }}
   var m = -3.0e38; var l = 0.0;
   // keys any row of this workgroup may see: all, or up to its last row when causal
-  var kend = S;
-  if (causal) {{ kend = min(S, min(T, r0 + {r}u)); }}
-  for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{
-    for (var e = lid; e < {bk * d}u; e += {r}u) {{
-      let jj = e / {d}u; let c = e - jj * {d}u; let j = j0 + jj;
-      if (j < S) {{
-        kt[e] = ld_k({_addr(at["k"], "j", "c")}); vt[e] = ld_v({_addr(at["v"], "j", "c")});
-      }}
-      else {{ kt[e] = 0.0; vt[e] = 0.0; }}
-    }}
-    workgroupBarrier();
-    if (live) {{
+{_key_tiles(at["k"], at["v"], d, bk, r)}    if (live) {{
       let nj = min({bk}u, kend - j0);
       var tm = m;
       for (var jj = 0u; jj < nj; jj++) {{
@@ -137,18 +145,7 @@ def _dq(base: Source, ins, out, attrs):
     lse = ld_y({_addr(at["y"], "row", f"{d}u")});
     delta -= ld_gy({_addr(at["gy"], "row", f"{d}u")});
   }}
-  var kend = S;
-  if (causal) {{ kend = min(S, min(T, r0 + {r}u)); }}
-  for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{
-    for (var e = lid; e < {bk * d}u; e += {r}u) {{
-      let jj = e / {d}u; let c = e - jj * {d}u; let j = j0 + jj;
-      if (j < S) {{
-        kt[e] = ld_k({_addr(at["k"], "j", "c")}); vt[e] = ld_v({_addr(at["v"], "j", "c")});
-      }}
-      else {{ kt[e] = 0.0; vt[e] = 0.0; }}
-    }}
-    workgroupBarrier();
-    if (live) {{
+{_key_tiles(at["k"], at["v"], d, bk, r)}    if (live) {{
       let nj = min({bk}u, kend - j0);
       for (var jj = 0u; jj < nj; jj++) {{
         if (causal && j0 + jj > row) {{ break; }}
