@@ -1,10 +1,11 @@
 """Fused LSTM and GRU kernels (devices layer): step kernels launched once per time step.
 
 Two families of step kernels, picked by ``SCELLIS_RECURRENT_VARIANT`` when the kernels
-are built: ``step`` (the default, below) and the tiled variants of
-``recurrent_tiled.py`` (``tiled``, ``tiled256``, ``tiled2x2``: workgroup-tiled
-products, the backward in two dispatches per step). All compute the same results to
-rounding and share the ops' layouts, so a recorded run may use any of them.
+are built: ``step`` (below) and the tiled variants of ``recurrent_tiled.py``
+(``tiled``, ``tiled256`` (the default: fastest on an H200, bench/RESULTS.md),
+``tiled2x2``: workgroup-tiled products, the backward in two dispatches per step). All
+compute the same results to rounding and share the ops' layouts, so a recorded run may
+use any of them.
 
 The ``step`` kernels, one dispatch per step each way. Forward step t, one invocation
 per (b, k): the four gate pre-activations at k are gx[b, t, gate*H + k] plus the dot
@@ -203,8 +204,8 @@ def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
 
 def variant(limits: dict, gates: int) -> str:
     """The step kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build, so a
-    benchmark can compare them in one process), ``step`` when unset; a tiled variant
-    whose tiles do not fit this device's workgroup limits falls back to ``step``."""
+    benchmark can compare them in one process), ``DEFAULT_VARIANT`` when unset; a tiled
+    variant whose tiles do not fit this device's workgroup limits falls back to ``step``."""
     name = os.environ.get(VARIANT_ENV, "") or DEFAULT_VARIANT
     if name not in VARIANTS:
         raise DeviceError(
