@@ -13,7 +13,12 @@ import pytest
 
 from scellis.data.frequency import frequency
 
-from .conftest import finish_training, screenshot, start_training, wait_engine, watch
+from .conftest import (
+    finish_training,
+    open_engine_page,
+    screenshot,
+    start_training,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -23,13 +28,7 @@ OLD_WORDS = re.compile(r"sunspot|\byears?\b|yearly", re.I)
 
 @pytest.fixture(scope="module")
 def page(contexts, site_url):
-    ctx, _ = contexts.new()
-    page = ctx.new_page()
-    page.set_viewport_size({"width": 1440, "height": 900})
-    log: list[str] = []
-    watch(page, log)
-    page.goto(site_url)
-    wait_engine(page, log)
+    page = open_engine_page(contexts, site_url, viewport={"width": 1440, "height": 900})[2]
     page.wait_for_function("window.scellisApp.recordName === 'lstm_forecaster'")
     return page
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import screenshot, wait_engine, watch
+from .conftest import open_engine_page, screenshot, wait_engine
 
 pytestmark = pytest.mark.browser
 
@@ -20,14 +20,7 @@ STEP_MS = 300_000
 
 @pytest.fixture(scope="module")
 def page(contexts, site_url):
-    ctx, _ = contexts.new()
-    page = ctx.new_page()
-    page.set_viewport_size({"width": 1440, "height": 900})
-    log: list[str] = []
-    watch(page, log)
-    page.goto(site_url)
-    wait_engine(page, log)
-    page.console_log = log
+    page = open_engine_page(contexts, site_url, viewport={"width": 1440, "height": 900})[2]
     return page
 
 

@@ -15,7 +15,13 @@ from scellis.data.record import load_data
 from scellis.sml import parse
 from tinymodels import mlp, onnx_file, torch
 
-from .conftest import finish_training, screenshot, start_training, wait_engine, watch
+from .conftest import (
+    finish_training,
+    open_engine_page,
+    screenshot,
+    start_training,
+    wait_engine,
+)
 from .ui import set_record
 
 pytestmark = pytest.mark.browser
@@ -27,14 +33,7 @@ STORE = "/scellis/store"
 
 @pytest.fixture(scope="module")
 def page(contexts, site_url):
-    ctx, _ = contexts.new()
-    page = ctx.new_page()
-    page.set_viewport_size({"width": 1440, "height": 900})
-    log: list[str] = []
-    watch(page, log)
-    page.goto(site_url)
-    wait_engine(page, log)
-    page.console_log = log
+    page = open_engine_page(contexts, site_url, viewport={"width": 1440, "height": 900})[2]
     page.wait_for_function("window.scellisApp.recordName === 'lstm_forecaster'")
     return page
 
