@@ -120,8 +120,37 @@ FLAG_SETS = {
         "--disable-features=SkiaGraphite",
     ],
     "vulkan-plain": ["--use-vulkan", "--enable-features=Vulkan"],
+    # WebGPU on Vulkan while the page itself is composited / rasterised in software: tells
+    # a device loss caused by the page's drawing from one caused by the engine's kernels
+    "vulkan-swcomp": [
+        "--use-angle=vulkan",
+        "--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan",
+        "--disable-vulkan-surface",
+        "--disable-gpu-compositing",
+    ],
+    "vulkan-noraster": [
+        "--use-angle=vulkan",
+        "--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan",
+        "--disable-vulkan-surface",
+        "--disable-gpu-rasterization",
+    ],
+    # Skia on GL (ANGLE over Vulkan) instead of on Vulkan itself; Dawn still on Vulkan
+    "angle-skia": [
+        "--use-gl=angle",
+        "--use-angle=vulkan",
+        "--enable-features=VulkanFromANGLE,DefaultANGLEVulkan",
+        "--disable-features=Vulkan,SkiaGraphite",
+    ],
     "swiftshader": ["--use-webgpu-adapter=swiftshader"],
 }
+# what Chromium's log says when its GPU process lost the device or died
+GPU_LOSS_MARKS = (
+    "context lost",
+    "Context was lost",
+    "GPU process exited unexpectedly",
+    "VK_ERROR_DEVICE_LOST",
+    "Failed vulkan call",
+)
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 FONTS_CONF = """<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
 <fontconfig><dir>{dir}</dir><cachedir>/tmp/browser-gpu-fc-cache</cachedir></fontconfig>
@@ -268,8 +297,9 @@ SCELLIS_JS = (
       if (__q.get("workload") === "qlora") {
         r = await __qlora(window.scellisClient, engineMs);
       } else {
-        r = await window.scellisClient.call("bench_train_step",
-                                            {model, steps, repeats, replay, shape});
+        const args = {model, steps, repeats, replay};
+        if (__q.get("shape")) args.shape = shape; // older builds take no shape
+        r = await window.scellisClient.call("bench_train_step", args);
         r.first_step_done_ms = called + r.first_step_ms;
       }
     } catch (e) {
@@ -326,7 +356,32 @@ def _sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, **kw)
 
 
-def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path) -> int:
+def _old_site(rev: str, stage: Path) -> None:
+    """The site as commit ``rev`` built it, in ``stage/site_<rev>``: built from a detached
+    worktree by that commit's own code, sharing the current build's Pyodide when it is
+    the same (a symlink: the payload stays small)."""
+    wt = Path(tempfile.mkdtemp(prefix=f"browser-gpu-{rev}-")) / "wt"
+    _sh(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(wt), rev],
+        capture_output=True)  # fmt: skip
+    try:
+        (wt / "web" / "node_modules").symlink_to(ROOT / "web" / "node_modules")
+        dst = stage / f"site_{rev}"
+        env = {**os.environ, "PYTHONPATH": str(wt / "src")}
+        _sh([sys.executable, "-m", "scellis.cli.main", "site", "build", "--out", str(dst)],
+            cwd=wt, env=env)  # fmt: skip
+        for m in dst.rglob("*.map"):
+            m.unlink()
+        mine, theirs = stage / "site" / "pyodide", dst / "pyodide"
+        listing = lambda d: sorted((f.name, f.stat().st_size) for f in d.iterdir())  # noqa: E731
+        if theirs.is_dir() and listing(mine) == listing(theirs):
+            shutil.rmtree(theirs)
+            theirs.symlink_to("../site/pyodide")
+    finally:
+        _sh(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)])
+
+
+def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path,
+         extra_sites: list[str]) -> int:  # fmt: skip
     """The headless shell's deb travels as it is (already xz, ~61 MiB), split in two; the
     rest (site, tf.js, the few files it needs from chromium-common, libraries, loader debs)
     goes in one gzip tarball with the deb's second part."""
@@ -340,6 +395,8 @@ def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path) -> int
             raise SystemExit("site build failed")
         for m in (stage / "site").rglob("*.map"):
             m.unlink()
+        for rev in extra_sites:
+            _old_site(rev, stage)
         tf = stage / "tfjs"
         tf.mkdir(parents=True)
         for f in ("tfjs.html", "tfjs_bench.js", "tfjs_transformer.js"):
@@ -430,8 +487,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return self._send(TFJS_JS.encode(), "text/javascript")
         if path == "/__files":  # a folder's files, for a page that imports it whole
             return self._send(json.dumps(self._listing()).encode(), "application/json")
-        inject = {"/site/": "/__scellis.js", "/site/index.html": "/__scellis.js"}
-        inject["/tfjs/tfjs.html"] = "/__tfjs.js"
+        inject = {"/tfjs/tfjs.html": "/__tfjs.js"}
+        top = path.strip("/").split("/")[0]
+        if top.startswith("site") and path in (f"/{top}/", f"/{top}/index.html"):
+            inject[path] = "/__scellis.js"  # site/ or an older build, site_<rev>/
         if path in inject:
             f = Path(self.directory) / path.lstrip("/")
             f = f / "index.html" if f.is_dir() else f
@@ -503,6 +562,7 @@ class Browser:
                 proc.wait()
         errf.seek(0)
         text = errf.read().decode(errors="replace")
+        r["gpu_process_lost"] = any(m in text for m in GPU_LOSS_MARKS)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         self.log.write(f"===== {label} ({len(lines)} lines; first 60, last 40)\n")
         keep = lines if len(lines) <= 100 else lines[:60] + ["..."] + lines[-40:]
@@ -646,6 +706,26 @@ def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a
     return {"folder_written_by": made, "folder_dtype": a.qlora_dtype, "folder_s": made_s, **r}
 
 
+def _bisect(b: Browser, url: str, root: Path, a, report: dict, out: Path) -> str | None:
+    """seed_lstm, replayed, a few steps: on every site build with the first flag set, then
+    on the current build under each ``--bisect-flag-sets`` entry. Each row says whether
+    Chromium's GPU process was lost. Returns the first of those flag sets that kept it."""
+    sets = [f for f in a.bisect_flag_sets.split(",") if f]
+    sites = sorted(d.name for d in root.iterdir() if d.is_dir() and d.name.startswith("site_"))
+    tries = [("site", f) for f in sets] + [(s, sets[0]) for s in sites]
+    q = "model=seed_lstm&steps=5&repeats=2&replay=1"  # its default shape, in every build
+    kept = None
+    for site, fs in tries:
+        r = b.visit(f"{url}/{site}/?{q}", FLAG_SETS[fs], 90, f"bisect {site} {fs}")
+        row = {"site": site, "flag_set": fs, **r}
+        report.setdefault("bisect", []).append(row)
+        print("bisect:", json.dumps(row)[:600], flush=True)
+        (out / "results.json").write_text(json.dumps(report, indent=1))
+        if site == "site" and kept is None and not r["gpu_process_lost"] and "error" not in r:
+            kept = fs
+    return kept
+
+
 def _is_real_gpu(probe: dict) -> bool:
     a = probe.get("webgpu") or {}
     text = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "description"))
@@ -693,6 +773,10 @@ def run(a) -> int:
         chosen = chosen or "swiftshader"
         report["flag_set"] = chosen
         report["flags"] = COMMON + FLAG_SETS[chosen]
+        if a.bisect_flag_sets:
+            chosen = _bisect(b, url, root, a, report, out) or chosen
+            report["flag_set"] = chosen
+            report["flags"] = COMMON + FLAG_SETS[chosen]
         flags = FLAG_SETS[chosen]
         for model in a.models.split(","):
             if model in QLORA:
@@ -757,6 +841,8 @@ def main() -> int:
     p.add_argument("--part-mib", type=int, default=46, help="size of the deb's first part")
     p.add_argument("--debs", help="a folder with the two chromium debs (else apt-get download)")
     p.add_argument("--tfjs-modules", default=str(ROOT / "bench" / "browser" / "node_modules"))
+    p.add_argument("--extra-sites", default="", help="commits whose site builds go along too "
+                   "(site_<rev>/), for telling which change broke a page on the GPU")  # fmt: skip
     r = sub.add_parser("run", help="time the rows on this machine (the payload unpacked)")
     r.add_argument("--root", required=True)
     r.add_argument("--out", required=True)
@@ -772,10 +858,15 @@ def main() -> int:
     r.add_argument("--qlora-dtype", choices=("float16", "float32"), default="float16",
                    help="the dtype the Hugging Face folder is saved in")  # fmt: skip
     r.add_argument("--tiny", action="store_true", help="every model at its smoke-check size")
+    r.add_argument("--bisect-flag-sets", default="",
+                   help="first load seed_lstm on every site build (site_<rev>/ too) and on the "
+                   "current one under each of these flag sets; the rows then use the first "
+                   "flag set that kept the GPU process")  # fmt: skip
     a = ap.parse_args()
     if a.cmd == "pack":
         debs = Path(a.debs) if a.debs else None
-        return pack(Path(a.out), a.part_mib, debs, Path(a.tfjs_modules))
+        extra = [r for r in a.extra_sites.split(",") if r]
+        return pack(Path(a.out), a.part_mib, debs, Path(a.tfjs_modules), extra)
     return run(a)
 
 
