@@ -111,7 +111,7 @@ def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, objec
     """(op stats, kernel stats, last output) of ``tile`` (see the module docstring)."""
     ta, tb = (sc.tensor(x, device=dev) for x in stored)
     ta, tb = (ta.mT if shape[3] else ta), (tb.mT if shape[4] else tb)
-    attrs = {} if tile == "auto" else {"_tile": tile}
+    attrs = tile_attrs(tile)
     last = {}
 
     def op():
@@ -137,6 +137,16 @@ def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, objec
 
     kernel_stats = time_samples(kernel, sync, args.warmup, args.repeats, min_s)
     return op_stats, kernel_stats, y
+
+
+def tile_attrs(tile: str) -> dict:
+    """The matmul attrs forcing ``tile``: "auto", a tile name, either with "/kN" (K split
+    in N parts, then summed), e.g. "r128/k8" or "auto/k16"."""
+    name, _, parts = tile.partition("/k")
+    attrs = {} if name == "auto" else {"_tile": name}
+    if parts:
+        attrs["_split"] = int(parts)
+    return attrs
 
 
 def check_rows(dev, y, a, b, rows: int = 32) -> float:
@@ -204,7 +214,7 @@ def tflops(shape, seconds: float) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=DEFAULT, help="N or MxKxN[:ta][:tb], comma separated")
-    p.add_argument("--tiles", default="auto", help="WebGPU tiles: auto, t16..t128, r128, ...")
+    p.add_argument("--tiles", default="auto", help="WebGPU tiles: auto, t16..t128, r128, ...; /kN splits K in N parts (r128/k8)")
     p.add_argument("--adapter", default=None, help="substring of the adapter name/backend")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
