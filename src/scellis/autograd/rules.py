@@ -11,6 +11,7 @@ import math
 
 from .rules_attention import ATTENTION_SAVES as _ATTENTION_SAVES
 from .rules_attention import ATTENTION_VJP as _ATTENTION_VJP
+from .rules_norm import NORM_VJP as _NORM_VJP
 from .rules_recurrent import RECURRENT_SAVES as _RECURRENT_SAVES
 from .rules_recurrent import RECURRENT_VJP as _RECURRENT_VJP
 
@@ -245,7 +246,8 @@ VJP = {
 }
 
 
-# fused recurrent layers live in their own file; one table for the tape all the same
+# fused recurrent layers, attention and norms live in their own files; one table all the same
 VJP.update(_RECURRENT_VJP)
 VJP.update(_ATTENTION_VJP)
+VJP.update(_NORM_VJP)
 SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (register)
     indexing,
     linalg,
     movement,
+    norm,
     optim,
     quant,
     random,

@@ -10,6 +10,7 @@ import math
 
 from ..base.errors import ScellisError, ShapeError
 from ..base.shapes import numel, reduction_axes
+from .norm import fused_norm_fits, row_norm
 
 
 def mean(x, axis=None, keepdim=False):
@@ -53,6 +54,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"layer_norm over {tuple(normalized_shape)} but input ends in "
             f"{tuple(x.shape[x.ndim - k :])}"
         )
+    if k == 1 and fused_norm_fits(x, weight, bias):
+        return row_norm(x, weight, bias, eps)
     axes = tuple(range(x.ndim - k, x.ndim))
     mu = mean(x, axes, keepdim=True)
     d = x - mu
@@ -63,6 +66,14 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         y = y + bias
     return y
+
+
+def rms_norm(x, weight=None, eps=1e-5):
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis."""
+    if fused_norm_fits(x, weight):
+        return row_norm(x, weight, None, eps, rms=True)
+    y = x * (mean(x * x, -1, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
 
 
 def gelu(x, approximate="none"):

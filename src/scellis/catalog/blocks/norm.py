@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...autograd import no_grad
 from ...base.errors import ShapeError
-from ...ops.composites import layer_norm, mean
+from ...ops.composites import layer_norm, mean, rms_norm
 from ...runtime.creation import full
 from ...runtime.functional import dropout
 from ...runtime.inplace import write_into
@@ -71,8 +71,7 @@ class RMSNorm(Block):
         eps = self.config.eps
         if eps is None:
             eps = _EPS.get(x.dtype.name, _EPS["f32"])
-        y = x * (mean(x * x, -1, keepdim=True) + eps).rsqrt()
-        return y * self.weight if self.weight is not None else y
+        return rms_norm(x, self.weight, eps)
 
 
 @dataclass(frozen=True)

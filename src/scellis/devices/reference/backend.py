@@ -11,6 +11,7 @@ from ...base.errors import DeviceError
 from ..base import Buffer, View
 from .attention import KERNELS as _ATTN_KERNELS
 from .kernels import KERNELS as _BASE_KERNELS
+from .norm import KERNELS as _NORM_KERNELS
 from .quant import dequantize_kernel, qmatmul, quant_absmax, quant_codes
 from .recurrent import KERNELS as _RNN_KERNELS
 
@@ -20,7 +21,7 @@ QUANT_KERNELS = {
     "quant_codes": quant_codes,
     "dequantize": dequantize_kernel,
 }
-KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS, **QUANT_KERNELS}
+KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS, **_NORM_KERNELS, **QUANT_KERNELS}
 
 NP_DTYPES = {
     "f16": np.float16,

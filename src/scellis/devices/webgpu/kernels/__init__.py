@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     index,
     layout,
     matmul,
+    norm,
     optim,
     qmatmul,
     quantize,
@@ -27,5 +28,6 @@ for _mod in (
     quantize,
     optim,
     recurrent,
+    norm,
 ):
     KERNELS.update(_mod.KERNELS)
