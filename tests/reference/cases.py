@@ -12,6 +12,7 @@ from dataclasses import replace
 import cases_attention
 import cases_elementwise
 import cases_nn
+import cases_norm
 import cases_quant
 import cases_recurrent
 import cases_shape
@@ -25,6 +26,7 @@ DIFF_CASES = (
     cases_elementwise.CASES
     + cases_shape.CASES
     + cases_nn.CASES
+    + cases_norm.CASES
     + cases_recurrent.CASES
     + cases_attention.CASES
     + cases_quant.CASES
@@ -78,6 +80,7 @@ NOT_IN_TABLE = {
     "lstm_seq_backward": "lstm_seq's reverse walk; checked by the lstm_seq rows' backward",
     "gru_seq_backward": "gru_seq's reverse walk; checked by the gru_seq rows' backward",
     "flash_attention_backward": "flash attention's VJP; checked by the flash rows' backward",
+    "row_norm_backward": "row_norm's VJP; checked by the norm rows' backward",
     # integer results, no torch twin: bitwise against the pure-Python base.quant.quantize
     "quant_absmax": "test_qlora_quantize.py and test_qlora_webgpu.py vs base.quant.quantize",
     "quant_codes": "test_qlora_quantize.py and test_qlora_webgpu.py vs base.quant.quantize",

@@ -1,4 +1,4 @@
-"""Op cases in f16 (mixed precision): the fused recurrent and flash attention rows with
+"""Op cases in f16 (mixed precision): the fused recurrent, flash attention and norm rows with
 their float inputs cast to f16 and the result cast back.
 
 On the reference device f16 is emulated (inputs widened, maths in f32, each stored value
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import cases_attention
+import cases_norm
 import cases_recurrent
 
 
@@ -24,5 +25,5 @@ def through_f16(fn):
 
 F16_CASES = [
     replace(c, name=f"{c.name}_f16", fn=through_f16(c.fn), torch=None, tags=frozenset({"no_fd"}))
-    for c in cases_recurrent.CASES + cases_attention.CASES
+    for c in cases_recurrent.CASES + cases_attention.CASES + cases_norm.CASES
 ]

@@ -25,8 +25,9 @@ device dispatched in that phase (``u = 2**-24``, the f32 unit roundoff):
   normwise: ``max|got - want| <= C * n * u * max|want|`` with ``C = 4`` and ``n`` the
   accumulation length of the phase: the sum over its dispatched rounding primitives of
   1 per elementwise op, the reduced count of a ``sum``, the contracted length K of a
-  ``matmul``, the extent along the scattered axis of a ``scatter_add`` and, for the
-  fused recurrent ops, steps x (gate width + 10). It grows with the reduction length as
+  ``matmul``, the extent along the scattered axis of a ``scatter_add``, for the
+  fused recurrent ops, steps x (gate width + 10) and, for the row norm, the sums of D
+  terms it takes per row (2 forward, 4 backward) plus its elementwise steps. It grows with the reduction length as
   the summation error bound gamma_n does; non-finite entries must match in place.
 
 Rows that cannot run on this adapter are listed in ``excluded`` with the reason and
@@ -121,6 +122,9 @@ def accumulation_length(call: Call) -> int:
     if op in ("flash_attention", "flash_attention_backward"):  # q [B, H, T, D], k [.., S, D]
         (t, d), s = call.ins[0][2:], call.ins[1][2]
         return s + d + 10 if op == "flash_attention" else t + s + 2 * d + 10
+    if op in ("row_norm", "row_norm_backward"):  # x [..., D]: 2 (4) row sums, then products
+        d = call.ins[0][-1]
+        return 2 * d + 8 if op == "row_norm" else 4 * d + 10
     if get_op(op).family in ELEMENTWISE_FAMILIES + ("where",):
         return 1
     raise AssertionError(f"{op}: no accumulation length known; add it here")
