@@ -27,8 +27,9 @@ device dispatched in that phase (``u = 2**-24``, the f32 unit roundoff):
   1 per elementwise op, the reduced count of a ``sum``, the contracted length K of a
   ``matmul``, the extent along the scattered axis of a ``scatter_add``, for the
   fused recurrent ops, steps x (gate width + 10) and, for the row norm, the sums of D
-  terms it takes per row (2 forward, 4 backward) plus its elementwise steps. It grows with the reduction length as
-  the summation error bound gamma_n does; non-finite entries must match in place.
+  terms it takes per row (2 forward, 4 backward) plus its elementwise steps. It grows
+  with the reduction length as the summation error bound gamma_n does; non-finite
+  entries must match in place.
 
 Rows that cannot run on this adapter are listed in ``excluded`` with the reason and
 reported as skips with that reason: today only the f16 rows (``NEEDS_F16``) where the

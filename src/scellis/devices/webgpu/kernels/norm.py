@@ -115,7 +115,8 @@ class _Row:
 
     def again(self, name: str, load: str) -> str:
         """A statement binding ``name`` to the element once more (cache or memory)."""
-        return f"        let {name} = {name}_r[k];" if self.cached else f"        let {name} = {load};"
+        value = f"{name}_r[k]" if self.cached else load
+        return f"        let {name} = {value};"
 
     def cache_decl(self, *names: str) -> str:
         if not self.cached:
