@@ -1,7 +1,7 @@
 """mixed_f16 records whose steps take the fused kernels: the LSTM forecaster (the fused
-LSTM step kernels) and the char Transformer (flash attention, auto on WebGPU) train on
-WebGPU in f16 and agree with the reference device's mixed run within the prod tier's
-mixed tolerance, step by step."""
+LSTM step kernels) and the char Transformer (flash attention, auto on WebGPU, and the
+fused row norm) train on WebGPU in f16 and agree with the reference device's mixed run
+within the prod tier's mixed tolerance, step by step."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _train(name: str, device: str, edits: list[str], steps: int):
         (
             "char_transformer.sml",
             ["batch_size=2", "data.max_chars=4000"],
-            {"flash_attention", "flash_attention_backward"},
+            {"flash_attention", "flash_attention_backward", "row_norm", "row_norm_backward"},
         ),
     ],
     ids=["lstm", "transformer"],
