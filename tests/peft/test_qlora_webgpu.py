@@ -18,10 +18,13 @@ from test_qlora_quantize import on_device, oracle
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 import scellis as sc  # noqa: E402
+from scellis.base.errors import LimitError  # noqa: E402
 from scellis.base.quant import QuantSpec, double_quantize, quantize  # noqa: E402
 from scellis.catalog import peft  # noqa: E402
 from scellis.catalog.blocks import Linear, LinearConfig, Sequential  # noqa: E402
 from scellis.devices.reference.quant import dequantize  # noqa: E402
+from scellis.devices.webgpu.kernels import qmatmul  # noqa: E402
+from scellis.devices.webgpu.kernels.matmul import REGS, choose_reg  # noqa: E402
 from scellis.runtime.dispatch import apply  # noqa: E402
 
 pytestmark = pytest.mark.webgpu
@@ -87,6 +90,11 @@ def test_the_register_tiled_kernel_decodes_whole_words_as_the_reference(gpu, til
     spec = QuantSpec(fmt, rows, cols, 16)
     words, scales = quantize(rng.standard_normal(rows * cols).astype(np.float32).tolist(), spec)
     x = rng.standard_normal((m, rows if trans else cols)).astype(np.float32)
+    if not REGS[tile].fits(qmatmul._limits_beside_table(gpu.limits, fmt)):
+        # a tile past the adapter's workgroup memory (the level table counted) is refused
+        with pytest.raises(LimitError, match=tile):
+            _product(gpu, x, words, scales, spec, trans, _tile=tile)
+        return
     want = _product("reference", x, words, scales, spec, trans)
     got = _product(gpu, x, words, scales, spec, trans, _tile=tile)
     deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), scales, spec)
@@ -155,3 +163,18 @@ def test_double_quantised_scales_are_decoded_in_both_kernels(gpu, tile, trans):
     # the decoded scales differ from the f32 ones: the f32-scaled product is elsewhere
     plain = _product("reference", x, words, scales, spec, trans)
     assert np.abs(plain - want).max() > 1e3 * np.abs(got - want).max()
+
+
+@pytest.mark.parametrize("storage", [16384, 32768, 49152])
+def test_the_chosen_tile_leaves_room_for_the_nf4_level_table(storage):
+    # a Llama MLP projection (1024 tokens, 768 -> 2048): on a 48 KiB GPU the first choice,
+    # r128x64s2, fills workgroup memory exactly, so NF4 must take a smaller tile
+    limits = {"max_compute_workgroup_storage_size": storage,
+              "max_compute_invocations_per_workgroup": 1024,
+              "max_compute_workgroup_size_x": 1024}  # fmt: skip
+    for fmt, extra in (("nf4", qmatmul.NF4_TABLE_BYTES), ("int8", 0)):
+        reg = choose_reg(1024, 2048, 768, 1, qmatmul._limits_beside_table(limits, fmt))
+        # None: no register tile fits, and the smaller TILES kernel runs
+        assert reg is None or REGS[reg].shared_bytes + extra <= storage, (fmt, reg)
+    if storage == 49152:  # the tile plain matmuls take there fills it to the byte
+        assert REGS[choose_reg(1024, 2048, 768, 1, limits)].shared_bytes == storage

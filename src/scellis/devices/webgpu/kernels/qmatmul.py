@@ -24,6 +24,7 @@ with one more rounding per product, and results are bitwise reproducible.
 
 from __future__ import annotations
 
+from ....base.errors import LimitError
 from ....base.quant import CODES_PER_WORD, DQ_GROUP, NF4
 from .common import Source
 from .matmul import (
@@ -146,6 +147,20 @@ def bind_scales(src: Source, scales) -> None:
     src.fns.append(_DQ_SCALES)
 
 
+NF4_TABLE_BYTES = 16 * 4  # the workgroup copy of the 16 NF4 levels (``nf4_lut``)
+
+
+def _limits_beside_table(limits: dict, fmt: str) -> dict:
+    """``limits`` with the workgroup memory the NF4 level table takes set aside. A tile
+    that fills the adapter's workgroup memory exactly (r128x64s2 on a 48 KiB GPU) would
+    otherwise pass it by 64 bytes, which no driver is bound to catch: on an NVIDIA GPU
+    the kernel faulted and the device was lost."""
+    if fmt != "nf4":
+        return limits
+    key = "max_compute_workgroup_storage_size"
+    return {**limits, key: limits[key] - NF4_TABLE_BYTES}
+
+
 def qmatmul_kernel(src: Source, op: str, ins, outs, attrs):
     x, codes, *scales = ins
     out = outs[0]
@@ -156,11 +171,15 @@ def qmatmul_kernel(src: Source, op: str, ins, outs, attrs):
     sa_m, sa_k = x.strides
     side_a = choose_side(m, k, sa_m, sa_k, x.offset, [])
     want = attrs.get("_tile")
-    reg = want if want in REGS else (choose_reg(m, n, k, 1, src.limits) if want is None else None)
+    # the REGS tile must leave room for the NF4 level table beside its staging buffers
+    limits = _limits_beside_table(src.limits, fmt)
+    reg = want if want in REGS else (choose_reg(m, n, k, 1, limits) if want is None else None)
     if reg is not None and not _word_aligned(fmt, cols):
         reg = None
     if reg is not None:
         tile = REGS[reg]
+        if not tile.fits(limits):
+            raise LimitError(f"qmatmul tile {reg} does not fit this device's limits")
         bm, bn = tile.bm, tile.bn
     else:
         tile = TILES[choose_tile(m, n, 1, src.limits, want)]
