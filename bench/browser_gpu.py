@@ -105,7 +105,11 @@ COMMON = [
     "--window-size=1280,900",
     "--lang=en-US",
 ]
-# tried in order; the first whose WebGPU adapter is a real GPU times the rows
+# tried in order (--flag-sets); the first whose WebGPU adapter is a real GPU times the
+# rows. On the lent H200 (driver 580) every Scellis page, builds of earlier days included,
+# lost the GPU process under "vulkan" while Dawn opened its device (Skia's own Vulkan
+# queue submit failed first); with the page composited in software ("vulkan-swcomp")
+# WebGPU still runs on the GPU and nothing was lost, so that set is tried first.
 FLAG_SETS = {
     "vulkan": [
         "--use-angle=vulkan",
@@ -744,10 +748,11 @@ def _params_agree(rows: list[dict]) -> None:
 
 
 def run(a) -> int:
-    unknown = [m for m in a.models.split(",") if m not in CONFIGS]
+    unknown = [m for m in a.models.split(",") if m not in CONFIGS and m not in QLORA]
     if unknown:
         print(
-            f"unknown model(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}", file=sys.stderr
+            f"unknown model(s) {', '.join(unknown)}; known: {', '.join([*CONFIGS, *QLORA])}",
+            file=sys.stderr,
         )
         return 2
     root = Path(a.root).resolve()
@@ -848,7 +853,7 @@ def main() -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--models", default="seed_lstm,lstm2x64")
     r.add_argument("--impls", default="scellis,scellis-replay,webgpu,webgl,wasm")
-    r.add_argument("--flag-sets", default="vulkan,vulkan-gl-angle,vulkan-plain")
+    r.add_argument("--flag-sets", default="vulkan-swcomp,vulkan,vulkan-gl-angle,vulkan-plain")
     r.add_argument("--allow-cpu", action="store_true", help="time on SwiftShader if no GPU")
     r.add_argument("--no-install-gl", action="store_true", help="leave / alone (local tries)")
     r.add_argument("--steps", type=int, default=20)
