@@ -18,6 +18,7 @@ from ..base import Buffer, View
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
+from .kernels.workgroup_memory import workgroup_bytes
 
 
 def size_class(nbytes: int) -> int:
@@ -238,6 +239,7 @@ class WebGPUBackend:
     def pipeline(self, code: str):
         p = self._pipelines.get(code)
         if p is None:
+            _check_workgroup_memory(code, self.limits, getattr(self.gpu, "label", None))
             t0 = time.perf_counter()
             p = self.gpu.create_pipeline(code)
             self.stats["compile_s"] += time.perf_counter() - t0
@@ -280,3 +282,14 @@ def _native_gpu():
     import importlib
 
     return importlib.import_module("scellis.devices.native_wgpu").NativeGPU
+
+
+def _check_workgroup_memory(code: str, limits: dict, op: str | None) -> None:
+    """Refuse a kernel whose workgroup memory passes the device's limit (some drivers
+    compile it anyway and fault on the GPU)."""
+    need, limit = workgroup_bytes(code), limits["max_compute_workgroup_storage_size"]
+    if need > limit:
+        raise LimitError(
+            f"a kernel{f' of {op!r}' if op else ''} needs {need} bytes of workgroup memory, "
+            f"over this device's maxComputeWorkgroupStorageSize of {limit}"
+        )
