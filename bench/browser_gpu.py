@@ -307,7 +307,9 @@ SCELLIS_JS = (
         r.first_step_done_ms = called + r.first_step_ms;
       }
     } catch (e) {
-      const msg = String(e && e.message || e).split("\\n").slice(-3).join(" | ");
+      // the error's last lines, before any kernel source a compile error carries
+      const text = String(e && e.message || e).split("--- source ---")[0].trimEnd();
+      const msg = text.split("\\n").slice(-3).join(" | ");
       r = {impl: replay ? "scellis-webgpu-replay" : "scellis-webgpu", error: msg.slice(0, 400)};
     }
     r.engine_start_ms = engineMs;
