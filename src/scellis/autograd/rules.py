@@ -15,10 +15,6 @@ from .rules_norm import NORM_VJP as _NORM_VJP
 from .rules_recurrent import RECURRENT_SAVES as _RECURRENT_SAVES
 from .rules_recurrent import RECURRENT_VJP as _RECURRENT_VJP
 
-_SQRT_2_PI = math.sqrt(2.0 / math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
-
 # ops whose rule reads the forward result: the runtime saves it as node.saved["out"]
 SAVES_OUTPUT = frozenset({"exp", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "max", "min"})
 
@@ -32,24 +28,15 @@ def _out(node):
 
 
 def _gelu_tanh(node, g):
-    x = _x(node).detach()
-    inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
-    t = inner.tanh()
-    dinner = (x * x * (3 * 0.044715) + 1.0) * _SQRT_2_PI
-    return (g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * dinner),)
+    return (_x(node).detach().prim("gelu_tanh_grad", g),)
 
 
 def _gelu_erf(node, g):
-    x = _x(node).detach()
-    cdf = ((x * _INV_SQRT_2).erf() + 1.0) * 0.5
-    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
-    return (g * (cdf + x * pdf),)
+    return (_x(node).detach().prim("gelu_erf_grad", g),)
 
 
 def _silu(node, g):
-    x = _x(node).detach()
-    s = x.sigmoid()
-    return (g * (s * (x * (1.0 - s) + 1.0)),)
+    return (_x(node).detach().prim("silu_grad", g),)
 
 
 def _softplus(node, g):

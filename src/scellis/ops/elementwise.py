@@ -26,6 +26,9 @@ UNARY_FLOAT = (
     "cos",
 )
 UNARY_ANY = ("neg", "abs", "relu", "sign")
+# an activation's VJP in one op: (x, g) -> g * f'(x), one pass over two tensors where the
+# derivative spelled out in ops takes eight to eleven
+ACTIVATION_GRAD = ("gelu_erf_grad", "gelu_tanh_grad", "silu_grad")
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or")
@@ -56,6 +59,12 @@ def _binary(specs, attrs):
     if a.dtype != b.dtype:
         raise DTypeError(f"binary op inputs differ in dtype: {a.dtype} vs {b.dtype}")
     return [Spec(_same(specs), a.dtype)]
+
+
+def _activation_grad(specs, attrs):
+    if not specs[0].dtype.is_float:
+        raise DTypeError(f"this op needs float tensors, got {specs[0].dtype}")
+    return _binary(specs, attrs)
 
 
 def _compare(specs, attrs):
@@ -94,6 +103,8 @@ for _n in UNARY_ANY:
     register(OpDef(_n, "unary", 1, _unary_any, diff_inputs=(0,) if _n != "sign" else ()))
 for _n in BINARY:
     register(OpDef(_n, "binary", 2, _binary, diff_inputs=(0, 1)))
+for _n in ACTIVATION_GRAD:
+    register(OpDef(_n, "binary", 2, _activation_grad, doc="(x, g) -> g * f'(x), f's VJP"))
 for _n in COMPARE:
     register(OpDef(_n, "compare", 2, _compare))
 for _n in LOGICAL:

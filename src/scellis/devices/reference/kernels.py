@@ -41,6 +41,24 @@ def _gelu_erf(x):
     return 0.5 * x * _erfc(-x / x.dtype.type(math.sqrt(2.0))).astype(x.dtype)
 
 
+def _gelu_erf_grad(x, g):
+    cdf = 0.5 * _erfc(-x / x.dtype.type(math.sqrt(2.0))).astype(x.dtype)
+    pdf = np.exp(-0.5 * x * x) * x.dtype.type(1.0 / math.sqrt(2.0 * math.pi))
+    return g * (cdf + x * pdf)
+
+
+def _gelu_tanh_grad(x, g):
+    c = x.dtype.type(math.sqrt(2.0 / math.pi))
+    t = np.tanh(c * (x + x.dtype.type(0.044715) * x * x * x))
+    dz = c * (1.0 + x.dtype.type(3 * 0.044715) * x * x)
+    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dz)
+
+
+def _silu_grad(x, g):
+    s = _sigmoid(x)
+    return g * (s * (1.0 + x * (1.0 - s)))
+
+
 def _softplus(x):
     # torch's threshold: linear above 20 (beta = 1)
     return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
@@ -107,6 +125,9 @@ BINARY = {
     "ge": np.greater_equal,
     "logical_and": np.logical_and,
     "logical_or": np.logical_or,
+    "gelu_erf_grad": _gelu_erf_grad,
+    "gelu_tanh_grad": _gelu_tanh_grad,
+    "silu_grad": _silu_grad,
 }
 
 

@@ -45,6 +45,10 @@ _BINARY = {
     "minimum": "min(a, b)",
     "logical_and": "a & b",
     "logical_or": "a | b",
+    # activation VJPs: a = x, b = the cotangent (mathlib's derivative helpers)
+    "gelu_erf_grad": "b * sc_gelu_erf_d(a)",
+    "gelu_tanh_grad": "b * sc_gelu_tanh_d(a)",
+    "silu_grad": "b * sc_silu_d(a)",
 }
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 

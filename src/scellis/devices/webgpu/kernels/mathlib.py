@@ -165,6 +165,29 @@ fn sc_pow(a: f32, b: f32) -> f32 {
 }
 """
 
+# derivatives of the activations, for their one-pass VJPs (the reference's formulas)
+GELU_ERF_D = """
+fn sc_gelu_erf_d(x: f32) -> f32 {
+  let v = x * 0.7071067811865476;
+  // the CDF through erfc in the left tail, as sc_gelu_erf takes it (no cancellation)
+  let cdf = select(0.5 * (1.0 + sc_erf(v)), 0.5 * sc_erfc_big(-v), v < -0.5);
+  return cdf + x * sc_exp(-0.5 * x * x) * 0.3989422804014327;
+}
+"""
+GELU_TANH_D = """
+fn sc_gelu_tanh_d(x: f32) -> f32 {
+  let t = sc_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+  let dz = 0.7978845608028654 * (1.0 + 0.134145 * x * x);
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dz;
+}
+"""
+SILU_D = """
+fn sc_silu_d(x: f32) -> f32 {
+  let s = 1.0 / (1.0 + sc_exp(-x));
+  return s * (1.0 + x * (1.0 - s));
+}
+"""
+
 # name -> (code, helpers it calls); kernels pull in what their expression names
 HELPERS = {
     "sc_exp": (EXP, ()),
@@ -174,6 +197,9 @@ HELPERS = {
     "sc_erf": (ERF, ("sc_exp",)),
     "sc_gelu_erf": (ERF, ("sc_exp",)),
     "sc_pow": (POW, ("sc_exp", "sc_log")),
+    "sc_gelu_erf_d": (GELU_ERF_D, ("sc_erf",)),
+    "sc_gelu_tanh_d": (GELU_TANH_D, ("sc_tanh",)),
+    "sc_silu_d": (SILU_D, ("sc_exp",)),
 }
 
 
