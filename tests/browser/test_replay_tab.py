@@ -52,6 +52,8 @@ def test_bench_train_step_replay_matches_eager_in_the_tab(engine_page):
     rep = engine_page.evaluate(call, {**args, "replay": True})
     assert rep["impl"] == "scellis-webgpu-replay" and eager["impl"] == "scellis-webgpu"
     assert rep["replayed_steps"] == 6, rep
+    # the replayed dispatches went to the GPU a stretch at a time, one JavaScript call each
+    assert 0 < rep["batched_dispatches"] <= rep["dispatches_per_step"], rep
     assert rep["first_loss"] == eager["first_loss"]
     assert rep["last_loss"] == eager["last_loss"], (eager, rep)
     assert rep["last_loss"] != rep["first_loss"]  # 9 Adam steps moved the loss

@@ -290,6 +290,38 @@ class BrowserGPU(BindGroupCache):
             return
         self._encode(pipeline, group, grid)
 
+    def dispatch_run(self, run) -> None:
+        """Encode a replayed schedule's stretch of dispatches (a ``DispatchRun``) with one
+        call into JavaScript: per dispatch, three calls across Pyodide's bridge cost more
+        than the GPU's own work on small kernels. Work kept behind a compiling pipeline
+        keeps the stretch in order, one dispatch at a time."""
+        if run.prepared is None and not self._deferred:
+            run.prepared = self._prepare_run(run.items)
+        if self._deferred or run.prepared is None:
+            for _, pipeline, group, grid in run.items:
+                self.dispatch_group(pipeline, group, grid)
+            return
+        self._end_pass()
+        if self._encoder is None:
+            self._encoder = self._device.createCommandEncoder()
+        _encode_run()(self._encoder, *run.prepared)
+        self.encoded += len(run.items)
+        if self.encoded >= 512:  # keep command buffers bounded
+            self.flush()
+
+    def _prepare_run(self, items: list):
+        """(pipelines, bind groups, grids) of ``items`` as JavaScript arrays, or None while
+        a pipeline is not compiled (the stretch then goes one dispatch at a time)."""
+        if any(it[1].gpu is None or it[1].error is not None for it in items):
+            return None
+        for _, pipeline, group, _ in items:
+            if group.gpu is None:
+                group.gpu = self._make_group(pipeline, group)
+        pipes = to_js([it[1].gpu for it in items])
+        groups = to_js([it[2].gpu for it in items])
+        grids = js.Uint32Array.new(to_js([int(n) for it in items for n in it[3]]))
+        return pipes, groups, grids
+
     def _encode(self, pipeline: _Pipeline, group: _Group, grid) -> None:
         if group.gpu is None:
             group.gpu = self._make_group(pipeline, group)
@@ -319,6 +351,30 @@ class BrowserGPU(BindGroupCache):
         self.encoded = 0
         if not self._deferred and not self._replaying_kept:
             self._release()
+
+
+_ENCODE_RUN = None
+
+
+def _encode_run():
+    """The JavaScript function encoding a stretch of dispatches into one compute pass of
+    an encoder (made once: a worker without it never needs the browser's Function)."""
+    global _ENCODE_RUN
+    if _ENCODE_RUN is None:
+        _ENCODE_RUN = js.Function.new(
+            "enc",
+            "pipes",
+            "groups",
+            "grids",
+            "const pass = enc.beginComputePass(); let last = null;"
+            "for (let i = 0; i < pipes.length; i++) {"
+            "  if (pipes[i] !== last) { pass.setPipeline(pipes[i]); last = pipes[i]; }"
+            "  pass.setBindGroup(0, groups[i]);"
+            "  pass.dispatchWorkgroups(grids[3 * i], grids[3 * i + 1], grids[3 * i + 2]);"
+            "}"
+            "pass.end();",
+        )
+    return _ENCODE_RUN
 
 
 def _adapter_info(adapter) -> AdapterInfo:

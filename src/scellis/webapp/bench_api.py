@@ -4,7 +4,8 @@ bench/browser_train_step.py, the same models and method as its tf.js side.
 One step = forward + loss (MSE for the LSTMs, cross-entropy for the Transformers; see
 bench_models) + backward + Adam on the worker's WebGPU device; after
 ``warmup`` steps (at least 3), ``steps`` steps then one loss readback, median of
-``repeats`` blocks. ``first_step_ms`` runs
+``repeats`` blocks; ``host_ms_per_step`` is the median time of the step call itself, the
+host's encoding with nothing awaited. ``first_step_ms`` runs
 from the call to the first loss on the host (model build, uploads, shader compiles),
 split in ``first_step``; the page adds the Pyodide start-up it measured before the engine was ready.
 
@@ -100,16 +101,19 @@ async def bench_train_step(
         why = sr.reason or "the two recorded steps did not agree"
         sr.close()
         raise ScellisError(f"bench_train_step: the step cannot replay: {why}")
-    blocks = []
+    blocks, host = [], []
     for _ in range(repeats):
         s = time.perf_counter()
         for _ in range(steps):
+            h = time.perf_counter()
             loss = step()
+            host.append((time.perf_counter() - h) * 1e3)  # encoding only: nothing waits
         last = await loss.read()
         blocks.append((time.perf_counter() - s) / steps * 1e3)
     out = {
         "impl": "scellis-webgpu-replay" if replay else "scellis-webgpu",
         "ms_per_step": statistics.median(blocks),
+        "host_ms_per_step": statistics.median(host),
         "first_step_ms": first_ms,
         "first_loss": first,
         "last_loss": last,
@@ -121,6 +125,10 @@ async def bench_train_step(
     if sr is not None:
         out["replayed_steps"] = held["replayed"]
         out["dispatches_per_step"] = sr.schedule.dispatches
+        # the dispatches a step encodes in one call per stretch (GPUs with dispatch_run)
+        out["batched_dispatches"] = sum(
+            len(r.items) for r in sr.schedule.runs if getattr(r, "prepared", None) is not None
+        )
         sr.close()
     return out
 

@@ -94,6 +94,29 @@ class _Whole:
         return self.buf.dtype
 
 
+class DispatchRun:
+    """Consecutive plain dispatches of a schedule: ("d", pipeline, group, grid) items. A
+    GPU with ``dispatch_run`` encodes them in one call (a browser's, where each call
+    into JavaScript costs microseconds) and keeps its own form of them in ``prepared``."""
+
+    def __init__(self, items: list):
+        self.items = items
+        self.prepared = None
+
+
+def _runs(items: list) -> list:
+    """``items`` with each stretch of consecutive dispatches gathered in a DispatchRun."""
+    out: list = []
+    for item in items:
+        if item[0] != "d":
+            out.append(item)
+        elif out and isinstance(out[-1], DispatchRun):
+            out[-1].items.append(item)
+        else:
+            out.append(DispatchRun([item]))
+    return out
+
+
 class Schedule:
     """A trace's launches, prepared once and replayed in order."""
 
@@ -122,6 +145,7 @@ class Schedule:
                     self.meta_buffers.append(mb)
                 self.items.append(("d", ln.pipeline, self._group(ln, mb), ln.grid))
         self.dispatches = sum(1 for it in self.items if it[0] != "u")
+        self.runs = _runs(self.items)
 
     def _group(self, ln: Launch, meta_buffer):
         bindings = list(ln.bindings) + [(meta_buffer, 0, max(4, len(ln.meta) * 4))]
@@ -156,11 +180,17 @@ class Schedule:
         fresh = self._patched_groups(patches or [])
         direct = getattr(self.gpu, "dispatch_group", None)
         send = direct if direct is not None else self.gpu.dispatch
-        for item in self.items:
+        batch = getattr(self.gpu, "dispatch_run", None)
+        for item in self.runs:
+            if isinstance(item, DispatchRun):
+                if batch is not None:
+                    batch(item)
+                    continue
+                for _, pipeline, group, grid in item.items:
+                    send(pipeline, group, grid)
+                continue
             kind = item[0]
-            if kind == "d":
-                send(item[1], item[2], item[3])
-            elif kind == "p":
+            if kind == "p":
                 e = self.patch_slots[item[1]]
                 send(
                     e.launches[item[2]].pipeline, fresh[item[1]][item[2]], e.launches[item[2]].grid
@@ -176,5 +206,5 @@ class Schedule:
         self.gpu.flush()
         for mb in self.meta_buffers:
             self.gpu.destroy_buffer(mb)
-        self.meta_buffers, self.items, self.patch_slots = [], [], []
+        self.meta_buffers, self.items, self.runs, self.patch_slots = [], [], [], []
         self.trace = Trace()
