@@ -214,7 +214,11 @@ def tflops(shape, seconds: float) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=DEFAULT, help="N or MxKxN[:ta][:tb], comma separated")
-    p.add_argument("--tiles", default="auto", help="WebGPU tiles: auto, t16..t128, r128, ...; /kN splits K in N parts (r128/k8)")
+    p.add_argument(
+        "--tiles",
+        default="auto",
+        help="WebGPU tiles: auto, t16..t128, r128, ...; /kN splits K in N parts (r128/k8)",
+    )
     p.add_argument("--adapter", default=None, help="substring of the adapter name/backend")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
