@@ -347,6 +347,13 @@ LLAMA = {
 }  # fmt: skip
 QLORA = {
     "qlora100m": {"llama": LLAMA, "context": 256, "batch": 4, "rank": 8},
+    # big enough that the NF4 products take the register-tiled kernel under a tab's
+    # 32 KiB of workgroup memory (1,024 tokens x 256 x 512), small enough for SwiftShader
+    "qlora-mid": {
+        "llama": {**LLAMA, "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 4,
+                  "num_hidden_layers": 2, "intermediate_size": 512, "vocab_size": 256},
+        "context": 256, "batch": 4, "rank": 4,
+    },
     "qlora-tiny": {
         "llama": {**LLAMA, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
                   "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 128},

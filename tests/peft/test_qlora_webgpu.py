@@ -178,3 +178,22 @@ def test_the_chosen_tile_leaves_room_for_the_nf4_level_table(storage):
         assert reg is None or REGS[reg].shared_bytes + extra <= storage, (fmt, reg)
     if storage == 49152:  # the tile plain matmuls take there fills it to the byte
         assert REGS[choose_reg(1024, 2048, 768, 1, limits)].shared_bytes == storage
+
+
+def test_an_nf4_product_that_fills_a_tabs_workgroup_memory_runs_on_a_smaller_tile(gpu):
+    # 1,024 tokens x 256 -> 512: the register tile a plain product takes here fills a
+    # 32 KiB adapter's workgroup memory exactly, and the NF4 level table would pass it
+    # (a browser refuses that pipeline; a native driver may fault). The kernel must pick a
+    # tile that fits beside the table and still give the reference's values.
+    rng = rng_for("tabfill")
+    rows, cols, m = 512, 256, 1024
+    limits = {**gpu.limits, "max_compute_workgroup_storage_size": 32768}
+    assert REGS[choose_reg(m, rows, cols, 1, limits)].shared_bytes == 32768
+    spec = QuantSpec("nf4", rows, cols, 64)
+    words, scales = quantize(rng.standard_normal(rows * cols).astype(np.float32).tolist(), spec)
+    x = rng.standard_normal((m, cols)).astype(np.float32)
+    want = _product("reference", x, words, scales, spec, False)
+    got = _product(gpu, x, words, scales, spec, False)
+    deq = dequantize(np.frombuffer(words.tobytes(), np.uint32), scales, spec)
+    mag = np.abs(x) @ np.abs(deq).T
+    assert (np.abs(got - want) <= (cols + 1) * 2**-23 * mag).all()
