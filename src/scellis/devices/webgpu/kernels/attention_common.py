@@ -8,16 +8,10 @@ folded into y and z past the per-dimension limit.
 
 from __future__ import annotations
 
-import struct
-
 from ....base.errors import DTypeError
 from ....ops.attention import attention_scale
-from .common import Source
+from .common import Source, f32_bits
 from .mathlib import helpers_for
-
-
-def f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def grid(src: Source, blocks: int, bh: int) -> tuple[int, int, int]:

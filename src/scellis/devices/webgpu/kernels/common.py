@@ -11,6 +11,7 @@ shape of a given rank.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from ....base.dtypes import DType
@@ -216,3 +217,8 @@ def _contiguous(view) -> bool:
             return False
         expect *= s
     return True
+
+
+def f32_bits(x: float) -> int:
+    """``x`` rounded to f32, as the u32 word a meta slot carries (WGSL bitcasts it back)."""
+    return struct.unpack("<I", struct.pack("<f", float(x)))[0]

@@ -7,10 +7,8 @@ in f32 and round once on store, as the reference does.
 
 from __future__ import annotations
 
-import struct
-
 from ....base.shapes import numel
-from .common import Source, grid_1d, main_1d, strided_index
+from .common import Source, f32_bits, grid_1d, main_1d, strided_index
 from .mathlib import helpers_for
 
 _FLOAT = {
@@ -65,13 +63,9 @@ def _compute_type(dtype) -> str:
     return {"i32": "i32", "u32": "u32", "bool": "u32"}[dtype.name]
 
 
-def _f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
-
-
 def _value_bits(value, dtype) -> int:
     if dtype.is_float:
-        return _f32_bits(value)
+        return f32_bits(value)
     if dtype.name == "bool":
         return 1 if value else 0
     return int(value) & 0xFFFFFFFF

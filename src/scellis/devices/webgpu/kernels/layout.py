@@ -13,16 +13,14 @@ elementwise.)
 
 from __future__ import annotations
 
-import struct
-
 from ....base.shapes import numel
-from .common import Source, grid_1d, main_1d, strided_index
+from .common import Source, f32_bits, grid_1d, main_1d, strided_index
 
 
 def fill_bits(value, dtype) -> int:
     """``value`` as the u32 word the GPU stores for ``dtype`` (f16 travels as f32)."""
     if dtype.is_float:
-        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        return f32_bits(value)
     if dtype.name == "bool":
         return 1 if value else 0
     return int(value) & 0xFFFFFFFF

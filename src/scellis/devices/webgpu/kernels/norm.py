@@ -35,9 +35,8 @@ no worse than the composite's.
 from __future__ import annotations
 
 import math
-import struct
 
-from .common import Source, grid_1d
+from .common import Source, f32_bits, grid_1d
 from .reduce import _tree, coalesce, offset_fn
 
 MAX_LANES = 256  # invocations per row at most (the default workgroup size limit)
@@ -48,10 +47,6 @@ CACHE = 16  # elements per invocation kept in registers; past it they are read a
 def lanes_for(d: int) -> int:
     """Invocations per row: the power of two at or above D, within [MIN_LANES, MAX_LANES]."""
     return min(MAX_LANES, max(MIN_LANES, 1 << max(0, d - 1).bit_length()))
-
-
-def _f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def _row_operand(src: Source, name: str, view) -> tuple[int, int]:
@@ -162,14 +157,19 @@ def _grid(src: Source, rows: int):
     return grid_1d(min(rows, cap * cap), src.limits, wg=1)
 
 
-def forward(src: Source, op: str, ins, outs, attrs):
-    x, out = ins[0], outs[0]
+def _rows(src: Source, x, attrs: dict):
+    """What both kernels start from: D, the row count, the lanes per row, the row walker,
+    and x bound with its meta (the row count and eps come first: ``_main`` reads them)."""
     d = x.shape[-1]
     rows = math.prod(x.shape[:-1])
     lanes = lanes_for(d)
-    row = _Row(d, lanes)
-    src.add_meta(rows, _f32_bits(attrs["eps"]))
-    x_at, xs_at = _row_operand(src, "x", x)
+    src.add_meta(rows, f32_bits(attrs["eps"]))
+    return d, rows, lanes, _Row(d, lanes), _row_operand(src, "x", x)
+
+
+def forward(src: Source, op: str, ins, outs, attrs):
+    x, out = ins[0], outs[0]
+    d, rows, lanes, row, (x_at, xs_at) = _rows(src, x, attrs)
     params = iter(ins[1:])
     scale = f" * {_vector_operand(src, 'w', next(params))}" if attrs.get("weight") else ""
     shift = f" + {_vector_operand(src, 'b', next(params))}" if attrs.get("bias") else ""
@@ -192,12 +192,7 @@ def forward(src: Source, op: str, ins, outs, attrs):
 
 def backward(src: Source, op: str, ins, outs, attrs):
     x, g, out = ins[0], ins[1], outs[0]
-    d = x.shape[-1]
-    rows = math.prod(x.shape[:-1])
-    lanes = lanes_for(d)
-    row = _Row(d, lanes)
-    src.add_meta(rows, _f32_bits(attrs["eps"]))
-    x_at, xs_at = _row_operand(src, "x", x)
+    d, rows, lanes, row, (x_at, xs_at) = _rows(src, x, attrs)
     g_at, gs_at = _row_operand(src, "g", g)
     scale = f" * {_vector_operand(src, 'w', ins[2])}" if attrs.get("weight") else ""
     src.operand("o", out, write=True, widen=True)

@@ -13,16 +13,10 @@ flat target, packing as many inputs per dispatch as the binding limit allows.
 
 from __future__ import annotations
 
-import struct
-
 from ....base.errors import ShapeError
 from ....base.shapes import numel
 from ....ops.optim import scalars, state_names
-from .common import Source, _contiguous, grid_1d, main_1d
-
-
-def _f32_bits(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+from .common import Source, _contiguous, f32_bits, grid_1d, main_1d
 
 
 def _sgd(attrs) -> str:
@@ -140,7 +134,7 @@ def update(src: Source, op: str, ins, outs, attrs):
     lines = [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
     lines += [f"  let e{k + 1} = mt[{offs + 2 + k}u] + i;" for k in range(len(state))]
     for name, value in scalars(op, attrs).items():
-        at = src.add_meta(_f32_bits(value))
+        at = src.add_meta(f32_bits(value))
         lines.append(f"  let {name} = bitcast<f32>(mt[{at}u]);")
     lines.append("  let p = ld_p(ep);")
     # maximize flips the gradient; L2 weight decay adds wd * p (0 for the decoupled forms)
