@@ -30,6 +30,7 @@ class GateTile:
     rb: int  # rows b per invocation
     rk: int  # columns k per invocation
     kc: int  # contraction chunk staged per pass (a multiple of 4)
+    ks: int = 1  # groups of tb x tk invocations sharing the contraction (see tiled_main)
 
     @property
     def bb(self) -> int:
@@ -40,11 +41,15 @@ class GateTile:
         return self.tk * self.rk
 
     @property
-    def threads(self) -> int:
+    def group(self) -> int:
         return self.tb * self.tk
 
+    @property
+    def threads(self) -> int:
+        return self.group * self.ks
+
     def shared_bytes(self, gates: int) -> int:
-        return 4 * (self.bb * self.kc + gates * self.kc * self.bk)
+        return 4 * self.ks * (self.bb * self.kc + gates * self.kc * self.bk)
 
     def fits(self, limits: dict, gates: int) -> bool:
         return (
@@ -66,9 +71,9 @@ def _stage_w(tile: GateTile, gates: int, w_fast: str) -> str:
     else:
         split = f"let kl = e % {bk}u; let r = e / {bk}u; let jl = r % {kc}u; let g = r / {kc}u;"
     return (
-        f"    for (var e = lid; e < {n}u; e += {tile.threads}u) {{\n"
+        f"    for (var e = li; e < {n}u; e += {tile.group}u) {{\n"
         f"      {split}\n"
-        f"      sh_w[(g * {kc}u + jl) * {bk}u + kl] = tile_w(g, j0 + jl, k0 + kl);\n"
+        f"      sh_w[wz + (g * {kc}u + jl) * {bk}u + kl] = tile_w(g, j0 + jl, k0 + kl);\n"
         "    }"
     )
 
@@ -76,9 +81,9 @@ def _stage_w(tile: GateTile, gates: int, w_fast: str) -> str:
 def _stage_a(tile: GateTile) -> str:
     kc4 = tile.kc // 4
     return (
-        f"    for (var e = lid; e < {tile.bb * kc4}u; e += {tile.threads}u) {{\n"
+        f"    for (var e = li; e < {tile.bb * kc4}u; e += {tile.group}u) {{\n"
         f"      let bl = e / {kc4}u; let j = j0 + (e % {kc4}u) * 4u; let bg = b0 + bl;\n"
-        "      sh_a[e] = vec4<f32>(tile_a(bg, j), tile_a(bg, j + 1u), tile_a(bg, j + 2u),"
+        "      sh_a[az + e] = vec4<f32>(tile_a(bg, j), tile_a(bg, j + 1u), tile_a(bg, j + 2u),"
         " tile_a(bg, j + 3u));\n"
         "    }"
     )
@@ -93,12 +98,12 @@ def _multiply(tile: GateTile, gates: int) -> str:
     kc, kc4, bk = tile.kc, tile.kc // 4, tile.bk
     lines = [f"    for (var j4 = 0u; j4 < {kc4}u; j4++) {{"]
     for r in range(tile.rb):
-        lines.append(f"      let av{r} = sh_a[(tb + {tile.tb * r}u) * {kc4}u + j4];")
+        lines.append(f"      let av{r} = sh_a[az + (tb + {tile.tb * r}u) * {kc4}u + j4];")
     for jj in range(4):
         for g in range(gates):
             for q in range(tile.rk):
                 w = f"w{g}_{q}_{jj}"
-                at = f"({g * kc}u + j4 * 4u + {jj}u) * {bk}u + tk + {tile.tk * q}u"
+                at = f"wz + ({g * kc}u + j4 * 4u + {jj}u) * {bk}u + tk + {tile.tk * q}u"
                 lines.append(f"      let {w} = sh_w[{at}];")
                 for r in range(tile.rb):
                     acc = _acc(g, r, q)
@@ -107,23 +112,42 @@ def _multiply(tile: GateTile, gates: int) -> str:
     return "\n".join(lines)
 
 
+def _combine(tile: GateTile, accs: list[str]) -> str:
+    """Group 0 adds the other groups' partial sums to its own, group by group (a fixed
+    order, so results repeat bit for bit), through ``sh_w``, which holds one partial
+    set when bb <= ks * kc (checked by ``tiled_main``)."""
+    put = " ".join(f"sh_w[{n * tile.group}u + li] = {a};" for n, a in enumerate(accs))
+    add = " ".join(f"{a} += sh_w[{n * tile.group}u + li];" for n, a in enumerate(accs))
+    lines = []
+    for z in range(1, tile.ks):
+        lines.append(f"  workgroupBarrier();\n  if (z == {z}u) {{ {put} }}")
+        lines.append(f"  workgroupBarrier();\n  if (z == 0u) {{ {add} }}")
+    return "\n".join(lines)
+
+
 def tiled_main(tile: GateTile, gates: int, length: str, w_fast: str, epilogue: str) -> str:
     """The entry point: staging, the chunk loop, then ``epilogue`` per owned output.
 
     ``length`` is the WGSL contraction length; ``B`` and ``H`` are mt[1] and mt[2]. No
     invocation returns early: every one reaches every barrier (out-of-range tiles and
-    outputs stage zeros and skip their stores)."""
+    outputs stage zeros and skip their stores). With ``ks`` > 1 the workgroup is ``ks``
+    groups of tb x tk invocations; group z takes chunks z, z + ks, ... of the
+    contraction into its own staging arrays, and the partial sums meet in group 0, which
+    runs the epilogue: ks times the invocations per output, so a step's short product
+    has more warps to hide its memory waits, and each invocation a ks-th of the chunks."""
     accs = [_acc(g, r, q) for g in range(gates) for r in range(tile.rb) for q in range(tile.rk)]
+    assert tile.ks == 1 or tile.bb <= tile.ks * tile.kc, "sh_w cannot hold a partial set"
     outs = []
     for r in range(tile.rb):
         for q in range(tile.rk):
             names = "".join(f" let a{g} = {_acc(g, r, q)};" for g in range(gates))
             outs.append(
                 f"  {{ let b = b0 + tb + {tile.tb * r}u; let k = k0 + tk + {tile.tk * q}u;\n"
-                f"    if (b < B && k < H) {{{names}\n{epilogue}\n    }} }}"
+                f"    if (z == 0u && b < B && k < H) {{{names}\n{epilogue}\n    }} }}"
             )
-    return f"""var<workgroup> sh_a: array<vec4<f32>, {tile.bb * tile.kc // 4}>;
-var<workgroup> sh_w: array<f32, {gates * tile.kc * tile.bk}>;
+    a_size, w_size = tile.bb * tile.kc // 4, gates * tile.kc * tile.bk
+    return f"""var<workgroup> sh_a: array<vec4<f32>, {tile.ks * a_size}>;
+var<workgroup> sh_w: array<f32, {tile.ks * w_size}>;
 @compute @workgroup_size({tile.threads})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {{
@@ -132,15 +156,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let ktiles = (H + {tile.bk - 1}u) / {tile.bk}u;
   let wgi = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   let b0 = (wgi / ktiles) * {tile.bb}u; let k0 = (wgi % ktiles) * {tile.bk}u;
-  let tb = lid / {tile.tk}u; let tk = lid % {tile.tk}u;
+  let z = lid / {tile.group}u; let li = lid % {tile.group}u;
+  let az = z * {a_size}u; let wz = z * {w_size}u;
+  let tb = li / {tile.tk}u; let tk = li % {tile.tk}u;
   {" ".join(f"var {a} = 0.0;" for a in accs)}
-  for (var j0 = 0u; j0 < L; j0 += {tile.kc}u) {{
+  for (var c0 = 0u; c0 < L; c0 += {tile.ks * tile.kc}u) {{
+    let j0 = c0 + z * {tile.kc}u;
 {_stage_a(tile)}
 {_stage_w(tile, gates, w_fast)}
     workgroupBarrier();
 {_multiply(tile, gates)}
     workgroupBarrier();
   }}
+{_combine(tile, accs)}
 {chr(10).join(outs)}
 }}
 """

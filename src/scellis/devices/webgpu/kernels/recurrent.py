@@ -2,8 +2,10 @@
 
 Two families of step kernels, picked by ``SCELLIS_RECURRENT_VARIANT`` when the kernels
 are built: ``step`` (below) and the tiled variants of ``recurrent_tiled.py``
-(``tiled``, ``tiled256`` (the default: fastest on an H200, bench/RESULTS.md),
-``tiled2x2``: workgroup-tiled products, the backward in two dispatches per step). All
+(``tiled``, ``tiled256``, ``tiled2x2``, and ``split*``, whose workgroups split each
+step's contraction among groups of invocations; ``split4`` is the default, the fastest
+on an H200 (bench/RESULTS.md)): workgroup-tiled products, the backward in two
+dispatches per step. All
 compute the same results to rounding and share the ops' layouts, so a recorded run may
 use any of them.
 
@@ -38,7 +40,8 @@ VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
 # "step": one invocation per (b, k), dot products from global memory (below);
 # the others: tiled products, two dispatches per backward step (recurrent_tiled.py)
 VARIANTS = ("step", *tiled.TILES)
-DEFAULT_VARIANT = "tiled256"
+DEFAULT_VARIANT = "split4"
+FALLBACK_VARIANT = "tiled"  # 64 invocations: where the default does not fit
 
 
 def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
@@ -205,16 +208,18 @@ def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
 def variant(limits: dict, gates: int) -> str:
     """The step kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build, so a
     benchmark can compare them in one process), ``DEFAULT_VARIANT`` when unset; a tiled
-    variant whose tiles do not fit this device's workgroup limits falls back to ``step``."""
+    variant whose tiles do not fit this device's workgroup limits falls back to
+    FALLBACK_VARIANT, then to ``step``."""
     name = os.environ.get(VARIANT_ENV, "") or DEFAULT_VARIANT
     if name not in VARIANTS:
         raise DeviceError(
             f"{VARIANT_ENV}={name!r} is not a recurrent kernel variant; "
             f"choose one of {', '.join(VARIANTS)}"
         )
-    if name != "step" and not tiled.fits(name, limits, gates):
-        return "step"
-    return name
+    for candidate in (name, FALLBACK_VARIANT):
+        if candidate == "step" or tiled.fits(candidate, limits, gates):
+            return candidate
+    return "step"
 
 
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
