@@ -11,7 +11,8 @@ under the adapter's limits falls back to ``row``.
 The variant is ``VARIANT`` (from the environment variable ``SCELLIS_FLASH_VARIANT``
 when set, else ``DEFAULT_VARIANT``), or an op's ``_variant`` attribute, which the
 backward inherits from its forward (benchmarks compare variants in one process).
-Variants change speed only: every one is held to the same case table.
+``auto`` picks by shape (``shape_variant``). Variants change speed only: every one is
+held to the same case table.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from . import attention_rows, attention_tiles
 from .attention_tiles import Cap
 from .common import Source
 
-DEFAULT_VARIANT = "tile"
+DEFAULT_VARIANT = "auto"
 # variant -> its tiles' bounds (None: the row kernels)
 VARIANTS = {
     "row": None,
@@ -35,26 +36,39 @@ VARIANTS = {
 VARIANT = os.environ.get("SCELLIS_FLASH_VARIANT") or DEFAULT_VARIANT
 
 
-def variant_cap(src: Source, d: int, attrs: dict) -> Cap | None:
-    """Tile bounds of the variant a call takes; None for the row kernels."""
+def shape_variant(t: int, causal: bool) -> str:
+    """What ``auto`` runs for ``t`` query rows. Measured on an H200 (bench/attention.py,
+    bench/RESULTS.md): with a causal mask up to T = 256, 16-row tiles are fastest (4x the
+    workgroups, and less of each tile lies past the diagonal), e.g. 1.98 against 2.42 ms
+    at B32 H6 T256 D64; without a mask, or from T = 512 on, the 64-row tiles are."""
+    return "tile16" if causal and t <= 256 else "tile"
+
+
+def variant_cap(src: Source, q_shape, attrs: dict) -> Cap | None:
+    """Tile bounds of the variant a call takes (q is [B, H, T, D]); None for the row
+    kernels."""
     name = attrs.get("_variant") or VARIANT
+    if name == "auto":
+        name = shape_variant(q_shape[2], bool(attrs.get("causal")))
+    d = q_shape[3]
     if name not in VARIANTS:
         raise DeviceError(
-            f"unknown flash attention variant {name!r}; choose one of {', '.join(VARIANTS)}"
+            f"unknown flash attention variant {name!r}; choose auto or one of "
+            f"{', '.join(VARIANTS)}"
         )
     cap = VARIANTS[name]
     return cap if cap and attention_tiles.fits(src, d, cap) else None
 
 
 def forward(base: Source, op: str, ins, outs, attrs):
-    cap = variant_cap(base, ins[0].shape[3], attrs)
+    cap = variant_cap(base, ins[0].shape, attrs)
     if not cap:
         return attention_rows.forward(base, op, ins, outs, attrs)
     return attention_tiles.forward(base, ins, outs, attrs, cap)
 
 
 def backward(base: Source, op: str, ins, outs, attrs):
-    cap = variant_cap(base, ins[0].shape[3], attrs)
+    cap = variant_cap(base, ins[0].shape, attrs)
     if not cap:
         return attention_rows.backward(base, op, ins, outs, attrs)
     return attention_tiles.backward(base, ins, outs, attrs, cap)

@@ -253,6 +253,18 @@ def _row_stats(p: Plan, base: str, at: dict) -> str:
 """
 
 
+def _stored_stats(p: Plan, base: str, at: dict) -> str:
+    """``_row_stats``' results for a tile of rows, read back: the logsumexp from the
+    forward's output, delta from the dq pass's scratch (rows at or past T: 0)."""
+    return f"""    if (lid < {p.bq}u) {{
+      let i = {base} + lid;
+      var dl = 0.0; var ls = 0.0;
+      if (i < T) {{ dl = ld_s(bh * T + i); ls = ld_y({addr(at["y"], "i", f"{p.d}u")}); }}
+      lse[lid] = ls; dlt[lid] = dl;
+    }}
+"""
+
+
 # -- forward --
 
 
@@ -368,10 +380,14 @@ def _prob(i: str, j: str) -> str:
         let ds = p * (s1 - dlt[li]);"""
 
 
-def _dq(base: Source, ins, out, attrs, cap: Cap):
+def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
     b, h, t, d = ins[0].shape
     p = _plan(base, d, DQ_TILES, cap, "dq")
     src, at = _backward_source(base, ins, out, attrs, p)
+    keep = ""
+    if delta is not None:  # each row's delta, for the dk/dv pass (``backward``)
+        src.operand("s", delta, write=True)
+        keep = f"  if (lid < {p.bq}u && r0 + lid < T) {{ st_s(bh * T + r0 + lid, dlt[lid]); }}\n"
     bk4 = p.bk // 4
     _decl(src, "dss", "vec4<f32>", p.bq * bk4)
     out_at = src.add_meta(out.offset)
@@ -381,6 +397,7 @@ def _dq(base: Source, ins, out, attrs, cap: Cap):
         head(p.wg, p.bq)
         + _load(p, p.bq, "r0", "T", rows)
         + _row_stats(p, "r0", at)
+        + keep
         + _accumulators(p, ["q"], p.bq)
         + f"""  var kend = S;
   if (causal) {{ kend = min(S, min(T, r0 + {p.bq}u)); }}
@@ -399,11 +416,16 @@ def _dq(base: Source, ins, out, attrs, cap: Cap):
     return src, grid(src, -(-t // p.bq), b * h)
 
 
-def _dkv(base: Source, ins, out, attrs, cap: Cap):
+def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
     b, h, t, d = ins[0].shape
     s = ins[1].shape[2]
     p = _plan(base, d, DKV_TILES, cap, "dkv")
     src, at = _backward_source(base, ins, out, attrs, p)
+    if delta is not None:
+        src.operand("s", delta)
+        stats = _stored_stats(p, "q0", at)
+    else:
+        stats = _row_stats(p, "q0", at)
     bq4 = p.bq // 4
     _decl(src, "pt", "vec4<f32>", p.bk * bq4)  # probabilities, [key][query]
     _decl(src, "dst", "vec4<f32>", p.bk * bq4)  # score gradients, [key][query]
@@ -427,7 +449,7 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap):
   for (var q0 = i0; q0 < T; q0 += {p.bq}u) {{
 """
         + _load(p, p.bq, "q0", "T", queries)
-        + _row_stats(p, "q0", at)
+        + stats
         + "    workgroupBarrier();\n"
         + _scores(p, [("qs", "ks"), ("gs", "vs")], score)
         + "    workgroupBarrier();\n"
@@ -442,4 +464,18 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap):
 
 
 def backward(base: Source, ins, outs, attrs, cap: Cap):
+    """The dq pass, then the dk/dv pass. Where the backend lends scratch storage and the
+    bindings allow one more, the dq pass stores each row's delta there and the dk/dv
+    pass reads it instead of summing dO . O again for every key tile that meets the row
+    (the same sum, so the results are unchanged bit for bit)."""
+    b, h, t, _ = ins[0].shape
+    if base.scratch is not None:
+        delta = base.scratch(b * h * t)
+        launches = [
+            _dq(base, ins, outs[0], attrs, cap, delta),
+            _dkv(base, ins, outs[0], attrs, cap, delta),
+        ]
+        limit = base.limits["max_storage_buffers_per_shader_stage"]
+        if all(len(src.bindings) + 1 <= limit for src, _ in launches):
+            return launches
     return [_dq(base, ins, outs[0], attrs, cap), _dkv(base, ins, outs[0], attrs, cap)]
