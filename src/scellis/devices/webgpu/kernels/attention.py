@@ -53,8 +53,7 @@ def variant_cap(src: Source, q_shape, attrs: dict) -> Cap | None:
     d = q_shape[3]
     if name not in VARIANTS:
         raise DeviceError(
-            f"unknown flash attention variant {name!r}; choose auto or one of "
-            f"{', '.join(VARIANTS)}"
+            f"unknown flash attention variant {name!r}; choose auto or one of {', '.join(VARIANTS)}"
         )
     cap = VARIANTS[name]
     return cap if cap and attention_tiles.fits(src, d, cap) else None
