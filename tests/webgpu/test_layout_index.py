@@ -169,6 +169,72 @@ def test_scatter_add_integers_and_out_of_range(gpu):
     assert got[:, 0].tolist() == [1.0, 1.0] and got[:, 2].tolist() == [1.0, 1.0]
 
 
+# an index shared by every column (stride 0 off the axis, as embedding's gradient has):
+# the row kernel, which must add the same values in the same order
+ROW_CASES = [
+    # (src shape, out shape, axis): more entries and columns than one workgroup takes,
+    # out wider than src off the axis (uncovered columns stay 0), a middle axis
+    ((300, 130), (17, 130), 0),
+    ((300, 5), (3, 9), 0),
+    ((2, 260, 3), (4, 11, 3), 1),
+    ((4, 1), (6, 1), 0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ROW_CASES)))
+def test_scatter_add_shared_index_bitwise(gpu, rng, case):
+    shape, out_shape, axis = ROW_CASES[case]
+    src = rng.standard_normal(shape).astype(np.float32)
+    one = [1] * len(shape)
+    one[axis] = shape[axis]
+    idx = rng.integers(0, out_shape[axis], one)  # repeats: several entries per row
+    ref, dev = both(src, gpu)
+    ri, di = idx_pair(idx, gpu)
+    want = ref.scatter_add(ri.expand(shape), axis, out_shape).tolist()
+    assert dev.scatter_add(di.expand(shape), axis, out_shape).tolist() == want
+    assert dev.mT.mT.scatter_add(di.expand(shape), axis, out_shape).tolist() == want
+    small = WebGPUBackend(gpu=gpu.gpu, limits=LOW_LIMITS)  # a folded 3-D grid
+    x, i = sc.tensor(src, device=small), sc.tensor(idx.astype(np.int32), device=small, dtype="i32")
+    assert x.scatter_add(i.expand(shape), axis, out_shape).tolist() == want
+
+
+def test_scatter_add_shared_index_integers_and_out_of_range(gpu, rng):
+    data = rng.integers(-50, 50, (9, 4)).astype(np.int32)
+    ref, dev = both(data, gpu, "i32")
+    idx = rng.integers(0, 3, (9, 1))
+    ri, di = idx_pair(idx, gpu)
+    got = dev.scatter_add(di.expand((9, 4)), 0, (3, 5)).tolist()
+    assert got == ref.scatter_add(ri.expand((9, 4)), 0, (3, 5)).tolist()
+    x = sc.tensor(np.ones((3, 4), np.float32), device=gpu)
+    _, bad = idx_pair([[0], [3], [1]], gpu)  # 3 is out of range for 3 rows
+    got = np.array(x.scatter_add(bad.expand((3, 4)), 0, (3, 5)).tolist())
+    assert np.isnan(got[:, :4]).all()  # the shared column holds it: every covered one
+    assert got[:, 4].tolist() == [0.0, 0.0, 0.0]  # past the source: never written to
+
+
+def test_embedding_gradient_takes_the_row_kernel(gpu, rng):
+    from scellis.devices.webgpu.kernels.index import ROW_WG
+
+    table = rng.standard_normal((50, 40)).astype(np.float32)
+    tokens = rng.integers(0, 50, (6, 33)).astype(np.int32)
+    grads = []
+    for dev in ("reference", gpu):
+        w = sc.tensor(table, device=dev, requires_grad=True)
+        t = sc.tensor(tokens, device=dev, dtype="i32")
+        (F.embedding(t, w) * F.embedding(t, w)).sum().backward()
+        grads.append(np.array(w.grad.tolist()))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-6)
+    ri, di = idx_pair(tokens.reshape(-1, 1), gpu)
+    src = gpu.encode(
+        "scatter_add",
+        [sc.tensor(rng.standard_normal((198, 40)).astype(np.float32), device=gpu).device_view,
+         di.expand((198, 40)).device_view],
+        [sc.zeros((50, 40), device=gpu).device_view],
+        {"axis": 0, "shape": (50, 40)},
+    )[0][0]  # fmt: skip
+    assert f"@workgroup_size({ROW_WG})" in src.text() and "countTrailingZeros" in src.text()
+
+
 def test_low_limits_gather_same_bits(gpu, rng):
     small = WebGPUBackend(gpu=gpu.gpu, limits=LOW_LIMITS)
     data = rng.standard_normal((300, 100)).astype(np.float32)  # 120 KB: two windows
