@@ -125,7 +125,9 @@ def test_auto_rule_takes_naive_below_its_thresholds_and_flash_above(gpu, monkeyp
 
 @pytest.mark.webgpu
 def test_auto_rule_without_a_mask_takes_flash_only_inside_its_window(gpu, monkeypatch):
-    # the defaults: a 9 x 9 score block is below the window, so naive
+    # the defaults: a 9 x 9 score block is inside the window (flash from the smallest)
+    assert "flash_attention" in _auto_ops(gpu, causal=False)
+    monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T + 1)  # below it
     assert "flash_attention" not in _auto_ops(gpu, causal=False)
     monkeypatch.setattr(attention_block, "FLASH_MIN_SCORES", T * T)
     monkeypatch.setattr(attention_block, "FLASH_MAX_SCORES", T * T)

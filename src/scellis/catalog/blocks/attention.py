@@ -48,16 +48,16 @@ ATTENTION_PATHS = ("auto", "naive", "flash")
 ROPE_SCALINGS = ("linear", "llama3")
 
 # What ``auto`` takes on WebGPU, from bench/attention.py's forward + backward timings on
-# an H200 (bench/RESULTS.md): causal flash skips the masked half of the scores and beat
-# the naive path at every length measured (T = 128..2048, 0.24-0.64 of its time), so a
-# causal call takes flash once one head's T x S block has CAUSAL_FLASH_MIN_SCORES
-# entries; without a mask flash won only from T = 256 to 512 (0.71-0.79) and lost at 128
-# (1.02) and from 1024 on (1.28-1.35), so a non-causal call takes it inside
-# [FLASH_MIN_SCORES, FLASH_MAX_SCORES]. Either way flash is taken once the naive score
-# matrix (B x H x T x S, f32) would reach NAIVE_SCORES_MAX_BYTES (memory, not speed).
+# an H200 (bench/RESULTS.md, with the flash kernels' shape-picked tiles): causal flash
+# skips the masked half of the scores and beat the naive path at every length measured
+# (T = 128..2048, 0.23-0.61 of its time), so a causal call takes flash once one head's
+# T x S block has CAUSAL_FLASH_MIN_SCORES entries; without a mask flash won at T = 128
+# and 256 (0.58, 0.97) and lost from 512 on (1.15-1.24), so a non-causal call takes it
+# inside [FLASH_MIN_SCORES, FLASH_MAX_SCORES]. Either way flash is taken once the naive
+# score matrix (B x H x T x S, f32) would reach NAIVE_SCORES_MAX_BYTES (memory, not speed).
 CAUSAL_FLASH_MIN_SCORES = 0
-FLASH_MIN_SCORES = 192 * 192
-FLASH_MAX_SCORES = 768 * 768
+FLASH_MIN_SCORES = 0
+FLASH_MAX_SCORES = 384 * 384
 NAIVE_SCORES_MAX_BYTES = 256 << 20
 
 
