@@ -73,9 +73,12 @@ class Source:
     # only where the kernel runs at once (the backend's encode), so None elsewhere
     scratch: object = None
 
-    def _bind(self, storage: Storage, name: str, ty: str, access: str) -> list[str]:
+    def _bind(
+        self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
+    ) -> list[str]:
         names = []
-        for k, win in enumerate(storage.windows()):
+        wins = storage.windows()[first:]
+        for k, win in enumerate(wins[:count] if count is not None else wins):
             b = len(self.bindings)
             self.bindings.append(win)
             n = f"{name}_w{k}"
@@ -87,9 +90,19 @@ class Source:
         return storage.window_bytes // itemsize
 
     def operand(
-        self, name: str, view, write: bool = False, lanes: int = 1, widen: bool = False
+        self,
+        name: str,
+        view,
+        write: bool = False,
+        lanes: int = 1,
+        widen: bool = False,
+        window: int | None = None,
     ) -> str:
         """Declare ``view``'s buffer and its accessor; returns the WGSL element type.
+
+        ``window``: bind only that one binding window of the buffer (a kernel split into
+        launches that each stay inside one window per operand, where binding them all
+        would pass maxStorageBuffersPerShaderStage); element indices stay the buffer's.
 
         With ``lanes`` = 4 the buffer is bound as ``array<vec4<T>>`` and the accessor
         takes and returns whole vectors (index = element index / 4); the caller keeps
@@ -107,7 +120,13 @@ class Source:
         if lanes != 1:
             assert w % lanes == 0, "a binding window must hold whole vectors"
             ty, w = f"vec{lanes}<{ty}>", w // lanes
-        names = self._bind(storage, name, ty, "read_write" if write else "read")
+        access = "read_write" if write else "read"
+        if window is not None:
+            names = self._bind(storage, name, ty, access, window, 1)
+            base = window * w  # the window's first element, in accessor units
+            self.fns.append(self._window_accessors(name, names[0], ty, widen, write, base))
+            return ty
+        names = self._bind(storage, name, ty, access)
         wide = widen and ty == "f16"
         face = "f32" if wide else ty
         load, store = ("f32({n}[{i}])", "f16(v)") if wide else ("{n}[{i}]", "v")
@@ -128,6 +147,17 @@ class Source:
                 f" default: {{ {last} }} }} }}"
             )
         return ty
+
+    @staticmethod
+    def _window_accessors(name: str, var: str, ty: str, widen: bool, write: bool, base: int):
+        wide = widen and ty == "f16"
+        face = "f32" if wide else ty
+        load = f"f32({var}[e - {base}u])" if wide else f"{var}[e - {base}u]"
+        text = f"fn ld_{name}(e: u32) -> {face} {{ return {load}; }}"
+        if write:
+            value = "f16(v)" if wide else "v"
+            text += f"\nfn st_{name}(e: u32, v: {face}) {{ {var}[e - {base}u] = {value}; }}"
+        return text
 
     def add_meta(self, *values: int) -> int:
         """Append u32 words to meta; returns the index of the first."""

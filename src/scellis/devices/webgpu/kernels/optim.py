@@ -16,7 +16,7 @@ from __future__ import annotations
 from ....base.errors import ShapeError
 from ....base.shapes import numel
 from ....ops.optim import scalars, state_names
-from .common import Source, _contiguous, f32_bits, grid_1d, main_1d
+from .common import Source, _contiguous, f32_bits, grid_1d, main_1d, storage_itemsize
 
 
 def _sgd(attrs) -> str:
@@ -123,14 +123,53 @@ _BODIES = {
 
 
 def update(src: Source, op: str, ins, outs, attrs):
-    grad, param, *state = [ins[0], *outs]
-    n = numel(grad.shape)
-    src.add_meta(n)
-    src.operand("g", grad)
-    src.operand("p", param, write=True)
-    for name, view in zip(state_names(op, attrs), state):
-        src.operand(name, view, write=True)
-    offs = src.add_meta(grad.offset, param.offset, *(v.offset for v in state))
+    """One launch over all n elements; or, where the operands' binding windows together
+    pass maxStorageBuffersPerShaderStage (a large flat parameter buffer under the WebGPU
+    spec's 128 MiB bindings), one launch per stretch of elements that stays inside one
+    window of every operand, each binding just those windows: the same arithmetic per
+    element, so the same bits."""
+    views = [ins[0], *outs]  # grad, param, states
+    n = numel(views[0].shape)
+    limit = src.limits["max_storage_buffers_per_shader_stage"]
+    if sum(_bindings(v) for v in views) + 1 <= limit:
+        _update_launch(src, op, views, attrs, 0, n, None)
+        return grid_1d(n, src.limits)
+    launches = []
+    for lo, hi in _window_stretches(views, n):
+        s = src if not launches else Source(src.limits, src.has_f16)
+        _update_launch(s, op, views, attrs, lo, hi, _window_of(views, lo))
+        launches.append((s, grid_1d(hi - lo, s.limits)))
+    return launches
+
+
+def _window_elems(view) -> int:
+    return view.buf.handle.window_bytes // storage_itemsize(view.dtype)
+
+
+def _window_stretches(views, n: int) -> list[tuple[int, int]]:
+    """[lo, hi) element ranges, cut wherever any operand's window ends."""
+    cuts = {0, n}
+    for v in views:
+        w = _window_elems(v)
+        first = -(-v.offset // w) * w - v.offset  # the first cut past the view's start
+        cuts.update(range(first if first > 0 else w, n, w))
+    edges = sorted(cuts)
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _window_of(views, lo: int) -> list[int]:
+    return [(v.offset + lo) // _window_elems(v) for v in views]
+
+
+def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows):
+    grad, param, *state = views
+    win = windows or [None] * len(views)
+    src.add_meta(hi - lo)
+    src.operand("g", grad, window=win[0])
+    src.operand("p", param, write=True, window=win[1])
+    for k, (name, view) in enumerate(zip(state_names(op, attrs), state)):
+        src.operand(name, view, write=True, window=win[2 + k])
+    offs = src.add_meta(*(v.offset + lo for v in views))
     lines = [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
     lines += [f"  let e{k + 1} = mt[{offs + 2 + k}u] + i;" for k in range(len(state))]
     for name, value in scalars(op, attrs).items():
@@ -142,7 +181,6 @@ def update(src: Source, op: str, ins, outs, attrs):
     lines.append(f"  let g = ld_g(eg) * gsign{wd};")
     lines.append(_BODIES[op](attrs))
     src.body = main_1d("\n".join(lines))
-    return grid_1d(n, src.limits)
 
 
 def _bindings(view) -> int:
