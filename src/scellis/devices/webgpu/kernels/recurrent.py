@@ -2,12 +2,11 @@
 
 Two families of step kernels, picked by ``SCELLIS_RECURRENT_VARIANT`` when the kernels
 are built: ``step`` (below) and the tiled variants of ``recurrent_tiled.py``
-(``tiled``, ``tiled256``, ``tiled2x2``, and ``split*``, whose workgroups split each
-step's contraction among groups of invocations; ``split4`` is the default, the fastest
-on an H200 (bench/RESULTS.md)): workgroup-tiled products, the backward in two
-dispatches per step. All
-compute the same results to rounding and share the ops' layouts, so a recorded run may
-use any of them.
+(``tiled``, ``tiled256``, ``tiled2x2`` and ``split4``, whose workgroups split each
+step's contraction among four groups of invocations; ``split4`` is the default, the
+fastest on an H200, bench/RESULTS.md): workgroup-tiled products, the backward in two
+dispatches per step. All compute the same results to rounding and share the ops'
+layouts, so a recorded run may use any of them.
 
 The ``step`` kernels, one dispatch per step each way. Forward step t, one invocation
 per (b, k): the four gate pre-activations at k are gx[b, t, gate*H + k] plus the dot

@@ -30,14 +30,10 @@ TILES = {
     "tiled256": (GateTile(8, 32, 1, 1, 16), GateTile(8, 32, 1, 1, 32)),
     # 128 invocations, 2 x 2 outputs each: more reuse per staged word
     "tiled2x2": (GateTile(4, 32, 2, 2, 8), GateTile(4, 32, 2, 2, 16)),
-    # 256 invocations as 4 (or 2) groups splitting the contraction: 4x (2x) the
-    # workgroups of tiled256 over the same outputs, a quarter (half) of the chunks each
+    # 256 invocations as 4 groups splitting the contraction: 4x the workgroups of
+    # tiled256 over the same outputs, a quarter of the chunks each (2 or 8 groups, and 16
+    # columns per workgroup, measured slower on an H200: bench/RESULTS.md)
     "split4": (GateTile(8, 8, 1, 1, 16, ks=4), GateTile(8, 8, 1, 1, 32, ks=4)),
-    "split2": (GateTile(8, 16, 1, 1, 16, ks=2), GateTile(8, 16, 1, 1, 32, ks=2)),
-    # as split4, with 16 columns k per workgroup (wider reads of W), 4 rows b
-    "split4w": (GateTile(4, 16, 1, 1, 16, ks=4), GateTile(4, 16, 1, 1, 32, ks=4)),
-    # 8 groups: 8x the workgroups of tiled256, two chunks per invocation forward
-    "split8": (GateTile(8, 4, 1, 1, 16, ks=8), GateTile(4, 8, 1, 1, 32, ks=8)),
 }
 
 
