@@ -401,9 +401,7 @@ REGS = {
     # wider per-invocation tiles (more multiply-adds per workgroup-memory read), tried
     # in benchmarks only until they prove faster
     "r128u16": Reg(128, 128, 8, 8, 16, unroll=16),
-    "r128x256": Reg(128, 256, 8, 16, 8, unroll=8),
-    "r256x128": Reg(256, 128, 16, 8, 8, unroll=8),
-    "r128x256b16": Reg(128, 256, 8, 16, 16, unroll=8),
+    "r128x64": Reg(128, 64, 8, 8, 16, unroll=8),
 }
 # products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
 REG_MIN_WORK = 1 << 27
