@@ -93,6 +93,13 @@ def _index_is_per_row(idx, axis: int) -> bool:
     )
 
 
+def _accumulator(vals) -> str:
+    """The WGSL type sums of ``vals`` run in: f32 for floats (f16 widened), else its int."""
+    if vals.dtype.is_float:
+        return "f32"
+    return "u32" if wgsl_type(vals.dtype) == "u32" else "i32"
+
+
 def _load_value(ty: str, at: str) -> str:
     return f"f32(ld_v({at}))" if ty == "f16" else f"ld_v({at})"
 
@@ -103,7 +110,7 @@ def _final_value(ty: str, out) -> str:
     return "f16(acc)" if ty == "f16" else "acc"
 
 
-def scatter_add_rows(src: Source, vals, idx, out, axis: int, ty: str, acc: str):
+def scatter_add_rows(src: Source, vals, idx, out, axis: int):
     """The rows kernel (see the module docstring); returns the grid."""
     nd = len(out.shape)
     off = [d for d in range(nd) if d != axis]
@@ -111,7 +118,7 @@ def scatter_add_rows(src: Source, vals, idx, out, axis: int, ty: str, acc: str):
     blocks = -(-cols // ROW_WG)
     groups = out.shape[axis] * blocks
     src.add_meta(groups)
-    src.operand("v", vals)
+    ty = src.operand("v", vals)
     src.operand("ix", idx)
     src.operand("o", out, write=True)
     at = src.add_meta(
@@ -137,7 +144,7 @@ def scatter_add_rows(src: Source, vals, idx, out, axis: int, ty: str, acc: str):
         f"  let live = col < {m(6)};",
         *coords,
         *place,
-        f"  var acc = {acc}(0);",
+        f"  var acc = {_accumulator(vals)}(0);",
         # cleared here, not left to WGSL's zero-initialisation: through wgpu on lavapipe
         # the flag was seen set at a workgroup's start
         "  if (lid == 0u) { atomicStore(&bad, 0u); }",
@@ -181,14 +188,11 @@ def scatter_add(src: Source, op: str, ins, outs, attrs):
     out = outs[0]
     axis, nd, n = attrs["axis"], len(out.shape), numel(out.shape)
     if _index_is_per_row(idx, axis) and n > 0:
-        ty = wgsl_type(vals.dtype)
-        acc = "f32" if vals.dtype.is_float else "u32" if ty == "u32" else "i32"
-        return scatter_add_rows(src, vals, idx, out, axis, ty, acc)
+        return scatter_add_rows(src, vals, idx, out, axis)
     src.add_meta(n)
     ty = src.operand("v", vals)
     src.operand("ix", idx)
     src.operand("o", out, write=True)
-    acc = "f32" if vals.dtype.is_float else "u32" if ty == "u32" else "i32"
     at = src.add_meta(
         vals.offset,
         idx.offset,
@@ -210,24 +214,18 @@ def scatter_add(src: Source, op: str, ins, outs, attrs):
         if d != axis:
             lines.append(f"  covered = covered && c{d} < {vsize(d)};")
             lines.append(f"  ev += c{d} * {vstr(d)}; ei += c{d} * {istr(d)};")
-    load = "f32(ld_v(ev + k * {}))" if ty == "f16" else "ld_v(ev + k * {})"
     lines += [
-        f"  var acc = {acc}(0);",
+        f"  var acc = {_accumulator(vals)}(0);",
         "  var bad = false;",
         "  if (covered) {",
         f"    for (var k = 0u; k < mt[{at + 2}u]; k++) {{",
         f"      let j = bitcast<u32>(ld_ix(ei + k * {istr(axis)}));",
         f"      bad = bad || j >= mt[{at + 3}u];",
-        f"      if (j == c{axis}) {{ acc += {load.format(vstr(axis))}; }}",
+        f"      if (j == c{axis}) {{ acc += {_load_value(ty, f'ev + k * {vstr(axis)}')}; }}",
         "    }",
         "  }",
     ]
-    if out.dtype.name == "bool":
-        value = "min(acc, 1u)"  # adding bools is a logical or, as np.add.at on bool
-    elif ty == "f16":
-        value = "f16(acc)"
-    else:
-        value = "acc"
+    value = _final_value(ty, out)
     lines.append(f"  st_o(i, select({value}, {word_as(ty, f'mt[{at + 4}u]')}, bad));")
     src.body = main_1d("\n".join(lines))
     return grid_1d(n, src.limits)
