@@ -36,13 +36,12 @@ VARIANTS = {
 VARIANT = os.environ.get("SCELLIS_FLASH_VARIANT") or DEFAULT_VARIANT
 
 
-def shape_variant(t: int, causal: bool) -> str:
-    """What ``auto`` runs for ``t`` query rows. Measured on an H200 (bench/attention.py,
-    bench/RESULTS.md): up to T = 128, 16-row tiles are fastest (4x the workgroups of the
-    64-row ones; with a causal mask less of each tile lies past the diagonal), e.g. 1.08
+def shape_variant(t: int) -> str:
+    """What ``auto`` runs for ``t`` query rows, with or without a causal mask (the same
+    crossover for both). Measured on an H200 (bench/attention.py, bench/RESULTS.md): up to
+    T = 128, 16-row tiles are fastest (4x the workgroups of the 64-row ones), e.g. 1.08
     against 1.47 ms at B64 H6 T128 D64 causal; from T = 256 on the 64-row tiles are
     (1.63 against 1.70 ms at B32 T256 causal, and further ahead at longer T)."""
-    del causal  # measured: the same crossover with and without the mask
     return "tile16" if t <= 128 else "tile"
 
 
@@ -51,7 +50,7 @@ def variant_cap(src: Source, q_shape, attrs: dict) -> Cap | None:
     kernels."""
     name = attrs.get("_variant") or VARIANT
     if name == "auto":
-        name = shape_variant(q_shape[2], bool(attrs.get("causal")))
+        name = shape_variant(q_shape[2])
     d = q_shape[3]
     if name not in VARIANTS:
         raise DeviceError(

@@ -121,12 +121,10 @@ class Source:
             assert w % lanes == 0, "a binding window must hold whole vectors"
             ty, w = f"vec{lanes}<{ty}>", w // lanes
         access = "read_write" if write else "read"
-        if window is not None:
-            names = self._bind(storage, name, ty, access, window, 1)
-            base = window * w  # the window's first element, in accessor units
-            self.fns.append(self._window_accessors(name, names[0], ty, widen, write, base))
-            return ty
-        names = self._bind(storage, name, ty, access)
+        if window is None:
+            names, index = self._bind(storage, name, ty, access), "e"
+        else:  # one window: indices count from its first element, in accessor units
+            names, index = self._bind(storage, name, ty, access, window, 1), f"e - {window * w}u"
         wide = widen and ty == "f16"
         face = "f32" if wide else ty
         load, store = ("f32({n}[{i}])", "f16(v)") if wide else ("{n}[{i}]", "v")
@@ -136,7 +134,7 @@ class Source:
             accessors.append((f"fn st_{name}(e: u32, v: {face})", f"{{n}}[{{i}}] = {store};"))
         for sig, ret in accessors:
             if len(names) == 1:
-                self.fns.append(f"{sig} {{ {ret.format(n=names[0], i='e')} }}")
+                self.fns.append(f"{sig} {{ {ret.format(n=names[0], i=index)} }}")
                 continue
             cases = "".join(
                 f" case {k}u: {{ {ret.format(n=n, i='l')} }}" for k, n in enumerate(names[:-1])
@@ -147,17 +145,6 @@ class Source:
                 f" default: {{ {last} }} }} }}"
             )
         return ty
-
-    @staticmethod
-    def _window_accessors(name: str, var: str, ty: str, widen: bool, write: bool, base: int):
-        wide = widen and ty == "f16"
-        face = "f32" if wide else ty
-        load = f"f32({var}[e - {base}u])" if wide else f"{var}[e - {base}u]"
-        text = f"fn ld_{name}(e: u32) -> {face} {{ return {load}; }}"
-        if write:
-            value = "f16(v)" if wide else "v"
-            text += f"\nfn st_{name}(e: u32, v: {face}) {{ {var}[e - {base}u] = {value}; }}"
-        return text
 
     def add_meta(self, *values: int) -> int:
         """Append u32 words to meta; returns the index of the first."""

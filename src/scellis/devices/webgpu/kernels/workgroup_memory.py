@@ -21,6 +21,9 @@ def type_bytes(ty: str) -> int:
     ty = ty.replace(" ", "")
     if ty in _SCALAR:
         return _SCALAR[ty]
+    atomic = re.fullmatch(r"atomic<(\w+)>", ty)
+    if atomic:
+        return _SCALAR.get(atomic.group(1), 0)
     vec = re.fullmatch(r"vec([234])<(\w+)>", ty)
     if vec:
         lanes = 4 if vec.group(1) == "3" else int(vec.group(1))
