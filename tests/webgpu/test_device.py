@@ -170,3 +170,26 @@ def test_time_to_first_result_and_pipeline_count_are_reported(gpu):
     assert (t * 2.0).tolist() == [2.0, 4.0, 6.0]
     assert fresh.stats["first_result_s"] > 0
     assert fresh.stats["pipelines"] >= 1 and fresh.stats["compile_s"] > 0
+
+
+def _matmul_and_attention(backend) -> tuple[list, list]:
+    """A large-tile matmul and a flash attention call on ``backend``, as Python lists."""
+    from scellis.ops.attention import flash_attention  # noqa: PLC0415
+
+    rng = np.random.default_rng(5)
+    a = sc.tensor(rng.standard_normal((256, 512)).astype(np.float32), device=backend)
+    b = sc.tensor(rng.standard_normal((512, 1030)).astype(np.float32), device=backend)
+    q = sc.tensor(rng.standard_normal((2, 3, 40, 16)).astype(np.float32), device=backend)
+    return (a @ b).tolist(), flash_attention(q, q, q, causal=True).tolist()
+
+
+def test_kernels_without_runtime_checks_give_the_same_bits(gpu, monkeypatch):
+    # natively on Vulkan, kernels compile without naga's index clamps; turning the clamps
+    # back on (SCELLIS_SHADER_CHECKS=1) must change no result, only the speed
+    from scellis.devices.native_wgpu import NativeGPU  # noqa: PLC0415
+
+    assert gpu.gpu.trusted_shaders == ("vulkan" in gpu.gpu.info.backend.lower())
+    monkeypatch.setenv("SCELLIS_SHADER_CHECKS", "1")
+    checked = WebGPUBackend(gpu=NativeGPU())
+    assert not checked.gpu.trusted_shaders
+    assert _matmul_and_attention(checked) == _matmul_and_attention(gpu)
