@@ -200,9 +200,9 @@ def bench_torch(stored, shape, args) -> dict | None:
 
 def auto_tile(m: int, k: int, n: int, limits: dict) -> str:
     """The kernel a 2-D product takes: a REGS or TILES tile, ``/kN`` for a K split in N."""
-    parts = choose_split(m, n, k, 1, limits)
+    parts, tile = choose_split(m, n, k, 1, limits)
     if parts > 1:
-        return f"{choose_reg(m, n, k // parts, parts, limits)}/k{parts}"
+        return f"{tile or choose_reg(m, n, k // parts, parts, limits)}/k{parts}"
     return choose_reg(m, n, k, 1, limits) or choose_tile(m, n, 1, limits)
 
 

@@ -307,6 +307,7 @@ SPLIT_CASES = [
     (33, 48, 40, False, True, 4, "r128"),
     (65, 80, 67, True, True, 2, "r64"),
     (40, 256, 36, False, False, 8, None),
+    (131, 128, 70, True, False, 4, "r128x64"),
 ]
 
 
@@ -334,6 +335,7 @@ def test_only_large_products_take_the_reg_kernel(gpu):
     assert choose_reg(4096, 4096, 4096, 1, limits) in REGS
     assert choose_reg(4096, 4096, 8, 1, limits) is None  # too shallow a K
     # a weight gradient's shape (small M x N, long K) splits K; the others do not
-    assert choose_split(384, 1152, 8192, 1, limits) > 1
-    assert choose_split(8192, 1152, 384, 1, limits) == 1
-    assert choose_split(64, 64, 64, 1, limits) == 1
+    parts, tile = choose_split(384, 1152, 8192, 1, limits)
+    assert parts > 1 and REGS[tile].fits(limits)
+    assert choose_split(8192, 1152, 384, 1, limits) == (1, None)
+    assert choose_split(64, 64, 64, 1, limits) == (1, None)

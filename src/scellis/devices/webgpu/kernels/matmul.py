@@ -32,7 +32,8 @@ unrolled, ``fma``; 128 x 128 tiles where that gives REG_WORKGROUPS workgroups, e
 128 x 64 with two K groups per workgroup (``ks``), else 64 x 64 with four. A 2-D product
 whose output has too few tiles for its K (a weight gradient: 384 x 8192 x 1152) is split
 along K (``choose_split``): the parts run as one batched product of views of A and B into
-scratch storage, then a second launch sums the parts in order. Smaller products keep the
+scratch storage, on smaller tiles (``SPLIT_TILES``), then a second launch sums the parts
+in order. Smaller products keep the
 ``TILES`` kernel, so their results (and the small models' losses) are unchanged.
 
 Accuracy (the bound the tests check): each output of the ``TILES`` kernel is one f32 dot
@@ -398,19 +399,22 @@ REGS = {
     "r128x64s2": Reg(128, 64, 8, 8, 16, unroll=4, ks=2),
     "r64s4": Reg(64, 64, 8, 8, 8, unroll=4, ks=4),
     "r64": Reg(64, 64, 8, 8, 16, unroll=4),
-    # wider per-invocation tiles (more multiply-adds per workgroup-memory read), tried
-    # in benchmarks only until they prove faster
+    "r128x64": Reg(128, 64, 8, 8, 16, unroll=8),  # a K split's parts (SPLIT_TILES)
+    # the whole K-block unrolled: tried in benchmarks only until it proves faster
     "r128u16": Reg(128, 128, 8, 8, 16, unroll=16),
-    "r128x64": Reg(128, 64, 8, 8, 16, unroll=8),
 }
 # products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
 REG_MIN_WORK = 1 << 27
 REG_MIN_DIM = 64
 # the tile size that fills the adapter: enough workgroups of 128 x 128 (or 128 x 64)
 REG_WORKGROUPS = 256
-SPLIT_WORKGROUPS = 512  # 128 x 128 tiles over all parts of a K split
+SPLIT_WORKGROUPS = 1024  # workgroups over all parts of a K split
 SPLIT_MIN_K = 256  # each K-split part sums at least this many products
 SPLIT_MAX = 32
+# the parts' tiles, larger first: one K group each, small enough that the parts give
+# SPLIT_WORKGROUPS; with few parts of 128 x 128 tiles the last wave of workgroups ran
+# nearly empty (0.41-0.53 of cuBLAS against 0.54-0.63 with these, on the H200)
+SPLIT_TILES = ("r128x64", "r64")
 
 
 def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
@@ -428,19 +432,28 @@ def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
     return None
 
 
-def choose_split(m: int, n: int, k: int, batch: int, limits: dict) -> int:
-    """Parts to split K into for a large 2-D product with too few 128 x 128 output tiles
-    (a weight gradient: M x N small, K = tokens): the smallest power of two that gives
-    SPLIT_WORKGROUPS tiles over all parts (at most SPLIT_MAX), each part's K a multiple
-    of 4 and at least SPLIT_MIN_K long. 1 = no split."""
+def choose_split(m: int, n: int, k: int, batch: int, limits: dict) -> tuple[int, str | None]:
+    """(parts, tile) for a large 2-D product with too few output tiles for its K (a weight
+    gradient: M x N small, K = tokens): K splits into the smallest power of two of parts
+    that gives SPLIT_WORKGROUPS workgroups (at most SPLIT_MAX, each part's K a multiple of
+    4 and at least SPLIT_MIN_K long), on the first of SPLIT_TILES that reaches that many
+    (else the last that fits). (1, None) = no split."""
     if batch != 1 or choose_reg(m, n, k, 1, limits) not in ("r64s4", "r64"):
-        return 1
-    tiles, s = _cdiv(m, 128) * _cdiv(n, 128), 1
-    while tiles * s < SPLIT_WORKGROUPS and k % (8 * s) == 0 and k // (2 * s) >= SPLIT_MIN_K:
-        s *= 2
-        if s == SPLIT_MAX:
+        return 1, None
+    best = (1, None)
+    for name in SPLIT_TILES:
+        tile = REGS[name]
+        if not tile.fits(limits):
+            continue
+        tiles, s = _cdiv(m, tile.bm) * _cdiv(n, tile.bn), 1
+        while tiles * s < SPLIT_WORKGROUPS and k % (8 * s) == 0 and k // (2 * s) >= SPLIT_MIN_K:
+            s *= 2
+            if s == SPLIT_MAX:
+                break
+        best = (s, name) if s > 1 else best
+        if tiles * s >= SPLIT_WORKGROUPS:
             break
-    return s
+    return best
 
 
 def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
@@ -599,11 +612,12 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if src.scratch is not None and len(a.shape) == len(b.shape) == 2:
-        parts = attrs.get("_split") or (
-            1 if "_tile" in attrs else choose_split(m, n, k, 1, src.limits)
-        )
-        if parts > 1 and k % (4 * parts) == 0:
-            return _split(src, a, b, out, parts, attrs)
+        parts, tile_name = attrs.get("_split"), attrs.get("_tile")
+        if not parts and tile_name is None:
+            parts, tile_name = choose_split(m, n, k, 1, src.limits)
+        if parts and parts > 1 and k % (4 * parts) == 0:
+            sub = attrs | ({"_tile": tile_name} if tile_name else {})
+            return _split(src, a, b, out, parts, sub)
     batch_dims = merge_batch(a.shape[:-2], a.strides[:-2], b.strides[:-2])
     batch = 1
     for size, _, _ in batch_dims:
