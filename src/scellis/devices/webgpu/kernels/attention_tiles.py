@@ -152,6 +152,67 @@ def _load(p: Plan, rows: int, base: str, limit: str, arrays) -> str:
     return "\n".join(out) + "\n"
 
 
+@dataclass(frozen=True)
+class Staging:
+    """A loop's tile, fetched one iteration ahead: ``fetch(base)`` issues the global
+    reads of the tile at ``base`` into registers, ``stash`` stores them into workgroup
+    memory (zeros past ``limit`` and in the padding columns, as ``_load``). The loop
+    stashes tile i, passes a barrier, then fetches tile i + 1 before it multiplies tile
+    i, so the reads' latency hides behind the arithmetic instead of stalling every
+    invocation at the top of each iteration."""
+
+    decl: str
+    stash: str
+    p: Plan
+    rows: int
+    limit: str
+    arrays: tuple
+
+    def fetch(self, base: str) -> str:
+        p, dp = self.p, 4 * self.p.cg
+        out = []
+        for n in range(_passes(p, self.rows)):
+            out.append(
+                f"    {{ let e = lid + {n * p.wg}u; let ii = e / {dp}u; let c = e - ii * {dp}u;"
+                f" let i = {base} + ii;"
+            )
+            out.append(f"      let inside = e < {self.rows * dp}u && i < {self.limit} && c < {p.d}u;")
+            for shared, operand, at in self.arrays:
+                out.append(
+                    f"      f_{shared}{n} = 0.0; "
+                    f"if (inside) {{ f_{shared}{n} = ld_{operand}({addr(at, 'i', 'c')}); }}"
+                )
+            out.append("    }")
+        return "\n".join(out) + "\n"
+
+
+def _passes(p: Plan, rows: int) -> int:
+    return -(-rows * 4 * p.cg // p.wg)
+
+
+def _staging(p: Plan, rows: int, limit: str, arrays) -> Staging:
+    dp = 4 * p.cg
+    decl, stash = [], []
+    for n in range(_passes(p, rows)):
+        decl += [f"  var f_{shared}{n} = 0.0;" for shared, _, _ in arrays]
+        stash.append(
+            f"    {{ let e = lid + {n * p.wg}u; let ii = e / {dp}u; let c = e - ii * {dp}u;"
+            f" if (e < {rows * dp}u) {{"
+        )
+        stash += [
+            f"      {shared}[ii * {p.cgp}u + c / 4u][c & 3u] = f_{shared}{n};"
+            for shared, _, _ in arrays
+        ]
+        stash.append("    } }")
+    return Staging("\n".join(decl) + "\n", "\n".join(stash) + "\n", p, rows, limit, tuple(arrays))
+
+
+def _prefetch(fetch, var: str, step: int, end: str) -> str:
+    """The next iteration's tile (``fetch(base)``), read now; none past the loop's end
+    (a test uniform across the workgroup)."""
+    return f"    let {var}n = {var} + {step}u;\n    if ({var}n < {end}) {{\n{fetch(var + 'n')}    }}\n"
+
+
 def _scores(p: Plan, pairs, epilogue) -> str:
     """For each (li, lj) of the BQ x BK block, the dot products of row li of ``a`` with
     row lj of ``b`` for each (a, b) of ``pairs`` (``s0``, ``s1``, ... in ``epilogue``).
@@ -253,14 +314,17 @@ def _row_stats(p: Plan, base: str, at: dict) -> str:
 """
 
 
-def _stored_stats(p: Plan, base: str, at: dict) -> str:
-    """``_row_stats``' results for a tile of rows, read back: the logsumexp from the
-    forward's output, delta from the dq pass's scratch (rows at or past T: 0)."""
+_STATS_DECL = "  var f_dl = 0.0; var f_ls = 0.0;\n"
+_STATS_STASH = "    if (lid < {bq}u) {{ lse[lid] = f_ls; dlt[lid] = f_dl; }}\n"
+
+
+def _stats_fetch(p: Plan, base: str, at: dict) -> str:
+    """``_row_stats``' results for the tile of rows at ``base``, read into registers: the
+    logsumexp from the forward's output, delta from the dq pass's scratch (rows at or
+    past T: 0); ``_STATS_STASH`` stores them."""
     return f"""    if (lid < {p.bq}u) {{
-      let i = {base} + lid;
-      var dl = 0.0; var ls = 0.0;
-      if (i < T) {{ dl = ld_s(bh * T + i); ls = ld_y({addr(at["y"], "i", f"{p.d}u")}); }}
-      lse[lid] = ls; dlt[lid] = dl;
+      let i = {base} + lid; f_dl = 0.0; f_ls = 0.0;
+      if (i < T) {{ f_dl = ld_s(bh * T + i); f_ls = ld_y({addr(at["y"], "i", f"{p.d}u")}); }}
     }}
 """
 
@@ -282,7 +346,7 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     _decl(src, "rsum", "f32", p.bq * p.tpr)  # partial sums
     _decl(src, "corr", "f32", p.bq)  # each row's rescale this tile; at the end, its sum
     out_at = src.add_meta(outs[0].offset)  # a fresh contiguous [B, H, T, D+1]
-    keys = [("ks", "k", at["k"]), ("vs", "v", at["v"])]
+    keys = _staging(p, p.bk, "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
     score = f"""        let i = r0 + li; let j = j0 + lj;
         let keep = j < S && (!causal || j <= i);
         ss[li * {bk4}u + lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
@@ -297,10 +361,14 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
   // keys any row of this workgroup may see: all, or up to its last row when causal
   var kend = S;
   if (causal) {{ kend = min(S, min(T, r0 + {p.bq}u)); }}
-  for (var j0 = 0u; j0 < kend; j0 += {p.bk}u) {{
 """
-        + _load(p, p.bk, "j0", "S", keys)
+        + keys.decl
+        + keys.fetch("0u")
+        + f"""  for (var j0 = 0u; j0 < kend; j0 += {p.bk}u) {{
+"""
+        + keys.stash
         + "    workgroupBarrier();\n"
+        + _prefetch(keys.fetch, "j0", p.bk, "kend")
         + _scores(p, [("qs", "ks")], score)
         + f"""    workgroupBarrier();
     if (soft) {{
@@ -393,6 +461,7 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
     out_at = src.add_meta(out.offset)
     score = _prob("(r0 + li)", "(j0 + lj)") + f"\n        dss[li * {bk4}u + lj / 4u][lj & 3u] = ds;"
     rows = [("qs", "q", at["q"]), ("gs", "gy", at["gy"])]
+    keys = _staging(p, p.bk, "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
     src.body = (
         head(p.wg, p.bq)
         + _load(p, p.bq, "r0", "T", rows)
@@ -401,10 +470,14 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
         + _accumulators(p, ["q"], p.bq)
         + f"""  var kend = S;
   if (causal) {{ kend = min(S, min(T, r0 + {p.bq}u)); }}
-  for (var j0 = 0u; j0 < kend; j0 += {p.bk}u) {{
 """
-        + _load(p, p.bk, "j0", "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
+        + keys.decl
+        + keys.fetch("0u")
+        + f"""  for (var j0 = 0u; j0 < kend; j0 += {p.bk}u) {{
+"""
+        + keys.stash
         + "    workgroupBarrier();\n"
+        + _prefetch(keys.fetch, "j0", p.bk, "kend")
         + _scores(p, [("qs", "ks"), ("gs", "vs")], score)
         + "    workgroupBarrier();\n"
         + _product(p, p.bq, bk4, [("q", "dss", "ks")])
@@ -421,9 +494,13 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
     s = ins[1].shape[2]
     p = _plan(base, d, DKV_TILES, cap, "dkv")
     src, at = _backward_source(base, ins, out, attrs, p)
-    if delta is not None:
+    queries = _staging(p, p.bq, "T", [("qs", "q", at["q"]), ("gs", "gy", at["gy"])])
+    fetch, decl = queries.fetch, queries.decl
+    if delta is not None:  # the stats are read a tile ahead with the queries
         src.operand("s", delta)
-        stats = _stored_stats(p, "q0", at)
+        stats = _STATS_STASH.format(bq=p.bq)
+        fetch = lambda base: queries.fetch(base) + _stats_fetch(p, base, at)  # noqa: E731
+        decl += _STATS_DECL
     else:
         stats = _row_stats(p, "q0", at)
     bq4 = p.bq // 4
@@ -438,7 +515,6 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
         pt[lj * {bq4}u + li / 4u][li & 3u] = p;
         dst[lj * {bq4}u + li / 4u][li & 3u] = ds;"""
     )
-    queries = [("qs", "q", at["q"]), ("gs", "gy", at["gy"])]
     src.body = (
         head(p.wg, p.bk)
         + _load(p, p.bk, "r0", "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
@@ -446,11 +522,15 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
         + f"""  // queries that may see a key of this workgroup: all, or from its first key on
   var i0 = 0u;
   if (causal) {{ i0 = r0; }}
-  for (var q0 = i0; q0 < T; q0 += {p.bq}u) {{
 """
-        + _load(p, p.bq, "q0", "T", queries)
+        + decl
+        + fetch("i0")
+        + f"""  for (var q0 = i0; q0 < T; q0 += {p.bq}u) {{
+"""
+        + queries.stash
         + stats
         + "    workgroupBarrier();\n"
+        + _prefetch(fetch, "q0", p.bq, "T")
         + _scores(p, [("qs", "ks"), ("gs", "vs")], score)
         + "    workgroupBarrier();\n"
         + _product(p, p.bk, bq4, [("v", "pt", "gs"), ("k", "dst", "qs")])
