@@ -19,9 +19,13 @@ def grid(src: Source, blocks: int, bh: int) -> tuple[int, int, int]:
     return blocks, min(bh, cap), -(-bh // cap)
 
 
-def new_source(base: Source, views: dict, out, b, h, t, s, d, attrs) -> tuple[Source, dict]:
+def new_source(
+    base: Source, views: dict, out, b, h, t, s, d, attrs, vec4=frozenset()
+) -> tuple[Source, dict]:
     """A Source with the common meta (B, H, T, S, causal, scale bits), every view's
-    (offset, strides) and its bindings; returns the meta positions per view name."""
+    (offset, strides) and its bindings (the views named in ``vec4`` as vec4 arrays, their
+    accessors taking and returning whole vectors); returns the meta positions per view
+    name."""
     check(base, views["q"].dtype.name, [*views.values(), out])
     src = Source(base.limits, base.has_f16)
     scale = attention_scale(attrs, d)
@@ -29,7 +33,7 @@ def new_source(base: Source, views: dict, out, b, h, t, s, d, attrs) -> tuple[So
     at = {}
     for name, v in views.items():
         at[name] = src.add_meta(v.offset, *v.strides)
-        src.operand(name, v, widen=True)
+        src.operand(name, v, widen=True, lanes=4 if name in vec4 else 1)
     src.operand("o", out, write=True, widen=True)
     src.fns.extend(helpers_for("sc_exp( sc_log("))
     return src, at

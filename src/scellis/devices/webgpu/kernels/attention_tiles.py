@@ -131,86 +131,110 @@ def _decl(src: Source, name: str, ty: str, n: int) -> None:
     src.decls.append(f"var<workgroup> {name}: array<{ty}, {n}>;")
 
 
-def _load(p: Plan, rows: int, base: str, limit: str, arrays) -> str:
-    """Stage ``rows`` rows from ``base`` (rows at or past ``limit``, and the padding
-    columns, as zeros) of each (shared array, operand, meta position) in ``arrays``.
-    Consecutive invocations read consecutive columns: coalesced when d's stride is 1."""
-    dp = 4 * p.cg
-    out = [
-        f"    for (var e = lid; e < {rows * dp}u; e += {p.wg}u) {{",
-        f"      let ii = e / {dp}u; let c = e - ii * {dp}u; let i = {base} + ii;",
-        f"      let slot = ii * {p.cgp}u + c / 4u; let ln = c & 3u;",
-        f"      let inside = i < {limit} && c < {p.d}u;",
-    ]
-    for shared, operand, at in arrays:
-        out.append(
-            f"      var x_{shared} = 0.0; "
-            f"if (inside) {{ x_{shared} = ld_{operand}({addr(at, 'i', 'c')}); }}"
-        )
-        out.append(f"      {shared}[slot][ln] = x_{shared};")
-    out.append("    }")
-    return "\n".join(out) + "\n"
+@dataclass(frozen=True)
+class Operand:
+    """One operand staged into workgroup memory: its array there, its accessor, its meta
+    position, and whether it is read as vec4 (bound as ``array<vec4<T>>``: d a multiple
+    of 4 with stride 1, its offset and other strides 4-aligned; ``vec4_views``)."""
+
+    shared: str
+    name: str
+    at: int
+    vec: bool
+
+
+def vec4_views(views: dict, d: int, names=("q", "k", "v")) -> set:
+    """The views of ``names`` that can be read four elements at a time."""
+    return {
+        n
+        for n in names
+        if d % 4 == 0
+        and views[n].strides[3] == 1
+        and views[n].offset % 4 == 0
+        and all(st % 4 == 0 for st in views[n].strides[:3])
+    }
+
+
+def _operands(at: dict, vec: set, pairs) -> tuple:
+    return tuple(Operand(shared, name, at[name], name in vec) for shared, name in pairs)
 
 
 @dataclass(frozen=True)
 class Staging:
-    """A loop's tile, fetched one iteration ahead: ``fetch(base)`` issues the global
-    reads of the tile at ``base`` into registers, ``stash`` stores them into workgroup
-    memory (zeros past ``limit`` and in the padding columns, as ``_load``). The loop
-    stashes tile i, passes a barrier, then fetches tile i + 1 before it multiplies tile
-    i, so the reads' latency hides behind the arithmetic instead of stalling every
+    """A tile of ``rows`` rows of each operand, read in two steps: ``fetch(base)`` issues
+    the global reads of the rows from ``base`` into registers, ``stash`` stores them into
+    workgroup memory (rows at or past ``limit``, and the padding columns, as zeros).
+    Consecutive invocations read consecutive columns (coalesced when d's stride is 1).
+    A loop stashes tile i, passes a barrier, then fetches tile i + 1 before it multiplies
+    tile i, so the reads' latency hides behind the arithmetic instead of stalling every
     invocation at the top of each iteration."""
 
-    decl: str
-    stash: str
     p: Plan
     rows: int
     limit: str
-    arrays: tuple
+    operands: tuple
+
+    def _units(self, o: Operand) -> int:  # reads per row
+        return self.p.cg if o.vec else 4 * self.p.cg
+
+    def _passes(self, o: Operand):
+        """(pass, WGSL that sets e, ii, c: the read, its row and its column unit)."""
+        u, wg = self._units(o), self.p.wg
+        for n in range(-(-self.rows * u // wg)):
+            yield n, f"let e = lid + {n * wg}u; let ii = e / {u}u; let c = e - ii * {u}u;"
+
+    @property
+    def decl(self) -> str:
+        out = []
+        for o in self.operands:
+            zero = "vec4<f32>(0.0)" if o.vec else "0.0"
+            out += [f"  var f_{o.shared}{n} = {zero};" for n, _ in self._passes(o)]
+        return "\n".join(out) + "\n"
 
     def fetch(self, base: str) -> str:
-        p, dp = self.p, 4 * self.p.cg
         out = []
-        for n in range(_passes(p, self.rows)):
-            out.append(
-                f"    {{ let e = lid + {n * p.wg}u; let ii = e / {dp}u; let c = e - ii * {dp}u;"
-                f" let i = {base} + ii;"
-            )
-            out.append(f"      let inside = e < {self.rows * dp}u && i < {self.limit} && c < {p.d}u;")
-            for shared, operand, at in self.arrays:
-                out.append(
-                    f"      f_{shared}{n} = 0.0; "
-                    f"if (inside) {{ f_{shared}{n} = ld_{operand}({addr(at, 'i', 'c')}); }}"
-                )
-            out.append("    }")
+        for o in self.operands:
+            n_units = self.rows * self._units(o)
+            for n, at in self._passes(o):
+                f = f"f_{o.shared}{n}"
+                out.append(f"    {{ {at} let i = {base} + ii;")
+                if o.vec:
+                    read = f"vec4<f32>(ld_{o.name}({addr(o.at, 'i', 'c * 4u')} / 4u))"
+                    out.append(
+                        f"      {f} = vec4<f32>(0.0); "
+                        f"if (e < {n_units}u && i < {self.limit}) {{ {f} = {read}; }} }}"
+                    )
+                else:
+                    ok = f"e < {n_units}u && i < {self.limit} && c < {self.p.d}u"
+                    read = f"ld_{o.name}({addr(o.at, 'i', 'c')})"
+                    out.append(f"      {f} = 0.0; if ({ok}) {{ {f} = {read}; }} }}")
+        return "\n".join(out) + "\n"
+
+    @property
+    def stash(self) -> str:
+        out = []
+        for o in self.operands:
+            n_units, cgp = self.rows * self._units(o), self.p.cgp
+            row = f"{o.shared}[ii * {cgp}u + c"
+            slot = f"{row}]" if o.vec else f"{row} / 4u][c & 3u]"
+            out += [
+                f"    {{ {at} if (e < {n_units}u) {{ {slot} = f_{o.shared}{n}; }} }}"
+                for n, at in self._passes(o)
+            ]
         return "\n".join(out) + "\n"
 
 
-def _passes(p: Plan, rows: int) -> int:
-    return -(-rows * 4 * p.cg // p.wg)
-
-
-def _staging(p: Plan, rows: int, limit: str, arrays) -> Staging:
-    dp = 4 * p.cg
-    decl, stash = [], []
-    for n in range(_passes(p, rows)):
-        decl += [f"  var f_{shared}{n} = 0.0;" for shared, _, _ in arrays]
-        stash.append(
-            f"    {{ let e = lid + {n * p.wg}u; let ii = e / {dp}u; let c = e - ii * {dp}u;"
-            f" if (e < {rows * dp}u) {{"
-        )
-        stash += [
-            f"      {shared}[ii * {p.cgp}u + c / 4u][c & 3u] = f_{shared}{n};"
-            for shared, _, _ in arrays
-        ]
-        stash.append("    } }")
-    return Staging("\n".join(decl) + "\n", "\n".join(stash) + "\n", p, rows, limit, tuple(arrays))
+def _load(p: Plan, rows: int, base: str, limit: str, operands) -> str:
+    """A tile staged at once (read, then stored), for a tile read once per workgroup."""
+    st = Staging(p, rows, limit, operands)
+    return "  {\n" + st.decl + st.fetch(base) + st.stash + "  }\n"
 
 
 def _prefetch(fetch, var: str, step: int, end: str) -> str:
     """The next iteration's tile (``fetch(base)``), read now; none past the loop's end
     (a test uniform across the workgroup)."""
-    return f"    let {var}n = {var} + {step}u;\n    if ({var}n < {end}) {{\n{fetch(var + 'n')}    }}\n"
+    head = f"    let {var}n = {var} + {step}u;\n    if ({var}n < {end}) {{\n"
+    return head + fetch(var + "n") + "    }\n"
 
 
 def _scores(p: Plan, pairs, epilogue) -> str:
@@ -337,7 +361,9 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     b, h, t, d = q.shape
     s = k.shape[2]
     p = _plan(base, d, FORWARD_TILES, cap, "forward")
-    src, at = new_source(base, {"q": q, "k": k, "v": v}, outs[0], b, h, t, s, d, attrs)
+    views = {"q": q, "k": k, "v": v}
+    vec = vec4_views(views, d)
+    src, at = new_source(base, views, outs[0], b, h, t, s, d, attrs, vec)
     bk4 = p.bk // 4
     for name, n in (("qs", p.bq), ("ks", p.bk), ("vs", p.bk)):
         _decl(src, name, "vec4<f32>", n * p.cgp)
@@ -346,13 +372,13 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     _decl(src, "rsum", "f32", p.bq * p.tpr)  # partial sums
     _decl(src, "corr", "f32", p.bq)  # each row's rescale this tile; at the end, its sum
     out_at = src.add_meta(outs[0].offset)  # a fresh contiguous [B, H, T, D+1]
-    keys = _staging(p, p.bk, "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
+    keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     score = f"""        let i = r0 + li; let j = j0 + lj;
         let keep = j < S && (!causal || j <= i);
         ss[li * {bk4}u + lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
     src.body = (
         head(p.wg, p.bq)
-        + _load(p, p.bq, "r0", "T", [("qs", "q", at["q"])])
+        + _load(p, p.bq, "r0", "T", _operands(at, vec, [("qs", "q")]))
         + _accumulators(p, ["o"], p.bq)
         + f"""  // the softmax lanes: TPR per row, each keeping the row's running max and sum
   let srow = lid / {p.tpr}u; let part = lid - srow * {p.tpr}u;
@@ -432,13 +458,15 @@ def _backward_source(base: Source, ins, out, attrs, p: Plan):
     q, k = ins[0], ins[1]
     b, h, t, d = q.shape
     s = k.shape[2]
-    src, at = new_source(base, dict(zip(_BACKWARD_VIEWS, ins)), out, b, h, t, s, d, attrs)
+    views = dict(zip(_BACKWARD_VIEWS, ins))
+    vec = vec4_views(views, d)
+    src, at = new_source(base, views, out, b, h, t, s, d, attrs, vec)
     for name, n in (("qs", p.bq), ("gs", p.bq), ("ks", p.bk), ("vs", p.bk)):
         _decl(src, name, "vec4<f32>", n * p.cgp)
     _decl(src, "red", "f32", p.bq * p.tpr)  # partial sums of dO . O
     _decl(src, "lse", "f32", p.bq)
     _decl(src, "dlt", "f32", p.bq)
-    return src, at
+    return src, at, vec
 
 
 def _prob(i: str, j: str) -> str:
@@ -451,7 +479,7 @@ def _prob(i: str, j: str) -> str:
 def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
     b, h, t, d = ins[0].shape
     p = _plan(base, d, DQ_TILES, cap, "dq")
-    src, at = _backward_source(base, ins, out, attrs, p)
+    src, at, vec = _backward_source(base, ins, out, attrs, p)
     keep = ""
     if delta is not None:  # each row's delta, for the dk/dv pass (``backward``)
         src.operand("s", delta, write=True)
@@ -460,11 +488,11 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
     _decl(src, "dss", "vec4<f32>", p.bq * bk4)
     out_at = src.add_meta(out.offset)
     score = _prob("(r0 + li)", "(j0 + lj)") + f"\n        dss[li * {bk4}u + lj / 4u][lj & 3u] = ds;"
-    rows = [("qs", "q", at["q"]), ("gs", "gy", at["gy"])]
-    keys = _staging(p, p.bk, "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
+    rows = [("qs", "q"), ("gs", "gy")]
+    keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     src.body = (
         head(p.wg, p.bq)
-        + _load(p, p.bq, "r0", "T", rows)
+        + _load(p, p.bq, "r0", "T", _operands(at, vec, rows))
         + _row_stats(p, "r0", at)
         + keep
         + _accumulators(p, ["q"], p.bq)
@@ -493,8 +521,8 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
     b, h, t, d = ins[0].shape
     s = ins[1].shape[2]
     p = _plan(base, d, DKV_TILES, cap, "dkv")
-    src, at = _backward_source(base, ins, out, attrs, p)
-    queries = _staging(p, p.bq, "T", [("qs", "q", at["q"]), ("gs", "gy", at["gy"])])
+    src, at, vec = _backward_source(base, ins, out, attrs, p)
+    queries = Staging(p, p.bq, "T", _operands(at, vec, [("qs", "q"), ("gs", "gy")]))
     fetch, decl = queries.fetch, queries.decl
     if delta is not None:  # the stats are read a tile ahead with the queries
         src.operand("s", delta)
@@ -517,11 +545,11 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
     )
     src.body = (
         head(p.wg, p.bk)
-        + _load(p, p.bk, "r0", "S", [("ks", "k", at["k"]), ("vs", "v", at["v"])])
+        + _load(p, p.bk, "r0", "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
         + _accumulators(p, ["k", "v"], p.bk)
-        + f"""  // queries that may see a key of this workgroup: all, or from its first key on
+        + """  // queries that may see a key of this workgroup: all, or from its first key on
   var i0 = 0u;
-  if (causal) {{ i0 = r0; }}
+  if (causal) { i0 = r0; }
 """
         + decl
         + fetch("i0")
