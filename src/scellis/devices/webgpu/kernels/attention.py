@@ -36,13 +36,14 @@ VARIANTS = {
 VARIANT = os.environ.get("SCELLIS_FLASH_VARIANT") or DEFAULT_VARIANT
 
 
-def shape_variant(t: int) -> str:
-    """What ``auto`` runs for ``t`` query rows, with or without a causal mask (the same
-    crossover for both). Measured on an H200 (bench/attention.py, bench/RESULTS.md): up to
-    T = 128, 16-row tiles are fastest (4x the workgroups of the 64-row ones), e.g. 1.08
-    against 1.47 ms at B64 H6 T128 D64 causal; from T = 256 on the 64-row tiles are
-    (1.63 against 1.70 ms at B32 T256 causal, and further ahead at longer T)."""
-    return "tile16" if t <= 128 else "tile"
+def shape_variant(t: int, causal: bool) -> str:
+    """What ``auto`` runs for ``t`` query rows. Measured on an H200 (bench/attention.py,
+    bench/RESULTS.md; two runs, B * T = 8192, H 6, D 64): causal attention up to T = 256
+    is fastest on 16-row tiles (4x the workgroups of the 64-row ones, and the mask leaves
+    the big tiles half idle: 1.26-1.99 against 1.46-2.28 ms at T = 256); unmasked, the
+    64-row tiles win from T = 128 on (2.3 against 4.9 ms for 16-row tiles at T = 128), as
+    they do for causal attention past T = 256."""
+    return "tile16" if causal and t <= 256 else "tile"
 
 
 def variant_cap(src: Source, q_shape, attrs: dict) -> Cap | None:
@@ -50,7 +51,7 @@ def variant_cap(src: Source, q_shape, attrs: dict) -> Cap | None:
     kernels."""
     name = attrs.get("_variant") or VARIANT
     if name == "auto":
-        name = shape_variant(q_shape[2])
+        name = shape_variant(q_shape[2], bool(attrs.get("causal")))
     d = q_shape[3]
     if name not in VARIANTS:
         raise DeviceError(
