@@ -20,7 +20,11 @@ Method (as ``bench/matmul.py``): ``--warmup`` untimed calls, then ``--repeats`` 
 samples of ``inner`` back-to-back calls each (``inner`` chosen so a sample lasts >=
 ``--min-sample-ms``); a sample starts with the queue drained and ends when the last
 call's q gradient is read back (4 bytes; WebGPU's queue runs in order) or
-``torch.cuda.synchronize()`` returns. Median ms per call. Each WebGPU path's output and
+``torch.cuda.synchronize()`` returns. Median ms per call. ``kernel[V]`` re-launches
+variant V's encoded forward and backward kernels (same pipelines, bindings and buffers)
+back to back, leaving out the Python op layer (the eager calls above include it: a few
+tenths of a millisecond of host work per call), which is the figure comparable to torch's
+CUDA kernels running ahead of its host. Each WebGPU path's output and
 gradients are checked against the naive path's (normwise, ``err`` column, relative to the
 largest value); over ``--tolerance`` fails the run.
 """
@@ -125,6 +129,30 @@ def bench_torch(host, causal: bool, args) -> dict | None:
                         args.min_sample_ms / 1e3)  # fmt: skip
 
 
+def bench_kernels(dev, host, causal: bool, variant: str, args) -> dict:
+    """Timing of variant's flash forward + backward kernels alone (see ``kernel[V]``)."""
+    q, k, v = (sc.tensor(x, device=dev) for x in host[:3])
+    attrs = {"causal": causal, "scale": 1.0 / math.sqrt(q.shape[-1]), "_variant": variant}
+    y = apply("flash_attention", (q, k, v), **attrs)
+    gy_host = np.random.default_rng(1).standard_normal(y.shape, dtype=np.float32)
+    gy = sc.tensor(gy_host, device=dev)
+    grads = apply("flash_attention_backward", (q, k, v, y, gy), **attrs)
+    views = lambda ts: [t.device_view for t in ts]  # noqa: E731
+    launches = dev.encode("flash_attention", views((q, k, v)), views((y,)), attrs)
+    back = views((q, k, v, y, gy))
+    launches += dev.encode("flash_attention_backward", back, views((grads,)), attrs)
+
+    def kernels():
+        for src, grid in launches:
+            dev.launch(src, grid)
+        dev.gpu.flush()
+
+    def sync():
+        run_sync(dev.gpu.read_buffer(grads.device_view.buf.handle.chunks[0], 0, 4))
+
+    return time_samples(kernels, sync, args.warmup, args.repeats, args.min_sample_ms / 1e3)
+
+
 def normwise(got: list, want: list) -> float:
     return max(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)) for a, b in zip(got, want))
 
@@ -139,23 +167,27 @@ def run_shape(dev, shape, causal: bool, variants, rng, args) -> dict:
         stats, got = bench_webgpu(dev, flash_path(name), host, causal, args)
         row["ms"][f"flash[{name}]"] = stats["median_s"] * 1e3
         row["err"][f"flash[{name}]"] = normwise(got, want)
+        kernel_stats = bench_kernels(dev, host, causal, name, args)
+        row["ms"][f"kernel[{name}]"] = kernel_stats["median_s"] * 1e3
     row["ms"]["naive"] = naive_stats["median_s"] * 1e3
     torch_stats = bench_torch(host, causal, args)
     if torch_stats is not None:
         row["ms"]["torch"] = torch_stats["median_s"] * 1e3
     best = min(row["ms"][f"flash[{n}]"] for n in variants)
     row["best_flash_over_naive"] = best / row["ms"]["naive"]
+    best_kernel = min(row["ms"][f"kernel[{n}]"] for n in variants)
     row["best_flash_over_torch"] = best / row["ms"]["torch"] if torch_stats else None
+    row["best_kernel_over_torch"] = best_kernel / row["ms"]["torch"] if torch_stats else None
     return row
 
 
 def print_row(row, cols) -> None:
     cells = " ".join(f"{row['ms'].get(c, float('nan')):>12.3f}" for c in cols)
-    to_torch = row["best_flash_over_torch"]
+    to_torch, kernel = row["best_flash_over_torch"], row["best_kernel_over_torch"]
     ratio = (
-        f"{row['best_flash_over_naive']:>6.2f} {to_torch:>6.2f}"
+        f"{row['best_flash_over_naive']:>6.2f} {to_torch:>6.2f} {kernel:>7.2f}"
         if to_torch
-        else (f"{row['best_flash_over_naive']:>6.2f}      -")
+        else (f"{row['best_flash_over_naive']:>6.2f}      -       -")
     )
     err = max(row["err"].values())
     print(f"{row['shape']:>20} {'causal' if row['causal'] else 'full':>6} {cells} {ratio} "
@@ -185,9 +217,12 @@ def main(argv=None) -> int:
     dev = WebGPUBackend(adapter=args.adapter)
     rng = np.random.default_rng(0)
     print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
-    cols = [f"flash[{v}]" for v in variants] + ["naive", "torch"]
-    print("median ms per forward + backward; ratios: best flash / naive, best flash / torch")
-    print(f"{'shape':>20} {'mask':>6} " + " ".join(f"{c:>12}" for c in cols) + " /naive /torch err")
+    cols = [f"flash[{v}]" for v in variants] + [f"kernel[{v}]" for v in variants]
+    cols += ["naive", "torch"]
+    print("median ms per forward + backward; ratios: best flash / naive, best flash / torch, "
+          "best kernel / torch")  # fmt: skip
+    head = " ".join(f"{c:>12}" for c in cols)
+    print(f"{'shape':>20} {'mask':>6} {head} /naive /torch /torch(k) err")
     results = []
     for shape in shapes(args):
         for causal in (False, True):
