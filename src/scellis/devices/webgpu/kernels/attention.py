@@ -11,8 +11,7 @@ under the adapter's limits falls back to ``row``.
 The variant is ``VARIANT`` (from the environment variable ``SCELLIS_FLASH_VARIANT``
 when set, else ``DEFAULT_VARIANT``), or an op's ``_variant`` attribute, which the
 backward inherits from its forward (benchmarks compare variants in one process).
-``auto`` picks by shape (``shape_variant``). Variants change speed only: every one is
-held to the same case table.
+Variants change speed only: every one is held to the same case table.
 """
 
 from __future__ import annotations
@@ -24,7 +23,12 @@ from . import attention_rows, attention_tiles
 from .attention_tiles import Cap
 from .common import Source
 
-DEFAULT_VARIANT = "auto"
+# The kernels alone (bench/attention.py's kernel[V], bench/RESULTS.md), on an H200 at
+# B * T = 8192, H 6, D 64: the 64-row tiles were the fastest at every length from 128 to
+# 2048, with and without a causal mask (0.547 against 0.587 ms for 16-row tiles at T = 128
+# causal, 4.67 against 6.62 at T = 1024 unmasked). Timed through the eager op layer the
+# smaller tiles had looked faster at T <= 256; that was the host's noise.
+DEFAULT_VARIANT = "tile"
 # variant -> its tiles' bounds (None: the row kernels)
 VARIANTS = {
     "row": None,
@@ -36,26 +40,14 @@ VARIANTS = {
 VARIANT = os.environ.get("SCELLIS_FLASH_VARIANT") or DEFAULT_VARIANT
 
 
-def shape_variant(t: int, causal: bool) -> str:
-    """What ``auto`` runs for ``t`` query rows. Measured on an H200 (bench/attention.py,
-    bench/RESULTS.md; two runs, B * T = 8192, H 6, D 64): causal attention up to T = 256
-    is fastest on 16-row tiles (4x the workgroups of the 64-row ones, and the mask leaves
-    the big tiles half idle: 1.26-1.99 against 1.46-2.28 ms at T = 256); unmasked, the
-    64-row tiles win from T = 128 on (2.3 against 4.9 ms for 16-row tiles at T = 128), as
-    they do for causal attention past T = 256."""
-    return "tile16" if causal and t <= 256 else "tile"
-
-
 def variant_cap(src: Source, q_shape, attrs: dict) -> Cap | None:
     """Tile bounds of the variant a call takes (q is [B, H, T, D]); None for the row
     kernels."""
     name = attrs.get("_variant") or VARIANT
-    if name == "auto":
-        name = shape_variant(q_shape[2], bool(attrs.get("causal")))
     d = q_shape[3]
     if name not in VARIANTS:
         raise DeviceError(
-            f"unknown flash attention variant {name!r}; choose auto or one of {', '.join(VARIANTS)}"
+            f"unknown flash attention variant {name!r}; choose one of {', '.join(VARIANTS)}"
         )
     cap = VARIANTS[name]
     return cap if cap and attention_tiles.fits(src, d, cap) else None
