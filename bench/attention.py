@@ -42,7 +42,7 @@ import numpy as np
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
-from matmul import time_samples, torch_cuda_f32  # noqa: E402
+from matmul import relaunch, time_samples, torch_cuda_f32  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from scellis.catalog.blocks.attention import attend  # noqa: E402
@@ -142,15 +142,11 @@ def bench_kernels(dev, host, causal: bool, variant: str, args) -> dict:
     back = views((q, k, v, y, gy))
     launches += dev.encode("flash_attention_backward", back, views((grads,)), attrs)
 
-    def kernels():
-        for src, grid in launches:
-            dev.launch(src, grid)
-        dev.gpu.flush()
-
     def sync():
         run_sync(dev.gpu.read_buffer(grads.device_view.buf.handle.chunks[0], 0, 4))
 
-    return time_samples(kernels, sync, args.warmup, args.repeats, args.min_sample_ms / 1e3)
+    return time_samples(lambda: relaunch(dev, launches), sync, args.warmup, args.repeats,
+                        args.min_sample_ms / 1e3)  # fmt: skip
 
 
 def normwise(got: list, want: list) -> float:

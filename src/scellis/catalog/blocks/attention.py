@@ -48,17 +48,16 @@ ATTENTION_PATHS = ("auto", "naive", "flash")
 ROPE_SCALINGS = ("linear", "llama3")
 
 # What ``auto`` takes on WebGPU, from bench/attention.py's forward + backward timings on
-# an H200 (bench/RESULTS.md, with the flash kernels' shape-picked tiles, which read the
-# next tile while they multiply this one): flash beat the naive path at every length
-# measured, T = 128..2048, causal (0.32-0.49 of its time: it skips the masked half) and
-# unmasked (0.57-0.80). A causal call takes flash once one head's T x S block has
-# CAUSAL_FLASH_MIN_SCORES entries, a non-causal one inside [FLASH_MIN_SCORES,
-# FLASH_MAX_SCORES] (None: no upper end); the bounds stay so that a slower adapter can be
-# given its own window. Either way flash is taken once the naive score matrix
-# (B x H x T x S, f32) would reach NAIVE_SCORES_MAX_BYTES (memory, not speed).
+# an H200 (bench/RESULTS.md, flash kernels that read the next tile while they multiply
+# this one): flash beat the naive path at every length measured, T = 128..2048, causal
+# (0.32-0.49 of its time: it skips the masked half) and unmasked (0.50-0.87). A causal
+# call takes flash once one head's T x S block has CAUSAL_FLASH_MIN_SCORES entries, a
+# non-causal one inside [FLASH_MIN_SCORES, FLASH_MAX_SCORES]. Either way flash is taken
+# once the naive score matrix (B x H x T x S, f32) would reach NAIVE_SCORES_MAX_BYTES
+# (memory, not speed).
 CAUSAL_FLASH_MIN_SCORES = 0
 FLASH_MIN_SCORES = 0
-FLASH_MAX_SCORES: int | None = None
+FLASH_MAX_SCORES = math.inf
 NAIVE_SCORES_MAX_BYTES = 256 << 20
 
 
@@ -70,7 +69,7 @@ def auto_takes_flash(device, heads: int, t: int, s: int, causal: bool) -> bool:
         return True
     if causal:
         return t * s >= CAUSAL_FLASH_MIN_SCORES
-    return FLASH_MIN_SCORES <= t * s and (FLASH_MAX_SCORES is None or t * s <= FLASH_MAX_SCORES)
+    return FLASH_MIN_SCORES <= t * s <= FLASH_MAX_SCORES
 
 
 def attend(q, k, v, keep, p: float, training: bool):

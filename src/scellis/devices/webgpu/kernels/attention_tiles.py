@@ -527,7 +527,10 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
     if delta is not None:  # the stats are read a tile ahead with the queries
         src.operand("s", delta)
         stats = _STATS_STASH.format(bq=p.bq)
-        fetch = lambda base: queries.fetch(base) + _stats_fetch(p, base, at)  # noqa: E731
+
+        def fetch(base: str) -> str:
+            return queries.fetch(base) + _stats_fetch(p, base, at)
+
         decl += _STATS_DECL
     else:
         stats = _row_stats(p, "q0", at)

@@ -33,8 +33,8 @@ unrolled, ``fma``; 128 x 128 tiles where that gives REG_WORKGROUPS workgroups, e
 whose output has too few tiles for its K (a weight gradient: 384 x 8192 x 1152) is split
 along K (``choose_split``): the parts run as one batched product of views of A and B into
 scratch storage, on smaller tiles (``SPLIT_TILES``), then a second launch sums the parts
-in order. Smaller products keep the
-``TILES`` kernel, so their results (and the small models' losses) are unchanged.
+in order. Smaller products keep the ``TILES`` kernel, so their results (and the small
+models' losses) are unchanged.
 
 Accuracy (the bound the tests check): each output of the ``TILES`` kernel is one f32 dot
 product accumulated in a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and
