@@ -24,7 +24,9 @@ call's q gradient is read back (4 bytes; WebGPU's queue runs in order) or
 variant V's encoded forward and backward kernels (same pipelines, bindings and buffers)
 back to back, leaving out the Python op layer (the eager calls above include it: a few
 tenths of a millisecond of host work per call), which is the figure comparable to torch's
-CUDA kernels running ahead of its host. Each WebGPU path's output and
+CUDA kernels running ahead of its host; ``--per-kernel`` adds each of those kernels timed
+alone (``fwd``, ``dq``, ``dkv``) and torch's forward alone (``torch_fwd``, its inputs
+requiring grad as in the full call). Each WebGPU path's output and
 gradients are checked against the naive path's (normwise, ``err`` column, relative to the
 largest value); over ``--tolerance`` fails the run.
 """
@@ -111,7 +113,7 @@ def bench_webgpu(dev, path, host, causal: bool, args) -> tuple[dict, list]:
     return stats, arrays
 
 
-def bench_torch(host, causal: bool, args) -> dict | None:
+def bench_torch(host, causal: bool, args, backward: bool = True) -> dict | None:
     torch = torch_cuda_f32()
     if torch is None:
         return None
@@ -123,14 +125,17 @@ def bench_torch(host, causal: bool, args) -> dict | None:
         for x in (q, k, v):
             x.grad = None
         y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        y.permute(0, 2, 1, 3).reshape(b, t, h * d).backward(g)
+        if backward:
+            y.permute(0, 2, 1, 3).reshape(b, t, h * d).backward(g)
 
     return time_samples(call, torch.cuda.synchronize, args.warmup, args.repeats,
                         args.min_sample_ms / 1e3)  # fmt: skip
 
 
 def bench_kernels(dev, host, causal: bool, variant: str, args) -> dict:
-    """Timing of variant's flash forward + backward kernels alone (see ``kernel[V]``)."""
+    """Median ms of variant's flash forward + backward kernels alone (see ``kernel[V]``):
+    ``{"kernel[V]": ms}``, and with ``--per-kernel`` each launch timed alone too
+    (``fwd[V]``, then the backward's passes ``dq[V]`` and ``dkv[V]``)."""
     q, k, v = (sc.tensor(x, device=dev) for x in host[:3])
     attrs = {"causal": causal, "scale": 1.0 / math.sqrt(q.shape[-1]), "_variant": variant}
     y = apply("flash_attention", (q, k, v), **attrs)
@@ -145,8 +150,17 @@ def bench_kernels(dev, host, causal: bool, variant: str, args) -> dict:
     def sync():
         run_sync(dev.gpu.read_buffer(grads.device_view.buf.handle.chunks[0], 0, 4))
 
-    return time_samples(lambda: relaunch(dev, launches), sync, args.warmup, args.repeats,
-                        args.min_sample_ms / 1e3)  # fmt: skip
+    def median_ms(group) -> float:
+        stats = time_samples(lambda: relaunch(dev, group), sync, args.warmup, args.repeats,
+                             args.min_sample_ms / 1e3)  # fmt: skip
+        return stats["median_s"] * 1e3
+
+    out = {f"kernel[{variant}]": median_ms(launches)}
+    if args.per_kernel:
+        names = ["fwd", "dq", "dkv"] if len(launches) == 3 else range(len(launches))
+        for name, launch in zip(names, launches):
+            out[f"{name}[{variant}]"] = median_ms([launch])
+    return out
 
 
 def normwise(got: list, want: list) -> float:
@@ -163,12 +177,13 @@ def run_shape(dev, shape, causal: bool, variants, rng, args) -> dict:
         stats, got = bench_webgpu(dev, flash_path(name), host, causal, args)
         row["ms"][f"flash[{name}]"] = stats["median_s"] * 1e3
         row["err"][f"flash[{name}]"] = normwise(got, want)
-        kernel_stats = bench_kernels(dev, host, causal, name, args)
-        row["ms"][f"kernel[{name}]"] = kernel_stats["median_s"] * 1e3
+        row["ms"].update(bench_kernels(dev, host, causal, name, args))
     row["ms"]["naive"] = naive_stats["median_s"] * 1e3
     torch_stats = bench_torch(host, causal, args)
     if torch_stats is not None:
         row["ms"]["torch"] = torch_stats["median_s"] * 1e3
+    if torch_stats is not None and args.per_kernel:
+        row["ms"]["torch_fwd"] = bench_torch(host, causal, args, False)["median_s"] * 1e3
     best = min(row["ms"][f"flash[{n}]"] for n in variants)
     row["best_flash_over_naive"] = best / row["ms"]["naive"]
     best_kernel = min(row["ms"][f"kernel[{n}]"] for n in variants)
@@ -201,6 +216,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--min-sample-ms", type=float, default=50.0)
     p.add_argument("--tolerance", type=float, default=1e-4, help="largest normwise error")
+    p.add_argument("--per-kernel", action="store_true",
+                   help="also time each kernel alone, and torch's forward alone")  # fmt: skip
     p.add_argument("--no-warm-row", action="store_true",
                    help="skip the untimed first row (see below)")  # fmt: skip
     p.add_argument("--out", default="bench/out/attention.json")
@@ -216,7 +233,9 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
     cols = [f"flash[{v}]" for v in variants] + [f"kernel[{v}]" for v in variants]
-    cols += ["naive", "torch"]
+    if args.per_kernel:
+        cols += [f"{k}[{v}]" for v in variants for k in ("fwd", "dq", "dkv")]
+    cols += ["naive", "torch"] + (["torch_fwd"] if args.per_kernel else [])
     print("median ms per forward + backward; ratios: best flash / naive, best flash / torch, "
           "best kernel / torch")  # fmt: skip
     head = " ".join(f"{c:>12}" for c in cols)
