@@ -100,7 +100,11 @@ fn sc_exp(x: f32) -> f32 {{
   let n = round(x * 1.4426950408889634);
   // n * ln2_hi is exact (ln2_hi has 16 significant bits), so x - n ln2_hi is too
   let r = (x - n * 0.693145751953125) - n * 1.4286068203094173e-06;
-  return ldexp({_horner(_EXP, "r")}, i32(n));
+  let p = {_horner(_EXP, "r")};
+  // 2^n from its exponent bits while p 2^n stays a normal float: the same bits as
+  // ldexp, in two instructions where ldexp's range checks take several
+  if (n >= -125.0 && n <= 127.0) {{ return p * bitcast<f32>(u32(i32(n) + 127) << 23u); }}
+  return ldexp(p, i32(n));
 }}
 """
 
