@@ -6,6 +6,8 @@ a wrong transpose or head split shows; every model is tiny (width 32, two layers
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -43,19 +45,20 @@ def llama(tied=False, kv=2, scaling=None, **kw):
     return _redraw(transformers.LlamaForCausalLM(cfg), 2)
 
 
-def qwen2():
+def qwen2(**kw):
     cfg = transformers.Qwen2Config(hidden_size=WIDTH, intermediate_size=48, num_hidden_layers=2,
                                    num_attention_heads=4, num_key_value_heads=1,
                                    vocab_size=VOCAB, max_position_embeddings=64,
-                                   tie_word_embeddings=True)  # fmt: skip
+                                   tie_word_embeddings=True, **kw)  # fmt: skip
     return _redraw(transformers.Qwen2ForCausalLM(cfg), 3)
 
 
-def bert(mlm=False):
+def bert(mlm=False, cls=None, **kw):
+    """BertModel, BertForMaskedLM with ``mlm``, or the class named ``cls``."""
     cfg = transformers.BertConfig(hidden_size=WIDTH, intermediate_size=48, num_hidden_layers=2,
                                   num_attention_heads=4, vocab_size=VOCAB,
-                                  max_position_embeddings=24)  # fmt: skip
-    cls = transformers.BertForMaskedLM if mlm else transformers.BertModel
+                                  max_position_embeddings=24, **kw)  # fmt: skip
+    cls = getattr(transformers, cls or ("BertForMaskedLM" if mlm else "BertModel"))
     return _redraw(cls(cfg), 4)
 
 
@@ -82,3 +85,24 @@ def distilbert(mlm=False):
                                         vocab_size=VOCAB, max_position_embeddings=24)  # fmt: skip
     cls = transformers.DistilBertForMaskedLM if mlm else transformers.DistilBertModel
     return _redraw(cls(cfg), 6)
+
+
+def mistral(window=None, **kw):
+    cfg = transformers.MistralConfig(hidden_size=WIDTH, intermediate_size=48, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2,
+                                     vocab_size=VOCAB, max_position_embeddings=64,
+                                     sliding_window=window, **kw)  # fmt: skip
+    return _redraw(transformers.MistralForCausalLM(cfg), 7)
+
+
+def save(model, folder, dtype=None, **kw):
+    """``model`` saved to ``folder`` (as ``dtype`` when given: its weights are first
+    rounded to that dtype in place, so the f32 model is the reference); the folder."""
+    if dtype is not None:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.to(dtype).float())
+        copy.deepcopy(model).to(dtype).save_pretrained(folder, **kw)  # RoPE tables stay f32
+    else:
+        model.save_pretrained(folder, **kw)
+    return folder

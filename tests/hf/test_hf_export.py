@@ -33,6 +33,7 @@ CASES = {
     "llama_gqa_linear_rope": lambda: llama(scaling={"type": "linear", "factor": 2.0}),
     "llama3_rope": lambda: llama(scaling=LLAMA3_ROPE),
     "llama_tied": lambda: llama(tied=True),
+    "llama_head_dim": lambda: llama(head_dim=16),
     "qwen2": qwen2,
 }
 

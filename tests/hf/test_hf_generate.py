@@ -1,6 +1,7 @@
 """Greedy generation from imported Hugging Face models equals ``transformers``'
 ``generate(do_sample=False)``, with the key/value cache (grouped-query keys and values,
-RoPE at each decoding offset, llama3 scaling) as without it."""
+RoPE at each decoding offset, llama3 scaling, a sliding window shorter than the text)
+as without it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from hfmodels import gpt2, ids, llama, qwen2
+from hfmodels import gpt2, ids, llama, mistral, qwen2
 from test_hf_import import LLAMA3_ROPE
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
@@ -23,7 +24,8 @@ from scellis.run.generate import stream  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
-MODELS = {"gpt2": gpt2, "llama3_gqa": lambda: llama(scaling=LLAMA3_ROPE), "qwen2": qwen2}
+MODELS = {"gpt2": gpt2, "llama3_gqa": lambda: llama(scaling=LLAMA3_ROPE), "qwen2": qwen2,
+          "mistral_window_head_dim": lambda: mistral(window=6, head_dim=12)}  # fmt: skip
 NEW = 10
 
 

@@ -2,10 +2,13 @@
 
 Grouped-query attention (``num_kv_heads`` below ``num_heads``, as Llama-family models
 use) projects k and v to fewer heads and shares each among ``num_heads / num_kv_heads``
-consecutive query heads. RoPE's ``rotary_scaling`` is linear position interpolation
-(positions divided by the factor, Hugging Face's ``rope_scaling: {type: linear}``), or
-with ``rotary_scaling_type: llama3`` Llama 3.1's: long wavelengths divided, short ones
-kept, the band between smoothed.
+consecutive query heads. ``head_dim`` sets the features per head apart from the width
+(q projects E to num_heads * head_dim, o back to E), as Mistral-Nemo's config does.
+RoPE's ``rotary_scaling`` is linear position interpolation (positions divided by the
+factor, Hugging Face's ``rope_scaling: {type: linear}``), or with
+``rotary_scaling_type: llama3`` Llama 3.1's: long wavelengths divided, short ones
+kept, the band between smoothed. A causal ``window`` limits each query to its latest
+keys (Mistral's sliding window); the naive path masks the rest.
 
 Children ``q``, ``k``, ``v``, ``o`` are Linear blocks; torch's MultiheadAttention packs
 the first three as ``in_proj_weight`` = cat(q, k, v). Init follows torch's
@@ -117,6 +120,18 @@ class AttentionConfig:
         8192, doc="llama3 RoPE scaling: original_max_position_embeddings", min=1
     )
     qkv_bias: bool | None = field(None, doc="biases in q, k and v; empty: as bias")
+    head_dim: int | None = field(None, doc="features per head; empty: embed_dim / num_heads", min=1)
+    window: int | None = field(
+        None,
+        doc="causal sliding window: each query sees at most this many latest keys, "
+        "itself included; empty: all earlier keys",
+        min=1,
+    )
+
+
+def head_size(cfg) -> int:
+    """Features per head: ``head_dim``, else the width shared out among the heads."""
+    return cfg.head_dim or cfg.embed_dim // cfg.num_heads
 
 
 class MultiHeadAttention(Block):
@@ -131,24 +146,26 @@ class MultiHeadAttention(Block):
 
     def __init__(self, cfg: AttentionConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
-        E, H = cfg.embed_dim, cfg.num_heads
-        if E % H:
+        E, H, D = cfg.embed_dim, cfg.num_heads, head_size(cfg)
+        if E % H and cfg.head_dim is None:
             raise ScellisError(f"embed_dim {E} is not a multiple of num_heads {H}")
-        if cfg.rotary and (E // H) % 2:
-            raise ScellisError(f"rotary needs an even head size, got {E // H}")
+        if cfg.rotary and D % 2:
+            raise ScellisError(f"rotary needs an even head size, got {D}")
+        if cfg.window is not None and not cfg.causal:
+            raise ScellisError("a sliding window needs causal attention")
         kv = cfg.num_kv_heads or H
         if H % kv:
             raise ScellisError(f"num_heads {H} is not a multiple of num_kv_heads {kv}")
         qkv_bias = cfg.bias if cfg.qkv_bias is None else cfg.qkv_bias
-        Ekv = E // H * kv
-        packed = math.sqrt(6.0 / (E + 2 * Ekv + E))  # xavier_uniform_ of the packed [3E, E]
-        for name, out in (("q", E), ("k", Ekv), ("v", Ekv)):
+        Eq, Ekv = D * H, D * kv  # Eq is E unless head_dim sets another head size
+        packed = math.sqrt(6.0 / (E + 2 * Ekv + Eq))  # xavier_uniform_ of the packed [3E, E]
+        for name, out in (("q", Eq), ("k", Ekv), ("v", Ekv)):
             lin = LinearConfig(E, out, qkv_bias)
             setattr(self, name, Linear(lin, **self.ctx, weight_bound=packed, bias_value=0.0))
-        self.o = Linear(LinearConfig(E, E, cfg.bias), **self.ctx, bias_value=0.0)
+        self.o = Linear(LinearConfig(Eq, E, cfg.bias), **self.ctx, bias_value=0.0)
 
     def _heads(self, y, B: int, n: int):
-        D = self.config.embed_dim // self.config.num_heads
+        D = head_size(self.config)
         return y.reshape(B, n, y.shape[-1] // D, D).permute(0, 2, 1, 3)  # [B, heads, n, D]
 
     def project(self, x, src, start: int = 0):
@@ -185,7 +202,10 @@ class MultiHeadAttention(Block):
         if self.config.causal:
             i = arange(T, device=device).unsqueeze(-1)
             j = arange(S, device=device).unsqueeze(0)
-            keep = j <= (i + offset if offset else i)
+            at = i + offset if offset else i
+            keep = j <= at
+            if self.config.window is not None:  # Mistral's: key j is seen while at - j < window
+                keep = keep & (j > at - self.config.window)
         if mask is not None:
             if mask.ndim != 2 or mask.shape[1] != S:
                 raise ShapeError(f"attention mask must be [B, {S}] keep-flags, got {mask.shape}")
@@ -202,6 +222,8 @@ class MultiHeadAttention(Block):
             blocker = "a padding mask"
         elif c.dropout > 0 and self.training:
             blocker = "attention dropout in training"
+        elif c.window is not None:
+            blocker = "a sliding window"
         if c.attention == "flash" and blocker:
             raise ScellisError(f"attention: flash does not support {blocker}; use naive")
         if c.attention == "auto":
@@ -216,14 +238,14 @@ class MultiHeadAttention(Block):
         if cache is not None:
             return self._decode(x, mask, cache)
         src = x if kv is None else kv
-        B, T, E = x.shape
+        B, T, _ = x.shape
         S = src.shape[1]
         q, k, v = self.project(x, src)
         k, v = self.share(k, v)
         if self._flash(mask, x.device, B * c.num_heads, T, S):
-            scale = 1.0 / math.sqrt(E // c.num_heads)
+            scale = 1.0 / math.sqrt(head_size(c))
             y = flash_attention(q, k, v, c.causal, scale).cast(v.dtype)
-            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
+            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, head_size(c) * c.num_heads))
         q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(mask, T, S, x.device), c.dropout, self.training)
         return self.o(y)
@@ -235,7 +257,7 @@ class MultiHeadAttention(Block):
             raise ScellisError("cached decoding needs causal attention")
         if mask is not None:
             raise ScellisError("cached decoding takes no padding mask")
-        B, T, E = x.shape
+        B, T, _ = x.shape
         at = cache.offset
         q, k, v = self.project(x, x, at)
         past = cache.past(self)
@@ -245,9 +267,9 @@ class MultiHeadAttention(Block):
         k, v = self.share(k, v)
         S = k.shape[2]
         if self._flash(None, x.device, B * c.num_heads, T, S) and (at == 0 or T == 1):
-            scale = 1.0 / math.sqrt(E // c.num_heads)
+            scale = 1.0 / math.sqrt(head_size(c))
             y = flash_attention(q, k, v, T > 1, scale).cast(v.dtype)
-            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, E))
+            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, head_size(c) * c.num_heads))
         q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(None, T, S, x.device, at), 0.0, False)
         return self.o(y)

@@ -36,7 +36,8 @@ SHARED = (
     "d_model", "num_heads", "d_ff", "kind", "dropout", "activation", "eps", "bias", "rotary",
     "attention", "num_kv_heads", "rotary_base", "rotary_scaling", "qkv_bias", "norm",
     "norm_first", "mlp", "rotary_scaling_type", "rotary_low_freq_factor",
-    "rotary_high_freq_factor", "rotary_original_context",
+    "rotary_high_freq_factor", "rotary_original_context", "head_dim",
+    "window",
 )  # fmt: skip
 ROPE = ("rotary_scaling_type", "rotary_low_freq_factor", "rotary_high_freq_factor",
         "rotary_original_context")  # fmt: skip
@@ -61,6 +62,15 @@ def _extra_fields():
             8192, doc="llama3 RoPE scaling: original_max_position_embeddings", min=1
         ),
         "qkv_bias": field(None, doc="biases in q, k and v; empty: as bias"),
+        "head_dim": field(
+            None, doc="features per attention head; empty: d_model / num_heads", min=1
+        ),
+        "window": field(
+            None,
+            doc="decoder sliding window: each query sees at most this many latest keys; "
+            "empty: all earlier keys",
+            min=1,
+        ),
         "norm": field("layer", doc="layer norm or RMS norm", choices=NORMS),
         "norm_first": field(
             True,
@@ -98,6 +108,8 @@ class TransformerBlockConfig:
     rotary_low_freq_factor: float = _extra_fields()["rotary_low_freq_factor"]
     rotary_high_freq_factor: float = _extra_fields()["rotary_high_freq_factor"]
     rotary_original_context: int = _extra_fields()["rotary_original_context"]
+    head_dim: int | None = _extra_fields()["head_dim"]
+    window: int | None = _extra_fields()["window"]
 
 
 class TransformerBlock(Block):
@@ -121,6 +133,8 @@ class TransformerBlock(Block):
             num_kv_heads=cfg.num_kv_heads,
             rotary_scaling=cfg.rotary_scaling,
             qkv_bias=cfg.qkv_bias,
+            head_dim=cfg.head_dim,
+            window=cfg.window,
             **{k: getattr(cfg, k) for k in ROPE},
         )
         self.attn = MultiHeadAttention(attn, **self.ctx)
@@ -174,6 +188,8 @@ class TransformerConfig:
     rotary_low_freq_factor: float = _extra_fields()["rotary_low_freq_factor"]
     rotary_high_freq_factor: float = _extra_fields()["rotary_high_freq_factor"]
     rotary_original_context: int = _extra_fields()["rotary_original_context"]
+    head_dim: int | None = _extra_fields()["head_dim"]
+    window: int | None = _extra_fields()["window"]
 
 
 class Transformer(Block):

@@ -8,7 +8,9 @@ token_type_ids]``) to pass segments. RoBERTa numbers positions from ``pad_token_
 record's positions count from 0 as BERT's do. A masked-LM checkpoint keeps its head
 (dense, GELU, layer norm, the tied decoder with its bias); a bare encoder's output is
 the last hidden state. The pooler is not imported (and an exported ``BertModel`` gets a
-fresh one from ``transformers``; ``last_hidden_state`` is the model's).
+fresh one from ``transformers``; ``last_hidden_state`` is the model's). A config with
+``is_decoder`` (``BertLMHeadModel``) is the same stack made causal; relative position
+embeddings and cross-attention are refused.
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ def _has_mlm(cfg: dict, tensors) -> bool:
 
 def _offset(cfg: dict) -> int:
     """The first position row a model uses (RoBERTa: pad_token_id + 1)."""
-    return need(cfg, "pad_token_id", default=1) + 1 if cfg["model_type"] == "roberta" else 0
+    return (
+        need(cfg, "pad_token_id", default=1, kind="index") + 1
+        if cfg["model_type"] == "roberta"
+        else 0
+    )
 
 
 def _sizes(cfg: dict) -> dict:
@@ -64,12 +70,24 @@ def _sizes(cfg: dict) -> dict:
                 "act": activation(cfg, "activation"), "types": 0}  # fmt: skip
     return {"E": need(cfg, "hidden_size"), "H": need(cfg, "num_attention_heads"),
             "L": need(cfg, "num_hidden_layers"), "ff": need(cfg, "intermediate_size"),
-            "eps": need(cfg, "layer_norm_eps", default=1e-12),
+            "eps": need(cfg, "layer_norm_eps", default=1e-12, kind="number"),
             "act": activation(cfg, "hidden_act"),
-            "types": need(cfg, "type_vocab_size", default=2)}  # fmt: skip
+            "types": need(cfg, "type_vocab_size", default=2, kind="index")}  # fmt: skip
+
+
+def _refuse_variants(cfg: dict) -> None:
+    """Config switches that change the encoder's maths in ways the record cannot hold."""
+    pos = cfg.get("position_embedding_type") or "absolute"
+    if pos != "absolute":
+        raise ScellisError(
+            f"config.json: position_embedding_type {pos!r} is not supported (only 'absolute')"
+        )
+    if cfg.get("add_cross_attention"):
+        raise ScellisError("config.json: add_cross_attention (an encoder-decoder) is not supported")
 
 
 def record(cfg: dict, name: str, context: int, tensors=None) -> dict:
+    _refuse_variants(cfg)
     z = _sizes(cfg)
     E, V, eps, act = z["E"], need(cfg, "vocab_size"), z["eps"], z["act"]
     n_pos = need(cfg, "max_position_embeddings") - _offset(cfg)
@@ -92,7 +110,8 @@ def record(cfg: dict, name: str, context: int, tensors=None) -> dict:
     blocks["ln"] = {"block_id": "nn/layer_norm", "in": "types" if z["types"] else "pos",
                     "normalized_shape": E, "eps": eps}  # fmt: skip
     blocks["body"] = {"block_id": "nn/transformer", "in": "ln", "d_model": E, "num_heads": z["H"],
-                      "num_layers": z["L"], "d_ff": z["ff"], "kind": "encoder",
+                      "num_layers": z["L"], "d_ff": z["ff"],
+                      "kind": "decoder" if cfg.get("is_decoder") else "encoder",
                       "activation": act, "eps": eps, "bias": True, "norm_first": False,
                       "final_norm": False}  # fmt: skip
     out = "body"

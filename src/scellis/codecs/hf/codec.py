@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...base.errors import ScellisError
 from ...catalog.registry import field, register
+from ...model.build import RecordModel
 from ...store.safetensors import dumps
 from ..base import Codec, Imported
 from ..raw import RawTensor
@@ -38,6 +39,22 @@ LAYOUTS = (
 
 def supported() -> str:
     return ", ".join(sorted(FAMILIES))
+
+
+def _check_shapes(path: Path, record: dict, mapped: dict, theirs: dict) -> None:
+    """Every mapped tensor has its parameter's shape, or the error names the checkpoint's
+    tensor: a config.json whose sizes disagree with its weights is caught here, where the
+    Hugging Face name is still known."""
+    shapes = {k: tuple(p.shape) for k, p in RecordModel(record, device="null").named_parameters()}
+    names = {id(t): k for k, t in theirs.items()}
+    for ours, t in mapped.items():
+        want = shapes.get(ours)
+        if want is not None and tuple(t.shape) != want:
+            name = names.get(id(t), ours)
+            raise ScellisError(
+                f"{path}: tensor {name!r} is {list(t.shape)} but config.json's sizes make it "
+                f"{list(want)}; the config does not describe these weights"
+            )
 
 
 @dataclass(frozen=True)
@@ -63,7 +80,11 @@ class HFCodec(Codec):
             raise ScellisError(f"{path}: a Hugging Face model is a folder with config.json")
         cfg = read_config(path)
         mt = cfg.get("model_type")
-        fam = FAMILIES.get(mt)
+        fam = FAMILIES.get(mt) if isinstance(mt, str) else None
+        if mt is None:
+            raise ScellisError(
+                f"{path}/config.json: has no 'model_type' (supported: {supported()})"
+            )
         if fam is None:
             raise ScellisError(
                 f"{path}/config.json: model_type {mt!r} is not supported; supported: {supported()}"
@@ -88,6 +109,7 @@ class HFCodec(Codec):
                 + (" ..." if len(left) > 6 else "")
                 + " (imported: the base model with its causal-LM or masked-LM head)"
             )
+        _check_shapes(path, rec, mapped, tensors)
         meta = {"model_type": mt, "architectures": cfg.get("architectures") or []}
         if (path / "tokenizer.json").is_file():
             meta["tokenizer"] = str(path / "tokenizer.json")

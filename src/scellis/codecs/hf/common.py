@@ -8,6 +8,7 @@ checkpoint's wrapper prefix (``transformer.``, ``model.``, ``bert.``) found once
 
 from __future__ import annotations
 
+import math
 import re
 
 from ...base.errors import ScellisError
@@ -28,10 +29,27 @@ ACTIVATION_OUT = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu
                   "tanh": "tanh"}  # fmt: skip
 
 
-def need(cfg: dict, *keys, default=None, where="config.json"):
-    """The first of ``keys`` the config has (not null), else ``default`` (None: an error)."""
+# what a config value must be, by the use it is put to: (check, words for the message)
+KINDS = {
+    "count": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+              "a whole number >= 1"),
+    "index": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+              "a whole number >= 0"),
+    "number": (lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+               and 0 <= v < math.inf, "a finite number >= 0"),
+    "name": (lambda v: isinstance(v, str), "a string"),
+}  # fmt: skip
+
+
+def need(cfg: dict, *keys, default=None, where="config.json", kind="count"):
+    """The first of ``keys`` the config has (not null), else ``default`` (None: an error).
+    The value must be of ``kind`` (see KINDS): a config that says ``"hidden_size": "32"``
+    is refused here, by name, rather than failing later in arithmetic."""
     for k in keys:
         if cfg.get(k) is not None:
+            ok, words = KINDS[kind]
+            if not ok(cfg[k]):
+                raise ScellisError(f"{where}: {k} is {cfg[k]!r}; expected {words}")
             return cfg[k]
     if default is None:
         raise ScellisError(f"{where}: has no {keys[0]!r}")
@@ -39,10 +57,11 @@ def need(cfg: dict, *keys, default=None, where="config.json"):
 
 
 def activation(cfg: dict, *keys) -> str:
-    name = need(cfg, *keys)
+    name = need(cfg, *keys, kind="name")
     if name not in ACTIVATION_IN:
+        key = next(k for k in keys if cfg.get(k) is not None)
         raise ScellisError(
-            f"config.json: activation {name!r} is not supported "
+            f"config.json: {key} {name!r} is not supported "
             f"(supported: {', '.join(sorted(ACTIVATION_IN))})"
         )
     return ACTIVATION_IN[name]

@@ -18,8 +18,10 @@ MODEL_TYPES = ("gpt2",)
 
 
 def record(cfg: dict, name: str, context: int) -> dict:
+    # reorder_and_upcast_attn is not here: it changes only where half-precision scores
+    # round, and Scellis keeps scores in f32 whatever the weights' dtype
     plain = {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
-             "reorder_and_upcast_attn": False, "add_cross_attention": False}  # fmt: skip
+             "add_cross_attention": False}  # fmt: skip
     for key, ok in plain.items():
         if cfg.get(key, ok) != ok:
             raise ScellisError(f"config.json: GPT-2 with {key}={cfg[key]} is not supported")
@@ -30,9 +32,10 @@ def record(cfg: dict, name: str, context: int) -> dict:
         head["tie_to"] = "tok"
     body = {"block_id": "nn/transformer", "in": "pos", "d_model": E,
             "num_heads": need(cfg, "n_head"), "num_layers": need(cfg, "n_layer"),
-            "d_ff": cfg.get("n_inner") or 4 * E, "kind": "decoder",
+            "d_ff": need(cfg, "n_inner", default=4 * E), "kind": "decoder",
             "activation": activation(cfg, "activation_function"),
-            "eps": need(cfg, "layer_norm_epsilon", default=1e-5), "bias": True}  # fmt: skip
+            "eps": need(cfg, "layer_norm_epsilon", default=1e-5, kind="number"),
+            "bias": True}  # fmt: skip
     return {
         "model": name,
         "inputs": ids_input(min(context, n_pos)),
@@ -67,8 +70,9 @@ def weights(cfg: dict, tensors: dict[str, RawTensor]) -> tuple[dict[str, RawTens
         for ours, theirs in (("ln1", "ln_1"), ("ln2", "ln_2")):
             out[b + ours + ".weight"] = n.take(h + theirs + ".weight")
             out[b + ours + ".bias"] = n.take(h + theirs + ".bias")
-        qkv_w = split_rows(transpose(n.take(h + "attn.c_attn.weight")), [E, E, E])
-        qkv_b = split_rows(n.take(h + "attn.c_attn.bias"), [E, E, E])
+        w, b_ = h + "attn.c_attn.weight", h + "attn.c_attn.bias"
+        qkv_w = split_rows(transpose(n.take(w)), [E, E, E], f"{w!r} (transposed)")
+        qkv_b = split_rows(n.take(b_), [E, E, E], repr(b_))
         for j, p in enumerate("qkv"):
             out[f"{b}attn.{p}.weight"], out[f"{b}attn.{p}.bias"] = qkv_w[j], qkv_b[j]
         for ours, theirs in (("attn.o", "attn.c_proj"), ("mlp.fc1", "mlp.c_fc"),

@@ -1,9 +1,12 @@
 """The Llama family (codecs layer): RMSNorm, RoPE, SwiGLU MLP, grouped-query attention.
 
-Covers ``llama`` (SmolLM, TinyLlama), ``mistral`` (its sliding window must be at least
-the record's context, where it masks nothing) and ``qwen2`` (biases on q, k, v only).
-RoPE is the plain one, linear scaling or Llama 3.1's ``llama3`` scaling; other
-``rope_type``s (dynamic, yarn, longrope) are refused, never approximated.
+Covers ``llama`` (SmolLM, TinyLlama), ``mistral`` and ``qwen2`` (biases on q, k, v
+only), with ``head_dim`` apart from the width. RoPE is the plain one, linear scaling,
+Llama 3.1's ``llama3`` scaling or ``dynamic`` (NTK), which changes the base only for
+sequences past max_position_embeddings (the record's context is never longer); other
+``rope_type``s (yarn, longrope) are refused, never approximated. Mistral's sliding
+window becomes the transformer's ``window`` when it is shorter than the context; a
+window on every layer or on none is supported.
 """
 
 from __future__ import annotations
@@ -21,64 +24,114 @@ _PROJ = {"attn.q": "self_attn.q_proj", "attn.k": "self_attn.k_proj", "attn.v": "
 _NORMS = {"ln1": "input_layernorm", "ln2": "post_attention_layernorm"}
 
 
+def _rope_kind(cfg: dict) -> tuple[str, dict, dict]:
+    """(rope_type, its parameters, the v5 ``rope_parameters``) from either config style."""
+    params = cfg.get("rope_parameters") or {}
+    scaling = cfg.get("rope_scaling") or params
+    return scaling.get("rope_type") or scaling.get("type") or "default", scaling, params
+
+
 def rope(cfg: dict) -> dict:
     """The transformer's RoPE fields from either config style (v4 ``rope_theta`` +
     ``rope_scaling``, v5 ``rope_parameters``)."""
-    params = cfg.get("rope_parameters") or {}
-    scaling = cfg.get("rope_scaling") or params
-    kind = scaling.get("rope_type") or scaling.get("type") or "default"
-    if kind not in ("default", "linear", "llama3"):
+    kind, scaling, params = _rope_kind(cfg)
+    if kind not in ("default", "linear", "llama3", "dynamic"):
         raise ScellisError(
-            f"config.json: rope_type {kind!r} is not supported (supported: default, linear, llama3)"
+            f"config.json: rope_type {kind!r} is not supported "
+            "(supported: default, linear, llama3, dynamic)"
         )
-    theta = cfg.get("rope_theta") or params.get("rope_theta") or 10000.0
+    where = "config.json rope_scaling"
+    theta = need(cfg if cfg.get("rope_theta") is not None else params, "rope_theta",
+                 default=10000.0, kind="number")  # fmt: skip
     out = {"rotary": True, "rotary_base": float(theta)}
-    if kind != "default":
-        out["rotary_scaling"] = float(scaling.get("factor", 1.0))
+    if kind in ("linear", "llama3"):
+        out["rotary_scaling"] = float(need(scaling, "factor", kind="number", where=where))
     if kind == "llama3":
         out["rotary_scaling_type"] = "llama3"
-        where = "config.json rope_scaling"
-        out["rotary_low_freq_factor"] = float(need(scaling, "low_freq_factor", where=where))
-        out["rotary_high_freq_factor"] = float(need(scaling, "high_freq_factor", where=where))
-        out["rotary_original_context"] = int(
-            need(scaling, "original_max_position_embeddings", where=where)
+        low = need(scaling, "low_freq_factor", kind="number", where=where)
+        high = need(scaling, "high_freq_factor", kind="number", where=where)
+        out["rotary_low_freq_factor"], out["rotary_high_freq_factor"] = float(low), float(high)
+        out["rotary_original_context"] = need(
+            scaling, "original_max_position_embeddings", where=where
         )
     return out
 
 
+def window(cfg: dict, context: int) -> int | None:
+    """The record's sliding window: None where no layer's window masks anything within
+    the context. Every layer must share it; some layers windowed and some not (v5
+    ``layer_types``, Qwen2's ``max_window_layers``) is refused."""
+    if not cfg.get("sliding_window"):
+        return None
+    size = need(cfg, "sliding_window")
+    types = cfg.get("layer_types")
+    if isinstance(types, list):
+        windowed = {t == "sliding_attention" for t in types}
+    elif cfg.get("model_type") == "qwen2":  # before layer_types: layers from max_window_layers on
+        first = need(cfg, "max_window_layers", default=0, kind="index")
+        layers = range(need(cfg, "num_hidden_layers"))
+        windowed = {i >= first for i in layers} if cfg.get("use_sliding_window") else {False}
+    else:
+        windowed = {True}
+    if size >= context or windowed == {False}:
+        return None  # a window at least the context long never masks anything
+    if windowed != {True}:
+        raise ScellisError(
+            f"config.json: a sliding_window ({size}) on some layers only (layer_types / "
+            f"max_window_layers) is not supported for a context over {size}"
+        )
+    return size
+
+
 def _biases(cfg: dict) -> tuple[bool, bool | None]:
-    """(bias on o and the MLP, bias on q/k/v or None for the same)."""
-    if cfg.get("model_type") == "qwen2":
+    """(bias on o and the MLP, bias on q/k/v or None for the same). Llama's
+    attention_bias (q, k, v, o) and mlp_bias must agree: the record's ``bias`` covers o
+    and the MLP together. Mistral has no biases and Qwen2 biases on q, k, v only,
+    whatever the config says."""
+    mt = cfg.get("model_type")
+    if mt == "qwen2":
         return False, True
-    return bool(cfg.get("attention_bias", False)), None
+    if mt != "llama":
+        return False, None
+    attn, mlp = bool(cfg.get("attention_bias")), bool(cfg.get("mlp_bias"))
+    if attn != mlp:
+        raise ScellisError(
+            f"config.json: attention_bias={attn} with mlp_bias={mlp} is not supported "
+            "(both true or both false)"
+        )
+    return attn, None
+
+
+def _head_dim(cfg: dict, E: int, H: int) -> int | None:
+    """The config's head size when it is not hidden_size / heads (None: it is)."""
+    D = need(cfg, "head_dim", default=E // H if E % H == 0 else 0, kind="index")
+    if D == 0:
+        raise ScellisError(
+            f"config.json: hidden_size {E} is not a multiple of num_attention_heads {H} "
+            "and there is no head_dim"
+        )
+    return None if D * H == E else D
 
 
 def record(cfg: dict, name: str, context: int) -> dict:
-    mt = cfg.get("model_type")
     E, H = need(cfg, "hidden_size"), need(cfg, "num_attention_heads")
-    if cfg.get("head_dim") not in (None, E // H) or E % H:
-        raise ScellisError(f"config.json: head_dim {cfg.get('head_dim')} != hidden_size / heads")
-    if mt == "llama" and bool(cfg.get("attention_bias")) != bool(cfg.get("mlp_bias")):
-        raise ScellisError("config.json: attention_bias without mlp_bias is not supported")
-    window = cfg.get("sliding_window")
+    head_dim = _head_dim(cfg, E, H)
     n_pos = need(cfg, "max_position_embeddings", default=2048)
     context = min(context, n_pos)
-    # a window at least the context long never masks anything: full attention is exact
-    if (mt != "qwen2" or cfg.get("use_sliding_window")) and window and window < context:
-        raise ScellisError(
-            f"config.json: a sliding window ({window}) shorter than the context ({context}) "
-            "is not supported"
-        )
     bias, qkv_bias = _biases(cfg)
     V = need(cfg, "vocab_size")
     body = {"block_id": "nn/transformer", "in": "tok", "d_model": E, "num_heads": H,
             "num_layers": need(cfg, "num_hidden_layers"), "d_ff": need(cfg, "intermediate_size"),
             "kind": "decoder", "activation": activation(cfg, "hidden_act"),
-            "eps": need(cfg, "rms_norm_eps", default=1e-6), "bias": bias, "norm": "rms",
-            "mlp": "gated", **rope(cfg)}  # fmt: skip
+            "eps": need(cfg, "rms_norm_eps", default=1e-6, kind="number"), "bias": bias,
+            "norm": "rms", "mlp": "gated", **rope(cfg)}  # fmt: skip
     kv = need(cfg, "num_key_value_heads", default=H)
     if kv != H:
         body["num_kv_heads"] = kv
+    if head_dim is not None:
+        body["head_dim"] = head_dim
+    if window(cfg, context) is not None:
+        body["window"] = window(cfg, context)
     if qkv_bias is not None:
         body["qkv_bias"] = qkv_bias
     head = {"block_id": "nn/lm_head", "in": "body", "d_model": E, "vocab_size": V}
@@ -141,6 +194,7 @@ def export(record: dict, tensors: dict[str, RawTensor]) -> tuple[dict, dict[str,
         ("an encoder (non-causal) stack", c.kind != "decoder"),
         ("a head bias", bool(hspec.get("bias"))),
         ("biases on o or the MLP without q/k/v biases", c.bias and c.qkv_bias is False),
+        ("a sliding window", c.window is not None),
     ) if cond]  # fmt: skip
     if bad:
         raise ScellisError(f"a Llama-family export cannot hold {', '.join(bad)}")
@@ -154,7 +208,7 @@ def export(record: dict, tensors: dict[str, RawTensor]) -> tuple[dict, dict[str,
         "vocab_size": tensors[f"{tok}.weight"].shape[0], "hidden_size": E,
         "intermediate_size": c.d_ff or 4 * E, "num_hidden_layers": c.num_layers,
         "num_attention_heads": H, "num_key_value_heads": c.num_kv_heads or H,
-        "head_dim": E // H, "hidden_act": ACTIVATION_OUT[c.activation],
+        "head_dim": c.head_dim or E // H, "hidden_act": ACTIVATION_OUT[c.activation],
         "rms_norm_eps": c.eps, "max_position_embeddings": max(seq_len(record, 2048), 2048),
         "rope_theta": c.rotary_base, "tie_word_embeddings": tied, "attention_dropout": 0.0,
         "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,

@@ -24,10 +24,13 @@ def transpose(t: RawTensor) -> RawTensor:
     return RawTensor(t.dtype, (cols, rows), data)
 
 
-def split_rows(t: RawTensor, sizes) -> list[RawTensor]:
+def split_rows(t: RawTensor, sizes, what: str = "a tensor") -> list[RawTensor]:
     """``t`` cut along its first axis into pieces of ``sizes`` rows."""
     if sum(sizes) != t.shape[0]:
-        raise ScellisError(f"cannot split {t.shape[0]} rows into {list(sizes)}")
+        raise ScellisError(
+            f"cannot split {what} of {t.shape[0]} rows into {list(sizes)} "
+            "(does config.json describe these weights?)"
+        )
     row = len(t.data) // t.shape[0] if t.shape[0] else 0
     out, at = [], 0
     for n in sizes:

@@ -43,7 +43,9 @@ def _refuse(name: str, spec: dict, block: str) -> None:
     bad = [k for k, ok in (("rotary", not spec.get("rotary")),
                            ("num_kv_heads", kv in (None, spec.get("num_heads"))),
                            ("norm", spec.get("norm", "layer") == "layer"),
-                           ("mlp", spec.get("mlp", "plain") == "plain")) if not ok]  # fmt: skip
+                           ("mlp", spec.get("mlp", "plain") == "plain"),
+                           ("head_dim", spec.get("head_dim") is None),
+                           ("window", spec.get("window") is None)) if not ok]  # fmt: skip
     if bad:
         raise ScellisError(f"block {name!r}: {block} with {', '.join(bad)} has no ONNX export here")
 

@@ -135,7 +135,8 @@ def _f(spec: dict, key: str, default):
 
 # the transformer fields whose non-default values the torch module does not model
 _PLAIN = {"num_kv_heads": None, "rotary_scaling": 1.0, "qkv_bias": None, "norm": "layer",
-          "norm_first": True, "mlp": "plain"}  # fmt: skip
+          "norm_first": True, "mlp": "plain", "head_dim": None,
+          "window": None}  # fmt: skip
 
 
 def _init(name: str, spec: dict) -> str | None:
