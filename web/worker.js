@@ -193,8 +193,13 @@ async function openGpu() {
   }
 }
 
-async function fetchWheels() {
-  const manifest = await (await fetch("./wheels/manifest.json")).json();
+// the wheels' manifest is asked for at once: it says whether the site has a snapshot
+const manifestPromise = fetch("./wheels/manifest.json").then((r) => {
+  if (!r.ok) throw new Error(`could not load ./wheels/manifest.json: HTTP ${r.status}`);
+  return r.json();
+});
+
+async function fetchWheels(manifest) {
   const get = (name) => fetchBytes(`./wheels/${name}`);
   const [wheels, bytecode] = await Promise.all([
     Promise.all(manifest.wheels.map(get)),
@@ -204,10 +209,44 @@ async function fetchWheels() {
   return { wheels, bytecode };
 }
 
-async function startPyodide() {
+// Pyodide sizes the WebAssembly memory it restores a snapshot into from the snapshot's
+// length, but this build's memory is made by the module itself at its own initial size,
+// too small for the snapshot: the memory is grown first, before anything runs in it
+async function growingModule() {
+  const create = (await import("./pyodide/pyodide.asm.mjs")).default;
+  return (settings) => {
+    const size = settings.INITIAL_MEMORY;
+    settings.preRun.push((module) => { if (size) module.growMemory(size); });
+    return create(settings);
+  };
+}
+
+// The interpreter: restored from the site build's memory snapshot (Python started, the
+// engine's modules imported) when the site has one, else started afresh; a snapshot that
+// cannot be fetched or restored costs the fresh start it would have saved, no more
+const bootPath = { from: "fresh", snapshot_error: null };
+
+async function startPyodide(manifest) {
   const { loadPyodide } = await pyodideModule;
   mark("pyodide:module");
-  const py = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
+  const indexURL = new URL("./pyodide/", self.location.href).href;
+  if (manifest.snapshot) {
+    try {
+      const snapshot = fetchBytes(`./wheels/${manifest.snapshot}`).then((b) => {
+        mark("snapshot:fetched");
+        return b;
+      });
+      const createPyodideModule = await growingModule();
+      const py = await loadPyodide({ indexURL, _loadSnapshot: snapshot, createPyodideModule });
+      bootPath.from = "snapshot";
+      mark("pyodide:loaded");
+      return py;
+    } catch (e) {
+      bootPath.snapshot_error = (e && e.message) || String(e);
+      console.warn(`scellis: starting Python without the snapshot (${bootPath.snapshot_error})`);
+    }
+  }
+  const py = await loadPyodide({ indexURL });
   mark("pyodide:loaded");
   return py;
 }
@@ -217,8 +256,8 @@ async function boot() {
   // all three start now; a missing WebGPU or adapter is said as soon as it is known,
   // without waiting for Python
   const gpu = openGpu();
-  const files = fetchWheels();
-  const python = startPyodide();
+  const files = manifestPromise.then(fetchWheels);
+  const python = manifestPromise.then(startPyodide);
   for (const p of [files, python]) p.catch(() => {}); // awaited below, or boot failed first
   status("loading Python (Pyodide)…");
   const [opened, py] = await Promise.all([gpu, python]);
@@ -241,6 +280,8 @@ async function boot() {
   await pyodide.runPythonAsync("await _browser.install(_gpu_adapter, _gpu_device)");
   mark("python:device-installed");
   api = await pyodide.runPythonAsync("import scellis.webapp.api as _api\n_api");
+  // this worker's start, for the state a snapshot's imports fixed at the site build
+  api.started();
   mark("python:api");
   // the event kinds after which the store is written back (the engine's schema says)
   const defs = toJs(api.dispatch("event_schema", "{}")).$defs;
@@ -251,6 +292,7 @@ async function boot() {
   hello.restored_data = restored;
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
+  hello.boot_path = bootPath;
   mark("engine:ready");
   hello.boot_marks = bootMarks;
   return hello;

@@ -7,7 +7,10 @@
   tree), and the ``ruamel.yaml`` and ``click`` wheels (from a local cache, filled by
   ``pip download`` at build time the first time), listed in ``wheels/manifest.json``,
   with ``bytecode.zip``: their modules compiled by the shipped Pyodide (node runs
-  ``web/compile_bytecode.mjs``), so the tab does not compile Python source at each start;
+  ``web/compile_bytecode.mjs``), so the tab does not compile Python source at each start,
+  and ``snapshot.bin``: the shipped Pyodide's memory with those wheels installed and the
+  engine's modules (``SNAPSHOT_MODULES``) imported (node runs ``web/make_snapshot.mjs``),
+  which the tab restores instead of starting Python and importing scellis itself;
 - ``app.js``/``app.css`` (the front end bundled by esbuild), ``worker.js``,
   ``index.html``, ``favicon.svg``, ``examples/*.sml``;
 - ``sw.js``: a service worker that precaches every file above under a cache name
@@ -44,6 +47,10 @@ PYODIDE_FILES = (
 DEPENDENCIES = ("ruamel.yaml", "click")
 # modules that can never run in a browser (they import numpy or wgpu) stay out of the wheel
 NATIVE_ONLY = ("scellis/devices/reference/", "scellis/devices/native_wgpu.py")
+# what the snapshot has imported: the modules the worker imports at boot, with what they
+# import. Each must hold no browser object at import (a snapshot cannot keep one): the
+# browser device only imports ``js`` then, and asks it for the GPU once installed
+SNAPSHOT_MODULES = ("scellis.devices.browser", "scellis.webapp.api")
 
 
 def wheel_cache() -> Path:
@@ -153,6 +160,22 @@ def compile_bytecode(nm: Path, wheels: list[Path], out: Path) -> str | None:
     return "bytecode.zip"
 
 
+def make_snapshot(nm: Path, archives: list[Path], out: Path) -> str | None:
+    """``out/snapshot.bin``: Pyodide's memory after unpacking ``archives`` (the wheels,
+    then their bytecode) and importing SNAPSHOT_MODULES; None (the tab then starts
+    Python itself, only slower) where node cannot make it."""
+    node = shutil.which("node")
+    if node is None:
+        print("site build: no node, so no snapshot.bin (the tab starts slower)", file=sys.stderr)
+        return None
+    cmd = [node, str(WEB / "make_snapshot.mjs"), str((nm / "pyodide").resolve())]
+    cmd += [str(out / "snapshot.bin"), ",".join(SNAPSHOT_MODULES), *map(str, archives)]
+    r = subprocess.run(cmd, capture_output=True, timeout=600)
+    if r.returncode != 0:
+        raise ScellisError(f"making the Python snapshot failed: {r.stderr.decode()[-600:]}")
+    return "snapshot.bin"
+
+
 def bundle_js(nm: Path, out: Path) -> None:
     esbuild = nm / ".bin" / "esbuild"
     cmd = [str(esbuild), "src/main.js", "--bundle", "--format=esm", "--target=es2022"]
@@ -216,8 +239,13 @@ def build_site(out: str | Path) -> dict:
         names.append(w.name)
     manifest = {"wheels": names}
     bytecode = compile_bytecode(nm, [wheels / n for n in names], wheels)
+    archives = [wheels / n for n in names]
     if bytecode:
         manifest["bytecode"] = bytecode
+        archives.append(wheels / bytecode)
+    snapshot = make_snapshot(nm, archives, wheels)
+    if snapshot:
+        manifest["snapshot"] = snapshot
     (wheels / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (out / "examples").mkdir()
     for sml in sorted((REPO / "examples").glob("*.sml")):
@@ -238,7 +266,7 @@ def site_is_current(out: Path) -> bool:
         return False
     built = sw.stat().st_mtime
     sources = [WEB / "index.html", WEB / "worker.js", WEB / "favicon.svg"]
-    sources.append(WEB / "compile_bytecode.mjs")
+    sources += [WEB / "compile_bytecode.mjs", WEB / "make_snapshot.mjs"]
     sources += list((WEB / "src").rglob("*"))
     sources += list(PACKAGE_DIR.rglob("*.py")) + list((REPO / "examples").glob("*.sml"))
     return all(p.stat().st_mtime <= built for p in sources if p.is_file())
