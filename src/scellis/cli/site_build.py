@@ -5,7 +5,9 @@
 - ``pyodide/``: the interpreter and standard library from the npm ``pyodide`` package;
 - ``wheels/``: a pure-Python wheel of scellis (written here as a zip, from the source
   tree), and the ``ruamel.yaml`` and ``click`` wheels (from a local cache, filled by
-  ``pip download`` at build time the first time), listed in ``wheels/manifest.json``,
+  ``pip download`` at build time the first time), listed in ``wheels/manifest.json``;
+  every archive the tab unpacks has its members stored, not deflated, so the worker
+  copies files out of it (a server that compresses what it sends still shrinks them),
   with ``bytecode.zip``: their modules compiled by the shipped Pyodide (node runs
   ``web/compile_bytecode.mjs``), so the tab does not compile Python source at each start,
   and ``snapshot.bin``: the shipped Pyodide's memory with those wheels installed and the
@@ -22,6 +24,7 @@ Building may use the network (npm, PyPI); the built site never does.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import os
@@ -104,10 +107,22 @@ def write_scellis_wheel(dest: Path) -> Path:
     files += [(f"{info}/METADATA", meta), (f"{info}/WHEEL", wheel)]
     record = "\n".join(_record_line(n, d) for n, d in files) + f"\n{info}/RECORD,,\n"
     out = dest / name
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         for n, d in files:
             z.writestr(zipfile.ZipInfo(n, date_time=(2020, 1, 1, 0, 0, 0)), d)
         z.writestr(zipfile.ZipInfo(f"{info}/RECORD", date_time=(2020, 1, 1, 0, 0, 0)), record)
+    return out
+
+
+def copy_stored(wheel: Path, dest: Path) -> Path:
+    """``wheel`` copied into ``dest`` with its members stored: the same names, order,
+    times and bytes (RECORD still holds), only not deflated."""
+    out = dest / wheel.name
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for info in src.infolist():
+            data = src.read(info)
+            info.compress_type = zipfile.ZIP_STORED
+            z.writestr(info, data)
     return out
 
 
@@ -160,7 +175,7 @@ def compile_bytecode(nm: Path, wheels: list[Path], out: Path) -> str | None:
     return "bytecode.zip"
 
 
-def make_snapshot(nm: Path, archives: list[Path], out: Path) -> str | None:
+def make_snapshot(nm: Path, archives: list[Path], out: Path) -> dict | None:
     """``out/snapshot.bin``: Pyodide's memory after unpacking ``archives`` (the wheels,
     then their bytecode) and importing SNAPSHOT_MODULES; None (the tab then starts
     Python itself, only slower) where node cannot make it."""
@@ -173,7 +188,16 @@ def make_snapshot(nm: Path, archives: list[Path], out: Path) -> str | None:
     r = subprocess.run(cmd, capture_output=True, timeout=600)
     if r.returncode != 0:
         raise ScellisError(f"making the Python snapshot failed: {r.stderr.decode()[-600:]}")
-    return "snapshot.bin"
+    return gzip_snapshot(out / "snapshot.bin")
+
+
+def gzip_snapshot(path: Path) -> dict:
+    """The snapshot gzipped in place (a third of its size: much of a heap is zeros and
+    repeats; the worker inflates it as it arrives), and how the manifest lists it."""
+    raw = path.read_bytes()
+    # mtime 0 and no file name in the header: the same snapshot gives the same file
+    path.write_bytes(gzip.compress(raw, compresslevel=6, mtime=0))
+    return {"file": path.name, "bytes": len(raw), "gzip": True}
 
 
 def bundle_js(nm: Path, out: Path) -> None:
@@ -235,8 +259,7 @@ def build_site(out: str | Path) -> dict:
     wheels.mkdir()
     names = [write_scellis_wheel(wheels).name]
     for w in dependency_wheels():
-        shutil.copy2(w, wheels / w.name)
-        names.append(w.name)
+        names.append(copy_stored(w, wheels).name)
     manifest = {"wheels": names}
     bytecode = compile_bytecode(nm, [wheels / n for n in names], wheels)
     archives = [wheels / n for n in names]
