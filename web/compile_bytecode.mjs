@@ -22,10 +22,16 @@ for d in tops:
     if not compileall.compile_dir(d, quiet=1, invalidation_mode=mode):
         raise SystemExit(f"bytecode: {d} did not compile")
 with zipfile.ZipFile("/tmp/bytecode.zip", "w", zipfile.ZIP_STORED) as z:
-    for d in tops:
-        for base, _, files in os.walk(d):
+    for d in sorted(tops):
+        for base, dirs, files in os.walk(d):
+            dirs.sort()
             if os.path.basename(base) == "__pycache__":
                 for f in sorted(files):
-                    z.write(os.path.join(base, f))
+                    # a fixed time, as in the scellis wheel: the same modules, the same zip
+                    path = os.path.join(base, f)
+                    info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
+                    info.external_attr = 0o644 << 16
+                    with open(path, "rb") as src:
+                        z.writestr(info, src.read())
 `);
 writeFileSync(outZip, py.FS.readFile("/tmp/bytecode.zip"));
