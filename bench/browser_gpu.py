@@ -314,6 +314,7 @@ SCELLIS_JS = (
     }
     r.engine_start_ms = engineMs;
     r.boot_marks = hello.boot_marks;
+    r.boot_path = hello.boot_path; // {from: "snapshot" | "fresh", snapshot_error}
     await __post(r);
   } catch (e) { await __post({error: String(e && e.message || e)}); }
 })();

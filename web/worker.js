@@ -193,8 +193,13 @@ async function openGpu() {
   }
 }
 
-async function fetchWheels() {
-  const manifest = await (await fetch("./wheels/manifest.json")).json();
+// the wheels' manifest is asked for at once: it says whether the site has a snapshot
+const manifestPromise = fetch("./wheels/manifest.json").then((r) => {
+  if (!r.ok) throw new Error(`could not load ./wheels/manifest.json: HTTP ${r.status}`);
+  return r.json();
+});
+
+async function fetchWheels(manifest) {
   const get = (name) => fetchBytes(`./wheels/${name}`);
   const [wheels, bytecode] = await Promise.all([
     Promise.all(manifest.wheels.map(get)),
@@ -204,10 +209,114 @@ async function fetchWheels() {
   return { wheels, bytecode };
 }
 
-async function startPyodide() {
+// A zip's files written into Pyodide's working folder, where pyodide.unpackArchive puts
+// them (the folder is first on sys.path), by JavaScript: the site build stores every
+// archive's members uncompressed, so unpacking is copying, with no Python (zipfile,
+// shutil) run in WebAssembly for it. An archive this reader does not take (a compressed
+// member, zip64) goes to unpackArchive.
+function unpack(zip) {
+  const entries = storedEntries(zip);
+  if (!entries) { pyodide.unpackArchive(zip, "zip"); return; }
+  const FS = pyodide.FS;
+  for (const { name, bytes } of entries) {
+    const parts = name.split("/").filter((p) => p && p !== "." && p !== "..");
+    if (!parts.length) continue;
+    if (name.endsWith("/")) { FS.mkdirTree(parts.join("/")); continue; }
+    if (parts.length > 1) FS.mkdirTree(parts.slice(0, -1).join("/"));
+    FS.writeFile(parts.join("/"), bytes, { canOwn: true });
+  }
+}
+
+// [{name, bytes}] from the zip's central directory; null unless every member is stored
+function storedEntries(zip) {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  let end = zip.length - 22; // the end record: 22 bytes and a comment of at most 64 KiB
+  while (end >= 0 && view.getUint32(end, true) !== 0x06054b50) end--;
+  if (end < 0) return null;
+  const count = view.getUint16(end + 10, true);
+  let at = view.getUint32(end + 16, true);
+  const names = new TextDecoder();
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    if (view.getUint32(at, true) !== 0x02014b50) return null;
+    const method = view.getUint16(at + 10, true);
+    const size = view.getUint32(at + 20, true);
+    const nameLen = view.getUint16(at + 28, true);
+    const local = view.getUint32(at + 42, true);
+    if (method !== 0 || size === 0xffffffff || local === 0xffffffff) return null;
+    const name = names.decode(zip.subarray(at + 46, at + 46 + nameLen));
+    // the data follows the local header, whose name and extra field have their own lengths
+    const start = local + 30 + view.getUint16(local + 26, true) + view.getUint16(local + 28, true);
+    out.push({ name, bytes: zip.subarray(start, start + size) });
+    at += 46 + nameLen + view.getUint16(at + 30, true) + view.getUint16(at + 32, true);
+  }
+  return out;
+}
+
+// The snapshot is read into a buffer of the size the manifest gives, while Pyodide
+// compiles its WebAssembly: Pyodide asks for the snapshot before it compiles, but reads
+// only its length then, and its bytes once the module is ready to run, which waits (an
+// Emscripten run dependency) until the buffer is full. A snapshot that fails to arrive
+// leaves a buffer with no header, which Pyodide refuses, so boot starts afresh.
+async function readSnapshot(entry, into) {
+  const r = await fetch(`./wheels/${entry.file}`);
+  if (!r.ok) throw new Error(`could not load ./wheels/${entry.file}: HTTP ${r.status}`);
+  const body = entry.gzip ? r.body.pipeThrough(new DecompressionStream("gzip")) : r.body;
+  const reader = body.getReader();
+  let at = 0;
+  for (let part = await reader.read(); !part.done; part = await reader.read()) {
+    if (at + part.value.length > into.length) throw new Error("the snapshot is longer than listed");
+    into.set(part.value, at);
+    at += part.value.length;
+  }
+  if (at !== into.length) throw new Error("the snapshot is shorter than listed");
+  mark("snapshot:fetched");
+}
+
+// Pyodide's loader takes the function that makes its Emscripten module; this one makes it
+// wait for the snapshot's bytes, and grows its memory to the snapshot's size first (this
+// build's module makes its memory at its own initial size, too small for a snapshot)
+async function snapshotModule(snapshot, arrived) {
+  const create = (await import("./pyodide/pyodide.asm.mjs")).default;
+  return (settings) => {
+    settings.preRun.push((module) => {
+      mark("pyodide:instantiated");
+      module.growMemory(snapshot.length);
+      module.addRunDependency("scellis-snapshot");
+      arrived.then(() => module.removeRunDependency("scellis-snapshot"));
+    });
+    return create(settings);
+  };
+}
+
+// The interpreter: restored from the site build's memory snapshot (Python started, the
+// engine's modules imported) when the site has one, else started afresh; a snapshot that
+// cannot be fetched or restored costs the fresh start it would have saved, no more
+const bootPath = { from: "fresh", snapshot_error: null };
+
+async function startPyodide(manifest) {
+  const entry = manifest.snapshot;
+  const snapshot = entry ? new Uint8Array(entry.bytes) : null;
+  const arrived = entry && readSnapshot(entry, snapshot).catch((e) => {
+    snapshot.fill(0, 0, 64);
+    bootPath.snapshot_error = (e && e.message) || String(e);
+  });
   const { loadPyodide } = await pyodideModule;
   mark("pyodide:module");
-  const py = await loadPyodide({ indexURL: new URL("./pyodide/", self.location.href).href });
+  const indexURL = new URL("./pyodide/", self.location.href).href;
+  if (entry) {
+    try {
+      const createPyodideModule = await snapshotModule(snapshot, arrived);
+      const py = await loadPyodide({ indexURL, _loadSnapshot: snapshot, createPyodideModule });
+      bootPath.from = "snapshot";
+      mark("pyodide:loaded");
+      return py;
+    } catch (e) {
+      bootPath.snapshot_error ??= (e && e.message) || String(e);
+      console.warn(`scellis: starting Python without the snapshot (${bootPath.snapshot_error})`);
+    }
+  }
+  const py = await loadPyodide({ indexURL });
   mark("pyodide:loaded");
   return py;
 }
@@ -217,8 +326,8 @@ async function boot() {
   // all three start now; a missing WebGPU or adapter is said as soon as it is known,
   // without waiting for Python
   const gpu = openGpu();
-  const files = fetchWheels();
-  const python = startPyodide();
+  const files = manifestPromise.then(fetchWheels);
+  const python = manifestPromise.then(startPyodide);
   for (const p of [files, python]) p.catch(() => {}); // awaited below, or boot failed first
   status("loading Python (Pyodide)…");
   const [opened, py] = await Promise.all([gpu, python]);
@@ -227,8 +336,7 @@ async function boot() {
   const { wheels, bytecode } = await files;
   // a wheel is a zip laid out as site-packages: unpacking it is installing it; the
   // bytecode goes next to the sources it was compiled from
-  for (const w of wheels) pyodide.unpackArchive(w, "wheel");
-  if (bytecode) pyodide.unpackArchive(bytecode, "zip");
+  for (const z of bytecode ? [...wheels, bytecode] : wheels) unpack(z);
   mark("wheels:installed");
   await mountStore();
   mark("store:mounted");
@@ -241,6 +349,8 @@ async function boot() {
   await pyodide.runPythonAsync("await _browser.install(_gpu_adapter, _gpu_device)");
   mark("python:device-installed");
   api = await pyodide.runPythonAsync("import scellis.webapp.api as _api\n_api");
+  // this worker's start, for the state a snapshot's imports fixed at the site build
+  api.started();
   mark("python:api");
   // the event kinds after which the store is written back (the engine's schema says)
   const defs = toJs(api.dispatch("event_schema", "{}")).$defs;
@@ -251,6 +361,7 @@ async function boot() {
   hello.restored_data = restored;
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;
+  hello.boot_path = bootPath;
   mark("engine:ready");
   hello.boot_marks = bootMarks;
   return hello;

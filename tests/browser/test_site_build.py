@@ -9,9 +9,11 @@ diagnostics (line:col) rather than a traceback.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
+import struct
 import zipfile
 from pathlib import Path
 
@@ -64,6 +66,23 @@ def test_bytecode_covers_every_module_and_is_never_checked_against_sources(site_
     assert modules and modules <= compiled, sorted(modules - compiled)[:5]
     assert len({h[:4] for h in pycs.values()}) == 1
     assert all(int.from_bytes(h[4:8], "little") == 0b01 for h in pycs.values())
+
+
+def test_the_snapshot_is_listed_and_every_archive_is_stored(site_dir):
+    """The worker preallocates the snapshot from the manifest's size and inflates it as it
+    arrives; it copies files out of the wheels and bytecode only when nothing in them is
+    compressed (else Python unpacks them, slowly)."""
+    manifest = json.loads((site_dir / "wheels" / "manifest.json").read_text())
+    entry = manifest["snapshot"]
+    assert entry["file"] == "snapshot.bin" and entry["gzip"] is True
+    raw = gzip.decompress((site_dir / "wheels" / entry["file"]).read_bytes())
+    assert len(raw) == entry["bytes"]
+    # Pyodide's snapshot header: the magic b"\0snp", then where the memory starts
+    magic, offset = struct.unpack_from("<4sI", raw)
+    assert magic == b"\0snp" and offset % 16 == 0 and offset < len(raw)
+    for name in [*manifest["wheels"], manifest["bytecode"]]:
+        with zipfile.ZipFile(site_dir / "wheels" / name) as z:
+            assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}, name
 
 
 def test_service_worker_precaches_every_file(site_dir):

@@ -5,9 +5,14 @@
 - ``pyodide/``: the interpreter and standard library from the npm ``pyodide`` package;
 - ``wheels/``: a pure-Python wheel of scellis (written here as a zip, from the source
   tree), and the ``ruamel.yaml`` and ``click`` wheels (from a local cache, filled by
-  ``pip download`` at build time the first time), listed in ``wheels/manifest.json``,
+  ``pip download`` at build time the first time), listed in ``wheels/manifest.json``;
+  every archive the tab unpacks has its members stored, not deflated, so the worker
+  copies files out of it (a server that compresses what it sends still shrinks them),
   with ``bytecode.zip``: their modules compiled by the shipped Pyodide (node runs
-  ``web/compile_bytecode.mjs``), so the tab does not compile Python source at each start;
+  ``web/compile_bytecode.mjs``), so the tab does not compile Python source at each start,
+  and ``snapshot.bin``: the shipped Pyodide's memory with those wheels installed and the
+  engine's modules (``SNAPSHOT_MODULES``) imported (node runs ``web/make_snapshot.mjs``),
+  which the tab restores instead of starting Python and importing scellis itself;
 - ``app.js``/``app.css`` (the front end bundled by esbuild), ``worker.js``,
   ``index.html``, ``favicon.svg``, ``examples/*.sml``;
 - ``sw.js``: a service worker that precaches every file above under a cache name
@@ -19,6 +24,7 @@ Building may use the network (npm, PyPI); the built site never does.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import os
@@ -44,6 +50,10 @@ PYODIDE_FILES = (
 DEPENDENCIES = ("ruamel.yaml", "click")
 # modules that can never run in a browser (they import numpy or wgpu) stay out of the wheel
 NATIVE_ONLY = ("scellis/devices/reference/", "scellis/devices/native_wgpu.py")
+# what the snapshot has imported: the modules the worker imports at boot, with what they
+# import. Each must hold no browser object at import (a snapshot cannot keep one): the
+# browser device only imports ``js`` then, and asks it for the GPU once installed
+SNAPSHOT_MODULES = ("scellis.devices.browser", "scellis.webapp.api")
 
 
 def wheel_cache() -> Path:
@@ -97,10 +107,22 @@ def write_scellis_wheel(dest: Path) -> Path:
     files += [(f"{info}/METADATA", meta), (f"{info}/WHEEL", wheel)]
     record = "\n".join(_record_line(n, d) for n, d in files) + f"\n{info}/RECORD,,\n"
     out = dest / name
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         for n, d in files:
             z.writestr(zipfile.ZipInfo(n, date_time=(2020, 1, 1, 0, 0, 0)), d)
         z.writestr(zipfile.ZipInfo(f"{info}/RECORD", date_time=(2020, 1, 1, 0, 0, 0)), record)
+    return out
+
+
+def copy_stored(wheel: Path, dest: Path) -> Path:
+    """``wheel`` copied into ``dest`` with its members stored: the same names, order,
+    times and bytes (RECORD still holds), only not deflated."""
+    out = dest / wheel.name
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for info in src.infolist():
+            data = src.read(info)
+            info.compress_type = zipfile.ZIP_STORED
+            z.writestr(info, data)
     return out
 
 
@@ -151,6 +173,31 @@ def compile_bytecode(nm: Path, wheels: list[Path], out: Path) -> str | None:
     if r.returncode != 0:
         raise ScellisError(f"compiling the wheels to bytecode failed: {r.stderr.decode()[-600:]}")
     return "bytecode.zip"
+
+
+def make_snapshot(nm: Path, archives: list[Path], out: Path) -> dict | None:
+    """``out/snapshot.bin``: Pyodide's memory after unpacking ``archives`` (the wheels,
+    then their bytecode) and importing SNAPSHOT_MODULES; None (the tab then starts
+    Python itself, only slower) where node cannot make it."""
+    node = shutil.which("node")
+    if node is None:
+        print("site build: no node, so no snapshot.bin (the tab starts slower)", file=sys.stderr)
+        return None
+    cmd = [node, str(WEB / "make_snapshot.mjs"), str((nm / "pyodide").resolve())]
+    cmd += [str(out / "snapshot.bin"), ",".join(SNAPSHOT_MODULES), *map(str, archives)]
+    r = subprocess.run(cmd, capture_output=True, timeout=600)
+    if r.returncode != 0:
+        raise ScellisError(f"making the Python snapshot failed: {r.stderr.decode()[-600:]}")
+    return gzip_snapshot(out / "snapshot.bin")
+
+
+def gzip_snapshot(path: Path) -> dict:
+    """The snapshot gzipped in place (a third of its size: much of a heap is zeros and
+    repeats; the worker inflates it as it arrives), and how the manifest lists it."""
+    raw = path.read_bytes()
+    # mtime 0 and no file name in the header: the same snapshot gives the same file
+    path.write_bytes(gzip.compress(raw, compresslevel=6, mtime=0))
+    return {"file": path.name, "bytes": len(raw), "gzip": True}
 
 
 def bundle_js(nm: Path, out: Path) -> None:
@@ -212,12 +259,16 @@ def build_site(out: str | Path) -> dict:
     wheels.mkdir()
     names = [write_scellis_wheel(wheels).name]
     for w in dependency_wheels():
-        shutil.copy2(w, wheels / w.name)
-        names.append(w.name)
+        names.append(copy_stored(w, wheels).name)
     manifest = {"wheels": names}
     bytecode = compile_bytecode(nm, [wheels / n for n in names], wheels)
+    archives = [wheels / n for n in names]
     if bytecode:
         manifest["bytecode"] = bytecode
+        archives.append(wheels / bytecode)
+    snapshot = make_snapshot(nm, archives, wheels)
+    if snapshot:
+        manifest["snapshot"] = snapshot
     (wheels / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (out / "examples").mkdir()
     for sml in sorted((REPO / "examples").glob("*.sml")):
@@ -238,7 +289,7 @@ def site_is_current(out: Path) -> bool:
         return False
     built = sw.stat().st_mtime
     sources = [WEB / "index.html", WEB / "worker.js", WEB / "favicon.svg"]
-    sources.append(WEB / "compile_bytecode.mjs")
+    sources += [WEB / "compile_bytecode.mjs", WEB / "make_snapshot.mjs"]
     sources += list((WEB / "src").rglob("*"))
     sources += list(PACKAGE_DIR.rglob("*.py")) + list((REPO / "examples").glob("*.sml"))
     return all(p.stat().st_mtime <= built for p in sources if p.is_file())

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import random
 
 from ..base.errors import Diagnostic, ScellisError
 from ..devices.base import get_device
 from ..version import __version__
-from . import bench_api, import_api, kept_data, model_api, run_api, runs_api, use_api
+from . import bench_api, import_api, kept_data, model_api, run_api, runs_api, tab_store, use_api
 from .run_api import control, plan, train  # noqa: F401
 
 _last_error: dict | None = None
@@ -92,6 +93,15 @@ def dispatch(cmd: str, args_json: str = "{}"):
     if hasattr(out, "__anext__"):
         return _guarded(out)
     return _guarded_call(out) if inspect.iscoroutine(out) else out
+
+
+def started() -> None:
+    """Said by the worker once the engine is imported, before any command. The site build
+    may have imported these modules into a memory snapshot that every tab restores, so
+    state made at import is the build's: this worker's start time (which tells a dead
+    tab's run from a live one) and the shared ``random`` generator's seed are set here."""
+    tab_store.opened()
+    random.seed()
 
 
 def hello() -> dict:
