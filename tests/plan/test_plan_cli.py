@@ -195,11 +195,12 @@ def test_replay_residency_is_planned_and_can_be_turned_off(capsys):
 
 @pytest.mark.webgpu
 def test_replay_over_budget_falls_back_to_eager_steps_and_says_why(capsys, tmp_path):
-    # a recorded schedule keeps the step's buffers resident: between its peak and the
-    # eager peak the run takes eager steps, and the plan names both peaks
+    # a recorded schedule keeps the step's storages (and copies of its inputs) resident:
+    # between its peak and the eager peak the run takes eager steps, and the plan names
+    # both peaks
     _, rep = plan_json(capsys, LM, "--device", "webgpu", "--budget", "8GiB")
     _, eager = plan_json(capsys, LM, "--device", "webgpu", "--budget", "8GiB", "--no-replay")
-    assert eager["peak"] * 2 < rep["peak"]
+    assert eager["peak"] * 1.1 < rep["peak"] < eager["peak"] * 2
     budget = f"{(eager['peak'] + rep['peak']) // 2 // 2**20}MiB"
     rc, p = plan_json(capsys, LM, "--device", "webgpu", "--budget", budget)
     assert rc == 0 and p["verdict"] == "yellow" and p["peak"] == eager["peak"]

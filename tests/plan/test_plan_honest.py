@@ -49,18 +49,18 @@ REPLAYED = [SIZES[0], SIZES[3], MIXED[0]]
 @pytest.mark.webgpu
 @pytest.mark.parametrize("name,make", REPLAYED, ids=[n for n, _ in REPLAYED])
 def test_replayed_plan_bounds_the_webgpu_allocator(name, make):
-    # replayed steps keep every buffer of the recorded step: several times the eager peak
+    # a recorded step reuses its own storage by liveness, as the eager step does: the
+    # schedule holds about the eager peak (plus the recorded inputs' copies), not the sum
+    # of every buffer the step made
     record = make()
     dev = WebGPUBackend()
     update = loop_update_for(record)
     eager = make_plan(record, of_backend(dev), update=update, remediate=False)
     plan = make_plan(record, of_backend(dev), update=update, remediate=False, replay=True)
-    assert eager.replay_bytes == 0 and plan.replay_bytes > 2 * eager.peak
-    assert plan.peak == plan.replay_bytes  # no evaluation planned beside it
+    assert eager.replay_bytes == 0 and plan.replay_bytes < 1.6 * eager.peak
+    assert plan.peak == max(plan.replay_bytes, eager.peak)  # no evaluation planned beside it
     measured = measured_loop_peak(record, dev, steps=6, replay=True)
-    # the peak is the second recorded step, with the first one's buffers still held; the
-    # planner counts one traced step's allocations without reuse, which lands within a
-    # few percent of it (the loop's own scalars of each eager step are not traced)
+    print(name, plan.peak, measured, eager.peak)
     assert 0.98 * measured <= plan.peak <= 1.10 * measured, (name, plan.peak, measured)
 
 

@@ -355,19 +355,43 @@ def quantized_base(record: dict, tr: Trace) -> dict:
 
 
 def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:
-    """What replayed steps keep resident: every buffer the traced step allocates, each in
-    its own storage (a recording reuses nothing from its own pool), the copies of the
-    inputs the two recorded steps ran on, and the loop's scalars twice (the pinned ones
-    the schedule reads, and an eager step's new ones before they are copied back).
-    The allocator's peak is the second recorded step, the first one's buffers still
-    held; this lands within -1%..+4% of it on lavapipe (tests/plan). The f32 weights a
-    quantised base replaced are not counted: they were let go before the first step."""
+    """The device memory replayed steps hold, at its peak: the recorded step keeps the
+    storages it allocates (reusing its own released ones by size class, as it ran
+    eagerly) beside everything that lives through it, so the traced steady step is
+    replayed through such a private pool. Beside it, the inputs twice more (the copies
+    the two recorded steps ran on, the second recorded step's batch) and the loop's
+    scalars twice (the pinned ones the schedule reads, and an eager step's new ones
+    before they are copied back). The f32 weights a quantised base replaced are not
+    counted: they were let go before the first step."""
     cost = cost_fn(device)
     replaced = _quantised_away(tr)
-    allocs = [a for s, a in tr.allocs().items() if s not in replaced]
-    step = sum(cost(numel, dtype) for numel, dtype, _, _ in allocs)
-    inputs = sum(cost(numel, dtype) for numel, dtype, phase, _ in allocs if phase == "input")
-    return step + 2 * inputs + 2 * loop_scalars * cost(1, f32)
+    allocs = tr.allocs()
+    last = [e[1] for e in tr.events if e[0] == "mark" and e[1].startswith("step ")][-1:]
+    live = peak = inputs = 0
+    counted: dict[int, tuple[int, bool]] = {}  # serial -> (bytes, made in the last step)
+    free: dict[int, int] = {}  # size class -> the last step's storages no buffer holds
+    in_step = False
+    for e in tr.events:
+        if e[0] == "mark":
+            in_step = [e[1]] == last
+        elif e[0] == "alloc" and e[1] not in replaced:
+            nbytes = cost(e[2], e[3])
+            if in_step and free.get(nbytes):
+                free[nbytes] -= 1
+            else:
+                live += nbytes
+            counted[e[1]] = (nbytes, in_step)
+            if in_step and allocs[e[1]][2] == "input":
+                inputs += nbytes
+        elif e[0] == "release" and e[1] in counted:
+            nbytes, mine = counted.pop(e[1])
+            if mine:
+                free[nbytes] = free.get(nbytes, 0) + 1
+            else:
+                live -= nbytes
+        if in_step:
+            peak = max(peak, live)
+    return peak + 2 * inputs + 2 * loop_scalars * cost(1, f32)
 
 
 def _quantised_away(tr: Trace) -> set[int]:

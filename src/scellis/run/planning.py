@@ -3,8 +3,9 @@
 The planner (ir layer) traces ``train.step.train_step`` with the update the loop runs
 for the record's precision policy (``train.step.loop_update_for``). The run session
 (``train``, ``resume``), ``scellis plan`` and the tab plan through ``plan_steps``: the
-replayed step where it fits, else the eager step (a recorded schedule keeps every buffer
-of the step resident, several times the eager peak), with the plan saying why.
+replayed step where it fits, else the eager step (a recorded schedule keeps the storages
+of its step, which it reused by liveness, and copies of its inputs: a little over the
+eager peak), with the plan saying why.
 """
 
 from __future__ import annotations

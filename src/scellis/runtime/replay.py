@@ -98,23 +98,32 @@ class StepReplay:
         self.device.recorder = trace
         try:
             yield
+        except BaseException:
+            self.device.recorder = None
+            self.device.disown(trace)
+            raise
         finally:
             self.device.recorder = None
         self.runs += 1
         self.traces.append((trace, [t.device_view for t in feeds]))
-        if len(self.traces) == 2:
-            (a, fa), (b, fb) = self.traces
-            why = compare(a, b, fa, fb, self.patched)
-            if not why:
-                self.traces = []
-                self.schedule = Schedule(self.device, b, self.patched)
-                self.feed_views = fb
-            elif self.retries > 0:
-                self.retries -= 1
-                self.traces = [(b, fb)]
-            else:
-                self.traces = []
-                self.reason = why
+        if len(self.traces) == 1:
+            # only its entries are compared: the next recorded step may reuse its storage
+            self.device.disown(trace)
+            return
+        (a, fa), (b, fb) = self.traces
+        why = compare(a, b, fa, fb, self.patched)
+        if not why:
+            self.traces = []
+            self.schedule = Schedule(self.device, b, self.patched)
+            self.feed_views = fb
+            return
+        self.device.disown(b)
+        if self.retries > 0:
+            self.retries -= 1
+            self.traces = [(b, fb)]
+        else:
+            self.traces = []
+            self.reason = why
 
     def replay(self, feeds, patches: list | None = None) -> None:
         """Run the recorded step on ``feeds`` (same shapes as recorded; see ``fits``)."""

@@ -23,12 +23,12 @@ another shape (an epoch's short last batch), or a step the comparison refuses
 between replays keeps the schedule valid: everything it rebinds is pinned back. Each
 reason is told once, as an ``info`` event at the step that first ran eagerly for it.
 
-Memory: the schedule keeps every buffer the recorded step touched resident, one
-storage per tensor (a recording step reuses nothing from the pool it made itself).
-Measured on lavapipe at bench/replay.py's shapes: 4.4 MB resident against an eager
-peak of 3.5 MB (LSTM forecaster), 46 MB against 18.6 MB (char Transformer). The memory
-plan counts it (``ir.plan.replay_resident``) and offers eager steps as a remediation.
-Assigning the schedule's buffers by liveness would bring it back to the eager peak.
+Memory: the schedule keeps the storages its recorded step allocated, which that step
+reused by liveness as it ran (devices/webgpu/replay.py), so replayed steps hold about
+the eager peak plus the copies of the recorded inputs: on lavapipe, a small char
+Transformer's run peaked at 1.08x its eager run (3.5x while every buffer of the step
+kept a storage of its own). The memory plan counts it (``ir.plan.replay_resident``)
+and offers eager steps as a remediation where it does not fit.
 """
 
 from __future__ import annotations

@@ -101,17 +101,23 @@ class WebGPUBackend:
                 f", over maxStorageBuffersPerShaderStage="
                 f"{self.limits['max_storage_buffers_per_shader_stage']}"
             )
+        st = self.recorder.reuse(key) if self.recorder is not None else None
+        if st is None:
+            st = self._pooled_or_new(key)
+            self.live_bytes += key
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            if self.recorder is not None:
+                self.recorder.claim(st)
+        st.nbytes = nbytes
+        return Buffer(self, st, numel, dtype)
+
+    def _pooled_or_new(self, key: int) -> Storage:
         free = self._pool.get(key)
         if free:
-            st = free.pop()
             self.pooled_bytes -= key
             self.stats["reuses"] += 1
-        else:
-            st = self._new_storage(key)
-        st.nbytes = nbytes
-        self.live_bytes += key
-        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
-        return Buffer(self, st, numel, dtype)
+            return free.pop()
+        return self._new_storage(key)
 
     def _new_storage(self, size: int) -> Storage:
         chunks, left = [], size
@@ -125,9 +131,27 @@ class WebGPUBackend:
     def release(self, buf: Buffer) -> None:
         st: Storage = buf.handle
         buf.handle = None
+        if st.owner is not None:
+            # a recorded step's storage stays its schedule's (and counts as live): the
+            # step reuses it for a later buffer of its own, and replays write it again
+            st.owner.let_go(st)
+            return
+        self._to_pool(st)
+
+    def _to_pool(self, st: Storage) -> None:
         self.live_bytes -= st.pool_key
         self._pool.setdefault(st.pool_key, []).append(st)
         self.pooled_bytes += st.pool_key
+
+    def disown(self, trace) -> None:
+        """Hand a recorded step's storages back: those its buffers still hold return to
+        the pool when the buffers die, the free ones now (a discarded trace, or a
+        released schedule)."""
+        for st in trace.owned:
+            st.owner = None
+        for st in trace.take_free():
+            self._to_pool(st)
+        trace.owned = []
 
     def empty_pool(self) -> None:
         for lst in self._pool.values():
@@ -144,7 +168,9 @@ class WebGPUBackend:
             # one u32 per host byte (array("I", bytes) would reinterpret the bytes)
             data = array.array("I", list(data)).tobytes()
         st: Storage = buf.handle
-        if len(data) > st.nbytes:
+        # the buffer's own size, not its storage's latest: a replayed upload writes a
+        # storage that later buffers of the recorded step reused
+        if len(data) > storage_bytes(buf.numel, buf.dtype):
             raise DeviceError("upload larger than the buffer")
         at = 0
         for c in st.chunks:

@@ -3,8 +3,19 @@
 A ``Trace`` is attached to the backend (``backend.recorder``) while a step runs
 eagerly; it keeps, in order, every primitive the step ran (op, attrs, the input and
 output views) with the launches it made (pipeline, bound windows, meta words, grid),
-every host upload, and counts readbacks. It also holds every Buffer it saw, so none
-of them returns to the pool: the storages a recorded step used stay the step's own.
+every host upload, and counts readbacks.
+
+Storage: every storage the backend allocates while a trace records is the trace's
+(``Storage.owner``). When one of the step's buffers dies, its storage goes to the
+trace's own free list instead of the pool, and a later allocation of the same step
+takes it from there: the recorded step reuses memory by liveness, as an eager step
+does, so a schedule holds about the eager step's peak, not the sum of everything it
+made. No storage a schedule writes is ever handed to another tensor, because none of
+the trace's storages reach the pool while the trace owns them
+(``backend.disown`` gives them back). The views of buffers made in the step are kept
+as stand-ins that hold the storage but not the buffer (so the buffer can die); a
+buffer made before the step (a parameter, a step input, a cached constant) is held,
+so the schedule's bindings of it stay valid whatever its owner does with it.
 
 A ``Schedule`` turns a trace into prepared dispatches: each launch gets a private
 meta buffer and a bind group made once, and ``run`` encodes set-pipeline /
@@ -19,9 +30,11 @@ or the run is refused.
 from __future__ import annotations
 
 import array
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, replace
 
 from ...base.errors import DeviceError
+from ..base import Buffer, View
 
 
 @dataclass
@@ -49,49 +62,60 @@ class Entry:
 
 
 class Trace:
-    """What one eagerly run step did on the backend, in order."""
+    """What one eagerly run step did on the backend, in order, and the storages it made."""
 
     def __init__(self):
         self.entries: list[Entry] = []
         self.reads = 0
-        self._keep: dict[int, object] = {}  # id -> Buffer: held so no storage is recycled
+        self._keep: dict[int, object] = {}  # id -> Buffer made before the step: held
+        # a buffer made in the step -> its stand-in (one each, so identity is kept)
+        self._made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.owned: list = []  # the storages this trace made
+        self._free: dict[int, list] = {}  # size class -> owned storages no buffer holds
 
-    def _hold(self, views) -> None:
-        for v in views:
-            self._keep.setdefault(id(v.buf), v.buf)
+    # -- storage (called by the backend's allocator) --
+    def claim(self, st) -> None:
+        st.owner = self
+        self.owned.append(st)
+
+    def let_go(self, st) -> None:
+        self._free.setdefault(st.pool_key, []).append(st)
+
+    def reuse(self, key: int):
+        free = self._free.get(key)
+        return free.pop() if free else None
+
+    def take_free(self) -> list:
+        out = [st for lst in self._free.values() for st in lst]
+        self._free = {}
+        return out
+
+    # -- what the step did --
+    def _recorded(self, view):
+        buf = view.buf
+        if getattr(buf.handle, "owner", None) is not self:
+            self._keep.setdefault(id(buf), buf)
+            return view
+        stand_in = self._made.get(buf)
+        if stand_in is None:
+            # no backend: a stand-in's end releases nothing
+            stand_in = self._made[buf] = Buffer(None, buf.handle, buf.numel, buf.dtype)
+        return replace(view, buf=stand_in)
 
     def on_run(self, op, ins, outs, attrs) -> None:
-        self._hold(list(ins) + list(outs))
-        self.entries.append(Entry(op, dict(attrs), list(ins), list(outs)))
+        ins, outs = [self._recorded(v) for v in ins], [self._recorded(v) for v in outs]
+        self.entries.append(Entry(op, dict(attrs), ins, outs))
 
     def on_launch(self, pipeline, src, grid) -> None:
         e = self.entries[-1]
         e.launches.append(Launch(pipeline, list(src.bindings), list(src.meta), tuple(grid)))
 
     def on_upload(self, buf, data: bytes) -> None:
-        self._keep.setdefault(id(buf), buf)
-        self.entries.append(Entry("<upload>", {}, [], [_Whole(buf)], data=bytes(data)))
+        whole = View(buf, (buf.numel,), (1,), 0, buf.dtype)
+        self.entries.append(Entry("<upload>", {}, [], [self._recorded(whole)], data=bytes(data)))
 
     def on_read(self, buf) -> None:
         self.reads += 1
-
-
-@dataclass(frozen=True)
-class _Whole:
-    """An upload's target, shaped like a view (the whole buffer)."""
-
-    buf: object
-
-    @property
-    def shape(self):
-        return (self.buf.numel,)
-
-    strides = (1,)
-    offset = 0
-
-    @property
-    def dtype(self):
-        return self.buf.dtype
 
 
 class DispatchRun:
@@ -202,9 +226,11 @@ class Schedule:
         self.backend.stats["dispatches"] += self.dispatches
 
     def release(self) -> None:
-        """Free the private meta buffers and drop the recorded tensors now."""
+        """Free the private meta buffers, give the step's storages back to the pool and
+        drop the recorded tensors now."""
         self.gpu.flush()
         for mb in self.meta_buffers:
             self.gpu.destroy_buffer(mb)
         self.meta_buffers, self.items, self.runs, self.patch_slots = [], [], [], []
+        self.backend.disown(self.trace)
         self.trace = Trace()
