@@ -2,8 +2,11 @@
 
 Each ``<name>_update`` op reads one flat gradient and overwrites, in one pass, the
 flat parameter buffer and the optimizer's flat state buffers (its *targets*, run
-through ``dispatch.apply_inplace``). ``flat_gather`` copies many tensors into one
-flat target (the gradients of a parameter group into its gradient buffer).
+through ``dispatch.apply_inplace``). A second input, a 0-d bool (the overflow guard's
+finite flag), gates it: where the flag is False the kernel writes nothing, so a
+skipped step leaves every target bitwise as it was without a copy to restore from.
+``flat_gather`` copies many tensors into one flat target (the gradients of a parameter
+group into its gradient buffer).
 
 Hyper-parameters travel as attrs; ``scalars(op, attrs)`` turns them into the
 kernel's scalar operands, computed once here in double precision (as torch does on
@@ -16,6 +19,7 @@ Adagrad, NAdam and RAdam's scalars live in ``optim_adaptive``.
 
 from __future__ import annotations
 
+from ..base.dtypes import bool_
 from ..base.errors import DTypeError, ShapeError
 from .optim_adaptive import adagrad_scalars, nadam_scalars, radam_scalars
 from .table import OpDef, Spec, register
@@ -135,13 +139,21 @@ def _float_dtype(specs) -> None:
             raise DTypeError(f"optimizer buffers differ in dtype: {dt} vs {s.dtype}")
 
 
+def is_gated(specs) -> bool:
+    """Whether an update's tensors (inputs, then targets) carry the gate: a 0-d bool
+    right after the gradient."""
+    return len(specs) > 1 and specs[1].dtype == bool_ and tuple(specs[1].shape) == ()
+
+
 def _update_infer(op: str):
     def infer(specs: list[Spec], attrs: dict) -> list[Spec]:
+        if is_gated(specs):
+            specs = [specs[0], *specs[2:]]
         want = 2 + len(state_names(op, attrs))
         if len(specs) != want:
             raise ShapeError(
-                f"{op} takes a gradient, the parameters and "
-                f"{want - 2} state buffers; got {len(specs)} tensors"
+                f"{op} takes a gradient (and optionally a 0-d bool gate), the parameters "
+                f"and {want - 2} state buffers; got {len(specs)} tensors"
             )
         _float_dtype(specs)
         for s in specs:
@@ -195,7 +207,7 @@ for _op in UPDATE_OPS:
         OpDef(
             _op,
             "optim",
-            1,
+            -1,  # the gradient, and optionally the gate
             _update_infer(_op),
             attrs=_ATTRS[_op],
             doc="fused in-place optimizer step: grad -> params and state (targets)",

@@ -2,20 +2,22 @@
 
 No host readback: ``finite_flag`` reduces the gradients to a 0-d bool on the device
 (``sum(g * 0) == 0`` holds iff every element is finite: ``inf * 0`` and ``nan * 0``
-are NaN, and NaN compares unequal), and ``guarded_step`` runs the optimizer, then
-writes back ``where(ok, new, old)`` into the parameters and every optimizer state
-buffer, so a non-finite step leaves them bitwise unchanged.
+are NaN, and NaN compares unequal), and ``guarded_step`` hands the flag to the
+optimizer's fused update ops as their gate (``Optimizer.step_if``): where it is False
+the kernels write nothing, so a non-finite step leaves the parameters and every state
+buffer bitwise unchanged, with no copy of them made.
 
-Costs and limits, until the fused update ops take the flag themselves: one copy of
-every flat buffer before the step and one ``where`` + ``flat_gather`` after it; and
-the host-side step counts (Adam's bias correction, SGD's first-step flag) advance on
-a skipped step too, since the host does not know it was skipped.
+An optimizer whose step is its own (a subclass that replaces ``step``) gets the general
+form instead: a copy of every flat buffer before the step, then ``where(ok, new, old)``
+written back. Either way the host-side step counts (Adam's bias correction, SGD's
+first-step flag) advance on a skipped step too, since the host does not know it was
+skipped.
 """
 
 from __future__ import annotations
 
 from ..autograd import no_grad
-from ..catalog.optim import flat_view
+from ..catalog.optim import Optimizer, flat_view
 from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.tensor import Tensor
@@ -69,12 +71,25 @@ def guarded_step(optimizer, ok: Tensor | None) -> None:
     if ok is None:
         optimizer.step()
         return
+    if _fused_step(optimizer):
+        optimizer.step_if(ok)
+        return
     before = {k: apply("copy", (v,)) for k, v in _live_buffers(optimizer).items()}
     optimizer.step()
     for key, live in _live_buffers(optimizer).items():
         old = before.get(key)  # state made by this step was zeros before it
         kept = live.where(ok.expand(live.shape), old if old is not None else 0.0)
         apply_inplace("flat_gather", (kept,), (live,))
+
+
+def _fused_step(optimizer) -> bool:
+    """Whether ``optimizer.step()`` is the catalog's fused update, which takes a gate."""
+    cls = type(optimizer)
+    return (
+        isinstance(optimizer, Optimizer)
+        and cls.step is Optimizer.step
+        and (cls._update is Optimizer._update)
+    )
 
 
 def loop_update(params, optimizer, clip, *, scale=None, guard: bool = True, scaler=None):

@@ -175,8 +175,15 @@ class Optimizer:
         self._update()
         return loss
 
+    def step_if(self, ok: Tensor) -> None:
+        """``step()`` that the device carries out only where ``ok`` (a 0-d bool device
+        tensor, the overflow guard's finite flag) is True: the fused update ops take it
+        as their gate, so a skipped step leaves parameters and state bitwise unchanged.
+        The host's step counts advance either way (the host never learns the flag)."""
+        self._update(ok)
+
     @no_grad()
-    def _update(self) -> None:
+    def _update(self, gate: Tensor | None = None) -> None:
         for opts, grp in zip(self.param_groups, self._groups):
             grp.rehome()
             for i, j in grp.runs():
@@ -185,7 +192,8 @@ class Optimizer:
                 grad = self._gather(grp, i, j)
                 targets = [span(grp.flat, a, b)]
                 targets += [span(grp.buffer(s), a, b) for s in state_names(self.op, attrs)]
-                apply_inplace(self.op, (grad,), tuple(targets), **attrs)
+                inputs = (grad,) if gate is None else (grad, gate)
+                apply_inplace(self.op, inputs, tuple(targets), **attrs)
                 for k in range(i, j):
                     grp.steps[k] += 1
         self.step_count += 1

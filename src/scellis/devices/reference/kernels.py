@@ -314,6 +314,10 @@ def _inplace(fn):
 
 def _optim(op):
     def run(xs, attrs, out):
+        if len(xs) > 1 and xs[1].ndim == 0 and xs[1].dtype == np.bool_:  # gated
+            if not xs[1]:
+                return [x.copy() for x in xs[2:]]  # a skipped step writes nothing
+            xs = [xs[0], *xs[2:]]
         k = {n: xs[0].dtype.type(v) for n, v in scalars(op, attrs).items()}
         return _OPTIM_BODIES[op](xs, attrs, k)
 

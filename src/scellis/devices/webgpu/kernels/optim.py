@@ -127,17 +127,20 @@ def update(src: Source, op: str, ins, outs, attrs):
     pass maxStorageBuffersPerShaderStage (a large flat parameter buffer under the WebGPU
     spec's 128 MiB bindings), one launch per stretch of elements that stays inside one
     window of every operand, each binding just those windows: the same arithmetic per
-    element, so the same bits."""
+    element, so the same bits. A gate (``ins[1]``, 0-d bool) makes every invocation
+    return before it writes where the flag is False."""
     views = [ins[0], *outs]  # grad, param, states
+    gate = ins[1] if len(ins) > 1 else None
     n = numel(views[0].shape)
     limit = src.limits["max_storage_buffers_per_shader_stage"]
-    if sum(_bindings(v) for v in views) + 1 <= limit:
-        _update_launch(src, op, views, attrs, 0, n, None)
+    extra = 1 + (gate is not None)  # the meta words, the gate
+    if sum(_bindings(v) for v in views) + extra <= limit:
+        _update_launch(src, op, views, attrs, 0, n, None, gate)
         return grid_1d(n, src.limits)
     launches = []
     for lo, hi in _window_stretches(views, n):
         s = src if not launches else Source(src.limits, src.has_f16)
-        _update_launch(s, op, views, attrs, lo, hi, _window_of(views, lo))
+        _update_launch(s, op, views, attrs, lo, hi, _window_of(views, lo), gate)
         launches.append((s, grid_1d(hi - lo, s.limits)))
     return launches
 
@@ -161,7 +164,7 @@ def _window_of(views, lo: int) -> list[int]:
     return [(v.offset + lo) // _window_elems(v) for v in views]
 
 
-def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows):
+def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows, gate=None):
     grad, param, *state = views
     win = windows or [None] * len(views)
     src.add_meta(hi - lo)
@@ -170,7 +173,12 @@ def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows
     for k, (name, view) in enumerate(zip(state_names(op, attrs), state)):
         src.operand(name, view, write=True, window=win[2 + k])
     offs = src.add_meta(*(v.offset + lo for v in views))
-    lines = [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
+    lines = []
+    if gate is not None:
+        src.operand("ok", gate)
+        at = src.add_meta(gate.offset)
+        lines.append(f"  if (ld_ok(mt[{at}u]) == 0u) {{ return; }}")
+    lines += [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
     lines += [f"  let e{k + 1} = mt[{offs + 2 + k}u] + i;" for k in range(len(state))]
     for name, value in scalars(op, attrs).items():
         at = src.add_meta(f32_bits(value))
