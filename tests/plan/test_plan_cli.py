@@ -46,9 +46,19 @@ def test_red_plan_names_fixes_with_savings_and_exits_2(capsys):
     assert {"smaller", "activation", "precision:", "LoRA/PEFT"} <= set(fixes)
     for name in ("smaller", "activation", "precision:"):  # each helps this model, traced
         assert 0 < fixes[name]["saving"] < p["peak"] and "(traced)" in fixes[name]["detail"]
-    # LoRA on every dense block is traced too: here its adapters' activations outweigh
-    # the gradients and optimizer state it spares, and the plan says so
-    assert fixes["LoRA/PEFT"]["saving"] == 0 and "no saving" in fixes["LoRA/PEFT"]["detail"]
+    # LoRA on every dense block is traced too: the gradients and optimizer state it spares
+    # outweigh its adapters' activations (the frozen products feed sums that hold none)
+    lora = fixes["LoRA/PEFT"]
+    assert 0 < lora["saving"] < p["peak"] and "(traced)" in lora["detail"]
+
+
+def test_lora_is_no_fix_when_its_adapters_outweigh_the_weights(capsys):
+    # a 2 -> 2 layer at batch 4096: x A^T is [batch, 8], four times the layer's output
+    rc, p = plan_json(capsys, str(RECORDS / "narrow2.sml"), "--device", "reference",
+                      "--budget", "64KiB")  # fmt: skip
+    assert rc == 2
+    lora = next(r for r in p["remediations"] if r["fix"] == "LoRA/PEFT")
+    assert lora["saving"] == 0 and "no saving" in lora["detail"]
 
 
 def test_lora_is_the_fix_when_the_weights_dominate(capsys):
@@ -131,11 +141,12 @@ def test_bad_budget_is_one_clear_line(capsys):
     assert "cannot read 'lots' as a size" in capsys.readouterr().err
 
 
-def test_schedule_packs_the_step_below_its_eager_peak(capsys):
-    # last-use liveness frees earlier than Python drops tensors: for this model the packed
-    # schedule holds the step in less than its eager peak (not a law: slots keep size classes)
+def test_schedule_packs_the_step_near_its_eager_peak(capsys):
+    # last-use liveness frees a buffer at its last read; the eager step frees it when
+    # Python drops it, which the tape (keeping only what a VJP reads) makes about as early.
+    # First-fit slots of size classes then cost a little over the eager sum, never much
     rc, p = plan_json(capsys, LM, "--device", "webgpu-spec", "--budget", "4GiB")
-    assert rc == 0 and 0 < p["schedule_bytes"] <= p["step_peak"]
+    assert rc == 0 and 0 < p["schedule_bytes"] <= 1.1 * p["step_peak"]
 
 
 def test_f16_is_not_offered_where_its_kernels_cannot_run(capsys):

@@ -78,7 +78,7 @@ def test_mixed_precision_plan_bounds_the_reference_allocator(name, make):
     update = loop_update_for(record)
     assert update is not loop_update  # the loss scale's unscaling is traced too
     plan = make_plan(record, resolve("reference"), update=update, remediate=False)
-    assert plan.classes["working_copies_f16"] > 0  # f16 casts of the f32 masters
+    assert plan.class_peaks["working_copies_f16"] > 0  # f16 casts of the f32 masters
     _check(name, record, plan, measured_loop_peak(record, ReferenceBackend()))
 
 

@@ -9,6 +9,7 @@ import pytest
 from planutil import measured_loop_peak, transformer
 
 from scellis.base.quant import QuantSpec
+from scellis.codecs.hf import llama
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ir.limits import of_backend, resolve
 from scellis.ir.memory import profile
@@ -130,3 +131,38 @@ def test_an_evaluation_beside_a_qlora_step_is_planned_without_the_quantisation()
     plain, quantised = (make_plan(r, target, eval_batch=1) for r in (lora, qlora))
     assert quantised.step_peak < plain.step_peak
     assert quantised.eval_peak < plain.eval_peak
+
+
+def _llama(batch: int, context: int) -> dict:
+    """A two-layer Llama decoder (SwiGLU, RMSNorm, RoPE) as a record with AdamW."""
+    config = {
+        "model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+        "num_hidden_layers": 2, "intermediate_size": 160, "vocab_size": 256,
+        "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+        "tie_word_embeddings": False,
+    }  # fmt: skip
+    return {
+        **llama.record(config, "tests/llama-tiny@1", context),
+        "optimizer": {"block_id": "training/optimizer/adamw", "lr": 1e-4},
+        "loss": {"block_id": "training/loss/cross_entropy"},
+        "epochs": 1, "batch_size": batch, "precision": "f32", "seed": 0,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("batch,context", [(3, 32), (2, 48)])
+def test_lora_holds_no_more_activations_than_full_fine_tuning_plus_its_adapters(batch, context):
+    # each LoRA'd block adds x W^T, s (x A^T) B^T and their sum: the sum's VJP reads
+    # neither term and the frozen product's reads only W, so the tape holds what full
+    # fine-tuning's does (x, for the gradient of W or of A) plus each adapter's rank-wide
+    # s x A^T (read by B's gradient); the base's outputs are freed with the forward
+    base = _llama(batch, context)
+    rank = 4
+    adapters = {"block_id": "peft/lora", "target_modules": "*", "rank": rank, "alpha": 8.0}
+    lora = {**base, "finetune": {"adapters": [adapters]}}
+    full_tr, lora_tr = trace(base, device="reference"), trace(lora, device="reference")
+    full = profile(full_tr, "reference").class_peaks["activations"]
+    held = profile(lora_tr, "reference").class_peaks["activations"]
+    n_adapted = sum(name.endswith("lora_A") for name in lora_tr.param_specs)
+    assert n_adapted == 2 * 7  # q, k, v, o, gate, up and down in each layer
+    rank_wide = n_adapted * batch * context * rank * 4
+    assert 0 < held <= full + rank_wide, (held, full, rank_wide)

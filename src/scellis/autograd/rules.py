@@ -3,15 +3,24 @@
 Rules are written with tensor methods only, so they run on every device and under
 the tracer. ``node.saved`` holds ``out`` (the detached result) when the rule uses it.
 A rule may return None for an input that needs no gradient.
+
+``READS`` says which inputs' values a rule reads, given ``node.needs`` (and the attrs):
+the node keeps only those tensors; every other input is an ``Edge`` with its shape and
+dtype, so a rule must not read a value it does not declare (an edge has no data: the
+rule fails at once rather than computing with something else). An op not listed reads
+every input.
 """
 
 from __future__ import annotations
 
 import math
 
+from .rules_attention import ATTENTION_READS as _ATTENTION_READS
 from .rules_attention import ATTENTION_SAVES as _ATTENTION_SAVES
 from .rules_attention import ATTENTION_VJP as _ATTENTION_VJP
+from .rules_norm import NORM_READS as _NORM_READS
 from .rules_norm import NORM_VJP as _NORM_VJP
+from .rules_recurrent import RECURRENT_READS as _RECURRENT_READS
 from .rules_recurrent import RECURRENT_SAVES as _RECURRENT_SAVES
 from .rules_recurrent import RECURRENT_VJP as _RECURRENT_VJP
 
@@ -57,9 +66,10 @@ def _clamp(node, g):
 
 
 def _pow(node, g):
-    a, b = _x(node, 0).detach(), _x(node, 1).detach()
+    a = _x(node, 0).detach()
     ga = gb = None
     if node.needs[0]:
+        b = _x(node, 1).detach()
         ga = g * b * a.pow(b - 1.0)
     if node.needs[1]:
         # d/db a^b = a^b log a; defined as 0 where a == 0 (torch's convention)
@@ -100,9 +110,8 @@ def _max_reduce(node, g):
 
 
 def _matmul(node, g):
-    a, b = _x(node, 0).detach(), _x(node, 1).detach()
-    ga = g @ b.mT if node.needs[0] else None
-    gb = a.mT @ g if node.needs[1] else None
+    ga = g @ _x(node, 1).detach().mT if node.needs[0] else None
+    gb = _x(node, 0).detach().mT @ g if node.needs[1] else None
     return ga, gb
 
 
@@ -137,8 +146,8 @@ def _expand(node, g):
 def _slice(node, g):
     x = _x(node)
     starts, steps = node.attrs["starts"], node.attrs["steps"]
-    if g.numel == 0:
-        return (x.zeros_like(),)
+    if g.numel == 0:  # x is not held (its value is not read): zeros of its shape from g
+        return (g.new_zeros(x.shape),)
     hi = [d - (a + (n - 1) * s + 1) for d, a, n, s in zip(x.shape, starts, g.shape, steps)]
     return (g.pad(list(starts), hi, [s - 1 for s in steps]),)
 
@@ -233,8 +242,51 @@ VJP = {
 }
 
 
+def _none(needs, attrs):
+    return (False,) * len(needs)
+
+
+def _only(*which):
+    def reads(needs, attrs):
+        return tuple(i in which for i in range(len(needs)))
+
+    return reads
+
+
+def _other(needs, attrs):
+    # d(a*b)/da reads b and d(a*b)/db reads a: a's value is needed only for b's gradient
+    return needs[1], needs[0]
+
+
+# which input values each rule reads: op -> (needs, attrs) -> one bool per input
+READS = {
+    # shape and dtype only (edges carry both), or the saved result instead of the input
+    **{op: _none for op in ("add", "sub", "neg", "cast", "copy", "sum", "permute", "expand")},
+    **{op: _none for op in ("reshape", "slice", "pad", "concat")},
+    **{op: _none for op in ("exp", "sqrt", "rsqrt", "tanh", "sigmoid")},
+    "mul": _other,
+    "matmul": _other,
+    "div": lambda needs, attrs: (needs[1], True),  # g / b; -g a / b^2
+    "pow": lambda needs, attrs: (True, needs[0]),  # g b a^(b-1); g a^b log a
+    "where": _only(0),  # the condition picks; the branches' values are not read
+    # the codes and scales are read; the input is not (its gradient is g times the weight)
+    "qmatmul": lambda needs, attrs: (False,) + (True,) * (len(needs) - 1),
+    "gather": _only(1),  # the indices
+    "scatter_add": _only(1),
+}
+
+
+def reads(op: str, needs: tuple[bool, ...], attrs: dict) -> tuple[bool, ...]:
+    """Whether ``op``'s VJP reads each input's value, given which inputs need a gradient."""
+    rule = READS.get(op)
+    return (True,) * len(needs) if rule is None else tuple(rule(needs, attrs))
+
+
 # fused recurrent layers, attention and norms live in their own files; one table all the same
 VJP.update(_RECURRENT_VJP)
 VJP.update(_ATTENTION_VJP)
 VJP.update(_NORM_VJP)
+READS.update(_RECURRENT_READS)
+READS.update(_ATTENTION_READS)
+READS.update(_NORM_READS)
 SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES

@@ -26,3 +26,4 @@ def _flash_attention(node, g):
 
 
 ATTENTION_VJP = {"flash_attention": _flash_attention}
+ATTENTION_READS: dict = {}  # q, k and v are all read: the backward recomputes the scores

@@ -37,4 +37,10 @@ def _over_rows(t):
     return t.sum(tuple(range(t.ndim - 1))) if t.ndim > 1 else t
 
 
+def _row_norm_reads(needs, attrs):
+    # x and the weight are read; the bias's gradient is a sum of g alone
+    return (True,) * (len(needs) - 1) + (not attrs["bias"],)
+
+
 NORM_VJP = {"row_norm": _row_norm}
+NORM_READS = {"row_norm": _row_norm_reads}

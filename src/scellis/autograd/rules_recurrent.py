@@ -50,3 +50,9 @@ def _gru_seq(node, g):
 
 
 RECURRENT_VJP = {"lstm_seq": _lstm_seq, "gru_seq": _gru_seq}
+# the gate pre-activations gx are read for their shape only (the saved result packs the
+# gates), and the GRU's hidden bias b_hh not at all (y packs hn = W_hn h + b_hn)
+RECURRENT_READS = {
+    "lstm_seq": lambda needs, attrs: (False, True, True, True),
+    "gru_seq": lambda needs, attrs: (False, True, True, False),
+}

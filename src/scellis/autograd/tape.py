@@ -1,17 +1,75 @@
 """The tape (autograd layer): nodes as data, and reverse-mode accumulation over them.
 
-A node records one primitive application: op name, input tensors, attrs and the
-values its VJP needs (``saved``: detached tensors, so the graph holds no cycles).
+A node records one primitive application: op name, inputs, attrs and the values its
+VJP needs (``saved``: detached tensors, so the graph holds no cycles). A node holds an
+input tensor itself only where its VJP reads that input's value (the rule table's
+``reads``, given which inputs need a gradient) or where the input is a leaf that needs
+a gradient (a parameter: the target the gradient is written to). Every other input is
+held as an ``Edge``: the producer node, shape and dtype the backward walk needs, and a
+weak reference to the tensor, so an intermediate no VJP reads (the two terms of an
+``add``) is freed when the forward drops it instead of living until backward.
+
 A node may carry its own ``rule`` (a rematerialised block: its VJP recomputes the
 block); every other node's VJP is looked up by op name.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..base.errors import AutogradError
 from .mode import no_grad
+
+
+class Edge:
+    """A node's input whose value its VJP does not read: what the backward walk needs
+    of the tensor (its producer node, whether it needs a gradient, its shape and dtype)
+    without keeping its storage alive. ``tensor()`` is the tensor while something else
+    keeps it (for ``retain_grad``), else None."""
+
+    __slots__ = ("_node", "requires_grad", "shape", "dtype", "_ref")
+
+    def __init__(self, t):
+        self._node = t._node
+        self.requires_grad = t.requires_grad
+        self.shape = t.shape
+        self.dtype = t.dtype
+        self._ref = weakref.ref(t)
+
+    def tensor(self):
+        return self._ref()
+
+    @property
+    def _retains_grad(self) -> bool:
+        t = self._ref()
+        return t is not None and t._retains_grad
+
+    def __repr__(self) -> str:
+        return f"Edge({self.shape}, {self.dtype})"
+
+
+def key(t) -> int:
+    """The one key of a tensor on the tape, whether reached as itself or as an ``Edge``:
+    its producer node's id (each node has exactly one result), or a leaf's own id."""
+    node = t._node
+    return id(t) if node is None else id(node)
+
+
+def _tensor(x):
+    """The tensor behind an input as a node holds it (None: an edge's tensor is gone)."""
+    return x.tensor() if isinstance(x, Edge) else x
+
+
+def _hold(inputs: tuple, reads) -> tuple:
+    """``inputs`` as a node keeps them: the tensor where ``reads`` says its value is read
+    or it is a leaf that needs a gradient, else an ``Edge``."""
+    if reads is None:
+        return inputs
+    return tuple(
+        x if x is None or r or (x._node is None and x.requires_grad) else Edge(x)
+        for x, r in zip(inputs, reads)
+    )
 
 
 class Node:
@@ -28,14 +86,19 @@ class Node:
         needs: tuple[bool, ...],
         out_shape: tuple[int, ...],
         out_dtype: Any,
+        reads: tuple[bool, ...] | None = None,
     ):
-        self.op, self.inputs, self.attrs, self.needs = op, inputs, attrs, needs
+        """``reads[i]``: whether the VJP reads input i's value (None: every input's)."""
+        self.op, self.inputs, self.attrs, self.needs = op, _hold(inputs, reads), attrs, needs
         self.out_shape, self.out_dtype = out_shape, out_dtype
         self.saved: dict[str, Any] = {}
         self.rule = None  # rule(node, g) of this node alone, or None: rules[op]
-        # the inputs' in-place versions when recorded: a VJP reads the inputs, so one
-        # changed in place since would give a wrong gradient (checked in backward)
-        self.versions = tuple(getattr(x, "_version", None) for x in inputs)
+        # the held inputs' in-place versions when recorded: a VJP reads them, so one
+        # changed in place since would give a wrong gradient (checked in backward); an
+        # edge's value is not read, so a change to it is harmless and not recorded
+        self.versions = tuple(
+            None if isinstance(x, Edge) else getattr(x, "_version", None) for x in self.inputs
+        )
         self.out_version = None  # the result's, where the VJP reads it (saved["out"])
 
     def __repr__(self) -> str:
@@ -43,8 +106,8 @@ class Node:
 
 
 def _topo(root, stop=frozenset()) -> list:
-    """Tensors with a node, in an order where every tensor precedes its inputs; the walk
-    does not descend past a tensor whose id is in ``stop``."""
+    """Tensors with a node (or their edges), in an order where every one precedes its
+    inputs; the walk does not descend past one whose ``key`` is in ``stop``."""
     order, seen = [], set()
     stack = [(root, False)]
     while stack:
@@ -52,12 +115,13 @@ def _topo(root, stop=frozenset()) -> list:
         if done:
             order.append(t)
             continue
-        if id(t) in seen:
+        k = key(t)
+        if k in seen:
             continue
-        seen.add(id(t))
+        seen.add(k)
         stack.append((t, True))
         node = t._node
-        if node is None or id(t) in stop:
+        if node is None or k in stop:
             continue
         if node.inputs is None:
             raise AutogradError(
@@ -65,7 +129,7 @@ def _topo(root, stop=frozenset()) -> list:
                 "pass retain_graph=True to the first backward"
             )
         for x in node.inputs:
-            if x is not None and x.requires_grad and id(x) not in seen:
+            if x is not None and x.requires_grad and key(x) not in seen:
                 stack.append((x, False))
     order.reverse()
     return order
@@ -88,14 +152,16 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
         )
     grads: dict[int, Any] = {}
     with no_grad():
-        grads[id(root)] = grad if grad.dtype == root.dtype else grad.cast(root.dtype)
+        grads[key(root)] = grad if grad.dtype == root.dtype else grad.cast(root.dtype)
         for t in _topo(root):
-            g = grads.pop(id(t), None)
+            g = grads.pop(key(t), None)
             if g is None:
                 continue
             node = t._node
             if node is None or t._retains_grad:
-                t.grad = g if t.grad is None else t.grad + g
+                held = _tensor(t)  # an edge's tensor is gone: no one can read its .grad
+                if held is not None:
+                    held.grad = g if held.grad is None else held.grad + g
             if node is None:
                 continue
             _check_versions(t, node)
@@ -110,10 +176,14 @@ def _check_versions(t, node) -> None:
     place after the forward used them, as torch does."""
     changed = [
         (k, x) for k, (x, v) in enumerate(zip(node.inputs, node.versions))
-        if x is not None and getattr(x, "_version", None) != v
+        if x is not None and not isinstance(x, Edge) and getattr(x, "_version", None) != v
     ]  # fmt: skip
-    if "out" in node.saved and node.out_version not in (None, t._version):
-        changed.append(("the result", t))
+    if "out" in node.saved and node.out_version is not None:
+        out = _tensor(t)
+        if out is None:  # the result is gone; its storage is the saved value's
+            out = node.saved["out"]
+        if node.out_version != out._version:
+            changed.append(("the result", out))
     if changed:
         k, x = changed[0]
         which = f"input {k}" if isinstance(k, int) else k
@@ -133,8 +203,9 @@ def _propagate(node, g, grads: dict, rules) -> None:
             raise AutogradError(
                 f"VJP of {node.op} gave shape {gx.shape} for an input of shape {x.shape}"
             )
-        prev = grads.get(id(x))
-        grads[id(x)] = gx if prev is None else prev + gx
+        k = key(x)
+        prev = grads.get(k)
+        grads[k] = gx if prev is None else prev + gx
 
 
 def grads_at(root, grad, targets, rules) -> list:
@@ -142,17 +213,18 @@ def grads_at(root, grad, targets, rules) -> list:
     nowhere else: no ``.grad`` changes and the graph is kept. The walk stops at the
     targets and adds shares in the order ``backward`` does, so a gradient found here is
     bitwise the one ``backward`` would have accumulated there."""
-    stop = {id(t) for t in targets}
-    grads: dict[int, Any] = {id(root): grad}
+    stop = {key(t) for t in targets}
+    grads: dict[int, Any] = {key(root): grad}
     found: dict[int, Any] = {}
     with no_grad():
         for t in _topo(root, frozenset(stop)):
-            g = grads.pop(id(t), None)
+            k = key(t)
+            g = grads.pop(k, None)
             if g is None:
                 continue
-            if id(t) in stop:
-                found[id(t)] = g
+            if k in stop:
+                found[k] = g
                 continue
             if t._node is not None:
                 _propagate(t._node, g, grads, rules)
-    return [found.get(id(t)) for t in targets]
+    return [found.get(key(t)) for t in targets]

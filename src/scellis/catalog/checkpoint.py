@@ -35,6 +35,8 @@ def checkpoint(module, *args):
     if not isinstance(out, Tensor) or any(out is t for t in tensors) or not out.dtype.is_float:
         return module(*args)  # nothing to rematerialise (identity, tuple or integer result)
     inputs = tuple(tensors + params)
+    # the node keeps every input as a tensor (no ``reads``): its VJP recomputes from them,
+    # and the parameters are the inner walk's targets, matched by identity
     node = Node(
         "checkpoint", inputs, {}, tuple(t.requires_grad for t in inputs), out.shape, out.dtype
     )

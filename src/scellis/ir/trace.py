@@ -21,6 +21,8 @@ import contextlib
 from dataclasses import dataclass, field
 
 from ..autograd import no_grad
+from ..autograd.tape import Edge
+from ..autograd.tape import key as tape_key
 from ..base.dtypes import DType, f16, f32, i32
 from ..base.errors import ScellisError
 from ..base.rng import Generator
@@ -150,17 +152,19 @@ def _precision(record: dict, override: str | None) -> str:
 
 
 def _tape_buffers(root: Tensor) -> set[int]:
-    """Buffers the tape below ``root`` holds for backward (node inputs and saved values)."""
+    """Buffers the tape below ``root`` holds for backward: the input values nodes keep
+    and their saved values (an input held as an ``Edge`` keeps no storage)."""
     held, seen, stack = set(), set(), [root]
     while stack:
         t = stack.pop()
         node = t._node
-        if node is None or id(t) in seen:
+        if node is None or tape_key(t) in seen:
             continue
-        seen.add(id(t))
+        seen.add(tape_key(t))
         for x in node.inputs or ():
             if x is not None:
-                held.add(serial(x))
+                if not isinstance(x, Edge):
+                    held.add(serial(x))
                 stack.append(x)
         for v in node.saved.values():
             if isinstance(v, Tensor):

@@ -10,7 +10,7 @@ the device only runs. View ops never reach a device.
 from __future__ import annotations
 
 from ..autograd.mode import is_grad_enabled
-from ..autograd.rules import SAVES_OUTPUT
+from ..autograd.rules import SAVES_OUTPUT, reads
 from ..autograd.tape import Node
 from ..base.errors import DeviceError, DTypeError
 from ..base.shapes import contiguous_strides, numel
@@ -40,7 +40,8 @@ def _record(op: str, inputs: tuple, attrs: dict, out) -> None:
         return
     if not out.dtype.is_float:
         return
-    node = Node(op, inputs, attrs, needs, out.shape, out.dtype)
+    # the node keeps an input's value only where the op's VJP reads it (autograd.tape)
+    node = Node(op, inputs, attrs, needs, out.shape, out.dtype, reads(op, needs, attrs))
     if op in SAVES_OUTPUT:
         node.saved["out"] = out.detach()
         node.out_version = out._version
