@@ -193,8 +193,10 @@ def test_replay_residency_is_planned_and_can_be_turned_off(capsys):
     # budget between the two peaks plans the eager steps the run then takes
     _, eager = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--no-replay")
     _, replayed = plan_json(capsys, LSTM, "--device", "webgpu-spec")
-    assert eager["replay_bytes"] == 0 and replayed["replay_bytes"] > eager["peak"]
-    assert replayed["peak"] >= replayed["replay_bytes"]
+    # the schedule holds a little over the eager step's peak, and an evaluation forward
+    # runs beside it
+    assert eager["replay_bytes"] == 0 and replayed["replay_bytes"] > eager["step_peak"]
+    assert replayed["peak"] > max(eager["peak"], replayed["replay_bytes"])
     budget = str((eager["peak"] + replayed["peak"]) // 2)
     rc, tight = plan_json(capsys, LSTM, "--device", "webgpu-spec", "--budget", budget)
     assert rc == 0 and tight["verdict"] == "yellow" and tight["peak"] == eager["peak"]
