@@ -8,7 +8,9 @@ Usage::
 Plan: a Llama-shaped decoder (hidden 768, 12 layers, 12 heads, SwiGLU 2048, RMSNorm,
 RoPE, vocabulary 8192, untied head: 97.6M parameters) made as a record with AdamW and
 cross-entropy; no weight is allocated, the planner traces it on its recording device
-for the WebGPU spec's limits under ``--budget``. Three runs of the same record: full
+for the WebGPU spec's limits under ``--budget``: the plan ``scellis train`` makes
+(``run.planning.plan_steps``: the loop's guarded update, replayed steps where they fit,
+else eager ones, an evaluation forward at the training batch beside them). Three runs of the same record: full
 fine-tuning, LoRA rank 8 on every dense block (f32 base, frozen), and the same with
 ``quantize_base: nf4`` (QLoRA), and with ``double_quant: true`` (its block scales as int8
 per 256). Reported per run: the verdict, the peak and the classes
@@ -33,7 +35,8 @@ import scellis as sc  # noqa: E402
 from scellis.base.quant import QuantSpec, dequantize, quantize  # noqa: E402
 from scellis.codecs.hf import llama  # noqa: E402
 from scellis.ir.limits import human, resolve  # noqa: E402
-from scellis.ir.plan import QUANTIZE_FIX, make_plan  # noqa: E402
+from scellis.ir.plan import QUANTIZE_FIX  # noqa: E402
+from scellis.run.planning import plan_steps  # noqa: E402
 
 CONFIG = {
     "model_type": "llama", "hidden_size": 768, "num_attention_heads": 12,
@@ -69,13 +72,14 @@ def plans(budget: str, batch: int, context: int) -> None:
         },
     }
     print(f"budget {budget}, batch {batch}, context {context}, target webgpu-spec limits\n")
-    print("| run | stored elements | verdict | peak | " + " | ".join(SHOWN) + " |")
-    print("|---" * (4 + len(SHOWN)) + "|")
+    print("| run | stored elements | verdict | steps | peak | " + " | ".join(SHOWN) + " |")
+    print("|---" * (5 + len(SHOWN)) + "|")
     offered, notes = None, []
     for name, record in runs.items():
-        p = make_plan(record, target, eval_batch=batch)
+        p, replayed = plan_steps(record, target, eval_batch=batch)
         cells = " | ".join(human(p.classes.get(c, 0)) for c in SHOWN)
-        print(f"| {name} | {p.n_params:,} | {p.verdict} | {human(p.peak)} | {cells} |")
+        steps = "replayed" if replayed else "eager"
+        print(f"| {name} | {p.n_params:,} | {p.verdict} | {steps} | {human(p.peak)} | {cells} |")
         notes += [f"{name}: refused: {x}" for x in p.problems]
         fix = next((r for r in p.remediations if r["fix"] == QUANTIZE_FIX), None)
         if name.startswith("LoRA") and fix:
