@@ -86,3 +86,25 @@ def test_a_schedules_storage_is_never_lent_and_returns_to_the_pool():
     f.sr.close()
     assert dev.pooled_bytes > pooled  # the free storages went back to the pool
     assert all(st.owner is None for st in storages) and not trace.owned
+
+
+def test_a_schedule_dropped_without_release_gives_its_storage_back():
+    # a run's generator may be dropped mid-run (the tab's stop): no one calls close
+    dev = WebGPUBackend()
+    rng = np.random.default_rng(6)
+    xs = [sc.tensor(rng.standard_normal((16, 16)), device=dev, dtype="f32") for _ in range(4)]
+    with no_grad():
+        f = ReplayedFunction(_step, dev)
+        out = [f(x) for x in xs]
+        assert f.ready
+        storages = list(f.sr.schedule.trace.owned)
+        pooled = dev.pooled_bytes
+        del f
+    assert all(st.owner is None for st in storages)
+    assert dev.pooled_bytes > pooled
+    # the replayed output the caller still holds keeps its storage until it goes
+    held = out[-1]._buf.handle
+    assert any(held is st for st in storages)
+    assert not any(held is st for lst in dev._pool.values() for st in lst)
+    del out, held
+    assert all(any(st is p for lst in dev._pool.values() for p in lst) for st in storages)

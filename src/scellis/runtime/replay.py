@@ -94,7 +94,7 @@ class StepReplay:
             self.runs += 1
             yield
             return
-        trace = Trace()
+        trace = Trace(self.device)
         self.device.recorder = trace
         try:
             yield

@@ -131,10 +131,11 @@ class WebGPUBackend:
     def release(self, buf: Buffer) -> None:
         st: Storage = buf.handle
         buf.handle = None
-        if st.owner is not None:
+        owner = st.owner() if st.owner is not None else None
+        if owner is not None:
             # a recorded step's storage stays its schedule's (and counts as live): the
             # step reuses it for a later buffer of its own, and replays write it again
-            st.owner.let_go(st)
+            owner.let_go(st)
             return
         self._to_pool(st)
 
@@ -147,11 +148,18 @@ class WebGPUBackend:
         """Hand a recorded step's storages back: those its buffers still hold return to
         the pool when the buffers die, the free ones now (a discarded trace, or a
         released schedule)."""
-        for st in trace.owned:
+        self.disown_storage(trace.owned, trace.free)
+
+    def disown_storage(self, owned: list, free: dict) -> None:
+        """``disown`` on a trace's containers (emptied in place); also a trace's
+        finaliser, for one dropped without being disowned."""
+        for st in owned:
             st.owner = None
-        for st in trace.take_free():
-            self._to_pool(st)
-        trace.owned = []
+        owned.clear()
+        for sts in free.values():
+            for st in sts:
+                self._to_pool(st)
+        free.clear()
 
     def empty_pool(self) -> None:
         for lst in self._pool.values():

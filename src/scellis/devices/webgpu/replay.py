@@ -64,36 +64,36 @@ class Entry:
 class Trace:
     """What one eagerly run step did on the backend, in order, and the storages it made."""
 
-    def __init__(self):
+    def __init__(self, backend=None):
         self.entries: list[Entry] = []
         self.reads = 0
         self._keep: dict[int, object] = {}  # id -> Buffer made before the step: held
         # a buffer made in the step -> its stand-in (one each, so identity is kept)
         self._made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.owned: list = []  # the storages this trace made
-        self._free: dict[int, list] = {}  # size class -> owned storages no buffer holds
+        self.free: dict[int, list] = {}  # size class -> owned storages no buffer holds
+        # a storage names its trace weakly, so a trace nobody keeps (a schedule dropped
+        # without release) dies at once, and its storages go back to the pool then
+        self.ref = weakref.ref(self)
+        if backend is not None:
+            weakref.finalize(self, backend.disown_storage, self.owned, self.free)
 
     # -- storage (called by the backend's allocator) --
     def claim(self, st) -> None:
-        st.owner = self
+        st.owner = self.ref
         self.owned.append(st)
 
     def let_go(self, st) -> None:
-        self._free.setdefault(st.pool_key, []).append(st)
+        self.free.setdefault(st.pool_key, []).append(st)
 
     def reuse(self, key: int):
-        free = self._free.get(key)
+        free = self.free.get(key)
         return free.pop() if free else None
-
-    def take_free(self) -> list:
-        out = [st for lst in self._free.values() for st in lst]
-        self._free = {}
-        return out
 
     # -- what the step did --
     def _recorded(self, view):
         buf = view.buf
-        if getattr(buf.handle, "owner", None) is not self:
+        if getattr(buf.handle, "owner", None) is not self.ref:
             self._keep.setdefault(id(buf), buf)
             return view
         stand_in = self._made.get(buf)

@@ -43,8 +43,9 @@ class Storage:
     nbytes: int
     window_bytes: int
     pool_key: int = 0
-    # the recorded step (devices/webgpu/replay.py Trace) that made this storage and keeps
-    # it for its schedule; None: the backend's pool takes it back when its buffer dies
+    # a weak reference to the recorded step (devices/webgpu/replay.py Trace) that made
+    # this storage and keeps it for its schedule; None: the backend's pool takes it back
+    # when its buffer dies
     owner: object = None
 
     def windows(self) -> list[tuple[object, int, int]]:
