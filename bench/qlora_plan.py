@@ -10,8 +10,9 @@ RoPE, vocabulary 8192, untied head: 97.6M parameters) made as a record with Adam
 cross-entropy; no weight is allocated, the planner traces it on its recording device
 for the WebGPU spec's limits under ``--budget``: the plan ``scellis train`` makes
 (``run.planning.plan_steps``: the loop's guarded update, replayed steps where they fit,
-else eager ones, an evaluation forward at the training batch beside them). Three runs of the same record: full
-fine-tuning, LoRA rank 8 on every dense block (f32 base, frozen), and the same with
+else eager ones, an evaluation forward at the training batch beside them). Three runs
+of the same record: full fine-tuning, LoRA rank 8 on every dense block (f32 base,
+frozen), and the same with
 ``quantize_base: nf4`` (QLoRA), and with ``double_quant: true`` (its block scales as int8
 per 256). Reported per run: the verdict, the peak and the classes
 at the peak; for a red LoRA run, the planner's "quantise the base (nf4)" remediation.
