@@ -12,10 +12,10 @@ for the WebGPU spec's limits under ``--budget``: the plan ``scellis train`` make
 (``run.planning.plan_steps``: the loop's guarded update, replayed steps where they fit,
 else eager ones, an evaluation forward at the training batch beside them). Three runs
 of the same record: full fine-tuning, LoRA rank 8 on every dense block (f32 base,
-frozen), and the same with
-``quantize_base: nf4`` (QLoRA), and with ``double_quant: true`` (its block scales as int8
-per 256). Reported per run: the verdict, the peak and the classes
-at the peak; for a red LoRA run, the planner's "quantise the base (nf4)" remediation.
+frozen), and the same with ``quantize_base: nf4`` (QLoRA), and with ``double_quant:
+true`` (its block scales as int8 per 256). Reported per run: the verdict, whether the
+steps replay, the peak and the classes at the peak; for a LoRA run that is not green,
+the planner's "quantise the base (nf4)" remediation.
 
 Error: a dense block of torch's init (768 -> 768, U(+-1/sqrt(768))) and one of N(0, 1)
 weights, quantised as int8 and NF4: the weights' relative error ||W~ - W|| / ||W|| and
