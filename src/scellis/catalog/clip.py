@@ -2,10 +2,17 @@
 
 ``clip_grad_norm_`` computes the norm of all gradients together and scales every
 gradient by ``min(1, max_norm / (norm + 1e-6))`` (torch.nn.utils.clip_grad_norm_).
-The norm and the scale stay on the device (the gradients are gathered into one flat
-buffer and reduced there); nothing is read back, so it returns the norm as a 0-d
-tensor and cannot offer torch's ``error_if_nonfinite``, which would need its value.
-The gradients are replaced by scaled tensors (``p.grad`` is reassigned).
+The norm and the scale stay on the device; nothing is read back, so it returns the
+norm as a 0-d tensor and cannot offer torch's ``error_if_nonfinite``, which would need
+its value. The gradients are replaced by scaled tensors (``p.grad`` is reassigned).
+
+A reduction over every gradient (the norm here, the overflow guard's finite flag)
+runs over flat *runs* of the gradients (``reduce_gradients``): consecutive gradients
+gathered into one buffer of at most ``RUN_ELEMENTS`` elements, each run reduced, then
+the runs' partial results reduced the same way. So the copies it makes stay at 64 MiB
+whatever the model's size (a 100M-parameter model's gradients gathered at once were
+400 MB, and as much again for the elementwise product reduced). A model whose
+gradients fit one run reduces them exactly as one flat buffer.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
+from ..runtime.functional import stack
 from ..runtime.tensor import Tensor
 
 
@@ -27,16 +35,48 @@ def _params(parameters) -> list[Tensor]:
     return [p[1] if isinstance(p, tuple) else p for p in parameters]
 
 
-def _flat_grads(grads: list[Tensor]) -> Tensor:
+RUN_ELEMENTS = 1 << 24  # gradient elements gathered at a time (64 MiB of f32)
+
+
+def _runs(grads: list[Tensor], limit: int) -> list[list[Tensor]]:
+    """``grads`` in order, grouped so that each group holds at most ``limit`` elements
+    (a gradient larger than that is a group by itself)."""
+    runs: list[list[Tensor]] = [[]]
+    size = 0
+    for g in grads:
+        if runs[-1] and size + g.numel > limit:
+            runs.append([])
+            size = 0
+        runs[-1].append(g)
+        size += g.numel
+    return runs
+
+
+def _flat(run: list[Tensor]) -> Tensor:
+    """One flat tensor of ``run``'s elements in order: a lone contiguous gradient's own
+    view, else a gathered copy."""
+    if len(run) == 1 and run[0].is_contiguous():
+        return run[0].reshape((run[0].numel,))
+    first = run[0]
+    flat = zeros((sum(g.numel for g in run),), first.dtype, first.device)
+    parts = [g if g.is_contiguous() else apply("copy", (g,)) for g in run]
+    apply_inplace("flat_gather", tuple(parts), (flat,))
+    return flat
+
+
+def reduce_gradients(grads: list[Tensor], per_run, combine: str = "sum") -> Tensor:
+    """A 0-d reduction over all of ``grads`` at once, run by run: ``per_run`` (a flat
+    tensor -> its 0-d partial: a sum of squares, a max) of each run of at most
+    ``RUN_ELEMENTS`` elements, then the partials stacked and reduced by their
+    ``combine`` method (``sum`` or ``max``)."""
     first = grads[0]
     for g in grads:
         if g.device is not first.device or g.dtype != first.dtype:
-            raise ScellisError("clip_grad_norm_ needs the gradients on one device in one dtype")
-    n = sum(g.numel for g in grads)
-    flat = zeros((n,), first.dtype, first.device)
-    parts = [g if g.is_contiguous() else apply("copy", (g,)) for g in grads]
-    apply_inplace("flat_gather", tuple(parts), (flat,))
-    return flat
+            raise ScellisError("a gradient reduction needs them on one device in one dtype")
+    runs = _runs(grads, RUN_ELEMENTS)
+    if len(runs) == 1:
+        return per_run(_flat(runs[0]))
+    return getattr(stack([per_run(_flat(run)) for run in runs]), combine)()
 
 
 @no_grad()
@@ -47,14 +87,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tens
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return zeros((), params[0].dtype if params else "f32", params[0].device if params else None)
-    flat = _flat_grads(grads)
     norm_type = float(norm_type)
     if math.isinf(norm_type):
-        total = flat.abs().max()
+        total = reduce_gradients(grads, lambda f: f.abs().max(), "max")
     elif norm_type == 2.0:
-        total = (flat * flat).sum().sqrt()
+        total = reduce_gradients(grads, lambda f: (f * f).sum()).sqrt()
     elif norm_type > 0:
-        total = (flat.abs() ** norm_type).sum() ** (1.0 / norm_type)
+        total = reduce_gradients(grads, lambda f: (f.abs() ** norm_type).sum())
+        total = total ** (1.0 / norm_type)
     else:
         raise ScellisError(f"norm_type must be > 0 or inf, got {norm_type}")
     coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)

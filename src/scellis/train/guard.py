@@ -17,31 +17,21 @@ skipped.
 from __future__ import annotations
 
 from ..autograd import no_grad
+from ..catalog.clip import reduce_gradients
 from ..catalog.optim import Optimizer, flat_view
-from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.tensor import Tensor
 
 
-def flat_grads(params) -> Tensor | None:
-    """The gradients of ``params`` (those that have one) in one flat device buffer."""
+@no_grad()
+def finite_flag(params) -> Tensor | None:
+    """0-d bool on the device: every gradient element of ``params`` is finite (the sum
+    of ``g * 0`` over every run of the gradients, and then over the runs' sums, is 0;
+    any inf or NaN makes it NaN)."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return None
-    first = grads[0]
-    flat = zeros((sum(g.numel for g in grads),), first.dtype, first.device)
-    parts = [g if g.is_contiguous() else apply("copy", (g,)) for g in grads]
-    apply_inplace("flat_gather", tuple(parts), (flat,))
-    return flat
-
-
-@no_grad()
-def finite_flag(params) -> Tensor | None:
-    """0-d bool on the device: every gradient element of ``params`` is finite."""
-    flat = flat_grads(params)
-    if flat is None:
-        return None
-    return (flat * 0.0).sum() == 0.0
+    return reduce_gradients(grads, lambda f: (f * 0.0).sum()) == 0.0
 
 
 @no_grad()
