@@ -111,8 +111,21 @@ def _max_reduce(node, g):
 
 def _matmul(node, g):
     ga = g @ _x(node, 1).detach().mT if node.needs[0] else None
-    gb = _x(node, 0).detach().mT @ g if node.needs[1] else None
+    gb = None
+    if node.needs[1]:
+        a = _x(node, 0).detach()
+        # b read as a transposed view (a dense layer's x @ W^T): its gradient is made as
+        # the transpose of g^T a, so the weight's own gradient comes out contiguous and
+        # the optimizer's gather needs no copy of it
+        gb = (g.mT @ a).mT if _transposed_2d(_x(node, 1)) and a.ndim == 2 else a.mT @ g
     return ga, gb
+
+
+def _transposed_2d(x) -> bool:
+    """Whether ``x`` (a tensor or an edge) is a 2-D view whose transpose is contiguous."""
+    if len(x.shape) != 2 or min(x.shape) < 2:
+        return False
+    return tuple(x.strides) == (1, x.shape[0])
 
 
 def _qmatmul(node, g):

@@ -28,12 +28,13 @@ class Edge:
     without keeping its storage alive. ``tensor()`` is the tensor while something else
     keeps it (for ``retain_grad``), else None."""
 
-    __slots__ = ("_node", "requires_grad", "shape", "dtype", "_ref")
+    __slots__ = ("_node", "requires_grad", "shape", "strides", "dtype", "_ref")
 
     def __init__(self, t):
         self._node = t._node
         self.requires_grad = t.requires_grad
         self.shape = t.shape
+        self.strides = t.strides  # the layout a rule may follow (matmul's weight gradient)
         self.dtype = t.dtype
         self._ref = weakref.ref(t)
 

@@ -43,8 +43,9 @@ class Block(Module):
         """U(-bound, bound) parameter of ``shape``."""
         c = self.ctx
         with no_grad():
-            u = rand(shape, c["device"], c["dtype"], c["gen"])
-            t = u * (2.0 * bound) - bound
+            # the draws are let go as soon as they are scaled: two tensors of ``shape``
+            # are alive at once, not three (a large layer's construction peak)
+            t = rand(shape, c["device"], c["dtype"], c["gen"]) * (2.0 * bound) - bound
         return t.requires_grad_()
 
     def normal(self, shape, std: float = 1.0) -> Tensor:
