@@ -4,6 +4,11 @@
 that never suspends (every op on the reference device) runs on to its end, so a long
 generation or prediction would ignore the first Ctrl-C. ``run_until_done`` raises
 KeyboardInterrupt where the work is instead, as plain Python code would.
+
+Except inside a finaliser: an exception raised in ``__del__`` (a tensor's buffer going
+back to its pool) or in a weakref callback is printed and dropped, not propagated, so a
+Ctrl-C landing there would be lost. There the handler sends the signal again a moment
+later, when the work has most likely left the finaliser.
 """
 
 from __future__ import annotations
@@ -11,6 +16,19 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+
+RESEND_S = 0.005  # how long after a Ctrl-C that met a finaliser it is sent again
+
+
+def in_finaliser(frame) -> bool:
+    """Whether ``frame`` runs inside an object's finaliser (``__del__``, or a weakref
+    callback such as ``weakref.finalize``'s), where an exception would be dropped."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.endswith("weakref.py"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def run_until_done(coro):
@@ -20,6 +38,9 @@ def run_until_done(coro):
         return asyncio.run(coro)
 
     def interrupt(signum, frame):
+        if in_finaliser(frame):
+            threading.Timer(RESEND_S, signal.raise_signal, (signal.SIGINT,)).start()
+            return
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupt)
