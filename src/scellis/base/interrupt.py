@@ -31,6 +31,15 @@ def in_finaliser(frame) -> bool:
     return False
 
 
+def raise_interrupt(signum, frame) -> None:
+    """A signal handler's KeyboardInterrupt, or, inside a finaliser, the same signal sent
+    again ``RESEND_S`` later."""
+    if in_finaliser(frame):
+        threading.Timer(RESEND_S, signal.raise_signal, (signum,)).start()
+        return
+    raise KeyboardInterrupt
+
+
 def run_until_done(coro):
     """``asyncio.run(coro)``, where Ctrl-C raises KeyboardInterrupt at once (in the main
     thread; elsewhere signals do not arrive, so plain ``asyncio.run``)."""
@@ -38,10 +47,7 @@ def run_until_done(coro):
         return asyncio.run(coro)
 
     def interrupt(signum, frame):
-        if in_finaliser(frame):
-            threading.Timer(RESEND_S, signal.raise_signal, (signal.SIGINT,)).start()
-            return
-        raise KeyboardInterrupt
+        raise_interrupt(signum, frame)
 
     previous = signal.signal(signal.SIGINT, interrupt)
     try:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..base.files import read_file
+from ..base.interrupt import raise_interrupt
 from ..run.prepare import RecordProblems, check_record
 from ..run.session import RunControl, RunSession
 from ..sml import emit, parse
@@ -50,7 +51,8 @@ class Stop:
     def __enter__(self):
         def handler(signum, frame):
             if self.control.stopping:  # a second Ctrl-C: give up waiting for the step
-                raise KeyboardInterrupt
+                raise_interrupt(signum, frame)
+                return
             self.control.stop("interrupt")
 
         self._old = {}
