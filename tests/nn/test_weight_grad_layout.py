@@ -9,6 +9,7 @@ batched (3-D) inputs, and in a traced training step: no ``copy`` runs in the upd
 
 import os
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -44,27 +45,11 @@ def test_linear_weight_grad_is_contiguous_and_torchs(device, x_shape):
         np.testing.assert_allclose(np.asarray(ours.tolist()), theirs.numpy(), rtol=1e-5, atol=1e-6)
 
 
-MLP = """
-model: tests/mlp2@1
-inputs:
-  x: { shape: [batch, 16], dtype: f32 }
-blocks:
-  h: { block_id: nn/linear, in: x, in_features: 16, out_features: 32 }
-  y: { block_id: nn/linear, in: h, in_features: 32, out_features: 4 }
-outputs: [y]
-optimizer: { block_id: training/optimizer/adam, lr: 0.001 }
-loss: { block_id: training/loss/mse }
-epochs: 1
-batch_size: 4
-grad_clip: { max_norm: 1.0 }
-determinism_tier: debug
-"""
+DENSE2 = Path(__file__).resolve().parents[1] / "plan" / "records" / "dense2_clip.sml"
 
 
-def test_a_training_step_copies_no_gradient(tmp_path):
-    path = tmp_path / "mlp.sml"
-    path.write_text(MLP)
-    tr = trace(load_record(str(path)), update=loop_update)
+def test_a_training_step_copies_no_gradient():
+    tr = trace(load_record(str(DENSE2)), update=loop_update)
     ops = [e[1] for e in tr.events if e[0] == "run"]
     phases = {e[1]: e[4] for e in tr.events if e[0] == "alloc"}
     copies = [

@@ -9,6 +9,7 @@ of a training step allocates nothing larger than a run.
 """
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -75,31 +76,15 @@ def test_the_finite_flag_finds_a_bad_value_in_any_run(device, where, bad, small_
     assert finite_flag(_ours(device, grads)).item() is False
 
 
-MLP = """
-model: tests/mlp@1
-inputs:
-  x: { shape: [batch, 64], dtype: f32 }
-blocks:
-  h: { block_id: nn/linear, in: x, in_features: 64, out_features: 1024 }
-  y: { block_id: nn/linear, in: h, in_features: 1024, out_features: 32 }
-outputs: [y]
-optimizer: { block_id: training/optimizer/adam, lr: 0.001 }
-loss: { block_id: training/loss/mse }
-epochs: 1
-batch_size: 4
-grad_clip: { max_norm: 1.0 }
-determinism_tier: debug
-"""
+DENSE2 = Path(__file__).resolve().parents[1] / "plan" / "records" / "dense2_clip.sml"
 
 
-def test_the_guard_allocates_no_more_than_a_run(monkeypatch, tmp_path):
+def test_the_guard_allocates_no_more_than_a_run(monkeypatch):
     # a two-layer MLP of ~100k parameters: with runs of 4,096 elements, nothing the
     # optimizer phase allocates for a while (the flag's copies, clipping's) is larger than
     # the largest weight's own gradient; one flat copy of every gradient was ~100k before
     monkeypatch.setattr(clip, "RUN_ELEMENTS", 4096)
-    path = tmp_path / "mlp.sml"
-    path.write_text(MLP)
-    tr = trace(load_record(str(path)), update=loop_update)
+    tr = trace(load_record(str(DENSE2)), update=loop_update)
     kept = tr.state | tr.grads | set(tr.params)  # the moments, the flat gradient buffer
     largest = max(
         e[2] for e in tr.events if e[0] == "alloc" and e[4] == "optimizer" and e[1] not in kept

@@ -366,14 +366,15 @@ def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:
     cost = cost_fn(device)
     replaced = _quantised_away(tr)
     allocs = tr.allocs()
-    last = [e[1] for e in tr.events if e[0] == "mark" and e[1].startswith("step ")][-1:]
+    steps = [e[1] for e in tr.events if e[0] == "mark" and e[1].startswith("step ")]
+    last = steps[-1] if steps else None
     live = peak = inputs = 0
     counted: dict[int, tuple[int, bool]] = {}  # serial -> (bytes, made in the last step)
     free: dict[int, int] = {}  # size class -> the last step's storages no buffer holds
     in_step = False
     for e in tr.events:
         if e[0] == "mark":
-            in_step = [e[1]] == last
+            in_step = e[1] == last
         elif e[0] == "alloc" and e[1] not in replaced:
             nbytes = cost(e[2], e[3])
             if in_step and free.get(nbytes):

@@ -99,8 +99,7 @@ class StepReplay:
         try:
             yield
         except BaseException:
-            self.device.recorder = None
-            self.device.disown(trace)
+            self.device.disown(trace)  # a step that failed gives its storage back
             raise
         finally:
             self.device.recorder = None
