@@ -58,14 +58,17 @@ export function mount(el, client, app) {
 
   const error = (msg) => { $(".dp-error").textContent = msg || ""; };
 
-  async function loadFile(name, text) {
+  async function loadFile(file) {
+    // the earlier file's preview goes the moment this one is picked, before it is even
+    // read: its rows must never stand for this one's
+    const name = file.name;
     error("");
-    state.file = { name, text };
-    // the earlier file's preview goes at once: its rows must never stand for this one's
     $(".dp-loaded").hidden = true;
     $(".dp-current").textContent = `reading ${name}…`;
     const isCsv = /\.(csv|tsv)$/i.test(name);
     try {
+      const text = await file.text();
+      state.file = { name, text };
       state.info = await client.call(isCsv ? "load_table" : "load_text", { name, text });
     } catch (e) {
       // nothing of an earlier file stays on show beside this file's problem
@@ -305,14 +308,13 @@ export function mount(el, client, app) {
   });
 
   $(".dp-choose").addEventListener("click", () => $(".dp-file").click());
-  const readFile = (f) => f.text().then((text) => loadFile(f.name, text));
-  $(".dp-file").addEventListener("change", (ev) => { if (ev.target.files[0]) readFile(ev.target.files[0]); });
+  $(".dp-file").addEventListener("change", (ev) => { if (ev.target.files[0]) loadFile(ev.target.files[0]); });
   const drop = $(".dp-drop");
   for (const t of ["dragenter", "dragover"]) drop.addEventListener(t, (ev) => { ev.preventDefault(); drop.classList.add("over"); });
   for (const t of ["dragleave", "drop"]) drop.addEventListener(t, () => drop.classList.remove("over"));
   drop.addEventListener("drop", (ev) => {
     ev.preventDefault();
     const f = ev.dataTransfer && ev.dataTransfer.files[0];
-    if (f) readFile(f);
+    if (f) loadFile(f);
   });
 }
