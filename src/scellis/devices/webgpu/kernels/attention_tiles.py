@@ -35,6 +35,14 @@ DQ_TILES = ((64, 32), (32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
 DKV_TILES = ((32, 64), (32, 32), (16, 32), (16, 16), (8, 16), (8, 8))
 MICRO = ((4, 4), (4, 2), (2, 2), (2, 1), (1, 1))  # score micro-tiles, largest first
 MAX_RT = 8  # result rows an invocation may hold (RT vec4 registers per result)
+LANES = 32  # invocations that run in step (an NVIDIA warp); only speed depends on it
+
+
+def _padded(n4s: int) -> int:
+    """Row stride, in vec4, of a score block whose rows hold ``n4s`` vec4: one more, so
+    that consecutive rows start 4 banks apart and a row-wise pass over the block (the
+    softmax, a transposed store) does not hit one bank from every row."""
+    return n4s + 1
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,8 @@ def _floats(p: Plan, kind: str) -> int:
     blocks = {"forward": 1, "dq": 1, "dkv": 2}[kind]
     rows = {"forward": 2 * p.bq * p.tpr + p.bq, "dq": p.bq * p.tpr + 2 * p.bq}
     rows["dkv"] = rows["dq"]
-    return vec_rows[kind] * p.cgp * 4 + blocks * p.bq * p.bk + rows[kind]
+    padded = p.bq * (p.bk + 4) if kind != "dkv" else p.bk * (p.bq + 4)
+    return vec_rows[kind] * p.cgp * 4 + blocks * padded + rows[kind]
 
 
 def fits(src: Source, d: int, cap: Cap) -> bool:
@@ -237,6 +246,24 @@ def _prefetch(fetch, var: str, step: int, end: str) -> str:
     return head + fetch(var + "n") + "    }\n"
 
 
+def _lanes(index: str, nx: int, ny: int, y: str, x: str) -> str:
+    """WGSL setting ``y`` < ny and ``x`` < nx from ``index`` < nx * ny, so that each run of
+    ``LANES`` consecutive invocations covers a block of about 8 x 4 (x, y) pairs rather
+    than a strip of 2 rows: a step of a micro-tiled product then reads fewer distinct
+    rows of each operand per subgroup, which workgroup memory serves in fewer passes.
+    Only which invocation computes which element changes, never an element's sums."""
+    bx = min(8, nx)
+    by = LANES // bx
+    if nx % bx or ny % by:
+        return f"let {y} = {index} / {nx}u; let {x} = {index} - {y} * {nx}u;"
+    nbx = nx // bx
+    return (
+        f"let lb_ = {index} / {LANES}u; let ll_ = {index} - lb_ * {LANES}u; "
+        f"let {x} = (lb_ % {nbx}u) * {bx}u + ll_ % {bx}u; "
+        f"let {y} = (lb_ / {nbx}u) * {by}u + ll_ / {bx}u;"
+    )
+
+
 def _scores(p: Plan, pairs, epilogue) -> str:
     """For each (li, lj) of the BQ x BK block, the dot products of row li of ``a`` with
     row lj of ``b`` for each (a, b) of ``pairs`` (``s0``, ``s1``, ... in ``epilogue``).
@@ -247,7 +274,7 @@ def _scores(p: Plan, pairs, epilogue) -> str:
     rs = [(r, s) for r in range(p.sr) for s in range(p.sc)]
     out = [
         f"    for (var g = lid; g < {items}u; g += {p.wg}u) {{",
-        f"      let ty = g / {nx}u; let tx = g - ty * {nx}u;",
+        "      " + _lanes("g", nx, ry, "ty", "tx"),
     ]
     out += [f"      var a{k}_{r}_{s} = 0.0;" for k in range(len(pairs)) for r, s in rs]
     out.append(f"      for (var c = 0u; c < {p.cg}u; c++) {{")
@@ -265,14 +292,16 @@ def _scores(p: Plan, pairs, epilogue) -> str:
     return "\n".join(out) + "\n"
 
 
-def _product(p: Plan, rows: int, wstride: int, terms) -> str:
+def _product(p: Plan, rows: int, n4s: int, terms) -> str:
     """acc_<name>_r += sum over n of ``weights``[row r, n] * ``vecs``[n] for each (name,
-    weights array, vecs array) of ``terms`` (weights as vec4 rows of ``wstride``); an
-    invocation owns result rows og + r * rows/RT of vec4 column ocg."""
+    weights array, vecs array) of ``terms`` (weights as rows of ``n4s`` vec4, stored
+    ``_padded(n4s)`` apart); an invocation owns result rows og + r * rows/RT of vec4
+    column ocg."""
     ry = rows // p.rt
+    wstride = _padded(n4s)
     out = [
         f"    if (lid < {ry * p.cg}u) {{",
-        f"      for (var n4 = 0u; n4 < {wstride}u; n4++) {{",
+        f"      for (var n4 = 0u; n4 < {n4s}u; n4++) {{",
     ]
     for name, w, vecs in terms:
         out += [
@@ -288,7 +317,7 @@ def _product(p: Plan, rows: int, wstride: int, terms) -> str:
 
 def _accumulators(p: Plan, names, rows: int) -> str:
     ry = rows // p.rt
-    out = [f"  let og = lid / {p.cg}u; let ocg = lid - og * {p.cg}u;  // result rows og + r*{ry}"]
+    out = ["  " + _lanes("lid", p.cg, ry, "og", "ocg") + f"  // result rows og + r*{ry}"]
     out += [f"  var acc_{n}{r} = vec4<f32>(0.0);" for n in names for r in range(p.rt)]
     return "\n".join(out) + "\n"
 
@@ -365,9 +394,10 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     vec = vec4_views(views, d)
     src, at = new_source(base, views, outs[0], b, h, t, s, d, attrs, vec)
     bk4 = p.bk // 4
+    sst = _padded(bk4)  # the score block's row stride
     for name, n in (("qs", p.bq), ("ks", p.bk), ("vs", p.bk)):
         _decl(src, name, "vec4<f32>", n * p.cgp)
-    _decl(src, "ss", "vec4<f32>", p.bq * bk4)  # scores, then probabilities
+    _decl(src, "ss", "vec4<f32>", p.bq * sst)  # scores, then probabilities
     _decl(src, "red", "f32", p.bq * p.tpr)  # partial maxima
     _decl(src, "rsum", "f32", p.bq * p.tpr)  # partial sums
     _decl(src, "corr", "f32", p.bq)  # each row's rescale this tile; at the end, its sum
@@ -375,7 +405,7 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     score = f"""        let i = r0 + li; let j = j0 + lj;
         let keep = j < S && (!causal || j <= i);
-        ss[li * {bk4}u + lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
+        ss[li * {sst}u + lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
     src.body = (
         head(p.wg, p.bq)
         + _load(p, p.bq, "r0", "T", _operands(at, vec, [("qs", "q")]))
@@ -400,7 +430,7 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     if (soft) {{
       var pm = {MASKED};
       for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
-        pm = max(pm, ss[srow * {bk4}u + j / 4u][j & 3u]);
+        pm = max(pm, ss[srow * {sst}u + j / 4u][j & 3u]);
       }}
       red[lid] = pm;
     }}
@@ -410,8 +440,8 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
       for (var u = 0u; u < {p.tpr}u; u++) {{ mn = max(mn, red[srow * {p.tpr}u + u]); }}
       var ps = 0.0;
       for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
-        let e = sc_exp(ss[srow * {bk4}u + j / 4u][j & 3u] - mn);
-        ss[srow * {bk4}u + j / 4u][j & 3u] = e;
+        let e = sc_exp(ss[srow * {sst}u + j / 4u][j & 3u] - mn);
+        ss[srow * {sst}u + j / 4u][j & 3u] = e;
         ps += e;
       }}
       rsum[lid] = ps;
@@ -485,9 +515,10 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
         src.operand("s", delta, write=True)
         keep = f"  if (lid < {p.bq}u && r0 + lid < T) {{ st_s(bh * T + r0 + lid, dlt[lid]); }}\n"
     bk4 = p.bk // 4
-    _decl(src, "dss", "vec4<f32>", p.bq * bk4)
+    sst = _padded(bk4)
+    _decl(src, "dss", "vec4<f32>", p.bq * sst)
     out_at = src.add_meta(out.offset)
-    score = _prob("(r0 + li)", "(j0 + lj)") + f"\n        dss[li * {bk4}u + lj / 4u][lj & 3u] = ds;"
+    score = _prob("(r0 + li)", "(j0 + lj)") + f"\n        dss[li * {sst}u + lj / 4u][lj & 3u] = ds;"
     rows = [("qs", "q"), ("gs", "gy")]
     keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     src.body = (
@@ -535,16 +566,17 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
     else:
         stats = _row_stats(p, "q0", at)
     bq4 = p.bq // 4
-    _decl(src, "pt", "vec4<f32>", p.bk * bq4)  # probabilities, [key][query]
-    _decl(src, "dst", "vec4<f32>", p.bk * bq4)  # score gradients, [key][query]
+    sst = _padded(bq4)
+    _decl(src, "pt", "vec4<f32>", p.bk * sst)  # probabilities, [key][query]
+    _decl(src, "dst", "vec4<f32>", p.bk * sst)  # score gradients, [key][query]
     nq, nk = b * h * t * d, b * h * s * d
     out_at = src.add_meta(out.offset + nq, out.offset + nq + nk)
     # the score block's rows are the tile's queries, its columns this workgroup's keys
     score = (
         _prob("(q0 + li)", "(r0 + lj)")
         + f"""
-        pt[lj * {bq4}u + li / 4u][li & 3u] = p;
-        dst[lj * {bq4}u + li / 4u][li & 3u] = ds;"""
+        pt[lj * {sst}u + li / 4u][li & 3u] = p;
+        dst[lj * {sst}u + li / 4u][li & 3u] = ds;"""
     )
     src.body = (
         head(p.wg, p.bk)
