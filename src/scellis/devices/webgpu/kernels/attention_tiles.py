@@ -5,9 +5,12 @@ and a dk/dv pass walking query tiles in the backward, no float atomics), arrange
 a matmul kernel arranges it, so that every value read from workgroup memory feeds
 several multiply-adds:
 
-- Tiles of q, k, v (and dO) are staged in workgroup memory as ``array<vec4<f32>>``
-  rows of ceil(D / 4) vectors (zero padded), one vector more per row so that
-  neighbouring rows start in other memory banks.
+- Tiles of q, k, v (and dO) are staged in workgroup memory as rows of ceil(D / 4)
+  vec4 (zero padded), one vector more per row so that neighbouring rows start in other
+  memory banks. Arrays are indexed [row][vec4 column] and the short inner loops are
+  written out whole, so the columns are constants and the index check WebGPU adds to
+  each workgroup read depends on the row alone (5-7% faster on an H100 than one flat
+  index per read).
 - A score block (a BQ x BK tile of q kᵀ, or of dO vᵀ alongside it in the backward) is
   shared among the invocations as SR x SC register micro-tiles: per step of 4 columns
   an invocation reads SR + SC vectors and does 4 * SR * SC multiply-adds.
@@ -140,6 +143,13 @@ def _decl(src: Source, name: str, ty: str, n: int) -> None:
     src.decls.append(f"var<workgroup> {name}: array<{ty}, {n}>;")
 
 
+def _decl_rows(src: Source, name: str, rows: int, cols: int) -> None:
+    """A workgroup array of ``rows`` rows of ``cols`` vec4, indexed [row][column]: with
+    the column a constant (unrolled loops), the index check WebGPU adds to every
+    workgroup read is on the row alone, which stays the same along the loop."""
+    src.decls.append(f"var<workgroup> {name}: array<array<vec4<f32>, {cols}>, {rows}>;")
+
+
 @dataclass(frozen=True)
 class Operand:
     """One operand staged into workgroup memory: its array there, its accessor, its meta
@@ -223,9 +233,8 @@ class Staging:
     def stash(self) -> str:
         out = []
         for o in self.operands:
-            n_units, cgp = self.rows * self._units(o), self.p.cgp
-            row = f"{o.shared}[ii * {cgp}u + c"
-            slot = f"{row}]" if o.vec else f"{row} / 4u][c & 3u]"
+            n_units = self.rows * self._units(o)
+            slot = f"{o.shared}[ii][c]" if o.vec else f"{o.shared}[ii][c / 4u][c & 3u]"
             out += [
                 f"    {{ {at} if (e < {n_units}u) {{ {slot} = f_{o.shared}{n}; }} }}"
                 for n, at in self._passes(o)
@@ -264,25 +273,70 @@ def _lanes(index: str, nx: int, ny: int, y: str, x: str) -> str:
     )
 
 
+FULL_UNROLL = 32  # inner loops at most this long are written out whole
+
+
+def _unroll(n: int) -> int:
+    """Steps of a loop of ``n`` written out per iteration: all of them for a short loop
+    (constant column indices), else 8, 4, 2 or 1 (the matmul kernel's inner loop gained
+    30% from unrolling on an H200)."""
+    if n <= FULL_UNROLL:
+        return n
+    return next(u for u in (8, 4, 2, 1) if n % u == 0)
+
+
+def _step(var: str, n: int, un: int, u: int) -> str:
+    """WGSL of step ``u`` of an unrolled loop over ``var``: a constant where the loop
+    is written out whole."""
+    if un == n:
+        return f"{u}u"
+    return f"{var} + {u}u" if u else var
+
+
+def _loop(var: str, n: int, un: int) -> tuple[str, str]:
+    """The head and tail of a loop of ``n`` steps over ``var``, ``un`` per iteration
+    (none where it is written out whole)."""
+    if un == n:
+        return "{", "}"
+    return f"for (var {var} = 0u; {var} < {n}u; {var} += {un}u) {{", "}"
+
+
+def _fma4(acc: str, a: str, b: str) -> str:
+    """WGSL: ``acc`` plus the dot product of vec4s ``a`` and ``b``, component by component
+    (four fused multiply-adds: fewer instructions and roundings than ``acc += dot``)."""
+    expr = acc
+    for x in "xyzw":
+        expr = f"fma({a}.{x}, {b}.{x}, {expr})"
+    return f"{acc} = {expr};"
+
+
 def _scores(p: Plan, pairs, epilogue) -> str:
     """For each (li, lj) of the BQ x BK block, the dot products of row li of ``a`` with
-    row lj of ``b`` for each (a, b) of ``pairs`` (``s0``, ``s1``, ... in ``epilogue``).
-    Invocation rows and columns are strided (li = ty + r * BQ/SR) so that neighbours
-    read neighbouring rows."""
+    row lj of ``b`` for each (a, b) of ``pairs`` (``s0``, ``s1``, ... in ``epilogue``),
+    summed in order over d. Invocation rows and columns are strided (li = ty + r * BQ/SR)
+    so that neighbours read neighbouring rows."""
     nx, ry = p.bk // p.sc, p.bq // p.sr
     items = ry * nx
     rs = [(r, s) for r in range(p.sr) for s in range(p.sc)]
+    un = _unroll(p.cg)
     out = [
         f"    for (var g = lid; g < {items}u; g += {p.wg}u) {{",
         "      " + _lanes("g", nx, ry, "ty", "tx"),
     ]
+    out += [f"      let ra{r} = ty + {r * ry}u;" for r in range(p.sr)]
+    out += [f"      let rb{s} = tx + {s * nx}u;" for s in range(p.sc)]
     out += [f"      var a{k}_{r}_{s} = 0.0;" for k in range(len(pairs)) for r, s in rs]
-    out.append(f"      for (var c = 0u; c < {p.cg}u; c++) {{")
-    for k, (a, b) in enumerate(pairs):
-        out += [f"        let {a}{r} = {a}[(ty + {r * ry}u) * {p.cgp}u + c];" for r in range(p.sr)]
-        out += [f"        let {b}{s} = {b}[(tx + {s * nx}u) * {p.cgp}u + c];" for s in range(p.sc)]
-        out += [f"        a{k}_{r}_{s} += dot({a}{r}, {b}{s});" for r, s in rs]
-    out.append("      }")
+    top, end = _loop("c0", p.cg, un)
+    out.append("      " + top)
+    for u in range(un):
+        c = _step("c0", p.cg, un, u)
+        out.append("        {")
+        for k, (a, b) in enumerate(pairs):
+            out += [f"          let {a}{r} = {a}[ra{r}][{c}];" for r in range(p.sr)]
+            out += [f"          let {b}{s} = {b}[rb{s}][{c}];" for s in range(p.sc)]
+            out += [f"          {_fma4(f'a{k}_{r}_{s}', f'{a}{r}', f'{b}{s}')}" for r, s in rs]
+        out.append("        }")
+    out.append("      " + end)
     for r, s in rs:
         names = "".join(f" let s{k} = a{k}_{r}_{s};" for k in range(len(pairs)))
         out.append(f"      {{ let li = ty + {r * ry}u; let lj = tx + {s * nx}u;{names}")
@@ -295,23 +349,28 @@ def _scores(p: Plan, pairs, epilogue) -> str:
 def _product(p: Plan, rows: int, n4s: int, terms) -> str:
     """acc_<name>_r += sum over n of ``weights``[row r, n] * ``vecs``[n] for each (name,
     weights array, vecs array) of ``terms`` (weights as rows of ``n4s`` vec4, stored
-    ``_padded(n4s)`` apart); an invocation owns result rows og + r * rows/RT of vec4
-    column ocg."""
+    ``_padded(n4s)`` apart), summed in order over n; an invocation owns result rows
+    og + r * rows/RT of vec4 column ocg."""
     ry = rows // p.rt
-    wstride = _padded(n4s)
-    out = [
-        f"    if (lid < {ry * p.cg}u) {{",
-        f"      for (var n4 = 0u; n4 < {n4s}u; n4++) {{",
-    ]
-    for name, w, vecs in terms:
-        out += [
-            f"        let {vecs}{u} = {vecs}[(n4 * 4u + {u}u) * {p.cgp}u + ocg];" for u in range(4)
-        ]
-        for r in range(p.rt):
-            out.append(f"        let {w}{r} = {w}[(og + {r * ry}u) * {wstride}u + n4];")
-            sums = " + ".join(f"{w}{r}.{x} * {vecs}{u}" for u, x in enumerate("xyzw"))
-            out.append(f"        acc_{name}{r} += {sums};")
-    out += ["      }", "    }"]
+    un = _unroll(n4s)
+    out = [f"    if (lid < {ry * p.cg}u) {{"]
+    out += [f"      let rw{r} = og + {r * ry}u;" for r in range(p.rt)]
+    top, end = _loop("m4", n4s, un)
+    out.append("      " + top)
+    for step in range(un):
+        n4 = _step("m4", n4s, un, step)
+        out.append("        {")
+        for name, w, vecs in terms:
+            out += [f"          let {vecs}{u} = {vecs}[{n4} * 4u + {u}u][ocg];" for u in range(4)]
+            for r in range(p.rt):
+                out.append(f"          let {w}{r} = {w}[rw{r}][{n4}];")
+                acc = f"acc_{name}{r}"
+                expr = acc
+                for u, x in enumerate("xyzw"):
+                    expr = f"fma(vec4<f32>({w}{r}.{x}), {vecs}{u}, {expr})"
+                out.append(f"          {acc} = {expr};")
+        out.append("        }")
+    out += ["      " + end, "    }"]
     return "\n".join(out) + "\n"
 
 
@@ -396,8 +455,8 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     bk4 = p.bk // 4
     sst = _padded(bk4)  # the score block's row stride
     for name, n in (("qs", p.bq), ("ks", p.bk), ("vs", p.bk)):
-        _decl(src, name, "vec4<f32>", n * p.cgp)
-    _decl(src, "ss", "vec4<f32>", p.bq * sst)  # scores, then probabilities
+        _decl_rows(src, name, n, p.cgp)
+    _decl_rows(src, "ss", p.bq, sst)  # scores, then probabilities
     _decl(src, "red", "f32", p.bq * p.tpr)  # partial maxima
     _decl(src, "rsum", "f32", p.bq * p.tpr)  # partial sums
     _decl(src, "corr", "f32", p.bq)  # each row's rescale this tile; at the end, its sum
@@ -405,7 +464,7 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     score = f"""        let i = r0 + li; let j = j0 + lj;
         let keep = j < S && (!causal || j <= i);
-        ss[li * {sst}u + lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
+        ss[li][lj / 4u][lj & 3u] = select({MASKED}, s0 * scale, keep);"""
     src.body = (
         head(p.wg, p.bq)
         + _load(p, p.bq, "r0", "T", _operands(at, vec, [("qs", "q")]))
@@ -430,7 +489,7 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     if (soft) {{
       var pm = {MASKED};
       for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
-        pm = max(pm, ss[srow * {sst}u + j / 4u][j & 3u]);
+        pm = max(pm, ss[srow][j / 4u][j & 3u]);
       }}
       red[lid] = pm;
     }}
@@ -440,8 +499,8 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
       for (var u = 0u; u < {p.tpr}u; u++) {{ mn = max(mn, red[srow * {p.tpr}u + u]); }}
       var ps = 0.0;
       for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
-        let e = sc_exp(ss[srow * {sst}u + j / 4u][j & 3u] - mn);
-        ss[srow * {sst}u + j / 4u][j & 3u] = e;
+        let e = sc_exp(ss[srow][j / 4u][j & 3u] - mn);
+        ss[srow][j / 4u][j & 3u] = e;
         ps += e;
       }}
       rsum[lid] = ps;
@@ -492,7 +551,7 @@ def _backward_source(base: Source, ins, out, attrs, p: Plan):
     vec = vec4_views(views, d)
     src, at = new_source(base, views, out, b, h, t, s, d, attrs, vec)
     for name, n in (("qs", p.bq), ("gs", p.bq), ("ks", p.bk), ("vs", p.bk)):
-        _decl(src, name, "vec4<f32>", n * p.cgp)
+        _decl_rows(src, name, n, p.cgp)
     _decl(src, "red", "f32", p.bq * p.tpr)  # partial sums of dO . O
     _decl(src, "lse", "f32", p.bq)
     _decl(src, "dlt", "f32", p.bq)
@@ -516,9 +575,9 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
         keep = f"  if (lid < {p.bq}u && r0 + lid < T) {{ st_s(bh * T + r0 + lid, dlt[lid]); }}\n"
     bk4 = p.bk // 4
     sst = _padded(bk4)
-    _decl(src, "dss", "vec4<f32>", p.bq * sst)
+    _decl_rows(src, "dss", p.bq, sst)
     out_at = src.add_meta(out.offset)
-    score = _prob("(r0 + li)", "(j0 + lj)") + f"\n        dss[li * {sst}u + lj / 4u][lj & 3u] = ds;"
+    score = _prob("(r0 + li)", "(j0 + lj)") + "\n        dss[li][lj / 4u][lj & 3u] = ds;"
     rows = [("qs", "q"), ("gs", "gy")]
     keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     src.body = (
@@ -567,16 +626,16 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
         stats = _row_stats(p, "q0", at)
     bq4 = p.bq // 4
     sst = _padded(bq4)
-    _decl(src, "pt", "vec4<f32>", p.bk * sst)  # probabilities, [key][query]
-    _decl(src, "dst", "vec4<f32>", p.bk * sst)  # score gradients, [key][query]
+    _decl_rows(src, "pt", p.bk, sst)  # probabilities, [key][query]
+    _decl_rows(src, "dst", p.bk, sst)  # score gradients, [key][query]
     nq, nk = b * h * t * d, b * h * s * d
     out_at = src.add_meta(out.offset + nq, out.offset + nq + nk)
     # the score block's rows are the tile's queries, its columns this workgroup's keys
     score = (
         _prob("(q0 + li)", "(r0 + lj)")
-        + f"""
-        pt[lj * {sst}u + li / 4u][li & 3u] = p;
-        dst[lj * {sst}u + li / 4u][li & 3u] = ds;"""
+        + """
+        pt[lj][li / 4u][li & 3u] = p;
+        dst[lj][li / 4u][li & 3u] = ds;"""
     )
     src.body = (
         head(p.wg, p.bk)
