@@ -8,9 +8,10 @@ several multiply-adds:
 - Tiles of q, k, v (and dO) are staged in workgroup memory as rows of ceil(D / 4)
   vec4 (zero padded), one vector more per row so that neighbouring rows start in other
   memory banks. Arrays are indexed [row][vec4 column] and the short inner loops are
-  written out whole, so the columns are constants and the index check WebGPU adds to
-  each workgroup read depends on the row alone (5-7% faster on an H100 than one flat
-  index per read).
+  written out whole: the columns are constants, which the compiler folds into each
+  read's address after one row offset, and where an index check guards every read (in
+  the browser) it is on the row alone (5-7% faster on an H100 than one flat index per
+  read).
 - A score block (a BQ x BK tile of q kᵀ, or of dO vᵀ alongside it in the backward) is
   shared among the invocations as SR x SC register micro-tiles: per step of 4 columns
   an invocation reads SR + SC vectors and does 4 * SR * SC multiply-adds.
@@ -145,8 +146,8 @@ def _decl(src: Source, name: str, ty: str, n: int) -> None:
 
 def _decl_rows(src: Source, name: str, rows: int, cols: int) -> None:
     """A workgroup array of ``rows`` rows of ``cols`` vec4, indexed [row][column]: with
-    the column a constant (unrolled loops), the index check WebGPU adds to every
-    workgroup read is on the row alone, which stays the same along the loop."""
+    the column a constant (unrolled loops), a read's address is one row offset, the
+    same along the loop, plus a constant (the module docstring says why)."""
     src.decls.append(f"var<workgroup> {name}: array<array<vec4<f32>, {cols}>, {rows}>;")
 
 
