@@ -10,7 +10,7 @@ several multiply-adds:
   memory banks. Arrays are indexed [row][vec4 column] and the short inner loops are
   written out whole: the columns are constants, which the compiler folds into each
   read's address after one row offset, and where an index check guards every read (in
-  the browser) it is on the row alone (5-7% faster on an H100 than one flat index per
+  the browser) it is on the row alone (4-8% faster on an H100 than one flat index per
   read).
 - A score block (a BQ x BK tile of q kᵀ, or of dO vᵀ alongside it in the backward) is
   shared among the invocations as SR x SC register micro-tiles: per step of 4 columns
@@ -302,12 +302,12 @@ def _loop(var: str, n: int, un: int) -> tuple[str, str]:
     return f"for (var {var} = 0u; {var} < {n}u; {var} += {un}u) {{", "}"
 
 
-def _fma4(acc: str, a: str, b: str) -> str:
-    """WGSL: ``acc`` plus the dot product of vec4s ``a`` and ``b``, component by component
-    (four fused multiply-adds: fewer instructions and roundings than ``acc += dot``)."""
+def _fma_chain(acc: str, factors) -> str:
+    """WGSL: ``acc`` plus the products of the (a, b) ``factors``, added in order as fused
+    multiply-adds (fewer instructions and roundings than ``acc += dot(...)``)."""
     expr = acc
-    for x in "xyzw":
-        expr = f"fma({a}.{x}, {b}.{x}, {expr})"
+    for a, b in factors:
+        expr = f"fma({a}, {b}, {expr})"
     return f"{acc} = {expr};"
 
 
@@ -335,7 +335,9 @@ def _scores(p: Plan, pairs, epilogue) -> str:
         for k, (a, b) in enumerate(pairs):
             out += [f"          let {a}{r} = {a}[ra{r}][{c}];" for r in range(p.sr)]
             out += [f"          let {b}{s} = {b}[rb{s}][{c}];" for s in range(p.sc)]
-            out += [f"          {_fma4(f'a{k}_{r}_{s}', f'{a}{r}', f'{b}{s}')}" for r, s in rs]
+            for r, s in rs:
+                pairs_xyzw = [(f"{a}{r}.{x}", f"{b}{s}.{x}") for x in "xyzw"]
+                out.append(f"          {_fma_chain(f'a{k}_{r}_{s}', pairs_xyzw)}")
         out.append("        }")
     out.append("      " + end)
     for r, s in rs:
@@ -365,11 +367,10 @@ def _product(p: Plan, rows: int, n4s: int, terms) -> str:
             out += [f"          let {vecs}{u} = {vecs}[{n4} * 4u + {u}u][ocg];" for u in range(4)]
             for r in range(p.rt):
                 out.append(f"          let {w}{r} = {w}[rw{r}][{n4}];")
-                acc = f"acc_{name}{r}"
-                expr = acc
-                for u, x in enumerate("xyzw"):
-                    expr = f"fma(vec4<f32>({w}{r}.{x}), {vecs}{u}, {expr})"
-                out.append(f"          {acc} = {expr};")
+                terms_xyzw = [
+                    (f"vec4<f32>({w}{r}.{x})", f"{vecs}{u}") for u, x in enumerate("xyzw")
+                ]
+                out.append(f"          {_fma_chain(f'acc_{name}{r}', terms_xyzw)}")
         out.append("        }")
     out += ["      " + end, "    }"]
     return "\n".join(out) + "\n"
