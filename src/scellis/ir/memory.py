@@ -6,7 +6,9 @@ Replays a trace's allocations and releases through the target allocator's roundi
 class. Parameters, gradients, optimizer state, the tape's saved activations, inputs,
 the f16 working copies of mixed precision and everything else (working memory) are
 co-resident; the peak is the largest sum over time, and the breakdown at that instant
-says what it is made of.
+says what it is made of. On WebGPU the backend's scratch storage (temporaries passed
+between one op's launches, such as the attention backward's score chunk) counts as
+working memory from the first op that needs it on, at its largest request.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..base.dtypes import f32
 from ..devices.webgpu.backend import size_class, storage_bytes
+from ..devices.webgpu.kernels.attention import scratch_floats
 from .trace import Trace
 
 CLASSES = (
@@ -87,6 +90,7 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
     class_peaks = dict(live)
     phase = peak_phase = ""
     run_peak = 0
+    scratch = 0  # bytes of the backend's scratch storage (kernels' temporaries)
     for e in tr.events:
         if e[0] == "alloc":
             s, numel, dtype, phase = e[1], e[2], e[3], e[4]
@@ -104,6 +108,18 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
             nbytes, c = sizes.pop(e[1])
             live[c] -= nbytes
             total -= nbytes
+        elif e[0] == "run" and device == "webgpu":
+            # the backend's scratch storage grows to the largest request and stays
+            floats = scratch_floats(e[1], e[2], e[4])
+            need = cost(floats, f32) if floats else 0
+            if need > scratch:
+                live["working"] += need - scratch
+                total += need - scratch
+                scratch = need
+                class_peaks["working"] = max(class_peaks["working"], live["working"])
+                if total > peak:
+                    peak, at_peak, peak_phase = total, dict(live), e[5]
+                run_peak = max(run_peak, total)
     at_end = dict(live)
     allocs = tr.allocs()
     largest = sorted(
@@ -112,6 +128,14 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
     )[:5]
     return MemoryProfile(peak, at_peak, class_peaks, peak_phase, at_end, largest,
                          run_peak=run_peak)  # fmt: skip
+
+
+def scratch_bytes(tr: Trace, device: str = "webgpu") -> int:
+    """The largest scratch storage any op of the trace asks the backend for (0 off WebGPU)."""
+    if device != "webgpu":
+        return 0
+    floats = max((scratch_floats(e[1], e[2], e[4]) for e in tr.runs()), default=0)
+    return cost_fn(device)(floats, f32) if floats else 0
 
 
 def sizes_or(allocs, s, cost) -> int:

@@ -35,7 +35,7 @@ from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
 from .graph import op_graph
 from .kernels import lower
 from .limits import Target, human
-from .memory import CLASSES, cost_fn, profile
+from .memory import CLASSES, cost_fn, profile, scratch_bytes
 from .schedule import schedule
 from .trace import Trace, trace
 
@@ -392,7 +392,7 @@ def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:
                 live -= nbytes
         if in_step:
             peak = max(peak, live)
-    return peak + 2 * inputs + 2 * loop_scalars * cost(1, f32)
+    return peak + scratch_bytes(tr, device) + 2 * inputs + 2 * loop_scalars * cost(1, f32)
 
 
 def _quantised_away(tr: Trace) -> set[int]:

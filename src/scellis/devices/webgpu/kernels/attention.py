@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 
 from ....base.errors import DeviceError
-from . import attention_rows, attention_tiles
+from ....ops.attention import attention_scale
+from . import attention_rows, attention_split, attention_tiles
 from .attention_tiles import Cap
 from .common import Source
 
@@ -36,7 +37,10 @@ VARIANTS = {
     "tile32": Cap(32, 256),
     "tile16": Cap(16, 256),
     "tile_t128": Cap(64, 128),  # fewer invocations, each with larger micro-tiles
+    "tile_fused": Cap(64, 256),  # ``tile`` with the fused backward kernels throughout
 }
+# variants whose backward takes the matmul kernel where it applies (attention_split)
+SPLIT_BACKWARD = {"tile", "tile32", "tile16", "tile_t128"}
 VARIANT = os.environ.get("SCELLIS_FLASH_VARIANT") or DEFAULT_VARIANT
 
 
@@ -64,7 +68,23 @@ def backward(base: Source, op: str, ins, outs, attrs):
     cap = variant_cap(base, ins[0].shape, attrs)
     if not cap:
         return attention_rows.backward(base, op, ins, outs, attrs)
+    split = (attrs.get("_variant") or VARIANT) in SPLIT_BACKWARD
+    if split and attention_split.applies(base, ins, outs):
+        scale = attention_scale(attrs, ins[0].shape[3])
+        return attention_split.backward(base, ins, outs, attrs, scale)
     return attention_tiles.backward(base, ins, outs, attrs, cap)
+
+
+def scratch_floats(op: str, ins, attrs: dict) -> int:
+    """The scratch storage (f32 words) a call of ``op`` on views ``ins`` holds, for the
+    memory planner: the split backward's score chunk, else 0 (a row's delta, which the
+    fused backward keeps there, is too small to count)."""
+    if op != "flash_attention_backward" or (attrs.get("_variant") or VARIANT) not in SPLIT_BACKWARD:
+        return 0
+    (b, h, t, _), s = ins[0].shape, ins[1].shape[2]
+    if not attention_split.suits(b, h, t, s, [v.dtype.name for v in ins]):
+        return 0
+    return attention_split.scratch_floats(b, h, t, s)
 
 
 KERNELS = {"flash_attention": forward, "flash_attention_backward": backward}

@@ -169,7 +169,7 @@ def fold_grid(groups: int, limits: dict) -> tuple[int, int, int]:
 
 
 # meta word indices
-_M, _N, _K, _TN, _TM, _GROUPS, _OA, _OB, _SA_T, _SA_K, _SB_T, _SB_K, _NB = range(13)
+_M, _N, _K, _TN, _TM, _GROUPS, _OA, _OB, _SA_T, _SA_K, _SB_T, _SB_K, _OC, _NB = range(14)
 
 
 def layout(name: str, side: Side) -> str:
@@ -281,11 +281,34 @@ def _store(tile: Tile, vec: bool, half: bool) -> str:
     return "\n".join(lines)
 
 
-def _header(bm: int, bn: int) -> str:
-    """The workgroup's tile (m0, n0), batch offsets and sizes from its linear index."""
+# A band keeps a product to the part of a causal (lower-triangular) operand that can be
+# nonzero, where the caller guarantees that the rest it would read holds zeros:
+# "lower": skip the output tiles wholly above the diagonal (no column <= a tile row);
+# "from_row": sum k from the tile's first row (A's rows i < k are zero);
+# "to_row": sum k up to the tile's last row (A's columns k > i are zero).
+# Adding those zero products would not change a sum's bits, so only time changes.
+BANDS = (None, "lower", "from_row", "to_row")
+
+
+def _band(bm: int, band: str | None) -> tuple[str, str, str]:
+    """WGSL of a tile's K (where its k range ends) and first k under ``band``, and its
+    early exit."""
+    if band is None:
+        return f"mt[{_K}u]", "0u", ""
+    if band == "lower":
+        return f"mt[{_K}u]", "0u", f"  if (n0 > m0 + {bm - 1}u) {{ return; }}\n"
+    if band == "from_row":
+        return f"mt[{_K}u]", f"min(m0, mt[{_K}u])", ""
+    return f"min(mt[{_K}u], m0 + {bm}u)", "0u", ""
+
+
+def _header(bm: int, bn: int, band: str | None = None) -> str:
+    """The workgroup's tile (m0, n0), batch offsets and sizes from its linear index; K is
+    where its k range ends and K0 where it starts (``_band``)."""
+    k_end, k_start, leave = _band(bm, band)
     return f"""  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (g >= mt[{_GROUPS}u]) {{ return; }}
-  let M = mt[{_M}u]; let N = mt[{_N}u]; let K = mt[{_K}u];
+  let M = mt[{_M}u]; let N = mt[{_N}u];
   let tn = g % mt[{_TN}u]; let g2 = g / mt[{_TN}u];
   let tm = g2 % mt[{_TM}u]; let bi = g2 / mt[{_TM}u];
   var oa = mt[{_OA}u]; var ob = mt[{_OB}u]; var rest = bi;
@@ -293,9 +316,10 @@ def _header(bm: int, bn: int) -> str:
     let at = {_NB + 1}u + 3u * d; let s = mt[at]; let q = rest % s; rest = rest / s;
     oa += q * mt[at + 1u]; ob += q * mt[at + 2u];
   }}
-  let oc = bi * M * N;
+  let oc = mt[{_OC}u] + bi * M * N;
   let tx = l3.x; let ty = l3.y;
-  let m0 = tm * {bm}u; let n0 = tn * {bn}u;"""
+  let m0 = tm * {bm}u; let n0 = tn * {bn}u;
+{leave}  let K = {k_end}; let K0 = {k_start};"""
 
 
 @lru_cache(maxsize=256)  # pure in its arguments; rebuilding it dominated a call's host time
@@ -516,9 +540,13 @@ def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
 
 
 @lru_cache(maxsize=256)
-def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool, b_load=None) -> str:
+def _rmain(
+    r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool, b_load=None,
+    band: str | None = None,
+) -> str:
     """``b_load``: (setup, fetch, stash) of a B operand that is not a plain tensor (a
-    quantised weight, decoded as it is fetched); it stashes as ``_rload`` does."""
+    quantised weight, decoded as it is fetched); it stashes as ``_rload`` does. ``band``:
+    see ``BANDS``."""
     widen = "vec4<f32>" if half else ""
     a_setup, a_fetch, a_stash = _rload("a", r, a, widen)
     b_setup, b_fetch, b_stash = b_load or _rload("b", r, b, widen)
@@ -559,9 +587,9 @@ def _rmain(r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool, 
             store.append("  }")
     dot_s, store_s = "\n".join(dot), "\n".join(store)
     if r.ks == 1:
-        start, toggle, reduce = "  let li = lid; var kf = 0u; var sw = 0u;", f"{r.bk}u - sw", ""
+        start, toggle, reduce = "  let li = lid; var kf = K0; var sw = 0u;", f"{r.bk}u - sw", ""
     else:  # group kg stages into rows [kg * 2bk, kg * 2bk + 2bk) of sh_a / sh_b
-        start = f"  let kg = l3.z; let li = lid % {r.group}u; var kf = kg * {r.bk}u;"
+        start = f"  let kg = l3.z; let li = lid % {r.group}u; var kf = K0 + kg * {r.bk}u;"
         start += f" var sw = kg * {2 * r.bk}u;\n  let gt = kg * {4 * r.bk}u + {r.bk}u;"
         toggle, parts = "gt - sw", []
         accs_n = [(f"c{i}_{j}", i * qn + j) for i in range(r.tm) for j in range(qn)]
@@ -578,7 +606,7 @@ var<workgroup> sh_b: array<vec4<f32>, {2 * r.ks * r.bk * bn4}>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) l3: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {{
-{_header(r.bm, r.bn)}
+{_header(r.bm, r.bn, band)}
 {start}
 {a_setup}
 {b_setup}
@@ -588,7 +616,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {a_stash}
 {b_stash}
   workgroupBarrier();
-  for (var k0 = 0u; k0 < K; k0 += {r.ks * r.bk}u) {{
+  for (var k0 = K0; k0 < K; k0 += {r.ks * r.bk}u) {{
     let sr = sw; sw = {toggle}; kf += {r.ks * r.bk}u;
     // the next block's global reads are in flight while this one is multiplied
 {a_fetch}
@@ -638,10 +666,10 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     else:
         tile = TILES[choose_tile(m, n, batch, src.limits, want)]
         bm = bn = tile.bm
-    out_vec = n % 4 == 0
+    out_vec = n % 4 == 0 and out.offset % 4 == 0
     tn, tm = _cdiv(n, bn), _cdiv(m, bm)
     groups = tn * tm * batch
-    src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k)
+    src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k, out.offset)
     src.add_meta(len(batch_dims))
     for dim in batch_dims:
         src.add_meta(*dim)
@@ -649,8 +677,13 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     src.operand("b", b, lanes=4 if side_b.vec else 1)
     src.operand("o", out, write=True, lanes=4 if out_vec else 1)
     half, half_out = a.dtype.name == "f16", out.dtype.name == "f16"
-    main = _rmain if reg is not None else _main
-    src.body = main(tile, side_a, side_b, out_vec, half, half_out)
+    band = attrs.get("_band")
+    if band not in BANDS or (band and reg is None):
+        raise LimitError(f"matmul band {band!r} needs a REGS tile")  # a caller's slip
+    if reg is not None:
+        src.body = _rmain(tile, side_a, side_b, out_vec, half, half_out, band=band)
+    else:
+        src.body = _main(tile, side_a, side_b, out_vec, half, half_out)
     return fold_grid(groups, src.limits)
 
 

@@ -43,7 +43,7 @@ from .matmul import (
 
 _LEVELS = ", ".join(f"{v!r}" for v in NF4)
 _NF4_TABLE = f"var<private> NF4: array<f32, 16> = array<f32, 16>({_LEVELS});"
-_GROUP = 13  # meta word: elements per scale (cols for int8, the block for NF4)
+_GROUP = 14  # meta word: elements per scale (cols for int8, the block for NF4)
 
 
 def _decoder(fmt: str, group_at: int = _GROUP) -> str:
@@ -184,10 +184,10 @@ def qmatmul_kernel(src: Source, op: str, ins, outs, attrs):
     else:
         tile = TILES[choose_tile(m, n, 1, src.limits, want)]
         bm = bn = tile.bm
-    out_vec = n % 4 == 0
+    out_vec = n % 4 == 0 and out.offset % 4 == 0
     tn, tm = _cdiv(n, bn), _cdiv(m, bm)
     groups = tn * tm
-    src.add_meta(m, n, k, tn, tm, groups, x.offset, 0, sa_m, sa_k, sb_n, sb_k)
+    src.add_meta(m, n, k, tn, tm, groups, x.offset, 0, sa_m, sa_k, sb_n, sb_k, out.offset)
     src.add_meta(0)  # no batch dims
     src.add_meta(cols if fmt == "int8" else attrs["block"])
     src.operand("a", x, lanes=4 if side_a.vec else 1)
