@@ -62,6 +62,16 @@ TILED = [
     Case("flash_attention_heads_last_d6_causal", heads_last(sc_flash(True)),
          heads_last(torch_flash(True)),
          [N((2, 19, 3, 6)), N((2, 19, 3, 6)), N((2, 19, 3, 6))], tags=NO_FD),
+    # from 128 queries and keys the backward runs through the matmul kernel
+    # (attention_split): causal bands over two 128-row blocks and a partial third
+    Case("flash_attention_t300_d16_causal", sc_flash(True), torch_flash(True),
+         _qkv(1, 2, 300, 300, 16, 0.5), tags=NO_FD),
+    # more keys than queries, causal; D = 20 (scalar loads of dO, strided by D + 1)
+    Case("flash_attention_t130_s260_d20_causal", sc_flash(True), torch_flash(True),
+         _qkv(1, 1, 130, 260, 20, 0.5), tags=NO_FD),
+    # permuted views, no mask, two batch rows of three heads
+    Case("flash_attention_heads_last_t144_d8", heads_last(sc_flash()), heads_last(torch_flash()),
+         [N((2, 144, 3, 8)), N((2, 144, 3, 8)), N((2, 144, 3, 8))], tags=NO_FD),
 ]  # fmt: skip
 
 

@@ -3,15 +3,17 @@
 ``flash_attention(q, k, v; causal, scale)``: q [B, H, T, D], k and v [B, H, S, D].
 The result packs, per query row, the attention output and the row's logsumexp:
 Y [B, H, T, D + 1] with Y[..., :D] = softmax(scale * q k^T (masked)) v and
-Y[..., D] = logsumexp of the scaled (masked) scores. Kernels never hold the T x S
-score matrix: they walk the keys in tiles with an online softmax, so the only per-row
-state that outlives the forward is that one logsumexp.
+Y[..., D] = logsumexp of the scaled (masked) scores. The forward never holds the
+T x S score matrix: it walks the keys in tiles with an online softmax, so the only
+per-row state that outlives it is that one logsumexp. A backend may hold the scores of
+a bounded number of heads at a time in the backward (WebGPU does, to run its products
+through the matmul kernel; its memory plan counts that storage).
 
 ``causal`` keeps key j for query i iff j <= i (torch's ``is_causal``, top-left
 aligned); key 0 is always kept, so no row is ever fully masked. ``scale`` defaults to
 1 / sqrt(D).
 
-``flash_attention_backward(q, k, v, y, gy; causal, scale)`` recomputes the tiles
+``flash_attention_backward(q, k, v, y, gy; causal, scale)`` recomputes the scores
 from (q, k, v) and the saved logsumexp and returns one flat buffer
 ``[dq (B*H*T*D) | dk (B*H*S*D) | dv (B*H*S*D)]``. The gradient reaching the
 logsumexp column is honoured too (d lse / d s = p), so the op is a true VJP of its

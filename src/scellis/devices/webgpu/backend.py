@@ -304,6 +304,8 @@ class WebGPUBackend:
             "live_bytes": self.live_bytes,
             "peak_bytes": self.peak_bytes,
             "pooled_bytes": self.pooled_bytes,
+            # kernels' temporaries (outside the pool, kept once grown)
+            "scratch_bytes": self._scratch_buf.handle.nbytes if self._scratch_buf else 0,
         }
 
     def reset_peak(self) -> None:

@@ -12,6 +12,10 @@ The variant is ``VARIANT`` (from the environment variable ``SCELLIS_FLASH_VARIAN
 when set, else ``DEFAULT_VARIANT``), or an op's ``_variant`` attribute, which the
 backward inherits from its forward (benchmarks compare variants in one process).
 Variants change speed only: every one is held to the same case table.
+
+The tiled variants' backward runs through the matmul kernel (``attention_split``) where
+that applies (f32, at least 128 queries and keys), else the fused dq and dk/dv passes
+(``attention_tiles``); ``tile_fused`` keeps the fused passes everywhere.
 """
 
 from __future__ import annotations
