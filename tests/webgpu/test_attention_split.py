@@ -43,7 +43,8 @@ def _grads(gpu, host, causal: bool, variant: str = "tile", poison: bool = False)
         gpu.upload(sv.buf, np.full(sv.buf.numel, np.nan, np.float32).tobytes())
     views = [t.device_view for t in (q, k, v, y, gy)]
     launches = gpu.encode("flash_attention_backward", views, [y.device_view], attrs)
-    return np.asarray(apply("flash_attention_backward", (q, k, v, y, gy), **attrs).tolist()), launches
+    grads = apply("flash_attention_backward", (q, k, v, y, gy), **attrs)
+    return np.asarray(grads.tolist()), launches
 
 
 def _host(rng, b, h, t, s, d):

@@ -27,8 +27,8 @@ from __future__ import annotations
 from ...base import View
 from .attention_common import addr, check, grid
 from .common import Source, f32_bits
-from .matmul import REGS, choose_reg, matmul_kernel
 from .mathlib import helpers_for
+from .matmul import REGS, choose_reg, matmul_kernel
 
 SCRATCH_BYTES = 256 << 20  # scores and their gradients of one chunk of heads
 ROW_WG = 256  # invocations per row of the row pass
@@ -92,9 +92,12 @@ def _t(v: View) -> View:
     return View(v.buf, (*lead, c, r), (*st, sc, sr), v.offset, v.dtype)
 
 
-def _dense(buf, offset: int, shape: tuple) -> View:
+def _dense(buf, offset: int, shape: tuple, heads: int | None = None) -> View:
+    """A contiguous [nb, nh, r, c] view at ``offset`` of a buffer whose batch rows hold
+    ``heads`` heads (default nh: the view is the whole of its rows)."""
     nb, nh, r, c = shape
-    return View(buf, shape, (nh * r * c, r * c, c, 1), offset, buf.dtype)
+    heads = nh if heads is None else heads
+    return View(buf, shape, (heads * r * c, r * c, c, 1), offset, buf.dtype)
 
 
 def _tile(base: Source, a: View, b: View) -> str | None:
@@ -188,9 +191,9 @@ def backward(base: Source, ins, outs, attrs, scale: float) -> list:
         gv = _dense(scratch.buf, nb * nh * t * s, (nb, nh, t, s))
         qp, kp, vp = (_part(x, b0, nb, h0, nh, x.shape[2], d) for x in (q, k, v))
         dop = _part(gy, b0, nb, h0, nh, t, d)
-        dq = View(out.buf, (nb, nh, t, d), (h * t * d, t * d, d, 1), out.offset + at * t, out.dtype)
-        dk = View(out.buf, (nb, nh, s, d), (h * s * d, s * d, d, 1), out.offset + nq + at * s, out.dtype)
-        dv = View(dk.buf, dk.shape, dk.strides, dk.offset + nk, out.dtype)
+        dq = _dense(out.buf, out.offset + at * t, (nb, nh, t, d), h)
+        dk = _dense(out.buf, out.offset + nq + at * s, (nb, nh, s, d), h)
+        dv = _dense(out.buf, dk.offset + nk, (nb, nh, s, d), h)
         products = [  # (a, b, out, band): S, dP, then dv, dk, dq
             (qp, _t(kp), sv, "lower"),
             (dop, _t(vp), gv, "lower"),

@@ -541,7 +541,13 @@ def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
 
 @lru_cache(maxsize=256)
 def _rmain(
-    r: Reg, a: Side, b: Side, out_vec: bool, half: bool, half_out: bool, b_load=None,
+    r: Reg,
+    a: Side,
+    b: Side,
+    out_vec: bool,
+    half: bool,
+    half_out: bool,
+    b_load=None,
     band: str | None = None,
 ) -> str:
     """``b_load``: (setup, fetch, stash) of a B operand that is not a plain tensor (a
