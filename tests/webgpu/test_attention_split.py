@@ -15,6 +15,7 @@ import pytest
 
 import scellis as sc
 from scellis.devices.null import TracingBackend
+from scellis.devices.webgpu import WebGPUBackend
 from scellis.devices.webgpu.backend import size_class
 from scellis.devices.webgpu.kernels import attention_split
 from scellis.devices.webgpu.kernels.matmul import REGS
@@ -124,3 +125,18 @@ def test_planner_counts_the_scratch_the_backend_holds(gpu, rng):
     tr = Trace(record={}, batch=b, mode="training", precision="f32", events=dev.events)
     assert scratch_bytes(tr, "webgpu") == want
     assert scratch_bytes(tr, "reference") == 0
+
+
+@pytest.mark.parametrize("window", [65536, 16384])
+def test_small_binding_windows_match_default(gpu, rng, window):
+    """Scores bound as many windows (64 KiB: the split backward still fits the binding
+    limit; 16 KiB: it would not, and the fused kernels run): the same gradients."""
+    small = WebGPUBackend(gpu=gpu.gpu, limits={"max_storage_buffer_binding_size": window})
+    b, h, t, s, d = 1, 2, 136, 140, 8
+    host = _host(rng, b, h, t, s, d)
+    want, _ = _grads(gpu, host, True)
+    got, launches = _grads(small, host, True)
+    assert len(launches) == (6 if window == 65536 else 2)
+    _close_to_fused(gpu, host, True, got)
+    if window == 65536:
+        np.testing.assert_array_equal(got, want)

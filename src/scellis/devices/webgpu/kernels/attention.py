@@ -75,7 +75,11 @@ def backward(base: Source, op: str, ins, outs, attrs):
     split = (attrs.get("_variant") or VARIANT) in SPLIT_BACKWARD
     if split and attention_split.applies(base, ins, outs):
         scale = attention_scale(attrs, ins[0].shape[3])
-        return attention_split.backward(base, ins, outs, attrs, scale)
+        launches = attention_split.backward(base, ins, outs, attrs, scale)
+        # scratch bound as many small windows can pass the binding limit: fused then
+        limit = base.limits["max_storage_buffers_per_shader_stage"]
+        if all(len(src.bindings) + 1 <= limit for src, _ in launches):
+            return launches
     return attention_tiles.backward(base, ins, outs, attrs, cap)
 
 
