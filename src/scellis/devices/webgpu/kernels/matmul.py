@@ -443,11 +443,13 @@ SPLIT_TILES = ("r128x64", "r64")
 
 def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
     """The REGS tile for a large product, or None (the ``TILES`` kernel then runs):
-    128 x 128 where that makes REG_WORKGROUPS workgroups, else 128 x 64 (two K groups),
-    else 64 x 64 (four K groups); the first of those that fits the limits."""
+    128 x 128 where N > 64 and that makes REG_WORKGROUPS workgroups, else 128 x 64 (two
+    K groups), else 64 x 64 (four K groups); the first of those that fits the limits."""
     if min(m, n, k) < REG_MIN_DIM or m * n * k * batch < REG_MIN_WORK:
         return None
-    order = ["r128", "r128k8"] if _cdiv(m, 128) * _cdiv(n, 128) * batch >= REG_WORKGROUPS else []
+    # an output of at most 64 columns would leave half of every 128-column tile idle
+    wide = n > 64 and _cdiv(m, 128) * _cdiv(n, 128) * batch >= REG_WORKGROUPS
+    order = ["r128", "r128k8"] if wide else []
     if _cdiv(m, 128) * _cdiv(n, 64) * batch >= REG_WORKGROUPS:
         order.append("r128x64s2")
     for name in order + ["r64s4", "r64"]:
