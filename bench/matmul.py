@@ -27,7 +27,10 @@ the kernel's throughput in a stream, as torch's figure is cuBLAS's. TF32 is off 
 torch, so it is a true f32 GEMM. ``--dtype f16`` runs both in f16: scellis reads f16
 (shader-f16), accumulates in f32 and stores f16; torch's f16 GEMM uses the tensor cores,
 which WGSL cannot reach. TFLOP/s = 2*M*N*K / median time; ``ratio`` = WebGPU
-kernel / torch. Each WebGPU result is checked on 32 rows against an f64 product with the
+kernel / torch. ``--calls-per-submit N`` encodes N kernel calls per queue submission (a
+replayed training step submits all its launches at once), which shows what each
+submission costs. ``--gpu-time`` adds each launch's GPU time from timestamp queries (one
+compute pass per launch, median of 20), e.g. a K split's product and its sum apart. Each WebGPU result is checked on 32 rows against an f64 product with the
 bound of kernels/matmul.py, plus one f16 rounding of the result for f16 (``err/bound``
 must stay <= 1).
 """
@@ -130,17 +133,38 @@ def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, objec
     y = last["y"]
     launches = dev.encode("matmul", [ta.device_view, tb.device_view], [y.device_view], attrs)
 
-    kernel_stats = time_samples(lambda: relaunch(dev, launches), sync, args.warmup,
+    per = args.calls_per_submit
+    kernel_stats = time_samples(lambda: relaunch(dev, launches, per), sync, args.warmup,
                                 args.repeats, min_s)  # fmt: skip
+    for key in ("median_s", "min_s"):
+        kernel_stats[key] /= per
+    if args.gpu_time:
+        kernel_stats["gpu_us"] = launch_gpu_times(dev, launches)
     return op_stats, kernel_stats, y
 
 
-def relaunch(dev, launches) -> None:
-    """Launch already encoded kernels again (same pipelines, bindings and buffers) and
-    submit them: a kernel's own cost, without the op layer that encoded it."""
-    for src, grid in launches:
-        dev.launch(src, grid)
+def relaunch(dev, launches, calls: int = 1) -> None:
+    """Launch already encoded kernels again (same pipelines, bindings and buffers) ``calls``
+    times and submit them: a kernel's own cost, without the op layer that encoded it."""
+    for _ in range(calls):
+        for src, grid in launches:
+            dev.launch(src, grid)
     dev.gpu.flush()
+
+
+def launch_gpu_times(dev, launches, repeats: int = 20) -> list[float] | None:
+    """Median GPU microseconds of each launch (timestamp queries), or None without them."""
+    if "timestamp-query" not in getattr(dev.gpu.info, "features", ()):
+        return None
+    dev.gpu.start_timing()
+    for _ in range(repeats):
+        for src, grid in launches:
+            dev.launch(src, grid)
+    stamps = run_sync(dev.gpu.stop_timing())
+    return [
+        statistics.median(t for _, t in stamps[i :: len(launches)]) * 1e6
+        for i in range(len(launches))
+    ]
 
 
 def tile_attrs(tile: str) -> dict:
@@ -228,6 +252,10 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--min-sample-ms", type=float, default=50.0)
     p.add_argument("--numpy", action="store_true", help="add the (slow) NumPy baseline")
+    p.add_argument("--calls-per-submit", type=int, default=1,
+                   help="kernel calls encoded per queue submission")
+    p.add_argument("--gpu-time", action="store_true",
+                   help="each launch's GPU time from timestamp queries")
     p.add_argument("--dtype", default="f32", choices=("f32", "f16"), help="f16: shader-f16")
     p.add_argument("--out", default="bench/out/matmul.json")
     args = p.parse_args(argv)
@@ -253,6 +281,8 @@ def main(argv=None) -> int:
                 row["tflops"][f"{w}[{t}]"] = tflops(shape, stats["median_s"])
                 row["median_ms"][f"{w}[{t}]"] = stats["median_s"] * 1e3
                 row["inner"][f"{w}[{t}]"] = stats["inner"]
+            if kernel_stats.get("gpu_us"):
+                row.setdefault("gpu_us", {})[t] = kernel_stats["gpu_us"]
         for name in ("numpy", "torch"):
             if name == "numpy":
                 stats = bench_numpy(a, b, args) if args.numpy else None
@@ -269,6 +299,9 @@ def main(argv=None) -> int:
         cells = " ".join(f"{row['tflops'].get(c, float('nan')):>13.2f}" for c in cols)
         ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
         line = f"{label(shape):>18} {row['auto_tile']:>9} {cells} {ratio:>5} {worst:.3f}"
+        gpu_us = row.get("gpu_us", {})
+        line += "".join(f"  gpu[{t}] " + "+".join(f"{u:.1f}" for u in us) + " us"
+                        for t, us in gpu_us.items())
         print(line, flush=True)
     report = {
         "adapter": {

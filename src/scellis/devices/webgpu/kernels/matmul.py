@@ -426,6 +426,10 @@ REGS = {
     "r128x64": Reg(128, 64, 8, 8, 16, unroll=8),  # a K split's parts (SPLIT_TILES)
     # the whole K-block unrolled: tried in benchmarks only until it proves faster
     "r128u16": Reg(128, 128, 8, 8, 16, unroll=16),
+    # 4 x 8 outputs per invocation: twice the invocations per tile, for a K split's parts
+    # where 8 x 8 leaves the adapter short of invocations; benchmarks only until measured
+    "r64t4": Reg(64, 64, 4, 8, 16, unroll=4),
+    "r32x64t4": Reg(32, 64, 4, 8, 16, unroll=4),
 }
 # products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
 REG_MIN_WORK = 1 << 27
