@@ -30,7 +30,8 @@ which WGSL cannot reach. TFLOP/s = 2*M*N*K / median time; ``ratio`` = WebGPU
 kernel / torch. ``--calls-per-submit N`` encodes N kernel calls per queue submission (a
 replayed training step submits all its launches at once), which shows what each
 submission costs. ``--gpu-time`` adds each launch's GPU time from timestamp queries (one
-compute pass per launch, median of 20), e.g. a K split's product and its sum apart. Each WebGPU result is checked on 32 rows against an f64 product with the
+compute pass per launch, median of 20), e.g. a K split's product and its sum apart.
+Each WebGPU result is checked on 32 rows against an f64 product with the
 bound of kernels/matmul.py, plus one f16 rounding of the result for f16 (``err/bound``
 must stay <= 1).
 """
