@@ -253,10 +253,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--min-sample-ms", type=float, default=50.0)
     p.add_argument("--numpy", action="store_true", help="add the (slow) NumPy baseline")
-    p.add_argument("--calls-per-submit", type=int, default=1,
-                   help="kernel calls encoded per queue submission")
-    p.add_argument("--gpu-time", action="store_true",
-                   help="each launch's GPU time from timestamp queries")
+    p.add_argument(
+        "--calls-per-submit", type=int, default=1, help="kernel calls encoded per queue submission"
+    )
+    p.add_argument(
+        "--gpu-time", action="store_true", help="each launch's GPU time from timestamp queries"
+    )
     p.add_argument("--dtype", default="f32", choices=("f32", "f16"), help="f16: shader-f16")
     p.add_argument("--out", default="bench/out/matmul.json")
     args = p.parse_args(argv)
@@ -301,8 +303,9 @@ def main(argv=None) -> int:
         ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
         line = f"{label(shape):>18} {row['auto_tile']:>9} {cells} {ratio:>5} {worst:.3f}"
         gpu_us = row.get("gpu_us", {})
-        line += "".join(f"  gpu[{t}] " + "+".join(f"{u:.1f}" for u in us) + " us"
-                        for t, us in gpu_us.items())
+        line += "".join(
+            f"  gpu[{t}] " + "+".join(f"{u:.1f}" for u in us) + " us" for t, us in gpu_us.items()
+        )
         print(line, flush=True)
     report = {
         "adapter": {
