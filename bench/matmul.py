@@ -147,10 +147,14 @@ def bench_webgpu(dev, stored, shape, tile: str, args) -> tuple[dict, dict, objec
 def relaunch(dev, launches, calls: int = 1) -> None:
     """Launch already encoded kernels again (same pipelines, bindings and buffers) ``calls``
     times and submit them: a kernel's own cost, without the op layer that encoded it."""
+    launch_again(dev, launches, calls)
+    dev.gpu.flush()
+
+
+def launch_again(dev, launches, calls: int) -> None:
     for _ in range(calls):
         for src, grid in launches:
             dev.launch(src, grid)
-    dev.gpu.flush()
 
 
 def launch_gpu_times(dev, launches, repeats: int = 20) -> list[float] | None:
@@ -158,9 +162,7 @@ def launch_gpu_times(dev, launches, repeats: int = 20) -> list[float] | None:
     if "timestamp-query" not in getattr(dev.gpu.info, "features", ()):
         return None
     dev.gpu.start_timing()
-    for _ in range(repeats):
-        for src, grid in launches:
-            dev.launch(src, grid)
+    launch_again(dev, launches, repeats)
     stamps = run_sync(dev.gpu.stop_timing())
     return [
         statistics.median(t for _, t in stamps[i :: len(launches)]) * 1e6
