@@ -112,8 +112,10 @@ def watch(page, log: list):
 
 def wait_engine(page, log=None):
     """Wait for the worker's ready (or failed) mark; fail with the page's console."""
+    # a window just opened may not have parsed its <body> yet: optional chaining keeps
+    # the predicate polling instead of throwing
     try:
-        page.wait_for_function("document.body.dataset.engine", timeout=BOOT_MS)
+        page.wait_for_function("document.body?.dataset.engine", timeout=BOOT_MS)
     except Exception:
         pytest.fail("the engine did not start:\n" + "\n".join((log or [])[-30:]))
     state = page.evaluate("document.body.dataset.engine")

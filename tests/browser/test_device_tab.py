@@ -46,7 +46,7 @@ def test_no_webgpu_adapter_is_said_on_the_page(contexts, site_url):
     log: list[str] = []
     watch(page, log)
     page.goto(site_url)
-    page.wait_for_function("document.body.dataset.engine", timeout=60_000)
+    page.wait_for_function("document.body?.dataset.engine", timeout=60_000)
     assert page.evaluate("document.body.dataset.engine") == "failed"
     banner = page.inner_text("#banner")
     assert "found no GPU adapter" in banner and "WebGPU" in banner, banner

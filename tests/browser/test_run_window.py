@@ -97,6 +97,13 @@ def test_detach_moves_the_live_run_to_its_own_window(main, oracle):
     # held while the window's engine boots (on a software GPU the run would end first)
     page.click("#run-pause")
     win, wlog = _detach(page)
+    try:
+        _follow_detached_run(page, win, wlog, oracle)
+    finally:
+        win.close()  # a failure here must not leave the store held for the next test
+
+
+def _follow_detached_run(page, win, wlog, oracle):
     assert "#detach=" in win.url
     wait_engine(win, wlog)
     # the tab stops at a step, lets the store go, and shows what the window relays
@@ -138,7 +145,6 @@ def test_detach_moves_the_live_run_to_its_own_window(main, oracle):
     assert "continues in its own window" not in page.inner_text("#banner")
     joined = {**_logs(here), **_logs(there)}
     assert joined == oracle, (joined, oracle)  # bitwise: same device, kernels and seed
-    win.close()
 
 
 def _csv(seed: int = 3, n: int = 120) -> str:
