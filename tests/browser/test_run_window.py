@@ -114,12 +114,20 @@ def _follow_detached_run(page, win, wlog, oracle):
     )  # fmt: skip
     assert "continues in its own window" in page.inner_text("#banner")
     assert page.is_disabled("#run-train")
+    # the Use panel waits for the store rather than failing to read it
+    assert "run store is with another window" in page.inner_text("#use-what")
+    assert page.inner_text("#use-message") == "" and page.is_disabled("#use-run")
     screenshot(page, "detach_tab_while_away")
     win.wait_for_function(
         "window.scellisApp.run.detach.phase === 'ended'", timeout=STEP_MS, polling=500
     )
     screenshot(win, "detach_window")
     assert win.is_hidden("#model-view") and win.is_hidden("#run-train")
+    # the window's plan box keeps the run's own plan, not one of the page's record
+    assert win.get_attribute("#run-plan", "data-verdict") == "green"
+    assert "peak" in win.inner_text("#run-plan")
+    assert "run store is with another window" in win.inner_text("#use-what")
+    assert win.inner_text("#use-message") == ""
     here = page.evaluate("window.scellisApp.run.events")
     there = win.evaluate("window.scellisApp.run.events")
     rid = next(e["run"] for e in here if e["kind"] == "progress")
@@ -143,6 +151,12 @@ def _follow_detached_run(page, win, wlog, oracle):
         f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
     )
     assert "continues in its own window" not in page.inner_text("#banner")
+    # the Use panel reads the store again: the run, at the window's last checkpoint
+    page.wait_for_function(
+        "document.querySelector('#use-what').textContent.includes('checkpoint at step 6')",
+        timeout=60_000,
+    )
+    assert page.inner_text("#use-message") == "" and not page.is_disabled("#use-run")
     joined = {**_logs(here), **_logs(there)}
     assert joined == oracle, (joined, oracle)  # bitwise: same device, kernels and seed
 
@@ -351,6 +365,7 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     )
     assert "continues in its own window" not in page.inner_text("#banner")
     assert not page.is_disabled("#run-train")
+    assert page.inner_text("#run-eta") == "–"  # the window's relayed progress is over
     (row,) = [r for r in page.evaluate("window.scellisApp.run.runs.list") if r["id"] == rid]
     assert row["checkpoint_step"] == saved, (row, saved)
     banner = page.locator("#banner [data-key='detach-closed']")

@@ -6,6 +6,11 @@ export function createApp() {
     record: "",        // SML text of the record being edited / trained
     recordName: "",    // which example or file it came from
     dataset: null,     // {name, hash, ...} once the data panel has loaded one
+    storeAway: false,  // another window (a detached run, or its tab) holds the run store
+    setStoreAway(away) {
+      this.storeAway = away;
+      this.emit("store-away", away);
+    },
     on(event, fn) {
       if (!handlers.has(event)) handlers.set(event, new Set());
       handlers.get(event).add(fn);

@@ -36,7 +36,7 @@ export function createDetacher(ctx) {
     job.phase = null;
     job.win = null;
     clearBanner("detach");
-    app.storeAway = false;
+    app.setStoreAway(false);
     ctx.setAway(false);
     ctx.runs.refresh();
   }
@@ -53,7 +53,7 @@ export function createDetacher(ctx) {
     client.control({ stop: true });
     await state.current.catch(() => {});
     await client.call("release_store");
-    app.storeAway = true;
+    app.setStoreAway(true);
     job.phase = "away";
     ctx.setAway(true);
     ctx.runs.refresh();
@@ -140,7 +140,9 @@ export function runDetached(run, ctx) {
   const job = { run, phase: "booting" }; // booting | waiting | taking | running | ended
   app.run.detach = job;
   showBanner("info", `Detached window for run ${run}: starting the engine…`, "detach");
-  // a resume has no plan event: the verdict was given before the run's first step
+  // the plan box shows the run's own plan (its resume's plan event), never one of the
+  // record this page loads: that is not necessarily the run's
+  app.run.plan.stop();
   document.getElementById("run-plan").textContent =
     "memory plan: checked before the run's first step, in its tab";
 
@@ -198,11 +200,12 @@ export function runDetached(run, ctx) {
     } catch (e) {
       // go() has shown the error
     } finally {
-      job.phase = "ended";
-      await client.call("release_store"); // the tab takes the store back
-      app.storeAway = true;
+      // the tab takes the store back
+      await client.call("release_store").catch((e) => log(`could not let the run store go: ${e.message}`));
+      app.setStoreAway(true);
       app.run.runs.refresh();
       showBanner("info", `Run ${run} has ended; its tab has the run store again.`, "detach");
+      job.phase = "ended"; // last: the window is done with the store
     }
   }
 }

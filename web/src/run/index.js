@@ -137,7 +137,10 @@ export function mount(el, client, app) {
     state.away = on;
     $("run-train").disabled = on || state.running;
     $("run-detach").disabled = on;
-    if (!state.running) $("run-state").textContent = on ? "in the detached window" : "idle";
+    if (state.running) return;
+    $("run-state").textContent = on ? "in the detached window" : "idle";
+    // back from a window that closed mid-run: its relayed progress has no end to clear it
+    if (!on) $("run-eta").textContent = "–";
   }
 
   function onEvent(ev) {

@@ -4,7 +4,7 @@
 const DEBOUNCE_MS = 600;
 
 export function watchPlan({ client, app, state, box, show }) {
-  let timer = null, asked = 0, engineUp = false, stale = false;
+  let timer = null, asked = 0, engineUp = false, stale = false, off = false;
 
   function pending(text) {
     box.className = "plan plan-none";
@@ -14,6 +14,7 @@ export function watchPlan({ client, app, state, box, show }) {
 
   async function check() {
     timer = null;
+    if (off) return;
     // the run's own plan event is shown while it trains: still current while the record
     // is the one training; else this one waits for the run's end
     if (state.running) { stale = app.record !== state.runRecord; return; }
@@ -30,6 +31,7 @@ export function watchPlan({ client, app, state, box, show }) {
 
   function soon() {
     asked += 1; // whatever is on its way is about an older record now
+    if (off) return;
     if (!state.running) pending("memory plan: checking the record…");
     clearTimeout(timer);
     timer = setTimeout(check, DEBOUNCE_MS);
@@ -37,5 +39,8 @@ export function watchPlan({ client, app, state, box, show }) {
 
   app.on("record", soon);
   app.on("engine", () => { engineUp = true; soon(); });
-  return { recheck: () => { if (stale) soon(); }, now: check };
+  // off: a detached run's window, whose box keeps what it was given (the page's record
+  // there is not the run's)
+  const stop = () => { off = true; clearTimeout(timer); };
+  return { recheck: () => { if (stale) soon(); }, now: check, stop };
 }

@@ -38,7 +38,7 @@ function timeLabel(r) {
 export function mountUse(el, client, app) {
   el.innerHTML = TEMPLATE;
   const $ = (id) => el.querySelector(`#${id}`);
-  const state = { run: null, info: null, result: null, busy: false };
+  const state = { run: null, info: null, result: null, busy: false, away: false, held: null };
   app.use = state; // tests read what the panel shows from here
 
   const message = (text, level = "info") => {
@@ -59,12 +59,13 @@ export function mountUse(el, client, app) {
   // run with a newer checkpoint (resumed) is asked about again
   let seen = new Map(); // run id -> checkpoint step shown
   function listRuns(list) {
+    if (state.away) return;
     const usable = list.filter((r) => r.checkpoint_step != null);
     const pick = $("use-run");
     pick.innerHTML = "";
     for (const r of usable) pick.add(new Option(`${r.id} · ${r.model || "?"} · step ${r.checkpoint_step}`, r.id));
     const fresh = seen.size ? usable.find((r) => !seen.has(r.id)) : null;
-    const kept = usable.find((r) => r.id === state.run);
+    const kept = usable.find((r) => r.id === (state.run || state.held));
     const chosen = fresh || kept || usable[0] || null;
     const changed = chosen && seen.get(chosen.id) !== chosen.checkpoint_step;
     seen = new Map(usable.map((r) => [r.id, r.checkpoint_step]));
@@ -76,7 +77,8 @@ export function mountUse(el, client, app) {
     });
   }
 
-  async function choose(run) {
+  // forget what was shown; ``what`` (unless null) replaces the line naming the run
+  function clear(run, what) {
     state.run = run;
     state.info = null;
     state.result = null;
@@ -84,7 +86,12 @@ export function mountUse(el, client, app) {
     $("use-series").hidden = true;
     $("use-text").hidden = true;
     message("");
-    if (!run) { $("use-what").textContent = "train a run first: its checkpoints appear here"; return; }
+    if (what !== null) $("use-what").textContent = what;
+  }
+
+  async function choose(run) {
+    clear(run, run ? null : "train a run first: its checkpoints appear here");
+    if (!run) return;
     let i;
     try {
       i = await client.call("use_info", { run, store: STORE });
@@ -145,7 +152,7 @@ export function mountUse(el, client, app) {
     try {
       return await fn();
     } catch (e) {
-      message(e.message, "error");
+      if (!state.away) message(e.message, "error"); // else the store left mid-request
       return null;
     } finally {
       for (const id of ["use-forecast", "use-predict"]) $(id).disabled = state.busy;
@@ -168,7 +175,24 @@ export function mountUse(el, client, app) {
     return r;
   });
 
+  // Another window holds the run store (a detached run, or this detached window's run
+  // went back to its tab): no run can be read here, so the panel waits instead of
+  // failing, and picks its run again from the list that comes with the store.
+  function storeAway(away) {
+    state.away = away;
+    $("use-run").disabled = away;
+    if (!away) {
+      seen = new Map(); // every run is asked about again
+      return;
+    }
+    state.held = state.run || state.held;
+    gen.stop();
+    latest += 1; // a forecast on its way answers no one
+    clear(null, "the run store is with another window: its runs can be used here once it is back");
+  }
+
   $("use-run").addEventListener("change", (e) => choose(e.target.value));
+  app.on("store-away", storeAway);
   $("use-forecast").addEventListener("click", () => { show(); });
   $("use-predict").addEventListener("click", () => { download(); });
   // a new horizon redraws a chart already shown
