@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import scellis as sc
 from scellis.cli.main import main
 from storeutil import write_record
 
@@ -30,3 +31,18 @@ def test_profile_accounts_for_a_step(tmp_path, capsys, device):
     assert main(["profile", str(rec), "--device", device]) == 0
     out = capsys.readouterr().out
     assert out.startswith("step 3 on ") and "lstm_seq_backward" in out
+
+
+def test_profile_says_which_device_auto_took_and_why(tmp_path, capsys):
+    rec = write_record(tmp_path)
+    assert main(["profile", str(rec), "--warmup", "1", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    adapters = sc.list_adapters()
+    # a hardware adapter is taken; a software one (lavapipe) is passed over for NumPy
+    hardware = [a for a in adapters if a["adapter_type"].lower() != "cpu"]
+    assert got["device"] == ("webgpu" if hardware else "reference")
+    assert got["device_choice"].startswith("auto: ")
+    if adapters and not hardware:
+        assert "--device webgpu" in got["device_choice"]
+    assert main(["profile", str(rec), "--warmup", "1"]) == 0
+    assert f"  ({got['device_choice']})\n" in capsys.readouterr().out

@@ -36,13 +36,14 @@ def command(file, device, warmup, top, budget, json_):
         raw = path.read_bytes()
     except OSError as e:
         raise ScellisError(f"{file}: cannot read ({e.strerror or e})") from None
-    name, _ = pick_device(device)
+    name, why = pick_device(device)
     try:
         session = start_run(raw, file, options=RunOptions(validate=False), device=name,
                             base_dir=path.parent, budget=budget)  # fmt: skip
     except RecordProblems as e:
         raise ScellisError(e.listing()) from None
     got = asyncio.run(profile_step(session, warmup))
+    got["device_choice"] = why  # how --device auto chose ("" when the device was named)
     if json_:
         print(json.dumps(got))
         return 0
@@ -59,6 +60,8 @@ def _print(got: dict, top: int) -> None:
     print(f"step {got['step']} on {got['device']} ({got['adapter']}): wall {_ms(got['wall_s'])} ms,"
           f" host {_ms(got['host_s'])} ms" + (f", GPU {_ms(got['gpu_s'])} ms" if gpu else
           " (no GPU timestamps on this device)"))  # fmt: skip
+    if got["device_choice"]:  # e.g. why a software adapter was passed over
+        print(f"  ({got['device_choice']})")
     print(f"  {'op':<24} {'calls':>6} {'host ms':>9}" + (f" {'kernels':>8} {'GPU ms':>9}" if gpu
                                                          else ""))  # fmt: skip
     for r in got["ops"][:top]:
