@@ -82,3 +82,14 @@ async def _predict(model, x):
     model.eval()
     with no_grad():
         return await model(x).read()
+
+
+@pytest.mark.parametrize("epochs, words", [(1, "1 epoch,"), (2, "2 epochs,")])
+def test_the_opening_line_counts_epochs_in_words(tmp_path, capsys, epochs, words):
+    rec = write_record(tmp_path)
+    rec.write_text(rec.read_text().replace("epochs: 3", f"epochs: {epochs}"))
+    args = ["train", str(rec), "--store", str(tmp_path / "s"), "--device", "reference",
+            "--max-steps", "1"]  # fmt: skip
+    assert main(args) == 0
+    opening = capsys.readouterr().out.splitlines()[0]
+    assert opening.startswith("scellis train ") and f", {words} " in opening, opening

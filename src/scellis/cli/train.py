@@ -50,10 +50,11 @@ def start(ref, *, device="auto", store=".scellis", options: RunOptions | dict | 
 def _opening(s: RunSession, label: str) -> str:
     p = s.prep
     edits = f" with {', '.join(s.edits)}" if s.edits else ""
+    epochs = f"{p.epochs} epoch" + ("" if p.epochs == 1 else "s")
     return (
         f"scellis train {label}{edits}: {p.record.get('model')} on {p.device.name}"
         + (f" ({p.why})" if p.why else "")
-        + f", {p.epochs} epochs, {p.tier} tier, dataset {(p.digest or '-')[:12]}, "
+        + f", {epochs}, {p.tier} tier, dataset {(p.digest or '-')[:12]}, "
         f"run {s.rid} in {s.root}"
     )
 
