@@ -122,7 +122,10 @@ def test_argmax_first_of_ties_and_nan(gpu):
     long = np.zeros((2, 700))
     long[0, [5, 300, 601]] = 4.0  # ties spread over threads and tree levels
     long[1, [650, 3]] = np.nan
-    for data in (rows, long):
+    mid = np.zeros((2, 21))  # one invocation per row: ties across its blocks of reads
+    mid[0, [2, 9, 17]] = 4.0
+    mid[1, [20, 5, 12]] = np.nan
+    for data in (rows, long, mid):
         ref, dev = (sc.tensor(data.astype(np.float32), device=d) for d in ("reference", gpu))
         assert dev.argmax(1).tolist() == ref.argmax(1).tolist()
         np.testing.assert_array_equal(vals(dev.max(1)), vals(ref.max(1)))
@@ -164,6 +167,17 @@ def test_sum_bitwise_repeatable_over_long_axis(gpu, rng):
         first = first or got
         assert got == first
     assert first[0] == first[2]  # the same order whether the view is transposed or not
+
+
+@pytest.mark.parametrize("r", [3, 8, 13, 32, 64])
+def test_short_sums_add_in_order(gpu, rng, r):
+    """Up to 64 terms one invocation adds them first to last, whatever blocks it reads
+    them in: the result is f32's sequential sum bit for bit (NumPy's cumsum, in order)."""
+    data = (rng.standard_normal((r, 37)) * 10.0 ** rng.integers(-3, 4, (r, 37))).astype(np.float32)
+    want = np.cumsum(data, axis=0, dtype=np.float32)[-1]
+    x = sc.tensor(data, device=gpu)
+    np.testing.assert_array_equal(np.array(x.sum(0).tolist(), np.float32), want)
+    np.testing.assert_array_equal(np.array(x.mT.sum(1).tolist(), np.float32), want)
 
 
 def test_low_limits_give_the_same_bits(gpu, rng):

@@ -48,6 +48,7 @@ from ...base import View
 from .common import Source, grid_1d, main_1d
 
 SHORT_R = 64  # at most this many reduced elements: one invocation per output
+SHORT_UNROLL = 8  # elements an invocation of the short path reads before folding them
 WG_R = 256  # threads per output on the long path (a power of two: the tree halves it)
 
 _ISNAN = "fn sc_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }"
@@ -178,10 +179,20 @@ def _store(op: str, out) -> str:
 
 
 def _short_body(op: str, acc: str, load: str, out) -> str:
+    """One invocation folds its output's R elements in order. The elements are read
+    SHORT_UNROLL at a time before any is folded: their loads are in flight together
+    instead of each waiting for the previous fold (the fold order, so the result, is
+    the same)."""
+    u = SHORT_UNROLL
+    reads = "".join(
+        f"    let v{j} = {load.format(f'b + red_of(r + {j}u)')};\n" for j in range(u)
+    )
+    folds = "".join(f"    {_step(op, f'v{j}', f'(r + {j}u)')}\n" for j in range(u))
     return (
         f"  let b = mt[2] + base_of(i);\n  var acc = bitcast<{acc}>(mt[3]);\n"
-        "  var ai = 0u;\n"
-        "  for (var r = 0u; r < mt[1]; r++) {\n"
+        "  var ai = 0u;\n  var r = 0u;\n"
+        f"  for (; r + {u}u <= mt[1]; r += {u}u) {{\n{reads}{folds}  }}\n"
+        "  for (; r < mt[1]; r++) {\n"
         f"    let v = {load.format('b + red_of(r)')};\n    {_step(op, 'v', 'r')}\n  }}\n"
         f"  st_o(i, {_store(op, out)});"
     )
