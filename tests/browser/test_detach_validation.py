@@ -53,9 +53,9 @@ def test_validation_points_stay_in_step_order_after_detach_close_and_resume(page
     )  # fmt: skip
     win.click("#run-pause")
     win.wait_for_function(
-        "document.getElementById('run-state').textContent === 'paused'", timeout=60_000
+        "window.scellisApp.run.events.some(e => e.kind === 'paused')", timeout=STEP_MS
     )
-    win.wait_for_timeout(2000)  # the step under way ends; its checkpoint's flush completes
+    assert win.inner_text("#run-state") == "paused"  # the engine holds: its checkpoint is flushed
     there = win.evaluate("window.scellisApp.run.events")
     assert there[-1]["kind"] != "end", "the window's run ended before it was closed"
     rid = there[0]["run"]

@@ -347,9 +347,9 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     )  # fmt: skip
     win.click("#run-pause")
     win.wait_for_function(
-        "document.getElementById('run-state').textContent === 'paused'", timeout=60_000
+        "window.scellisApp.run.events.some(e => e.kind === 'paused')", timeout=STEP_MS
     )
-    win.wait_for_timeout(2000)  # the step under way ends; its checkpoint's flush completes
+    assert win.inner_text("#run-state") == "paused"  # the engine holds: its checkpoint is flushed
     there = win.evaluate("window.scellisApp.run.events")
     assert there[-1]["kind"] != "end", "the window's run ended before it was closed"
     rid, k = there[0]["run"], there[0]["step"]

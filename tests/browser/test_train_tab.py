@@ -100,11 +100,18 @@ def test_pause_stop_and_forecast_sample(engine_page):
         "window.scellisApp.run.events.some(e => e.kind === 'log')", timeout=120_000
     )
     page.click("#run-pause")
-    held = page.evaluate("window.scellisApp.run.events.filter(e => e.kind === 'log').length")
-    page.wait_for_timeout(4000)
-    after = page.evaluate("window.scellisApp.run.events.filter(e => e.kind === 'log').length")
-    assert after <= held + 1  # at most the step already on its way when pause arrived
+    # the step under way (if one is) finishes first; then the engine says it holds
+    assert page.inner_text("#run-state") in ("pausing…", "paused")
+    page.wait_for_function(
+        "window.scellisApp.run.events.some(e => e.kind === 'paused')", timeout=120_000
+    )
     assert page.inner_text("#run-state") == "paused"
+    held = page.evaluate("window.scellisApp.run.events.filter(e => e.kind === 'log').length")
+    paused = next(e for e in page.evaluate("window.scellisApp.run.events") if e["kind"] == "paused")
+    assert paused["step"] == held  # log_every 1: the steps done are the steps logged
+    page.wait_for_timeout(3000)
+    after = page.evaluate("window.scellisApp.run.events.filter(e => e.kind === 'log').length")
+    assert after == held  # no step while paused
     # headless Chromium never hides a page, so the page is told it is hidden (the
     # property and the event the browser would give it); the handler is the real one
     page.evaluate(

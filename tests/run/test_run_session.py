@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from scellis.cli.main import main
+from scellis.run.options import RunOptions
+from scellis.run.session import RunControl, start_run
 from scellis.store.records import Records
 from storeutil import STEPS_PER_EPOCH, write_record
 
@@ -188,3 +191,36 @@ def test_shorthands_are_listed_with_their_record_fields(flag, capsys):
     assert main(["train", "--help"]) == 0
     out = capsys.readouterr().out
     assert flag in out
+
+
+def test_a_pause_takes_effect_between_steps_and_says_so(tmp_path):
+    """A pause takes effect at the next step boundary: one ``paused`` event names the
+    steps done, no step runs until resume, and the losses are those of an unpaused run
+    (reference device: bitwise)."""
+    raw = write_record(tmp_path).read_bytes()
+    options = RunOptions(max_steps=6, log_every=1, validate=False)
+
+    async def run(pause_after: int | None):
+        control = RunControl()
+        session = start_run(raw, options=options, base_dir=tmp_path, control=control)
+        events = []
+        async for ev in session.events():
+            events.append(ev.to_dict())
+            if ev.kind == "log" and ev.step == pause_after:
+                control.pause()  # the next step has not started: it holds after this one
+            if ev.kind == "paused":
+                held = len(events)
+                await asyncio.sleep(0.3)  # the run must stay where it is meanwhile
+                assert len(events) == held
+                control.pause(False)
+        return events
+
+    plain, paused = asyncio.run(run(None)), asyncio.run(run(3))
+    assert [e for e in paused if e["kind"] == "paused"] == [{"kind": "paused", "step": 3}]
+    logs = [e for e in paused if e["kind"] == "log"]
+    assert [e["step"] for e in logs] == [1, 2, 3, 4, 5, 6]
+    at = [e["kind"] for e in paused].index("paused")
+    assert paused[at - 1]["kind"] == "log" and paused[at - 1]["step"] == 3
+    losses = [(e["step"], e["loss"]) for e in logs]
+    assert losses == [(e["step"], e["loss"]) for e in plain if e["kind"] == "log"]
+    assert not [e for e in plain if e["kind"] == "paused"]

@@ -108,6 +108,7 @@ class RunSession:
         cadence = Cadence(self)
         recorder = self._recorder()
         status = "interrupted"  # what the row says if this generator is abandoned
+        done = 0  # the steps done so far, from the events' step fields (a resume's start)
         o = self.options
         gen = self.prep.fit(
             max_steps=o.max_steps, log_every=o.log_every, validate=o.validate,
@@ -134,7 +135,10 @@ class RunSession:
                         yield ck
                 if ev.kind == "eval" and self._samples_at_eval() and not self.control.stopping:
                     yield await sample(self.prep, o.sample_chars, self._stopping)
-                await self.control.wait_while_paused()
+                done = ev.get("step") if ev.get("step") is not None else done
+                if self.control.paused and not self.control.stopping:
+                    yield E.Paused(step=done)  # the pause has taken effect: say so
+                    await self.control.wait_while_paused()
         except ScellisError:
             status = "failed"
             raise

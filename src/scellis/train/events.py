@@ -2,7 +2,7 @@
 
 ``fit`` yields ``start``, ``warning``, ``log``, ``eval``, ``epoch``, ``early_stop`` and
 ``end``; the run session (run layer) adds ``plan``, ``progress``, ``checkpoint``,
-``sample``, ``stopped``, ``resume`` and ``history``; the CLI's JSON lines add ``info``,
+``sample``, ``stopped``, ``paused``, ``resume`` and ``history``; the CLI's JSON lines add ``info``,
 ``error`` and ``resume_hint``. Every producer builds these classes and every consumer
 reads them: the CLI prints them, the tab's worker forwards ``to_dict()`` to the page,
 and the page reads ``schema()`` (committed as ``web/src/run/events.schema.json``).
@@ -238,6 +238,14 @@ class Sample(Event):
 
 @kind("stopped")
 class Stopped(Event):
+    step: int
+
+
+@kind("paused")
+class Paused(Event):
+    """The run holds after ``step`` (the steps done) until it is resumed or stopped: a
+    pause asked during a step takes effect once that step is over."""
+
     step: int
 
 

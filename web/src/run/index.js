@@ -252,8 +252,9 @@ export function mount(el, client, app) {
       state.step0 = Number($("run-step").textContent) || state.step0;
     }
     $("run-pause").textContent = state.paused ? "Resume" : "Pause";
-    $("run-state").textContent = state.paused ? "paused" : "training";
-    log(state.paused ? "paused" : "resumed");
+    // "paused" once the engine says it holds: the step under way finishes first
+    $("run-state").textContent = state.paused ? "pausing…" : "training";
+    log(state.paused ? "pause asked: the step under way finishes first" : "resumed");
   });
   $("run-stop").addEventListener("click", () => { client.control({ stop: true }); log("stop asked"); });
 

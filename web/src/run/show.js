@@ -137,6 +137,13 @@ export const HANDLERS = {
   checkpoint(ctx, ev) {
     ctx.log(`checkpoint at step ${ev.step} (${ev.reason})`);
   },
+  paused(ctx, ev) {
+    // the engine holds now (a step under way when Pause was pressed has ended); a
+    // resume pressed meanwhile, or a run shown from another window, keeps its state
+    const { state } = ctx;
+    if (state.running && state.paused) ctx.$("run-state").textContent = "paused";
+    ctx.log(`paused after step ${ev.step}`);
+  },
   stopped(ctx, ev) {
     const { state } = ctx;
     ctx.log(state.detach && state.detach.phase === "handing"
