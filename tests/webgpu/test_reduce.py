@@ -180,6 +180,29 @@ def test_short_sums_add_in_order(gpu, rng, r):
     np.testing.assert_array_equal(np.array(x.mT.sum(1).tolist(), np.float32), want)
 
 
+# one layout per path: short (R <= 64), long (a contiguous row), split (few outputs, many
+# terms), column (contiguous outputs over a strided axis); R not a multiple of the block
+PATH_LAYOUTS = [((13, 37), 0), ((3, 5003), 1), ((20011,), 0), ((3001, 70), 0)]
+
+
+@pytest.mark.parametrize("shape, axis", PATH_LAYOUTS, ids=str)
+def test_reading_ahead_keeps_every_bit(gpu, rng, monkeypatch, shape, axis):
+    """The reads ahead of the folds change no bit: every path's sums (and max, argmax)
+    equal those of the same kernels reading one element at a time."""
+    from scellis.devices.webgpu.kernels import reduce as kernels
+
+    data = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(np.float32)
+
+    def results():
+        x = sc.tensor(data, device=gpu)
+        return [np.array(t.tolist()) for t in (x.sum(axis), x.max(axis), x.argmax(axis))]
+
+    ahead = results()
+    monkeypatch.setattr(kernels, "READ_AHEAD", 1)
+    for got, want in zip(results(), ahead):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_low_limits_give_the_same_bits(gpu, rng):
     small = WebGPUBackend(gpu=gpu.gpu, limits=LOW_LIMITS)
     data = rng.standard_normal((130, 200)).astype(np.float32)  # 104 KB: two binding windows

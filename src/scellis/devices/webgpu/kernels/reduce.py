@@ -20,6 +20,9 @@ is one strided walk. Two shapes of kernel, picked from R (the reduced count) alo
   the lanes, and the C partial sums of each output go to scratch; a short-path
   launch then sums them in chunk order. Reads of a row segment are coalesced.
 
+Every sequential fold above reads READ_AHEAD elements before it folds them, in the
+same order (``_in_order``): the loads overlap, the sums keep their bits.
+
 All orders depend only on R and the shape, never on timing: no atomics, so the
 ``debug`` tier's bitwise repeatability holds. Floats accumulate in f32 (f16 widens
 and rounds once on store), integers in i32/u32 with wrap-around (as the reference's
@@ -48,7 +51,7 @@ from ...base import View
 from .common import Source, grid_1d, main_1d
 
 SHORT_R = 64  # at most this many reduced elements: one invocation per output
-SHORT_UNROLL = 8  # elements an invocation of the short path reads before folding them
+READ_AHEAD = 8  # elements an invocation reads before it folds them (see _in_order)
 WG_R = 256  # threads per output on the long path (a power of two: the tree halves it)
 
 _ISNAN = "fn sc_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }"
@@ -178,22 +181,41 @@ def _store(op: str, out) -> str:
     return "f16(acc)" if out.dtype.name == "f16" else "acc"
 
 
-def _short_body(op: str, acc: str, load: str, out) -> str:
-    """One invocation folds its output's R elements in order. The elements are read
-    SHORT_UNROLL at a time before any is folded: their loads are in flight together
-    instead of each waiting for the previous fold (the fold order, so the result, is
-    the same)."""
-    u = SHORT_UNROLL
-    reads = "".join(
-        f"    let v{j} = {load.format(f'b + red_of(r + {j}u)')};\n" for j in range(u)
+def _in_order(first: str, end: str, stride: int, read, fold, indent: str) -> str:
+    """WGSL folding the elements r = first, first + stride, ... below ``end`` in that
+    order: ``fold(v, r)`` is the statement folding value ``v`` of element ``r``,
+    ``read(r)`` the expression reading it. READ_AHEAD elements are read before the first
+    of them is folded, so their loads are in flight together instead of each waiting for
+    the fold before it; the order of the folds, hence every bit of the result, is the
+    same as one element at a time."""
+    u, ind = READ_AHEAD, indent + "  "
+    reads = "".join(f"{ind}let v{j} = {read(f'r + {j * stride}u')};\n" for j in range(u))
+    folds = "".join(f"{ind}{fold(f'v{j}', f'(r + {j * stride}u)')}\n" for j in range(u))
+    return (
+        f"{indent}var r = {first};\n"
+        f"{indent}for (; r + {(u - 1) * stride}u < {end}; r += {u * stride}u) {{\n"
+        f"{reads}{folds}{indent}}}\n"
+        f"{indent}for (; r < {end}; r += {stride}u) {{\n"
+        f"{ind}let v = {read('r')};\n{ind}{fold('v', 'r')}\n{indent}}}\n"
     )
-    folds = "".join(f"    {_step(op, f'v{j}', f'(r + {j}u)')}\n" for j in range(u))
+
+
+def _reader(load: str):
+    """``read(r)`` for _in_order: element r of the output whose first element is at b."""
+    return lambda r: load.format(f"b + red_of({r})")
+
+
+def _add(v: str, r: str) -> str:
+    """The fold of the float sums' own paths (split and column)."""
+    return f"acc += {v};"
+
+
+def _short_body(op: str, acc: str, load: str, out) -> str:
+    """One invocation folds its output's R elements in order."""
+    fold = _in_order("0u", "mt[1]", 1, _reader(load), lambda v, r: _step(op, v, r), "  ")
     return (
         f"  let b = mt[2] + base_of(i);\n  var acc = bitcast<{acc}>(mt[3]);\n"
-        "  var ai = 0u;\n  var r = 0u;\n"
-        f"  for (; r + {u}u <= mt[1]; r += {u}u) {{\n{reads}{folds}  }}\n"
-        "  for (; r < mt[1]; r++) {\n"
-        f"    let v = {load.format('b + red_of(r)')};\n    {_step(op, 'v', 'r')}\n  }}\n"
+        f"  var ai = 0u;\n{fold}"
         f"  st_o(i, {_store(op, out)});"
     )
 
@@ -230,9 +252,8 @@ def _long_main(op: str, acc: str, load: str, out) -> str:
         "  for (var o = wid.x + wid.y * nwg.x; o < mt[0]; o += g) {\n"
         "    let b = mt[2] + base_of(o);\n"
         f"    var acc = bitcast<{acc}>(mt[3]);\n    var ai = 0u;\n"
-        f"    for (var r = lid; r < mt[1]; r += {WG_R}u) {{\n"
-        f"      let v = {load.format('b + red_of(r)')};\n      {_step(op, 'v', 'r')}\n    }}\n"
-        f"    sv[lid] = acc;{' si[lid] = ai;' if arg else ''}\n    workgroupBarrier();\n"
+        + _in_order("lid", "mt[1]", WG_R, _reader(load), lambda v, r: _step(op, v, r), "    ")
+        + f"    sv[lid] = acc;{' si[lid] = ai;' if arg else ''}\n    workgroupBarrier();\n"
         f"{tree_s}\n"
         f"    if (lid == 0u) {{ {final} st_o(o, {_store(op, out)}); }}\n"
         "    workgroupBarrier();\n  }\n}\n"
@@ -321,9 +342,8 @@ def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
         "  let r0 = wid.x * CH; let r1 = min(mt[1], r0 + CH);\n"
         "  let b = mt[2] + base_of(o);\n"
         "  var acc = 0.0;\n"
-        f"  for (var r = r0 + lid; r < r1; r += {WG_R}u) {{\n"
-        f"    acc += {load.format('b + red_of(r)')};\n  }}\n"
-        "  sv[lid] = acc;\n  workgroupBarrier();\n"
+        + _in_order("r0 + lid", "r1", WG_R, _reader(load), _add, "  ")
+        + "  sv[lid] = acc;\n  workgroupBarrier();\n"
         + _tree(WG_R, "lid", lambda s: f"sv[lid] += sv[lid + {s}u];", "  ")
         + "\n  if (lid == 0u) { st_o(o * C + wid.x, sv[0]); }\n}\n"
     )
@@ -364,8 +384,8 @@ def _column_main(load: str, store: str, ch_at: int) -> str:
         "  var acc = 0.0;\n"
         "  if (o < M) {\n"
         "    let b = mt[2] + base_of(o);\n"
-        f"    for (var r = r0 + ly; r < r1; r += {COL_Y}u) {{\n"
-        f"      acc += {load.format('b + red_of(r)')};\n    }}\n  }}\n"
+        + _in_order("r0 + ly", "r1", COL_Y, _reader(load), _add, "    ")
+        + "  }\n"
         f"  sv[ly * {COL_X}u + lx] = acc;\n  workgroupBarrier();\n"
         f"{tree_s}\n"
         f"  if (ly == 0u && o < M) {{ acc = sv[lx]; st_o(wid.y * M + o, {store}); }}\n"
