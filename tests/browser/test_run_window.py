@@ -117,17 +117,21 @@ def _follow_detached_run(page, win, wlog, oracle):
     # the Use panel waits for the store rather than failing to read it
     assert "run store is with another window" in page.inner_text("#use-what")
     assert page.inner_text("#use-message") == "" and page.is_disabled("#use-run")
+    assert page.is_disabled("#runs-import-button") and page.is_disabled("#runs-refresh")
     screenshot(page, "detach_tab_while_away")
     win.wait_for_function(
         "window.scellisApp.run.detach.phase === 'ended'", timeout=STEP_MS, polling=500
     )
     screenshot(win, "detach_window")
     assert win.is_hidden("#model-view") and win.is_hidden("#run-train")
+    # the run keeps the options it was started with: the window offers none
+    assert win.is_hidden("#run-options-main") and win.is_hidden("#run-options")
+    assert win.is_hidden("#run-hint")
     # the window's plan box keeps the run's own plan, not one of the page's record
     assert win.get_attribute("#run-plan", "data-verdict") == "green"
     assert "peak" in win.inner_text("#run-plan")
     assert "run store is with another window" in win.inner_text("#use-what")
-    assert win.inner_text("#use-message") == ""
+    assert win.inner_text("#use-message") == "" and win.is_disabled("#runs-import-button")
     here = page.evaluate("window.scellisApp.run.events")
     there = win.evaluate("window.scellisApp.run.events")
     rid = next(e["run"] for e in here if e["kind"] == "progress")
@@ -157,6 +161,7 @@ def _follow_detached_run(page, win, wlog, oracle):
         timeout=60_000,
     )
     assert page.inner_text("#use-message") == "" and not page.is_disabled("#use-run")
+    assert not page.is_disabled("#runs-import-button")
     joined = {**_logs(here), **_logs(there)}
     assert joined == oracle, (joined, oracle)  # bitwise: same device, kernels and seed
 

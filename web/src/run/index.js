@@ -262,8 +262,10 @@ export function mount(el, client, app) {
   if (detached) {
     runDetached(detached, { client, log, app, resume });
     watchVisibility(state, $("run-wakelock"), null, log);
-    // a dashboard of the one run: nothing else is trained from here
-    for (const id of ["run-detach", "run-train", "run-example"]) $(id).hidden = true;
+    // a dashboard of the one run: nothing else is trained from here, and the run goes on
+    // with the options it was started with, so none are offered
+    const away = ["run-detach", "run-train", "run-example", "run-hint", "run-options-main", "run-options"];
+    for (const id of away) $(id).hidden = true;
   } else {
     const detacher = createDetacher({ state, client, log, app, runs, setAway, onRemote });
     state.detachRun = detacher.detach;
