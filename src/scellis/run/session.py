@@ -135,7 +135,8 @@ class RunSession:
                         yield ck
                 if ev.kind == "eval" and self._samples_at_eval() and not self.control.stopping:
                     yield await sample(self.prep, o.sample_chars, self._stopping)
-                done = ev.get("step") if ev.get("step") is not None else done
+                if ev.get("step") is not None:
+                    done = ev["step"]
                 if self.control.paused and not self.control.stopping:
                     yield E.Paused(step=done)  # the pause has taken effect: say so
                     await self.control.wait_while_paused()

@@ -2,8 +2,8 @@
 
 ``fit`` yields ``start``, ``warning``, ``log``, ``eval``, ``epoch``, ``early_stop`` and
 ``end``; the run session (run layer) adds ``plan``, ``progress``, ``checkpoint``,
-``sample``, ``stopped``, ``paused``, ``resume`` and ``history``; the CLI's JSON lines add ``info``,
-``error`` and ``resume_hint``. Every producer builds these classes and every consumer
+``sample``, ``stopped``, ``paused``, ``resume`` and ``history``; the CLI's JSON lines
+add ``info``, ``error`` and ``resume_hint``. Every producer builds these classes and every consumer
 reads them: the CLI prints them, the tab's worker forwards ``to_dict()`` to the page,
 and the page reads ``schema()`` (committed as ``web/src/run/events.schema.json``).
 

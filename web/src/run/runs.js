@@ -152,9 +152,12 @@ export function mountRuns(el, client, app, resume) {
     }
   }
 
+  // nothing can be imported into a store that is away, nor listed from it
+  app.on("store-away", (away) => {
+    for (const id of ["runs-import-button", "runs-refresh"]) el.querySelector(`#${id}`).disabled = away;
+  });
+
   async function refresh() {
-    // nothing can be imported into a store that is away, nor listed from it
-    for (const id of ["runs-import-button", "runs-refresh"]) el.querySelector(`#${id}`).disabled = app.storeAway;
     if (app.storeAway) {
       // another window (detached run, or its tab) holds the store: no copy of it here
       body.innerHTML = "<tr><td colspan=4 class=muted>the run store is with another window</td></tr>";
