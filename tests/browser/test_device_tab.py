@@ -81,3 +81,27 @@ def test_red_memory_plan_refuses_to_start(engine_page):
     kinds = [e["kind"] for e in page.evaluate("window.scellisApp.run.events")]
     assert kinds == ["plan"]  # nothing after the verdict: no start, no step
     screenshot(page, "plan_red_refused")
+
+
+def test_a_cold_steps_compiles_are_stamped(engine_page):
+    """Each pipeline compile the tab starts is stamped on the browser's side when it
+    resolves (the cold-start benchmark reads them): a first step at sizes no other test
+    trains makes new pipelines, each stamped within that step, the last one resolved
+    before the step's loss came back, the slowest with its WGSL."""
+    call = "(o) => window.scellisClient.call('bench_train_step', o)"
+    shape = {"batch": 8, "T": 8, "hidden": 24}
+    r = engine_page.evaluate(call, {"model": "lstm2x64", "steps": 1, "repeats": 1, "shape": shape})
+    first = r["first_step"]
+    assert first["pipelines"] >= 1, first
+    compiles = first["compiles"]
+    assert len(compiles) >= first["pipelines"], first  # the model's build compiles too
+    slack = 5.0  # ms: two readings of the worker's clock, by Python and by JavaScript
+    for start, ms in compiles:
+        assert -slack <= start and ms >= 0 and start + ms <= r["first_step_ms"] + slack
+    # the list is rounded to 0.1 ms
+    last = max(start + ms for start, ms in compiles)
+    assert first["compiles_done_ms"] == pytest.approx(last, abs=0.2)
+    slowest = first["slowest_compiles"]
+    longest = sorted((ms for _, ms in compiles), reverse=True)[:3]
+    assert [s["ms"] for s in slowest] == pytest.approx(longest, abs=0.1)
+    assert all("@compute" in s["wgsl"] for s in slowest)

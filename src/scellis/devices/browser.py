@@ -14,12 +14,14 @@ the host waits anyway) awaits them all and raises the first error as a DeviceErr
 with the WGSL source and compiler messages for a shader that failed.
 
 Pipelines compile asynchronously (``createComputePipelineAsync``): the browser then
-compiles them on its own threads, all at once, instead of one after another in the order
-a step first meets them. A dispatch whose pipeline the host has not yet seen compiled is
-kept in order with the work after it (dispatches, buffer writes as copies from staging
-buffers, buffer releases) and encoded at the next readback, which first awaits every
-pipeline still compiling. So a cold step's compiles overlap each other and the engine's
-own Python, and the device never sees a pipeline before it exists.
+compiles them on its own threads, all at once, each sent to its GPU process as soon as
+it is asked for, instead of one after another in the order a step first meets them. A
+dispatch whose pipeline the host has not yet seen compiled is kept in order with the
+work after it (dispatches, buffer writes as copies from staging buffers, buffer
+releases) and encoded once its pipeline is: a readback first awaits every pipeline
+still compiling, in order, and sends each stretch of kept work to the GPU as soon as its
+pipelines are ready. So a cold step's compiles overlap each other, the engine's own
+Python and the GPU's work, and the device never sees a pipeline before it exists.
 """
 
 from __future__ import annotations
@@ -107,6 +109,10 @@ class BrowserGPU(BindGroupCache):
         self._usage |= js.GPUBufferUsage.COPY_DST
         self._readback = js.GPUBufferUsage.MAP_READ | js.GPUBufferUsage.COPY_DST
         self._compiling: list[_Pipeline] = []  # created, not yet awaited
+        self._no_work = to_js([])
+        # each pipeline's compile, (JS object {start, done}, WGSL): ms on the worker's
+        # clock, done once compiled; when a cold step's compiles end, for the benchmarks
+        self.compiles: list = []
         # kept work, in order: ("d", pipeline, group, grid) | ("w", staging, buf, offset, size)
         self._deferred: list = []
         self._released: list = []  # buffers to destroy once the kept work is submitted
@@ -137,12 +143,16 @@ class BrowserGPU(BindGroupCache):
             waiting = list(dict.fromkeys(self._compiling + kept))
             self._compiling = []
             failed = None
-            for p in waiting:
+            for p in waiting:  # in the order the work first met them
                 try:
                     p.gpu = await p.promise
                 except JsException as e:
                     p.error = str(e)
                     failed = failed or p
+                if failed is None:
+                    # the work up to the next pipeline still compiling goes to the GPU
+                    # now, so it runs (and the host encodes) while the rest compile
+                    self._encode_deferred()
             if failed is not None:
                 self._drop_deferred()
                 await self._check_scopes()  # a shader module's error carries the compiler log
@@ -262,9 +272,20 @@ class BrowserGPU(BindGroupCache):
         module = self._device.createShaderModule(_obj({"code": code}))
         self._pending.append((self._device.popErrorScope(), "pipeline", code))
         desc = {"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})}
-        p = _Pipeline(self._device.createComputePipelineAsync(_obj(desc)), code)
+        compile = _stamped()(self._device.createComputePipelineAsync(_obj(desc)))
+        self.compiles.append((compile, code))
+        p = _Pipeline(compile.promise, code)
         self._compiling.append(p)
+        # The browser sends WebGPU calls to its GPU process in batches, at the end of the
+        # worker's current task or on a submit; a step's Python is one long task, so its
+        # compiles would only start once it ends. An empty submit sends them now, and the
+        # GPU process compiles while the step's Python goes on.
+        self._queue.submit(self._no_work)
         return p
+
+    def now_ms(self) -> float:
+        """The worker's clock (``performance.now()``), which ``compiles`` stamps use."""
+        return float(js.performance.now())
 
     def bind_group(self, pipeline, bindings):
         """A bind group of ``bindings`` for ``pipeline``, made when first encoded and not
@@ -354,6 +375,8 @@ class BrowserGPU(BindGroupCache):
 
 
 _ENCODE_RUN = None
+_ENCODE_RUN = None
+_STAMPED = None
 
 
 def _encode_run():
@@ -375,6 +398,21 @@ def _encode_run():
             "pass.end();",
         )
     return _ENCODE_RUN
+
+
+def _stamped():
+    """The JavaScript function that wraps a compile's promise as ``{start, promise, done}``
+    (ms, the worker's clock): ``done`` is stamped on the browser's side as the promise
+    resolves, where Python would only see it at its next await."""
+    global _STAMPED
+    if _STAMPED is None:
+        _STAMPED = js.Function.new(
+            "promise",
+            "const s = {start: performance.now(), done: null};"
+            "s.promise = promise.then((v) => { s.done = performance.now(); return v; });"
+            "return s;",
+        )
+    return _STAMPED
 
 
 def _adapter_info(adapter) -> AdapterInfo:

@@ -51,6 +51,7 @@ async def bench_train_step(
             raise ScellisError(f"bench_train_step: {name} must be a whole number >= 1, got {n!r}")
     t0 = time.perf_counter()
     dev = get_device("webgpu")
+    clock = _CompileClock(dev.gpu)
     net, loss_fn = bench_models.build(cfg, dev)
     opt = Adam(net, lr=cfg["lr"])
     xt, yt = bench_models.batch(cfg, dev)
@@ -92,6 +93,7 @@ async def bench_train_step(
         "encode_ms": encoded_ms,  # the step's ops run on the host, pipelines created
         "wait_ms": first_ms - built_ms - encoded_ms,  # compiles finishing + GPU work
         "pipelines": _stat(dev, "pipelines") - pipelines0,
+        **clock.span(),
     }
     # replay needs 1 + 2 eager steps (warm-up, two recordings) before it is ready; eager
     # warms up as long, so both modes time steps 4, 5, ... of the same run
@@ -131,6 +133,41 @@ async def bench_train_step(
         )
         sr.close()
     return out
+
+
+class _CompileClock:
+    """When the compiles a cold step started end, from a GPU that stamps them (the
+    browser's: ``compiles`` and ``now_ms``); nothing from one that does not."""
+
+    def __init__(self, gpu):
+        self.stamps = getattr(gpu, "compiles", None)
+        self.first = len(self.stamps) if self.stamps is not None else 0
+        self.t0 = gpu.now_ms() if self.stamps is not None else 0.0
+
+    def span(self) -> dict:
+        """``compiles_done_ms``: from the call to the last of its compiles resolved;
+        ``compiles``: each one's (start since the call, ms), in the order made;
+        ``slowest_compiles``: the three longest with their WGSL."""
+        if self.stamps is None:
+            return {}
+        done = [
+            (float(s.start) - self.t0, float(s.done) - float(s.start), code)
+            for s, code in self.stamps[self.first :]
+            if _present(s, "done")
+        ]
+        if not done:
+            return {}
+        slowest = sorted(done, key=lambda d: -d[1])[:3]
+        return {
+            "compiles_done_ms": max(start + ms for start, ms, _ in done),
+            "compiles": [[round(start, 1), round(ms, 1)] for start, ms, _ in done],
+            "slowest_compiles": [{"start_ms": a, "ms": b, "wgsl": c} for a, b, c in slowest],
+        }
+
+
+def _present(obj, name: str) -> bool:
+    value = getattr(obj, name, None)
+    return value is not None and type(value).__name__ not in ("JsNull", "JsUndefined")
 
 
 async def _settle(model) -> None:
