@@ -40,7 +40,8 @@ peak and quantised bytes.
 
 Timing is the same as bench/browser_train_step.py's: ``steps`` steps then one loss
 readback, median of ``repeats`` blocks; "engine start" is navigation start to the worker's
-ready mark (performance.now() in the page), "first step" is measured by each side.
+ready mark (performance.now() in the page), "first step" is measured by each side. Every
+visit starts cold: a fresh profile, and the GPU drivers' shader disk caches in it too.
 """
 
 from __future__ import annotations
@@ -543,6 +544,17 @@ def _serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
 
 
+def _driver_caches(folder: Path) -> dict:
+    """Environment that points the GPU drivers' shader disk caches (NVIDIA's, Mesa's,
+    and whatever else follows the XDG cache folder) into ``folder``."""
+    cache = folder / "driver-cache"
+    return {
+        "XDG_CACHE_HOME": str(cache),
+        "__GL_SHADER_DISK_CACHE_PATH": str(cache / "nvidia"),
+        "MESA_SHADER_CACHE_DIR": str(cache / "mesa"),
+    }
+
+
 class Browser:
     def __init__(self, root: Path, log, env: dict):
         self.chrome = root / CHROME_DIR / "chromium-headless-shell"
@@ -558,8 +570,11 @@ class Browser:
         cmd = [str(self.chrome), *COMMON, *flags, f"--user-data-dir={profile}"]
         cmd.append(f"{url}{sep}token={token}")
         t0 = time.perf_counter()
+        # the GPU driver's own shader caches live under the profile too: a visit is cold
+        # only if no earlier visit's compiled kernels can be found there either
+        env = {**self.env, **_driver_caches(Path(profile))}
         proc = subprocess.Popen(
-            cmd, stdout=errf, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+            cmd, stdout=errf, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
         try:
             r = Handler.results[token].get(timeout=timeout)
