@@ -110,9 +110,8 @@ class BrowserGPU(BindGroupCache):
         self._readback = js.GPUBufferUsage.MAP_READ | js.GPUBufferUsage.COPY_DST
         self._compiling: list[_Pipeline] = []  # created, not yet awaited
         self._no_work = to_js([])
-        # each pipeline's compile, (JS object {start, done}, WGSL): ms on the worker's
-        # clock, done once compiled; when a cold step's compiles end, for the benchmarks
-        self.compiles: list = []
+        # each pipeline's compile, (JS object {start, done}, WGSL): see compile_times
+        self._compiles: list = []
         # kept work, in order: ("d", pipeline, group, grid) | ("w", staging, buf, offset, size)
         self._deferred: list = []
         self._released: list = []  # buffers to destroy once the kept work is submitted
@@ -273,7 +272,7 @@ class BrowserGPU(BindGroupCache):
         self._pending.append((self._device.popErrorScope(), "pipeline", code))
         desc = {"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})}
         compile = _stamped()(self._device.createComputePipelineAsync(_obj(desc)))
-        self.compiles.append((compile, code))
+        self._compiles.append((compile, code))
         p = _Pipeline(compile.promise, code)
         self._compiling.append(p)
         # The browser sends WebGPU calls to its GPU process in batches, at the end of the
@@ -284,8 +283,17 @@ class BrowserGPU(BindGroupCache):
         return p
 
     def now_ms(self) -> float:
-        """The worker's clock (``performance.now()``), which ``compiles`` stamps use."""
+        """The worker's clock (``performance.now()``), which ``compile_times`` uses."""
         return float(js.performance.now())
+
+    def compile_times(self) -> list[tuple[float, float | None, str]]:
+        """(start, done, WGSL) of every pipeline compile so far, in the order asked for:
+        ms on the worker's clock, ``done`` None while it compiles (for the benchmarks:
+        when a cold step's compiles end)."""
+        return [
+            (float(s.start), None if _absent(s.done) else float(s.done), code)
+            for s, code in self._compiles
+        ]
 
     def bind_group(self, pipeline, bindings):
         """A bind group of ``bindings`` for ``pipeline``, made when first encoded and not
@@ -374,7 +382,6 @@ class BrowserGPU(BindGroupCache):
             self._release()
 
 
-_ENCODE_RUN = None
 _ENCODE_RUN = None
 _STAMPED = None
 

@@ -137,23 +137,23 @@ async def bench_train_step(
 
 class _CompileClock:
     """When the compiles a cold step started end, from a GPU that stamps them (the
-    browser's: ``compiles`` and ``now_ms``); nothing from one that does not."""
+    browser's: ``compile_times`` and ``now_ms``); nothing from one that does not."""
 
     def __init__(self, gpu):
-        self.stamps = getattr(gpu, "compiles", None)
-        self.first = len(self.stamps) if self.stamps is not None else 0
-        self.t0 = gpu.now_ms() if self.stamps is not None else 0.0
+        self.times = getattr(gpu, "compile_times", None)
+        self.first = len(self.times()) if self.times is not None else 0
+        self.t0 = gpu.now_ms() if self.times is not None else 0.0
 
     def span(self) -> dict:
         """``compiles_done_ms``: from the call to the last of its compiles resolved;
         ``compiles``: each one's (start since the call, ms), in the order made;
         ``slowest_compiles``: the three longest with their WGSL."""
-        if self.stamps is None:
+        if self.times is None:
             return {}
         done = [
-            (float(s.start) - self.t0, float(s.done) - float(s.start), code)
-            for s, code in self.stamps[self.first :]
-            if _present(s, "done")
+            (start - self.t0, end - start, code)
+            for start, end, code in self.times()[self.first :]
+            if end is not None
         ]
         if not done:
             return {}
@@ -163,11 +163,6 @@ class _CompileClock:
             "compiles": [[round(start, 1), round(ms, 1)] for start, ms, _ in done],
             "slowest_compiles": [{"start_ms": a, "ms": b, "wgsl": c} for a, b, c in slowest],
         }
-
-
-def _present(obj, name: str) -> bool:
-    value = getattr(obj, name, None)
-    return value is not None and type(value).__name__ not in ("JsNull", "JsUndefined")
 
 
 async def _settle(model) -> None:
