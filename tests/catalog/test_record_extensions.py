@@ -116,7 +116,7 @@ def test_a_bad_extensions_value_is_located(tmp_path, capsys, section, where, mes
     first = capsys.readouterr().err.splitlines()[0]
     assert first.startswith(f"{rec}:{where}: ") and message in first
     with pytest.raises(RecordProblems, match=message) as e:
-        check_record(rec.read_text(), str(rec), base_dir=tmp_path)
+        check_record(rec.read_text(), str(rec), base_dir=tmp_path, trusted=True)
     assert f"{e.value.line}:{e.value.col}" == where
 
 
@@ -130,17 +130,19 @@ def test_check_record_loads_the_section_relative_to_base_dir_once(tmp_path, monk
     text = text.replace(f"{BLOCK}\n", f"{BLOCK}_copy\n")
     monkeypatch.chdir(HERE)  # not the record's folder
     with pytest.raises(RecordProblems, match=r"my_blocks\.sml:3:14: no catalog extension"):
-        check_record(text, "my_blocks.sml")  # relative to the working folder: not found
+        check_record(
+            text, "my_blocks.sml", trusted=True
+        )  # relative to the working folder: not found
     assert BLOCK + "_copy" not in [e.id for e in entries()]
-    record = check_record(text, "my_blocks.sml", base_dir=tmp_path)
+    record = check_record(text, "my_blocks.sml", base_dir=tmp_path, trusted=True)
     assert record["blocks"]["squash"]["block_id"] == BLOCK + "_copy"
     n = len(entries())
     # again, by the record's text, its dict and a parsed document: nothing registered twice
-    assert check_record(text, "my_blocks.sml", base_dir=tmp_path) == record
-    assert load_record_extensions(record, tmp_path) == []
-    assert load_record_extensions(parse(text, "my_blocks.sml"), str(tmp_path)) == []
+    assert check_record(text, "my_blocks.sml", base_dir=tmp_path, trusted=True) == record
+    assert load_record_extensions(record, tmp_path, trusted=True) == []
+    assert load_record_extensions(parse(text, "my_blocks.sml"), str(tmp_path), trusted=True) == []
     assert len(entries()) == n
-    (problem,) = load_record_extensions({"extensions": ["gone.py"]}, tmp_path)
+    (problem,) = load_record_extensions({"extensions": ["gone.py"]}, tmp_path, trusted=True)
     assert str(problem).startswith("<record>:1:1: gone.py: no such catalog extension file")
 
 
@@ -153,7 +155,7 @@ def _rows(t) -> list[float]:
 
 
 def test_the_user_block_trains_from_the_record():
-    record = check_record(REC.read_text(), str(REC), base_dir=REC.parent)
+    record = check_record(REC.read_text(), str(REC), base_dir=REC.parent, trusted=True)
     run = prepare_run(record, "reference", base_dir=REC.parent)
     m, ds = run.model, run.dataset
     assert len(ds.x_train) == 14 and run.train.batch_size >= 14  # one batch: every window

@@ -180,8 +180,11 @@ def test_extensions_train_and_resume_a_user_block(tmp_path):
              "--epochs", "4", "--max-steps", "2", "--json")  # fmt: skip
     assert p.returncode == 0, p.stderr
     rid = json.loads(p.stdout.splitlines()[-1])["run"]
-    # the resume, in another process, loads the extension the run was started with
+    # the resume, in another process, runs no code the stored run names by itself...
     p = _cli("resume", rid, "--store", store, "--to-step", "4")
+    assert p.returncode == 2 and "--extensions" in p.stderr and "scaled_tanh.py" in p.stderr
+    # ...only what the user names again
+    p = _cli("resume", rid, "--store", store, "--to-step", "4", "--extensions", ext)
     assert p.returncode == 0, p.stderr
     assert "from step 2" in p.stdout
 

@@ -95,3 +95,13 @@ def write_file(path, data: bytes) -> None:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+def inside(path, folder) -> bool:
+    """Whether ``path``, with every symlink followed, lies within ``folder`` (followed
+    too): the test before reading a file that someone else's folder or record names."""
+    try:
+        real, root = Path(path).resolve(), Path(folder).resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+    return real == root or root in real.parents

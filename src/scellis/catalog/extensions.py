@@ -10,6 +10,14 @@ module becomes one ScellisError naming the file and line.
 A record names its own extensions in an ``extensions:`` section (paths relative to the
 record's folder); ``load_record_extensions`` loads them before the record is validated,
 so the entries they register validate, plan, compile and train like built-ins.
+
+Code runs only from what the user names. A record file the user runs directly is the
+user's choice (``trusted``); a record that arrives any other way (inside a checkpoint,
+a run bundle, an imported file, a stored run or model, the tab) never loads code: its
+``extensions:`` section is refused with a message naming ``--extensions``, the way
+``trust_remote_code`` works in transformers. Once the user has loaded extensions
+themselves (``--extensions``, or ``load_extensions`` from Python), such a record is
+validated against what they loaded and its own list is not run.
 """
 
 from __future__ import annotations
@@ -22,13 +30,16 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from ..base.errors import Diagnostic, ScellisError
+from ..base.errors import Diagnostic, ScellisError, shown
 from ..sml import Document, validate
 from . import registry
 from .sml_registry import catalog_registry
 
 # a file is imported once per process: its entries stay registered, a second load is a no-op
 _LOADED: dict[str, ModuleType] = {}
+# whether the user named extensions in this process (then an untrusted record's list is
+# not needed: what they loaded is what its blocks are checked against)
+_USER_CHOSE = False
 
 
 def _is_path(spec: str, base_dir=None) -> bool:
@@ -105,14 +116,21 @@ def _load_dotted(name: str, base_dir=None) -> ModuleType:
 
 
 def load_extensions(paths_or_modules, base_dir=None) -> list[ModuleType]:
-    """Import each extension (a dotted name, a ``.py`` file or a folder of them), in order.
+    """Import each extension (a dotted name, a ``.py`` file or a folder of them), in order:
+    the user's own choice (``--extensions``, or a call from their script).
 
-    A relative path is taken from ``base_dir`` when given (a record names its extensions
-    relative to its own folder). Returns the modules imported; one already loaded is
-    returned again, not re-run.
+    A relative path is taken from ``base_dir`` when given. Returns the modules imported;
+    one already loaded is returned again, not re-run.
     """
+    global _USER_CHOSE
     if isinstance(paths_or_modules, (str, Path)):
         paths_or_modules = [paths_or_modules]
+    paths_or_modules = list(paths_or_modules)
+    _USER_CHOSE = _USER_CHOSE or bool(paths_or_modules)
+    return _import_all(paths_or_modules, base_dir)
+
+
+def _import_all(paths_or_modules, base_dir=None) -> list[ModuleType]:
     out = []
     for item in paths_or_modules:
         spec = str(item)
@@ -133,12 +151,24 @@ def load_extensions(paths_or_modules, base_dir=None) -> list[ModuleType]:
     return out
 
 
-def load_record_extensions(record, base_dir=".") -> list[Diagnostic]:
+def _refusal(items: list) -> str:
+    names = ", ".join(shown(x, 60) for x in items[:3] if isinstance(x, str))
+    more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+    return (
+        f"this record names code to run (extensions: {names or '?'}{more}) and was not "
+        "given by you as a file to run: Scellis never runs code that comes with a record; "
+        "if you trust it, load it yourself with --extensions PATH"
+    )
+
+
+def load_record_extensions(record, base_dir=".", *, trusted: bool = False) -> list[Diagnostic]:
     """Load what a record's ``extensions:`` section names; its problems, [] when all loaded.
 
     ``record`` is a parsed ``sml.Document`` (each problem is located at its list item) or
-    a record dict (problems at line 1 of ``<record>``). Relative paths are taken from
-    ``base_dir``, the record file's folder. Call it before validating the record, so the
+    a record dict (problems at line 1 of ``<record>``). Only a ``trusted`` record (a
+    file the user runs directly) loads code, relative to ``base_dir``, its folder; any
+    other record that names extensions is refused, unless the user loaded extensions of
+    their own (see the module note). Call it before validating the record, so the
     entries it registers are known. Loading is idempotent: an extension loaded before
     (by this or by ``--extensions``) is not run again and registers nothing twice.
     Values that are not a list of strings are left to validation, which locates them.
@@ -146,22 +176,29 @@ def load_record_extensions(record, base_dir=".") -> list[Diagnostic]:
     doc = record if isinstance(record, Document) else None
     data = record.data if doc is not None else record
     items = data.get("extensions") if isinstance(data, dict) else None
-    if not isinstance(items, list):
+    if not isinstance(items, list) or not items:
         return []
+    if not trusted:
+        if _USER_CHOSE:
+            return []
+        msg = _refusal(items)
+        return [doc.diag(("extensions",), msg) if doc else Diagnostic(msg, "<record>")]
     out: list[Diagnostic] = []
     for i, item in enumerate(items):
         if not isinstance(item, str) or not item.strip():
             continue
         try:
-            load_extensions([item], base_dir=base_dir)
+            _import_all([item], base_dir=base_dir)
         except ScellisError as e:
             msg = str(e)
             out.append(doc.diag(("extensions", i), msg) if doc else Diagnostic(msg, "<record>"))
     return out
 
 
-def validate_record(doc: Document, base_dir=".") -> list[Diagnostic]:
-    """Every problem of a parsed record: its extensions are loaded first (relative to
-    ``base_dir``), then it is validated against the catalog. A failed extension's
-    problems come alone: the unknown ids it would have registered are not news."""
-    return load_record_extensions(doc, base_dir) or validate(doc, catalog_registry())
+def validate_record(doc: Document, base_dir=".", *, trusted: bool = False) -> list[Diagnostic]:
+    """Every problem of a parsed record: its extensions are loaded first (a ``trusted``
+    record's, relative to ``base_dir``), then it is validated against the catalog. A
+    failed extension's problems come alone: the unknown ids it would have registered
+    are not news."""
+    problems = load_record_extensions(doc, base_dir, trusted=trusted)
+    return problems or validate(doc, catalog_registry())

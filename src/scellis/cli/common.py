@@ -13,7 +13,8 @@ extensions_option = click.option(
     multiple=True,
     metavar="PATH",
     help="load user catalog entries first: a folder or .py file, or a dotted module "
-    "(repeatable; a record's own extensions: section is loaded too)",
+    "(repeatable). A record file you run loads its own extensions: section too; a record "
+    "that comes inside a run, checkpoint, bundle or import never runs code by itself",
 )
 
 

@@ -15,7 +15,7 @@ import click
 from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import evaluate_run
-from .common import pick_device
+from .common import extensions_option, load_cli_extensions, pick_device
 
 
 def _g(v) -> str:
@@ -29,7 +29,9 @@ def _g(v) -> str:
               help="another CSV file with the same columns")  # fmt: skip
 @click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
 @click.option("--json", "json_", is_flag=True, help="one JSON object")
-def command(run, store, data, device, json_):
+@extensions_option
+def command(run, store, data, device, json_, extensions):
+    load_cli_extensions(extensions)
     trained = open_run(store, run)
     name, _ = pick_device(device)
     got = run_until_done(evaluate_run(trained, data=data, device=name))

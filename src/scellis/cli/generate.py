@@ -17,7 +17,7 @@ import click
 from ..base.interrupt import run_until_done
 from ..run.generate import text_run
 from ..run.reference import open_run
-from .common import pick_device
+from .common import extensions_option, load_cli_extensions, pick_device
 
 
 def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_p=None,
@@ -66,7 +66,10 @@ def generate_text(ref, prompt, *, max_new=200, temperature=1.0, top_k=None, top_
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
 @click.option("--json", "json_", is_flag=True, help="one JSON object at the end")
-def command(ref, prompt, max_new, temperature, top_k, top_p, seed, store, device, json_):
+@extensions_option
+def command(ref, prompt, max_new, temperature, top_k, top_p, seed, store, device, json_,
+            extensions):  # fmt: skip
+    load_cli_extensions(extensions)
     return generate_text(
         ref, prompt, max_new=max_new, temperature=temperature, top_k=top_k, top_p=top_p,
         seed=seed, store=store, device=device, json_=json_,

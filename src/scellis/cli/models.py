@@ -27,7 +27,7 @@ _MODEL_LINE = re.compile(r"^(model:[ \t]*)([\"']?)([^\s\"'@#]+)@([0-9]+)\2", re.
 def save(file: str, store: str, json_: bool) -> int:
     p = Path(file)
     raw = read_file(p)
-    check_text(raw, file)
+    check_text(raw, file, p.resolve().parent, trusted=True)
     model = parse(raw, file).data.get("model")
     text = raw.decode("utf-8")
     m = _MODEL_LINE.search(text)

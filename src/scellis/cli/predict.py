@@ -18,7 +18,7 @@ from ..base.files import check_output, write_file
 from ..base.interrupt import run_until_done
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
-from .common import pick_device
+from .common import extensions_option, load_cli_extensions, pick_device
 from .plot import curves, save_png
 
 
@@ -33,7 +33,9 @@ from .plot import curves, save_png
 @click.option("--png", default=None, type=click.Path(dir_okay=False), help="draw a plot here")
 @click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per row")
-def command(run, store, data, horizon, out, png, device, json_):
+@extensions_option
+def command(run, store, data, horizon, out, png, device, json_, extensions):
+    load_cli_extensions(extensions)
     for path in (out, png):
         if path is not None:
             check_output(path)  # a folder or a FIFO is refused before any work

@@ -32,10 +32,11 @@ from ..train import events as E
 from .progress import Progress
 
 
-def check_text(raw: bytes, label: str) -> dict:
-    """The record of a text; its problems, located, as one ScellisError (one a line)."""
+def check_text(raw: bytes, label: str, base_dir=".", *, trusted: bool = False) -> dict:
+    """The record of a text; its problems, located, as one ScellisError (one a line).
+    ``trusted``: a file the user names, whose extensions may load (from ``base_dir``)."""
     try:
-        return check_record(raw, label)
+        return check_record(raw, label, base_dir=base_dir, trusted=trusted)
     except RecordProblems as e:
         raise ScellisError(e.listing()) from None
 
@@ -310,12 +311,14 @@ def _f(v) -> str:
 MODEL_ID = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+@([0-9]+)$")
 
 
-def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
-    """A record's text, its label and the folder its data paths are relative to.
+def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path, bool]:
+    """A record's text, its label, the folder its data paths are relative to, and whether
+    it is trusted to load its extensions (only a file the user names, as it is).
 
     ``ref`` is a file, or a model id like ``user/ada/tiny@3`` from the store's models
     table. A file with no ``blocks`` whose ``model:`` names a stored id builds on that
-    record: its other top-level keys (data, epochs, optimizer...) replace the stored ones.
+    record: its other top-level keys (data, epochs, optimizer...) replace the stored ones;
+    the stored part may have come from anyone, so that record loads no code itself.
     """
     p = Path(ref)
     if p.exists() and not p.is_file():  # a folder, a FIFO, a device: says what it is
@@ -326,18 +329,18 @@ def resolve_record(ref: str, root: Path) -> tuple[bytes, str, Path]:
         try:
             data = parse(raw, ref).data
         except ScellisError:
-            return raw, ref, base  # validation reports it, located
+            return raw, ref, base, True  # validation reports it, located
         mid = data.get("model") if isinstance(data, dict) else None
         if "blocks" in data or not isinstance(mid, str) or not MODEL_ID.match(mid):
-            return raw, ref, base
+            return raw, ref, base, True
         doc = parse(_stored(mid, root), mid)
         for key, value in data.items():
             if key != "model":
                 doc.set((key,), value)
-        return emit(doc).encode("utf-8"), f"{ref} (on {mid})", base
+        return emit(doc).encode("utf-8"), f"{ref} (on {mid})", base, False
     if MODEL_ID.match(ref) is None:
         raise ScellisError(f"{ref}: no such file, and not a model id like namespace/name@3")
-    return _stored(ref, root), ref, Path.cwd()
+    return _stored(ref, root), ref, Path.cwd(), False
 
 
 def _stored(ref: str, root: Path) -> bytes:

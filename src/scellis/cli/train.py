@@ -33,10 +33,11 @@ def start(ref, *, device="auto", store=".scellis", options: RunOptions | dict | 
     root = Path(store)
     if not isinstance(options, RunOptions):
         options = RunOptions.from_mapping(options or {}, where="scellis train")
-    raw, label, base_dir = resolve_record(ref, root)
+    raw, label, base_dir, trusted = resolve_record(ref, root)
     name, why = pick_device(device)
     try:
         s = start_run(raw, label, options=options, device=name, why=why, base_dir=base_dir,
+                      trusted=trusted,
                       store=root, budget=budget, tier=tier, argv=list(argv),
                       seams=StoreSeams(fault, writer))  # fmt: skip
     except RecordProblems as e:

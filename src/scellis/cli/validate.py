@@ -30,7 +30,7 @@ def check_file(path: str) -> list[Diagnostic]:
     except ScellisError as e:
         return [Diagnostic(str(e).removeprefix(f"{path}: "), path, 1, 1)]
     try:
-        return validate_record(parse(raw, path), Path(path).parent)
+        return validate_record(parse(raw, path), Path(path).parent, trusted=True)
     except Diagnostic as d:
         return [d]
     except ScellisError as e:

@@ -87,7 +87,8 @@ def import_file(
     own = bare_only and rec is not None  # the file's own record stays
     if record is not None and not own:
         rtext = _read_text(Path(record))
-        rec, where = check(rtext, str(record), Path(record).parent), str(record)
+        rec = check(rtext, str(record), Path(record).parent, trusted=True)
+        where = str(record)
     elif record_source is not None and not own:
         rtext, where, base = record_source
         rec = check(rtext, where, base)
@@ -156,7 +157,7 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
     """(record, weights by parameter path) of a record file or of any importable file."""
     if path.suffix.lower() == ".sml":
         text = _read_text(path)
-        rec = check(text, str(path), path.parent)
+        rec = check(text, str(path), path.parent, trusted=True)
         tag = WEIGHTS_TAG.search(text)
         ref = weights or (f"sha256:{tag.group(1)}" if tag else None)
         if ref is None:  # no weights anywhere: the record's own initial values

@@ -4,8 +4,8 @@ An importer builds the record as plain data (``model``, ``inputs``, ``blocks``,
 ``outputs`` and any pipeline sections); ``record_text`` writes it in the block style
 the example records use, one field per line, and ``check`` parses that text back and
 validates it against the catalog, so an importer can never hand out a record that
-``scellis validate`` would refuse. Given the record file's folder, ``check`` first loads
-the extensions the record's ``extensions:`` section names.
+``scellis validate`` would refuse. Only a record file the user names loads the
+extensions its ``extensions:`` section names; an imported record never runs code.
 """
 
 from __future__ import annotations
@@ -47,11 +47,13 @@ def record_text(record: dict, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(text: str, where: str = "<imported>", base_dir=None) -> dict:
-    """Parse and validate record text against the catalog; the record's data. With
-    ``base_dir`` (the record file's folder) its extensions are loaded first."""
+def check(text: str, where: str = "<imported>", base_dir=None, *, trusted: bool = False) -> dict:
+    """Parse and validate record text against the catalog; the record's data. A
+    ``trusted`` record (a file the user names) loads its extensions first, relative to
+    ``base_dir``; any other record that names extensions is refused (see
+    ``catalog.extensions``)."""
     doc = parse(text, where)
-    problems = load_record_extensions(doc, base_dir) if base_dir is not None else []
+    problems = load_record_extensions(doc, base_dir or ".", trusted=trusted)
     problems = problems or validate(doc, catalog_registry())
     if problems:
         raise ScellisError(f"the imported record does not validate: {problems[0]}")

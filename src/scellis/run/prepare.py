@@ -50,14 +50,17 @@ class RecordProblems(Diagnostic):
         return "\n".join(lines)
 
 
-def check_record(text: str | bytes, name: str = "record.sml", *, base_dir=".") -> dict:
+def check_record(text: str | bytes, name: str = "record.sml", *, base_dir=".",
+                 trusted: bool = False) -> dict:  # fmt: skip
     """The parsed record of ``text``; RecordProblems (line:col) when it is not valid.
-    The extensions its ``extensions:`` section names (relative to ``base_dir``, the
-    record file's folder) are loaded first, so the entries they register validate."""
+    A ``trusted`` record (a file the user runs) loads the extensions its
+    ``extensions:`` section names first (relative to ``base_dir``, its folder), so the
+    entries they register validate; any other record naming extensions is refused."""
     raw = text.encode("utf-8") if isinstance(text, str) else text
     try:
         doc = parse(raw, name)
-        problems = load_record_extensions(doc, base_dir) or validate(doc, catalog_registry())
+        problems = load_record_extensions(doc, base_dir, trusted=trusted)
+        problems = problems or validate(doc, catalog_registry())
         problems = problems or param_group_problems(doc)
     except Diagnostic as d:
         problems = [d]

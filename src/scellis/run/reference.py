@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
 from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
 from ..devices.base import get_device
@@ -70,14 +70,18 @@ class TrainedRun:
             data["source"] = str(Path(source).resolve())
             return data, Path.cwd()
         files = self.config.get("files") or {}
-        if files:
-            objects = ObjectStore(self.root)
-            folder = self.root / "files" / self.rid
-            record = runfiles.with_local_data(
-                self.record, runfiles.local_sources(objects, files, folder)
+        missing = runfiles.unkept(self.record, files)
+        if missing:
+            raise ScellisError(
+                f"run {self.rid} keeps no copy of its data file {shown(missing[0], 60)}, and "
+                "a stored run's paths are not read: give the data with --data FILE"
             )
-            return dict(record["data"]), folder
-        return data, Path(self.config.get("base_dir", "."))
+        objects = ObjectStore(self.root)
+        folder = self.root / "files" / self.rid
+        record = runfiles.with_local_data(
+            self.record, runfiles.local_sources(objects, files, folder)
+        )
+        return dict(record["data"]), folder
 
     def dataset(self, source: str | Path | None = None):
         data, base = self.data_record(source)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
 from ..catalog.extensions import load_extensions
 from ..codecs.convert import header_weights
 from ..data.text import TextDataset
@@ -251,10 +251,11 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
               device="reference", why: str = "", base_dir=".", store=None,
               budget: str | None = None, tier: str | None = None, argv=("(python)",),
               control: RunControl | None = None, seams: StoreSeams | None = None,
-              ) -> RunSession:  # fmt: skip
+              trusted: bool = False) -> RunSession:  # fmt: skip
     """A new run of the record ``raw`` (see the module note). ``store``: the folder it
     is recorded in (None: not recorded, no checkpoints). ``tier`` replaces the record's
-    determinism tier; ``why`` says how the device was picked."""
+    determinism tier; ``why`` says how the device was picked. ``trusted``: ``raw`` is a
+    file the user runs, whose ``extensions:`` may load code (from ``base_dir``)."""
     o = options or RunOptions()
     if o.extensions:  # named where the user is; kept absolute so a resume finds them
         o.extensions = [_absolute(e) for e in o.extensions]
@@ -262,7 +263,7 @@ def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | No
     edits = o.record_edits()
     text = effective_record(raw, label, edits)
     try:
-        record = check_record(text, label, base_dir=base_dir)
+        record = check_record(text, label, base_dir=base_dir, trusted=trusted)
     except RecordProblems as e:
         raise RecordProblems(at_edits(e.problems, raw, text, label, edits)) from None
     if tier is not None:
@@ -355,14 +356,19 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
         o = RunOptions.from_mapping(overrides or {}, base=RunOptions.from_config(config),
                                     where=surface)  # fmt: skip
         _check_resumable(rid, row, is_live, step, (overrides or {}).get("max_steps"))
-        if o.extensions:
-            load_extensions(list(o.extensions))
+        _load_named_extensions(rid, o, overrides or {})
         base_dir = config.get("base_dir", ".")
         record = check_record(objects.get(row["record_hash"]), config["label"],
                               base_dir=base_dir)  # fmt: skip
         record = {**record, "determinism_tier": tier or row["tier"] or record.get(
             "determinism_tier")}  # fmt: skip
         files = config.get("files") or {}
+        missing = runfiles.unkept(record, files)
+        if missing:
+            raise ScellisError(
+                f"run {rid} keeps no copy of its data file {shown(missing[0], 60)}, and a "
+                "stored run's paths are not read: train it again from its record"
+            )
         if files:
             folder = Path(scratch) if scratch is not None else root / "files" / rid
             record = runfiles.with_local_data(
@@ -388,6 +394,21 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
     return RunSession(prep, o, control=control or RunControl(), root=root, rid=rid,
                       record_hash=row["record_hash"], pending=[*pending, plan], restored=back,
                       seams=seams or StoreSeams(), baselines=baselines_of(prep))  # fmt: skip
+
+
+def _load_named_extensions(rid: str, o: RunOptions, overrides: dict) -> None:
+    """Load the extensions named for this resume; a stored run's own list (which a run
+    bundle from anyone may carry) never loads by itself: it is refused with the flag."""
+    named = list(overrides.get("extensions") or ())
+    if named:
+        load_extensions(named)
+        o.extensions = [_absolute(e) for e in named]
+    elif o.extensions:
+        names = ", ".join(shown(Path(str(e)).name, 60) for e in list(o.extensions)[:3])
+        raise ScellisError(
+            f"run {rid} was trained with extensions ({names}); Scellis loads no code that a "
+            "stored run names: if you trust it, pass --extensions PATH to this command"
+        )
 
 
 def _check_resumable(rid: str, row: dict, is_live, step, max_steps) -> None:

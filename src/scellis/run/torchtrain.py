@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
+from ..base.files import inside
 from ..catalog.registry import lookup
 from ..codecs.torchtrain.checkpoint import read_checkpoint
 from ..data.record import load_data, source_path
@@ -40,16 +41,31 @@ class ImportedRun:
 
 
 def _data_path(record: dict, package: Path, base_dir: Path | None) -> tuple[dict, Path | None]:
-    """The record's data file: under ``base_dir`` when given, else the package's copy."""
+    """The record's data file: under ``base_dir`` when given, else the package's copy.
+    The record came with the checkpoint, so its ``data.source`` is only a name to look
+    for there: a path that leads out of that folder (``/etc/passwd``, ``../..``, a
+    symlink) is never read."""
     data = record.get("data") or {}
     source = data.get("source")
     if not isinstance(source, str) or source.startswith("bundled:"):
         return {}, None
-    path = source_path(source, base_dir) if base_dir is not None else None
+    path = None
+    if base_dir is not None:
+        path = source_path(source, base_dir)
+        if not inside(path, base_dir):
+            raise ScellisError(
+                f"data.source {shown(source, 60)}: the checkpoint's record names a file "
+                f"outside --base-dir {base_dir}; it is not read"
+            )
     if path is None or not path.is_file():
-        path = package / "data" / Path(source).name
+        folder = package / "data"
+        path = folder / Path(source.replace("\\", "/")).name
+        if path.name in ("", ".", "..") or not inside(path, folder):
+            raise ScellisError(
+                f"data.source {shown(source, 60)}: not a file of the package's data folder"
+            )
     if not path.is_file():
-        raise ScellisError(f"data.source {source!r}: no file at {path} (give --base-dir)")
+        raise ScellisError(f"data.source {shown(source, 60)}: no such file (give --base-dir)")
     return {source: path}, path
 
 

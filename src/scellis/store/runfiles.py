@@ -78,3 +78,17 @@ def with_local_data(record: dict, sources: dict[str, Path]) -> dict:
     local = {k: str(sources[data[k]]) for k in ("source", "tokenizer")
              if isinstance(data.get(k), str) and data[k] in sources}  # fmt: skip
     return {**record, "data": {**data, **local}} if local else record
+
+
+def unkept(record: dict, files: dict[str, str]) -> list[str]:
+    """The files ``record``'s data section reads (``source``, a ``tokenizer`` file) that
+    the run keeps no copy of. A stored run may have come from anyone (a run bundle), so
+    its paths are never read from the disk: only its kept copies are."""
+    data = record.get("data")
+    if not isinstance(data, dict):
+        return []
+    wanted = [data.get("source"), data.get("tokenizer")]
+    return [
+        p for p in wanted
+        if isinstance(p, str) and p != "char" and not p.startswith("bundled:") and p not in files
+    ]  # fmt: skip
