@@ -3,12 +3,17 @@
 Each sub-command lives in its own module and exposes ``command`` (a click command or
 group); it is registered here with one line. Bad input is one clear line and exit 2,
 never a traceback (a file system refusal the command did not word itself included);
-Ctrl-C is exit 130.
+Ctrl-C is exit 130. A message is cut to a screenful of short lines, so a refusal that
+quotes its input can never flood the terminal. What slips past every check (a bug of
+ours) still ends in one line, exit 2, naming the error and where to report it; the
+traceback is shown only when ``SCELLIS_TRACEBACK=1`` asks for it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
@@ -72,8 +77,46 @@ for _mod in (
     cli.add_command(_mod.command)
 
 
+LINE_CHARS = 300  # a message line longer than this is cut: inputs are never echoed whole
+LINES = 24  # a listing of problems longer than this says how many more there are
+
+
+def short(message: str) -> str:
+    """``message`` cut to at most ``LINES`` lines of at most ``LINE_CHARS`` characters."""
+    lines = str(message).splitlines() or [""]
+    cut = [x if len(x) <= LINE_CHARS else x[: LINE_CHARS - 3] + "..." for x in lines[:LINES]]
+    if len(lines) > LINES:
+        cut.append(f"... and {len(lines) - LINES} more lines")
+    return "\n".join(cut)
+
+
+def _unexpected(e: BaseException) -> int:
+    """The last line of defence: an error no check worded, as one line."""
+    if os.environ.get("SCELLIS_TRACEBACK") == "1":
+        traceback.print_exc()
+    if isinstance(e, RecursionError):
+        what = "the input nests too deeply to process"
+    elif isinstance(e, MemoryError):
+        what = "the input needs more memory than this machine has"
+    else:
+        first = (str(e).splitlines() or [""])[0]
+        what = (
+            f"unexpected {type(e).__name__}: {first[:160]} (a bug in scellis: please report "
+            "it, see SECURITY.md; SCELLIS_TRACEBACK=1 shows where)"
+        )
+    print(f"scellis: error: {what}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    try:
+        return _main(argv)
+    except Exception as e:  # noqa: BLE001 - see _unexpected
+        return _unexpected(e)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="scellis", standalone_mode=False)
     except click.exceptions.Exit as e:  # --help, --version
@@ -81,20 +124,20 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as e:
         # one line, as every other refusal: what is wrong, then where the help is
         where = e.ctx.command_path if e.ctx else "scellis"
-        print(f"scellis: error: {e.format_message()} (see {where} --help)", file=sys.stderr)
+        print(f"scellis: error: {short(e.format_message())} (see {where} --help)", file=sys.stderr)
         return 2
     except click.Abort:
         print("scellis: interrupted", file=sys.stderr)
         return 130
     except click.ClickException as e:
-        e.show()
+        print(f"Error: {short(e.format_message())}", file=sys.stderr)
         return 2
     except ScellisError as e:
-        print(f"scellis: error: {e}", file=sys.stderr)
+        print(f"scellis: error: {short(e)}", file=sys.stderr)
         return 2
     except OSError as e:  # the file system refused (a missing file, a read-only folder)
         where = f"{e.filename}: " if e.filename else ""
-        print(f"scellis: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"scellis: error: {short(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scellis: interrupted", file=sys.stderr)
