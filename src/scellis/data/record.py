@@ -18,6 +18,7 @@ import hashlib
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from .csvsource import CSVConfig, SeriesDataset, load_csv
 from .text import TextDataset, TokenizerVocab, read_text, text_dataset
 from .tokenizer import load as load_tokenizer
@@ -133,8 +134,5 @@ def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
     if name == "char":
         return None
     path = tokenizer_path(name, base_dir)
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    digest = hashlib.sha256(read_file(path)).hexdigest()
     return TokenizerVocab(load_tokenizer(path), digest)

@@ -16,6 +16,7 @@ import asyncio
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..base.interrupt import run_until_done
 from ..codecs import state_file
 from .generate import text_run
@@ -80,10 +81,7 @@ def train_record(record, *, store=".scellis", device="reference", **options) -> 
     ``store``; ``options`` are run options: ``max_steps=60``, ``lr=3e-4``,
     ``set=["data.window=52"]`` ...); returns the end summary, with the run's id."""
     path = Path(record)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ScellisError(f"{record}: cannot read ({e.strerror or e})") from None
+    raw = read_file(path)
     opts = RunOptions.from_mapping(options, where="train")
     session = start_run(raw, str(path), options=opts, device=device, base_dir=path.parent,
                         store=store, trusted=True)  # fmt: skip

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import read_file
 from ...store.safetensors import loads
 from ..raw import RawTensor
 
@@ -30,16 +31,15 @@ class TrainCheckpoint:
 
 def is_train_checkpoint(path) -> bool:
     """True for a train.py checkpoint (a safetensors file whose metadata says so)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                return False
-            (n,) = struct.unpack("<Q", head)
-            if n > 1 << 26:
-                return False
-            header = json.loads(f.read(n))
-    except (OSError, ValueError):
+    try:  # never blocks: a FIFO or a device is not a checkpoint (its reader says why)
+        head = read_file(path, head=8)
+        if len(head) < 8:
+            return False
+        (n,) = struct.unpack("<Q", head)
+        if n > 1 << 26:
+            return False
+        header = json.loads(read_file(path, head=8 + n)[8:])
+    except (ScellisError, ValueError, RecursionError):
         return False
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     return isinstance(meta, dict) and meta.get("format") == FORMAT
@@ -47,10 +47,7 @@ def is_train_checkpoint(path) -> bool:
 
 def read_checkpoint(path) -> TrainCheckpoint:
     path = Path(path)
-    try:
-        tensors, meta = loads(path.read_bytes())
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    tensors, meta = loads(read_file(path))
     if meta.get("format") != FORMAT:
         raise ScellisError(f"{path}: not a train.py checkpoint ({FORMAT})")
     model, optim = {}, {}

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import read_file
 from ...catalog.registry import lookup
 from ...data.record import load_data, source_path
 from ...data.text import TextDataset
@@ -239,7 +240,10 @@ def _entry(t: RawTensor) -> tuple[str, tuple, bytes]:
 def record_source(path, store, weights: str | None) -> Source:
     """A record file: its stored weights (``# weights:`` or ``--weights``) or initial values."""
     path = Path(path)
-    text = path.read_text()
+    try:
+        text = read_file(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScellisError(f"{path}: not a text (UTF-8) file") from None
     record, tensors = record_weights(path, store, weights)
     return Source(text, record, path.parent, path.name, tensors)
 
