@@ -15,7 +15,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .errors import ScellisError
+from .errors import ScellisError, shown
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -95,3 +95,28 @@ def write_file(path, data: bytes) -> None:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+def inside(folder, name, where: str) -> Path:
+    """The path of ``name`` (a relative path a file in ``folder`` gave, or a file name
+    we look for there) resolved, when it stays inside ``folder``; a ScellisError naming
+    ``where`` when it is absolute, climbs out with ``..``, or leads out through a
+    symbolic link. A link that stays inside is followed; one that leads out is refused
+    even where it is benign (a hub cache's snapshot links its files to blobs beside it:
+    copy them in), and the message never says where it leads or what is there."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise ScellisError(f"{where}: a file path must be a non-empty string, not {shown(repr(name), 40)}")
+    rel = Path(name.replace("\\", "/"))
+    if rel.is_absolute() or ".." in rel.parts or name.startswith("\\"):
+        raise ScellisError(f"{where}: {shown(name)} lies outside the model's folder")
+    root = Path(folder).resolve()
+    try:
+        target = (root / rel).resolve()
+    except (OSError, RuntimeError):  # a link loop
+        raise ScellisError(f"{where}: {shown(name)} is a link that cannot be resolved") from None
+    if target != root and root not in target.parents:
+        raise ScellisError(
+            f"{where}: {shown(name)} leads outside the model's folder (a link out is not "
+            "followed: copy the file in)"
+        )
+    return target

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import read_file
+from ...base.jsontext import load_json
 from ...store.safetensors import loads
 from ..raw import RawTensor
 
@@ -30,27 +32,23 @@ class TrainCheckpoint:
 
 def is_train_checkpoint(path) -> bool:
     """True for a train.py checkpoint (a safetensors file whose metadata says so)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                return False
-            (n,) = struct.unpack("<Q", head)
-            if n > 1 << 26:
-                return False
-            header = json.loads(f.read(n))
-    except (OSError, ValueError):
-        return False
+    try:  # read_file: a FIFO or a device given here is never opened blocking
+        head = read_file(path, head=8)
+        if len(head) < 8:
+            return False
+        (n,) = struct.unpack("<Q", head)
+        if n > 1 << 26:
+            return False
+        header = load_json(read_file(path, head=8 + n)[8:], str(path))
+    except ScellisError:
+        return False  # not this format: the codec that reads it says why
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     return isinstance(meta, dict) and meta.get("format") == FORMAT
 
 
 def read_checkpoint(path) -> TrainCheckpoint:
     path = Path(path)
-    try:
-        tensors, meta = loads(path.read_bytes())
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+    tensors, meta = loads(read_file(path))
     if meta.get("format") != FORMAT:
         raise ScellisError(f"{path}: not a train.py checkpoint ({FORMAT})")
     model, optim = {}, {}
