@@ -11,6 +11,7 @@ lost silently. Writing goes back: ``config.json``, ``model.safetensors`` and a
 
 from __future__ import annotations
 
+import os
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +74,7 @@ class HFCodec(Codec):
 
     @classmethod
     def sniff_dir(cls, path: Path) -> bool:
-        return (path / "config.json").is_file()
+        return os.path.lexists(path / "config.json")  # a FIFO there is refused when read
 
     def read(self, path: Path) -> Imported:
         if not path.is_dir():

@@ -65,7 +65,7 @@ def _index_shards(folder: Path) -> list[str]:
     if len(names) > MAX_SHARDS:
         raise ScellisError(f"{where}: names {len(names)} shards; at most {MAX_SHARDS} are read")
     for n in names:
-        if Path(n).name != n or n in (".", ".."):
+        if not n or Path(n).name != n or n in (".", ".."):
             raise ScellisError(f"{where}: shard {shown(n)} is not a file in the folder")
     missing = [n for n in names if not _present(folder, n)]
     if missing:

@@ -8,6 +8,7 @@ weight no layer takes is refused with the layer's (or weight's) name.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -101,7 +102,7 @@ class TfjsCodec(Codec):
 
     @classmethod
     def sniff_dir(cls, path: Path) -> bool:
-        return (path / "model.json").is_file() and not (path / "config.json").exists()
+        return os.path.lexists(path / "model.json") and not os.path.lexists(path / "config.json")
 
     def read(self, path: Path) -> Imported:
         given = path
