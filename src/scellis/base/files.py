@@ -107,6 +107,8 @@ def inside(folder, name, where: str) -> Path:
     if not isinstance(name, str) or not name or "\x00" in name:
         raise ScellisError(f"{where}: a file path must be a non-empty string, not {shown(repr(name), 40)}")
     rel = Path(name.replace("\\", "/"))
+    if len(name) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in rel.parts):
+        raise ScellisError(f"{where}: {shown(name)} is too long to be a file path")
     if rel.is_absolute() or ".." in rel.parts or name.startswith("\\"):
         raise ScellisError(f"{where}: {shown(name)} lies outside the model's folder")
     root = Path(folder).resolve()
