@@ -17,9 +17,31 @@ from scellis.codecs import make
 
 CAP = 16 << 20
 INDEX = "model.safetensors.index.json"
-HOSTILE = [None, True, False, -1, 0, 1, 2.5, 10**9, 2**31, 1e30, "", "x", "32", "../x",
-           "/etc/passwd", "a\\..\\b", [], [None], [1, "a"], {}, {"rope_type": "yarn"},
-           {"factor": -1}, "model-00001-of-00002.safetensors"]  # fmt: skip
+HOSTILE = [
+    None,
+    True,
+    False,
+    -1,
+    0,
+    1,
+    2.5,
+    10**9,
+    2**31,
+    1e30,
+    "",
+    "x",
+    "32",
+    "../x",
+    "/etc/passwd",
+    "a\\..\\b",
+    [],
+    [None],
+    [1, "a"],
+    {},
+    {"rope_type": "yarn"},
+    {"factor": -1},
+    "model-00001-of-00002.safetensors",
+]
 
 
 def _places(doc, at=()):
@@ -80,12 +102,21 @@ def test_hf_values(hf, name):
     seed = (hf / name).read_bytes()
     doc = json.loads(seed)
     # in the index, the weight_map entries and their values; in config.json, every field
-    places = dict.fromkeys([*_places(doc), *((k,) for k in ("rope_scaling", "sliding_window",
-                                                            "layer_types", "head_dim"))])  # fmt: skip
+    places = dict.fromkeys(
+        [
+            *_places(doc),
+            *((k,) for k in ("rope_scaling", "sliding_window", "layer_types", "head_dim")),
+        ]
+    )
 
     @budget(80)
-    @given(st.lists(st.tuples(st.sampled_from(list(places)), st.sampled_from(HOSTILE)),
-                    min_size=1, max_size=3))  # fmt: skip
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from(list(places)), st.sampled_from(HOSTILE)),
+            min_size=1,
+            max_size=3,
+        )
+    )
     def run(edits):
         (hf / name).write_text(json.dumps(_edited(doc, edits)))
         checked("hf", codec.read, hf)
@@ -104,8 +135,13 @@ def test_tfjs_manifest_values(tmp_path_factory):
     topology = [p for p in _places(doc) if "inbound_nodes" in p or "name" in p]
 
     @budget(80)
-    @given(st.lists(st.tuples(st.sampled_from(manifest + topology), st.sampled_from(HOSTILE)),
-                    min_size=1, max_size=3))  # fmt: skip
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from(manifest + topology), st.sampled_from(HOSTILE)),
+            min_size=1,
+            max_size=3,
+        )
+    )
     def run(edits):
         (folder / "model.json").write_text(json.dumps(_edited(doc, edits)))
         checked("tfjs-manifest", codec.read, folder)

@@ -77,8 +77,10 @@ def test_a_linked_subfolder_and_a_dangling_link_are_refused(tmp_path, capsys, se
     _import(capsys, folder, tmp_path / "s", "outside|cannot read", sentinel)
 
 
-@pytest.mark.parametrize("shard", ["../outside/model.safetensors", "/etc/passwd", "sub/../x",
-                                   "..", ".", "a\\..\\..\\x", ""])  # fmt: skip
+@pytest.mark.parametrize(
+    "shard",
+    ["../outside/model.safetensors", "/etc/passwd", "sub/../x", "..", ".", "a\\..\\..\\x", ""],
+)
 def test_index_entries_that_leave_the_folder_are_refused(tmp_path, capsys, sentinel, shard):
     folder = hf_folder(tmp_path / "m", sharded=True)
     doc = json.loads((folder / INDEX).read_text())
@@ -144,27 +146,56 @@ def test_deep_json_anywhere_is_one_message(tmp_path, capsys):
 def test_huge_numbers_and_nan_in_a_config_are_one_message(tmp_path, capsys):
     folder = hf_folder(tmp_path / "m")
     text = json.dumps(LLAMA)
-    for bad, match in (('"hidden_size": ' + "9" * 5000, "5000-digit"),
-                       ('"rms_norm_eps": NaN', "NaN"), ('"rope_theta": Infinity', "Infinity")):  # fmt: skip
+    for bad, match in (
+        ('"hidden_size": ' + "9" * 5000, "5000-digit"),
+        ('"rms_norm_eps": NaN', "NaN"),
+        ('"rope_theta": Infinity', "Infinity"),
+    ):
         (folder / "config.json").write_text(text[:-1] + ", " + bad + "}")
         _import(capsys, folder, tmp_path / "s", match)
 
 
 WRONG = [  # field, value
-    ("num_hidden_layers", "2"), ("num_hidden_layers", -1), ("num_hidden_layers", 2.0),
-    ("num_hidden_layers", True), ("num_hidden_layers", 1e9), ("num_hidden_layers", 2**40),
-    ("hidden_size", "8"), ("hidden_size", 0), ("hidden_size", [8]), ("hidden_size", 1e30),
-    ("vocab_size", {"n": 32}), ("intermediate_size", -16), ("num_attention_heads", False),
-    ("num_key_value_heads", 0.5), ("max_position_embeddings", "64"), ("head_dim", -4),
-    ("rope_scaling", [1, 2]), ("rope_scaling", "linear"), ("rope_scaling", 2.0),
-    ("rope_parameters", ["default"]), ("rope_theta", -1), ("rope_theta", "big"),
-    ("architectures", "LlamaForCausalLM"), ("architectures", [1, 2]), ("architectures", {}),
-    ("rms_norm_eps", "small"), ("rms_norm_eps", -1e-6), ("hidden_act", 3),
-    ("hidden_act", ["silu"]), ("tie_word_embeddings", "yes"), ("sliding_window", "4"),
-    ("sliding_window", -4), ("layer_types", "full"), ("layer_types", [1]),
-    ("attention_bias", 1), ("model_type", ["llama"]), ("pad_token_id", -1),
-    ("use_sliding_window", "true"), ("max_window_layers", 1.5),
-]  # fmt: skip
+    ("num_hidden_layers", "2"),
+    ("num_hidden_layers", -1),
+    ("num_hidden_layers", 2.0),
+    ("num_hidden_layers", True),
+    ("num_hidden_layers", 1e9),
+    ("num_hidden_layers", 2**40),
+    ("hidden_size", "8"),
+    ("hidden_size", 0),
+    ("hidden_size", [8]),
+    ("hidden_size", 1e30),
+    ("vocab_size", {"n": 32}),
+    ("intermediate_size", -16),
+    ("num_attention_heads", False),
+    ("num_key_value_heads", 0.5),
+    ("max_position_embeddings", "64"),
+    ("head_dim", -4),
+    ("rope_scaling", [1, 2]),
+    ("rope_scaling", "linear"),
+    ("rope_scaling", 2.0),
+    ("rope_parameters", ["default"]),
+    ("rope_theta", -1),
+    ("rope_theta", "big"),
+    ("architectures", "LlamaForCausalLM"),
+    ("architectures", [1, 2]),
+    ("architectures", {}),
+    ("rms_norm_eps", "small"),
+    ("rms_norm_eps", -1e-6),
+    ("hidden_act", 3),
+    ("hidden_act", ["silu"]),
+    ("tie_word_embeddings", "yes"),
+    ("sliding_window", "4"),
+    ("sliding_window", -4),
+    ("layer_types", "full"),
+    ("layer_types", [1]),
+    ("attention_bias", 1),
+    ("model_type", ["llama"]),
+    ("pad_token_id", -1),
+    ("use_sliding_window", "true"),
+    ("max_window_layers", 1.5),
+]
 
 
 @pytest.mark.parametrize(("field", "value"), WRONG, ids=[f"{f}={v!r}"[:40] for f, v in WRONG])
@@ -174,21 +205,39 @@ def test_config_fields_of_the_wrong_type_name_the_field(tmp_path, capsys, field,
     assert "expected" in line or "not supported" in line, line
 
 
-@pytest.mark.parametrize("scaling", [{"rope_type": "linear", "factor": "2"},
-                                     {"rope_type": "llama3", "factor": 8, "low_freq_factor": [1]},
-                                     {"type": 7}, {"rope_type": "linear", "factor": 0}])  # fmt: skip
+@pytest.mark.parametrize(
+    "scaling",
+    [
+        {"rope_type": "linear", "factor": "2"},
+        {"rope_type": "llama3", "factor": 8, "low_freq_factor": [1]},
+        {"type": 7},
+        {"rope_type": "linear", "factor": 0},
+    ],
+)
 def test_rope_scaling_fields_are_checked(tmp_path, capsys, scaling):
     folder = hf_folder(tmp_path / "m", {**LLAMA, "rope_scaling": scaling})
     _import(capsys, folder, tmp_path / "s", "rope_scaling")
 
 
-@pytest.mark.parametrize(("extra", "match"), [
-    ({"num_hidden_layers": 10**9, "sliding_window": 4}, "num_hidden_layers is 1000000000"),
-    ({"num_hidden_layers": 10**9, "model_type": "qwen2", "use_sliding_window": True,
-      "sliding_window": 4, "max_window_layers": 3}, "num_hidden_layers"),
-    ({"hidden_size": 2**31 - 1}, "hidden_size"), ({"vocab_size": 10**8}, "vocab_size"),
-    ({"intermediate_size": 10**6, "num_hidden_layers": 200}, "weights hold"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        ({"num_hidden_layers": 10**9, "sliding_window": 4}, "num_hidden_layers is 1000000000"),
+        (
+            {
+                "num_hidden_layers": 10**9,
+                "model_type": "qwen2",
+                "use_sliding_window": True,
+                "sliding_window": 4,
+                "max_window_layers": 3,
+            },
+            "num_hidden_layers",
+        ),
+        ({"hidden_size": 2**31 - 1}, "hidden_size"),
+        ({"vocab_size": 10**8}, "vocab_size"),
+        ({"intermediate_size": 10**6, "num_hidden_layers": 200}, "weights hold"),
+    ],
+)
 def test_sizes_no_weight_file_backs_are_refused_before_building(tmp_path, capsys, extra, match):
     folder = hf_folder(tmp_path / "m", {**LLAMA, **extra})
     _import(capsys, folder, tmp_path / "s", match)

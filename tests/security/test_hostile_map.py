@@ -20,8 +20,12 @@ def test_a_hundred_thousand_rules_are_refused_at_once(tmp_path, capsys):
     argv = ["import", folder, "--store", tmp_path / "s", "--map", rules]
     refuse(capsys, argv, "over 10000 rules", seconds=3)
     many = [x for i in range(100_000) for x in ("--map", f"a{i}=b{i}")]
-    refuse(capsys, ["import", folder, "--store", tmp_path / "s", *many], "arguments; at most",
-           seconds=5)  # fmt: skip
+    refuse(
+        capsys,
+        ["import", folder, "--store", tmp_path / "s", *many],
+        "arguments; at most",
+        seconds=5,
+    )
 
 
 def test_huge_sides_and_repeats_are_one_message(tmp_path, capsys):

@@ -58,8 +58,19 @@ def test_valid_models_import(tmp_path, capsys, backwards):
 # -- paths and links out of the folder -----------------------------------------------------
 
 
-@pytest.mark.parametrize("shard", ["../outside/secret.txt", "/etc/passwd", "sub/../../x",
-                                   "..\\outside\\secret.txt", "", 7, None, ["w.bin"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "shard",
+    [
+        "../outside/secret.txt",
+        "/etc/passwd",
+        "sub/../../x",
+        "..\\outside\\secret.txt",
+        "",
+        7,
+        None,
+        ["w.bin"],
+    ],
+)
 def test_manifest_paths_that_leave_the_folder_are_refused(tmp_path, capsys, sentinel, shard):
     folder = tfjs_folder(tmp_path / "m")
     _paths(folder, [shard])

@@ -105,7 +105,9 @@ def inside(folder, name, where: str) -> Path:
     even where it is benign (a hub cache's snapshot links its files to blobs beside it:
     copy them in), and the message never says where it leads or what is there."""
     if not isinstance(name, str) or not name or "\x00" in name:
-        raise ScellisError(f"{where}: a file path must be a non-empty string, not {shown(repr(name), 40)}")
+        raise ScellisError(
+            f"{where}: a file path must be a non-empty string, not {shown(repr(name), 40)}"
+        )
     rel = Path(name.replace("\\", "/"))
     if len(name) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in rel.parts):
         raise ScellisError(f"{where}: {shown(name)} is too long to be a file path")

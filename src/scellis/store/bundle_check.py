@@ -10,7 +10,6 @@ store writes. Nothing is written until all of it passed.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 

@@ -11,8 +11,8 @@ lost silently. Writing goes back: ``config.json``, ``model.safetensors`` and a
 
 from __future__ import annotations
 
-import os
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 

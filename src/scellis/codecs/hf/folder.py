@@ -114,7 +114,9 @@ def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
             raise ScellisError(f"{folder}/{path.name}: {e}") from None
         for k, (d, s, v) in views.items():
             if k in out:
-                raise ScellisError(f"{folder}/{path.name}: tensor {shown(k)!r} is also in another shard")
+                raise ScellisError(
+                    f"{folder}/{path.name}: tensor {shown(k)!r} is also in another shard"
+                )
             out[k] = RawTensor(d, tuple(s), bytes(v))
     return out
 

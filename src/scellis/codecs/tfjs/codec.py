@@ -22,7 +22,7 @@ from ..base import Codec, Imported
 from ..record import check, record_text
 from .layers import RULES, Builder, Sym
 from .manifest import read_weights
-from .topology import Graph, read_graph
+from .topology import Graph, named, read_graph
 
 MAX_JSON = 64 << 20  # model.json is the topology and the manifest: TF.js' are a few MB at most
 _MALFORMED = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
@@ -52,22 +52,20 @@ def build(graph: Graph, tensors: dict, model: str, where: str) -> tuple[dict, Bu
         rule = RULES.get(lay.kind)
         if rule is None:
             raise ScellisError(
-                f"{where}: layer {shown(lay.name)!r} is a {shown(lay.kind, 60)}, which is not supported; "
+                f"{where}: layer {shown(lay.name)!r} is a {shown(lay.kind, 60)}, which is not "
+                "supported; "
                 f"supported: InputLayer, {', '.join(sorted(RULES))}"
             )
         if len(lay.inbound) != 1:
             n = len(lay.inbound)
             raise ScellisError(
-                f"{where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}) reads {n} tensors; supported layers "
-                "read one"
+                f"{where}: {named(lay)} reads {n} tensors; supported layers read one"
             )
         try:
             env[lay.name] = rule(b, lay, env[lay.inbound[0]])
         except _MALFORMED as e:
             what = f"{type(e).__name__}: {shown(str(e), 80)}"
-            raise ScellisError(
-                f"{where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}) is malformed ({what})"
-            ) from None
+            raise ScellisError(f"{where}: {named(lay)} is malformed ({what})") from None
     outputs = [env[o].src for o in graph.outputs if o in env]
     if len(outputs) != len(graph.outputs) or any(o in b.inputs for o in outputs):
         raise ScellisError(f"{where}: the model's outputs {graph.outputs} are not layers' outputs")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ...base.errors import ScellisError, shown
 from ..onnx.values import reorder_gates, take_rows, transpose2
 from ..raw import RawTensor
-from .topology import Layer
+from .topology import Layer, named
 
 # Keras activation names (as TF.js serialises them) -> nn/activation functions
 ACTIVATIONS = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "softmax": "softmax",
@@ -58,12 +58,10 @@ class Builder:
     def weight(self, lay: Layer, kind: str, dims: int) -> RawTensor:
         full, t = self.by_layer.get(lay.name, {}).get(kind, (None, None))
         if t is None:
-            raise ScellisError(
-                f"{self.where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}) has no {kind} weight"
-            )
+            raise ScellisError(f"{self.where}: {named(lay)} has no {kind} weight")
         if len(t.shape) != dims:
             raise ScellisError(
-                f"{self.where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}): {kind} has shape "
+                f"{self.where}: {named(lay)}: {kind} has shape "
                 f"{list(t.shape)}, expected {dims} axes"
             )
         self.used.add(full)
@@ -92,7 +90,7 @@ class Builder:
         have = x.shape[-1] if x.shape else None
         if isinstance(have, int) and have != want:
             raise ScellisError(
-                f"{self.where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}): its {what} takes {want} "
+                f"{self.where}: {named(lay)}: its {what} takes {want} "
                 f"features, its input has {have}"
             )
 
@@ -102,7 +100,7 @@ class Builder:
             return x
         if fn not in ACTIVATIONS:
             raise ScellisError(
-                f"{self.where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}): activation {shown(repr(fn), 60)} is not "
+                f"{self.where}: {named(lay)}: activation {shown(repr(fn), 60)} is not "
                 f"supported; supported: linear, {', '.join(sorted(ACTIVATIONS))}"
             )
         suffix = "" if lay.kind == "Activation" else "_act"
@@ -110,7 +108,7 @@ class Builder:
         return Sym(self.block(lay, x, "nn/activation", fields, {}, suffix), list(x.shape))
 
     def refuse(self, lay: Layer, why: str):
-        raise ScellisError(f"{self.where}: layer {shown(lay.name)!r} ({shown(lay.kind, 60)}): {why}")
+        raise ScellisError(f"{self.where}: {named(lay)}: {why}")
 
 
 def _one(v, key: str) -> int:
@@ -164,7 +162,9 @@ def _recurrent_checks(b: Builder, lay: Layer, x: Sym) -> str:
         b.refuse(lay, f"activation {shown(repr(c.get('activation')), 60)}; supported: tanh")
     gate = c.get("recurrent_activation") or "hard_sigmoid"
     if gate not in GATES:
-        b.refuse(lay, f"recurrent_activation {shown(repr(gate), 60)}; supported: {', '.join(GATES)}")
+        b.refuse(
+            lay, f"recurrent_activation {shown(repr(gate), 60)}; supported: {', '.join(GATES)}"
+        )
     return gate
 
 

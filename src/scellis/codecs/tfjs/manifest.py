@@ -36,7 +36,10 @@ def _dims(spec: dict, where: str) -> tuple[int, ...]:
     shape = spec.get("shape")
     ok = isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
     if not ok or len(shape) > 8:
-        raise ScellisError(f"{where}: weight {shown(repr(spec.get('name')), 60)} has shape {shown(repr(shape), 60)}")
+        raise ScellisError(
+            f"{where}: weight {shown(repr(spec.get('name')), 60)} has shape "
+            f"{shown(repr(shape), 60)}"
+        )
     return tuple(shape)
 
 
@@ -44,7 +47,8 @@ def _decode(spec: dict, data: bytes, shape: tuple, where: str) -> RawTensor:
     name, q = spec["name"], spec.get("quantization")
     if spec.get("dtype", "float32") != "float32":
         raise ScellisError(
-            f"{where}: weight {shown(name)!r} is {shown(repr(spec.get('dtype')), 60)}; only float32 weights are read"
+            f"{where}: weight {shown(name)!r} is {shown(repr(spec.get('dtype')), 60)}; only "
+            "float32 weights are read"
         )
     if q is None:
         return RawTensor("F32", shape, data)
@@ -70,11 +74,14 @@ def _spec_code(spec: dict, where: str) -> str:
                 for k in ("scale", "min")
             )
         ):
-            raise ScellisError(f"{where}: weight {shown(repr(spec.get('name')), 60)}: {code} needs scale and min")
+            raise ScellisError(
+                f"{where}: weight {shown(repr(spec.get('name')), 60)}: {code} needs scale and min"
+            )
     if code is None:
         what = q.get("dtype") if isinstance(q, dict) else spec.get("dtype")
         raise ScellisError(
-            f"{where}: weight {shown(repr(spec.get('name')), 60)} has dtype {shown(repr(what), 60)}; read are float32 and "
+            f"{where}: weight {shown(repr(spec.get('name')), 60)} has dtype "
+            f"{shown(repr(what), 60)}; read are float32 and "
             "uint8/uint16/float16 quantisation"
         )
     return code
@@ -108,7 +115,9 @@ def read_weights(folder: Path, manifest, where: str, max_bytes: int) -> dict[str
         for spec in specs:
             name = spec.get("name")
             if not isinstance(name, str) or name in out:
-                raise ScellisError(f"{where}: weight name {shown(repr(name), 60)} is missing or repeated")
+                raise ScellisError(
+                    f"{where}: weight name {shown(repr(name), 60)} is missing or repeated"
+                )
             shape = _dims(spec, where)
             size = numel(shape) * ITEMSIZE[_spec_code(spec, where)][0]
             if at + size > len(blob):

@@ -34,6 +34,11 @@ class Graph:
     outputs: list[str]
 
 
+def named(lay: Layer) -> str:
+    """A layer as messages name it: its name and class, each cut short."""
+    return f"layer {shown(lay.name)!r} ({shown(lay.kind, 60)})"
+
+
 def _layers(raw, where: str) -> list:
     if len(raw) > MAX_LAYERS:
         raise ScellisError(f"{where}: {len(raw)} layers; at most {MAX_LAYERS} are read")
@@ -64,7 +69,8 @@ def _sequential(cfg, where: str) -> Graph:
     shape = _input_shape(first.config)
     if shape is None:
         raise ScellisError(
-            f"{where}: the first layer ({shown(first.name)!r}) has no input shape (batch_input_shape)"
+            f"{where}: the first layer ({shown(first.name)!r}) has no input shape "
+            "(batch_input_shape)"
         )
     source = "input"
     if first.kind == "InputLayer":
@@ -111,7 +117,8 @@ def _functional(cfg, where: str) -> Graph:
             lay.inbound = _inbound(raw.get("inbound_nodes"))
         except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
             raise ScellisError(
-                f"{where}: layer {shown(lay.name)!r} has unreadable inbound_nodes ({shown(str(e), 80)})"
+                f"{where}: layer {shown(lay.name)!r} has unreadable inbound_nodes "
+                f"({shown(str(e), 80)})"
             ) from None
         layers.append(lay)
     outputs = [_ref(o) for o in cfg.get("output_layers") or []]
@@ -169,6 +176,7 @@ def read_graph(topology, where: str) -> Graph:
     if kind in ("Model", "Functional"):
         return _functional(cfg, where)
     raise ScellisError(
-        f"{where}: a {shown(repr(kind), 60)} model; read are Sequential and functional (Model) Layers "
+        f"{where}: a {shown(repr(kind), 60)} model; read are Sequential and functional (Model) "
+        "Layers "
         "models (a graph model from tf.saved_model is not a Layers model)"
     )
