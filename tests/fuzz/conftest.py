@@ -7,8 +7,9 @@ from pathlib import Path
 
 from harness import CASES, REFUSED, SECONDS
 
-# the builders of valid files the codec tests use (ptfiles, onnx_models, tfjsmodels)
-for _dir in ("codecs", "tfjs"):
+# the builders of valid files the codec tests use (ptfiles, onnx_models, tfjsmodels,
+# folders)
+for _dir in ("codecs", "tfjs", "security"):
     _path = str(Path(__file__).resolve().parents[1] / _dir)
     if _path not in sys.path:
         sys.path.append(_path)

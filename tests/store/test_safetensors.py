@@ -234,7 +234,7 @@ def test_hostile_json_headers_are_refused_like_the_package():
     deep = b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     big = b'{"a":{"dtype":"U8","shape":[' + b"9" * 5000 + b'],"data_offsets":[0,1]}}'
     neg_big = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,-' + b"1" * 30 + b"]}}"
-    for header, match in ((deep, "nests too deeply"), (big, "5000-digit"), (neg_big, "digit")):
+    for header, match in ((deep, "nests"), (big, "5000-digit"), (neg_big, "digit")):
         with pytest.raises(SafetensorError):
             st_load(_raw(header, b"\x00"))
         with pytest.raises(SafetensorsError, match=match):

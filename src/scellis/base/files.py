@@ -15,7 +15,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .errors import ScellisError
+from .errors import ScellisError, shown
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -97,7 +97,7 @@ def write_file(path, data: bytes) -> None:
         raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
-def inside(path, folder) -> bool:
+def is_within(path, folder) -> bool:
     """Whether ``path``, with every symlink followed, lies within ``folder`` (followed
     too): the test before reading a file that someone else's folder or record names."""
     try:
@@ -105,3 +105,32 @@ def inside(path, folder) -> bool:
     except (OSError, RuntimeError):  # a symlink loop
         return False
     return real == root or root in real.parents
+
+
+def inside(folder, name, where: str) -> Path:
+    """The path of ``name`` (a relative path a file in ``folder`` gave, or a file name
+    we look for there) resolved, when it stays inside ``folder``; a ScellisError naming
+    ``where`` when it is absolute, climbs out with ``..``, or leads out through a
+    symbolic link. A link that stays inside is followed; one that leads out is refused
+    even where it is benign (a hub cache's snapshot links its files to blobs beside it:
+    copy them in), and the message never says where it leads or what is there."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise ScellisError(
+            f"{where}: a file path must be a non-empty string, not {shown(repr(name), 40)}"
+        )
+    rel = Path(name.replace("\\", "/"))
+    if len(name) > 4096 or any(len(part.encode("utf-8", "replace")) > 255 for part in rel.parts):
+        raise ScellisError(f"{where}: {shown(name)} is too long to be a file path")
+    if rel.is_absolute() or ".." in rel.parts or name.startswith("\\"):
+        raise ScellisError(f"{where}: {shown(name)} lies outside the model's folder")
+    root = Path(folder).resolve()
+    try:
+        target = (root / rel).resolve()
+    except (OSError, RuntimeError):  # a link loop
+        raise ScellisError(f"{where}: {shown(name)} is a link that cannot be resolved") from None
+    if not is_within(target, root):
+        raise ScellisError(
+            f"{where}: {shown(name)} leads outside the model's folder (a link out is not "
+            "followed: copy the file in)"
+        )
+    return target

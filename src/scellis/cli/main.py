@@ -108,8 +108,16 @@ def _unexpected(e: BaseException) -> int:
     return 2
 
 
+MAX_ARGS = 25_000  # far past any real command line; 10,000 --map rules fit in a file
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    n = len(sys.argv[1:] if argv is None else argv)
+    if n > MAX_ARGS:  # click takes each argument off the front of a list: quadratic time
+        print(f"scellis: error: {n} arguments; at most {MAX_ARGS} (put long lists in a file)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         return _main(argv)
     except Exception as e:  # noqa: BLE001 - see _unexpected

@@ -25,8 +25,12 @@ from .raw import ITEMSIZE, RawTensor, numel
 
 _AXIS = re.compile(r"^(.*)@(-?[0-9]+)$")
 _SIZE = re.compile(r"[0-9]+")
-MAX_MAP_BYTES = 64 << 20  # a million rules is 20 MiB; more is not a name map
+MAX_MAP_BYTES = 4 << 20  # MAX_RULES rules of 400 characters; more is not a name map
 _LONGEST = 18  # digits of a size or axis: more is no tensor's, and int() would refuse past 4300
+# a model's whole state dict is a few thousand names: a map of more rules, or a split
+# into more parts, is no name map (and each rule costs work at every tensor name)
+MAX_RULES = 10_000
+MAX_PARTS = 1024
 
 
 def _shown(rule: str) -> str:
@@ -63,12 +67,16 @@ def _refuse(rule: str, why: str) -> ScellisError:
 
 
 def _names(side: str, rule: str) -> list[str]:
+    if side.count(",") >= MAX_PARTS:
+        raise _refuse(rule, f"over {MAX_PARTS} names on one side")
     names = [n.strip() for n in side.split(",")]
     if any(not n for n in names):
         raise _refuse(rule, f"an empty name in {_shown(side)}")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:  # a split would keep one part of two, a merge would look for a taken tensor
-        raise _refuse(rule, f"{twice[0]!r} is named twice")
+    seen: set[str] = set()
+    for n in names:  # a split would keep one part of two, a merge would look for a taken tensor
+        if n in seen:
+            raise _refuse(rule, f"{_shown(n)} is named twice")
+        seen.add(n)
     return names
 
 
@@ -123,16 +131,26 @@ def _rename(into: TensorMap, old: str, new: str, rule: str) -> None:
 def _rules_file(item: str) -> Path | None:
     """The file a ``--map`` value names, if it names one (a rule holds ``=``)."""
     path = Path(item)
-    if "=" in item or not item.strip() or not path.exists():
+    try:
+        if "=" in item or not item.strip() or "\x00" in item or not path.exists():
+            return None
+    except OSError:  # a name too long to be a path: a (malformed) rule
         return None
     if not path.is_file():  # a folder, or a FIFO that would block the read
         raise ScellisError(f"--map {item}: a map file must be a regular file")
     return path
 
 
+def _count(n: int) -> None:
+    """Refuse a map past MAX_RULES rules (before the rule that would cross it is read)."""
+    if n > MAX_RULES:
+        raise ScellisError(f"--map: over {MAX_RULES} rules; a name map is at most that long")
+
+
 def parse(items) -> TensorMap:
-    """``--map`` values (rules, or files of rules) as one map."""
-    out = TensorMap()
+    """``--map`` values (rules, or files of rules) as one map, at most MAX_RULES."""
+    out, rules = TensorMap(), 0
+    _count(len(items))
     for item in items:
         path = _rules_file(item)
         if path is not None:
@@ -143,11 +161,15 @@ def parse(items) -> TensorMap:
             for n, line in enumerate(text.splitlines(), 1):
                 line = line.split("#", 1)[0].strip()
                 if line:
+                    rules += 1
+                    _count(rules)
                     try:
                         parse_rule(line, out, f"{item}:{n}: --map")
                     except ScellisError as e:
                         raise ScellisError(f"{item}:{n}: {e}") from None
             continue
+        rules += 1
+        _count(rules)
         parse_rule(item, out)
     _no_dead_renames(out)
     return out

@@ -19,11 +19,17 @@ from .raw import CODE_OF, RawTensor, f16_to_f32, from_values, widen
 
 
 def _rename(name: str, name_map: dict[str, str]) -> str:
+    """``name`` through the map: its exact entry, else the longest ``prefix.`` entry it
+    starts with. The prefixes tried are the name's own (up to each dot, longest first),
+    so the cost is the name's length whatever the map's size."""
     if name in name_map:
         return name_map[name]
-    for src in sorted((k for k in name_map if k.endswith(".")), key=len, reverse=True):
-        if name.startswith(src):
-            return name_map[src] + name[len(src) :]
+    dot = name.rfind(".")
+    while dot >= 0:
+        src = name[: dot + 1]
+        if src in name_map:
+            return name_map[src] + name[dot + 1 :]
+        dot = name.rfind(".", 0, dot)
     return name
 
 

@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from ..base.errors import ScellisError, shown
-from ..base.files import inside
+from ..base.files import is_within
 from ..catalog.registry import lookup
 from ..codecs.torchtrain.checkpoint import read_checkpoint
 from ..data.record import load_data, source_path
@@ -52,7 +52,7 @@ def _data_path(record: dict, package: Path, base_dir: Path | None) -> tuple[dict
     path = None
     if base_dir is not None:
         path = source_path(source, base_dir)
-        if not inside(path, base_dir):
+        if not is_within(path, base_dir):
             raise ScellisError(
                 f"data.source {shown(source, 60)}: the checkpoint's record names a file "
                 f"outside --base-dir {base_dir}; it is not read"
@@ -60,7 +60,7 @@ def _data_path(record: dict, package: Path, base_dir: Path | None) -> tuple[dict
     if path is None or not path.is_file():
         folder = package / "data"
         path = folder / Path(source.replace("\\", "/")).name
-        if path.name in ("", ".", "..") or not inside(path, folder):
+        if path.name in ("", ".", "..") or not is_within(path, folder):
             raise ScellisError(
                 f"data.source {shown(source, 60)}: not a file of the package's data folder"
             )

@@ -10,11 +10,11 @@ store writes. Nothing is written until all of it passed.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 from ..base.errors import ScellisError
+from ..base.jsontext import load_json
 
 MAX_INT = 2**63 - 1
 STATUSES = ("running", "done", "interrupted", "failed")
@@ -54,20 +54,12 @@ class BundleError(ScellisError):
         super().__init__(f"run bundle: {message}")
 
 
-def _small_int(text: str) -> int:
-    if len(text.lstrip("-")) > 19:
-        raise BundleError(f"run.json holds a {len(text)}-digit number")
-    return int(text)
-
-
 def parse(data: bytes):
     """run.json's value: JSON with numbers that fit in 63 bits and bounded nesting."""
     try:
-        return json.loads(data.decode("utf-8"), parse_int=_small_int)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BundleError("run.json is not JSON") from None
-    except RecursionError:
-        raise BundleError("run.json nests too deeply") from None
+        return load_json(data, "run.json", max_digits=19)
+    except ScellisError as e:
+        raise BundleError(str(e)) from None
 
 
 def _json_text(v, want: type, what: str):

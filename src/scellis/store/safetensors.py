@@ -17,7 +17,7 @@ map (the package writes a header that is not valid JSON for it).
 duplicate names, a header that is not a JSON object, non-finite JSON constants,
 offsets that leave gaps, overlap or run past the buffer, a size that disagrees with
 shape x dtype, a header length over 100,000,000 bytes (checked before reading), numbers
-longer than 20 digits and nesting deeper than the parser's stack.
+longer than 20 digits and nesting deeper than ``base.jsontext`` allows.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import json
 import struct
 
 from ..base.errors import ScellisError
+from ..base.jsontext import load_json
 
 MAX_HEADER = 100_000_000
 
@@ -129,17 +130,6 @@ def _no_duplicates(pairs):
     return seen
 
 
-def _no_constant(name):
-    raise SafetensorsError(f"safetensors: the header holds {name}, which JSON does not allow")
-
-
-def _small_int(text: str) -> int:
-    # offsets and dims fit in 64 bits; a longer literal is refused before Python parses it
-    if len(text.lstrip("-")) > 20:
-        raise SafetensorsError(f"safetensors: the header holds a {len(text)}-digit number")
-    return int(text)
-
-
 def _header(data: memoryview) -> tuple[dict, int]:
     if len(data) < 8:
         raise SafetensorsError(f"safetensors: {len(data)} bytes is too short for a header length")
@@ -158,17 +148,12 @@ def _header(data: memoryview) -> tuple[dict, int]:
         raise SafetensorsError(f"safetensors: the header is not UTF-8 ({e.reason})") from None
     if not text.startswith("{"):
         raise SafetensorsError("safetensors: the header is not a JSON object")
-    try:
-        head = json.loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constant,
-            parse_int=_small_int,
-        )
-    except json.JSONDecodeError as e:
-        raise SafetensorsError(f"safetensors: the header is not valid JSON ({e.msg})") from None
-    except RecursionError:
-        raise SafetensorsError("safetensors: the header nests too deeply") from None
+    try:  # bounded digits and nesting, no NaN: the one JSON reader of users' files
+        head = load_json(text, "safetensors: the header", object_pairs_hook=_no_duplicates)
+    except SafetensorsError:
+        raise
+    except ScellisError as e:
+        raise SafetensorsError(str(e)) from None
     if not isinstance(head, dict):
         raise SafetensorsError("safetensors: the header is not a JSON object")
     return head, 8 + n

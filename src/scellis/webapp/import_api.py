@@ -37,7 +37,9 @@ SAMPLE_LENGTH = 8  # a named dimension other than batch (a sequence left open), 
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file())
+    """The picked files: regular files only, a link not followed (the model's codec
+    judges each file it reads itself; a link here could only lead out)."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def _model_path(folder: Path) -> Path:

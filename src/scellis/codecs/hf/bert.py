@@ -15,7 +15,7 @@ embeddings and cross-attention are refused.
 
 from __future__ import annotations
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ...catalog.registry import lookup
 from ...model.build import config_of
 from ..raw import RawTensor
@@ -80,7 +80,8 @@ def _refuse_variants(cfg: dict) -> None:
     pos = cfg.get("position_embedding_type") or "absolute"
     if pos != "absolute":
         raise ScellisError(
-            f"config.json: position_embedding_type {pos!r} is not supported (only 'absolute')"
+            f"config.json: position_embedding_type {shown(pos)!r} is not supported "
+            "(only 'absolute')"
         )
     if cfg.get("add_cross_attention"):
         raise ScellisError("config.json: add_cross_attention (an encoder-decoder) is not supported")

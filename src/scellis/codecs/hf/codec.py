@@ -12,18 +12,19 @@ lost silently. Writing goes back: ``config.json``, ``model.safetensors`` and a
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ...catalog.registry import field, register
 from ...model.build import RecordModel
 from ...store.safetensors import dumps
 from ..base import Codec, Imported
 from ..raw import RawTensor
 from . import bert, gpt2, llama
-from .common import chain, model_name
-from .folder import read_config, read_weights
+from .common import chain, check_config, check_sizes, model_name
+from .folder import read_config, read_weights, tokenizer_file
 
 FAMILIES = {t: fam for fam in (gpt2, llama, bert) for t in fam.MODEL_TYPES}
 # the chain of blocks (from the input on) a record must be to be written as each family
@@ -73,12 +74,13 @@ class HFCodec(Codec):
 
     @classmethod
     def sniff_dir(cls, path: Path) -> bool:
-        return (path / "config.json").is_file()
+        return os.path.lexists(path / "config.json")  # a FIFO there is refused when read
 
     def read(self, path: Path) -> Imported:
         if not path.is_dir():
             raise ScellisError(f"{path}: a Hugging Face model is a folder with config.json")
         cfg = read_config(path)
+        check_config(cfg, f"{path}/config.json")
         mt = cfg.get("model_type")
         fam = FAMILIES.get(mt) if isinstance(mt, str) else None
         if mt is None:
@@ -87,9 +89,11 @@ class HFCodec(Codec):
             )
         if fam is None:
             raise ScellisError(
-                f"{path}/config.json: model_type {mt!r} is not supported; supported: {supported()}"
+                f"{path}/config.json: model_type {shown(mt)!r} is not supported; "
+                f"supported: {supported()}"
             )
         tensors = read_weights(path, self.config.max_bytes)
+        check_sizes(cfg, tensors, f"{path}/config.json")  # before anything is built from it
         name = model_name(path.resolve().name, mt)
         if fam is bert:
             rec = bert.record(cfg, name, self.config.context, tensors)
@@ -111,8 +115,9 @@ class HFCodec(Codec):
             )
         _check_shapes(path, rec, mapped, tensors)
         meta = {"model_type": mt, "architectures": cfg.get("architectures") or []}
-        if (path / "tokenizer.json").is_file():
-            meta["tokenizer"] = str(path / "tokenizer.json")
+        tokenizer = tokenizer_file(path)
+        if tokenizer is not None:
+            meta["tokenizer"] = str(tokenizer)
         return Imported(mapped, rec, meta)
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ..raw import RawTensor
 
 # the activations a config may name -> the catalog's
@@ -29,16 +29,109 @@ ACTIVATION_OUT = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu
                   "tanh": "tanh"}  # fmt: skip
 
 
+MAX_SIZE = 2**31 - 1  # no model's width, layer count or vocabulary is larger
+
+
+def _whole(v, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= MAX_SIZE
+
+
 # what a config value must be, by the use it is put to: (check, words for the message)
 KINDS = {
-    "count": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-              "a whole number >= 1"),
-    "index": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-              "a whole number >= 0"),
+    "count": (lambda v: _whole(v, 1), f"a whole number from 1 to {MAX_SIZE}"),
+    "index": (lambda v: _whole(v, 0), f"a whole number from 0 to {MAX_SIZE}"),
     "number": (lambda v: isinstance(v, int | float) and not isinstance(v, bool)
                and 0 <= v < math.inf, "a finite number >= 0"),
+    "positive": (lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+                 and 0 < v < math.inf, "a finite number > 0"),
     "name": (lambda v: isinstance(v, str), "a string"),
+    "flag": (lambda v: isinstance(v, bool), "true or false"),
+    "names": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+              "a list of strings"),
+    "window": (lambda v: v is False or _whole(v, 0), "a whole number >= 0 (or false)"),
+    "table": (lambda v: isinstance(v, dict), "an object"),
 }  # fmt: skip
+
+# every config.json field a family reads, with its kind: checked all at once when the
+# folder is read (``check_config``), so a wrong type is one message naming the field
+# before any of it is used; ``need`` then reads a field with its default
+_ROPE = {"rope_type": "name", "type": "name", "rope_theta": "positive", "factor": "positive",
+         "low_freq_factor": "positive", "high_freq_factor": "positive",
+         "original_max_position_embeddings": "count"}  # fmt: skip
+FIELDS = {
+    "model_type": "name", "architectures": "names", "torch_dtype": "name",
+    # widths, depths, vocabularies: each is the size of some tensor of the weights
+    "hidden_size": "count", "n_embd": "count", "dim": "count", "intermediate_size": "count",
+    "n_inner": "count", "hidden_dim": "count", "vocab_size": "count",
+    "num_attention_heads": "count", "n_head": "count", "n_heads": "count",
+    "num_key_value_heads": "count", "head_dim": "count", "n_positions": "count",
+    "type_vocab_size": "index", "num_hidden_layers": "count", "n_layer": "count",
+    "n_layers": "count",
+    # sizes no tensor needs to have (a rotary model has no position table)
+    "max_position_embeddings": "count", "sliding_window": "window",
+    "max_window_layers": "index", "pad_token_id": "index",
+    "layer_norm_eps": "number", "layer_norm_epsilon": "number", "rms_norm_eps": "number",
+    "rope_theta": "positive", "rope_scaling": "table", "rope_parameters": "table",
+    "hidden_act": "name", "activation_function": "name", "activation": "name",
+    "position_embedding_type": "name", "layer_types": "names",
+    "tie_word_embeddings": "flag", "use_sliding_window": "flag", "attention_bias": "flag",
+    "mlp_bias": "flag", "is_decoder": "flag", "add_cross_attention": "flag",
+    "sinusoidal_pos_embds": "flag", "scale_attn_weights": "flag",
+    "scale_attn_by_inverse_layer_idx": "flag",
+}  # fmt: skip
+TABLES = {"rope_scaling": _ROPE, "rope_parameters": _ROPE}
+# fields that are a dimension of some tensor of any model that has them; LAYERS: each
+# layer holds at least one tensor of its own
+DIMENSIONS = ("hidden_size", "n_embd", "dim", "intermediate_size", "n_inner", "hidden_dim",
+              "vocab_size", "num_attention_heads", "n_head", "n_heads",
+              "num_key_value_heads", "head_dim", "n_positions")  # fmt: skip
+LAYERS = ("num_hidden_layers", "n_layer", "n_layers")
+
+
+def _check_fields(cfg: dict, fields: dict, where: str) -> None:
+    for key, kind in fields.items():
+        v = cfg.get(key)
+        if v is None:
+            continue
+        ok, words = KINDS[kind]
+        if not ok(v):
+            raise ScellisError(f"{where}: {key} is {_value(v)}; expected {words}")
+        if key in TABLES:
+            _check_fields(v, TABLES[key], f"{where} {key}")
+
+
+def _value(v) -> str:
+    """A config value as a message shows it: short, one line, its type when long."""
+    text = repr(v)
+    return text if len(text) <= 40 and text.isprintable() else f"a {type(v).__name__}"
+
+
+def check_config(cfg: dict, where: str = "config.json") -> None:
+    """Every field a family reads has its kind (FIELDS); one message naming the first
+    that does not."""
+    _check_fields(cfg, FIELDS, where)
+
+
+def check_sizes(cfg: dict, tensors: dict[str, RawTensor], where: str = "config.json") -> None:
+    """The config's sizes against the weights actually there, before a record is built:
+    a width is the size of some tensor, so it cannot pass the number of values the
+    weights hold, and each layer has a tensor of its own. A config claiming a billion
+    layers over a small file is refused here, before anything grows with the claim."""
+    values = sum(t.numel for t in tensors.values())
+    for key in DIMENSIONS:
+        v = cfg.get(key)
+        if v is not None and v > values:
+            raise ScellisError(
+                f"{where}: {key} is {v} but the weights hold {values} values in all; the "
+                "config does not describe these weights"
+            )
+    for key in LAYERS:
+        v = cfg.get(key)
+        if v is not None and v > len(tensors):
+            raise ScellisError(
+                f"{where}: {key} is {v} but the weights hold {len(tensors)} tensors; the "
+                "config does not describe these weights"
+            )
 
 
 def need(cfg: dict, *keys, default=None, where="config.json", kind="count"):
@@ -49,7 +142,7 @@ def need(cfg: dict, *keys, default=None, where="config.json", kind="count"):
         if cfg.get(k) is not None:
             ok, words = KINDS[kind]
             if not ok(cfg[k]):
-                raise ScellisError(f"{where}: {k} is {cfg[k]!r}; expected {words}")
+                raise ScellisError(f"{where}: {k} is {_value(cfg[k])}; expected {words}")
             return cfg[k]
     if default is None:
         raise ScellisError(f"{where}: has no {keys[0]!r}")
@@ -61,7 +154,7 @@ def activation(cfg: dict, *keys) -> str:
     if name not in ACTIVATION_IN:
         key = next(k for k in keys if cfg.get(k) is not None)
         raise ScellisError(
-            f"config.json: {key} {name!r} is not supported "
+            f"config.json: {key} {shown(name)!r} is not supported "
             f"(supported: {', '.join(sorted(ACTIVATION_IN))})"
         )
     return ACTIVATION_IN[name]

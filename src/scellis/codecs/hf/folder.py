@@ -4,84 +4,126 @@ The weights are ``model.safetensors``, or shards named by ``model.safetensors.in
 (``weight_map``: tensor name -> shard file), or any ``*.safetensors`` in the folder.
 Each shard is read with the store's pure-Python reader; names must not repeat across
 shards. PyTorch ``.bin`` folders are refused with the reason (save them as safetensors).
+
+A folder comes from someone else, so every file of it is found through
+``base.files.inside`` (a link, or an index entry, that leads out of the folder is
+refused) and read through ``read_file`` (regular files only, capped before reading):
+a FIFO cannot block the import, ``/dev/zero`` cannot fill memory, and a link cannot
+make the import read, or a message show, a file outside the folder.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
+from ...base.files import inside, read_file
+from ...base.jsontext import load_json
 from ...store.safetensors import loads
 from ..raw import RawTensor
 
 INDEX = "model.safetensors.index.json"
+MAX_JSON = 16 << 20  # a 400-shard index of a 70B model is ~100 KB; configs are a few KB
+MAX_SHARDS = 4096  # the largest hub checkpoints have a few hundred shards
+
+
+def _present(folder: Path, name: str) -> bool:
+    """Whether the folder has an entry ``name`` (a dangling link counts: it is refused
+    when read, not mistaken for an absent file)."""
+    return os.path.lexists(folder / name)
+
+
+def read_json(folder: Path, name: str) -> object:
+    """The JSON value of the folder's file ``name``, bounded in size and nesting."""
+    where = f"{folder}/{name}"
+    path = inside(folder, name, where)
+    return load_json(read_file(path, limit=MAX_JSON), where)
 
 
 def read_config(folder: Path) -> dict:
-    path = folder / "config.json"
-    try:
-        cfg = json.loads(path.read_text())
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise ScellisError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    cfg = read_json(folder, "config.json")
     if not isinstance(cfg, dict):
-        raise ScellisError(f"{path}: expected a JSON object")
+        raise ScellisError(f"{folder}/config.json: expected a JSON object")
     return cfg
 
 
-def shard_files(folder: Path) -> list[Path]:
-    """The safetensors files holding the folder's weights, in a fixed order."""
-    index = folder / INDEX
-    if index.exists():
-        try:
-            wmap = json.loads(index.read_text()).get("weight_map") or {}
-        except (OSError, json.JSONDecodeError, AttributeError) as e:
-            raise ScellisError(f"{index}: not a safetensors index: {e}") from None
-        names = sorted(set(wmap.values()))
-        for n in names:
-            if Path(n).name != n:
-                raise ScellisError(f"{index}: shard {n!r} is not a file in the folder")
-        missing = [n for n in names if not (folder / n).is_file()]
-        if missing:
-            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise ScellisError(
-                f"{index}: names the shard {missing[0]}{more}, missing from the folder "
-                f"(a sharded model needs all {len(names)} shards)"
-            )
-        return [folder / n for n in names]
-    if (folder / "model.safetensors").exists():
-        return [folder / "model.safetensors"]
-    found = sorted(folder.glob("*.safetensors"))
-    if found:
-        return found
-    if list(folder.glob("*.bin")):
+def _index_shards(folder: Path) -> list[str]:
+    """The shard file names ``model.safetensors.index.json`` lists, checked."""
+    where = f"{folder}/{INDEX}"
+    doc = read_json(folder, INDEX)
+    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wmap, dict) or not wmap:
+        raise ScellisError(f"{where}: not a safetensors index (no weight_map object)")
+    bad = next((k for k, v in wmap.items() if not isinstance(v, str)), None)
+    if bad is not None:
         raise ScellisError(
-            f"{folder}: holds PyTorch .bin weights only; Scellis reads safetensors folders "
-            "(save the model with save_pretrained(..., safe_serialization=True))"
+            f"{where}: weight_map[{shown(bad, 60)!r}] is {type(wmap[bad]).__name__}; expected "
+            "a shard file name (a string)"
         )
-    raise ScellisError(f"{folder}: no *.safetensors weights beside config.json")
+    names = sorted(set(wmap.values()))
+    if len(names) > MAX_SHARDS:
+        raise ScellisError(f"{where}: names {len(names)} shards; at most {MAX_SHARDS} are read")
+    for n in names:
+        if not n or Path(n).name != n or n in (".", ".."):
+            raise ScellisError(f"{where}: shard {shown(n)} is not a file in the folder")
+    missing = [n for n in names if not _present(folder, n)]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise ScellisError(
+            f"{where}: names the shard {shown(missing[0])}{more}, missing from the folder "
+            f"(a sharded model needs all {len(names)} shards)"
+        )
+    return names
+
+
+def shard_files(folder: Path) -> list[Path]:
+    """The safetensors files holding the folder's weights, in a fixed order, each
+    resolved inside the folder."""
+    if _present(folder, INDEX):
+        names = _index_shards(folder)
+    elif _present(folder, "model.safetensors"):
+        names = ["model.safetensors"]
+    else:
+        names = sorted(p.name for p in folder.glob("*.safetensors"))
+        if not names and list(folder.glob("*.bin")):
+            raise ScellisError(
+                f"{folder}: holds PyTorch .bin weights only; Scellis reads safetensors folders "
+                "(save the model with save_pretrained(..., safe_serialization=True))"
+            )
+        if not names:
+            raise ScellisError(f"{folder}: no *.safetensors weights beside config.json")
+        if len(names) > MAX_SHARDS:
+            raise ScellisError(f"{folder}: {len(names)} safetensors files; at most {MAX_SHARDS}")
+    return [inside(folder, n, f"{folder}/{n}") for n in names]
 
 
 def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
-    """Every tensor of the folder's shards by name."""
+    """Every tensor of the folder's shards by name; all shards together at most
+    ``max_bytes`` (each is refused before it is read when it would cross that)."""
     out: dict[str, RawTensor] = {}
-    total = 0
+    left = max_bytes
     for path in shard_files(folder):
-        try:
-            total += path.stat().st_size
-            if total > max_bytes:
-                raise ScellisError(f"{folder}: weights over the {max_bytes}-byte cap")
-            data = path.read_bytes()
-        except OSError as e:
-            raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
+        if left <= 0:
+            raise ScellisError(f"{folder}: weights over the {max_bytes}-byte cap")
+        data = read_file(path, limit=left)  # a FIFO or a device is refused, not opened
+        left -= len(data)
         try:
             views, _ = loads(data)
         except ScellisError as e:
-            raise ScellisError(f"{path}: {e}") from None
+            raise ScellisError(f"{folder}/{path.name}: {e}") from None
         for k, (d, s, v) in views.items():
             if k in out:
-                raise ScellisError(f"{path}: tensor {k!r} is also in another shard")
+                raise ScellisError(
+                    f"{folder}/{path.name}: tensor {shown(k)!r} is also in another shard"
+                )
             out[k] = RawTensor(d, tuple(s), bytes(v))
     return out
+
+
+def tokenizer_file(folder: Path) -> Path | None:
+    """The folder's ``tokenizer.json`` (resolved inside it), or None without one."""
+    if not _present(folder, "tokenizer.json"):
+        return None
+    path = inside(folder, "tokenizer.json", f"{folder}/tokenizer.json")
+    return path if path.is_file() else None

@@ -11,7 +11,7 @@ window on every layer or on none is supported.
 
 from __future__ import annotations
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ...catalog.registry import lookup
 from ...model.build import config_of
 from ..raw import RawTensor
@@ -37,7 +37,7 @@ def rope(cfg: dict) -> dict:
     kind, scaling, params = _rope_kind(cfg)
     if kind not in ("default", "linear", "llama3", "dynamic"):
         raise ScellisError(
-            f"config.json: rope_type {kind!r} is not supported "
+            f"config.json: rope_type {shown(kind)!r} is not supported "
             "(supported: default, linear, llama3, dynamic)"
         )
     where = "config.json rope_scaling"
@@ -69,8 +69,10 @@ def window(cfg: dict, context: int) -> int | None:
         windowed = {t == "sliding_attention" for t in types}
     elif cfg.get("model_type") == "qwen2":  # before layer_types: layers from max_window_layers on
         first = need(cfg, "max_window_layers", default=0, kind="index")
-        layers = range(need(cfg, "num_hidden_layers"))
-        windowed = {i >= first for i in layers} if cfg.get("use_sliding_window") else {False}
+        layers = need(cfg, "num_hidden_layers")
+        # layers first.. are windowed: every one, none, or some (no loop over the layers)
+        some = {True} if first == 0 else {False} if first >= layers else {True, False}
+        windowed = some if cfg.get("use_sliding_window") else {False}
     else:
         windowed = {True}
     if size >= context or windowed == {False}:

@@ -8,20 +8,23 @@ weight no layer takes is refused with the layer's (or weight's) name.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
+from ...base.files import inside, read_file
+from ...base.jsontext import load_json
 from ...catalog.registry import field, register
 from ..base import Codec, Imported
 from ..record import check, record_text
 from .layers import RULES, Builder, Sym
 from .manifest import read_weights
-from .topology import Graph, read_graph
+from .topology import Graph, named, read_graph
 
+MAX_JSON = 64 << 20  # model.json is the topology and the manifest: TF.js' are a few MB at most
 _MALFORMED = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
               ZeroDivisionError, struct.error)  # fmt: skip
 
@@ -33,7 +36,7 @@ def _input(b: Builder, name: str, shape, where: str) -> Sym:
         and all(d is None or (type(d) is int and d >= 1) for d in shape)
     )
     if not ok:
-        raise ScellisError(f"{where}: input {name!r} has shape {shape!r}")
+        raise ScellisError(f"{where}: input {shown(name)!r} has shape {shown(repr(shape), 60)}")
     # a length left open (None) stays open: [batch, time, features] or [batch, dim1, ...]
     named = ["time"] if len(shape) == 3 else [f"dim{i}" for i in range(1, len(shape))]
     dims = [d if d is not None else named[i] for i, d in enumerate(shape[1:])]
@@ -49,22 +52,20 @@ def build(graph: Graph, tensors: dict, model: str, where: str) -> tuple[dict, Bu
         rule = RULES.get(lay.kind)
         if rule is None:
             raise ScellisError(
-                f"{where}: layer {lay.name!r} is a {lay.kind}, which is not supported; "
+                f"{where}: layer {shown(lay.name)!r} is a {shown(lay.kind, 60)}, which is not "
+                "supported; "
                 f"supported: InputLayer, {', '.join(sorted(RULES))}"
             )
         if len(lay.inbound) != 1:
             n = len(lay.inbound)
             raise ScellisError(
-                f"{where}: layer {lay.name!r} ({lay.kind}) reads {n} tensors; supported layers "
-                "read one"
+                f"{where}: {named(lay)} reads {n} tensors; supported layers read one"
             )
         try:
             env[lay.name] = rule(b, lay, env[lay.inbound[0]])
         except _MALFORMED as e:
-            what = f"{type(e).__name__}: {e}"
-            raise ScellisError(
-                f"{where}: layer {lay.name!r} ({lay.kind}) is malformed ({what})"
-            ) from None
+            what = f"{type(e).__name__}: {shown(str(e), 80)}"
+            raise ScellisError(f"{where}: {named(lay)} is malformed ({what})") from None
     outputs = [env[o].src for o in graph.outputs if o in env]
     if len(outputs) != len(graph.outputs) or any(o in b.inputs for o in outputs):
         raise ScellisError(f"{where}: the model's outputs {graph.outputs} are not layers' outputs")
@@ -99,22 +100,22 @@ class TfjsCodec(Codec):
 
     @classmethod
     def sniff_dir(cls, path: Path) -> bool:
-        return (path / "model.json").is_file() and not (path / "config.json").exists()
+        return os.path.lexists(path / "model.json") and not os.path.lexists(path / "config.json")
 
     def read(self, path: Path) -> Imported:
-        if path.is_dir():  # the folder model.save wrote
+        given = path
+        if path.is_dir():  # the folder model.save wrote: its model.json, never a link out
             path = path / "model.json"
-        where = str(path)
-        data = self.read_bytes(path)
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise ScellisError(f"{where}: not a JSON model.json ({type(e).__name__})") from None
+            given = inside(path.parent, path.name, str(path))
+        where, folder = str(path), path.parent  # every shard is found inside the folder
+        data = read_file(given, limit=min(self.config.max_bytes, MAX_JSON))
+        doc = load_json(data, where)  # bounded nesting and numbers, one message
         if not isinstance(doc, dict) or "modelTopology" not in doc:
             raise ScellisError(f"{where}: not a TF.js Layers model.json (no modelTopology)")
         if doc.get("format") not in (None, "layers-model"):
             raise ScellisError(
-                f"{where}: a TF.js {doc.get('format')!r}; read are Layers models (layers-model)"
+                f"{where}: a TF.js {shown(repr(doc.get('format')), 60)}; read are Layers models "
+                "(layers-model)"
             )
         try:
             graph = read_graph(doc["modelTopology"], where)
@@ -122,14 +123,15 @@ class TfjsCodec(Codec):
             raise ScellisError(f"{where}: unreadable modelTopology ({type(e).__name__})") from None
         budget = max(self.config.max_bytes - len(data), 1)
         try:
-            tensors = read_weights(path.parent, doc.get("weightsManifest"), where, budget)
+            tensors = read_weights(folder, doc.get("weightsManifest"), where, budget)
         except _MALFORMED as e:
-            what = f"{type(e).__name__}: {e}"
+            what = f"{type(e).__name__}: {shown(str(e), 80)}"
             raise ScellisError(f"{where}: weightsManifest is malformed ({what})") from None
         rec, built = build(graph, tensors, model_id(path), where)
-        text = record_text(rec, f"imported from {path.name} ({doc.get('generatedBy') or 'TF.js'})")
+        producer = shown(str(doc.get("generatedBy") or "TF.js"), 80)  # one short line
+        text = record_text(rec, f"imported from {path.name} ({producer})")
         check(text, where)
-        return Imported(built.weights, rec, {"sml": text, "producer": doc.get("generatedBy")})
+        return Imported(built.weights, rec, {"sml": text, "producer": producer})
 
 
 register("codec/tfjs", "codec", TfjsConfig, TfjsCodec, builtin=True)

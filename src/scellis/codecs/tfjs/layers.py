@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 from ..onnx.values import reorder_gates, take_rows, transpose2
 from ..raw import RawTensor
-from .topology import Layer
+from .topology import Layer, named
 
 # Keras activation names (as TF.js serialises them) -> nn/activation functions
 ACTIVATIONS = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "softmax": "softmax",
@@ -58,12 +58,10 @@ class Builder:
     def weight(self, lay: Layer, kind: str, dims: int) -> RawTensor:
         full, t = self.by_layer.get(lay.name, {}).get(kind, (None, None))
         if t is None:
-            raise ScellisError(
-                f"{self.where}: layer {lay.name!r} ({lay.kind}) has no {kind} weight"
-            )
+            raise ScellisError(f"{self.where}: {named(lay)} has no {kind} weight")
         if len(t.shape) != dims:
             raise ScellisError(
-                f"{self.where}: layer {lay.name!r} ({lay.kind}): {kind} has shape "
+                f"{self.where}: {named(lay)}: {kind} has shape "
                 f"{list(t.shape)}, expected {dims} axes"
             )
         self.used.add(full)
@@ -92,7 +90,7 @@ class Builder:
         have = x.shape[-1] if x.shape else None
         if isinstance(have, int) and have != want:
             raise ScellisError(
-                f"{self.where}: layer {lay.name!r} ({lay.kind}): its {what} takes {want} "
+                f"{self.where}: {named(lay)}: its {what} takes {want} "
                 f"features, its input has {have}"
             )
 
@@ -102,7 +100,7 @@ class Builder:
             return x
         if fn not in ACTIVATIONS:
             raise ScellisError(
-                f"{self.where}: layer {lay.name!r} ({lay.kind}): activation {fn!r} is not "
+                f"{self.where}: {named(lay)}: activation {shown(repr(fn), 60)} is not "
                 f"supported; supported: linear, {', '.join(sorted(ACTIVATIONS))}"
             )
         suffix = "" if lay.kind == "Activation" else "_act"
@@ -110,7 +108,7 @@ class Builder:
         return Sym(self.block(lay, x, "nn/activation", fields, {}, suffix), list(x.shape))
 
     def refuse(self, lay: Layer, why: str):
-        raise ScellisError(f"{self.where}: layer {lay.name!r} ({lay.kind}): {why}")
+        raise ScellisError(f"{self.where}: {named(lay)}: {why}")
 
 
 def _one(v, key: str) -> int:
@@ -118,7 +116,7 @@ def _one(v, key: str) -> int:
     if isinstance(v, list) and len(v) == 1:
         v = v[0]
     if type(v) is not int or v < 1:
-        raise ValueError(f"{key} must be a positive integer, got {v!r}")
+        raise ValueError(f"{key} must be a positive integer, got {shown(repr(v), 60)}")
     return v
 
 
@@ -161,10 +159,12 @@ def _recurrent_checks(b: Builder, lay: Layer, x: Sym) -> str:
     if c.get("dropout") or c.get("recurrent_dropout"):
         b.refuse(lay, "dropout inside the layer is not supported (a Dropout layer is)")
     if (c.get("activation") or "tanh") != "tanh":
-        b.refuse(lay, f"activation {c.get('activation')!r}; supported: tanh")
+        b.refuse(lay, f"activation {shown(repr(c.get('activation')), 60)}; supported: tanh")
     gate = c.get("recurrent_activation") or "hard_sigmoid"
     if gate not in GATES:
-        b.refuse(lay, f"recurrent_activation {gate!r}; supported: {', '.join(GATES)}")
+        b.refuse(
+            lay, f"recurrent_activation {shown(repr(gate), 60)}; supported: {', '.join(GATES)}"
+        )
     return gate
 
 
@@ -226,7 +226,7 @@ def conv1d(b: Builder, lay: Layer, x: Sym) -> Sym:
     s, d = _one(c.get("strides", 1), "strides"), _one(c.get("dilation_rate", 1), "dilation_rate")
     padding = c.get("padding") or "valid"
     if padding not in ("valid", "same", "causal"):
-        b.refuse(lay, f"padding {padding!r}; supported: valid, same, causal")
+        b.refuse(lay, f"padding {shown(repr(padding), 60)}; supported: valid, same, causal")
     if padding == "same" and s != 1:
         b.refuse(lay, "padding 'same' with strides > 1 is not supported")
     T = _conv_length(x.shape[0], k, s, d, padding)
@@ -251,13 +251,13 @@ def layer_norm(b: Builder, lay: Layer, x: Sym) -> Sym:
     axis = c.get("axis", -1)
     axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
     if axis not in (-1, len(x.shape)):
-        b.refuse(lay, f"normalises axis {c.get('axis')!r}; supported: the last")
+        b.refuse(lay, f"normalises axis {shown(repr(c.get('axis')), 60)}; supported: the last")
     center, scale = _flag(c, "center", True), _flag(c, "scale", True)
     if center and not scale:
         b.refuse(lay, "center without scale is not supported")
     eps = c.get("epsilon", 1e-3)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps < 0:
-        b.refuse(lay, f"epsilon {eps!r}")
+        b.refuse(lay, f"epsilon {shown(repr(eps), 60)}")
     n = x.shape[-1] if x.shape else None
     w = {}
     if scale:
@@ -279,7 +279,7 @@ def layer_norm(b: Builder, lay: Layer, x: Sym) -> Sym:
 def dropout(b: Builder, lay: Layer, x: Sym) -> Sym:
     p = lay.config.get("rate", 0.0)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
-        b.refuse(lay, f"rate {p!r} is not in [0, 1)")
+        b.refuse(lay, f"rate {shown(repr(p), 60)} is not in [0, 1)")
     return Sym(b.block(lay, x, "nn/dropout", {"p": float(p)}, {}), list(x.shape))
 
 

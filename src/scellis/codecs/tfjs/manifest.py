@@ -4,16 +4,18 @@ Each group of the manifest lists shard files (joined in order) and the weights l
 in them back to back, each ``numel * bytes`` long. Quantised weights are widened as
 TF.js' ``decodeWeights`` does: uint8/uint16 as ``q * scale + min`` (computed in double,
 stored as float32), float16 exactly. Shards are named relative to ``model.json`` and
-must lie beside it or below, so a manifest cannot read other files of the machine.
+must lie beside it or below (a link that leads out is refused too), so a manifest
+cannot read other files of the machine; a shard listed twice is refused (its bytes
+would be read again for each listing).
 """
 
 from __future__ import annotations
 
 import struct
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from ...base.errors import ScellisError
-from ...base.files import read_file
+from ...base.errors import ScellisError, shown
+from ...base.files import inside, read_file
 from ..raw import ITEMSIZE, RawTensor, array_of, numel
 
 # quantisation dtype -> the raw code its values are stored in
@@ -21,23 +23,23 @@ _QUANTISED = {"uint8": "U8", "uint16": "U16", "float16": "F16"}
 _PLAIN = {"float32": "F32"}
 
 
-def _shard(folder: Path, name, where: str, budget: int) -> bytes:
-    if not isinstance(name, str) or not name:
-        raise ScellisError(f"{where}: a weight shard path must be a file name, got {name!r}")
-    rel = PurePosixPath(name)
-    if rel.is_absolute() or ".." in rel.parts or "\\" in name:
-        raise ScellisError(f"{where}: weight shard {name!r} lies outside the model's folder")
-    path = folder / rel
-    if not path.is_file():
-        raise ScellisError(f"{where}: weight shard {name!r} is missing (looked in {folder})")
-    return read_file(path, limit=budget)
+def _shard(folder: Path, name, where: str) -> Path:
+    """The shard file ``name`` resolved: inside the folder (no absolute path, no "..",
+    no link that leads out), and present."""
+    path = inside(folder, name, f"{where}: weight shard")
+    if not path.exists():
+        raise ScellisError(f"{where}: weight shard {shown(name)!r} is missing (looked in {folder})")
+    return path
 
 
 def _dims(spec: dict, where: str) -> tuple[int, ...]:
     shape = spec.get("shape")
     ok = isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
     if not ok or len(shape) > 8:
-        raise ScellisError(f"{where}: weight {spec.get('name')!r} has shape {shape!r}")
+        raise ScellisError(
+            f"{where}: weight {shown(repr(spec.get('name')), 60)} has shape "
+            f"{shown(repr(shape), 60)}"
+        )
     return tuple(shape)
 
 
@@ -45,7 +47,8 @@ def _decode(spec: dict, data: bytes, shape: tuple, where: str) -> RawTensor:
     name, q = spec["name"], spec.get("quantization")
     if spec.get("dtype", "float32") != "float32":
         raise ScellisError(
-            f"{where}: weight {name!r} is {spec.get('dtype')}; only float32 weights are read"
+            f"{where}: weight {shown(name)!r} is {shown(repr(spec.get('dtype')), 60)}; only "
+            "float32 weights are read"
         )
     if q is None:
         return RawTensor("F32", shape, data)
@@ -71,11 +74,14 @@ def _spec_code(spec: dict, where: str) -> str:
                 for k in ("scale", "min")
             )
         ):
-            raise ScellisError(f"{where}: weight {spec.get('name')!r}: {code} needs scale and min")
+            raise ScellisError(
+                f"{where}: weight {shown(repr(spec.get('name')), 60)}: {code} needs scale and min"
+            )
     if code is None:
         what = q.get("dtype") if isinstance(q, dict) else spec.get("dtype")
         raise ScellisError(
-            f"{where}: weight {spec.get('name')!r} has dtype {what!r}; read are float32 and "
+            f"{where}: weight {shown(repr(spec.get('name')), 60)} has dtype "
+            f"{shown(repr(what), 60)}; read are float32 and "
             "uint8/uint16/float16 quantisation"
         )
     return code
@@ -86,28 +92,37 @@ def read_weights(folder: Path, manifest, where: str, max_bytes: int) -> dict[str
     if not isinstance(manifest, list):
         raise ScellisError(f"{where}: weightsManifest must be a list of groups")
     out: dict[str, RawTensor] = {}
-    budget = max_bytes
+    budget, seen = max_bytes, set()
     for group in manifest:
         if not isinstance(group, dict) or not isinstance(group.get("paths"), list):
             raise ScellisError(f"{where}: a weightsManifest group needs paths and weights")
         specs = group.get("weights")
         if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
             raise ScellisError(f"{where}: a weightsManifest group's weights must be a list")
-        blob = b""
+        pieces = []
         for name in group["paths"]:
-            piece = _shard(folder, name, where, budget)
-            blob += piece
-            budget -= len(piece)
+            path = _shard(folder, name, where)
+            if path in seen:  # a shard holds its bytes once: no file is read twice
+                raise ScellisError(f"{where}: weight shard {shown(name)!r} is listed twice")
+            seen.add(path)
+            if budget <= 0:
+                raise ScellisError(f"{where}: the weight shards are over the size cap")
+            # read_file: a regular file only (a FIFO or a device is refused, not opened)
+            pieces.append(read_file(path, limit=budget))
+            budget -= len(pieces[-1])
+        blob = b"".join(pieces)
         at = 0
         for spec in specs:
             name = spec.get("name")
             if not isinstance(name, str) or name in out:
-                raise ScellisError(f"{where}: weight name {name!r} is missing or repeated")
+                raise ScellisError(
+                    f"{where}: weight name {shown(repr(name), 60)} is missing or repeated"
+                )
             shape = _dims(spec, where)
             size = numel(shape) * ITEMSIZE[_spec_code(spec, where)][0]
             if at + size > len(blob):
                 raise ScellisError(
-                    f"{where}: weight {name!r} ends at byte {at + size}; its shards hold "
+                    f"{where}: weight {shown(name)!r} ends at byte {at + size}; its shards hold "
                     f"{len(blob)} bytes"
                 )
             out[name] = _decode(spec, blob[at : at + size], shape, where)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...base.errors import ScellisError
 from ...base.files import read_file
+from ...base.jsontext import load_json
 from ...store.safetensors import loads
 from ..raw import RawTensor
 
@@ -31,16 +32,16 @@ class TrainCheckpoint:
 
 def is_train_checkpoint(path) -> bool:
     """True for a train.py checkpoint (a safetensors file whose metadata says so)."""
-    try:  # never blocks: a FIFO or a device is not a checkpoint (its reader says why)
+    try:  # read_file: a FIFO or a device given here is never opened blocking
         head = read_file(path, head=8)
         if len(head) < 8:
             return False
         (n,) = struct.unpack("<Q", head)
         if n > 1 << 26:
             return False
-        header = json.loads(read_file(path, head=8 + n)[8:])
-    except (ScellisError, ValueError, RecursionError):
-        return False
+        header = load_json(read_file(path, head=8 + n)[8:], str(path))
+    except ScellisError:
+        return False  # not this format: the codec that reads it says why
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     return isinstance(meta, dict) and meta.get("format") == FORMAT
 
