@@ -99,7 +99,7 @@ def test_a_checkpoint_naming_code_is_refused_at_import(checkpoint, tmp_path, cap
         bad = _hostile_checkpoint(checkpoint, edit)
         store = tmp_path / f"s{i}"
         line = refuse(capsys, ["import", bad, "--store", store], "--extensions", memory=None)
-        assert "never runs code" in line
+        assert "never runs code" in line, line
         _check_no_code(capsys.readouterr().out, marker)
         assert not (store / "records.sqlite").exists() or _runs(store) == []
 

@@ -152,12 +152,11 @@ def _import_all(paths_or_modules, base_dir=None) -> list[ModuleType]:
 
 
 def _refusal(items: list) -> str:
-    names = ", ".join(shown(x, 60) for x in items[:3] if isinstance(x, str))
-    more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+    names = ", ".join(shown(Path(x).name or x, 30) for x in items[:2] if isinstance(x, str))
+    more = f" +{len(items) - 2}" if len(items) > 2 else ""
     return (
-        f"this record names code to run (extensions: {names or '?'}{more}) and was not "
-        "given by you as a file to run: Scellis never runs code that comes with a record; "
-        "if you trust it, load it yourself with --extensions PATH"
+        f"--extensions PATH is needed to trust the code this record names ({names}{more}): "
+        "Scellis never runs code that comes inside a run, checkpoint, bundle or import"
     )
 
 
