@@ -8,11 +8,14 @@ Ctrl-C is exit 130.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 
 import click
 
 from .. import ScellisError, __version__
+from ..base.interrupt import raise_interrupt
 from . import (
     catalog,
     compare,
@@ -74,6 +77,28 @@ for _mod in (
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    with terminate_as_interrupt():
+        return _main(argv)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """SIGTERM (a kill, a closing session) ends any command as Ctrl-C does: the work
+    stops where it is, files being written are removed (their writers clean up on
+    KeyboardInterrupt) and the exit is 130. ``train`` installs its own handler inside,
+    which stops at a step boundary instead."""
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="scellis", standalone_mode=False)
     except click.exceptions.Exit as e:  # --help, --version

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
 from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
 from ..devices.base import get_device
@@ -26,7 +26,9 @@ from ..train import checkpoint as ckpt
 from ..train.state import write_weights
 from .prepare import check_record
 
-_REF = re.compile(r"^(?P<run>[A-Za-z0-9_.-]+?)(?:@(?P<step>[0-9]+)|:(?P<pick>best|last))?$")
+_REF = re.compile(r"(?P<run>[A-Za-z0-9_.-]+?)(?:@(?P<step>[0-9]+)|:(?P<pick>best|last))?")
+MAX_REF = 128  # a run id is 22 characters; room for a step and a pick
+MAX_STEP_DIGITS = 18  # a step count fits 63 bits with room to spare
 
 
 @dataclass
@@ -86,20 +88,25 @@ class TrainedRun:
 
 def parse_ref(ref: str) -> tuple[str, int | None, str]:
     """(run, step or None, best|last) of ``RUN``, ``RUN@STEP`` or ``RUN:best``."""
-    m = _REF.match(ref or "")
+    ref = ref if isinstance(ref, str) else ""
+    m = _REF.fullmatch(ref) if len(ref) <= MAX_REF else None
     if m is None:
-        raise ScellisError(f"{ref!r} is not a run reference like RUN, RUN@120 or RUN:best")
+        raise ScellisError(f"{shown(ref, 60)!r} is not a run reference like RUN, RUN@120 or "
+                           "RUN:best")  # fmt: skip
     step = m.group("step")
+    if step is not None and len(step) > MAX_STEP_DIGITS:
+        raise ScellisError(f"run reference step {shown(step, 24)}... has more than "
+                           f"{MAX_STEP_DIGITS} digits")  # fmt: skip
     return m.group("run"), int(step) if step is not None else None, m.group("pick") or "last"
 
 
 def open_run(store, ref: str) -> TrainedRun:
     """The run ``ref`` names in ``store`` (see the module note)."""
     root = Path(store)
+    run, step, pick = parse_ref(ref)
     if not (root / "records.sqlite").is_file():
         raise ScellisError(f"no store at {root} to find run {ref!r} in (--store DIR)")
-    run, step, pick = parse_ref(ref)
-    records = Records(root)
+    records = Records(root, readonly=True)
     try:
         rid = records.resolve(run)
         row = records.run(rid)
@@ -131,11 +138,11 @@ def _pick(rid: str, cks: list[dict], step: int | None, pick: str) -> dict:
 
 def looks_like_run(store, ref: str) -> bool:
     """True when ``ref`` is no file here and names a run of ``store``."""
-    if Path(ref).exists() or not (Path(store) / "records.sqlite").is_file():
+    if _exists(ref) or not _exists(Path(store) / "records.sqlite"):
         return False
     try:
         run, _, _ = parse_ref(ref)
-        records = Records(Path(store))
+        records = Records(Path(store), readonly=True)
     except ScellisError:
         return False
     try:
@@ -145,3 +152,12 @@ def looks_like_run(store, ref: str) -> bool:
         return False
     finally:
         records.close()
+
+
+def _exists(path) -> bool:
+    """Whether ``path`` names anything; a name the system cannot even look up (too
+    long, a NUL byte) names nothing."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
