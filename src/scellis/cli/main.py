@@ -106,25 +106,41 @@ def _main(argv: list[str] | None) -> int:
     except click.UsageError as e:
         # one line, as every other refusal: what is wrong, then where the help is
         where = e.ctx.command_path if e.ctx else "scellis"
-        print(f"scellis: error: {e.format_message()} (see {where} --help)", file=sys.stderr)
+        _refuse(f"{e.format_message()} (see {where} --help)")
         return 2
     except click.Abort:
         print("scellis: interrupted", file=sys.stderr)
         return 130
     except click.ClickException as e:
-        e.show()
+        _refuse(e.format_message())
         return 2
     except ScellisError as e:
-        print(f"scellis: error: {e}", file=sys.stderr)
+        _refuse(str(e))
         return 2
     except OSError as e:  # the file system refused (a missing file, a read-only folder)
         where = f"{e.filename}: " if e.filename else ""
-        print(f"scellis: error: {where}{e.strerror or e}", file=sys.stderr)
+        _refuse(f"{where}{e.strerror or e}")
+        return 2
+    except ValueError as e:
+        if "null byte" not in str(e):
+            raise
+        _refuse("a path or name holds a NUL byte, which no file name can")
         return 2
     except KeyboardInterrupt:
         print("scellis: interrupted", file=sys.stderr)
         return 130
     return int(rv or 0) if isinstance(rv, int) else 0
+
+
+LINE = 300  # characters of one message line: a name a user typed may be 100,000 long
+
+
+def _refuse(text: str) -> None:
+    """The refusal on stderr, each line (a listing of record problems has several) cut
+    to LINE characters in its middle, so both what and where stay readable."""
+    lines = [ln if len(ln) <= LINE else f"{ln[:LINE - 80]} ... {ln[-70:]}" for ln in
+             text.splitlines() or [""]]  # fmt: skip
+    print("scellis: error: " + "\n".join(lines), file=sys.stderr)
 
 
 if __name__ == "__main__":

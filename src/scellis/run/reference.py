@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError, shown
 from ..codecs.pretrained import pretrained_model
-from ..data.record import load_data
+from ..data.record import data_format, load_data
 from ..devices.base import get_device
 from ..store import runfiles
 from ..store.objects import ObjectStore
@@ -78,7 +78,11 @@ class TrainedRun:
             record = runfiles.with_local_data(
                 self.record, runfiles.local_sources(objects, files, folder)
             )
-            return dict(record["data"]), folder
+            local = dict(record["data"])
+            # a copy read from its object has no suffix: the format the original's told
+            if Path(str(local.get("source"))).suffix != Path(str(data.get("source"))).suffix:
+                local.setdefault("format", data_format(data, str(data.get("source"))))
+            return local, folder
         return data, Path(self.config.get("base_dir", "."))
 
     def dataset(self, source: str | Path | None = None):
