@@ -10,10 +10,10 @@ import random
 
 import pytest
 from hostile import Sentinel, refuse
-from storeutil import write_record
 
 from scellis.cli.main import main
 from scellis.store.records import Records
+from storeutil import write_record
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,10 @@ def _runs(store):
         r.close()
 
 
-BOMB = ("[&a [x, x, x, x, x, x, x, x, x], &b [*a, *a, *a, *a, *a, *a, *a, *a, *a], "
-        "&c [*b, *b, *b, *b, *b, *b, *b, *b, *b], [*c, *c, *c, *c, *c, *c, *c, *c, *c]]")
+BOMB = (
+    "[&a [x, x, x, x, x, x, x, x, x], &b [*a, *a, *a, *a, *a, *a, *a, *a, *a], "
+    "&c [*b, *b, *b, *b, *b, *b, *b, *b, *b], [*c, *c, *c, *c, *c, *c, *c, *c, *c]]"
+)
 SETS = {
     "alias bomb": ["--set", "optimizer.lr=" + BOMB],
     "block alias bomb": ["--set", "seed=" + "\n".join(

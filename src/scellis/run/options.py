@@ -212,7 +212,7 @@ MAX_SET_KEYS = 16
 MAX_VALUE_DEPTH = 8
 MAX_DIGITS = 40  # longer than any float's digits; int() of 5,000 digits is slow
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,64}$")
-_DIGITS = re.compile(r"[0-9]{%d}" % (MAX_DIGITS + 1))
+_DIGITS = re.compile(f"[0-9]{{{MAX_DIGITS + 1}}}")
 
 
 def check_sets(items) -> None:

@@ -29,8 +29,8 @@ from ..store.manifest import write_manifest
 from ..store.objects import ObjectStore
 from ..store.records import Records, new_run_id
 from ..store.safetensors import dumps
-from ..train.determinism import resolve_tier
 from ..train.checkpoint import DTYPE_CODES, state_dict_of
+from ..train.determinism import resolve_tier
 from ..train.state import VERSION
 from .options import RunOptions
 from .prepare import check_record, prepare_run

@@ -15,6 +15,7 @@ import json
 import math
 
 from ..base.errors import ScellisError
+from ..base.jsontext import load_json
 from .objects import ObjectStore
 
 FORMAT = "scellis.checkpoint/1"
@@ -66,19 +67,13 @@ def read_manifest(objects: ObjectStore, h: str) -> dict:
     return parse_manifest(objects.get(h), h)
 
 
-def _small_int(text: str) -> int:
-    if len(text.lstrip("-")) > 19:
-        raise ValueError("a number over 63 bits")
-    return int(text)
-
-
 def parse_manifest(data: bytes, h: str) -> dict:
     """The manifest in ``data`` (object ``h``), checked: its format, the keys a resume
     reads, the objects it names as sha256 hashes and its counters as whole numbers."""
     try:
-        m = _unfinite(json.loads(data, parse_int=_small_int))
-    except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
-        raise ScellisError(f"object {h} is not a checkpoint manifest") from None
+        m = _unfinite(load_json(data, f"object {h[:12]}", max_digits=19))
+    except (ScellisError, ValueError, TypeError):
+        raise ScellisError(f"object {h[:12]} is not a checkpoint manifest") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ScellisError(f"object {h} is not a {FORMAT} manifest")
     missing = [k for k in REQUIRED if k not in m]
