@@ -241,3 +241,22 @@ def test_the_bundle_itself_imports(bundle, tmp_path):
     store = tmp_path / "store"
     assert main(["runs", "import", str(bundle), "--store", str(store)]) == 0
     assert len(run_ids(store)) == 1
+
+
+def test_a_data_source_outside_the_given_folder_is_never_read(ckpt, tmp_path, capsys):
+    sentinel = Sentinel(tmp_path / "outside")
+    tensors, state = parts(ckpt)
+    for source in (str(sentinel.root / "secret.txt"), "../outside/secret.txt"):
+        record = state["record"].replace("source: series.csv", f"source: {source}")
+        rewrite(ckpt, tensors, {**state, "record": record})
+        store = tmp_path / "store"
+        line = refuse(capsys, ["import", ckpt, "--store", store, "--device", "reference",
+                               "--base-dir", ckpt.parents[1]])  # fmt: skip
+        assert not sentinel.secret_leaked(line) and run_ids(store) == []
+    sentinel.unchanged()
+
+
+def test_a_fifo_named_as_a_checkpoint_does_not_block(tmp_path, capsys):
+    fifo = tmp_path / "ckpt.safetensors"
+    os.mkfifo(fifo)
+    refuse(capsys, ["import", fifo, "--store", tmp_path / "store"])

@@ -53,11 +53,21 @@ def _data_path(record: dict, package: Path, base_dir: Path | None) -> tuple[dict
     if not isinstance(source, str) or source.startswith("bundled:"):
         return {}, None
     path = source_path(source, base_dir) if base_dir is not None else None
+    if path is not None and not _inside(path, base_dir):
+        path = None  # the checkpoint names a file outside the folder given: never read it
     if path is None or not path.is_file():
         path = package / "data" / Path(source).name
     if not path.is_file():
-        raise ScellisError(f"data.source {source!r}: no file at {path} (give --base-dir)")
+        raise ScellisError(f"data.source {shown(source, 80)!r}: no file at {shown(str(path))} "
+                           "(give --base-dir)")  # fmt: skip
     return {source: path}, path
+
+
+def _inside(path: Path, folder) -> bool:
+    try:
+        return path.resolve().is_relative_to(Path(folder).resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def _checked_options(record: dict, saved: dict, where: str) -> dict:

@@ -49,17 +49,17 @@ class TrainCheckpoint:
 
 
 def is_train_checkpoint(path) -> bool:
-    """True for a train.py checkpoint (a safetensors file whose metadata says so)."""
+    """True for a train.py checkpoint (a safetensors file whose metadata says so). Only
+    the header is read, and only from a regular file (a FIFO would block the open)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                return False
-            (n,) = struct.unpack("<Q", head)
-            if n > 1 << 26:
-                return False
-            header = json.loads(f.read(n))
-    except (OSError, ValueError, RecursionError):
+        head = read_file(path, head=8)
+        if len(head) < 8:
+            return False
+        (n,) = struct.unpack("<Q", head)
+        if n > 1 << 26:
+            return False
+        header = json.loads(read_file(path, head=8 + n)[8:])
+    except (ScellisError, ValueError, RecursionError):
         return False
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     return isinstance(meta, dict) and meta.get("format") == FORMAT
