@@ -92,9 +92,16 @@ def write_file(path, data: bytes) -> None:
         os.chmod(tmp, stat.S_IMODE(st.st_mode) if st else 0o666 & ~_umask())  # not mkstemp's 0600
         os.replace(tmp, dest)
     except OSError as e:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        _remove(tmp)
         raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None
+    except BaseException:  # Ctrl-C or a kill mid-write: no half file left beside it
+        _remove(tmp)
+        raise
+
+
+def _remove(tmp) -> None:
+    if tmp is not None and os.path.exists(tmp):
+        os.unlink(tmp)
 
 
 def is_within(path, folder) -> bool:

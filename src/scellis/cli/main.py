@@ -11,13 +11,16 @@ traceback is shown only when ``SCELLIS_TRACEBACK=1`` asks for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import traceback
 
 import click
 
 from .. import ScellisError, __version__
+from ..base.interrupt import raise_interrupt
 from . import (
     catalog,
     compare,
@@ -82,9 +85,11 @@ LINES = 24  # a listing of problems longer than this says how many more there ar
 
 
 def short(message: str) -> str:
-    """``message`` cut to at most ``LINES`` lines of at most ``LINE_CHARS`` characters."""
+    """``message`` cut to at most ``LINES`` lines of at most ``LINE_CHARS`` characters,
+    each long line in its middle, so both what and where stay readable."""
     lines = str(message).splitlines() or [""]
-    cut = [x if len(x) <= LINE_CHARS else x[: LINE_CHARS - 3] + "..." for x in lines[:LINES]]
+    cut = [x if len(x) <= LINE_CHARS else f"{x[: LINE_CHARS - 80]} ... {x[-70:]}"
+           for x in lines[:LINES]]  # fmt: skip
     if len(lines) > LINES:
         cut.append(f"... and {len(lines) - LINES} more lines")
     return "\n".join(cut)
@@ -104,7 +109,7 @@ def _unexpected(e: BaseException) -> int:
             f"unexpected {type(e).__name__}: {first[:160]} (a bug in scellis: please report "
             "it, see SECURITY.md; SCELLIS_TRACEBACK=1 shows where)"
         )
-    print(f"scellis: error: {what}", file=sys.stderr)
+    _refuse(what)
     return 2
 
 
@@ -115,13 +120,30 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     n = len(sys.argv[1:] if argv is None else argv)
     if n > MAX_ARGS:  # click takes each argument off the front of a list: quadratic time
-        print(f"scellis: error: {n} arguments; at most {MAX_ARGS} (put long lists in a file)",
-              file=sys.stderr)  # fmt: skip
+        _refuse(f"{n} arguments; at most {MAX_ARGS} (put long lists in a file)")
         return 2
+    with terminate_as_interrupt():
+        try:
+            return _main(argv)
+        except Exception as e:  # noqa: BLE001 - see _unexpected
+            return _unexpected(e)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """SIGTERM (a kill, a closing session) ends any command as Ctrl-C does: the work
+    stops where it is, files being written are removed (their writers clean up on
+    KeyboardInterrupt) and the exit is 130. ``train`` installs its own handler inside,
+    which stops at a step boundary instead."""
     try:
-        return _main(argv)
-    except Exception as e:  # noqa: BLE001 - see _unexpected
-        return _unexpected(e)
+        previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -132,25 +154,35 @@ def _main(argv: list[str] | None) -> int:
     except click.UsageError as e:
         # one line, as every other refusal: what is wrong, then where the help is
         where = e.ctx.command_path if e.ctx else "scellis"
-        print(f"scellis: error: {short(e.format_message())} (see {where} --help)", file=sys.stderr)
+        _refuse(f"{e.format_message()} (see {where} --help)")
         return 2
     except click.Abort:
         print("scellis: interrupted", file=sys.stderr)
         return 130
     except click.ClickException as e:
-        print(f"Error: {short(e.format_message())}", file=sys.stderr)
+        _refuse(e.format_message())
         return 2
     except ScellisError as e:
-        print(f"scellis: error: {short(e)}", file=sys.stderr)
+        _refuse(str(e))
         return 2
     except OSError as e:  # the file system refused (a missing file, a read-only folder)
         where = f"{e.filename}: " if e.filename else ""
-        print(f"scellis: error: {short(f'{where}{e.strerror or e}')}", file=sys.stderr)
+        _refuse(f"{where}{e.strerror or e}")
+        return 2
+    except ValueError as e:
+        if "null byte" not in str(e):
+            raise
+        _refuse("a path or name holds a NUL byte, which no file name can")
         return 2
     except KeyboardInterrupt:
         print("scellis: interrupted", file=sys.stderr)
         return 130
     return int(rv or 0) if isinstance(rv, int) else 0
+
+
+def _refuse(text: str) -> None:
+    """The refusal on stderr, cut short (see ``short``)."""
+    print("scellis: error: " + short(text), file=sys.stderr)
 
 
 if __name__ == "__main__":

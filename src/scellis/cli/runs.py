@@ -25,13 +25,14 @@ from ..store.records import Records
 from .runner import baseline_text, fmt_metric, resume_command
 
 
-def open_records(store: str) -> Records:
+def open_records(store: str, *, readonly: bool = True) -> Records:
+    """The store's records, for reading unless told (a read-only store still lists)."""
     root = Path(store)
     if root.exists() and not root.is_dir():
         raise ScellisError(f"{root} is a file, not a store folder")
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (scellis train --store {root} creates one)")
-    return Records(root)
+    return Records(root, readonly=readonly)
 
 
 def summary(rec: Records, run: dict, root: Path) -> dict:
@@ -154,7 +155,7 @@ def show(ctx, run, store, json_):
 @click.pass_context
 def gc(ctx, store, grace, json_):
     store = store or ctx.obj["store"]
-    rec = open_records(store)
+    rec = open_records(store, readonly=False)
     try:
         done = collect(ObjectStore(store), rec, grace_s=grace)
     finally:

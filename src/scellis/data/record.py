@@ -96,9 +96,14 @@ def load_data(data: dict, base_dir=".") -> SeriesDataset | TextDataset:
     return ds
 
 
+def data_format(data: dict, path) -> str:
+    """The data section's format: as it says, else told by the file's suffix."""
+    return data.get("format") or ("csv" if Path(path).suffix.lower() == ".csv" else "text")
+
+
 def _load(data: dict, base_dir) -> SeriesDataset | TextDataset:
     path = source_path(data.get("source"), base_dir)
-    fmt = data.get("format") or ("csv" if path.suffix.lower() == ".csv" else "text")
+    fmt = data_format(data, path)
     if fmt == "csv":
         return load_csv(csv_config(data, path))
     if fmt != "text":

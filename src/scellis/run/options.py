@@ -16,13 +16,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
+from ..sml.loader import load
 
 CLI, RESUME, TAB = "train", "resume", "tab"
 
@@ -149,6 +148,7 @@ class RunOptions:
             path, value = f.metadata["record"], getattr(self, f.name)
             if path is not None and value is not None:
                 edits.append((path, value, f"{'.'.join(path)}={value}"))
+        check_sets(self.set)
         for item in self.set:
             edits.append((*parse_set(item), item))
         return edits
@@ -204,21 +204,68 @@ def _bounds(f) -> str:
     return f" >= {low}" if low is not None else f" > {above}" if above is not None else ""
 
 
+# bounds on ``--set``, checked before any value is read: a run takes a handful of
+# edits of short paths; a value is one small YAML value (a number, a name, a short list)
+MAX_SETS = 100
+MAX_SET_CHARS = 1000
+MAX_SET_KEYS = 16
+MAX_VALUE_DEPTH = 8
+MAX_DIGITS = 40  # longer than any float's digits; int() of 5,000 digits is slow
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}$")
+_DIGITS = re.compile(f"[0-9]{{{MAX_DIGITS + 1}}}")
+
+
+def check_sets(items) -> None:
+    """Refuse more ``--set`` edits than a run takes, before any of them is read."""
+    if len(items) > MAX_SETS:
+        raise ScellisError(f"{len(items)} --set edits; the limit is {MAX_SETS}")
+
+
 def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
     """``optimizer.lr=3e-4`` as (("optimizer", "lr"), 0.0003): the value is read as YAML
-    would read it (numbers, true/false, null, [lists], quoted or bare strings)."""
+    would read it (numbers, true/false, null, [lists], quoted or bare strings), through
+    the SML loader's guards (no tags, aliases bounded before they expand)."""
+    if len(item) > MAX_SET_CHARS:
+        raise ScellisError(f"--set {shown(item, 40)}: {len(item)} characters; the limit is "
+                           f"{MAX_SET_CHARS}")  # fmt: skip
     path, sep, text = item.partition("=")
     keys = tuple(k.strip() for k in path.split("."))
     if not sep or not all(keys):
-        raise ScellisError(f"--set {item!r}: expected PATH=VALUE, e.g. optimizer.lr=3e-4")
-    return keys, _yaml_scalar(text.strip(), item)
+        raise ScellisError(f"--set {shown(item, 80)}: expected PATH=VALUE, e.g. optimizer.lr=3e-4")
+    if len(keys) > MAX_SET_KEYS or not all(_KEY.match(k) for k in keys):
+        raise ScellisError(f"--set {shown(path, 80)}: a path is at most {MAX_SET_KEYS} dotted "
+                           "names of letters, digits, '_' and '-'")  # fmt: skip
+    return keys, _yaml_value(text.strip(), item)
 
 
-def _yaml_scalar(text: str, item: str):
+def _yaml_value(text: str, item: str):
+    where = f"--set {shown(item, 80)}"
+    if not text:
+        return ""
+    if _DIGITS.search(text):
+        raise ScellisError(f"{where}: a number of more than {MAX_DIGITS} digits")
+    # nesting is bounded on the text itself, so a 20,000-deep value never reaches the parser
+    opened = sum(text.count(c) for c in "[{")
+    if opened > MAX_VALUE_DEPTH and _depth(text) > MAX_VALUE_DEPTH:
+        raise ScellisError(f"{where}: the value nests deeper than {MAX_VALUE_DEPTH} levels")
     try:
-        return YAML(typ="safe", pure=True).load(text) if text else ""
-    except YAMLError as e:
-        raise ScellisError(f"--set {item!r}: the value is not valid YAML ({e})") from None
+        return load(text, "--set").data
+    except ScellisError as e:
+        message = getattr(e, "message", str(e))
+        raise ScellisError(f"{where}: the value is not valid ({shown(message, 120)})") from None
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting of flow YAML text (quotes ignored: an over-count
+    only refuses a value that is no value of a record anyway)."""
+    deepest = level = 0
+    for c in text:
+        if c in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif c in "]}":
+            level -= 1
+    return deepest
 
 
 def schema(surface: str = TAB) -> list[dict]:

@@ -64,7 +64,7 @@ def comparison(store, refs: tuple[str, str], *, described=summary) -> dict:
     """Runs ``refs`` of ``store`` side by side: ``runs`` (each ``described(records,
     row)``), ``metrics`` (their curves), ``differs`` (run fields), ``plan`` (run
     options) and ``record_diff`` (unified diff of the records' text); each pair a, b."""
-    rec, objects = Records(store), ObjectStore(Path(store))
+    rec, objects = Records(store, readonly=True), ObjectStore(Path(store))
     try:
         ids = [rec.resolve(r) for r in refs]
         runs = [described(rec, rec.run(i)) for i in ids]

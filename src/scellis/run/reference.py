@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError, shown
 from ..codecs.pretrained import pretrained_model
-from ..data.record import load_data
+from ..data.record import data_format, load_data
 from ..devices.base import get_device
 from ..store import runfiles
 from ..store.objects import ObjectStore
@@ -26,7 +26,9 @@ from ..train import checkpoint as ckpt
 from ..train.state import write_weights
 from .prepare import check_record
 
-_REF = re.compile(r"^(?P<run>[A-Za-z0-9_.-]+?)(?:@(?P<step>[0-9]+)|:(?P<pick>best|last))?$")
+_REF = re.compile(r"(?P<run>[A-Za-z0-9_.-]+?)(?:@(?P<step>[0-9]+)|:(?P<pick>best|last))?")
+MAX_REF = 128  # a run id is 22 characters; room for a step and a pick
+MAX_STEP_DIGITS = 18  # a step count fits 63 bits with room to spare
 
 
 @dataclass
@@ -81,7 +83,11 @@ class TrainedRun:
         record = runfiles.with_local_data(
             self.record, runfiles.local_sources(objects, files, folder)
         )
-        return dict(record["data"]), folder
+        local = dict(record["data"])
+        # a copy read from its object has no suffix: the format the original's told
+        if Path(str(local.get("source"))).suffix != Path(str(data.get("source"))).suffix:
+            local.setdefault("format", data_format(data, str(data.get("source"))))
+        return local, folder
 
     def dataset(self, source: str | Path | None = None):
         data, base = self.data_record(source)
@@ -90,20 +96,25 @@ class TrainedRun:
 
 def parse_ref(ref: str) -> tuple[str, int | None, str]:
     """(run, step or None, best|last) of ``RUN``, ``RUN@STEP`` or ``RUN:best``."""
-    m = _REF.match(ref or "")
+    ref = ref if isinstance(ref, str) else ""
+    m = _REF.fullmatch(ref) if len(ref) <= MAX_REF else None
     if m is None:
-        raise ScellisError(f"{ref!r} is not a run reference like RUN, RUN@120 or RUN:best")
+        raise ScellisError(f"{shown(ref, 60)!r} is not a run reference like RUN, RUN@120 or "
+                           "RUN:best")  # fmt: skip
     step = m.group("step")
+    if step is not None and len(step) > MAX_STEP_DIGITS:
+        raise ScellisError(f"run reference step {shown(step, 24)}... has more than "
+                           f"{MAX_STEP_DIGITS} digits")  # fmt: skip
     return m.group("run"), int(step) if step is not None else None, m.group("pick") or "last"
 
 
 def open_run(store, ref: str) -> TrainedRun:
     """The run ``ref`` names in ``store`` (see the module note)."""
     root = Path(store)
+    run, step, pick = parse_ref(ref)
     if not (root / "records.sqlite").is_file():
         raise ScellisError(f"no store at {root} to find run {ref!r} in (--store DIR)")
-    run, step, pick = parse_ref(ref)
-    records = Records(root)
+    records = Records(root, readonly=True)
     try:
         rid = records.resolve(run)
         row = records.run(rid)
@@ -135,11 +146,11 @@ def _pick(rid: str, cks: list[dict], step: int | None, pick: str) -> dict:
 
 def looks_like_run(store, ref: str) -> bool:
     """True when ``ref`` is no file here and names a run of ``store``."""
-    if Path(ref).exists() or not (Path(store) / "records.sqlite").is_file():
+    if _exists(ref) or not _exists(Path(store) / "records.sqlite"):
         return False
     try:
         run, _, _ = parse_ref(ref)
-        records = Records(Path(store))
+        records = Records(Path(store), readonly=True)
     except ScellisError:
         return False
     try:
@@ -149,3 +160,12 @@ def looks_like_run(store, ref: str) -> bool:
         return False
     finally:
         records.close()
+
+
+def _exists(path) -> bool:
+    """Whether ``path`` names anything; a name the system cannot even look up (too
+    long, a NUL byte) names nothing."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False

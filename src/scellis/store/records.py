@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
 
 SCHEMA_VERSION = 1
+# what a run id (or its prefix) may look like: ids are 22 characters of these
+_RUN_PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 STALE_S = 60.0
 
 _SCHEMA = """
@@ -95,31 +99,74 @@ _SET_VERSION = {1: "PRAGMA user_version=1"}
 
 
 class Records:
-    def __init__(self, root: str | os.PathLike, *, stale_s: float = STALE_S):
+    def __init__(self, root: str | os.PathLike, *, stale_s: float = STALE_S,
+                 readonly: bool = False):  # fmt: skip
+        """The store's records; ``readonly`` for a command that only reads: a store the
+        user may not write to (a shared or archived folder) is then read as it is."""
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise ScellisError(f"{self.root} is a file, not a store folder")
+        self.path = self.root / "records.sqlite"
+        self.stale_s = stale_s
+        if readonly and not self.path.is_file():
+            raise ScellisError(f"no store at {self.root} (its records.sqlite is missing)")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ScellisError(f"cannot create the store {self.root}: {e.strerror or e}") from None
-        self.path = self.root / "records.sqlite"
-        self.stale_s = stale_s
         _not_emptied(self.path, self.root)
         try:
-            # autocommit: transactions are explicit (``with self._tx()``)
-            self.db = _Conn(sqlite3.connect(self.path, timeout=30.0, isolation_level=None),
-                            self.path)  # fmt: skip
-            self.db.row_factory = sqlite3.Row
-            # WAL where the host supports it (a browser file system may not: then the
-            # default rollback journal still gives atomic transactions)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            # in WAL mode NORMAL still commits atomically; it skips an fsync per commit
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except sqlite3.Error as e:
-            raise ScellisError(f"{self.path}: not a usable records database ({e})") from None
+            self._open()
+        except (sqlite3.Error, ScellisError) as e:
+            if not readonly:
+                if isinstance(e, ScellisError):
+                    raise
+                raise ScellisError(f"{self.path}: not a usable records database ({e})") from None
+            self._open_readonly(e)
+
+    def _open(self) -> None:
+        # autocommit: transactions are explicit (``with self._tx()``)
+        self.db = _Conn(sqlite3.connect(self.path, timeout=30.0, isolation_level=None),
+                        self.path)  # fmt: skip
+        self.db.row_factory = sqlite3.Row
+        # WAL where the host supports it (a browser file system may not: then the
+        # default rollback journal still gives atomic transactions)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # in WAL mode NORMAL still commits atomically; it skips an fsync per commit
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    def _open_readonly(self, first: Exception) -> None:
+        """Open for reading where the normal open failed. WAL needs to write its -shm
+        file beside the database: ``mode=ro`` reads where that file can still be made or
+        opened; ``immutable=1`` reads a folder no one can write (nor change meanwhile)."""
+        if getattr(self, "db", None) is not None:
+            self.db.close()
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        for flags in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                db = _Conn(sqlite3.connect(uri + flags, uri=True, timeout=30.0,
+                                           isolation_level=None), self.path)  # fmt: skip
+            except sqlite3.Error:
+                continue
+            db.row_factory = sqlite3.Row
+            try:
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                db.execute("SELECT 1 FROM runs LIMIT 1").fetchall()
+            except ScellisError:
+                db.close()
+                continue
+            if version != SCHEMA_VERSION:
+                db.close()
+                raise ScellisError(
+                    f"{self.path} has schema version {version}; this scellis reads {SCHEMA_VERSION}"
+                )
+            self.db = db
+            return
+        if isinstance(first, ScellisError):
+            raise first
+        raise ScellisError(f"{self.path}: not a usable records database ({first})") from None
 
     def close(self) -> None:
         self.db.close()
@@ -150,7 +197,7 @@ class Records:
     def new_run(self, *, record_hash: str, model_id, dataset_hash, device, adapter, tier,
                 seed, argv: list[str], config: dict) -> str:  # fmt: skip
         now = time.time()
-        rid = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:6]
+        rid = new_run_id(now)
         with self._tx():
             self.db.execute(
                 "INSERT INTO runs (id, record_hash, model_id, dataset_hash, device, adapter,"
@@ -270,6 +317,9 @@ class Records:
 
     def resolve(self, ref: str) -> str:
         """A run id from a full id or a unique prefix (or ``last``)."""
+        if not isinstance(ref, str) or not _RUN_PREFIX.fullmatch(ref):
+            raise ScellisError(f"{shown(str(ref), 60)!r} is not a run id (`scellis runs` lists "
+                               "them)")  # fmt: skip
         if ref == "last":
             row = self.db.execute("SELECT id FROM runs ORDER BY started DESC LIMIT 1").fetchone()
             if row is None:
@@ -406,6 +456,11 @@ class Records:
             for (cfg,) in self.db.execute("SELECT config FROM runs"):
                 out |= set((json.loads(cfg or "{}").get("files") or {}).values())
         return out
+
+
+def new_run_id(now: float) -> str:
+    """A fresh run id: the UTC start time and six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:6]
 
 
 def _not_emptied(path: Path, root: Path) -> None:

@@ -64,8 +64,15 @@ def materialize(objects: ObjectStore, files: dict[str, str], folder) -> Path:
 
 
 def local_sources(objects: ObjectStore, files: dict[str, str], folder) -> dict[str, Path]:
-    """``materialize`` the files, then ``{source: absolute path of its copy}``."""
-    base = materialize(objects, files, folder).resolve()
+    """``materialize`` the files, then ``{source: absolute path of its copy}``. In a store
+    the user may only read, the copies cannot be written: the objects themselves (the
+    same bytes, checked against their hashes) are read in their place."""
+    try:
+        base = materialize(objects, files, folder).resolve()
+    except OSError:
+        for h in files.values():
+            objects.get(h)
+        return {source: objects.path(h).resolve() for source, h in files.items()}
     return {source: base / stored_path(source, h) for source, h in files.items()}
 
 

@@ -26,6 +26,7 @@ from ..store.safetensors import dumps, loads
 from .state import TrainState
 
 _CODES = {"f16": "F16", "f32": "F32", "f64": "F64", "i32": "I32", "u32": "U32", "bool": "BOOL"}
+DTYPE_CODES = _CODES  # a dtype's safetensors code, for checks of imported tensors
 _NAMES = {v: k for k, v in _CODES.items()}
 
 

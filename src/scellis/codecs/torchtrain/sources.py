@@ -94,7 +94,7 @@ def pipeline_source() -> str:
         _src(text.universal_newlines, text.text_dataset),
         _const(record, "CSV_KEYS", "TEXT_KEYS", "_NORMALISE_ALIASES"),
         _src(record.source_path, record._check_keys, record.csv_config, record.load_data),
-        _src(record._load, record.tokenizer_path, record.tokenizer_vocab),
+        _src(record.data_format, record._load, record.tokenizer_path, record.tokenizer_vocab),
     ]
     return "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
 
