@@ -80,7 +80,7 @@ def _refuse_variants(cfg: dict) -> None:
     pos = cfg.get("position_embedding_type") or "absolute"
     if pos != "absolute":
         raise ScellisError(
-            f"config.json: position_embedding_type {shown(pos)!r} is not supported "
+            f"config.json: position_embedding_type {shown(pos, 40)!r} is not supported "
             "(only 'absolute')"
         )
     if cfg.get("add_cross_attention"):

@@ -89,7 +89,7 @@ class HFCodec(Codec):
             )
         if fam is None:
             raise ScellisError(
-                f"{path}/config.json: model_type {shown(mt)!r} is not supported; "
+                f"{path}/config.json: model_type {shown(mt, 40)!r} is not supported; "
                 f"supported: {supported()}"
             )
         tensors = read_weights(path, self.config.max_bytes)

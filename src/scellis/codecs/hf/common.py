@@ -154,7 +154,7 @@ def activation(cfg: dict, *keys) -> str:
     if name not in ACTIVATION_IN:
         key = next(k for k in keys if cfg.get(k) is not None)
         raise ScellisError(
-            f"config.json: {key} {shown(name)!r} is not supported "
+            f"config.json: {key} {shown(name, 40)!r} is not supported "
             f"(supported: {', '.join(sorted(ACTIVATION_IN))})"
         )
     return ACTIVATION_IN[name]

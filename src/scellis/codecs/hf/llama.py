@@ -37,7 +37,7 @@ def rope(cfg: dict) -> dict:
     kind, scaling, params = _rope_kind(cfg)
     if kind not in ("default", "linear", "llama3", "dynamic"):
         raise ScellisError(
-            f"config.json: rope_type {shown(kind)!r} is not supported "
+            f"config.json: rope_type {shown(kind, 40)!r} is not supported "
             "(supported: default, linear, llama3, dynamic)"
         )
     where = "config.json rope_scaling"
