@@ -93,12 +93,19 @@ def _lstat(path) -> os.stat_result | None:
         raise ScellisError(f"{shown(path)}: cannot write ({e.strerror or e})") from None
 
 
+def _check_path(path) -> None:
+    """Refuse a path no file system call takes: empty, or with a NUL byte in it."""
+    if not str(path):
+        raise ScellisError("cannot write: the output path is empty")
+    if "\0" in str(path):
+        raise ScellisError(f"{shown(path)}: cannot write: a path has no NUL character")
+
+
 def check_output(path, *, replace: bool = True) -> os.stat_result | None:
     """Refuse an output file ``path`` before any work is done for it: an empty path, a
     symbolic link, anything but a regular file, or (unless ``replace``) a file that
     exists. Its lstat when it exists."""
-    if not str(path):
-        raise ScellisError("cannot write: the output path is empty")
+    _check_path(path)
     st = _lstat(path)
     if st is None:
         return None  # a new file
@@ -139,8 +146,7 @@ def check_destination(path, *, replace: bool, folder: bool = False, names=(), fo
     ``check_output``) or a folder that must be a real folder when it exists, with the
     files ``names`` inside it checked as ``check_entry`` does and the subfolders
     ``folders`` as real folders."""
-    if not str(path):
-        raise ScellisError("cannot write: the output path is empty")
+    _check_path(path)
     if not folder:
         check_output(path, replace=replace)
         return
