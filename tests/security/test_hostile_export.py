@@ -184,31 +184,30 @@ def test_fifos_devices_and_the_wrong_kind_are_refused(work, capsys, fmt):
     _no_temporaries(dest)
 
 
-@contextmanager
-def _half_then_interrupt(real):
-    """``output_file`` that writes half of the first chunk, then is interrupted."""
+class _Half:
+    """A file that takes half of the first chunk written to it, then is interrupted."""
 
-    class Half:
-        def __init__(self, f):
-            self.f = f
+    def __init__(self, f):
+        self.f = f
 
-        def write(self, data):
-            self.f.write(bytes(data)[: max(1, len(data) // 2)])
-            self.f.flush()
-            raise KeyboardInterrupt
+    def write(self, data):
+        self.f.write(bytes(data)[: max(1, len(data) // 2)])
+        self.f.flush()
+        raise KeyboardInterrupt
 
-        def __getattr__(self, name):
-            return getattr(self.f, name)
+    def __getattr__(self, name):
+        return getattr(self.f, name)
 
+
+def _interrupting(real):
+    """``output_file`` whose writes stop half way with a KeyboardInterrupt (Ctrl-C)."""
+
+    @contextmanager
     def opener(path, **kw):
-        @contextmanager
-        def cm():
-            with real(path, **kw) as f:
-                yield Half(f)
+        with real(path, **kw) as f:
+            yield _Half(f)
 
-        return cm()
-
-    yield opener
+    return opener
 
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
@@ -216,10 +215,10 @@ def test_an_interrupted_export_leaves_the_earlier_whole(work, capsys, monkeypatc
     records, dest, sentinel = work
     _export(capsys, records, dest, fmt)
     before = _snapshot(dest)
-    with _half_then_interrupt(files.output_file) as opener:
-        monkeypatch.setattr(files, "output_file", opener)
-        monkeypatch.setattr(pt, "output_file", opener)
-        rc = main([str(a) for a in _argv(records, dest, fmt, "--force")])
+    opener = _interrupting(files.output_file)
+    monkeypatch.setattr(files, "output_file", opener)
+    monkeypatch.setattr(pt, "output_file", opener)
+    rc = main([str(a) for a in _argv(records, dest, fmt, "--force")])
     assert rc == 130
     assert _snapshot(dest) == before
     _no_temporaries(dest)

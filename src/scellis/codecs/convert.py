@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base.errors import ScellisError
+from ..base.errors import ScellisError, shown
 from ..base.files import StagedOutput, check_destination, check_output, read_file, write_file
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
@@ -59,8 +59,8 @@ def _written(dest: Path, write) -> list[Path]:
     try:
         return write()
     except OSError as e:
-        why = f"{e.filename}: {e.strerror or e}" if e.filename else f"{e.strerror or e}"
-        raise ScellisError(f"{dest}: cannot write ({why})") from None
+        why = f"{shown(e.filename)}: {e.strerror or e}" if e.filename else f"{e.strerror or e}"
+        raise ScellisError(f"{shown(dest)}: cannot write ({why})") from None
 
 
 def _shapes(record: dict) -> dict[str, tuple]:
