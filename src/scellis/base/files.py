@@ -193,10 +193,11 @@ def write_file(path, data: bytes, *, replace: bool = True) -> None:
 
 class StagedOutput:
     """What a writer makes for ``dest`` (one file, or a folder of files), built under a
-    temporary folder beside ``dest`` and moved into place only when it is complete.
+    temporary folder and moved into place only when it is complete.
 
     ``with StagedOutput(dest, replace=...) as stage:`` the writer writes ``stage.path``
-    (same name as ``dest``); on a clean exit a new folder is renamed into place whole,
+    (same name as ``dest``; under a hidden folder inside ``dest`` when that is an
+    existing folder, else beside it); on a clean exit a new folder is renamed into place whole,
     and into an existing folder each file is renamed over its old self after every
     one is checked (``check_entry``), so a kill leaves each earlier file whole; on any
     error or Ctrl-C the temporary folder goes and ``dest`` is untouched. ``written``:
@@ -218,11 +219,15 @@ class StagedOutput:
         return name
 
     def __enter__(self) -> StagedOutput:
-        parent = Path(os.path.abspath(self.dest)).parent
+        # inside an existing folder (the path given, and the same file system as the files
+        # it replaces); else beside the new file or folder, in the folder it goes into
+        real_folder = (st := _lstat(self.dest)) is not None and stat.S_ISDIR(st.st_mode)
+        where = Path(os.path.abspath(self.dest))
+        where = where if real_folder else where.parent
         try:
-            parent.mkdir(parents=True, exist_ok=True)
+            where.mkdir(parents=True, exist_ok=True)
             prefix = f".{self._name()[:80]}."
-            self.root = Path(tempfile.mkdtemp(prefix=prefix, suffix=".partial", dir=parent))
+            self.root = Path(tempfile.mkdtemp(prefix=prefix, suffix=".partial", dir=where))
         except OSError as e:
             raise _cannot(self.dest, e) from None
         return self
