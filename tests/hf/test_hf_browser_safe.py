@@ -26,7 +26,7 @@ from scellis.codecs.convert import export_file, import_file
 from scellis.data.tokenizer import load
 folder, out, text = sys.argv[1], sys.argv[2], sys.argv[3]
 res = import_file(folder, store=out + "/store", to=out + "/m.sml")
-export_file(out + "/m.sml", "hf", out=out + "/hf", store=out + "/store")
+export_file(out + "/m.sml", "hf", out=out + "/hf", store=out + "/store", force=True)
 tok = load(folder)
 ids = tok.encode(text)
 print(json.dumps({"blocks": list(res.record["blocks"]), "ids": ids, "text": tok.decode(ids)}))

@@ -16,7 +16,7 @@ import click
 
 from ..base.files import check_output
 from ..run.past import comparison
-from .plot import curves
+from .plot import curves, write_png
 from .runner import baseline_text
 from .runs import open_records, summary
 
@@ -32,7 +32,9 @@ def gather(store: str, refs: tuple[str, str]) -> dict:
     return comparison(store, refs, described=lambda rec, row: summary(rec, row, Path(store)))
 
 
-def run(store, refs, png, json_) -> int:
+def run(store, refs, png, json_, force: bool = False) -> int:
+    if png is not None:
+        check_output(png, replace=force)  # a folder, a FIFO, a link or an earlier PNG: before work
     g = gather(store, refs)
     a, b = g["runs"]
     la, lb = (dict(m["loss"]) for m in g["metrics"])
@@ -70,7 +72,7 @@ def run(store, refs, png, json_) -> int:
         print("\nloss (a, b; * both)")
         print(curves([g["metrics"][0]["loss"], g["metrics"][1]["loss"]]))
     if png:
-        return _png(png, g)
+        return _png(png, g, force)
     return 0
 
 
@@ -88,7 +90,7 @@ def _n(v) -> str:
     return f"{'-':>10}" if v is None else f"{v:10.4f}"
 
 
-def _png(path: str, g: dict) -> int:
+def _png(path: str, g: dict, force: bool) -> int:
     if importlib.util.find_spec("matplotlib") is None:
         print("scellis compare: matplotlib is not installed, so no PNG was written "
               "(pip install 'scellis[plot]'); the terminal plot above has the curves")  # fmt: skip
@@ -107,9 +109,7 @@ def _png(path: str, g: dict) -> int:
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.legend()
-    check_output(path)  # never into a FIFO or a folder
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    write_png(fig, path, replace=force, dpi=100)
     print(f"wrote {path}")
     return 0
 
@@ -119,6 +119,7 @@ def _png(path: str, g: dict) -> int:
 @click.argument("run_b", metavar="RUN")
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--png", default=None, metavar="FILE", help="also plot the curves to a PNG")
+@click.option("--force", is_flag=True, help="replace an existing --png file")
 @click.option("--json", "json_", is_flag=True, help="machine-readable output")
-def command(run_a, run_b, store, png, json_):
-    return run(store, (run_a, run_b), png, json_)
+def command(run_a, run_b, store, png, force, json_):
+    return run(store, (run_a, run_b), png, json_, force)

@@ -39,6 +39,7 @@ from .common import extensions_option, load_cli_extensions
 )
 @click.argument("file", type=click.Path())
 @click.option("--to", "to", type=click.Path(dir_okay=False), help="write the record (.sml) here")
+@click.option("--force", is_flag=True, help="replace an existing --to file")
 @click.option("--store", default=".scellis", show_default=True, help="object store folder")
 @click.option("--record", help="map a state dict onto this record (a .sml file or a RUN)")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
@@ -51,7 +52,7 @@ from .common import extensions_option, load_cli_extensions
               help="a train.py checkpoint: where its record's data file is")  # fmt: skip
 @extensions_option
 @click.option("--json", "json_", is_flag=True, help="machine-readable summary")
-def command(file, to, store, record, maps, codec, device, base_dir, extensions, json_):
+def command(file, to, force, store, record, maps, codec, device, base_dir, extensions, json_):
     load_cli_extensions(extensions)
     if codec is None and is_train_checkpoint(file):
         return _train_checkpoint(file, store, device, base_dir, json_)
@@ -69,6 +70,7 @@ def command(file, to, store, record, maps, codec, device, base_dir, extensions, 
         name_map=tensor_map.parse(maps) or None,
         codec=codec,
         record_source=run_record,
+        replace=force,
     )
     blocks = list((res.record or {}).get("blocks") or {})
     summary = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
-from ..base.files import write_file
+from ..base.files import check_output, write_file
 
 TEMPLATES = {"forecaster": "forecaster.sml", "char-lm": "char_lm.sml"}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -38,15 +38,14 @@ def starter_text(template: str, namespace: str, name: str, file: str) -> str:
 
 def run(file: str, template: str, namespace: str, force: bool, as_json: bool) -> int:
     path = Path(file)
-    if path.exists() and not force:
-        raise ScellisError(f"{file} exists; pass --force to overwrite it (nothing was written)")
+    check_output(path, replace=force)  # an earlier file, a link, a folder, a FIFO: refused
     name = re.sub(r"[^a-z0-9_]", "_", path.stem.lower()) or "model"
     if not name[0].isalpha():
         name = "m_" + name
     text = starter_text(template, namespace, name, file)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, text.encode())
+        write_file(path, text.encode(), replace=force)
     except OSError as e:
         raise ScellisError(f"cannot write {file}: {e.strerror or e}") from None
     model_id = f"{namespace}/{name}@1"

@@ -6,7 +6,7 @@ import importlib.util
 import math
 
 from ..base.errors import ScellisError
-from ..base.files import check_output
+from ..base.files import output_file
 
 MARKS = "ab"
 
@@ -37,8 +37,22 @@ def curves(series: list[list[tuple[int, float]]], width: int = 60, height: int =
     return "\n".join(lines)
 
 
-def save_png(path: str, series: dict, title: str, xlabel: str = "") -> None:
-    """Draw each ``{label: [(x, y), ...]}`` line into a PNG (matplotlib, optional)."""
+def write_png(fig, path: str, *, replace: bool, **savefig) -> None:
+    """A matplotlib figure as the PNG ``path``, whole or not at all (``output_file``: a
+    temporary name renamed into place, never through a link); the figure is closed."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - optional: only --png needs it
+
+    try:
+        with output_file(path, replace=replace) as f:
+            fig.savefig(f, format="png", **savefig)
+    finally:
+        plt.close(fig)
+
+
+def save_png(path: str, series: dict, title: str, xlabel: str = "", *,
+             replace: bool = False) -> None:  # fmt: skip
+    """Draw each ``{label: [(x, y), ...]}`` line into a PNG (matplotlib, optional); an
+    existing ``path`` is replaced only with ``replace``."""
     if importlib.util.find_spec("matplotlib") is None:
         raise ScellisError(
             f"{path}: drawing a PNG needs matplotlib (pip install 'scellis[plot]'); without "
@@ -57,10 +71,4 @@ def save_png(path: str, series: dict, title: str, xlabel: str = "") -> None:
     ax.set_xlabel(xlabel)
     ax.legend()
     fig.autofmt_xdate()
-    check_output(path)  # never into a FIFO or a folder
-    try:
-        fig.savefig(path, dpi=100, bbox_inches="tight")
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot write ({e.strerror or e})") from None
-    finally:
-        plt.close(fig)
+    write_png(fig, path, replace=replace, dpi=100, bbox_inches="tight")

@@ -31,23 +31,24 @@ from .plot import curves, save_png
               help="steps to forecast past the series' end")  # fmt: skip
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="write CSV here")
 @click.option("--png", default=None, type=click.Path(dir_okay=False), help="draw a plot here")
+@click.option("--force", is_flag=True, help="replace existing --out / --png files")
 @click.option("--device", default="auto", show_default=True, help="auto | reference | webgpu")
 @click.option("--json", "json_", is_flag=True, help="one JSON object per row")
 @extensions_option
-def command(run, store, data, horizon, out, png, device, json_, extensions):
+def command(run, store, data, horizon, out, png, force, device, json_, extensions):
     load_cli_extensions(extensions)
     for path in (out, png):
-        if path is not None:
-            check_output(path)  # a folder or a FIFO is refused before any work
+        if path is not None:  # a folder, a FIFO, a link or an earlier file: before any work
+            check_output(path, replace=force)
     trained = open_run(store, run)
     name, _ = pick_device(device)
     rows = run_until_done(predict_run(trained, data=data, horizon=horizon, device=name))
     if out:
-        write_file(out, csv_text(rows).encode())
+        write_file(out, csv_text(rows).encode(), replace=force)
     if png:
         series = {"actual": [(_x(r["date"]), r["actual"]) for r in rows],
                   "predicted": [(_x(r["date"]), r["predicted"]) for r in rows]}  # fmt: skip
-        save_png(png, series, f"{trained.record.get('model')} ({trained.ref})")
+        save_png(png, series, f"{trained.record.get('model')} ({trained.ref})", replace=force)
     if json_:
         for r in rows:
             print(json.dumps(r))

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ..base.errors import ScellisError
-from ..base.files import read_file, write_file
+from ..base.files import check_destination, check_output, read_file, write_file
 from ..run import past
 from ..run.options import RunOptions
 from ..run.tensorboard import write_events
@@ -171,9 +171,11 @@ def gc(ctx, store, grace, json_):
 @command.command("export", help="Write one run (rows, record, checkpoints) as a bundle file.")
 @click.argument("run", metavar="RUN")
 @click.option("-o", "--output", "output", required=True, help="the bundle file to write")
+@click.option("--force", is_flag=True, help="replace an existing bundle file")
 @click.option("--store", default=None, help="the store folder")
 @click.pass_context
-def export(ctx, run, output, store):
+def export(ctx, run, output, force, store):
+    check_output(output, replace=force)  # before the bundle is built
     store = store or ctx.obj["store"]
     rec = open_records(store)
     try:
@@ -181,7 +183,7 @@ def export(ctx, run, output, store):
         data = bundle.export_run(ObjectStore(store), rec, rid)
     finally:
         rec.close()
-    write_file(output, data)
+    write_file(output, data, replace=force)
     print(f"wrote run {rid} to {output} ({len(data)} bytes)")
     return 0
 
@@ -229,13 +231,16 @@ def import_(ctx, file, store, json_):
     default=None,
     help="the file, or the folder for tensorboard (default: stdout)",
 )
+@click.option("--force", is_flag=True, help="replace an existing --out file")
 @click.option("--store", default=None, help="the store folder")
 @click.pass_context
-def export_metrics(ctx, run, fmt, output, store):  # fmt: skip
+def export_metrics(ctx, run, fmt, output, force, store):  # fmt: skip
     if output == "":
         raise ScellisError("--out is empty: name a file (or, for tensorboard, a folder)")
     if fmt == "tensorboard" and output is None:
         raise ScellisError("--format tensorboard writes event files into a folder: add --out DIR")
+    if output is not None:  # before the metrics are read; tensorboard adds a new file
+        check_destination(output, replace=force, folder=fmt == "tensorboard")
     rec = open_records(store or ctx.obj["store"])
     try:
         rid = rec.resolve(run)
@@ -250,7 +255,7 @@ def export_metrics(ctx, run, fmt, output, store):  # fmt: skip
     if output is None:
         print(text, end="")
         return 0
-    write_file(output, text.encode("utf-8"))
+    write_file(output, text.encode("utf-8"), replace=force)
     return 0
 
 

@@ -37,6 +37,8 @@ class Codec:
     suffixes: tuple[str, ...] = ()  # lower-case, with the dot: (".pt", ".pth")
     can_read = True
     can_write = False
+    writes_folder = False  # a writer that makes a folder of files, not one file
+    folder_files: tuple[str, ...] = ()  # the files it writes there (checked before work)
 
     def __init__(self, config):
         self.config = config
@@ -60,7 +62,9 @@ class Codec:
         return read_file(path, limit=self.config.max_bytes)
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
-        """Write ``tensors`` (and the record, when the format has a place for it); the paths."""
+        """Write ``tensors`` (and the record, when the format has a place for it); the paths.
+        An export calls it on a staging path (``base.files.StagedOutput``) that is moved
+        into place once complete."""
         raise ScellisError(f"{type(self).__name__} cannot write files")
 
 

@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..base.files import check_output, read_file, write_file
+from ..base.errors import ScellisError, shown
+from ..base.files import StagedOutput, check_destination, check_output, read_file, write_file
 from ..model.build import RecordModel
 from ..store.objects import ObjectStore
 from . import tensor_map
-from .base import Imported, make, read
+from .base import Codec, Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
 from .record import check, record_text
@@ -59,8 +59,8 @@ def _written(dest: Path, write) -> list[Path]:
     try:
         return write()
     except OSError as e:
-        why = f"{e.filename}: {e.strerror or e}" if e.filename else f"{e.strerror or e}"
-        raise ScellisError(f"{dest}: cannot write ({why})") from None
+        why = f"{shown(e.filename)}: {e.strerror or e}" if e.filename else f"{e.strerror or e}"
+        raise ScellisError(f"{shown(dest)}: cannot write ({why})") from None
 
 
 def _shapes(record: dict) -> dict[str, tuple]:
@@ -72,16 +72,17 @@ def import_file(
     path, *, store: str | Path, record: str | Path | None = None, to: str | Path | None = None,
     name_map: dict[str, str] | TensorMap | None = None, codec: str | None = None,
     strict: bool = True, record_source: tuple[str, str, Path] | None = None,
-    bare_only: bool = False,
+    bare_only: bool = False, replace: bool = True,
 ) -> Result:  # fmt: skip
     """Read ``path``, map and store its weights; write the record to ``to`` when given.
     ``record`` (a file) or ``record_source`` ((text, its name, its folder): a run's record)
     is the record the weights are mapped onto; with ``bare_only`` only when the file
     carries no record of its own (a state dict). ``name_map`` renames, or a ``TensorMap``
-    also splits and merges tensors first."""
+    also splits and merges tensors first. An existing ``to`` is replaced only with
+    ``replace``."""
     path = Path(path)
     if to is not None:
-        check_output(to)  # before the weights are stored for it
+        check_output(to, replace=replace)  # before the weights are stored for it
     im: Imported = read(path, codec)
     rec, where = im.record, str(path)
     own = bare_only and rec is not None  # the file's own record stays
@@ -121,7 +122,7 @@ def import_file(
 
         def write():
             out.parent.mkdir(parents=True, exist_ok=True)
-            write_file(out, text.encode("utf-8"))
+            write_file(out, text.encode("utf-8"), replace=replace)
             return [out]
 
         res.written.extend(_written(out, write))
@@ -181,24 +182,56 @@ def _source(path: Path, store, weights: str | None) -> tuple[dict | None, dict[s
     return None, im.tensors
 
 
-def export_file(path, to: str, *, out=None, store=".scellis", weights: str | None = None) -> Result:
-    """Write ``path``'s model with the writer ``to`` (safetensors | pt | torch | a codec id)."""
+@dataclass
+class Target:
+    """Where an export goes, checked before any work is done for it: the writer (a
+    codec) and the destination, replaced only when ``replace`` (the user's ``--force``)."""
+
+    cid: str
+    codec: Codec
+    dest: Path
+    replace: bool
+
+
+def export_target(to: str, *, out=None, beside: Path, force: bool = False) -> Target:
+    """The writer ``to`` (safetensors | pt | torch | onnx | hf | a codec id) and its
+    destination (``out``, else a name next to ``beside``), refused before any work when
+    it cannot be written as ``base.files.check_destination`` says."""
+    cid = TARGETS.get(to, to)
+    codec = make(cid)
+    if not getattr(codec, "can_write", False):
+        raise ScellisError(f"{cid} cannot write files")
+    dest = Path(out) if out is not None else beside.with_name(
+        _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
+    check_destination(dest, replace=force, folder=codec.writes_folder, names=codec.folder_files)
+    return Target(cid, codec, dest, force)
+
+
+def export_file(path, to: str, *, out=None, store=".scellis", weights: str | None = None,
+                force: bool = False) -> Result:  # fmt: skip
+    """Write ``path``'s model with the writer ``to`` (safetensors | pt | torch | a codec
+    id); an earlier export is replaced only with ``force``."""
     path = Path(path)
+    target = export_target(to, out=out, beside=path, force=force)  # before the model loads
     rec, tensors = _source(path, store, weights)
-    return export_tensors(rec, tensors, to, out=out, beside=path)
+    return write_export(rec, tensors, target)
 
 
-def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside: Path) -> Result:
+def export_tensors(rec: dict | None, tensors: dict, to: str, *, out=None, beside: Path,
+                   force: bool = False) -> Result:  # fmt: skip
+    """Write a record's model with ``tensors`` with the writer ``to``; by default next to
+    ``beside``."""
+    return write_export(rec, tensors, export_target(to, out=out, beside=beside, force=force))
+
+
+def write_export(rec: dict | None, tensors: dict, target: Target) -> Result:
     """Write a record's model with ``tensors`` (by parameter path; a fine-tuned model's
-    adapters are merged first) with the writer ``to``; by default next to ``beside``."""
+    adapters are merged first) to ``target``: staged beside it and moved into place
+    whole (``base.files.StagedOutput``)."""
     if rec is not None and rec.get("finetune"):
         merged = finetuned_source(rec, tensors)
         if merged is not None:
             rec, tensors = merged
-    cid = TARGETS.get(to, to)
-    dest = Path(out) if out is not None else beside.with_name(
-        _DEFAULT_NAME.get(cid, "{stem}.out").format(stem=beside.stem))  # fmt: skip
-    if dest.exists() and not (dest.is_file() or dest.is_dir()):  # a folder: torch's target
-        check_output(dest)  # a FIFO or a device: writing would block, or never end
-    written = _written(dest, lambda: make(cid).write(dest, tensors, rec))
-    return Result(cid, rec, None, tensors, written=written)
+    with StagedOutput(target.dest, replace=target.replace) as stage:
+        _written(target.dest, lambda: target.codec.write(stage.path, tensors, rec))
+    return Result(target.cid, rec, None, tensors, written=stage.written)

@@ -20,7 +20,7 @@ import os
 
 from ..base.dtypes import as_dtype
 from ..base.errors import ScellisError
-from ..base.files import read_file
+from ..base.files import read_file, write_file
 from ..runtime.creation import from_bytes
 from ..runtime.inplace import host_bytes
 from ..runtime.tensor import Tensor
@@ -83,8 +83,7 @@ def save(obj, path) -> None:
     else:
         tree = packer.pack(obj, [])
     meta = {TREE_KEY: json.dumps(tree, separators=(",", ":"), allow_nan=False)}
-    with open(os.fspath(path), "wb") as f:
-        f.write(st.dumps(packer.tensors, meta))
+    write_file(os.fspath(path), st.dumps(packer.tensors, meta))  # whole, never via a link
 
 
 def _unpack(node, tensors: dict):

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import check_destination
 
 INSTALL = "pip install 'scellis[tensorboard]'"
 
@@ -35,8 +36,7 @@ def write_events(series: dict[str, list], folder, run: str = "") -> int:
     many values it holds. Values that are None (not recorded at that step) are left out."""
     Event, Summary, EventFileWriter = _writer_parts()
     out = Path(folder)
-    if out.exists() and not out.is_dir():
-        raise ScellisError(f"{out}: not a folder (tensorboard's --out names a folder)")
+    check_destination(out, replace=True, folder=True)  # a real folder or a new one, no link
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError, shown
+from ...base.files import write_file
 from ...catalog.registry import field, register
 from ...model.build import RecordModel
 from ...store.safetensors import dumps
@@ -71,6 +72,8 @@ class HFConfig:
 class HFCodec(Codec):
     suffixes = ()  # a folder, found by its config.json
     can_write = True
+    writes_folder = True
+    folder_files = ("config.json", "generation_config.json", "model.safetensors")
 
     @classmethod
     def sniff_dir(cls, path: Path) -> bool:
@@ -137,11 +140,11 @@ class HFCodec(Codec):
         cfg["torch_dtype"] = "float32"
         path.mkdir(parents=True, exist_ok=True)
         files = [path / "config.json", path / "generation_config.json", path / "model.safetensors"]
-        files[0].write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+        write_file(files[0], (json.dumps(cfg, indent=2, sort_keys=True) + "\n").encode())
         gen = {k: cfg[k] for k in ("bos_token_id", "eos_token_id") if cfg.get(k) is not None}
-        files[1].write_text(json.dumps(gen, indent=2) + "\n")
+        write_file(files[1], (json.dumps(gen, indent=2) + "\n").encode())
         body = {k: (t.dtype, tuple(t.shape), t.data) for k, t in out.items()}
-        files[2].write_bytes(dumps(body, {"format": "pt"}))
+        write_file(files[2], dumps(body, {"format": "pt"}))
         return files
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import write_file
 from ...catalog.blocks.recurrent import keras_variant
 from ...catalog.registry import register
 from ...model.build import RecordModel
@@ -157,7 +158,7 @@ class OnnxExportCodec(Codec):
             raise ScellisError("an ONNX export needs the model's record")
         data = model_bytes(record, tensors)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_file(path, data)
         return [path]
 
 

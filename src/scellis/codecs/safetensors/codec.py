@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import write_file
 from ...catalog.registry import field, register
 from ...sml import parse
 from ...store.safetensors import dumps, loads
@@ -61,7 +62,7 @@ class SafetensorsCodec(Codec):
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         body = self.dumps(tensors, record)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
+        write_file(path, body)
         return [path]
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import write_file
 from ...catalog.registry import register
 from ...model.build import RecordModel
 from ..base import Codec
@@ -28,6 +29,8 @@ class TorchModuleCodec(Codec):
     suffixes = ()  # a folder, chosen by name (--to torch), never by suffix
     can_read = False
     can_write = True
+    writes_folder = True
+    folder_files = ("model.py", "state_dict.pt")
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         if not record:
@@ -41,7 +44,7 @@ class TorchModuleCodec(Codec):
         text = module_source(record, m.order, m.wiring)  # refuses before anything is written
         path.mkdir(parents=True, exist_ok=True)
         src = path / "model.py"
-        src.write_text(text)
+        write_file(src, text.encode("utf-8"))
         weights = path / "state_dict.pt"
         TorchCodec(TorchConfig()).write(weights, {k: tensors[k] for k in want}, None)
         return [src, weights]

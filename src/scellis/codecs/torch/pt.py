@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
+from ...base.files import output_file
 from ...catalog.registry import field, register
 from ..base import Codec, Imported
 from ..raw import RawTensor
@@ -162,14 +163,12 @@ class TorchCodec(Codec):
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         root = path.stem or "archive"
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        with output_file(path) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
             zf.writestr(f"{root}/data.pkl", _pickle(tensors))
             zf.writestr(f"{root}/byteorder", "little")
             for i, t in enumerate(tensors.values()):
                 zf.writestr(f"{root}/data/{i}", t.data)
             zf.writestr(f"{root}/version", "3\n")
-        path.write_bytes(buf.getvalue())
         return [path]
 
 

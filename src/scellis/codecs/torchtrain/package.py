@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...base.errors import ScellisError
-from ...base.files import read_file
+from ...base.files import StagedOutput, check_destination, read_file
 from ...catalog.registry import lookup
 from ...data.record import load_data, source_path
 from ...data.text import TextDataset
@@ -178,9 +178,31 @@ def _data_file(src: Source, folder: Path) -> tuple[dict, Path]:
     return data, path
 
 
-def write_package(dest, src: Source) -> list[Path]:
-    """Write the package for ``src`` into the folder ``dest``; returns the files written."""
-    dest = Path(dest)
+# what a package holds at its top, and its subfolders: an earlier export's are replaced
+# only with --force, and none of them may be a link out of the folder
+PACKAGE_FILES = ("model.py", "pipeline.py", "optim.py", "ckpt.py", "train.py", "record.sml",
+                 "config.json", "state_dict.pt")  # fmt: skip
+PACKAGE_FOLDERS = ("data", "checkpoints")
+
+
+def check_package(dest, *, force: bool = False) -> None:
+    """Refuse ``dest`` before any work: not a folder, a link inside it, or (without
+    ``force``) an earlier package's file."""
+    check_destination(dest, replace=force, folder=True, names=PACKAGE_FILES,
+                      folders=PACKAGE_FOLDERS)  # fmt: skip
+
+
+def write_package(dest, src: Source, *, force: bool = False) -> list[Path]:
+    """Write the package for ``src`` into the folder ``dest``, staged beside it and moved
+    into place once complete (``base.files.StagedOutput``: an earlier package's files are
+    replaced only with ``force``, each whole); returns the files written."""
+    check_package(dest, force=force)
+    with StagedOutput(dest, replace=force) as stage:
+        _write_package(stage.path, src)
+    return stage.written
+
+
+def _write_package(dest: Path, src: Source) -> None:
     record = src.record
     m = RecordModel(record, device="null")
     want = [k for k, _ in m.named_parameters()]
@@ -194,7 +216,7 @@ def write_package(dest, src: Source) -> list[Path]:
     ds = load_data({**record["data"], "source": str(path)})
     (dest / "data").mkdir(exist_ok=True)
     shutil.copyfile(path, dest / "data" / path.name)
-    shutil.rmtree(dest / "_kept", ignore_errors=True)
+    shutil.rmtree(dest / "_kept", ignore_errors=True)  # in the staging folder: ours
     cfg = package_config(record, data, ds.digest, isinstance(ds, TextDataset), src.label)
     every = (record.get("eval") or {}).get("every")  # the record's validation cadence
     cfg["options"] = {**({"eval_every": int(every)} if every else {}), **src.options}
@@ -207,16 +229,12 @@ def write_package(dest, src: Source) -> list[Path]:
         "record.sml": src.text,
         "config.json": json.dumps(cfg, indent=2) + "\n",
     }
-    out = []
     for name, text in files.items():
-        (dest / name).write_text(text)
-        out.append(dest / name)
+        (dest / name).write_text(text)  # the staging folder: moved into place when whole
     weights = dest / "state_dict.pt"
     TorchCodec(TorchConfig()).write(weights, {k: src.tensors[k] for k in want}, None)
-    out += [weights, dest / "data" / path.name]
     if src.run is not None:
-        out.append(_write_run_checkpoint(dest / "checkpoints", src, want))
-    return out
+        _write_run_checkpoint(dest / "checkpoints", src, want)
 
 
 def _write_run_checkpoint(folder: Path, src: Source, names: list[str]) -> Path:
@@ -240,11 +258,8 @@ def _entry(t: RawTensor) -> tuple[str, tuple, bytes]:
 def record_source(path, store, weights: str | None) -> Source:
     """A record file: its stored weights (``# weights:`` or ``--weights``) or initial values."""
     path = Path(path)
-    try:
-        text = read_file(path).decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScellisError(f"{path}: not a text (UTF-8) file") from None
-    record, tensors = record_weights(path, store, weights)
+    record, tensors = record_weights(path, store, weights)  # refuses a file that is no record
+    text = read_file(path).decode("utf-8")
     return Source(text, record, path.parent, path.name, tensors)
 
 
@@ -340,8 +355,11 @@ def _run_state(m: dict, opt: dict) -> RunState:
     return RunState(tensors, state)
 
 
-def export_package(file, dest, *, store=".scellis", weights: str | None = None) -> list[Path]:
-    """``FILE`` (a record, or a run id in ``store``) as a torch-train package in ``dest``."""
+def export_package(file, dest, *, store=".scellis", weights: str | None = None,
+                   force: bool = False) -> list[Path]:  # fmt: skip
+    """``FILE`` (a record, or a run id in ``store``) as a torch-train package in ``dest``;
+    an earlier package's files are replaced only with ``force``."""
+    check_package(dest, force=force)  # before the record or the run is read
     path = Path(file)
     if path.is_file():
         src = record_source(path, store, weights)
@@ -349,4 +367,4 @@ def export_package(file, dest, *, store=".scellis", weights: str | None = None) 
         if weights is not None:
             raise ScellisError("--weights goes with a record file, not a run")
         src = run_source(store, str(file))
-    return write_package(dest, src)
+    return write_package(dest, src, force=force)
