@@ -14,7 +14,6 @@ version with ``sha256``: a file (or options) whose digest differs is refused.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from pathlib import Path
 
 from ..base.errors import ScellisError
@@ -132,9 +131,5 @@ def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
     """None for ``char``; else the tokenizer.json at ``name`` (a file or a folder)."""
     if name == "char":
         return None
-    path = tokenizer_path(name, base_dir)
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as e:
-        raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
-    return TokenizerVocab(load_tokenizer(path), digest)
+    tokenizer = load_tokenizer(tokenizer_path(name, base_dir))  # read once, capped
+    return TokenizerVocab(tokenizer, tokenizer.digest)
