@@ -80,7 +80,9 @@ def load_json(data: bytes | str, what: str, *, max_depth: int = MAX_DEPTH,
     except _Refused as e:
         raise ScellisError(f"{what}: {e}") from None
     except json.JSONDecodeError as e:
-        raise ScellisError(f"{what}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        raise ScellisError(
+            f"{what}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        ) from None
     except RecursionError:
         raise ScellisError(f"{what}: nests deeper than {max_depth} levels") from None
     except ValueError as e:  # a hook's own refusal

@@ -197,8 +197,14 @@ NORMALIZERS: dict = {
     "Strip": fields(optional={"strip_left": boolean, "strip_right": boolean}),
     "Sequence": sequence_of("normalizers", lambda: NORMALIZER),
     "Lowercase": fields(),
-    "BertNormalizer": fields(optional={"clean_text": boolean, "handle_chinese_chars": boolean,
-                                       "lowercase": boolean, "strip_accents": boolean}),  # fmt: skip
+    "BertNormalizer": fields(
+        optional={
+            "clean_text": boolean,
+            "handle_chinese_chars": boolean,
+            "lowercase": boolean,
+            "strip_accents": boolean,
+        }
+    ),  # fmt: skip
     **{form: fields() for form in ("NFC", "NFD", "NFKC", "NFKD")},
 }
 NORMALIZER = kinds(NORMALIZERS, "normalizer")
@@ -218,8 +224,9 @@ PRE_TOKENIZERS: dict = {
     "ByteLevel": fields(optional={"add_prefix_space": boolean, "use_regex": boolean}),
     "Metaspace": METASPACE,
     "WhitespaceSplit": fields(),
-    "Split": fields({"pattern": _split_pattern},
-                    {"behavior": choice(*BEHAVIORS), "invert": boolean}),  # fmt: skip
+    "Split": fields(
+        {"pattern": _split_pattern}, {"behavior": choice(*BEHAVIORS), "invert": boolean}
+    ),  # fmt: skip
     "BertPreTokenizer": fields(),
     "Sequence": sequence_of("pretokenizers", lambda: PRE_TOKENIZER),
 }
@@ -231,8 +238,13 @@ DECODERS: dict = {
     "ByteFallback": fields(),
     "Fuse": fields(),
     "Replace": fields({"pattern": _string_pattern("Replace decoder"), "content": string()}),
-    "Strip": fields(optional={"content": string(chars=1), "start": integer(0, MAX_REPEAT),
-                              "stop": integer(0, MAX_REPEAT)}),  # fmt: skip
+    "Strip": fields(
+        optional={
+            "content": string(chars=1),
+            "start": integer(0, MAX_REPEAT),
+            "stop": integer(0, MAX_REPEAT),
+        }
+    ),  # fmt: skip
     "WordPiece": fields(optional={"prefix": string(), "cleanup": boolean}),
     "Sequence": sequence_of("decoders", lambda: DECODER),
 }
@@ -258,8 +270,10 @@ _template_item_kinds = {
 
 
 def _template_item(value, where):
-    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in (
-        _template_item_kinds
+    if (
+        not isinstance(value, dict)
+        or len(value) != 1
+        or next(iter(value)) not in (_template_item_kinds)
     ):
         fail(where, "expected an object holding one of Sequence or SpecialToken")
     name = next(iter(value))
@@ -320,7 +334,7 @@ def _merge(value, where):
         if len(value) != 2 or not all(isinstance(t, str) and t for t in value):
             fail(where, "expected a pair of two non-empty token strings")
     else:
-        fail(where, f"expected \"a b\" or [\"a\", \"b\"], got {_kind(value)}")
+        fail(where, f'expected "a b" or ["a", "b"], got {_kind(value)}')
 
 
 MODELS: dict = {

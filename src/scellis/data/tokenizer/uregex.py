@@ -43,40 +43,40 @@ WHITE_SPACE = frozenset(
 )
 
 
-def _ranges(cps) -> str:
-    """Code points (sorted) as the inside of a character class, ``\\U``-escaped."""
-    out, start, prev = [], None, None
-    for cp in cps:
-        if start is None:
-            start = prev = cp
-        elif cp == prev + 1:
-            prev = cp
+def _class(ranges) -> str:
+    """(first, last) code point ranges as the inside of a character class, merged where
+    they touch, ``\\U``-escaped."""
+    out: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
         else:
-            out.append((start, prev))
-            start = prev = cp
-    if start is not None:
-        out.append((start, prev))
+            out.append([a, b])
     return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in out)
 
 
 @cache
-def _by_category() -> dict[str, list[int]]:
-    """Every code point (surrogates aside) by general category, in one pass."""
+def _by_category() -> dict[str, list[tuple[int, int]]]:
+    """Every code point (surrogates aside) by general category, as runs, in one pass
+    (runs, not code points: a million list entries would cost memory and time)."""
     cat, out = unicodedata.category, {}
-    for cp in range(sys.maxunicode + 1):
-        if not 0xD800 <= cp <= 0xDFFF:
-            out.setdefault(cat(chr(cp)), []).append(cp)
+    run_cat, run_start = None, 0
+    for cp in range(sys.maxunicode + 2):
+        c = None if cp > sys.maxunicode or 0xD800 <= cp <= 0xDFFF else cat(chr(cp))
+        if c != run_cat:
+            if run_cat is not None:
+                out.setdefault(run_cat, []).append((run_start, cp - 1))
+            run_cat, run_start = c, cp
     return out
 
 
 @cache
 def category_class(prefix: str) -> str:
     """The inside of a class of every code point whose general category starts ``prefix``."""
-    cps = [cp for c, v in _by_category().items() if c.startswith(prefix) for cp in v]
-    return _ranges(sorted(cps))
+    return _class(r for c, v in _by_category().items() if c.startswith(prefix) for r in v)
 
 
-SPACE_CLASS = _ranges(sorted(ord(c) for c in WHITE_SPACE))
+SPACE_CLASS = _class((ord(c), ord(c)) for c in WHITE_SPACE)
 _PROP = re.compile(r"p\{(\^?)([A-Za-z_]+)\}|P\{([A-Za-z_]+)\}|p([A-Z])|P([A-Z])")
 _NAMES = {"Letter": "L", "Number": "N", "Punctuation": "P", "Symbol": "S", "Mark": "M",
           "Separator": "Z", "Other": "C"}  # fmt: skip
