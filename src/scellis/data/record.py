@@ -14,11 +14,9 @@ version with ``sha256``: a file (or options) whose digest differs is refused.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from pathlib import Path
 
 from ..base.errors import ScellisError
-from ..base.files import read_file
 from .csvsource import CSVConfig, SeriesDataset, load_csv
 from .text import TextDataset, TokenizerVocab, read_text, text_dataset
 from .tokenizer import load as load_tokenizer
@@ -138,6 +136,5 @@ def tokenizer_vocab(name, base_dir=".") -> TokenizerVocab | None:
     """None for ``char``; else the tokenizer.json at ``name`` (a file or a folder)."""
     if name == "char":
         return None
-    path = tokenizer_path(name, base_dir)
-    digest = hashlib.sha256(read_file(path)).hexdigest()
-    return TokenizerVocab(load_tokenizer(path), digest)
+    tokenizer = load_tokenizer(tokenizer_path(name, base_dir))  # read once, capped
+    return TokenizerVocab(tokenizer, tokenizer.digest)

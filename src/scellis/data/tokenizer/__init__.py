@@ -10,25 +10,32 @@ WordPiece files, with added and special tokens. ``load`` is the same with a cach
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
+from ...base.files import read_file
+from .spec import MAX_BYTES
 from .tokenizer import Tokenizer
 
-_LOADED: dict[tuple[str, float], Tokenizer] = {}
+_LOADED: dict[str, Tokenizer] = {}  # by the sha256 of the file's bytes
+_KEEP = 8  # tokenizers the cache holds (a big one is hundreds of MB)
 
 
 def load(path) -> Tokenizer:
-    """The tokenizer of ``path`` (a tokenizer.json, or a folder holding one), cached."""
+    """The tokenizer of ``path`` (a tokenizer.json, or a folder holding one), cached by
+    its bytes' sha256 (``Tokenizer.digest``): the bytes hashed are the bytes read."""
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
-    try:
-        key = (str(path.resolve()), path.stat().st_mtime)
-    except OSError:
-        key = (str(path), 0.0)
-    if key not in _LOADED:
-        _LOADED[key] = Tokenizer.from_file(path)
-    return _LOADED[key]
+    data = read_file(path, limit=MAX_BYTES)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest not in _LOADED:
+        tok = Tokenizer.from_bytes(data, str(path))
+        tok.digest = digest
+        while len(_LOADED) >= _KEEP:
+            del _LOADED[next(iter(_LOADED))]
+        _LOADED[digest] = tok
+    return _LOADED[digest]
 
 
 __all__ = ["Tokenizer", "load"]

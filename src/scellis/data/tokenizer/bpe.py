@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import heapq
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 
 CACHE_SIZE = 10_000
 
 
 def _merges(raw) -> dict[tuple[str, str], int]:
+    """(left, right) -> rank; ``spec`` has checked each is "a b" or ["a", "b"]."""
     out = {}
     for rank, m in enumerate(raw or []):
         a, b = m.split(" ", 1) if isinstance(m, str) else m
@@ -30,7 +31,7 @@ def _mergeable(a, b, ranks) -> bool:
 
 class BPE:
     def __init__(self, spec: dict):
-        if spec.get("dropout"):
+        if spec.get("dropout"):  # a number in 0..1 (checked by ``spec``)
             raise ScellisError("tokenizer.json: BPE dropout is not supported (it is random)")
         self.vocab: dict[str, int] = dict(spec.get("vocab") or {})
         self.ranks = _merges(spec.get("merges"))
@@ -44,7 +45,9 @@ class BPE:
 
     def _unk_id(self, word: str) -> int:
         if self.unk is None or self.unk not in self.vocab:
-            raise ScellisError(f"tokenizer: {word!r} has characters outside the vocabulary")
+            raise ScellisError(
+                f"tokenizer: {shown(word, 60)} has characters outside the vocabulary"
+            )
         return self.vocab[self.unk]
 
     def _symbols(self, word: str) -> list[str | int]:

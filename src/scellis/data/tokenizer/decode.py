@@ -1,15 +1,16 @@
 """Decoders of ``tokenizer.json`` (data layer): tokens back to text.
 
 Each decoder maps a list of token strings to a list of strings (the ``tokenizers``
-library's decode chain); the text is their concatenation.
+library's decode chain); the text is their concatenation. The entries were checked
+by ``spec``; a Sequence step that makes the text far longer is refused.
 """
 
 from __future__ import annotations
 
 import re
 
-from ...base.errors import ScellisError
-from .pretokenize import CHAR_BYTE
+from .pretokenize import CHAR_BYTE, metaspace_options
+from .spec import check_growth
 
 _BYTE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
@@ -28,10 +29,7 @@ def _byte_level(spec: dict):
 
 
 def _metaspace(spec: dict):
-    rep = spec.get("replacement", "▁")
-    scheme = spec.get("prepend_scheme")
-    if scheme is None:
-        scheme = "always" if spec.get("add_prefix_space", True) else "never"
+    rep, scheme = metaspace_options(spec)
 
     def run(tokens: list[str]) -> list[str]:
         out = []
@@ -71,24 +69,19 @@ def _byte_fallback(spec: dict):
 
 
 def _replace(spec: dict):
-    pattern = spec.get("pattern") or {}
-    if "String" not in pattern:
-        raise ScellisError("tokenizer.json: a Replace decoder with a regex is not supported")
-    old, new = pattern["String"], spec.get("content", "")
+    old, new = spec["pattern"]["String"], spec["content"]
     return lambda tokens: [t.replace(old, new) for t in tokens]
 
 
 def _strip(spec: dict):
-    ch, start, stop = spec.get("content", " "), spec.get("start", 0), spec.get("stop", 0)
+    ch, start, stop = spec.get("content") or " ", spec.get("start") or 0, spec.get("stop") or 0
 
     def one(t: str) -> str:
-        for _ in range(start):
-            if t.startswith(ch):
-                t = t[len(ch) :]
-        for _ in range(stop):
-            if t.endswith(ch):
-                t = t[: -len(ch)]
-        return t
+        # at most ``start`` leading and ``stop`` trailing ``ch`` go (one character each)
+        lead = len(t) - len(t.lstrip(ch))
+        t = t[min(lead, start) :]
+        trail = len(t) - len(t.rstrip(ch))
+        return t[: len(t) - min(trail, stop)]
 
     return lambda tokens: [one(t) for t in tokens]
 
@@ -99,7 +92,8 @@ _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 
 
 def _wordpiece(spec: dict):
-    prefix, cleanup = spec.get("prefix", "##"), spec.get("cleanup", True)
+    prefix = "##" if spec.get("prefix") is None else spec["prefix"]
+    cleanup = spec.get("cleanup") is not False
 
     def run(tokens: list[str]) -> list[str]:
         out = []
@@ -116,11 +110,13 @@ def _wordpiece(spec: dict):
 
 
 def _sequence(spec: dict):
-    steps = [make(s) for s in spec.get("decoders") or []]
+    steps = [make(s) for s in spec["decoders"]]
 
     def run(tokens: list[str]) -> list[str]:
         for step in steps:
+            before = sum(map(len, tokens))
             tokens = step(tokens)
+            check_growth(before, sum(map(len, tokens)), "decoder")
         return tokens
 
     return run
@@ -139,12 +135,8 @@ KINDS = {
 
 
 def make(spec: dict | None):
-    """A function tokens -> strings for a ``decoder`` entry (None: join with spaces)."""
+    """A function tokens -> strings for a ``decoder`` entry (None: join with spaces)
+    that ``spec`` has checked."""
     if spec is None:
         return lambda tokens: [" ".join(tokens)]
-    kind = spec.get("type")
-    if kind not in KINDS:
-        raise ScellisError(
-            f"tokenizer.json: decoder {kind!r} is not supported (supported: {', '.join(KINDS)})"
-        )
-    return KINDS[kind](spec)
+    return KINDS[spec["type"]](spec)

@@ -1,5 +1,8 @@
 """Normalizers of ``tokenizer.json`` (data layer): each maps a string to a string.
 
+The entries were checked by ``spec`` (types, fields); a step that makes the text far
+longer than it was (replacements chained in a Sequence) is refused as it runs.
+
 The Llama family's files write SentencePiece's space handling as normalizers
 (``Prepend("▁")`` then ``Replace(" ", "▁")``); Unicode forms come from ``unicodedata``.
 """
@@ -8,25 +11,22 @@ from __future__ import annotations
 
 import unicodedata
 
-from ...base.errors import ScellisError
+from .spec import check_growth
 from .uregex import WHITE_SPACE
 
 
 def _replace(spec: dict):
-    pattern = spec.get("pattern") or {}
-    if "String" not in pattern:
-        raise ScellisError("tokenizer.json: a Replace normalizer with a regex is not supported")
-    old, new = pattern["String"], spec.get("content", "")
+    old, new = spec["pattern"]["String"], spec["content"]
     return lambda s: s.replace(old, new)
 
 
 def _prepend(spec: dict):
-    pre = spec.get("prepend", "")
+    pre = spec["prepend"]
     return lambda s: pre + s if s else s
 
 
 def _strip(spec: dict):
-    left, right = spec.get("strip_left", True), spec.get("strip_right", True)
+    left, right = spec.get("strip_left") is not False, spec.get("strip_right") is not False
 
     def run(s: str) -> str:
         if left:
@@ -42,9 +42,9 @@ _CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73
 
 
 def _bert(spec: dict):
-    clean = spec.get("clean_text", True)
-    chinese = spec.get("handle_chinese_chars", True)
-    lower = spec.get("lowercase", True)
+    clean = spec.get("clean_text") is not False  # null or missing: the default, true
+    chinese = spec.get("handle_chinese_chars") is not False
+    lower = spec.get("lowercase") is not False
     strip = spec.get("strip_accents")
     strip = lower if strip is None else strip
 
@@ -71,11 +71,12 @@ def _bert(spec: dict):
 
 
 def _sequence(spec: dict):
-    steps = [make(s) for s in spec.get("normalizers") or []]
+    steps = [make(s) for s in spec["normalizers"]]
 
     def run(s: str) -> str:
         for step in steps:
-            s = step(s)
+            before, s = len(s), step(s)
+            check_growth(before, len(s), "normalizer")
         return s
 
     return run
@@ -100,12 +101,8 @@ KINDS = {
 
 
 def make(spec: dict | None):
-    """A function str -> str for a ``normalizer`` entry (None: identity)."""
+    """A function str -> str for a ``normalizer`` entry (None: identity) that ``spec``
+    has checked."""
     if spec is None:
         return lambda s: s
-    kind = spec.get("type")
-    if kind not in KINDS:
-        raise ScellisError(
-            f"tokenizer.json: normalizer {kind!r} is not supported (supported: {', '.join(KINDS)})"
-        )
-    return KINDS[kind](spec)
+    return KINDS[spec["type"]](spec)

@@ -4,14 +4,14 @@ The GPT-2 pattern ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p
 \\s+(?!\\S)|\\s+`` needs Unicode classes Python's ``re`` lacks, so ``gpt2_split`` scans
 it by hand, classifying characters with ``unicodedata`` (letters: category L*, numbers:
 N*, whitespace: the Unicode White_Space set the Rust regex crate's ``\\s`` means).
-Each pre-tokenizer maps a list of pieces to a list of pieces.
+Each pre-tokenizer maps a piece to a list of pieces. The entries were checked by
+``spec`` (types, fields, and a Split regex's shape by ``uregex.check_regex``).
 """
 
 from __future__ import annotations
 
 import unicodedata
 
-from ...base.errors import ScellisError
 from .uregex import WHITE_SPACE, compile_rust
 
 _CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
@@ -74,8 +74,8 @@ CHAR_BYTE = {c: b for b, c in BYTE_CHAR.items()}
 
 
 def byte_level(spec: dict):
-    prefix = spec.get("add_prefix_space", True)
-    regex = spec.get("use_regex", True)
+    prefix = spec.get("add_prefix_space") is not False  # null or missing: true
+    regex = spec.get("use_regex") is not False
 
     def run(piece: str, at_start: bool) -> list[str]:
         if prefix and not piece.startswith(" "):
@@ -99,12 +99,19 @@ def _merged_with_next(s: str, delim: str) -> list[str]:
     return out
 
 
-def metaspace(spec: dict):
-    rep = spec.get("replacement", "▁")
+def metaspace_options(spec: dict) -> tuple[str, str]:
+    """Metaspace's replacement character and prepend scheme (older files write
+    ``add_prefix_space`` instead), shared with the decoder of the same name."""
+    rep = spec.get("replacement") or "▁"
     scheme = spec.get("prepend_scheme")
-    if scheme is None:  # older files: add_prefix_space
-        scheme = "always" if spec.get("add_prefix_space", True) else "never"
-    split = spec.get("split", True)
+    if scheme is None:
+        scheme = "never" if spec.get("add_prefix_space") is False else "always"
+    return rep, scheme
+
+
+def metaspace(spec: dict):
+    rep, scheme = metaspace_options(spec)
+    split = spec.get("split") is not False
 
     def run(piece: str, at_start: bool) -> list[str]:
         piece = piece.replace(" ", rep)
@@ -124,17 +131,15 @@ def whitespace_split(spec: dict):
 
 def _pieces(text: str, spec: dict) -> list[tuple[str, bool]]:
     """``text`` as (piece, is a match) runs covering it, for a ``Split`` pattern."""
-    pat = spec.get("pattern") or {}
+    pat = spec["pattern"]
     if "Regex" in pat:
         rx = compile_rust(pat["Regex"])
         spans = [m.span() for m in rx.finditer(text) if m.end() > m.start()]
-    elif "String" in pat:
+    else:
         s, spans, at = pat["String"], [], 0
         while s and (k := text.find(s, at)) >= 0:
             spans.append((k, k + len(s)))
             at = k + len(s)
-    else:
-        raise ScellisError("tokenizer.json: a Split pre-tokenizer needs a pattern")
     out, at = [], 0
     for a, b in spans:
         if a > at:
@@ -147,11 +152,8 @@ def _pieces(text: str, spec: dict) -> list[tuple[str, bool]]:
 
 
 def split(spec: dict):
-    behavior = str(spec.get("behavior", "Isolated")).lower()
-    invert = bool(spec.get("invert", False))
-    if behavior not in ("removed", "isolated", "mergedwithprevious", "mergedwithnext",
-                        "contiguous"):  # fmt: skip
-        raise ScellisError(f"tokenizer.json: Split behavior {behavior!r} is not supported")
+    behavior = (spec.get("behavior") or "Isolated").lower()  # one of spec.BEHAVIORS
+    invert = spec.get("invert") is True
 
     def run(piece: str, at_start: bool) -> list[str]:
         runs = [(p, m != invert) for p, m in _pieces(piece, spec)]
@@ -224,7 +226,7 @@ def bert(spec: dict):
 
 
 def sequence(spec: dict):
-    steps = [make(s) for s in spec.get("pretokenizers") or []]
+    steps = [make(s) for s in spec["pretokenizers"]]
 
     def run(piece: str, at_start: bool) -> list[str]:
         pieces = [(piece, at_start)]
@@ -247,13 +249,8 @@ KINDS = {
 
 
 def make(spec: dict | None):
-    """A function (piece, starts the text) -> pieces for a ``pre_tokenizer`` entry."""
+    """A function (piece, starts the text) -> pieces for a ``pre_tokenizer`` entry that
+    ``spec`` has checked."""
     if spec is None:
         return lambda piece, at_start: [piece]
-    kind = spec.get("type")
-    if kind not in KINDS:
-        raise ScellisError(
-            f"tokenizer.json: pre_tokenizer {kind!r} is not supported "
-            f"(supported: {', '.join(KINDS)})"
-        )
-    return KINDS[kind](spec)
+    return KINDS[spec["type"]](spec)

@@ -7,131 +7,104 @@ and ``<s>`` match verbatim, longest first; ``lstrip``/``rstrip`` take the whites
 beside them), normalizes the rest, pre-tokenizes it, runs the BPE model on each
 piece and applies the post-processor (a template adding BOS/EOS, or BERT's CLS/SEP).
 Decoding maps ids to tokens (special ones skipped on request) and runs the decoder.
+The file is read through the bounded JSON reader and its shapes checked by ``spec``
+before anything is built from it.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 from ...base.errors import ScellisError
-from . import decode, normalize, pretokenize
+from ...base.files import read_file
+from ...base.jsontext import load_json
+from . import decode, normalize, pretokenize, spec
+from .added import AddedTokens
 from .bpe import BPE
 from .wordpiece import WordPiece
 
 MODELS = {"BPE": BPE, "WordPiece": WordPiece}
 
 
-def _pattern(tokens: list[dict]):
-    """One regex matching any of ``tokens`` (longest first), group i+1 for token i."""
-    if not tokens:
-        return None
-    tokens = sorted(tokens, key=lambda a: -len(a["content"]))
-    parts = []
-    for a in tokens:
-        p = re.escape(a["content"])
-        p = (r"\s*" if a.get("lstrip") else "") + p + (r"\s*" if a.get("rstrip") else "")
-        parts.append(f"({p})")
-    return re.compile("|".join(parts)), [a["id"] for a in tokens]
+def _template(post: dict):
+    """TemplateProcessing's ``single``: None where the text goes, else a token's ids."""
+    specials = post.get("special_tokens") or {}
+    steps = []
+    for item in post["single"]:
+        if "Sequence" in item:
+            steps.append(None)
+        else:
+            steps.append(list(specials[item["SpecialToken"]["id"]]["ids"]))
+
+    def run(ids):
+        out = []
+        for s in steps:
+            out.extend(ids if s is None else s)
+        return out
+
+    return run
 
 
-def _split(text: str, pat) -> list[tuple[str, int | None]]:
-    """(piece, None) for plain text and ("", id) for each added token, in order."""
-    if pat is None:
-        return [(text, None)] if text else []
-    rx, ids = pat
-    out, at = [], 0
-    for m in rx.finditer(text):
-        if m.start() > at:
-            out.append((text[at : m.start()], None))
-        out.append(("", ids[m.lastindex - 1]))
-        at = m.end()
-    if at < len(text):
-        out.append((text[at:], None))
-    return out
-
-
-def _post(spec: dict | None):
-    """A function ids -> ids for a ``post_processor`` entry."""
-    if spec is None or spec.get("type") == "ByteLevel":
+def _post(post: dict | None):
+    """A function ids -> ids for a ``post_processor`` entry (checked by ``spec``)."""
+    kind = None if post is None else post["type"]
+    if kind in (None, "ByteLevel"):
         return lambda ids: ids
-    kind = spec.get("type")
     if kind == "TemplateProcessing":
-        specials = spec.get("special_tokens") or {}
-        steps = []
-        for item in spec.get("single") or []:
-            if "Sequence" in item:
-                steps.append(None)
-            else:
-                steps.append(list(specials[item["SpecialToken"]["id"]]["ids"]))
-
-        def template(ids):
-            out = []
-            for s in steps:
-                out.extend(ids if s is None else s)
-            return out
-
-        return template
+        return _template(post)
     if kind in ("BertProcessing", "RobertaProcessing"):
-        cls, sep = spec["cls"][1], spec["sep"][1]
+        cls, sep = post["cls"][1], post["sep"][1]
         return lambda ids: [cls, *ids, sep]
-    if kind == "Sequence":
-        steps = [_post(s) for s in spec.get("processors") or []]
+    steps = [_post(s) for s in post["processors"]]  # Sequence
 
-        def chain(ids):
-            for s in steps:
-                ids = s(ids)
-            return ids
+    def chain(ids):
+        for s in steps:
+            ids = s(ids)
+        return ids
 
-        return chain
-    raise ScellisError(f"tokenizer.json: post_processor {kind!r} is not supported")
+    return chain
 
 
 class Tokenizer:
     """encode(text) -> ids and decode(ids) -> text for one ``tokenizer.json``."""
 
-    def __init__(self, spec: dict):
-        model = spec.get("model") or {}
-        kind = model.get("type", "BPE" if "merges" in model else None)
-        if kind not in MODELS:
-            raise ScellisError(
-                f"tokenizer.json: model {kind!r} is not supported (supported: BPE, WordPiece)"
-            )
+    def __init__(self, tree: dict):
+        spec.check(tree)  # every value below has the shape its builder reads
+        model = tree["model"]
+        kind = model.get("type") or "BPE"
         self.model = MODELS[kind](model)
-        self.normalize = normalize.make(spec.get("normalizer"))
-        self.pre = pretokenize.make(spec.get("pre_tokenizer"))
-        self.decoder = decode.make(spec.get("decoder"))
-        self.post = _post(spec.get("post_processor"))
-        added = list(spec.get("added_tokens") or [])
+        self.normalize = normalize.make(tree.get("normalizer"))
+        self.pre = pretokenize.make(tree.get("pre_tokenizer"))
+        self.decoder = decode.make(tree.get("decoder"))
+        self.post = _post(tree.get("post_processor"))
+        added = list(tree.get("added_tokens") or [])
         self.special = {a["id"] for a in added if a.get("special")}
-        self.raw_added = _pattern([a for a in added if not a.get("normalized", False)])
+        self.raw_added = AddedTokens([a for a in added if not a.get("normalized", False)])
         # normalized added tokens match the normalized text in their normalized form
         norm = [
             {**a, "content": self.normalize(a["content"])} for a in added if a.get("normalized")
         ]
-        self.norm_added = _pattern(norm)
+        self.norm_added = AddedTokens(norm)
         self.tokens = {i: t for t, i in self.model.vocab.items()}
         # a normalized added token's string is its normalized form (it decodes as one)
         self.tokens.update({a["id"]: a["content"] for a in added})
         self.tokens.update({a["id"]: a["content"] for a in norm})
         self.ids = {t: i for i, t in self.tokens.items()}
+        self.digest = ""  # the sha256 of the file's bytes, when read by ``load``
+
+    @classmethod
+    def from_bytes(cls, data: bytes, what: str) -> Tokenizer:
+        """The tokenizer of a tokenizer.json's bytes; errors name ``what`` (its path)."""
+        if len(data) > spec.MAX_BYTES:
+            raise ScellisError(f"{what}: {len(data)} bytes is over the {spec.MAX_BYTES} cap")
+        try:
+            return cls(load_json(data, "tokenizer.json"))
+        except ScellisError as e:  # the path says which file: the message names the field
+            raise ScellisError(f"{what}: {str(e).removeprefix('tokenizer.json: ')}") from None
 
     @classmethod
     def from_file(cls, path) -> Tokenizer:
-        path = Path(path)
-        try:
-            spec = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
-        except json.JSONDecodeError as e:
-            raise ScellisError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
-        if not isinstance(spec, dict):
-            raise ScellisError(f"{path}: expected a tokenizer.json object")
-        try:
-            return cls(spec)
-        except ScellisError as e:
-            raise ScellisError(f"{path}: {e}") from None
+        return cls.from_bytes(read_file(path, limit=spec.MAX_BYTES), str(Path(path)))
 
     @property
     def vocab_size(self) -> int:
@@ -146,12 +119,12 @@ class Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         ids: list[int] = []
         first = True
-        for piece, tid in _split(text, self.raw_added):
+        for piece, tid in self.raw_added.split(text):
             if tid is not None:
                 ids.append(tid)
                 first = False
                 continue
-            for part, tid2 in _split(self.normalize(piece), self.norm_added):
+            for part, tid2 in self.norm_added.split(self.normalize(piece)):
                 if tid2 is not None:
                     ids.append(tid2)
                     first = False

@@ -7,17 +7,22 @@ longer than ``max_input_chars_per_word``) is the unknown token as a whole.
 
 from __future__ import annotations
 
-from ...base.errors import ScellisError
+from ...base.errors import ScellisError, shown
 
 
 class WordPiece:
     def __init__(self, spec: dict):
         self.vocab: dict[str, int] = dict(spec.get("vocab") or {})
-        self.unk = spec.get("unk_token", "[UNK]")
-        self.prefix = spec.get("continuing_subword_prefix", "##")
-        self.max_chars = int(spec.get("max_input_chars_per_word", 100))
+        # the values were checked by ``spec``; null means the default, as a missing field
+        self.unk = spec.get("unk_token") or "[UNK]"
+        prefix = spec.get("continuing_subword_prefix")
+        self.prefix = "##" if prefix is None else prefix
+        limit = spec.get("max_input_chars_per_word")
+        self.max_chars = 100 if limit is None else limit
         if self.unk not in self.vocab:
-            raise ScellisError(f"tokenizer.json: WordPiece unk_token {self.unk!r} not in vocab")
+            raise ScellisError(
+                f"tokenizer.json: WordPiece unk_token {shown(self.unk, 40)} is not in the vocab"
+            )
         self.cache: dict[str, list[int]] = {}
 
     def tokenize(self, word: str) -> list[int]:
