@@ -9,11 +9,31 @@ the data, so SML does not require it.
 
 from __future__ import annotations
 
+import dataclasses
+
+from ..base.errors import ScellisError
 from ..sml.registry import FieldInfo
 from . import registry
 from .sml_shapes import infer_shape as _infer_shape
 
 DERIVED = {"scheduler": ("total_steps", "t_max")}
+
+
+def with_derived_steps(record: dict, total_steps: int) -> dict:
+    """``record`` with its scheduler's step count (``total_steps``, ``t_max``) filled in
+    from ``total_steps`` (epochs x batches an epoch) where the record leaves it out and
+    the scheduler takes it; the record itself when nothing is missing."""
+    sched = record.get("scheduler")
+    if not isinstance(sched, dict) or not isinstance(sched.get("block_id"), str):
+        return record
+    try:
+        entry = registry.lookup(sched["block_id"], "scheduler")
+    except ScellisError:  # an unknown id: validation reports it, located
+        return record
+    takes = {f.name for f in dataclasses.fields(entry.config)}
+    missing = {k: max(1, int(total_steps)) for k in DERIVED["scheduler"]
+               if k in takes and sched.get(k) is None}  # fmt: skip
+    return {**record, "scheduler": {**sched, **missing}} if missing else record
 
 
 def _type(t: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..base.errors import Diagnostic, ScellisError
 from ..catalog.extensions import load_record_extensions
-from ..catalog.sml_registry import catalog_registry
+from ..catalog.sml_registry import catalog_registry, with_derived_steps
 from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
 from ..data.text import TextDataset
@@ -167,10 +167,13 @@ def prepare_run(
         dataset = load_data(record["data"], base_dir=base_dir)
     optimizer = optimizer_of(record["optimizer"], model)
     loss = entry_object(record["loss"], "loss")
+    batch = int(record.get("batch_size", 32))
+    train = Batches(dataset.x_train, dataset.y_train, batch, drop_last=drop_last, device=dev)
+    n_epochs = int(epochs if epochs is not None else record.get("epochs", 1))
+    record = with_derived_steps(record, n_epochs * len(train))
     scheduler = None
     if record.get("scheduler"):
         scheduler = entry_object(record["scheduler"], "scheduler", optimizer)
-    batch = int(record.get("batch_size", 32))
     ev = record.get("eval") or {}
     # eval.split: which windows validation reads (the validation split by default)
     vx, vy = (dataset.x_train, dataset.y_train) if ev.get("split") == "train" else (
@@ -181,9 +184,9 @@ def prepare_run(
         ts=TrainState(model, optimizer, scheduler, seed=seed),
         loss=loss,
         dataset=dataset,
-        train=Batches(dataset.x_train, dataset.y_train, batch, drop_last=drop_last, device=dev),
+        train=train,
         val=Batches(vx, vy, eval_batch_of(record), shuffle=False, device=dev),
-        epochs=int(epochs if epochs is not None else record.get("epochs", 1)),
+        epochs=n_epochs,
         tier=resolve_tier(record.get("determinism_tier")).name,
         label=label,
         fit_kwargs=dict(

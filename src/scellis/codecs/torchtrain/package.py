@@ -27,6 +27,7 @@ from pathlib import Path
 from ...base.errors import ScellisError
 from ...base.files import StagedOutput, check_destination, read_file
 from ...catalog.registry import lookup
+from ...catalog.sml_registry import with_derived_steps
 from ...data.record import load_data, source_path
 from ...data.text import TextDataset
 from ...model.build import RecordModel, config_of
@@ -217,6 +218,10 @@ def _write_package(dest: Path, src: Source) -> None:
     (dest / "data").mkdir(exist_ok=True)
     shutil.copyfile(path, dest / "data" / path.name)
     shutil.rmtree(dest / "_kept", ignore_errors=True)  # in the staging folder: ours
+    # a scheduler whose step count the record leaves out counts epochs x batches, as a run does
+    per_epoch, rest = divmod(len(ds.x_train), int(record.get("batch_size", 32)))
+    per_epoch += 1 if rest and not src.options.get("drop_last") else 0
+    record = with_derived_steps(record, int(record.get("epochs", 1)) * per_epoch)
     cfg = package_config(record, data, ds.digest, isinstance(ds, TextDataset), src.label)
     every = (record.get("eval") or {}).get("every")  # the record's validation cadence
     cfg["options"] = {**({"eval_every": int(every)} if every else {}), **src.options}
