@@ -9,9 +9,17 @@ the first forward drew), then walks that inner tape back to the node's inputs wi
 checkpointing, and shares are added in ``backward``'s order, so on the ``debug`` tier
 the gradients are bitwise those of the plain run. The price: one extra forward of the
 block per backward.
+
+Under mixed precision the block's forward reads the f16 working copies its parameters'
+attributes hold at that moment (``train.step.working_copies``), not the f32 masters:
+the node's inputs are those copies (their casts carry the gradients on to the masters,
+so every gradient stays f32 and one dtype), and the recompute, which runs after the
+copies were swapped back out, puts the same copies in place while it runs.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from ..autograd import VJP, is_grad_enabled, no_grad
 from ..autograd.mode import enable_grad
@@ -24,7 +32,8 @@ STREAM = "dropout"  # the only stream a block's forward draws from during traini
 
 def checkpoint(module, *args):
     """``module(*args)`` whose activations are recomputed in backward, not saved."""
-    params = [p for p in module.parameters() if p.requires_grad]
+    held = _held(module)
+    params = [t for _, _, t in held if t.requires_grad]
     tensors = [a for a in args if isinstance(a, Tensor)]
     if not is_grad_enabled() or not any(t.requires_grad for t in tensors + params):
         return module(*args)
@@ -40,13 +49,37 @@ def checkpoint(module, *args):
     node = Node(
         "checkpoint", inputs, {}, tuple(t.requires_grad for t in inputs), out.shape, out.dtype
     )
-    node.rule = lambda n, g: _recompute(module, args, len(tensors), at, n, g)
+    node.rule = lambda n, g: _recompute(module, args, len(tensors), at, n, g, held)
     out._node = node
     out.requires_grad = True
     return out
 
 
-def _recompute(module, args, n_tensors: int, at: tuple, node, g):
+def _held(module) -> list[tuple]:
+    """(owner, name, tensor) of every parameter attribute as the forward reads it now:
+    the master itself, or the working copy the precision policy swapped in."""
+    owners = dict(module.named_modules())
+    out = []
+    for path, _ in module.named_parameters():
+        owner, _, name = path.rpartition(".")
+        out.append((owners[owner], name, getattr(owners[owner], name)))
+    return out
+
+
+@contextlib.contextmanager
+def _holding(held: list[tuple]):
+    """The attributes set to what they held at the first forward, restored on exit."""
+    before = [(mod, name, getattr(mod, name)) for mod, name, _ in held]
+    for mod, name, t in held:
+        object.__setattr__(mod, name, t)
+    try:
+        yield
+    finally:
+        for mod, name, t in before:
+            object.__setattr__(mod, name, t)
+
+
+def _recompute(module, args, n_tensors: int, at: tuple, node, g, held):
     live = generator(STREAM)
     now = (live.seed, live.step, live.draw)
     leaves, new_args = [], []
@@ -58,7 +91,7 @@ def _recompute(module, args, n_tensors: int, at: tuple, node, g):
     params = list(node.inputs[n_tensors:])
     live.seed, live.step, live.draw = at
     try:
-        with enable_grad():
+        with enable_grad(), _holding(held):
             out = module(*new_args)
     finally:
         live.seed, live.step, live.draw = now
