@@ -72,7 +72,7 @@ def test_red_memory_plan_refuses_to_start(engine_page):
         " catch (e) { return e.message; } }"
     )
     assert out.startswith("the memory plan is red, so the run does not start"), out
-    assert "exceeds the budget" in out and "remediations:" in out
+    assert "exceeds the budget" in out and "to fit:" in out
     plan = page.inner_text("#run-plan")
     # the verdict in human units, with the fixes that would make it fit (or none fits)
     assert plan.startswith("memory plan: red") and "GiB" in plan, plan

@@ -42,14 +42,17 @@ def test_green_plan_json_has_every_class_and_the_sources(capsys):
 def test_red_plan_names_fixes_with_savings_and_exits_2(capsys):
     rc, p = plan_json(capsys, LM, "--device", "reference", "--budget", "3MiB")
     assert rc == 2 and p["verdict"] == "red"
-    fixes = {r["fix"].split(" ")[0]: r for r in p["remediations"]}
-    assert {"smaller", "activation", "precision:", "LoRA/PEFT"} <= set(fixes)
-    for name in ("smaller", "activation", "precision:"):  # each helps this model, traced
-        assert 0 < fixes[name]["saving"] < p["peak"] and "(traced)" in fixes[name]["detail"]
-    # LoRA on every dense block is traced too: the gradients and optimizer state it spares
-    # outweigh its adapters' activations (the frozen products feed sums that hold none)
-    lora = fixes["LoRA/PEFT"]
-    assert 0 < lora["saving"] < p["peak"] and "(traced)" in lora["detail"]
+    fixes = {r["kind"]: r for r in p["remediations"]}
+    kinds = {"batch_size", "activation_checkpointing", "precision", "peft", "quantize_base"}
+    assert kinds <= set(fixes)
+    for name in kinds:  # each helps this model, planned with its edit applied
+        fix = fixes[name]
+        assert 0 < fix["saving"] < p["peak"] and "(planned)" in fix["detail"]
+        assert fix["peak"] == p["peak"] - fix["saving"] and fix["set"]
+    # none alone fits 3 MiB: together they do, and the combination says which
+    both = fixes["combined"]
+    assert both["verdict"] in ("green", "yellow") and both["peak"] <= 3 << 20
+    assert p["remediations"][0] is both or p["remediations"][0] == both
 
 
 def test_lora_is_no_fix_when_its_adapters_outweigh_the_weights(capsys):
@@ -57,7 +60,7 @@ def test_lora_is_no_fix_when_its_adapters_outweigh_the_weights(capsys):
     rc, p = plan_json(capsys, str(RECORDS / "narrow2.sml"), "--device", "reference",
                       "--budget", "64KiB")  # fmt: skip
     assert rc == 2
-    lora = next(r for r in p["remediations"] if r["fix"] == "LoRA/PEFT")
+    lora = next(r for r in p["remediations"] if r["kind"] == "peft")
     assert lora["saving"] == 0 and "no saving" in lora["detail"]
 
 
@@ -66,8 +69,8 @@ def test_lora_is_the_fix_when_the_weights_dominate(capsys):
     rc, p = plan_json(capsys, str(RECORDS / "wide12288.sml"), "--device", "reference",
                       "--budget", "600MiB")  # fmt: skip
     assert rc == 2
-    lora = next(r for r in p["remediations"] if r["fix"] == "LoRA/PEFT")
-    assert "(traced)" in lora["detail"] and p["peak"] - lora["saving"] < 600 << 20
+    lora = next(r for r in p["remediations"] if r["kind"] == "peft")
+    assert "(planned)" in lora["detail"] and p["peak"] - lora["saving"] < 600 << 20
     assert lora["saving"] > 0.9 * p["classes"]["gradients"]
 
 
@@ -75,7 +78,8 @@ def test_no_batch_size_helps_when_the_weights_alone_exceed(capsys):
     rc, p = plan_json(capsys, LSTM, "--device", "reference", "--budget", "64KiB")
     assert rc == 2
     first = p["remediations"][0]
-    assert first["fix"] == "LoRA/PEFT" and "no batch size can help" in first["detail"]
+    assert first["kind"] in ("peft", "quantize_base")
+    assert "no batch size can help" in first["detail"]
 
 
 def test_a_model_no_device_holds_names_the_torch_train_path(capsys):

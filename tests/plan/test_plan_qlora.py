@@ -13,7 +13,8 @@ from scellis.codecs.hf import llama
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ir.limits import of_backend, resolve
 from scellis.ir.memory import profile
-from scellis.ir.plan import QUANTIZE_FIX, make_plan
+from scellis.ir.plan import make_plan
+from scellis.ir.remedies import QUANTIZE_FIX
 from scellis.ir.trace import trace
 from scellis.model import finetune_model
 from scellis.train.step import loop_update_for
@@ -63,12 +64,12 @@ def test_a_red_lora_plan_offers_to_quantise_the_base_with_its_traced_saving():
     target = resolve("reference", "2MiB")
     plan = make_plan(record, target)
     assert plan.verdict == "red"
-    fix = next(r for r in plan.remediations if r["fix"] == QUANTIZE_FIX)
-    assert "(traced)" in fix["detail"] and "quantize_base: nf4" in fix["detail"]
+    fix = next(r for r in plan.remediations if r.fix == QUANTIZE_FIX)
+    assert "(planned)" in fix.detail and fix.set == {"finetune.quantize_base": "nf4"}
     quantised = make_plan({**record, "finetune": {**record["finetune"], "quantize_base": "nf4"}},
                           target)  # fmt: skip
-    assert fix["saving"] == plan.peak - quantised.peak > 0
-    assert not any(r["fix"] == QUANTIZE_FIX for r in quantised.remediations)
+    assert fix.saving == plan.peak - quantised.peak > 0
+    assert not any(r.fix == QUANTIZE_FIX for r in quantised.remediations)
 
 
 def test_a_red_plan_without_adapters_offers_qlora_on_every_dense_block():
@@ -76,11 +77,12 @@ def test_a_red_plan_without_adapters_offers_qlora_on_every_dense_block():
     del record["finetune"]
     target = resolve("reference", "2MiB")
     plan = make_plan(record, target)
-    fix = next(r for r in plan.remediations if r["fix"] == QUANTIZE_FIX)
-    assert "under LoRA rank 8 on every dense block" in fix["detail"]
+    fix = next(r for r in plan.remediations if r.fix == QUANTIZE_FIX)
+    assert "under LoRA rank 8 on every dense block" in fix.detail
     lora = {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 8}]}
+    assert fix.set == {"finetune.adapters": lora["adapters"], "finetune.quantize_base": "nf4"}
     qlora = make_plan({**record, "finetune": {**lora, "quantize_base": "nf4"}}, target)
-    assert fix["saving"] == plan.peak - qlora.peak > 0
+    assert fix.saving == plan.peak - qlora.peak > 0
 
 
 def test_the_plan_counts_the_int8_scales():

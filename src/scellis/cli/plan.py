@@ -18,6 +18,7 @@ from ..data.record import load_data
 from ..devices.adapters import list_adapters
 from ..ir.limits import PROFILES, resolve
 from ..ir.record import load_record
+from ..ir.remedies import apply_edits
 from ..run.checks import check_data_fits, locator
 from ..run.planning import plan_steps
 from .common import extensions_option, load_cli_extensions
@@ -69,9 +70,11 @@ def command(file, device, budget, batch, mode, precision, replay, json_, extensi
     record = load_record(file)
     data_note = check_data(file, record)
     target = target_for(device, budget)
+    # --batch and --precision edit the record, as ``train --set`` does, so the plan's
+    # remediations are planned from the record this plan is of
+    record = apply_edits(record, overrides(batch, precision))
     # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan
-    plan, _ = plan_steps(record, target, mode=mode, batch=batch, precision=precision,
-                         replay=replay)  # fmt: skip
+    plan, _ = plan_steps(record, target, mode=mode, replay=replay)
     if json_:
         print(json.dumps(plan.record()))
     else:
@@ -80,6 +83,13 @@ def command(file, device, budget, batch, mode, precision, replay, json_, extensi
         if data_note:
             print(f"  note: {data_note}")
     return 2 if plan.verdict == "red" else 0
+
+
+def overrides(batch: int | None, precision: str | None) -> dict:
+    if batch is not None and batch < 1:
+        raise ScellisError(f"--batch must be >= 1, got {batch}")
+    edits = {} if batch is None else {"batch_size": batch}
+    return edits if precision is None else {**edits, "precision": precision}
 
 
 def check_data(file: str, record: dict) -> str:

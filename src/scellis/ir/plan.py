@@ -36,12 +36,12 @@ from .graph import op_graph
 from .kernels import lower
 from .limits import Target, human
 from .memory import CLASSES, cost_fn, profile, scratch_bytes
+from .remedies import HEADROOM_WARN, TOO_LARGE, Remediation, apply_edits
+from .remedies import remediations as remediations_of
 from .schedule import schedule
 from .trace import Trace, trace
 
 PERSISTENT = ("parameters", "gradients", "optimizer_state", "loop_state")
-TOO_LARGE = "too large for one device"
-HEADROOM_WARN = 0.15
 # the train loop's device-side scalars: 3 accumulators, the loss scale and its clean-step
 # count, the finite flag, and the accumulators' next values while they are replaced
 LOOP_SCALARS = 8
@@ -52,7 +52,8 @@ class PlanRefused(ScellisError):
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        fixes = "; ".join(f"{r['fix']} (saves ~{human(r['saving'])})" for r in plan.remediations)
+        # one fix a line under the refusal: each names the edit that applies it
+        fixes = "".join(f"\n  to fit: {_refusal_fix(r)}" for r in _told(plan.remediations))
         if plan.memory_fits:  # it would fit: what refuses it is a kernel, not memory
             super().__init__(
                 f"the run does not start: {'; '.join(plan.problems)} (memory is not the "
@@ -61,8 +62,21 @@ class PlanRefused(ScellisError):
             return
         super().__init__(
             f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}"
-            + (f" (remediations: {fixes})" if fixes else "")
+            + fixes
         )
+
+
+def _told(fixes: list[Remediation]) -> list[Remediation]:
+    """What a refusal names: the fixes that clear the plan and the advice, else the three
+    that save most (one line of error must stay readable)."""
+    clear = [r for r in fixes if r.verdict in ("green", "yellow") or r.verdict is None]
+    return clear or sorted(fixes, key=lambda r: -r.saving)[:3]
+
+
+def _refusal_fix(r: Remediation) -> str:
+    if not r.applicable:
+        return f"{r.fix} (saves ~{human(r.saving)})"
+    return f"{r.fix}: {r.how()} (saves ~{human(r.saving)}, then {r.verdict})"
 
 
 @dataclass
@@ -77,7 +91,7 @@ class Plan:
     target: Target
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    remediations: list[dict] = field(default_factory=list)
+    remediations: list[Remediation] = field(default_factory=list)
     largest: int = 0
     n_params: int = 0
     step_peak: int = 0
@@ -121,7 +135,7 @@ class Plan:
             "device": self.target.device,
             "problems": self.problems,
             "warnings": self.warnings,
-            "remediations": self.remediations,
+            "remediations": [r.record() for r in self.remediations],
             "kernel_problems": self.kernel_problems,
             "quantized": self.quantized,
         }
@@ -181,7 +195,8 @@ class Plan:
         if self.remediations:
             lines.append("  remediations (estimated saving):")
             for r in self.remediations:
-                lines.append(f"    - {r['fix']}: ~{human(r['saving'])}. {r['detail']}")
+                how = f" Apply: {r.how()}" if r.how() else ""
+                lines.append(f"    - {r.fix}: ~{human(r.saving)}. {r.detail}.{how}")
         return "\n".join(lines) + "\n"
 
 
@@ -330,15 +345,28 @@ def make_plan(
         plan.warnings.append(f"only {plan.headroom:.0%} headroom under the budget")
     plan.verdict = "red" if plan.problems else "yellow" if plan.warnings else "green"
     if remediate and plan.verdict != "green":
-        scalars = loop_scalars if mode == "training" else 0
-        eager = max(prof.peak, eval_peak)
-        # the other fixes are measured against the eager peak: replay's share has its own
-        plan.peak, replayed = eager, plan.peak
-        plan.remediations = remediations(record, plan, tr, update, scalars)
-        plan.peak = replayed
-        if replayed > eager:
-            plan.remediations.insert(0, _eager(replayed - eager))
+        kw = dict(mode=mode, batch=batch, precision=precision, update=update,
+                  loop_scalars=loop_scalars, eval_batch=eval_batch, replay=replay)  # fmt: skip
+        plan.remediations = remediations_of(record, plan, replanner(record, target, kw))
     return plan
+
+
+def replanner(record: dict, target: Target, kwargs: dict):
+    """``(edits, options) -> Plan``: ``make_plan`` of ``record`` with the edits applied
+    and the run options replaced; an edited batch size, evaluation batch or precision
+    takes the place of the one ``kwargs`` fixed."""
+
+    def replan(edits: dict, options: dict) -> Plan:
+        kw = {**kwargs, **options, "remediate": False}
+        if "batch_size" in edits:
+            kw["batch"] = None
+        if "eval.batch_size" in edits and kw.get("eval_batch"):
+            kw["eval_batch"] = edits["eval.batch_size"]
+        if any(path.split(".")[0] == "precision" for path in edits):
+            kw["precision"] = None
+        return make_plan(apply_edits(record, edits), target, **kw)
+
+    return replan
 
 
 def quantized_base(record: dict, tr: Trace) -> dict:
@@ -406,238 +434,6 @@ def _quantised_away(tr: Trace) -> set[int]:
         for e in tr.events
         if e[0] == "release" and e[1] not in read and allocs[e[1]][2] == "params"
     }
-
-
-def _eager(saving: int) -> dict:
-    return {
-        "fix": "eager steps (--no-replay)",
-        "saving": saving,
-        "detail": "every step runs eagerly, reusing its buffers; slower on the host",
-    }
-
-
-def remediations(record: dict, plan: Plan, tr: Trace, update=None, scalars: int = 0) -> list[dict]:
-    out = []
-    bind = plan.target.limits.get("max_storage_buffer_binding_size", 0)
-    if bind and plan.largest > bind:
-        out.append(
-            {
-                "fix": "narrower layers (every tensor within maxStorageBufferBindingSize)",
-                "saving": plan.largest - bind,
-                "detail": f"the largest tensor is {human(plan.largest)}, "
-                f"{human(plan.largest - bind)} over the {human(bind)} binding size (the "
-                "saving is in the largest tensor's bytes); a tensor within it binds as one "
-                "window. mixed_f16 halves activations and working copies, not the f32 "
-                "master weights",
-            }
-        )
-    if plan.peak <= plan.target.budget * (1 - HEADROOM_WARN):
-        return out  # memory is not what is wrong
-    c = plan.classes
-    fixed = c.get("parameters", 0) + c.get("gradients", 0) + c.get("optimizer_state", 0)
-    budget = plan.target.budget
-    if plan.batch > 1:
-        half = max(1, plan.batch // 2)
-        p2 = profile(
-            trace(
-                record,
-                mode=plan.mode,
-                batch=half,
-                precision=plan.precision,
-                update=update,
-                device=plan.target.device,
-            ),  # fmt: skip
-            plan.target.device,
-            scalars,
-        ).peak
-        per_sample = max(0.0, (plan.peak - p2) / (plan.batch - half))
-        base = plan.peak - per_sample * plan.batch
-        fits = int((budget - base) // per_sample) if per_sample > 0 and budget > base else 0
-        detail = f"batch {half} peaks at {human(p2)} (traced)"
-        if fits >= 1:
-            detail += f"; the largest batch that fits is about {min(fits, plan.batch - 1)}"
-        else:
-            detail += "; no batch size fits"
-        out.append({"fix": f"smaller batch ({half})", "saving": plan.peak - p2, "detail": detail})
-    if plan.mode == "training" and c.get("activations", 0):
-        out.append(_checkpointing(record, plan, tr, update, scalars))
-    if plan.precision == "f32":
-        try:
-            t16 = trace(record, mode=plan.mode, batch=plan.batch, precision="mixed_f16",
-                        update=update, device=plan.target.device)  # fmt: skip
-            if plan.target.limits:  # a kernel without f16 (the fused LSTM) rules it out
-                lower(op_graph(t16), plan.target)
-            p16 = profile(t16, plan.target.device, scalars).peak
-        except ScellisError:
-            p16 = None
-        if p16 is not None and p16 < plan.peak:
-            out.append(
-                {
-                    "fix": "precision: mixed_f16",
-                    "saving": plan.peak - p16,
-                    "detail": f"f16 activations with f32 master weights peak at {human(p16)} "
-                    "(traced)",
-                }
-            )
-    if plan.mode == "training":
-        peft = _peft(record, plan, update, scalars)
-        if fixed > budget:
-            peft["detail"] = (
-                f"parameters, gradients and optimizer state alone take {human(fixed)}, over "
-                f"the budget: no batch size can help. " + peft["detail"]
-            )
-        out.append(peft)
-        qlora = _quantized_base(record, plan, update, scalars)
-        if qlora is not None:
-            out.append(qlora)
-        if fixed > budget:
-            out = [r for r in out if not r["fix"].startswith("smaller batch")] + [
-                r for r in out if r["fix"].startswith("smaller batch")
-            ]
-            out.sort(key=lambda r: r["fix"] not in ("LoRA/PEFT", QUANTIZE_FIX))
-            out.insert(1, sharded(plan, fixed))
-    return out
-
-
-def devices_needed(peak: int, budget: int) -> int:
-    """Devices whose shares of ``peak`` (sharded state, split batches) fit ``budget``."""
-    room = max(1, int(budget * (1 - HEADROOM_WARN)))
-    return max(2, -(-peak // room))
-
-
-def sharded(plan: Plan, fixed: int) -> dict:
-    """The way out when no single device holds the model: PyTorch's FSDP over N devices."""
-    n = devices_needed(plan.peak, plan.target.budget)
-    return {
-        "fix": f"{TOO_LARGE}: scellis export REC --to torch-train DIR, then torchrun "
-        f"--nproc_per_node {n} DIR/train.py --fsdp",
-        "saving": plan.peak - plan.peak // n,
-        "detail": f"FSDP over {n} devices shards the parameters, gradients and optimizer "
-        f"state ({human(fixed)}, about {human(fixed // n)} each) and splits every batch; "
-        "train.py keeps the record's data order, optimizer, schedule and loss, and its "
-        "checkpoints come back with scellis import (estimate)",
-    }
-
-
-LORA = {"block_id": "peft/lora", "target_modules": "*", "rank": 8}
-
-
-def _peft(record: dict, plan: Plan, update, scalars: int) -> dict:
-    """LoRA (rank 8) on every dense block with the pre-trained weights frozen: traced when
-    the record has no finetune section and has dense blocks; else an estimate."""
-    c = plan.classes
-    train_state = c.get("gradients", 0) + c.get("optimizer_state", 0)
-    if not record.get("finetune"):
-        lora = {**record, "finetune": {"adapters": [dict(LORA)]}}
-        try:
-            peak = profile(
-                trace(lora, mode=plan.mode, batch=plan.batch, precision=plan.precision,
-                      update=update, device=plan.target.device),
-                plan.target.device,
-                scalars,
-            ).peak  # fmt: skip
-        except ScellisError:
-            peak = None  # no dense block to adapt
-        if peak is not None:
-            detail = (
-                f"LoRA rank 8 on every dense block, pre-trained weights frozen, peaks at "
-                f"{human(peak)} (traced)"
-            )
-            if peak >= plan.peak:
-                detail += (
-                    ": no saving for this model (the adapters' activations outweigh the "
-                    f"{human(train_state)} of gradients and optimizer state they spare)"
-                )
-            return {"fix": "LoRA/PEFT", "saving": max(0, plan.peak - peak), "detail": detail}
-    return {
-        "fix": "LoRA/PEFT",
-        "saving": int(train_state * 0.98),
-        "detail": "PEFT trains small adapters: the frozen weights need no gradients or "
-        f"optimizer state ({human(train_state)} at the peak; estimate: nearly all of it)",
-    }
-
-
-QUANTIZE_FIX = "quantise the base (nf4)"
-
-
-def _quantized_base(record: dict, plan: Plan, update, scalars: int) -> dict | None:
-    """QLoRA's saving, traced: the record's frozen dense weights stored as NF4 codes and
-    scales (``finetune: quantize_base: nf4``), under its adapters or, for a record without
-    a finetune section, under LoRA rank 8 on every dense block. None when the base is
-    quantised already or there is no dense block to adapt."""
-    section = dict(record.get("finetune") or {})
-    if section.get("quantize_base") is not None:
-        return None
-    adapted = bool(section.get("adapters"))
-    if not section:
-        section = {"adapters": [dict(LORA)]}
-    try:
-        peak = profile(
-            trace({**record, "finetune": {**section, "quantize_base": "nf4"}}, mode=plan.mode,
-                  batch=plan.batch, precision=plan.precision, update=update,
-                  device=plan.target.device),
-            plan.target.device,
-            scalars,
-        ).peak  # fmt: skip
-    except ScellisError:
-        return None
-    how = "under the record's adapters" if adapted else "under LoRA rank 8 on every dense block"
-    yaml = "finetune: {quantize_base: nf4}" if adapted else (
-        "finetune: {adapters: [{block_id: peft/lora, target_modules: '*'}], quantize_base: nf4}"
-    )  # fmt: skip
-    return {
-        "fix": QUANTIZE_FIX,
-        "saving": max(0, plan.peak - peak),
-        "detail": f"frozen dense weights as NF4 codes and per-64 scales (about 0.56 bytes a "
-        f"weight instead of 4) {how} peak at {human(peak)} (traced); in the record: {yaml}",
-    }
-
-
-def _checkpointing(record: dict, plan: Plan, tr: Trace, update, scalars: int) -> dict:
-    """The saving of ``activation_checkpointing: true``: traced with it when the record is
-    not checkpointed yet; else estimated from where the saved activations sit."""
-    fix = "activation checkpointing (activation_checkpointing: true)"
-    if not record.get("activation_checkpointing"):
-        remat = {**record, "activation_checkpointing": True}
-        try:
-            peak = profile(
-                trace(remat, mode=plan.mode, batch=plan.batch, precision=plan.precision,
-                      update=update, device=plan.target.device),
-                plan.target.device,
-                scalars,
-            ).peak  # fmt: skip
-        except ScellisError:
-            peak = None
-        if peak is not None:
-            detail = f"recomputing blocks in backward peaks at {human(peak)} (traced)"
-            if peak >= plan.peak:
-                detail += ": no saving for this model (the recompute needs as much)"
-            return {"fix": fix, "saving": max(0, plan.peak - peak), "detail": detail}
-    cost = cost_fn(plan.target.device)
-    allocs = tr.allocs()
-    by_block: dict[str, int] = {}
-    for s in tr.saved:
-        numel, dtype, _, scope = allocs[s]
-        by_block[scope or "(loss)"] = by_block.get(scope or "(loss)", 0) + cost(numel, dtype)
-    act = plan.classes.get("activations", 0)
-    total = sum(by_block.values()) or 1
-    biggest_name, biggest = max(by_block.items(), key=lambda kv: kv[1])
-    share = biggest / total
-    if len(by_block) > 1 and share < 0.9:
-        saving = int(act * (1 - share))
-        detail = (
-            f"{human(act)} of saved activations at the peak over {len(by_block)} blocks; "
-            f"recomputing one block at a time keeps the largest ({biggest_name!r}, "
-            f"{share:.0%}) (estimate)"
-        )
-    else:
-        saving = int(act * 0.5)
-        detail = (
-            f"{human(act)} of saved activations at the peak, {share:.0%} of them in block "
-            f"{biggest_name!r}: checkpointing its layers one by one would keep about half "
-            "(estimate)"
-        )
-    return {"fix": fix, "saving": saving, "detail": detail}
 
 
 def plan_or_refuse(record: dict, target: Target, **kwargs) -> Plan:

@@ -5,13 +5,16 @@ for the record's precision policy (``train.step.loop_update_for``). The run sess
 (``train``, ``resume``), ``scellis plan`` and the tab plan through ``plan_steps``: the
 replayed step where it fits, else the eager step (a recorded schedule keeps the storages
 of its step, which it reused by liveness, and copies of its inputs: a little over the
-eager peak), with the plan saying why.
+eager peak), with the plan saying why. A plan that is not green carries its
+remediations, each planned through ``plan_steps`` itself on the record with its edit
+applied, so the verdict a fix promises is the one the run would get.
 """
 
 from __future__ import annotations
 
 from ..ir.limits import human, target_of_device
 from ..ir.plan import Plan, make_plan, plan_or_refuse
+from ..ir.remedies import apply_edits, remediations
 from ..train.step import loop_update_for
 
 __all__ = ["eval_batch_of", "plan_run", "plan_steps"]
@@ -37,14 +40,31 @@ def plan_run(record: dict, target=None, *, device=None, budget: str | None = Non
 
 
 def plan_steps(record: dict, target=None, *, device=None, budget: str | None = None,
-               replay: bool = True, **kwargs) -> tuple[Plan, bool]:  # fmt: skip
+               replay: bool = True, remediate: bool = True,
+               **kwargs) -> tuple[Plan, bool]:  # fmt: skip
     """(plan, replay): the plan of the step the run will take. Replayed steps when asked
     for and they fit; when only their residency is over the budget and eager steps fit,
-    the eager plan, made yellow, with a warning naming both peaks."""
-    plan = plan_run(record, target, device=device, budget=budget, replay=replay, **kwargs)
+    the eager plan, made yellow, with a warning naming both peaks. ``kwargs``: ``mode``
+    (a record edit is the way to plan another batch size or precision)."""
+    if target is None:
+        target = target_of_device(device, budget)
+    plan, replay = _settled(record, target, replay, kwargs)
+    if remediate and plan.verdict != "green":
+
+        def replan(edits: dict, options: dict) -> Plan:
+            edited = apply_edits(record, edits)
+            return _settled(edited, target, options.get("replay", replay), kwargs)[0]
+
+        plan.remediations = remediations(record, plan, replan)
+    return plan, replay
+
+
+def _settled(record: dict, target, replay: bool, kwargs: dict) -> tuple[Plan, bool]:
+    kwargs = {**kwargs, "remediate": False}
+    plan = plan_run(record, target, replay=replay, **kwargs)
     if plan.verdict != "red" or not replay:
         return plan, replay
-    eager = plan_run(record, target, device=device, budget=budget, replay=False, **kwargs)
+    eager = plan_run(record, target, replay=False, **kwargs)
     if eager.verdict == "red":
         return plan, replay
     eager.warnings.append(
