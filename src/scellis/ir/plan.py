@@ -61,8 +61,7 @@ class PlanRefused(ScellisError):
             )
             return
         super().__init__(
-            f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}"
-            + fixes
+            f"the memory plan is red, so the run does not start: {'; '.join(plan.problems)}" + fixes
         )
 
 

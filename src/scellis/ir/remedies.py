@@ -146,8 +146,15 @@ def _candidates(record: dict, plan: Plan) -> list[tuple]:
     """(kind, fix, edits, options, what it is) of each single fix this record can take."""
     out = []
     if plan.replay_bytes:
-        out.append(("eager_steps", "eager steps (--no-replay)", {}, {"replay": False},
-                    "every step runs eagerly, reusing its buffers (slower on the host)"))
+        out.append(
+            (
+                "eager_steps",
+                "eager steps (--no-replay)",
+                {},
+                {"replay": False},
+                "every step runs eagerly, reusing its buffers (slower on the host)",
+            )
+        )
     training = plan.mode == "training"
     if training and plan.classes.get("activations") and not record.get("activation_checkpointing"):
         out.append(("activation_checkpointing",
@@ -199,8 +206,9 @@ def _with_batch(n: int, eval_too: bool, eval_batch: int) -> dict:
 
 def _batch(record: dict, plan: Plan, replan: Replan, base: dict | None = None,
            options: dict | None = None) -> Remediation | None:  # fmt: skip
-    """The largest batch size the planner calls green or yellow (bisection: a size is
-    planned, not extrapolated); when the evaluation forward is what does not fit, the
+    """The largest batch size the planner gives a better verdict than ``plan``'s (red to
+    yellow or green, yellow to green; bisection: each size tried is planned, none is
+    extrapolated); when the evaluation forward is what does not fit, the
     evaluation batch shrinks with it. None when the batch is 1 already."""
     base, options = base or {}, options or {}
     if plan.batch <= 1:
@@ -219,7 +227,7 @@ def _batch(record: dict, plan: Plan, replan: Replan, base: dict | None = None,
             except ScellisError:
                 hi = mid
                 continue
-            if p.verdict != "red":
+            if RANK[p.verdict] > RANK[plan.verdict]:  # red to yellow or green, yellow to green
                 lo, best = mid, (p, edits)
             else:
                 hi, smallest = mid, (p, edits)

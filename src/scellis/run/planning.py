@@ -48,15 +48,17 @@ def plan_steps(record: dict, target=None, *, device=None, budget: str | None = N
     (a record edit is the way to plan another batch size or precision)."""
     if target is None:
         target = target_of_device(device, budget)
-    plan, replay = _settled(record, target, replay, kwargs)
+    plan, settled = _settled(record, target, replay, kwargs)
     if remediate and plan.verdict != "green":
 
         def replan(edits: dict, options: dict) -> Plan:
+            # the replay the run asks for, not the one it settled on: an edited record
+            # may replay again, as its run would
             edited = apply_edits(record, edits)
             return _settled(edited, target, options.get("replay", replay), kwargs)[0]
 
         plan.remediations = remediations(record, plan, replan)
-    return plan, replay
+    return plan, settled
 
 
 def _settled(record: dict, target, replay: bool, kwargs: dict) -> tuple[Plan, bool]:

@@ -38,10 +38,12 @@ export function humanBytes(b) {
   return i === 0 ? `${v} B` : `${v.toPrecision(3)} ${units[i]}`;
 }
 
-// a fix applies when it alone clears what is wrong: a memory fix brings the peak under
-// the budget; the binding-size fix (one tensor's size) only helps a peak that fits
-const applies = (ev, r) => r.fix && r.saving > 0 && !/no batch size fits/.test(r.detail || "")
-  && (/BindingSize/.test(r.fix) ? ev.peak <= ev.budget : ev.peak - r.saving <= ev.budget);
+// a fix applies when it alone clears what is wrong: an edit the planner planned says so
+// in its verdict; advice (no edit) when its estimated saving brings the peak under the
+// budget, or, for the binding-size fix (one tensor's size), when the peak fits already
+const applies = (ev, r) => r.verdict ? r.verdict !== "red"
+  : r.fix && r.saving > 0
+    && (/BindingSize/.test(r.fix) ? ev.peak <= ev.budget : ev.peak - r.saving <= ev.budget);
 
 // a QLoRA run's frozen base, as the planner counted it: codes and scales, not f32
 function storedBase(ev) {
