@@ -174,8 +174,8 @@ _OPTIONS = {
         "horizon": (lambda v: isinstance(v, int) and v >= 1, "a whole number of rows, 1 or more"),
         "val_fraction": (lambda v: isinstance(v, (int, float)) and 0 < v < 1, "between 0 and 1"),
         "normalise": (
-            lambda v: v in ("standard", "zscore", "minmax", "none"),
-            "standard, minmax or none",
+            lambda v: v in ("standard", "zscore", "minmax", "none", "window", "change"),
+            "standard, minmax, none, window or change",
         ),
     },  # fmt: skip
     "text": {
