@@ -20,7 +20,7 @@ import math
 from collections import Counter
 
 from ..catalog.metrics import make_metric, short_name
-from ..data.frequency import calendar_season
+from ..data.season import detect_season, infer_season  # noqa: F401 (infer_season: its home once)
 from ..data.text import TextDataset
 
 
@@ -60,13 +60,9 @@ def series_values(ds) -> list | None:
 def season_of(ds, season: int | None = None) -> int | None:
     """The season of ``ds``'s target (see the module note); None when none shows, or
     when the training rows do not hold one whole season to repeat."""
-    if season is None:
-        season = calendar_season(getattr(ds, "times", None))
-    if season is None:
-        train = (series_values(ds) or [])[: ds.cut]
-        steps = [b - a for a, b in zip(train, train[1:])]
-        season = infer_season(train) or infer_season(steps, least=0.3)
-    return season if season is not None and 1 < season < ds.cut else None
+    train = (series_values(ds) or [])[: ds.cut]
+    return season if season is not None and 1 < season < ds.cut else detect_season(
+        train, getattr(ds, "times", None))  # fmt: skip
 
 
 def naive_mae(values: list[float], lag: int) -> float | None:
@@ -90,31 +86,6 @@ def _score(specs, preds, actual) -> dict:
             m.update(preds, actual)
             scores[short_name(spec)] = m.result()
     return scores
-
-
-def infer_season(values: list[float], longest: int = 400, least: float = 0.1) -> int | None:
-    """The lag of the highest autocorrelation after it first turns negative (a cycle's
-    length), if that peak is over ``least``; None for a series with no cycle."""
-    n = len(values)
-    if n < 8:
-        return None
-    mean = sum(values) / n
-    dev = [v - mean for v in values]
-    var = sum(d * d for d in dev)
-    if var == 0:
-        return None
-
-    def acf(lag: int) -> float:
-        return sum(dev[i] * dev[i + lag] for i in range(n - lag)) / var
-
-    top = min(longest, n // 3)
-    lags = range(1, top + 1)
-    r = {lag: acf(lag) for lag in lags}
-    first_negative = next((lag for lag in lags if r[lag] < 0), None)
-    if first_negative is None:
-        return None
-    best = max(range(first_negative, top + 1), key=lambda lag: r[lag], default=None)
-    return best if best is not None and r[best] > least else None
 
 
 def unigram(ds: TextDataset) -> dict:
