@@ -52,8 +52,12 @@ def fitted_text(text: str, data_file: str, record_file: str, column=None, horizo
     got = advise(data_file, column, horizon)
     data, why = got["data"], got["why"]
     source = os.path.relpath(Path(data_file).resolve(), Path(record_file).resolve().parent)
-    lines = ["# -- what it trains on: chosen from the data by `scellis init --data` ------------",
-             "data:", f"  source: {json.dumps(Path(source).as_posix())}", "  format: csv"]
+    lines = [
+        "# -- what it trains on: chosen from the data by `scellis init --data` ------------",
+        "data:",
+        f"  source: {json.dumps(Path(source).as_posix())}",
+        "  format: csv",
+    ]
     for key, value in data.items():
         item = f"  {key}: {json.dumps(value) if isinstance(value, str) else value}"
         notes = textwrap.wrap(why.get(key, ""), 60) or [""]
@@ -62,8 +66,10 @@ def fitted_text(text: str, data_file: str, record_file: str, column=None, horizo
     text = _DATA_SECTION.sub("\n".join(lines) + "\n\n", text)
     window, train_rows = data["window"], got["rows"] - math.ceil(got["rows"] * 0.2)
     text = text.replace("shape: [batch, 24, 1]", f"shape: [batch, {window}, 1]")
-    text = text.replace("n_outputs: 1            # predict one step ahead",
-                        f"n_outputs: {horizon}            # one per step of data.horizon")
+    text = text.replace(
+        "n_outputs: 1            # predict one step ahead",
+        f"n_outputs: {horizon}            # one per step of data.horizon",
+    )
     batches = math.ceil(max(train_rows - window - horizon + 1, 1) / 32)
     return text.replace("t_max: 140", f"t_max: {20 * batches}"), got
 

@@ -45,5 +45,3 @@ def infer_season(values: list[float], longest: int = 400, least: float = 0.1) ->
         return None
     best = max(range(first_negative, top + 1), key=lambda lag: r[lag], default=None)
     return best if best is not None and r[best] > least else None
-
-

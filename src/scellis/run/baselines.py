@@ -38,8 +38,10 @@ def baselines(ds, specs: list, season: int | None = None) -> dict:
     actual = [values[e + 1 : e + 1 + horizon] for e in ends]
     train = values[: ds.cut]
     out = {"persistence": _score(specs, [[values[e]] * horizon for e in ends], actual)}
+    # what the verdict needs to name a cause: the range, the normalisation, the window
     out["persistence"].update(in_sample_mae=naive_mae(train, 1),
-                              val_outside_train=_outside(train, values[ds.cut :]))  # fmt: skip
+                              val_outside_train=_outside(train, values[ds.cut :]),
+                              normalise=ds.config.normalise, window=length)  # fmt: skip
     period = season_of(ds, season)
     if period is not None:
         preds = [[values[e + h - period * ((h - 1) // period + 1)] for h in range(1, horizon + 1)]

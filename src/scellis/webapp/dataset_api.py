@@ -22,6 +22,7 @@ from ..data.frequency import frequency
 from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
 from ..data.table import MISSING, parse_time, read_table
 from ..data.text import read_text, text_dataset
+from ..run.effective import follow_data
 from ..sml import Document, parse
 
 PREVIEW_ROWS = 8
@@ -195,17 +196,6 @@ def _checked_options(fmt: str, options: dict | None) -> dict:
     return dict(options or {})
 
 
-def _follow_window(doc: Document, old, new) -> None:
-    """The record's inputs of ``old`` time steps take ``new`` (the window is their length)."""
-    inputs = doc.data.get("inputs")
-    if old is None or old == new or not isinstance(inputs, dict):
-        return
-    for name, spec in inputs.items():
-        shape = spec.get("shape") if isinstance(spec, dict) else None
-        if isinstance(shape, list) and len(shape) >= 2 and shape[1] == old:
-            doc.set(("inputs", name, "shape"), [shape[0], new, *shape[2:]])
-
-
 def dataset_from(
     record: str,
     name: str,
@@ -222,9 +212,10 @@ def dataset_from(
     ``datetime`` column and the ``missing`` policy (error, ffill, mean, drop); a file
     whose name does not end in ``.csv`` is text. ``options`` sets data options (a CSV's
     window, horizon, val_fraction, normalise; a text's val_fraction): a new window is
-    the length of the record's inputs too. Returns ``{record, dataset: {name, source,
-    format, hash, data, ...}}`` (``data``: the pinned data section); the record's other
-    data options are kept, and they are part of the version.
+    the length of the record's inputs too, a new horizon its head's outputs. Returns
+    ``{record, dataset: {name, source, format, hash, data, ...}}`` (``data``: the pinned
+    data section); the record's other data options are kept, and they are part of the
+    version.
     """
     doc = parse(record, "model.sml")
     data = doc.data.get("data") if isinstance(doc.data.get("data"), dict) else {}
@@ -259,13 +250,13 @@ def dataset_from(
     else:
         digest, info = _text_digest({**data, **updates}, text)
     updates["sha256"] = digest
-    if "window" in updates:
-        _follow_window(doc, data.get("window"), updates["window"])
+    before = dict(data)
     if "data" not in doc.data:
         doc.set(("data",), updates)
     else:
         for k, v in updates.items():
             doc.set(("data", k), v)
+    follow_data(doc, before)  # a new window or horizon: the inputs and the head follow
     ds = {"name": name, "source": str(path), "format": fmt, "hash": digest,
           "data": {**data, **updates}, **info}  # fmt: skip
     return {"record": doc.text, "dataset": ds}
