@@ -2,7 +2,8 @@
 
 ``evaluate_run`` scores a run's checkpoint on its validation split, or on another file
 with the same columns (windowed with the run's own normalisation), with the record's
-``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
+``eval.metrics`` (or the usual ones for its task) beside the naive baselines and the
+verdict (``verdict.py``).
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
 recursive forecast beyond its end (``data.horizon`` steps per forward: a model trained
 on several steps forecasts them directly), in the data's own units, with the datetime
@@ -28,6 +29,7 @@ from .baselines import baselines
 from .planning import eval_batch_of
 from .prepare import metric_set
 from .reference import TrainedRun
+from .verdict import verdict
 
 DEFAULT_METRICS = {"regression": ["mae", "rmse", "smape"],
                    "classification": ["accuracy", "perplexity", "bits_per_char"]}  # fmt: skip
@@ -54,10 +56,11 @@ async def evaluate_run(run: TrainedRun, *, data=None, device="reference") -> dic
     loss = entry_object(run.record["loss"], "loss")
     val, metrics = await validation_pass(model, loss, batches, metrics=metric_set(specs, ds))
     season = (run.record.get("eval") or {}).get("season")
+    naive = baselines(ds, specs, season)
     return {
         "run": run.rid, "step": run.step, "data": str(data) if data else "validation split",
         "windows": len(ds.x_val), "val_loss": val, "metrics": metrics,
-        "baselines": baselines(ds, specs, season),
+        "baselines": naive, "verdict": verdict(metrics, naive),
     }  # fmt: skip
 
 
