@@ -175,3 +175,27 @@ def test_init_data_refuses_a_file_it_cannot_use_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("scellis: error:") and "numeric" in err[0]
     assert not (tmp_path / "m.sml").exists()
+
+
+def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_calls_for(tmp_path,
+                                                                             monkeypatch):  # fmt: skip
+    from scellis.webapp import dataset_api  # noqa: PLC0415  (the tab's entry point)
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng()
+    t = np.arange(120)
+    record = starter_text("forecaster", "user/me", "m", "m.sml")
+    for name, values, mode, words in (
+        ("up.csv", 10 + 0.5 * t + rng.normal(0, 0.5, 120), "change", "drifts"),
+        ("flat.csv", 5 + np.sin(t / 2) + rng.normal(0, 0.2, 120), "window", "holds"),
+    ):
+        _write(tmp_path / name, values)
+        out = dataset_api.dataset_from(record, name, (tmp_path / name).read_text(), "value",
+                                       "when")  # fmt: skip
+        assert check_record(out["record"])["data"]["normalise"] == mode
+        assert out["dataset"]["advice"]["normalise"] == mode
+        assert words in out["dataset"]["advice"]["why"]
+    # the data panel's own choice stands
+    out = dataset_api.dataset_from(record, "up.csv", (tmp_path / "up.csv").read_text(), "value",
+                                   "when", options={"normalise": "standard"})  # fmt: skip
+    assert check_record(out["record"])["data"]["normalise"] == "standard"

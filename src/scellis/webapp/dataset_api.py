@@ -3,7 +3,8 @@
 ``load_table`` / ``load_text`` describe a file the user picked (columns, which ones are
 numeric or datetime, a preview and a plot series) without touching the record.
 ``dataset_from`` saves the file under ``folder`` (the worker's file system in a tab),
-points the record's ``data`` section at it and writes its version, ``sha256``: the
+points the record's ``data`` section at it (a newly dropped CSV with the normalisation
+its trend test picks, and why) and writes its version, ``sha256``: the
 digest ``scellis.data`` computes natively for the same file and options (the very same
 functions, so a run in the tab and ``scellis train`` agree on the dataset's identity).
 """
@@ -17,6 +18,7 @@ import re
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..data.advice import advise
 from ..data.csvsource import dataset_digest, load_csv
 from ..data.frequency import frequency
 from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
@@ -246,7 +248,12 @@ def dataset_from(
             if datetime not in fmts:
                 raise ScellisError(f"column {datetime!r} does not read as increasing times")
             updates.update(datetime=datetime, datetime_format=fmts[datetime])
+        advice = _advice(data, updates, path, column)
+        if advice:
+            updates["normalise"] = advice["normalise"]
         digest, info = _csv_digest({**data, **updates}, path)
+        if advice:
+            info["advice"] = advice
     else:
         digest, info = _text_digest({**data, **updates}, text)
     updates["sha256"] = digest
@@ -260,6 +267,20 @@ def dataset_from(
     ds = {"name": name, "source": str(path), "format": fmt, "hash": digest,
           "data": {**data, **updates}, **info}  # fmt: skip
     return {"record": doc.text, "dataset": ds}
+
+
+def _advice(data: dict, updates: dict, path: Path, column: str) -> dict | None:
+    """A newly dropped CSV's normalisation, chosen from the series by the trend test
+    (``data.advice``) with its reason: ``{normalise, why}``. None when the data panel
+    sets one, or the record already reads this file (the user's choice stands)."""
+    if "normalise" in updates or data.get("source") == updates["source"]:
+        return None
+    try:
+        horizon = data.get("horizon", 1)
+        got = advise(path, column, horizon if isinstance(horizon, int) and horizon > 0 else 1)
+    except ScellisError:  # too short to judge: the record's own choice stays
+        return None
+    return {"normalise": got["data"]["normalise"], "why": got["why"]["normalise"]}
 
 
 def data_section(record: str) -> dict:
