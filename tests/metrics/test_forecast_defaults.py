@@ -177,8 +177,7 @@ def test_init_data_refuses_a_file_it_cannot_use_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "m.sml").exists()
 
 
-def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_calls_for(tmp_path,
-                                                                             monkeypatch):  # fmt: skip
+def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_path, monkeypatch):
     from scellis.webapp import dataset_api  # noqa: PLC0415  (the tab's entry point)
 
     monkeypatch.chdir(tmp_path)
