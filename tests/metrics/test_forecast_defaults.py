@@ -198,3 +198,28 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     out = dataset_api.dataset_from(record, "up.csv", (tmp_path / "up.csv").read_text(), "value",
                                    "when", options={"normalise": "standard"})  # fmt: skip
     assert check_record(out["record"])["data"]["normalise"] == "standard"
+
+
+def test_the_verdict_names_the_cause_of_each_lost_comparison():
+    from scellis.run.verdict import verdict  # noqa: PLC0415
+
+    rng = np.random.default_rng()
+    p, s, scale = rng.uniform(1, 2, 3)
+    base = {"persistence": {"mae": p, "in_sample_mae": scale, "val_outside_train": 0.4,
+                            "normalise": "standard", "window": 6},
+            "seasonal_naive": {"mae": s, "in_sample_mae": 2 * scale, "season": 12}}  # fmt: skip
+    lost = verdict({"mae": 3.0}, base)
+    assert lost["beats"] == {"persistence": False, "seasonal_naive": False}
+    assert lost["mae_ratio"]["seasonal_naive"] == pytest.approx(3.0 / s)
+    assert lost["mase"]["persistence"] == pytest.approx(3.0 / scale)
+    assert "40% of the validation values" in lost["text"] and "normalise: change" in lost["text"]
+    base["persistence"].update(val_outside_train=0.0, normalise="change")
+    base["seasonal_naive"]["mae"] = p / 2  # a model between the two: the season is missed
+    half = verdict({"mae": 0.75 * p}, base)
+    assert half["beats"] == {"persistence": True, "seasonal_naive": False}
+    assert "shorter than the season (12)" in half["text"]
+    base["persistence"]["window"] = 24
+    assert "train longer" in verdict({"mae": 0.75 * p}, base)["text"]
+    won = verdict({"mae": 0.25 * p}, base)
+    assert won["text"].startswith("beats persistence") and "season 12" in won["text"]
+    assert verdict({"rmse": 1.0}, base) is None

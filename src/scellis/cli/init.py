@@ -4,7 +4,8 @@ The starter validates and trains as written (on a bundled dataset), so a new use
 from nothing to a running experiment in two commands. With ``--data FILE`` (a CSV) the
 forecaster's data section is written for that file instead: the value column, the
 dates, a window and the normalisation chosen from the series (``data.advice``), each
-with its reason as a comment, and the inputs and the schedule sized to match. An
+with its reason as a comment, and the inputs, the epochs (a short series gets more) and
+the schedule sized to match. An
 existing file is never overwritten unless ``--force`` says so.
 """
 
@@ -43,6 +44,7 @@ def starter_text(template: str, namespace: str, name: str, file: str) -> str:
     return text.replace("{namespace}", namespace).replace("{name}", name).replace("{file}", file)
 
 
+MIN_STEPS = 300  # updates a forecaster of the starter's size needs on a short series
 _DATA_SECTION = re.compile(r"^# -- what it trains on.*?(?=^eval:)", re.M | re.S)
 
 
@@ -70,8 +72,13 @@ def fitted_text(text: str, data_file: str, record_file: str, column=None, horizo
         "n_outputs: 1            # predict one step ahead",
         f"n_outputs: {horizon}            # one per step of data.horizon",
     )
-    batches = math.ceil(max(train_rows - window - horizon + 1, 1) / 32)
-    return text.replace("t_max: 140", f"t_max: {20 * batches}"), got
+    windows = max(train_rows - window - horizon + 1, 1)
+    batches = math.ceil(windows / 32)
+    # a short series has few batches an epoch: enough epochs for MIN_STEPS updates
+    epochs = min(max(20, math.ceil(MIN_STEPS / batches)), 500)
+    text = text.replace("epochs: 20\n", f"epochs: {epochs:<18}# {epochs * batches} steps over "
+                        f"{windows} training windows\n")  # fmt: skip
+    return text.replace("t_max: 140", f"t_max: {epochs * batches}"), got
 
 
 def run(file: str, template: str, namespace: str, force: bool, as_json: bool,

@@ -63,4 +63,6 @@ def advice(beats: dict, base: dict) -> str:
     if season and window and window < season:
         return (f"the window ({window} rows) is shorter than the season ({season}): make "
                 f"data.window at least {season}, two seasons ({2 * season}) is better")  # fmt: skip
-    return "the season is not learned yet: train longer, or try a window of two seasons"
+    if season and window and window < 2 * season:
+        return f"the season is not learned yet: try a window of two seasons ({2 * season})"
+    return "the season is not learned yet: train longer (epochs) or widen the model"
