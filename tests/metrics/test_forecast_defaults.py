@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import date, timedelta
 
 import numpy as np
@@ -183,7 +184,9 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng()
     t = np.arange(120)
-    record = starter_text("forecaster", "user/me", "m", "m.sml")
+    starter = starter_text("forecaster", "user/me", "m", "m.sml")
+    record = re.sub(r"  normalise: change.*\n(?: {20,}#.*\n)*", "", starter)  # names none
+    assert "normalise" not in check_record(record)["data"]
     for name, values, mode, words in (
         ("up.csv", 10 + 0.5 * t + rng.normal(0, 0.5, 120), "change", "drifts"),
         ("flat.csv", 5 + np.sin(t / 2) + rng.normal(0, 0.2, 120), "window", "holds"),
@@ -194,10 +197,16 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
         assert check_record(out["record"])["data"]["normalise"] == mode
         assert out["dataset"]["advice"]["normalise"] == mode
         assert words in out["dataset"]["advice"]["why"]
-    # the data panel's own choice stands
+        assert out["dataset"]["advice"]["applied"]
+    # the data panel's own choice stands, and so does the record's (the advice is told)
     out = dataset_api.dataset_from(record, "up.csv", (tmp_path / "up.csv").read_text(), "value",
                                    "when", options={"normalise": "standard"})  # fmt: skip
     assert check_record(out["record"])["data"]["normalise"] == "standard"
+    out = dataset_api.dataset_from(starter, "flat.csv", (tmp_path / "flat.csv").read_text(),
+                                   "value", "when")  # fmt: skip
+    assert check_record(out["record"])["data"]["normalise"] == "change"
+    assert out["dataset"]["advice"] == {**out["dataset"]["advice"], "normalise": "window",
+                                        "applied": False}  # fmt: skip
 
 
 def test_the_verdict_names_the_cause_of_each_lost_comparison():

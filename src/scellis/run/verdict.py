@@ -39,8 +39,10 @@ def verdict(metrics: dict | None, baselines: dict | None) -> dict | None:
 def _versus(name: str, ratio, mase, base: dict) -> str:
     """``seasonal naive (MAE 0.71x, MASE 0.64, season 12)``."""
     how = [f"MAE {ratio:.2f}x" if ratio is not None else "its MAE is 0"]
-    how += [f"MASE {mase:.2f}"] * (mase is not None)
-    how += [f"season {base.get('season')}"] * bool(base.get("season"))
+    if mase is not None:  # another file is all validation: no in-sample scale
+        how.append(f"MASE {mase:.2f}")
+    if base.get("season"):
+        how.append(f"season {base['season']}")
     return f"{NAMES[name]} ({', '.join(how)})"
 
 

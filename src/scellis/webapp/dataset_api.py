@@ -4,7 +4,7 @@
 numeric or datetime, a preview and a plot series) without touching the record.
 ``dataset_from`` saves the file under ``folder`` (the worker's file system in a tab),
 points the record's ``data`` section at it (a newly dropped CSV with the normalisation
-its trend test picks, and why) and writes its version, ``sha256``: the
+its trend test picks, and why, where the record names none) and writes its version, ``sha256``: the
 digest ``scellis.data`` computes natively for the same file and options (the very same
 functions, so a run in the tab and ``scellis train`` agree on the dataset's identity).
 """
@@ -249,7 +249,7 @@ def dataset_from(
                 raise ScellisError(f"column {datetime!r} does not read as increasing times")
             updates.update(datetime=datetime, datetime_format=fmts[datetime])
         advice = _advice(data, updates, path, column)
-        if advice:
+        if advice and advice["applied"]:
             updates["normalise"] = advice["normalise"]
         digest, info = _csv_digest({**data, **updates}, path)
         if advice:
@@ -270,17 +270,20 @@ def dataset_from(
 
 
 def _advice(data: dict, updates: dict, path: Path, column: str) -> dict | None:
-    """A newly dropped CSV's normalisation, chosen from the series by the trend test
-    (``data.advice``) with its reason: ``{normalise, why}``. None when the data panel
-    sets one, or the record already reads this file (the user's choice stands)."""
+    """A newly dropped CSV's normalisation by the trend test (``data.advice``) with its
+    reason: ``{normalise, why, applied}``. It is applied where the record names none
+    (a record's own choice, or the data panel's, stands and the advice is only told);
+    None when the panel sets one, the record already reads this file, or the series is
+    too short to judge."""
     if "normalise" in updates or data.get("source") == updates["source"]:
         return None
     try:
         horizon = data.get("horizon", 1)
         got = advise(path, column, horizon if isinstance(horizon, int) and horizon > 0 else 1)
-    except ScellisError:  # too short to judge: the record's own choice stays
+    except ScellisError:
         return None
-    return {"normalise": got["data"]["normalise"], "why": got["why"]["normalise"]}
+    return {"normalise": got["data"]["normalise"], "why": got["why"]["normalise"],
+            "applied": "normalise" not in data}  # fmt: skip
 
 
 def data_section(record: str) -> dict:
