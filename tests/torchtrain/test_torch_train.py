@@ -144,6 +144,11 @@ def test_the_package_is_self_contained_and_reads_the_data_as_scellis(tmp_path, c
     ours, theirs = load_data(spec), pipeline.load_data(spec)
     assert theirs.x_train == ours.x_train and theirs.y_val == ours.y_val
     assert theirs.stats == ours.stats and theirs.digest == ours.digest
+    for mode in ("change", "window"):  # windows framed by their own inputs, copied too
+        spec = {**_forecaster_data(), "horizon": 2, "normalise": mode}
+        ours, theirs = load_data(spec), pipeline.load_data(spec)
+        assert theirs.x_train == ours.x_train and theirs.y_val == ours.y_val
+        assert theirs.val_frames == ours.val_frames and theirs.digest == ours.digest
 
 
 def test_the_packages_update_scalars_are_the_engines_for_every_update_op(tmp_path, capsys):

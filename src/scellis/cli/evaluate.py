@@ -44,4 +44,6 @@ def command(run, store, data, device, json_, extensions):
         beside = [f"{b.replace('_', ' ')} {_g(v[metric])}" for b, v in got["baselines"].items()
                   if v.get(metric) is not None]  # fmt: skip
         print(f"  {metric:9} {_g(value)}" + (f"   ({', '.join(beside)})" if beside else ""))
+    if got.get("verdict"):
+        print(f"  verdict: {got['verdict']['text']}")
     return 0

@@ -272,6 +272,8 @@ class Output:
         )
         if self.last_eval is not None and self.last_eval.metrics:
             self._print(f"validation at step {self.last_eval.step}:{metrics_text(self.last_eval)}")
+            if self.last_eval.verdict:
+                self._print(f"  verdict: {self.last_eval.verdict['text']}")
 
 
 # what a terminal shows of each kind (the others are for --json and the tab)

@@ -111,6 +111,8 @@ def show_run(ref: str, store: str, json_: bool) -> int:
           f"val {_num(r['val_loss'])}")  # fmt: skip
     for name, value in r["metrics"].items():
         print(f"  {name:13} {fmt_metric(value)}{baseline_text(r['baselines'], name)}")
+    if r.get("verdict"):
+        print(f"  {'verdict':13} {r['verdict']['text']}")
     ck = r["last_checkpoint"]
     if ck:
         print(f"  {'checkpoint':13} step {ck['step']} (epoch {ck['epoch']}) {ck['manifest']}")

@@ -6,7 +6,9 @@ training part's mean, ``drop`` removes the row); split chronologically (the firs
 ``1 - val_fraction`` of the rows train, the rest validate); fit the normalisation
 (``zscore`` | ``minmax`` | ``none``) per column on the training rows only; cut
 windows of ``length`` inputs and ``horizon`` targets every ``stride`` rows inside
-each part, so no window straddles the split.
+each part, so no window straddles the split. The per-window modes (``window`` |
+``change``, ``frames.py``) scale each window by its own inputs instead; the training
+rows then give only each column's smallest scale, and every window keeps its frame.
 
 The dataset version, ``digest``, is the sha256 of a canonical UTF-8 JSON text (keys
 sorted, separators ``,`` and ``:``, floats as Python's shortest repr):
@@ -25,6 +27,7 @@ import math
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from .frames import WINDOW_NORMALISERS, framed_window, spread_floor
 from .shuffle import shuffled_order
 from .table import Table, read_table
 
@@ -54,8 +57,9 @@ class CSVConfig:
             raise ScellisError("features must be a non-empty list of column names")
         if self.missing not in MISSING_POLICIES:
             raise ScellisError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
-        if self.normalise not in NORMALISERS:
-            raise ScellisError(f"normalise must be one of {', '.join(NORMALISERS)}")
+        if self.normalise not in NORMALISERS + WINDOW_NORMALISERS:
+            modes = ", ".join(NORMALISERS + WINDOW_NORMALISERS)
+            raise ScellisError(f"normalise must be one of {modes}")
         if min(self.length, self.horizon, self.stride) < 1:
             raise ScellisError("length, horizon and stride must be >= 1")
         if not 0.0 < self.val_fraction < 1.0:
@@ -75,16 +79,27 @@ class SeriesDataset:
     val_starts: list[int]
     cut: int  # rows [0, cut) train, [cut, rows) validate
     rows: int
-    stats: dict[str, tuple[float, float]]  # column -> (shift, scale): z = (v - shift) / scale
+    # column -> (shift, scale): z = (v - shift) / scale; a per-window mode's floor scale
+    stats: dict[str, tuple[float, float]]
     digest: str
     times: list | None = None
     target_z: list | None = None  # the whole target column, normalised (baselines read it)
     target_values: list | None = None  # the same in the data's own units (missing filled)
     features_z: list | None = None  # every row's normalised features (predictions read it)
+    # a per-window mode's target frame (shift, scale) of each window; None: global stats
+    train_frames: list | None = None
+    val_frames: list | None = None
+    columns: dict | None = None  # every column in the data's units, missing filled
 
-    def denormalise(self, v: float, column: str | None = None) -> float:
-        shift, scale = self.stats[column or self.config.target]
+    def denormalise(self, v: float, column: str | None = None, frame=None) -> float:
+        """``v`` in the data's units: by ``frame`` (a window's own) or the global stats."""
+        shift, scale = frame or self.stats[column or self.config.target]
         return v * scale + shift
+
+    @property
+    def framed(self) -> bool:
+        """Whether each window has its own frame (a per-window normalisation)."""
+        return self.train_frames is not None
 
     def train_order(self, seed: int, epoch: int) -> list[int]:
         """The training windows' order of ``epoch`` from the Philox ``shuffle`` stream."""
@@ -147,6 +162,8 @@ def fit_stats(values: list[float], how: str) -> tuple[float, float]:
     """(shift, scale) from ``values`` (the training rows); a flat column gets scale 1."""
     if how == "none":
         return 0.0, 1.0
+    if how in WINDOW_NORMALISERS:  # windows scale themselves; the floor of their scale
+        return 0.0, spread_floor(values)
     if how == "minmax":
         lo, hi = min(values), max(values)
         return lo, (hi - lo) or 1.0
@@ -187,13 +204,20 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
     z = {k: [(v - stats[k][0]) / stats[k][1] for v in table.columns[k]] for k in names}
     feats = [list(row) for row in zip(*(z[k] for k in cfg.features))]
 
+    framed = cfg.normalise in WINDOW_NORMALISERS
+
     def part(lo: int, hi: int):
         starts = [lo + s for s in windows(hi - lo, cfg.length, cfg.horizon, cfg.stride)]
+        if framed:
+            cut_ = [framed_window(table.columns, cfg.features, cfg.target, s, cfg.length,
+                                  cfg.horizon, cfg.normalise, stats) for s in starts]  # fmt: skip
+            return [c[0] for c in cut_], [c[1] for c in cut_], starts, [c[2] for c in cut_]
         xs = [[list(feats[t]) for t in range(s, s + cfg.length)] for s in starts]
         ys = [z[cfg.target][s + cfg.length : s + need] for s in starts]
-        return xs, ys, starts
+        return xs, ys, starts, None
 
-    xt, yt, st = part(0, cut)
-    xv, yv, sv = part(cut, rows)
+    xt, yt, st, ft = part(0, cut)
+    xv, yv, sv, fv = part(cut, rows)
     return SeriesDataset(cfg, xt, yt, xv, yv, st, sv, cut, rows, stats, digest, table.times,
-                         z[cfg.target], list(table.columns[cfg.target]), feats)  # fmt: skip
+                         z[cfg.target], list(table.columns[cfg.target]), feats,
+                         ft, fv, table.columns)  # fmt: skip

@@ -4,7 +4,8 @@ The tab names a series' steps in words (a horizon of 12 *weeks*, one *day* ahead
 it needs the spacing of the rows: the median gap between consecutive times, matched to
 the calendar unit it is closest to (months and years vary in length, so each unit
 accepts a band of gaps). A spacing no unit matches is reported as ``None``: the page
-then speaks of rows.
+then speaks of rows. A unit also says the season a series of it usually has (the
+cycle of the calendar one level up): 24 hours, 7 days, 52 weeks, 12 months, 4 quarters.
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ def frequency(times: list[datetime]) -> dict | None:
         if lo <= gap <= hi:
             return {"name": name, "unit": unit}
     return None
+
+
+# the calendar's cycle for rows of each unit; seconds, minutes and years have none
+_SEASONS = {"hour": 24, "day": 7, "week": 52, "month": 12, "quarter": 4}
+
+
+def calendar_season(times: list[datetime] | None) -> int | None:
+    """The season rows spaced like ``times`` usually have (see the module note)."""
+    freq = frequency(times or [])
+    return _SEASONS.get(freq["unit"]) if freq else None

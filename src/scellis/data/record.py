@@ -5,7 +5,8 @@ examples shipped in the package; ``format`` is ``csv`` or ``text`` (by default f
 the file's suffix). CSV keys: ``column`` (one series as feature and target) or
 ``features`` + ``target``, ``datetime``, ``datetime_format``, ``missing``,
 ``window`` (input length), ``horizon``, ``stride``, ``val_fraction``, ``normalise``
-(``standard`` is ``zscore``), ``delimiter``. Text keys: ``tokenizer`` (``char``, or
+(``standard`` is ``zscore``; ``window`` and ``change`` scale each window by its own
+inputs, see ``frames.py``), ``delimiter``. Text keys: ``tokenizer`` (``char``, or
 the path of a ``tokenizer.json`` or of a folder holding one, relative to the record's
 folder), ``context``, ``stride``, ``val_fraction``, ``max_chars``. Either may pin the dataset's
 version with ``sha256``: a file (or options) whose digest differs is refused.

@@ -1,12 +1,17 @@
 """Naive baselines beside a run's metrics (run layer): is the model any good?
 
 For a forecaster, the same metrics of two forecasts that need no model, on the same
-validation windows and in the same units: **persistence** (every horizon step repeats
-the window's last value) and **seasonal naive** (each step repeats the value one
-season earlier; the season comes from ``eval.season`` or, failing that, from the
-training split's autocorrelation). For a character (or token) model, the **unigram**
-model fitted on the training targets: its cross-entropy on the validation targets (the
-number to beat for ``val_loss``), its perplexity, bits per character and accuracy.
+validation windows and in the data's own units: **persistence** (every horizon step
+repeats the window's last value) and **seasonal naive** (each step repeats the value
+one season earlier). The season comes from ``eval.season``, else from the dates (a
+weekly series has 52, a monthly one 12: ``data.frequency``), else from the training
+split's autocorrelation (of its values, then of its changes, which a trend hides the
+cycle from). Each baseline also keeps its in-sample MAE (its one-step error over the
+training rows: the scale of MASE) and persistence the share of validation values
+outside the training range (what a globally scaled network never saw). For a
+character (or token) model, the **unigram** model fitted on the training targets: its
+cross-entropy on the validation targets (the number to beat for ``val_loss``), its
+perplexity, bits per character and accuracy.
 """
 
 from __future__ import annotations
@@ -15,64 +20,74 @@ import math
 from collections import Counter
 
 from ..catalog.metrics import make_metric, short_name
+from ..data.season import detect_season, infer_season  # noqa: F401 (infer_season: its home once)
 from ..data.text import TextDataset
 
 
 def baselines(ds, specs: list, season: int | None = None) -> dict:
-    """``{baseline: {metric: value}}`` for dataset ``ds`` and the record's metric specs."""
+    """``{baseline: {metric: value}}`` for dataset ``ds`` and the record's metric specs
+    (MAE always: the verdict reads it)."""
     if isinstance(ds, TextDataset):
         return {"unigram": unigram(ds)}
-    z = getattr(ds, "target_z", None)
-    if z is None or not ds.y_val:
+    values = series_values(ds)
+    if values is None or not ds.y_val:
         return {}
+    specs = list(specs) + ([] if "mae" in map(short_name, specs) else ["mae"])
     length, horizon = ds.config.length, ds.config.horizon
     ends = [s + length - 1 for s in ds.val_starts]  # each window's last observed row
-    out = {"persistence": _score(ds, specs, [[z[e]] * horizon for e in ends])}
-    period = season or infer_season(z[: ds.cut])
+    actual = [values[e + 1 : e + 1 + horizon] for e in ends]
+    train = values[: ds.cut]
+    out = {"persistence": _score(specs, [[values[e]] * horizon for e in ends], actual)}
+    # what the verdict needs to name a cause: the range, the normalisation, the window
+    out["persistence"].update(in_sample_mae=naive_mae(train, 1),
+                              val_outside_train=_outside(train, values[ds.cut :]),
+                              normalise=ds.config.normalise, window=length)  # fmt: skip
+    period = season_of(ds, season)
     if period is not None:
-        preds = [[z[e + h - period * ((h - 1) // period + 1)] for h in range(1, horizon + 1)]
+        preds = [[values[e + h - period * ((h - 1) // period + 1)] for h in range(1, horizon + 1)]
                  for e in ends]  # fmt: skip
-        out["seasonal_naive"] = _score(ds, specs, preds)
-        out["seasonal_naive"]["season"] = period
+        out["seasonal_naive"] = _score(specs, preds, actual)
+        out["seasonal_naive"].update(season=period, in_sample_mae=naive_mae(train, period))
     return out
 
 
-def _score(ds, specs, preds) -> dict:
-    def units(rows):
-        return [[ds.denormalise(v) for v in row] for row in rows]
+def series_values(ds) -> list | None:
+    """The target column in the data's own units (None: a dataset without one)."""
+    values = getattr(ds, "target_values", None)
+    if values is None and getattr(ds, "target_z", None) is not None:
+        values = [ds.denormalise(v) for v in ds.target_z]
+    return values
 
+
+def season_of(ds, season: int | None = None) -> int | None:
+    """The season of ``ds``'s target (see the module note); None when none shows, or
+    when the training rows do not hold one whole season to repeat."""
+    train = (series_values(ds) or [])[: ds.cut]
+    return season if season is not None and 1 < season < ds.cut else detect_season(
+        train, getattr(ds, "times", None))  # fmt: skip
+
+
+def naive_mae(values: list[float], lag: int) -> float | None:
+    """The mean absolute error of repeating the value ``lag`` rows back, over ``values``."""
+    errs = [abs(b - a) for a, b in zip(values, values[lag:])]
+    return math.fsum(errs) / len(errs) if errs else None
+
+
+def _outside(train: list[float], later: list[float]) -> float | None:
+    if not train or not later:  # another file is all validation: no range to leave
+        return None
+    lo, hi = min(train), max(train)
+    return sum(not lo <= v <= hi for v in later) / len(later)
+
+
+def _score(specs, preds, actual) -> dict:
     scores = {}
     for spec in specs:
         m = make_metric(spec)
         if m.task == "regression":
-            m.update(units(preds), units(ds.y_val))
+            m.update(preds, actual)
             scores[short_name(spec)] = m.result()
     return scores
-
-
-def infer_season(values: list[float], longest: int = 400) -> int | None:
-    """The lag of the highest autocorrelation after it first turns negative (a cycle's
-    length), if that peak is clearly positive; None for a series with no cycle."""
-    n = len(values)
-    if n < 8:
-        return None
-    mean = sum(values) / n
-    dev = [v - mean for v in values]
-    var = sum(d * d for d in dev)
-    if var == 0:
-        return None
-
-    def acf(lag: int) -> float:
-        return sum(dev[i] * dev[i + lag] for i in range(n - lag)) / var
-
-    top = min(longest, n // 3)
-    lags = range(1, top + 1)
-    r = {lag: acf(lag) for lag in lags}
-    first_negative = next((lag for lag in lags if r[lag] < 0), None)
-    if first_negative is None:
-        return None
-    best = max(range(first_negative, top + 1), key=lambda lag: r[lag], default=None)
-    return best if best is not None and r[best] > 0.1 else None
 
 
 def unigram(ds: TextDataset) -> dict:

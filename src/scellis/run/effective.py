@@ -6,7 +6,10 @@ that makes the record invalid is reported at its line and column like any other
 problem, and the run stores the text it really trained. The edits are recorded with
 the run, next to the hash of the file as it was. An edit that adds a section adds it
 past the end of the user's file, so a problem there is told at the ``--set`` argument
-that wrote it, not at a line the user cannot find.
+that wrote it, not at a line the user cannot find. An edit of ``data.window`` or
+``data.horizon`` carries the record with it (``follow_data``): inputs of the old window's
+length take the new one, and an output block giving the old horizon's values per
+window (``n_outputs``) gives the new one's, so the record stays consistent with its data.
 """
 
 from __future__ import annotations
@@ -26,9 +29,35 @@ def effective_record(raw: bytes, label: str, edits: list) -> bytes:
         doc = parse(raw, label)
     except ScellisError:
         return raw
+    before = dict(doc.data.get("data") or {}) if isinstance(doc.data.get("data"), dict) else {}
     for path, value, typed in edits:
         _set(doc, tuple(path), value, typed)
+    follow_data(doc, before)
     return emit(doc).encode("utf-8")
+
+
+def follow_data(doc, before: dict) -> None:
+    """Make ``doc``'s inputs and output head follow its data section's window and horizon
+    where they changed from ``before`` (see the module note)."""
+    data = doc.data.get("data")
+    if not isinstance(data, dict):
+        return
+    old, new = before.get("window"), data.get("window")
+    inputs = doc.data.get("inputs")
+    if old is not None and old != new and isinstance(new, int) and isinstance(inputs, dict):
+        for name, spec in inputs.items():
+            shape = spec.get("shape") if isinstance(spec, dict) else None
+            if isinstance(shape, list) and len(shape) >= 2 and shape[1] == old:
+                doc.set(("inputs", name, "shape"), [shape[0], new, *shape[2:]])
+    old, new = before.get("horizon", 1), data.get("horizon", 1)
+    blocks = doc.data.get("blocks")
+    if old == new or not isinstance(new, int) or isinstance(new, bool) or not isinstance(
+            blocks, dict):  # fmt: skip
+        return
+    for name in doc.data.get("outputs") or []:
+        block = blocks.get(name) if isinstance(name, str) else None
+        if isinstance(block, dict) and block.get("n_outputs") == old:
+            doc.set(("blocks", name, "n_outputs"), new)
 
 
 def _set(doc, path: tuple, value, typed: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from .options import RunOptions
+from .verdict import verdict
 
 # what a comparison names when it differs between the two runs
 FIELDS = ("model_id", "record_hash", "dataset_hash", "device", "adapter", "tier", "seed", "status",
@@ -52,6 +53,7 @@ def summary(rec: Records, run: dict) -> dict:
     names = [m for m in rec.metric_names(run["id"]) if m.startswith("val_") and m != "val_loss"]
     out["metrics"] = {m[4:]: rec.metrics(run["id"], m)[-1][1] for m in names}
     out["baselines"] = (run["config"] or {}).get("baselines") or {}
+    out["verdict"] = verdict(out["metrics"], out["baselines"])
     return out
 
 

@@ -195,7 +195,7 @@ def prepare_run(
             scheduler=scheduler,
             grad_clip=record.get("grad_clip"),
             precision=record.get("precision"),
-            metrics=metric_set(ev.get("metrics") or [], dataset),
+            metrics=metric_set(ev.get("metrics") or [], dataset, ev.get("split") or "val"),
             early_stopping=ev.get("early_stopping"),
             plateau_metric=ev.get("plateau_metric"),
         ),
@@ -203,17 +203,25 @@ def prepare_run(
     )
 
 
-def metric_set(specs: list, dataset) -> MetricSet | None:
+def metric_set(specs: list, dataset, split: str = "val") -> MetricSet | None:
     """The record's ``eval.metrics`` for ``dataset``: forecasts are scored in the data's
-    own units, text models on their classes."""
+    own units (each window by its own frame in a per-window mode; ``split`` says which
+    windows validation reads), text models on their classes."""
     if not specs:
         return None
     if isinstance(dataset, TextDataset):
         return MetricSet(specs, task="classification")
-    return MetricSet(specs, task="regression", to_units=lambda rows: _in_units(dataset, rows))
+    frames = getattr(dataset, "train_frames" if split == "train" else "val_frames", None)
+
+    def to_units(rows, first=0):
+        if frames is None:
+            return _in_units(dataset, rows, None)
+        return [_in_units(dataset, r, frames[first + i]) for i, r in enumerate(rows)]
+
+    return MetricSet(specs, task="regression", to_units=to_units)
 
 
-def _in_units(dataset, rows):
+def _in_units(dataset, rows, frame):
     if isinstance(rows, list):
-        return [_in_units(dataset, r) for r in rows]
-    return dataset.denormalise(rows)
+        return [_in_units(dataset, r, frame) for r in rows]
+    return dataset.denormalise(rows) if frame is None else dataset.denormalise(rows, frame=frame)

@@ -34,12 +34,17 @@ async def series_sample(pipe) -> Sample:
     values = await pred.read()
     flat = values if not values or not isinstance(values[0], list) else [r[0] for r in values]
     actual = [row[0] if isinstance(row, list) else row for row in ds.y_val[:n]]
+    frames = getattr(ds, "val_frames", None) or [None] * n  # a per-window mode's own frames
     return Sample(
         type="forecast",
-        predicted=[ds.denormalise(v) for v in flat],
-        actual=[ds.denormalise(v) for v in actual],
+        predicted=[_units(ds, v, f) for v, f in zip(flat, frames)],
+        actual=[_units(ds, v, f) for v, f in zip(actual, frames)],
         starts=ds.val_starts[:n],
     )
+
+
+def _units(ds, v: float, frame) -> float:
+    return ds.denormalise(v) if frame is None else ds.denormalise(v, frame=frame)
 
 
 async def text_sample(pipe, chars: int = 40, stop=None) -> Sample:

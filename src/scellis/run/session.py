@@ -41,6 +41,7 @@ from .planning import plan_steps
 from .prepare import RecordProblems, check_record, prepare_run
 from .recording import RunRecorder, keep_data_files, new_run, restore
 from .samples import sample
+from .verdict import verdict
 
 HISTORY_POINTS = 2000  # stored metric points a resume hands back, per curve
 
@@ -126,6 +127,7 @@ class RunSession:
                     continue
                 if ev.kind == "eval" and self.baselines:
                     ev.baselines = self.baselines
+                    ev.verdict = verdict(ev.metrics, self.baselines)
                 yield ev
                 reason = cadence.due(ev)
                 if reason and recorder is not None:

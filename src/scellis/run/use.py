@@ -2,7 +2,8 @@
 
 ``evaluate_run`` scores a run's checkpoint on its validation split, or on another file
 with the same columns (windowed with the run's own normalisation), with the record's
-``eval.metrics`` (or the usual ones for its task) beside the naive baselines.
+``eval.metrics`` (or the usual ones for its task) beside the naive baselines and the
+verdict (``verdict.py``).
 ``predict_run`` gives one-step (or one-horizon) predictions over a whole series and a
 recursive forecast beyond its end (``data.horizon`` steps per forward: a model trained
 on several steps forecasts them directly), in the data's own units, with the datetime
@@ -17,6 +18,7 @@ import dataclasses
 from ..autograd import no_grad
 from ..base.errors import ScellisError
 from ..data.csvsource import SeriesDataset, load_csv
+from ..data.frames import framed_window
 from ..data.text import TextDataset
 from ..data.timestep import time_after
 from ..model.build import entry_object
@@ -27,6 +29,7 @@ from .baselines import baselines
 from .planning import eval_batch_of
 from .prepare import metric_set
 from .reference import TrainedRun
+from .verdict import verdict
 
 DEFAULT_METRICS = {"regression": ["mae", "rmse", "smape"],
                    "classification": ["accuracy", "perplexity", "bits_per_char"]}  # fmt: skip
@@ -53,10 +56,11 @@ async def evaluate_run(run: TrainedRun, *, data=None, device="reference") -> dic
     loss = entry_object(run.record["loss"], "loss")
     val, metrics = await validation_pass(model, loss, batches, metrics=metric_set(specs, ds))
     season = (run.record.get("eval") or {}).get("season")
+    naive = baselines(ds, specs, season)
     return {
         "run": run.rid, "step": run.step, "data": str(data) if data else "validation split",
         "windows": len(ds.x_val), "val_loss": val, "metrics": metrics,
-        "baselines": baselines(ds, specs, season),
+        "baselines": naive, "verdict": verdict(metrics, naive),
     }  # fmt: skip
 
 
@@ -83,19 +87,33 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     cfg = ds.config
     model = run.model(device)
     starts = list(range(0, ds.rows - cfg.length + 1))
-    feats = _features(ds)
     rows_out: list[dict] = []
     for lo in range(0, len(starts), batch):
         chunk = starts[lo : lo + batch]
-        preds = await _forward(model, [feats[s : s + cfg.length] for s in chunk])
-        for s, pred in zip(chunk, preds):
+        inputs, frames = _windows(ds, chunk)
+        preds = await _forward(model, inputs)
+        for s, pred, frame in zip(chunk, preds, frames):
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
                 if t < ds.rows:
-                    rows_out.append(_row(ds, t, _actual(ds, t), ds.denormalise(value), k))
+                    predicted = ds.denormalise(value, frame=frame)
+                    rows_out.append(_row(ds, t, _actual(ds, t), predicted, k))
     if horizon > 0:
-        rows_out += await _forecast(ds, model, feats, horizon)
+        forecast = _forecast_framed if ds.framed else _forecast
+        rows_out += await forecast(ds, model, horizon)
     return rows_out
+
+
+def _windows(ds: SeriesDataset, starts: list[int]) -> tuple[list, list]:
+    """The model's inputs of the windows at ``starts`` and each one's frame (None: the
+    global statistics), as training cut them."""
+    cfg = ds.config
+    if not ds.framed:
+        feats = _features(ds)
+        return [feats[s : s + cfg.length] for s in starts], [None] * len(starts)
+    cut = [framed_window(ds.columns, cfg.features, cfg.target, s, cfg.length, 0,
+                         cfg.normalise, ds.stats) for s in starts]  # fmt: skip
+    return [c[0] for c in cut], [c[2] for c in cut]
 
 
 def _actual(ds: SeriesDataset, t: int) -> float:
@@ -111,15 +129,19 @@ def _features(ds: SeriesDataset) -> list:
     return [list(f) for f in ds.features_z]
 
 
-async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list[dict]:
-    cfg = ds.config
+def _check_recursive(cfg) -> None:
     if list(cfg.features) != [cfg.target]:
         raise ScellisError(
             f"a recursive forecast needs the future of every input; this model reads "
             f"{', '.join(cfg.features)} to predict {cfg.target} (predictions over the series "
             "itself need none: --horizon 0, or predict() in Python)"
         )
-    window = [list(f) for f in feats[-cfg.length :]]
+
+
+async def _forecast(ds: SeriesDataset, model, horizon: int) -> list[dict]:
+    cfg = ds.config
+    _check_recursive(cfg)
+    window = [list(f) for f in _features(ds)[-cfg.length :]]
     out: list[dict] = []
     while len(out) < horizon:
         # a model trained on data.horizon steps gives them all at once: each forward
@@ -130,6 +152,26 @@ async def _forecast(ds: SeriesDataset, model, feats: list, horizon: int) -> list
             out.append({"date": _future_date(ds, k), "actual": None,
                         "predicted": ds.denormalise(value), "horizon": k})  # fmt: skip
             window = window[1:] + [[value]]
+    return out
+
+
+async def _forecast_framed(ds: SeriesDataset, model, horizon: int) -> list[dict]:
+    """The recursive forecast of a per-window mode: the window is kept in the data's
+    units and each forward's frame read from it, as training did."""
+    cfg = ds.config
+    _check_recursive(cfg)
+    past = list(ds.columns[cfg.target][-cfg.length :])
+    out: list[dict] = []
+    while len(out) < horizon:
+        x, _, frame = framed_window({cfg.target: past}, [cfg.target], cfg.target, 0,
+                                    cfg.length, 0, cfg.normalise, ds.stats)  # fmt: skip
+        (pred,) = await _forward(model, [x])
+        for value in pred[: horizon - len(out)]:
+            k = len(out) + 1
+            predicted = ds.denormalise(value, frame=frame)
+            out.append({"date": _future_date(ds, k), "actual": None,
+                        "predicted": predicted, "horizon": k})  # fmt: skip
+            past = past[1:] + [predicted]
     return out
 
 

@@ -72,8 +72,8 @@ DATA = {
     "target": str, "delimiter": str, "missing": ("error", "ffill", "mean", "drop"),
     "window": int, "horizon": int, "stride": int,
     "val_fraction": Num(0, 1, low_open=True, high_open=True),
-    "normalise": ("none", "standard", "minmax"), "context": int, "tokenizer": str,
-    "max_chars": int, "sha256": str,
+    "normalise": ("none", "standard", "minmax", "window", "change"), "context": int,
+    "tokenizer": str, "max_chars": int, "sha256": str,
 }  # fmt: skip
 EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train"),
         "early_stopping": dict, "plateau_metric": str, "season": int}  # fmt: skip

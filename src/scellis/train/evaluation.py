@@ -4,7 +4,10 @@ The loop computes the validation loss on the device and, when a metric needs the
 reads each batch's predictions and targets back for the host-side metrics of
 ``catalog.metrics``. ``to_units`` maps those values back to the data's own units
 first (a forecaster trains on normalised values; its MAE is reported in the
-series' units), so a metric means what the user's data means.
+series' units), so a metric means what the user's data means. It is called as
+``to_units(rows, first)``, ``first`` being the index of the batch's first row in the
+pass (validation reads its windows in order), since a window scaled by its own inputs
+maps back by its own frame.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class MetricSet:
                     f"eval.metrics: {m.name} is a {m.task} metric; this record is {task}"
                 )
         self.to_units = to_units
+        self._row = 0  # the pass' rows seen so far: the next batch's first window
 
     @property
     def needs_predictions(self) -> bool:
@@ -37,10 +41,12 @@ class MetricSet:
     def reset(self) -> None:
         for m in self.metrics:
             m.reset()
+        self._row = 0
 
     def update(self, pred: list, target: list) -> None:
+        first, self._row = self._row, self._row + len(pred)
         if self.to_units is not None:
-            pred, target = self.to_units(pred), self.to_units(target)
+            pred, target = self.to_units(pred, first), self.to_units(target, first)
         for m in self.metrics:
             if not m.from_loss:
                 m.update(pred, target)

@@ -119,13 +119,16 @@ class Log(Event):
 class Eval(Event):
     """A validation pass; ``lr`` is set after reduce_on_plateau was fed. ``metrics``:
     each metric of the record's ``eval.metrics``; ``baselines``: naive forecasts' (or
-    the unigram model's) values of the same metrics on the same windows."""
+    the unigram model's) values of the same metrics on the same windows; ``verdict``:
+    whether a forecaster beats them, by how much, and what to change when it does not
+    (``run.verdict``)."""
 
     step: int
     epoch: int
     val_loss: float
     metrics: dict | None = optional()  # the record's eval.metrics, in the data's units
     baselines: dict | None = optional()  # {baseline: {metric: value}} on the same windows
+    verdict: dict | None = optional()  # {beats, mae_ratio, mase, text} beside the baselines
     lr: float | None = optional()
     lr_reduced: bool | None = optional()
     best: float | None = optional()

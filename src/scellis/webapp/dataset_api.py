@@ -3,7 +3,8 @@
 ``load_table`` / ``load_text`` describe a file the user picked (columns, which ones are
 numeric or datetime, a preview and a plot series) without touching the record.
 ``dataset_from`` saves the file under ``folder`` (the worker's file system in a tab),
-points the record's ``data`` section at it and writes its version, ``sha256``: the
+points the record's ``data`` section at it (a newly dropped CSV with the normalisation
+its trend test picks, and why, where the record names none) and writes its version, ``sha256``: the
 digest ``scellis.data`` computes natively for the same file and options (the very same
 functions, so a run in the tab and ``scellis train`` agree on the dataset's identity).
 """
@@ -17,11 +18,13 @@ import re
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..data.advice import advise
 from ..data.csvsource import dataset_digest, load_csv
 from ..data.frequency import frequency
 from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
 from ..data.table import MISSING, parse_time, read_table
 from ..data.text import read_text, text_dataset
+from ..run.effective import follow_data
 from ..sml import Document, parse
 
 PREVIEW_ROWS = 8
@@ -174,8 +177,8 @@ _OPTIONS = {
         "horizon": (lambda v: isinstance(v, int) and v >= 1, "a whole number of rows, 1 or more"),
         "val_fraction": (lambda v: isinstance(v, (int, float)) and 0 < v < 1, "between 0 and 1"),
         "normalise": (
-            lambda v: v in ("standard", "zscore", "minmax", "none"),
-            "standard, minmax or none",
+            lambda v: v in ("standard", "zscore", "minmax", "none", "window", "change"),
+            "standard, minmax, none, window or change",
         ),
     },  # fmt: skip
     "text": {
@@ -195,17 +198,6 @@ def _checked_options(fmt: str, options: dict | None) -> dict:
     return dict(options or {})
 
 
-def _follow_window(doc: Document, old, new) -> None:
-    """The record's inputs of ``old`` time steps take ``new`` (the window is their length)."""
-    inputs = doc.data.get("inputs")
-    if old is None or old == new or not isinstance(inputs, dict):
-        return
-    for name, spec in inputs.items():
-        shape = spec.get("shape") if isinstance(spec, dict) else None
-        if isinstance(shape, list) and len(shape) >= 2 and shape[1] == old:
-            doc.set(("inputs", name, "shape"), [shape[0], new, *shape[2:]])
-
-
 def dataset_from(
     record: str,
     name: str,
@@ -222,9 +214,10 @@ def dataset_from(
     ``datetime`` column and the ``missing`` policy (error, ffill, mean, drop); a file
     whose name does not end in ``.csv`` is text. ``options`` sets data options (a CSV's
     window, horizon, val_fraction, normalise; a text's val_fraction): a new window is
-    the length of the record's inputs too. Returns ``{record, dataset: {name, source,
-    format, hash, data, ...}}`` (``data``: the pinned data section); the record's other
-    data options are kept, and they are part of the version.
+    the length of the record's inputs too, a new horizon its head's outputs. Returns
+    ``{record, dataset: {name, source, format, hash, data, ...}}`` (``data``: the pinned
+    data section); the record's other data options are kept, and they are part of the
+    version.
     """
     doc = parse(record, "model.sml")
     data = doc.data.get("data") if isinstance(doc.data.get("data"), dict) else {}
@@ -255,20 +248,42 @@ def dataset_from(
             if datetime not in fmts:
                 raise ScellisError(f"column {datetime!r} does not read as increasing times")
             updates.update(datetime=datetime, datetime_format=fmts[datetime])
+        advice = _advice(data, updates, path, column)
+        if advice and advice["applied"]:
+            updates["normalise"] = advice["normalise"]
         digest, info = _csv_digest({**data, **updates}, path)
+        if advice:
+            info["advice"] = advice
     else:
         digest, info = _text_digest({**data, **updates}, text)
     updates["sha256"] = digest
-    if "window" in updates:
-        _follow_window(doc, data.get("window"), updates["window"])
+    before = dict(data)
     if "data" not in doc.data:
         doc.set(("data",), updates)
     else:
         for k, v in updates.items():
             doc.set(("data", k), v)
+    follow_data(doc, before)  # a new window or horizon: the inputs and the head follow
     ds = {"name": name, "source": str(path), "format": fmt, "hash": digest,
           "data": {**data, **updates}, **info}  # fmt: skip
     return {"record": doc.text, "dataset": ds}
+
+
+def _advice(data: dict, updates: dict, path: Path, column: str) -> dict | None:
+    """A newly dropped CSV's normalisation by the trend test (``data.advice``) with its
+    reason: ``{normalise, why, applied}``. It is applied where the record names none
+    (a record's own choice, or the data panel's, stands and the advice is only told);
+    None when the panel sets one, the record already reads this file, or the series is
+    too short to judge."""
+    if "normalise" in updates or data.get("source") == updates["source"]:
+        return None
+    try:
+        horizon = data.get("horizon", 1)
+        got = advise(path, column, horizon if isinstance(horizon, int) and horizon > 0 else 1)
+    except ScellisError:
+        return None
+    return {"normalise": got["data"]["normalise"], "why": got["why"]["normalise"],
+            "applied": "normalise" not in data}  # fmt: skip
 
 
 def data_section(record: str) -> dict:

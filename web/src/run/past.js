@@ -50,7 +50,8 @@ function chart(box, title, list) {
 function finals(r) {
   const parts = [`loss ${num(r.loss)}`, `best ${num(r.best_loss)}`, `val ${num(r.val_loss)}`];
   const extra = metricsText(r.metrics || {}, r.baselines || {});
-  return parts.join(" · ") + (extra ? ` · ${extra}` : "");
+  const verdict = r.verdict ? ` · ${r.verdict.text}` : "";
+  return parts.join(" · ") + (extra ? ` · ${extra}` : "") + verdict;
 }
 
 function optionsList(config) {

@@ -110,7 +110,11 @@ export const HANDLERS = {
   eval(ctx, ev) {
     ctx.$("run-val").textContent = ev.val_loss.toFixed(4);
     ctx.curves.add("val_loss", ev.step, ev.val_loss);
-    if (ev.metrics) ctx.$("run-metrics").textContent = metricsText(ev.metrics, ev.baselines, ctx.state.labels);
+    if (ev.metrics) {
+      // the verdict (beats persistence and seasonal naive? by how much, else the fix) follows
+      const verdict = ev.verdict ? ` · ${ev.verdict.text}` : "";
+      ctx.$("run-metrics").textContent = metricsText(ev.metrics, ev.baselines, ctx.state.labels) + verdict;
+    }
   },
   epoch(ctx, ev) {
     ctx.log(`epoch ${ev.epoch} done at step ${ev.step}`);

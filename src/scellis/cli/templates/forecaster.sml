@@ -43,6 +43,9 @@ data:
   horizon: 1
   stride: 1
   val_fraction: 0.2         # the most recent 20%, never shuffled into training
-  normalise: standard       # statistics from the training split only
+  normalise: change         # each window framed by its own last value and step size:
+                            # the network predicts the change, so a trend carries on
+                            # (window: by its mean and spread; standard: one scale
+                            # from the training split, for a level that never drifts)
 
 eval: { every: 1, batch_size: 64, metrics: [mae] }

@@ -18,7 +18,7 @@ import textwrap
 from ...base import files, rng
 from ...catalog.sched import base as sched_base
 from ...catalog.sched import one_cycle, plateau, schedules
-from ...data import csvsource, record, shuffle, table, text
+from ...data import csvsource, frames, record, shuffle, table, text
 from ...ops import optim as optim_ops
 from ...ops import optim_adaptive
 
@@ -87,6 +87,8 @@ def pipeline_source() -> str:
         _src(text.read_text, table.Table, table.parse_time, table._number, table._header),
         _src(table.read_table, table._time),
         _const(csvsource, "MISSING_POLICIES", "NORMALISERS"),
+        _const(frames, "WINDOW_NORMALISERS"),
+        _src(frames.spread_floor, frames.column_frame, frames.framed_window),
         _src(csvsource.CSVConfig, csvsource.SeriesDataset, csvsource.canonical_text),
         _src(csvsource.dataset_digest, csvsource.split_point, csvsource.fill_missing),
         _src(csvsource.fit_stats, csvsource.windows, csvsource.load_csv),

@@ -1,0 +1,153 @@
+"""Data options chosen from a series (data layer): what ``scellis init --data`` writes.
+
+A CSV's value column, its dates and their spacing, the season, an input window, and
+the normalisation, each with the reason in one line (the record's comment). The
+normalisation comes from a trend test on the whole file: a series whose level drifts
+(a straight line explains much of its variance, or its last part leaves the range of
+the earlier rows) is framed by each window's last value (``change``), which carries a
+trend on; any other by each window's mean and spread (``window``). Both are scale-free:
+nothing the network sees depends on the level the series has reached.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from ..base.errors import ScellisError
+from .csvsource import split_point
+from .frequency import frequency
+from .season import detect_season
+from .table import MISSING, parse_time, read_table
+from .text import read_text
+
+VAL_FRACTION = 0.2
+DRIFT_R2 = 0.5  # a straight line explains at least this share of the variance
+DRIFT_OUTSIDE = 0.1  # or at least this share of the last rows leaves the earlier range
+
+
+def _numeric(cells: list[str]) -> bool:
+    seen = False
+    for c in cells:
+        if c.strip().lower() in MISSING:
+            continue
+        try:
+            seen = math.isfinite(float(c)) or seen
+        except ValueError:
+            return False
+    return seen
+
+
+def _time_format(cells: list[str]) -> str | None:
+    """``iso`` or ``year`` when every cell reads as increasing times of that kind."""
+    for fmt in ("iso", "year"):
+        try:
+            times = [parse_time(c, fmt) for c in cells]
+        except (ValueError, OverflowError):
+            continue
+        if times and all(a < b for a, b in zip(times, times[1:])):
+            return fmt
+    return None
+
+
+def columns_of(path, column: str | None = None) -> tuple[str, str | None, str | None]:
+    """(value column, datetime column or None, its format) of a CSV with a header: the
+    value is ``column`` or the first numeric column that is not a time."""
+    text = read_text(path)
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
+    except csv.Error as e:
+        raise ScellisError(f"{path}: bad CSV: {e}") from None
+    if len(rows) < 2:
+        raise ScellisError(f"{path}: expected a header row and data rows")
+    header = [h.strip() for h in rows[0]]
+    cols = {h: [r[i] if i < len(r) else "" for r in rows[1:]] for i, h in enumerate(header)}
+    dated = next(((h, f) for h, c in cols.items() if (f := _time_format(c))), (None, None))
+    numeric = [h for h, c in cols.items() if h != dated[0] and _numeric(c)]
+    if column is None:
+        if not numeric:
+            raise ScellisError(f"{path}: no numeric column to forecast (columns: {header})")
+        column = numeric[0]
+    elif column not in numeric:
+        raise ScellisError(f"{path}: column {column!r} is not numeric (numeric: {numeric})")
+    return column, dated[0], dated[1]
+
+
+def drift(values: list[float], val_fraction: float = VAL_FRACTION) -> tuple[float, float]:
+    """(share of the variance a straight line explains, share of the rows after the
+    split outside the range of those before it): the trend test's two numbers."""
+    n = len(values)
+    t_mean, v_mean = (n - 1) / 2, math.fsum(values) / n
+    stt = math.fsum((t - t_mean) ** 2 for t in range(n))
+    svv = math.fsum((v - v_mean) ** 2 for v in values)
+    stv = math.fsum((t - t_mean) * (v - v_mean) for t, v in enumerate(values))
+    r2 = stv * stv / (stt * svv) if stt and svv else 0.0
+    cut = split_point(n, val_fraction)
+    before, after = values[:cut], values[cut:]
+    lo, hi = min(before), max(before)
+    outside = sum(not lo <= v <= hi for v in after) / len(after) if after else 0.0
+    return r2, outside
+
+
+def advise(path, column: str | None = None, horizon: int = 1) -> dict:
+    """The data options for the CSV at ``path``: ``{data: {...}, why: {key: reason},
+    rows, frequency, season}`` (see the module note)."""
+    column, dt, fmt = columns_of(path, column)
+    table = read_table(path, [column], dt, fmt or "iso")
+    values = [v for v in table.columns[column] if v is not None]
+    rows = len(table)
+    if len(values) < 8:
+        raise ScellisError(f"{path}: {len(values)} values in {column!r} are too few to forecast")
+    data: dict = {"column": column}
+    why: dict = {"column": "the first numeric column" + (f" after the dates ({dt})" if dt else "")}
+    if dt:
+        data.update(datetime=dt, datetime_format=fmt)
+    if len(values) < rows:
+        data["missing"] = "ffill"
+        why["missing"] = "some cells are empty: each repeats the value before it"
+    freq = frequency(table.times or [])
+    cut = split_point(rows, VAL_FRACTION)
+    season = detect_season(values[:cut], table.times)
+    if freq:
+        why["datetime"] = f"rows are {freq['name']}"
+    data["window"], why["window"] = _window(season, rows, horizon)
+    data["horizon"] = horizon
+    data["val_fraction"] = VAL_FRACTION
+    why["val_fraction"] = "the most recent 20% validates, never shuffled into training"
+    r2, outside = drift(values)
+    if r2 >= DRIFT_R2 or outside >= DRIFT_OUTSIDE:
+        data["normalise"] = "change"
+        why["normalise"] = (
+            f"the level drifts (a line explains {r2:.0%} of the variance, {outside:.0%} of the "
+            "last rows leave the earlier range): each window is framed by its last value, "
+            "so the network predicts the change and a trend carries on"
+        )
+    else:
+        data["normalise"] = "window"
+        why["normalise"] = (
+            f"the level holds (a line explains {r2:.0%} of the variance, {outside:.0%} of the "
+            "last rows leave the earlier range): each window is scaled by its own mean "
+            "and spread"
+        )
+    return {"data": data, "why": why, "rows": rows, "frequency": freq, "season": season}
+
+
+def _window(season: int | None, rows: int, horizon: int) -> tuple[int, str]:
+    """An input length: two seasons (at least 16 rows), cut to what both parts hold."""
+    if season and 2 * season >= 16:
+        want, why = 2 * season, f"two seasons of {season} rows"
+    elif season:
+        want, why = 16, f"16 rows: two or more seasons of {season}"
+    else:
+        want, why = 16, "16 rows (no season shows)"
+    val_rows = rows - split_point(rows, VAL_FRACTION)
+    most = min(val_rows - horizon, split_point(rows, VAL_FRACTION) // 4)
+    if most < 2:
+        raise ScellisError(
+            f"{rows} rows are too few to forecast: each part needs a few windows of inputs "
+            f"and {horizon} target(s)"
+        )
+    if want > most:
+        return most, f"{why} would leave too few validation windows: {most} rows"
+    return want, why

@@ -1,0 +1,60 @@
+"""Per-window normalisation (data layer): every window in its own frame of reference.
+
+A global z-score fitted on the training rows cannot extrapolate a trend: the later
+(validation) values lie outside everything the network saw, and it forecasts a level
+it knows. In a per-window mode each window is scaled by numbers read from its own
+inputs only (what a forecast knows at that time), and its targets in the same frame,
+so a series that drifts looks the same to the network at every level:
+
+* ``window``: shift by the window's mean, scale by its spread (RevIN, PatchTST);
+* ``change``: shift by the window's last observed value and scale by the size of its
+  steps (root mean square of one-row changes): the network predicts the change from
+  the last value, so an output of zero is the persistence forecast.
+
+A window's scale never goes below a floor fitted on the training rows (a tenth of the
+size of their one-row changes), so a flat window cannot blow its targets up. A frame
+``(shift, scale)`` maps the target's normalised values back: ``v * scale + shift``.
+"""
+
+from __future__ import annotations
+
+import math
+
+WINDOW_NORMALISERS = ("window", "change")
+
+
+def spread_floor(values: list[float]) -> float:
+    """The smallest scale a window of this column may have (see the module note)."""
+    steps = [b - a for a, b in zip(values, values[1:])]
+    rms = math.sqrt(math.fsum(d * d for d in steps) / len(steps)) if steps else 0.0
+    return 0.1 * rms or 1.0
+
+
+def column_frame(values: list[float], how: str, floor: float) -> tuple[float, float]:
+    """(shift, scale) of one column's values in a window's input rows."""
+    n = len(values)
+    if how == "change":
+        steps = [b - a for a, b in zip(values, values[1:])]
+        spread = math.sqrt(math.fsum(d * d for d in steps) / len(steps)) if steps else 0.0
+        return values[-1], max(spread, floor)
+    mean = math.fsum(values) / n
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
+    return mean, max(spread, floor)
+
+
+def framed_window(columns: dict, features, target: str, start: int, length: int,
+                  horizon: int, how: str, stats: dict) -> tuple[list, list, tuple]:  # fmt: skip
+    """(inputs [length, features], targets [<= horizon], the target's frame) of the
+    window whose first input row is ``start``; ``stats[column][1]`` is its floor.
+    Targets past the end of the columns are left out (a forecast has none)."""
+    end = start + length
+    frames = {
+        k: column_frame(columns[k][start:end], how, stats[k][1])
+        for k in dict.fromkeys([*features, target])
+    }
+    x = [[(columns[k][t] - frames[k][0]) / frames[k][1] for k in features]
+         for t in range(start, end)]  # fmt: skip
+    shift, scale = frames[target]
+    stop = min(end + horizon, len(columns[target]))
+    y = [(columns[target][t] - shift) / scale for t in range(end, stop)]
+    return x, y, (shift, scale)
