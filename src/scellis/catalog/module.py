@@ -157,7 +157,7 @@ class Module:
             else:
                 device = a
         dt = as_dtype(dtype) if dtype is not None else None
-        dev = _device_name(device) if device is not None else None
+        dev = device
         for t in [*self.parameters(), *self.buffers()]:
             rebind(t, transfer(t, dev, dt if t.dtype.is_float else None))
         for m in self.modules():  # blocks drawing tensors later use the new home
@@ -222,11 +222,6 @@ def _is_dtype(x) -> bool:
     except DTypeError:
         return False
     return True
-
-
-def _device_name(device):
-    """torch's ``"cpu"`` is the reference device; anything else is a scellis device."""
-    return "reference" if device == "cpu" else device
 
 
 class ModuleList(Module):

@@ -111,7 +111,7 @@ def load(path, device=None):
         views, meta = st.loads(data)
     except ScellisError as e:
         raise ScellisError(f"{where}: {e}") from None
-    dev = "reference" if device == "cpu" else device
+    dev = device
     tensors = {}
     for name, (code, shape, data) in views.items():
         dt, raw = widen(RawTensor(code, shape, bytes(data)))
