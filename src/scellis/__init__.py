@@ -3,8 +3,15 @@
 The public surface; everything here is a re-export.
 """
 
-from . import data, nn, optim, rng  # noqa: F401
-from . import autograd  # noqa: F401
+from . import (  # noqa: F401
+    amp,
+    autograd,  # noqa: F401
+    cuda,
+    data,
+    nn,
+    optim,
+    rng,
+)
 from .autograd import (  # noqa: F401
     enable_grad,
     inference_mode,
@@ -23,6 +30,7 @@ from .base.dtypes import f64 as float64  # noqa: F401
 from .base.dtypes import i32 as int  # noqa: F401, A004
 from .base.dtypes import i32 as int32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
+from .catalog.module_precision import autocast  # noqa: F401
 from .codecs.state_file import save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
 from .devices.base import device  # noqa: F401

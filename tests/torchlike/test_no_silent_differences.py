@@ -67,7 +67,10 @@ def test_max_and_min_over_a_dim_give_the_named_pair(name):
     close(values, tv)
     assert indices.tolist() == ti.tolist()
     out = getattr(sx, name)(1, keepdim=True)
-    assert out.values.shape == (4, 1) and out.indices.tolist() == getattr(tx, name)(1, True).indices.tolist()
+    assert (
+        out.values.shape == (4, 1)
+        and out.indices.tolist() == getattr(tx, name)(1, True).indices.tolist()
+    )
     close(getattr(sx, name)(), getattr(tx, name)())
     out.values.sum().backward()
     getattr(tx, name)(1, keepdim=True).values.sum().backward()
@@ -96,8 +99,14 @@ def test_sort_topk_kthvalue_give_pairs_with_gradients():
 def test_two_schedulers_on_one_optimizer_compose():
     sp, tp = pair(2, grad=True)
     sopt, topt = sc.optim.SGD([sp], lr=1.0), torch.optim.SGD([tp], lr=1.0)
-    s1, s2 = sc.optim.lr_scheduler.ExponentialLR(sopt, 0.9), sc.optim.lr_scheduler.StepLR(sopt, 2, 0.5)
-    t1, t2 = torch.optim.lr_scheduler.ExponentialLR(topt, 0.9), torch.optim.lr_scheduler.StepLR(topt, 2, 0.5)
+    s1, s2 = (
+        sc.optim.lr_scheduler.ExponentialLR(sopt, 0.9),
+        sc.optim.lr_scheduler.StepLR(sopt, 2, 0.5),
+    )
+    t1, t2 = (
+        torch.optim.lr_scheduler.ExponentialLR(topt, 0.9),
+        torch.optim.lr_scheduler.StepLR(topt, 2, 0.5),
+    )
     got, want = [], []
     for _ in range(6):
         sopt.step(), topt.step()

@@ -21,7 +21,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """d(outputs)/d(inputs), one tensor per input (None for an unused one where
     ``allow_unused``). Higher-order gradients (``create_graph``) are not supported."""
     if create_graph:
-        raise AutogradError("autograd.grad(create_graph=True): higher-order gradients are not supported")
+        raise AutogradError(
+            "autograd.grad(create_graph=True): higher-order gradients are not supported"
+        )
     outs, ins = _as_tuple(outputs), _as_tuple(inputs)
     gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
     leaves = {id(t): t for o in outs for t in _topo(o) if t._node is None and hasattr(t, "grad")}
@@ -42,5 +44,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         for t, g, r in flags:
             t.grad, t._retains_grad = g, r
     if not allow_unused and any(g is None for g in found):
-        raise AutogradError("one of the inputs was not used to compute the outputs (allow_unused=True)")
+        raise AutogradError(
+            "one of the inputs was not used to compute the outputs (allow_unused=True)"
+        )
     return found

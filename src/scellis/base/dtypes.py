@@ -63,6 +63,7 @@ def narrowed_int(name: str = "int64") -> DType:
         )
     return i32
 
+
 # Promotion order for floats; integers promote to the float they meet.
 _FLOAT_RANK = {"f16": 0, "f32": 1, "f64": 2}
 

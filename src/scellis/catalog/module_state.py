@@ -31,6 +31,20 @@ def translated(module, state: dict) -> dict:
     return cur
 
 
+def exported(module, state: dict) -> dict:
+    """``state`` (live names) with every module's ``export_state`` applied, parents
+    first: torch's names for the torch-shaped layers of the tree."""
+    cur = dict(state)
+    for name, m in module.named_modules():
+        if not m.exports_torch_names:
+            continue
+        prefix = f"{name}." if name else ""
+        mine = {k[len(prefix) :]: v for k, v in cur.items() if k.startswith(prefix)}
+        rest = {k: v for k, v in cur.items() if not k.startswith(prefix)}
+        cur = {**rest, **{prefix + k: v for k, v in m.export_state(mine).items()}}
+    return cur
+
+
 def as_tensor(value, like: Tensor) -> Tensor:
     """``value`` (our tensor, a torch tensor, an array, nested lists) on ``like``'s
     device in ``like``'s dtype. A torch tensor is duck typed (torch is never imported
@@ -57,7 +71,7 @@ def _report(module, missing: list, unexpected: list) -> str:
 
 @no_grad()
 def load_state(module, state_dict, strict: bool = True) -> IncompatibleKeys:
-    own = module.state_dict()
+    own = module.live_state()
     incoming = translated(module, {str(k): v for k, v in dict(state_dict).items()})
     missing = [k for k in own if k not in incoming]
     unexpected = [k for k in incoming if k not in own]

@@ -144,8 +144,10 @@ class device:  # noqa: N801 (torch's spelling: `torch.device("cpu")`)
         if isinstance(other, device):
             return (self.type, self.index) == (other.type, other.index)
         name = getattr(other, "name", None)
-        return isinstance(name, str) and not isinstance(other, str) and (
-            name == self._backend_name() and self.index in (None, 0)
+        return (
+            isinstance(name, str)
+            and not isinstance(other, str)
+            and (name == self._backend_name() and self.index in (None, 0))
         )
 
     def __hash__(self) -> int:

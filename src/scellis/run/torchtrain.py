@@ -126,7 +126,7 @@ def import_checkpoint(path, store, *, device: str = "webgpu", base_dir=None,
             f"{ds.digest[:12]}"
         )
     model = RecordModel(record, device="null")
-    want = dict(model.state_dict())
+    want = dict(model.live_state())
     if set(want) != set(ck.model):
         raise ScellisError(
             f"{path}: the weights do not match the record (missing "

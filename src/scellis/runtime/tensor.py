@@ -63,7 +63,9 @@ def nest(flat: list, shape: tuple[int, ...]):
     return flat
 
 
-class Tensor(TorchLikeMethods, TorchIndexMethods, TorchOpsMethods, TensorMath, TensorShape, TensorNN):
+class Tensor(
+    TorchLikeMethods, TorchIndexMethods, TorchOpsMethods, TensorMath, TensorShape, TensorNN
+):
     __slots__ = (
         "_buf",
         "shape",
