@@ -242,10 +242,10 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if autocast_applies():
-            return call_autocast(self, self._call, args, kwargs)
-        return self._call(*args, **kwargs)
+            return call_autocast(self, self._forward_with_hooks, args, kwargs)
+        return self._forward_with_hooks(*args, **kwargs)
 
-    def _call(self, *args, **kwargs):
+    def _forward_with_hooks(self, *args, **kwargs):
         hooks = self.__dict__.get("_hooks")
         if not hooks or not (hooks["pre"] or hooks["post"]):
             return self.forward(*args, **kwargs)

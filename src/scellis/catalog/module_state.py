@@ -32,16 +32,28 @@ def translated(module, state: dict) -> dict:
 
 
 def exported(module, state: dict) -> dict:
-    """``state`` (live names) with every module's ``export_state`` applied, parents
-    first: torch's names for the torch-shaped layers of the tree."""
-    cur = dict(state)
+    """``state`` (live names) in torch's order (each module's parameters, then its
+    buffers, then its children) with every module's ``export_state`` applied, parents
+    first: torch's names for the torch-shaped layers of the tree, in their places."""
+    order = []
+    for name, m in module.named_modules():
+        prefix = f"{name}." if name else ""
+        order += [prefix + k for k in (*m._params, *m._buffers) if prefix + k in state]
+    cur = {k: state[k] for k in order}
     for name, m in module.named_modules():
         if not m.exports_torch_names:
             continue
         prefix = f"{name}." if name else ""
         mine = {k[len(prefix) :]: v for k, v in cur.items() if k.startswith(prefix)}
-        rest = {k: v for k, v in cur.items() if not k.startswith(prefix)}
-        cur = {**rest, **{prefix + k: v for k, v in m.export_state(mine).items()}}
+        renamed = {prefix + k: v for k, v in m.export_state(mine).items()}
+        out, placed = {}, False
+        for k, v in cur.items():
+            if not k.startswith(prefix):
+                out[k] = v
+            elif not placed:  # the module's entries where its first one stood
+                out.update(renamed)
+                placed = True
+        cur = out
     return cur
 
 

@@ -22,6 +22,7 @@ import dataclasses
 import math
 
 from ..autograd import no_grad
+from ..base.errors import ShapeError
 from ..base.rng import Generator
 from ..catalog import blocks as B
 from ..catalog.module import Module, ModuleList
@@ -122,6 +123,11 @@ class MultiheadAttention(B.MultiHeadAttention):
             self._heads(self.v(v_in), B, S)  # fmt: skip
         scores = (q @ k.mT) * (1.0 / math.sqrt(q.shape[-1]))  # [B, H, T, S]
         if attn_mask is not None:
+            if tuple(attn_mask.shape) not in ((T, S), (B * H, T, S)):
+                raise ShapeError(
+                    f"MultiheadAttention: attn_mask of shape {tuple(attn_mask.shape)}; "
+                    f"torch's shapes here are ({T}, {S}) and ({B * H}, {T}, {S})"
+                )
             m = attn_mask if attn_mask.ndim == 2 else attn_mask.reshape(B, H, T, S)
             scores = scores.masked_fill(m, float("-inf")) if m.dtype.kind == "b" else scores + m
         if key_padding_mask is not None:
