@@ -88,6 +88,14 @@ def save(obj, path) -> None:
         f.write(st.dumps(packer.tensors, meta))
 
 
+def _torch_saved(data: bytes) -> bool:
+    """Whether ``data`` is what ``torch.save`` wrote: its zip archive, or a bare pickle
+    (the pre-1.6 format, read only to be refused clearly). A safetensors file starts
+    with its header's length and then ``{``; a length whose first byte is 0x80 must
+    not pass for a pickle."""
+    return data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[8:9] != b"{")
+
+
 def _from_torch(where: str, device):
     """A ``torch.save`` file as ``torch.load`` gives it, tensors made on ``device``
     (64-bit integers narrowed to i32, bf16 widened, as every import does)."""
@@ -129,7 +137,7 @@ def load(path, device=None):
     (through the restricted unpickler: no code runs) onto ``device``."""
     where = os.fspath(path)
     data = read_file(where)
-    if data[:4] == b"PK\x03\x04" or data[:1] == b"\x80":  # torch.save's zip, or its old pickle
+    if _torch_saved(data):
         return _from_torch(where, device)
     try:
         views, meta = st.loads(data)
