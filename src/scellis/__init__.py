@@ -65,6 +65,7 @@ from .runtime.factories import (  # noqa: F401
 from .runtime.functional import cat, stack, where  # noqa: F401
 from .runtime.torch_functions import *  # noqa: F403 (torch's free functions)
 from .runtime.torch_functions import Generator, bmm, einsum, multinomial, randperm  # noqa: F401
+from .train.compiled import compile  # noqa: F401, A004 (torch's name)
 from .version import __version__  # noqa: F401
 
 

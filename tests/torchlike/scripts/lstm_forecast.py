@@ -26,7 +26,7 @@ def train(model, data, steps, path=None):
     opt = torch.optim.Adam(model.parameters(), lr=5e-3)
     loss_fn = nn.MSELoss()
     best, patience, losses = float("inf"), 0, []
-    for step in range(steps):
+    for _ in range(steps):
         model.train()
         pred = model(xs[:24])
         loss = loss_fn(pred, ys[:24])

@@ -70,6 +70,11 @@ class Scheduler:
 
     def step(self) -> None:
         """Advance one step (call after ``optimizer.step()``, as in torch)."""
+        # tell the optimizer (a compiled step must not replay past a scheduler's step);
+        # through the optimizer, so this class's text runs unchanged beside torch's
+        told = getattr(self.optimizer, "rate_stepped", None)
+        if told is not None:
+            told(self)
         self.last_epoch += 1
         self._apply()
 
