@@ -6,8 +6,9 @@ below 2.5 the series erf(z) = 2/sqrt(pi) exp(-z^2) sum_n 2^n z^(2n+1) / (2n+1)!!
 (all terms positive: no cancellation); from 2.5 up, erfc's continued fraction
 exp(-z^2) / sqrt(pi) / (z + (1/2) / (z + 1 / (z + (3/2) / ...))), evaluated from a fixed
 depth. Both are far more accurate (relative error under 1e-11, checked against
-``math.erfc``) than an f32 result needs, at about a quarter of the per-element time. f64 inputs keep ``math.erfc`` per element: the oracle's own precision for the
-f64 gradient checks.
+``math.erfc``) than an f32 result needs, at about a quarter of the per-element time.
+f64 inputs keep ``math.erfc`` per element: the oracle's own precision for the f64
+gradient checks.
 """
 
 from __future__ import annotations
