@@ -73,10 +73,12 @@ def user_run(cfg, dev, compiled: bool, a) -> dict:
             loss.item()
             blocks.append((time.perf_counter() - t0) / a.steps * 1e3)
     notes = sorted({str(w.message) for w in said})
+    dispatches = None
     if compiled and fn.sr is not None:
+        dispatches = fn.sr.schedule.dispatches if fn.sr.schedule else None
         fn.sr.close()
     return {"ms": statistics.median(blocks), "first_losses": first, "notes": notes,
-            "replayed": getattr(fn, "replayed", None)}  # fmt: skip
+            "replayed": getattr(fn, "replayed", None), "dispatches_per_step": dispatches}  # fmt: skip
 
 
 def main(argv=None) -> int:
