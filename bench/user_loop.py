@@ -78,7 +78,8 @@ def user_run(cfg, dev, compiled: bool, a) -> dict:
         dispatches = fn.sr.schedule.dispatches if fn.sr.schedule else None
         fn.sr.close()
     return {"ms": statistics.median(blocks), "first_losses": first, "notes": notes,
-            "replayed": getattr(fn, "replayed", None), "dispatches_per_step": dispatches}  # fmt: skip
+            "replayed": getattr(fn, "replayed", None),
+            "dispatches_per_step": dispatches}  # fmt: skip
 
 
 def main(argv=None) -> int:
