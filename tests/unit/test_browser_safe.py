@@ -38,7 +38,7 @@ parts = {
     "ln": F.layer_norm(h, 5).sum(),
     "sm": h.softmax(-1)[1:3, ::2].sum(),
     "emb": F.dropout(F.embedding(t, w.T), 0.5).sum(),
-    "max": h.max(0).sum(),
+    "max": h.max(0).values.sum(),
     "pad": x.pad([1, 0], [0, 2], [0, 1]).sum(),
     "cat": F.stack([x, x * 2.0], 1).var(),
 }

@@ -21,7 +21,7 @@ def z(*shape, dtype="f32", grad=True):
         (lambda a, b: a @ b, [(7,), (2, 7, 3)], (2, 3)),
         (lambda a: a.permute(2, 0, 1)[1:, ::2], [(3, 5, 7)], (6, 2, 5)),
         (lambda a: a.pad([1, 0], [0, 2], [1, 0]), [(3, 7)], (6, 9)),
-        (lambda a: a.sum(1, keepdim=True).max(0), [(3, 7)], (1,)),
+        (lambda a: a.sum(1, keepdim=True).amax(0), [(3, 7)], (1,)),
         (lambda a: a.var((0, 2)), [(3, 4, 5)], (4,)),
         (lambda a, b: F.concat([a, b], 1), [(3, 1), (3, 7)], (3, 8)),
         (lambda a: F.stack([a, a], -1), [(3, 7)], (3, 7, 2)),

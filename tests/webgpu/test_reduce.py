@@ -102,7 +102,7 @@ def test_sum_max_min_all_axes(gpu, rng, shape, view):
         bound = sum_error_bound(r) * vals(absx.sum(axes, keepdim=keep)) * (1 + 1e-6)
         err = np.abs(got - want)
         assert (err <= bound).all(), f"sum{axes}: err {err.max():.3g} > {bound.max():.3g}"
-        for op in ("max", "min"):
+        for op in ("amax", "amin"):
             want = vals(getattr(ref, op)(axes, keepdim=keep))
             np.testing.assert_array_equal(vals(getattr(dev, op)(axes, keepdim=keep)), want)
 
@@ -128,8 +128,8 @@ def test_argmax_first_of_ties_and_nan(gpu):
     for data in (rows, long, mid):
         ref, dev = (sc.tensor(data.astype(np.float32), device=d) for d in ("reference", gpu))
         assert dev.argmax(1).tolist() == ref.argmax(1).tolist()
-        np.testing.assert_array_equal(vals(dev.max(1)), vals(ref.max(1)))
-        np.testing.assert_array_equal(vals(dev.min(1)), vals(ref.min(1)))
+        np.testing.assert_array_equal(vals(dev.amax(1)), vals(ref.amax(1)))
+        np.testing.assert_array_equal(vals(dev.amin(1)), vals(ref.amin(1)))
 
 
 def test_integer_reductions_exact(gpu, rng):
@@ -137,7 +137,7 @@ def test_integer_reductions_exact(gpu, rng):
     data[1, :] = 2**30  # wraps in 32 bits, as the reference's cast back does
     ref, dev = (sc.tensor(data, device=d, dtype="i32") for d in ("reference", gpu))
     for axis in (0, 1, None):
-        for op in ("sum", "max", "min", "argmax"):
+        for op in ("sum", "amax", "amin", "argmax"):
             assert getattr(dev, op)(axis).tolist() == getattr(ref, op)(axis).tolist(), (op, axis)
 
 
@@ -195,7 +195,7 @@ def test_reading_ahead_keeps_every_bit(gpu, rng, monkeypatch, shape, axis):
 
     def results():
         x = sc.tensor(data, device=gpu)
-        return [np.array(t.tolist()) for t in (x.sum(axis), x.max(axis), x.argmax(axis))]
+        return [np.array(t.tolist()) for t in (x.sum(axis), x.amax(axis), x.argmax(axis))]
 
     ahead = results()
     monkeypatch.setattr(kernels, "READ_AHEAD", 1)
@@ -209,7 +209,7 @@ def test_low_limits_give_the_same_bits(gpu, rng):
     a, b = sc.tensor(data, device=gpu), sc.tensor(data, device=small)
     for axis in (0, 1, None):  # 200 / 130 / 1 outputs: past 64 workgroups, the grid loops
         assert b.sum(axis).tolist() == a.sum(axis).tolist()
-        assert b.max(axis).tolist() == a.max(axis).tolist()
+        assert b.amax(axis).tolist() == a.amax(axis).tolist()
     assert b.argmax(0).tolist() == a.argmax(0).tolist()
     short = rng.standard_normal((300, 60)).astype(np.float32)  # R <= 64: one thread per row
     assert (
@@ -267,8 +267,8 @@ def _grad_pair(gpu, rng, shape, view, fn, extra=()):
 
 GRAD_FNS = {
     "sum": lambda x: x.sum((0, -1)),
-    "max": lambda x: x.max(-1),
-    "min": lambda x: x.min(0, keepdim=True),
+    "max": lambda x: x.amax(-1),
+    "min": lambda x: x.amin(0, keepdim=True),
     "mean": lambda x: x.mean(-1),
     "var": lambda x: x.var(0),
     "softmax": lambda x: x.softmax(-1),

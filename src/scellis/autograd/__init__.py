@@ -1,5 +1,12 @@
 """Autograd (autograd layer): the tape as data and VJP rules keyed by op name."""
 
-from .mode import enable_grad, is_grad_enabled, no_grad  # noqa: F401
+from .grad import grad  # noqa: F401
+from .mode import (  # noqa: F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .rules import VJP  # noqa: F401
 from .tape import Node, backward  # noqa: F401

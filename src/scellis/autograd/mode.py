@@ -34,3 +34,47 @@ class no_grad(contextlib.ContextDecorator):
 
 class enable_grad(no_grad):
     _flag = True
+
+
+class inference_mode(no_grad):  # noqa: N801 (torch's name)
+    """torch's ``inference_mode(mode=True)``: here the same as ``no_grad`` (there are no
+    version counters to skip); ``inference_mode(False)`` changes nothing."""
+
+    def __init__(self, mode: bool = True):
+        super().__init__()
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        self._prev.append(_state["enabled"])
+        if self._mode:
+            _state["enabled"] = False
+
+
+class set_grad_enabled(no_grad):  # noqa: N801 (torch's name)
+    """torch's ``set_grad_enabled(mode)``: takes effect when called (as a function) and,
+    used with ``with``, restores the previous mode at the exit."""
+
+    def __init__(self, mode: bool):
+        super().__init__()
+        self._before = _state["enabled"]
+        _state["enabled"] = bool(mode)
+
+    def __enter__(self):
+        self._prev.append(self._before)
+
+    def __exit__(self, *exc):
+        _state["enabled"] = self._prev.pop()
+        return False
+
+
+def check_writable(t, what: str) -> None:
+    """The one guard before a write autograd cannot record (an optimizer's fused
+    update, a load, ``fill_`` on a leaf): refused while ``t`` requires grad and
+    gradients are on, as torch refuses an in-place op on a leaf that requires grad."""
+    if is_grad_enabled() and t.requires_grad:
+        from ..base.errors import AutogradError  # base is below; kept local to stay light
+
+        raise AutogradError(
+            f"{what} on a tensor that requires grad: autograd cannot see this change; "
+            "wrap it in `with scellis.no_grad():`"
+        )

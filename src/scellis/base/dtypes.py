@@ -45,6 +45,24 @@ _ALIASES = {
     "uint32": u32,
     "bool_": bool_,
 }
+# torch's 64-bit integers: stored as i32 (WGSL has no i64), said once per process
+_WIDE_INTS = ("int64", "long")
+_said: set[str] = set()
+
+
+def narrowed_int(name: str = "int64") -> DType:
+    """i32 standing for torch's ``int64``/``long``, with one warning the first time."""
+    if "int64" not in _said:
+        _said.add("int64")
+        import warnings
+
+        warnings.warn(
+            f"scellis stores {name} as i32 (32-bit): WebGPU has no 64-bit integers; "
+            "values beyond +-2^31 do not fit",
+            stacklevel=3,
+        )
+    return i32
+
 
 # Promotion order for floats; integers promote to the float they meet.
 _FLOAT_RANK = {"f16": 0, "f32": 1, "f64": 2}
@@ -56,6 +74,8 @@ def as_dtype(d: DType | str | None, default: DType = f32) -> DType:
     if isinstance(d, DType):
         return d
     if isinstance(d, str):
+        if d in _WIDE_INTS:
+            return narrowed_int(d)
         found = ALL.get(d) or _ALIASES.get(d)
         if found:
             return found

@@ -89,7 +89,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tens
         return zeros((), params[0].dtype if params else "f32", params[0].device if params else None)
     norm_type = float(norm_type)
     if math.isinf(norm_type):
-        total = reduce_gradients(grads, lambda f: f.abs().max(), "max")
+        total = reduce_gradients(grads, lambda f: f.abs().amax(), "max")
     elif norm_type == 2.0:
         total = reduce_gradients(grads, lambda f: (f * f).sum()).sqrt()
     elif norm_type > 0:

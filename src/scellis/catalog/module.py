@@ -19,7 +19,9 @@ from ..base.errors import DTypeError, ScellisError
 from ..devices.base import get_device
 from ..runtime.inplace import rebind, transfer
 from ..runtime.tensor import Tensor
-from .module_state import IncompatibleKeys, load_state
+from .module_hooks import add_hook, call_with_hooks
+from .module_precision import autocast_applies, call_autocast
+from .module_state import IncompatibleKeys, exported, load_state
 
 
 class Module:
@@ -31,12 +33,16 @@ class Module:
     """
 
     incremental = False
+    # True where ``export_state`` renames (a torch-shaped layer): the others are skipped
+    exports_torch_names = False
 
     def __init__(self):
         object.__setattr__(self, "_params", {})
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_children", {})
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_transient", set())  # buffers outside the state dict
+        object.__setattr__(self, "_hooks", {"pre": {}, "post": {}})
 
     def __setattr__(self, name: str, value) -> None:
         params, children = self.__dict__.get("_params"), self.__dict__.get("_children")
@@ -56,8 +62,14 @@ class Module:
             value = children[name]
         object.__setattr__(self, name, value)
 
-    def register_buffer(self, name: str, t: Tensor) -> None:
-        self._buffers[name] = t
+    def register_buffer(self, name: str, t: Tensor | None, persistent: bool = True) -> None:
+        """A tensor the module keeps but does not train; ``persistent=False`` leaves it
+        out of ``state_dict()``, as torch does (a causal mask made in ``__init__``)."""
+        self._buffers.pop(name, None)
+        if t is not None:
+            self._buffers[name] = t
+        transient = self.__dict__.setdefault("_transient", set())
+        (transient.discard if persistent else transient.add)(name)
         object.__setattr__(self, name, t)
 
     def register_parameter(self, name: str, t: Tensor | None) -> None:
@@ -72,20 +84,25 @@ class Module:
 
     # -- the tree --
     def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """(dotted name, parameter) pairs; ``prefix`` is joined with a dot, as torch's."""
+        head = f"{prefix}." if prefix and not prefix.endswith(".") else prefix
         for n, p in self._params.items():
-            yield prefix + n, p
+            yield head + n, p
         if recurse:
             for n, c in self._children.items():
-                yield from c.named_parameters(f"{prefix}{n}.")
+                yield from c.named_parameters(f"{head}{n}.")
 
     def parameters(self, recurse: bool = True) -> list[Tensor]:
         """A list (not a generator): it can be passed to an optimizer and read again."""
         return [p for _, p in self.named_parameters(recurse=recurse)]
 
-    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(self, prefix: str = "", persistent_only: bool = False):
+        head = f"{prefix}." if prefix and not prefix.endswith(".") else prefix
         for mname, m in self.named_modules():
+            skip = m.__dict__.get("_transient", ()) if persistent_only else ()
             for b, t in m._buffers.items():
-                yield prefix + (f"{mname}.{b}" if mname else b), t
+                if b not in skip:
+                    yield head + (f"{mname}.{b}" if mname else b), t
 
     def buffers(self) -> list[Tensor]:
         return [t for _, t in self.named_buffers()]
@@ -95,6 +112,16 @@ class Module:
 
     def children(self) -> Iterator[Module]:
         yield from self._children.values()
+
+    def get_submodule(self, target: str) -> Module:
+        """The module at dotted path ``target`` ("" is this one), as torch's."""
+        mod = self
+        for part in target.split(".") if target else ():
+            child = mod._children.get(part)
+            if child is None:
+                raise ScellisError(f"{type(mod).__name__} has no submodule {part!r} ({target!r})")
+            mod = child
+        return mod
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         yield prefix.rstrip("."), self
@@ -113,12 +140,29 @@ class Module:
         return self
 
     # -- state --
-    def state_dict(self) -> dict[str, Tensor]:
-        """Parameters and buffers by dotted path: the live tensors themselves (torch's
-        ``keep_vars=True``); copy them to keep a snapshot."""
+    def live_state(self) -> dict[str, Tensor]:
+        """Parameters and persistent buffers by their dotted paths in this tree: the
+        live tensors themselves, what loading writes into."""
         out = dict(self.named_parameters())
-        out.update(self.named_buffers())
+        out.update(self.named_buffers(persistent_only=True))
         return out
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Parameters and persistent buffers by dotted path, under torch's names where
+        a torch-shaped layer packs or names them differently (``export_state``); the
+        live tensors wherever no packing is needed, so copy them to keep a snapshot."""
+        out = exported(self, self.live_state())
+        if prefix:
+            out = {prefix + k: v for k, v in out.items()}
+        if destination is not None:
+            destination.update(out)
+            return destination
+        return out
+
+    def export_state(self, state: dict) -> dict:
+        """This module's entries (keys relative to it) under torch's names: the inverse
+        of ``translate_state``; unchanged unless a torch-shaped layer says otherwise."""
+        return state
 
     def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
         """Write ``state_dict``'s values (tensors, torch tensors, arrays or nested lists)
@@ -157,7 +201,7 @@ class Module:
             else:
                 device = a
         dt = as_dtype(dtype) if dtype is not None else None
-        dev = _device_name(device) if device is not None else None
+        dev = device
         for t in [*self.parameters(), *self.buffers()]:
             rebind(t, transfer(t, dev, dt if t.dtype.is_float else None))
         for m in self.modules():  # blocks drawing tensors later use the new home
@@ -197,7 +241,25 @@ class Module:
             p.grad = None if set_to_none or p.grad is None else p.grad.zeros_like()
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if autocast_applies():
+            return call_autocast(self, self._forward_with_hooks, args, kwargs)
+        return self._forward_with_hooks(*args, **kwargs)
+
+    def _forward_with_hooks(self, *args, **kwargs):
+        hooks = self.__dict__.get("_hooks")
+        if not hooks or not (hooks["pre"] or hooks["post"]):
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, hooks, args, kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """``hook(module, args, output)`` after each call; a value it returns replaces
+        the output. The handle's ``remove()`` takes it away."""
+        return add_hook(self, "post", hook, with_kwargs)
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """``hook(module, args)`` before each call; a value it returns replaces the
+        positional arguments (a tuple, or one value)."""
+        return add_hook(self, "pre", hook, with_kwargs)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError
@@ -222,11 +284,6 @@ def _is_dtype(x) -> bool:
     except DTypeError:
         return False
     return True
-
-
-def _device_name(device):
-    """torch's ``"cpu"`` is the reference device; anything else is a scellis device."""
-    return "reference" if device == "cpu" else device
 
 
 class ModuleList(Module):

@@ -31,6 +31,32 @@ def translated(module, state: dict) -> dict:
     return cur
 
 
+def exported(module, state: dict) -> dict:
+    """``state`` (live names) in torch's order (each module's parameters, then its
+    buffers, then its children) with every module's ``export_state`` applied, parents
+    first: torch's names for the torch-shaped layers of the tree, in their places."""
+    order = []
+    for name, m in module.named_modules():
+        prefix = f"{name}." if name else ""
+        order += [prefix + k for k in (*m._params, *m._buffers) if prefix + k in state]
+    cur = {k: state[k] for k in order}
+    for name, m in module.named_modules():
+        if not m.exports_torch_names:
+            continue
+        prefix = f"{name}." if name else ""
+        mine = {k[len(prefix) :]: v for k, v in cur.items() if k.startswith(prefix)}
+        renamed = {prefix + k: v for k, v in m.export_state(mine).items()}
+        out, placed = {}, False
+        for k, v in cur.items():
+            if not k.startswith(prefix):
+                out[k] = v
+            elif not placed:  # the module's entries where its first one stood
+                out.update(renamed)
+                placed = True
+        cur = out
+    return cur
+
+
 def as_tensor(value, like: Tensor) -> Tensor:
     """``value`` (our tensor, a torch tensor, an array, nested lists) on ``like``'s
     device in ``like``'s dtype. A torch tensor is duck typed (torch is never imported
@@ -57,7 +83,7 @@ def _report(module, missing: list, unexpected: list) -> str:
 
 @no_grad()
 def load_state(module, state_dict, strict: bool = True) -> IncompatibleKeys:
-    own = module.state_dict()
+    own = module.live_state()
     incoming = translated(module, {str(k): v for k, v in dict(state_dict).items()})
     missing = [k for k in own if k not in incoming]
     unexpected = [k for k in incoming if k not in own]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 from ..base.dtypes import as_dtype
 from ..base.errors import ScellisError
@@ -86,6 +87,34 @@ def save(obj, path) -> None:
     write_file(os.fspath(path), st.dumps(packer.tensors, meta))  # whole, never via a link
 
 
+def _torch_saved(data: bytes) -> bool:
+    """Whether ``data`` is what ``torch.save`` wrote: its zip archive, or a bare pickle
+    (the pre-1.6 format, read only to be refused clearly). A safetensors file starts
+    with its header's length and then ``{``; a length whose first byte is 0x80 must
+    not pass for a pickle."""
+    return data[:4] == b"PK\x03\x04" or (data[:1] == b"\x80" and data[8:9] != b"{")
+
+
+def _from_torch(where: str, device):
+    """A ``torch.save`` file as ``torch.load`` gives it, tensors made on ``device``
+    (64-bit integers narrowed to i32, bf16 widened, as every import does)."""
+    from .base import make  # the torch codec, through the catalog like every format
+
+    tree = make("codec/torch").read_tree(Path(where))
+
+    def made(node):
+        if isinstance(node, RawTensor):
+            dt, raw = widen(node)
+            return from_bytes(raw, node.shape, as_dtype(dt), device)
+        if isinstance(node, dict):
+            return {k: made(v) for k, v in node.items()}
+        if isinstance(node, (list, tuple)):
+            return type(node)(made(v) for v in node)
+        return node
+
+    return made(tree)
+
+
 def _unpack(node, tensors: dict):
     if isinstance(node, list):
         return [_unpack(v, tensors) for v in node]
@@ -103,14 +132,17 @@ def _unpack(node, tensors: dict):
 
 
 def load(path, device=None):
-    """Read what ``save`` wrote (or any safetensors file) onto ``device``."""
+    """Read what ``save`` wrote, any safetensors file, or what ``torch.save`` wrote
+    (through the restricted unpickler: no code runs) onto ``device``."""
     where = os.fspath(path)
     data = read_file(where)
+    if _torch_saved(data):
+        return _from_torch(where, device)
     try:
         views, meta = st.loads(data)
     except ScellisError as e:
         raise ScellisError(f"{where}: {e}") from None
-    dev = "reference" if device == "cpu" else device
+    dev = device
     tensors = {}
     for name, (code, shape, data) in views.items():
         dt, raw = widen(RawTensor(code, shape, bytes(data)))

@@ -61,6 +61,17 @@ class Backend(Protocol):
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None: ...
 
 
+class OneInstance:
+    """A backend is one object per process (its buffers, its GPU handles): copying a
+    tensor or a module (``copy.deepcopy(model)``) copies the values, never the device."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 # name -> "module:Class"; imported on first use so NumPy/wgpu load only when asked for
 _REGISTRY = {
     "reference": "scellis.devices.reference:ReferenceBackend",
@@ -78,9 +89,18 @@ def available_devices() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_device(name: str | Backend) -> Backend:
+# torch's device names for ours: scripts written for torch say "cpu"
+_TORCH_NAMES = {"cpu": "reference"}
+
+
+def get_device(name) -> Backend:
+    """The backend a name stands for: ours, torch's ``"cpu"`` (``"cpu:0"``), or a
+    ``scellis.device``; a backend is itself."""
+    if isinstance(name, device):
+        name = name.type
     if not isinstance(name, str):
         return name
+    name = _TORCH_NAMES.get(name.split(":")[0], name)
     dev = _INSTANCES.get(name)
     if dev is not None:
         return dev
@@ -95,3 +115,40 @@ def get_device(name: str | Backend) -> Backend:
         raise DeviceError(f"device {name!r} is not available here: {e}{hint}") from None
     _INSTANCES[name] = dev
     return dev
+
+
+class device:  # noqa: N801 (torch's spelling: `torch.device("cpu")`)
+    """A device by name, as torch's ``torch.device``: ``device("cpu")`` is the
+    reference device; it equals the backend it names (``x.device == device("cpu")``),
+    and ``str()`` gives torch's name."""
+
+    def __init__(self, type, index=None):  # noqa: A002 (torch's keyword)
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        elif not isinstance(type, str):
+            type = getattr(type, "type", None) or type.name
+        base, _, at = type.partition(":")
+        self.type = "cpu" if base == "reference" else base
+        self.index = int(at) if at else index
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"device(type={self.type!r})"
+
+    def _backend_name(self) -> str:
+        return _TORCH_NAMES.get(self.type, self.type)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, device):
+            return (self.type, self.index) == (other.type, other.index)
+        name = getattr(other, "name", None)
+        return (
+            isinstance(name, str)
+            and not isinstance(other, str)
+            and (name == self._backend_name() and self.index in (None, 0))
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))

@@ -9,10 +9,10 @@ from typing import NamedTuple
 
 from ..base.dtypes import DType
 from ..base.errors import DeviceError
-from .base import Buffer, View
+from .base import Buffer, OneInstance, View
 
 
-class NullBackend:
+class NullBackend(OneInstance):
     name = "null"
 
     def supports(self, dtype: DType) -> bool:

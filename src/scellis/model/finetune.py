@@ -27,7 +27,7 @@ from .build import RecordModel
 def load_weights(model: Module, weights: Mapping, *, strict: bool = True) -> list[str]:
     """Replace parameters and buffers by ``weights`` (same names and shapes); the names
     loaded. ``strict``: every model tensor must be given and nothing else."""
-    live = model.state_dict()
+    live = model.live_state()
     missing, extra = sorted(set(live) - set(weights)), sorted(set(weights) - set(live))
     if strict and (missing or extra):
         raise ScellisError(f"the weights do not fit: missing {missing}, unexpected {extra}")

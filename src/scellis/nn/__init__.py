@@ -30,6 +30,7 @@ from .layers import (  # noqa: F401
     Flatten,
     Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
     Parameter,
     ReLU,

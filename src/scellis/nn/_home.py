@@ -12,7 +12,7 @@ from ..base.errors import ScellisError
 
 def block_args(device=None, dtype=None, generator=None) -> dict:
     """The keyword arguments a catalog block takes, from torch's."""
-    return {"device": "reference" if device == "cpu" else device, "dtype": dtype, "gen": generator}
+    return {"device": device, "dtype": dtype, "gen": generator}
 
 
 def unsupported(what: str, layer: str) -> ScellisError:

@@ -5,23 +5,30 @@ q, k and v projections into ``in_proj_weight`` / ``in_proj_bias`` and names the 
 ``out_proj``, ``linear1``, ``norm1`` ...; ``translate_state`` unpacks and renames
 those keys, so ``load_state_dict(torch_layer.state_dict())`` works.
 
-Differences from torch: attention weights are never materialised for the caller
-(``forward`` returns ``(output, None)``); the only mask is the causal one: ``is_causal=True``
-(with or without torch's ``attn_mask``/``src_mask`` from
-``Transformer.generate_square_subsequent_mask``, which that flag declares causal, as
-torch's hint does); keys and values must be one tensor (self-attention, or
-cross-attention to one memory).
+``state_dict()`` gives torch's names back (``export_state``), so checkpoints cross
+key for key in either direction.
+
+``MultiheadAttention`` with no mask, or the causal one (``is_causal=True``, with or
+without torch's ``attn_mask`` from ``generate_square_subsequent_mask``, which the flag
+declares causal, as torch's hint does), runs the catalog block (flash on WebGPU) and
+returns ``(output, None)``; any other ``attn_mask`` or distinct keys and values take
+torch's general path, which also returns the attention weights. The encoder layer
+takes the causal mask only.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from ..base.errors import ScellisError
+from ..autograd import no_grad
+from ..base.errors import ShapeError
 from ..base.rng import Generator
 from ..catalog import blocks as B
 from ..catalog.module import Module, ModuleList
+from ..ops.composites import softmax
 from ..runtime.factories import arange, full
+from ..runtime.functional import cat, dropout
 from ._home import block_args, unsupported
 
 
@@ -42,6 +49,21 @@ def unpack_in_proj(state: dict, prefix: str = "") -> dict:
             out[f"{prefix}o.{rest[len('out_proj.') :]}"] = value
         else:
             out[key] = value
+    return out
+
+
+def pack_in_proj(state: dict, prefix: str = "") -> dict:
+    """The catalog's q/k/v/o keys under ``prefix`` as torch's packed ``in_proj_*`` and
+    ``out_proj.*`` (the inverse of ``unpack_in_proj``; the packed tensors are copies)."""
+    out = {k: v for k, v in state.items() if not k.startswith(prefix)}
+    with no_grad():
+        for kind in ("weight", "bias"):
+            parts = [state.get(f"{prefix}{n}.{kind}") for n in "qkv"]
+            if all(p is not None for p in parts):
+                out[f"{prefix}in_proj_{kind}"] = cat([p.detach() for p in parts], 0)
+    for kind in ("weight", "bias"):
+        if f"{prefix}o.{kind}" in state:
+            out[f"{prefix}out_proj.{kind}"] = state[f"{prefix}o.{kind}"]
     return out
 
 
@@ -72,20 +94,52 @@ class MultiheadAttention(B.MultiHeadAttention):
         super().__init__(cfg, **block_args(device, dtype, generator))
         object.__setattr__(self, "batch_first", bool(batch_first))
 
+    exports_torch_names = True
+
     def translate_state(self, state: dict) -> dict:
         return unpack_in_proj(state)
 
+    def export_state(self, state: dict) -> dict:
+        return pack_in_proj(state)
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
-        is_causal = causal_hint(attn_mask, is_causal, "MultiheadAttention")
-        if key is not value:
-            raise ScellisError("MultiheadAttention: key and value must be the same tensor here")
+        if (attn_mask is not None and not is_causal) or key is not value:
+            return self._masked(query, key, value, key_padding_mask, attn_mask,
+                                need_weights, average_attn_weights)  # fmt: skip
         q = _batch_major(query, self.batch_first)
         kv = None if key is query else _batch_major(key, self.batch_first)
         if is_causal != self.config.causal:
             object.__setattr__(self, "config", _with_causal(self.config, is_causal))
         y = super().forward(q, _keep_flags(key_padding_mask), kv)
         return _batch_major(y, self.batch_first), None
+
+    def _masked(self, query, key, value, key_padding_mask, attn_mask, need_weights, average):
+        """torch's general path: any ``attn_mask`` ([T, S] or [B*H, T, S]; bool True
+        masks, float is added), distinct keys and values; the weights come back too."""
+        q_in, k_in, v_in = (_batch_major(t, self.batch_first) for t in (query, key, value))
+        B, T, S, H = q_in.shape[0], q_in.shape[1], k_in.shape[1], self.config.num_heads
+        q, k, v = self._heads(self.q(q_in), B, T), self._heads(self.k(k_in), B, S),\
+            self._heads(self.v(v_in), B, S)  # fmt: skip
+        scores = (q @ k.mT) * (1.0 / math.sqrt(q.shape[-1]))  # [B, H, T, S]
+        if attn_mask is not None:
+            if tuple(attn_mask.shape) not in ((T, S), (B * H, T, S)):
+                raise ShapeError(
+                    f"MultiheadAttention: attn_mask of shape {tuple(attn_mask.shape)}; "
+                    f"torch's shapes here are ({T}, {S}) and ({B * H}, {T}, {S})"
+                )
+            m = attn_mask if attn_mask.ndim == 2 else attn_mask.reshape(B, H, T, S)
+            scores = scores.masked_fill(m, float("-inf")) if m.dtype.kind == "b" else scores + m
+        if key_padding_mask is not None:
+            pad = key_padding_mask.reshape(B, 1, 1, S)
+            scores = (
+                scores.masked_fill(pad, float("-inf")) if pad.dtype.kind == "b" else scores + pad
+            )
+        w = softmax(scores, -1)
+        y = dropout(w, self.config.dropout, self.training) @ v
+        y = self.o(y.permute(0, 2, 1, 3).reshape(B, T, q_in.shape[2]))
+        weights = (w.mean(1) if average else w) if need_weights else None
+        return _batch_major(y, self.batch_first), weights
 
 
 def causal_hint(mask, is_causal, where: str) -> bool:
@@ -157,6 +211,22 @@ class TransformerEncoderLayer(B.TransformerBlock):
                     break
             renamed[key] = value
         return unpack_in_proj(renamed, "attn.")
+
+    exports_torch_names = True
+
+    def export_state(self, state: dict) -> dict:
+        """torch's names and order: ``self_attn.*`` packed, ``linear1/2``, ``norm1/2``."""
+        ours = {v: k for k, v in self._TORCH_NAMES.items()}
+        renamed = {}
+        for key, value in pack_in_proj(state, "attn.").items():
+            for mine, theirs in ours.items():
+                if key.startswith(mine):
+                    key = theirs + key[len(mine) :]
+                    break
+            renamed[key] = value
+        order = ("self_attn.", "linear1.", "linear2.", "norm1.", "norm2.")
+        rank = {k: next((i for i, p in enumerate(order) if k.startswith(p)), 9) for k in renamed}
+        return dict(sorted(renamed.items(), key=lambda kv: rank[kv[0]]))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         causal = causal_hint(src_mask, is_causal, "TransformerEncoderLayer")

@@ -6,6 +6,8 @@ classes on axis 1 (``[N, C]`` or ``[N, C, d1, ...]``), moved last for the compos
 
 from __future__ import annotations
 
+import math
+
 from ..base.errors import ScellisError
 from ..catalog.blocks.common import dense
 from ..catalog.blocks.conv import time_padding
@@ -94,9 +96,10 @@ def _classes_last(x: Tensor) -> Tensor:
 
 def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction="mean",
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
-    if weight is not None:
-        raise ScellisError("cross_entropy: class weights are not supported yet")
-    return C.cross_entropy(_classes_last(input), target, label_smoothing, ignore_index, reduction)
+    logits = _classes_last(input)
+    if weight is None:
+        return C.cross_entropy(logits, target, label_smoothing, ignore_index, reduction)
+    return weighted_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
 
 
 def nll_loss(input, target, ignore_index: int = -100, reduction="mean") -> Tensor:
@@ -117,3 +120,87 @@ def huber_loss(input, target, reduction="mean", delta: float = 1.0) -> Tensor:
 
 def binary_cross_entropy_with_logits(input, target, reduction="mean") -> Tensor:
     return C.bce_with_logits(input, target, reduction)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    from .layers import LeakyReLU  # one definition: the module's
+
+    return LeakyReLU(negative_slope)(input)
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """i32 one-hot rows (torch's int64); ``num_classes=-1`` reads the largest index."""
+    if num_classes < 0:
+        num_classes = int(tensor.amax().item()) + 1
+    return C.one_hot(tensor, num_classes, "i32")
+
+
+def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
+    """torch's F.pad: ``pad`` lists (before, after) pairs from the last dim backwards;
+    constant padding only."""
+    if mode != "constant":
+        raise ScellisError(f"F.pad: only mode='constant' is supported, got {mode!r}")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ScellisError(f"F.pad: pad needs (before, after) pairs for at most {input.ndim} dims")
+    lo, hi = [0] * input.ndim, [0] * input.ndim
+    for i in range(len(pad) // 2):
+        lo[input.ndim - 1 - i], hi[input.ndim - 1 - i] = int(pad[2 * i]), int(pad[2 * i + 1])
+    if min(lo + hi) < 0:
+        raise ScellisError("F.pad: negative padding (cropping) is not supported; slice instead")
+    return input.pad(lo, hi, None, 0.0 if value is None else value)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its p-norm along ``dim`` (at least ``eps``)."""
+    if p == 2.0:
+        norm = input.square().sum(dim, keepdim=True).sqrt()
+    elif p == 1.0:
+        norm = input.abs().sum(dim, keepdim=True)
+    else:
+        norm = (input.abs() ** float(p)).sum(dim, keepdim=True) ** (1.0 / p)
+    return input / norm.clamp(eps, None)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale=None,
+                                 enable_gqa: bool = False) -> Tensor:  # fmt: skip
+    """torch's SDPA: softmax(q kᵀ · scale + mask) v over [.., L, E] and [.., S, E]. A
+    bool mask keeps where True; a float mask is added to the scores."""
+    L, S = query.shape[-2], key.shape[-2]
+    s = float(scale) if scale is not None else 1.0 / math.sqrt(query.shape[-1])
+    scores = (query @ key.transpose(-2, -1)) * s
+    if is_causal:
+        keep = query.new_ones((L, S), dtype="bool").tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype.kind == "b":
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    w = C.softmax(scores, -1)
+    if dropout_p > 0.0:
+        w = RF.dropout(w, dropout_p, True)
+    return w @ value
+
+
+def weighted_cross_entropy(logits, target, weight, ignore_index=-100, reduction="mean",
+                           label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    """torch's class-weighted cross entropy over classes last ([N, C] or [N, .., C]):
+    each term weighted by its target's weight, the mean divided by the weights' sum."""
+    n_cls = logits.shape[-1]
+    logp = C.log_softmax(logits, -1)
+    valid = target != ignore_index
+    t = target.cast("i32").where(valid, 0)
+    w_t = weight.take(t, 0) * valid.cast(logp.dtype)
+    picked = logp.gather(t.unsqueeze(-1), -1).squeeze(-1)
+    loss = -(picked * w_t)
+    if label_smoothing:
+        smooth = -(logp * weight).sum(-1) * valid.cast(logp.dtype) / n_cls
+        loss = loss * (1.0 - label_smoothing) + smooth * label_smoothing
+    if reduction == "mean":
+        return loss.sum() / w_t.sum()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ScellisError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")

@@ -127,3 +127,15 @@ class Flatten(Module):
 def Parameter(data: Tensor, requires_grad: bool = True) -> Tensor:  # noqa: N802 (torch's name)
     """torch.nn.Parameter: a leaf tensor that a Module registers as a parameter."""
     return data.detach().requires_grad_(requires_grad)
+
+
+class LeakyReLU(Module):
+    """torch.nn.LeakyReLU(negative_slope=0.01): x where x > 0, else slope * x (no SML
+    form: the catalog has no leaky activation)."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.where(x > 0, x * self.negative_slope)

@@ -30,17 +30,17 @@ def var(x, axis=None, keepdim=False, correction=1):
 
 def softmax(x, axis=-1):
     # the shift by the (constant) max changes no gradient, so it is detached
-    e = (x - x.max(axis, keepdim=True).detach()).exp()
+    e = (x - x.amax(axis, keepdim=True).detach()).exp()
     return e / e.sum(axis, keepdim=True)
 
 
 def log_softmax(x, axis=-1):
-    shifted = x - x.max(axis, keepdim=True).detach()
+    shifted = x - x.amax(axis, keepdim=True).detach()
     return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
 
 def logsumexp(x, axis=-1, keepdim=False):
-    m = x.max(axis, keepdim=True).detach()
+    m = x.amax(axis, keepdim=True).detach()
     out = (x - m).exp().sum(axis, keepdim=True).log() + m
     return out if keepdim else out.squeeze(axis)
 
@@ -245,7 +245,7 @@ def conv1d(x, weight, bias=None, stride=1, lo=0, hi=0, dilation=1, groups=1):
 def max_pool1d(x, size, stride=None, lo=0, hi=0):
     """The max over each window of ``size`` steps of ``x`` [B, T, C] (padding never wins)."""
     taps = time_windows(x, size, stride or size, 1, lo, hi, value=-3.4028234663852886e38)
-    return stack(taps, 2).max(2)
+    return stack(taps, 2).amax(2)
 
 
 def avg_pool1d(x, size, stride=None, lo=0, hi=0):

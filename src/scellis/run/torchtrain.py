@@ -145,7 +145,7 @@ def _optimizer_tree(record: dict, model, ck, opt_blob: dict) -> dict:
 
 def _weights(model, ck) -> dict:
     """The checkpoint's weights, each of the name, shape and dtype the record's model has."""
-    want = dict(model.state_dict())
+    want = dict(model.live_state())
     if set(want) != set(ck.model):
         raise ScellisError(
             f"{ck.path.name}: the weights do not match the record (missing "

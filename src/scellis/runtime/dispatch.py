@@ -6,7 +6,7 @@ bound to ``Tensor``, so ``apply`` also makes the tensors of ops with no inputs.
 
 from __future__ import annotations
 
-from ..autograd.mode import is_grad_enabled
+from ..autograd.mode import check_writable
 from ..base.errors import DeviceError
 from ..devices.base import Backend
 from ..ops.table import Spec, get_op
@@ -37,8 +37,8 @@ def apply_inplace(op: str, inputs: tuple, targets: tuple, **attrs) -> None:
     for t, s in zip(targets, outs):
         if (t.shape, t.dtype) != (s.shape, s.dtype) or not t.is_contiguous():
             raise DeviceError(f"{op}: target {t.shape}/{t.dtype} does not match {s}")
-    if is_grad_enabled() and any(t.requires_grad for t in targets):
-        raise DeviceError(f"in-place {op} on a tensor that requires grad; use no_grad()")
+    for t in targets:
+        check_writable(t, f"in-place {op}")
     bufs = {id(t._buf) for t in targets}
     if any(id(t._buf) in bufs for t in inputs):
         raise DeviceError(f"in-place {op}: an input aliases a target")

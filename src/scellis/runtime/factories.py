@@ -25,20 +25,16 @@ def _size(size) -> tuple[int, ...]:
     return tuple(size)
 
 
-def _device(device):
-    return "reference" if device == "cpu" else device
-
-
 def _grad(t: Tensor, requires_grad: bool) -> Tensor:
     return t.requires_grad_() if requires_grad else t
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return C.full(_size(size), 0, dtype, _device(device), requires_grad)
+    return C.full(_size(size), 0, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return C.full(_size(size), 1, dtype, _device(device), requires_grad)
+    return C.full(_size(size), 1, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -52,7 +48,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
         dtype = "bool"
     elif dtype is None and isinstance(fill_value, int):
         dtype = i32
-    return C.full(size, fill_value, dtype, _device(device), requires_grad)
+    return C.full(size, fill_value, dtype, device, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -65,7 +61,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     n = max(0, math.ceil((end - start) / step))
     ints = all(isinstance(v, int) for v in (start, end, step))
     dt = as_dtype(dtype, i32 if ints else f32)
-    t = C.arange(n, i32, _device(device))
+    t = C.arange(n, i32, device)
     if step != 1 or start != 0:
         t = t.cast(dt if dt.is_float else i32) * step + start
     return _grad(t.cast(dt) if t.dtype != dt else t, requires_grad)
@@ -73,7 +69,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     dt = as_dtype(dtype, f32)
-    t = C.arange(steps, dt, _device(device))
+    t = C.arange(steps, dt, device)
     if steps > 1:
         t = t * ((end - start) / (steps - 1)) + start
     else:
@@ -87,13 +83,13 @@ def _stream(generator, gen):
 
 def rand(*size, generator=None, gen=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) from a Philox stream (``generator``, else the eager default)."""
-    t = C.rand(_size(size), _device(device), dtype, _stream(generator, gen))
+    t = C.rand(_size(size), device, dtype, _stream(generator, gen))
     return _grad(t, requires_grad)
 
 
 def randn(*size, generator=None, gen=None, dtype=None, device=None, requires_grad=False):
     """Standard normal from a Philox stream (``generator``, else the eager default)."""
-    t = C.randn(_size(size), _device(device), dtype, _stream(generator, gen))
+    t = C.randn(_size(size), device, dtype, _stream(generator, gen))
     return _grad(t, requires_grad)
 
 
@@ -101,7 +97,7 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None)
     """Integers uniform in ``[low, high)`` (``randint(high, size)`` starts at 0)."""
     if high is None:
         low, high = 0, low
-    u = C.rand(tuple(size), _device(device), f32, generator)
+    u = C.rand(tuple(size), device, f32, generator)
     # the product is >= 0, where the cast's truncation is the floor
     t = (u * float(high - low)).cast(i32) + low
     return t.cast(as_dtype(dtype)) if dtype is not None else t
@@ -140,10 +136,10 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     (torch's no-copy case), else a new one."""
     if isinstance(data, Tensor):
         same_dtype = dtype is None or as_dtype(dtype) == data.dtype
-        if same_dtype and (device is None or data.device.name == _device(device)):
+        if same_dtype and (device is None or data.device.name == device):
             return data
-        return data.to(device=_device(device) or data.device, dtype=dtype)
-    return C.tensor(data, _device(device), dtype)
+        return data.to(device=device or data.device, dtype=dtype)
+    return C.tensor(data, device, dtype)
 
 
 def from_numpy(array) -> Tensor:

@@ -8,7 +8,6 @@ pointed at new storage. Both keep ``requires_grad`` and the object's identity.
 
 from __future__ import annotations
 
-from ..autograd.mode import is_grad_enabled
 from ..base.dtypes import DType, as_dtype
 from ..base.errors import ScellisError
 from ..base.shapes import contiguous_strides
@@ -16,15 +15,6 @@ from ..devices.base import get_device
 from .creation import from_bytes, tensor
 from .dispatch import apply, apply_inplace
 from .tensor import Tensor, run_sync
-
-
-def check_writable(t: Tensor, what: str) -> None:
-    """An in-place change of a tensor autograd tracks would go unseen by backward."""
-    if is_grad_enabled() and t.requires_grad:
-        raise ScellisError(
-            f"{what} on a tensor that requires grad: autograd cannot see in-place "
-            "changes; wrap it in `with scellis.no_grad():`"
-        )
 
 
 def transfer(t: Tensor, device=None, dtype: DType | str | None = None) -> Tensor:

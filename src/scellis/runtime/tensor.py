@@ -19,6 +19,8 @@ from ..devices.base import Backend, Buffer, View
 from .tensor_math import TensorMath
 from .tensor_nn import TensorNN
 from .tensor_shape import TensorShape
+from .torch_index import TorchIndexMethods
+from .torch_ops import TorchOpsMethods
 from .torchlike import ElementCount, TorchLikeMethods
 
 _loop: list = []
@@ -61,7 +63,9 @@ def nest(flat: list, shape: tuple[int, ...]):
     return flat
 
 
-class Tensor(TorchLikeMethods, TensorMath, TensorShape, TensorNN):
+class Tensor(
+    TorchLikeMethods, TorchIndexMethods, TorchOpsMethods, TensorMath, TensorShape, TensorNN
+):
     __slots__ = (
         "_buf",
         "shape",

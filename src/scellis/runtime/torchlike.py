@@ -22,8 +22,8 @@ import array
 import struct
 import sys
 
-from ..autograd.mode import is_grad_enabled
-from ..base.dtypes import as_dtype
+from ..autograd.mode import check_writable, is_grad_enabled
+from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import DeviceError, DTypeError, ScellisError
 from ..base.shapes import contiguous_strides
 from ..devices.base import View, get_device
@@ -64,7 +64,7 @@ class TorchLikeMethods:
                 dtype = a
             else:
                 device = a
-        dev = get_device("reference" if device == "cpu" else device) if device else self.device
+        dev = get_device(device) if device else self.device
         out = self
         if dev is not self.device:
             out = self._on(dev)
@@ -181,6 +181,19 @@ class TorchLikeMethods:
             raise ScellisError(f"t() expects a tensor of at most 2 dims, got {self.ndim}")
         return self.transpose(0, 1) if self.ndim == 2 else self
 
+    def __deepcopy__(self, memo):
+        """A copy in new storage on the same device, ``requires_grad`` and ``grad``
+        copied too (``copy.deepcopy(model)``, as torch's)."""
+        from ..autograd.mode import no_grad
+
+        with no_grad():
+            out = self.detach().prim("copy")
+            out.requires_grad = self.requires_grad
+            if self.grad is not None:
+                out.grad = self.grad.detach().prim("copy")
+        memo[id(self)] = out
+        return out
+
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d tensor")
@@ -192,19 +205,29 @@ class TorchLikeMethods:
     def dim(self) -> int:
         return self.ndim
 
-    def sum(self, dim=None, keepdim=False, *, axis=None):
-        return super().sum(_axis(dim, axis), keepdim)
+    def sum(self, dim=None, keepdim=False, *, axis=None, dtype=None):
+        """The sum; a bool tensor counts its true elements (in i32, torch's int64)."""
+        x = self.cast(dtype) if dtype is not None else self
+        x = x.cast("i32") if x.dtype.kind == "b" else x
+        return super(TorchLikeMethods, x).sum(_axis(dim, axis), keepdim)
 
     def mean(self, dim=None, keepdim=False, *, axis=None):
         return super().mean(_axis(dim, axis), keepdim)
 
     def max(self, dim=None, keepdim=False, *, axis=None):
-        """The maxima (values only: torch's ``max(dim)`` also gives indices; use argmax)."""
-        return super().max(_axis(dim, axis), keepdim)
+        """The maximum; over a dim, torch's pair ``(values, indices)``; of two tensors,
+        the elementwise maximum."""
+        return _extreme(self, "max", dim, keepdim, axis)
 
     def min(self, dim=None, keepdim=False, *, axis=None):
-        """The minima (values only, as ``max``)."""
-        return super().min(_axis(dim, axis), keepdim)
+        """As ``max``, for the minimum."""
+        return _extreme(self, "min", dim, keepdim, axis)
+
+    def argmin(self, dim=None, keepdim=False, *, axis=None):
+        """Where the minimum is (the first such place): ``argmax`` of the negation (of
+        the i32 cast for bool)."""
+        x = self.cast("i32") if self.dtype.kind == "b" else self
+        return (-x).argmax(dim, keepdim, axis=axis)
 
     def amax(self, dim=None, keepdim=False, *, axis=None):
         return super().amax(_axis(dim, axis), keepdim)
@@ -253,20 +276,30 @@ class TorchLikeMethods:
         return self.cast("i32")
 
     def long(self):
-        """i32: the engine's integers are 32-bit (WGSL has no i64)."""
-        return self.cast("i32")
+        """i32: the engine's integers are 32-bit (WGSL has no i64); said once."""
+        return self.cast(narrowed_int("long"))
 
     # -- in-place updates --
     def _assign(self, new, what: str):
-        if is_grad_enabled() and self.requires_grad:
-            raise ScellisError(
-                f"{what} on a tensor that requires grad: autograd cannot see in-place "
-                "changes; wrap it in `with scellis.no_grad():`"
-            )
+        """The one in-place write of a tensor method (``add_``, ``+=``, ``x[i] = v``).
+
+        With gradients on, an op on an intermediate (or one whose new value depends
+        on a tensor that requires grad) is recorded: ``self`` becomes the result,
+        its node included, so backward sees it and a node that saved the old value
+        refuses, as torch's version counter does. Otherwise the values are written
+        where they are (views of a contiguous float storage see them)."""
         if tuple(new.shape) != tuple(self.shape):
             new = new.expand(self.shape)
         if new.device is not self.device:
             new = new._on(self.device)
+        tracked = is_grad_enabled() and (self.requires_grad or new.requires_grad)
+        if tracked and not (self.is_leaf and self.requires_grad):
+            new = new.cast(self.dtype)
+            new = new.prim("copy") if new._buf is self._buf else new
+            self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
+            self._node, self.requires_grad = new._node, True
+            return self
+        check_writable(self, what)
         new = new.detach().cast(self.dtype).prim("copy")  # fresh storage: never aliases self
         if self.dtype.is_float and self.is_contiguous() and self.numel:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
@@ -316,6 +349,22 @@ def _encode(values: list, dtype) -> bytes:
     if sys.byteorder != "little":
         out.byteswap()
     return out.tobytes()
+
+
+def _extreme(x, which: str, dim, keepdim, axis):
+    """torch's ``max``/``min``: of all elements, over a dim (a values-indices pair),
+    or of two tensors elementwise."""
+    from .torch_ops import ValuesIndices  # below this module in the mixin order
+
+    if hasattr(dim, "_buf"):
+        return x.maximum(dim) if which == "max" else x.minimum(dim)
+    d = _axis(dim, axis)
+    base = super(TorchLikeMethods, x)
+    values = base.max(d, keepdim) if which == "max" else base.min(d, keepdim)
+    if d is None or isinstance(d, (tuple, list)):
+        return values
+    where = x.argmax(d, keepdim) if which == "max" else x.argmin(d, keepdim)
+    return ValuesIndices(values, where)
 
 
 def _axis(dim, axis, default=None):

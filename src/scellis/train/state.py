@@ -58,7 +58,7 @@ class TrainState:
             "epoch": self.epoch,
             "step": self.step,
             "batch": self.batch,
-            "model": {k: apply("copy", (v,)) for k, v in self.model.state_dict().items()},
+            "model": {k: apply("copy", (v,)) for k, v in self.model.live_state().items()},
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
             "loss_scale": self.scaler.state_dict(),
@@ -88,7 +88,7 @@ class TrainState:
 def write_weights(model, weights: dict) -> None:
     """Overwrite every parameter and buffer of ``model`` in place with ``weights`` (by
     dotted name; the same names, no more and no fewer)."""
-    live = model.state_dict()
+    live = model.live_state()
     missing, extra = set(live) - set(weights), set(weights) - set(live)
     if missing or extra:
         raise ScellisError(

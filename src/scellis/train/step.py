@@ -16,6 +16,7 @@ import contextlib
 
 from ..autograd import no_grad
 from ..base.dtypes import f16, f32
+from ..catalog.module_precision import to_compute, working_copies  # noqa: F401 (the step's)
 from ..runtime.creation import full
 from ..runtime.tensor import Tensor
 from .guard import loop_update
@@ -24,39 +25,6 @@ from .guard import loop_update
 def unlabelled(name: str):
     """The default ``phase``: a real run labels nothing."""
     return contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def working_copies(model, dtype):
-    """Within the block, every float parameter attribute of ``model`` is its cast to
-    ``dtype`` (recorded, so gradients reach the master); restored on exit. A module's
-    ``full_precision`` names stay as they are (a quantised weight's scales)."""
-    if dtype == f32:
-        yield
-        return
-    owners = dict(model.named_modules())
-    swapped = []
-    for path, p in model.named_parameters():
-        owner, _, name = path.rpartition(".")
-        mod = owners[owner]
-        keep = name in getattr(mod, "full_precision", ())
-        if p.dtype.is_float and p.dtype != dtype and not keep:
-            swapped.append((mod, name, p))
-            object.__setattr__(mod, name, p.cast(dtype))
-    try:
-        yield
-    finally:
-        for mod, name, p in swapped:
-            object.__setattr__(mod, name, p)
-
-
-def to_compute(x, dtype):
-    """A float input tensor (or a tuple/list of them) cast to the compute dtype."""
-    if isinstance(x, Tensor):
-        return x.cast(dtype) if x.dtype.is_float and x.dtype != dtype else x
-    if isinstance(x, (tuple, list)):
-        return type(x)(to_compute(v, dtype) for v in x)
-    return x
 
 
 def plain_update(params, optimizer, clip) -> None:

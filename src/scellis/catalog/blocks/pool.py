@@ -84,7 +84,7 @@ class GlobalPool1d(Block):
     def forward(self, x):
         if x.ndim != 3:
             raise ShapeError(f"GlobalPool1d takes [B, T, C], got {x.shape}")
-        return mean(x, 1) if self.config.mode == "avg" else x.max(1)
+        return mean(x, 1) if self.config.mode == "avg" else x.amax(1)
 
 
 register("nn/max_pool1d", "block", MaxPool1dConfig, MaxPool1d, builtin=True)

@@ -40,6 +40,7 @@ from ...runtime.creation import zeros
 from ...runtime.dispatch import apply, apply_inplace
 from ...runtime.inplace import transfer
 from ...runtime.tensor import Tensor
+from ..host_steps import noted
 from ..registry import check_config
 from .flat import flat_view, flatten_in_place, span, view_of
 
@@ -182,8 +183,13 @@ class Optimizer:
         The host's step counts advance either way (the host never learns the flag)."""
         self._update(ok)
 
+    def rate_stepped(self, scheduler) -> None:
+        """A scheduler of this optimizer stepped (see ``catalog.host_steps``)."""
+        noted(scheduler)
+
     @no_grad()
     def _update(self, gate: Tensor | None = None) -> None:
+        noted(self)
         for opts, grp in zip(self.param_groups, self._groups):
             grp.rehome()
             for i, j in grp.runs():

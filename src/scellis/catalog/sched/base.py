@@ -70,6 +70,11 @@ class Scheduler:
 
     def step(self) -> None:
         """Advance one step (call after ``optimizer.step()``, as in torch)."""
+        # tell the optimizer (a compiled step must not replay past a scheduler's step);
+        # through the optimizer, so this class's text runs unchanged beside torch's
+        told = getattr(self.optimizer, "rate_stepped", None)
+        if told is not None:
+            told(self)
         self.last_epoch += 1
         self._apply()
 
@@ -77,11 +82,12 @@ class Scheduler:
         return list(self._last_lr)
 
     def _apply(self) -> None:
+        before = getattr(self, "_last_lr", None)
         self._last_lr = self.lrs_at(self.last_epoch)
         if self.optimizer is None:
             return
         for k, (g, lr) in enumerate(zip(self.optimizer.param_groups, self._last_lr)):
-            g["lr"] = lr
+            g["lr"] = self._next_rate(g["lr"], lr, before[k] if before else None)
             m = self.momentum_at(self.last_epoch, k)
             if m is not None:
                 if "betas" in g:
@@ -89,12 +95,23 @@ class Scheduler:
                 else:
                     g["momentum"] = m
 
+    def _next_rate(self, current: float, mine: float, my_last: float | None) -> float:
+        """The group's new rate. Alone, this schedule's own rate. When something else
+        moved the rate since this schedule set it (a second scheduler on the same
+        optimizer, a hand edit), a multiplicative schedule applies its own step's
+        ratio to the rate found, as torch's chainable ``step()`` does, so two
+        schedulers compose (ExponentialLR 0.9 with StepLR(2, 0.5): 0.9, 0.405...)."""
+        if not self.multiplicative or my_last is None or current == my_last or my_last == 0:
+            return mine
+        return current * (mine / my_last)
+
     def state_dict(self) -> dict:
         return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs)}
 
     def load_state_dict(self, sd: dict) -> None:
         self.last_epoch = int(sd["last_epoch"])
         self.base_lrs = list(sd["base_lrs"])
+        self.__dict__.pop("_last_lr", None)  # a restored rate is set, never composed
         self._apply()
 
     # -- torch's recursive rates, replayed --

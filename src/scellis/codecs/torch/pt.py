@@ -130,6 +130,23 @@ class TorchCodec(Codec):
         return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
 
     def read(self, path: Path) -> Imported:
+        obj, walk = self._unpickled(path)
+        walk.walk(obj)
+        tensors = {k: v.materialise() for k, v in walk.tensors.items()}
+        return Imported(tensors, None, walk.meta)
+
+    def read_tree(self, path: Path):
+        """What ``torch.save`` saved, its nesting kept (``torch.load``'s answer): dicts,
+        lists and tuples as they were, each tensor a ``RawTensor``; a bare tensor too.
+        The same bounds as ``read`` (names, values, bytes) hold before any copy."""
+        obj, walk = self._unpickled(path)
+        if isinstance(obj, View):
+            walk.walk({"tensor": obj})
+            return obj.materialise()
+        walk.walk(obj)
+        return _rebuilt(obj)
+
+    def _unpickled(self, path: Path):
         where = str(path)
         data = self.read_bytes(path)
         if data[:1] == b"\x80":  # a bare pickle: what torch.save wrote before 1.6
@@ -155,10 +172,7 @@ class TorchCodec(Codec):
 
         pkl = z.read(pkls[0])
         obj = RestrictedUnpickler(pkl, storage, where).run()
-        walk = _Walk(where, self.config.max_bytes)
-        walk.walk(obj)
-        tensors = {k: v.materialise() for k, v in walk.tensors.items()}
-        return Imported(tensors, None, walk.meta)
+        return obj, _Walk(where, self.config.max_bytes)
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,6 +184,17 @@ class TorchCodec(Codec):
                 zf.writestr(f"{root}/data/{i}", t.data)
             zf.writestr(f"{root}/version", "3\n")
         return [path]
+
+
+def _rebuilt(obj):
+    """``obj`` (walked already, so bounded) with every tensor view copied out."""
+    if isinstance(obj, View):
+        return obj.materialise()
+    if isinstance(obj, dict):
+        return {k: _rebuilt(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_rebuilt(v) for v in obj) if type(obj) in (list, tuple) else list(obj)
+    return obj
 
 
 # -- writing: a protocol-2 pickle by hand, naming only allowed globals --------------------

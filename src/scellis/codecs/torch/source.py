@@ -10,8 +10,11 @@ distributed stack; nothing here runs torch.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...base.errors import ScellisError
 from ...catalog.blocks.recurrent import keras_variant
+from ...catalog.registry import lookup
 
 HELPERS = '''
 ACTS = {
@@ -128,9 +131,21 @@ def pool(x, how):
 '''
 
 
-def _f(spec: dict, key: str, default):
-    v = spec.get(key, default)
-    return default if v is None else v
+class _Fields:
+    """A block's fields as its record gives them, else its Config's defaults (the one
+    place the defaults live): ``v("bias")``, ``v["in_features"]`` for a required one."""
+
+    def __init__(self, spec: dict):
+        self.spec = spec
+        cfg = lookup(spec["block_id"], "block").config
+        self.defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+
+    def __call__(self, key: str):
+        v = self.spec.get(key)
+        return self.defaults.get(key) if v is None else v
+
+    def __getitem__(self, key: str):
+        return self.spec[key]
 
 
 # the transformer fields whose non-default values the torch module does not model
@@ -139,54 +154,87 @@ _PLAIN = {"num_kv_heads": None, "rotary_scaling": 1.0, "qkv_bias": None, "norm":
           "window": None}  # fmt: skip
 
 
+def _recurrent(v) -> str:
+    cls = "LSTM" if v["block_id"] == "nn/lstm" else "GRU"
+    return (
+        f"nn.{cls}({v['input_size']}, {v['hidden_size']}, num_layers={v('num_layers')}, "
+        f"bias={v('bias')}, batch_first=True, dropout={float(v('dropout'))!r}"
+        + (", bidirectional=True)" if v("bidirectional") else ")")
+    )
+
+
+def _transformer(v) -> str:
+    b, d = v["block_id"], v["d_model"]
+    args = (
+        f"{d}, {v['num_heads']}, "
+        + (f"{v['num_layers']}, " if b == "nn/transformer" else "")
+        + f"{v('d_ff') or 4 * d}, {v('kind') == 'decoder'}, {float(v('dropout'))!r}, "
+        f"{v('activation')!r}, {v('eps')!r}, {v('bias')}"
+    )
+    return (
+        f"Transformer({args}, {v('final_norm')})"
+        if b == "nn/transformer"
+        else (f"TransformerBlock({args})")
+    )
+
+
+def _head(v) -> str:
+    n = v("n_outputs") if v["block_id"] == "nn/regression_head" else v["n_classes"]
+    return f"nn.Linear({v['in_features']}, {n}, bias={v('bias')})"
+
+
+def _lm_head(v) -> str:
+    if v("tie_to"):
+        return f"TiedHead({v['vocab_size']}, {v('bias')})"
+    return f"nn.Linear({v['d_model']}, {v['vocab_size']}, bias={v('bias')})"
+
+
+# block id -> the torch constructor of its child, from its fields (defaults: the Config's)
+_INIT = {
+    "nn/linear": lambda v: f"nn.Linear({v['in_features']}, {v['out_features']}, bias={v('bias')})",
+    "nn/regression_head": _head,
+    "nn/classification_head": _head,
+    "nn/layer_norm": lambda v: (
+        f"nn.LayerNorm({v['normalized_shape']}, eps={v('eps')!r}, "
+        f"elementwise_affine={v('elementwise_affine')}, bias={v('bias')})"
+    ),
+    "nn/rms_norm": lambda v: (
+        f"nn.RMSNorm({v['normalized_shape']}, eps={v('eps')!r}, "
+        f"elementwise_affine={v('elementwise_affine')})"
+    ),
+    "nn/lstm": _recurrent,
+    "nn/gru": _recurrent,
+    "nn/embedding": lambda v: (
+        f"nn.Embedding({v['num_embeddings']}, {v['embedding_dim']}, "
+        f"padding_idx={v('padding_idx')!r})"
+    ),
+    "nn/learned_position": lambda v: f"LearnedPosition({v['max_len']}, {v['dim']})",
+    "nn/sinusoidal_position": lambda v: f"SinusoidalPosition({v['dim']}, {float(v('base'))!r})",
+    "nn/dropout": lambda v: f"nn.Dropout({float(v('p'))!r})",
+    "nn/mlp": lambda v: (
+        f"MLP({v['in_features']}, {v['hidden_features']}, "
+        f"{v('out_features') or v['in_features']}, {v('activation')!r}, {v('bias')}, "
+        f"{float(v('dropout'))!r})"
+    ),
+    "nn/attention": lambda v: (
+        f"Attention({v['embed_dim']}, {v['num_heads']}, {v('bias')}, {v('causal')}, "
+        f"{float(v('dropout'))!r})"
+    ),
+    "nn/transformer": _transformer,
+    "nn/transformer_block": _transformer,
+    "nn/lm_head": _lm_head,
+    "nn/activation": lambda v: None,  # a function of the forward, no child
+}
+
+
 def _init(name: str, spec: dict) -> str | None:
     """The constructor expression of a block's child (None: no child)."""
     b = spec["block_id"]
-    if b == "nn/linear":
-        bias = _f(spec, "bias", True)
-        return f"nn.Linear({spec['in_features']}, {spec['out_features']}, bias={bias})"
-    if b in ("nn/regression_head", "nn/classification_head"):
-        n = spec.get("n_outputs", 1) if b == "nn/regression_head" else spec["n_classes"]
-        return f"nn.Linear({spec['in_features']}, {n}, bias={_f(spec, 'bias', True)})"
-    if b == "nn/layer_norm":
-        affine, bias = _f(spec, "elementwise_affine", True), _f(spec, "bias", True)
-        return (
-            f"nn.LayerNorm({spec['normalized_shape']}, eps={_f(spec, 'eps', 1e-5)!r}, "
-            f"elementwise_affine={affine}, bias={bias})"
-        )
-    if b == "nn/rms_norm":
-        return (
-            f"nn.RMSNorm({spec['normalized_shape']}, eps={spec.get('eps')!r}, "
-            f"elementwise_affine={_f(spec, 'elementwise_affine', True)})"
-        )
-    if b in ("nn/lstm", "nn/gru"):
-        cls = "LSTM" if b == "nn/lstm" else "GRU"
-        if keras_variant(spec):
-            raise ScellisError(f"block {name!r}: {keras_variant(spec)} has no torch export")
-        return (
-            f"nn.{cls}({spec['input_size']}, {spec['hidden_size']}, "
-            f"num_layers={_f(spec, 'num_layers', 1)}, bias={_f(spec, 'bias', True)}, "
-            f"batch_first=True, dropout={float(_f(spec, 'dropout', 0.0))!r}"
-            + (", bidirectional=True)" if spec.get("bidirectional") else ")")
-        )
-    if b == "nn/embedding":
-        return (
-            f"nn.Embedding({spec['num_embeddings']}, {spec['embedding_dim']}, "
-            f"padding_idx={spec.get('padding_idx')!r})"
-        )
-    if b == "nn/learned_position":
-        return f"LearnedPosition({spec['max_len']}, {spec['dim']})"
-    if b == "nn/sinusoidal_position":
-        return f"SinusoidalPosition({spec['dim']}, {float(_f(spec, 'base', 10000.0))!r})"
-    if b == "nn/dropout":
-        return f"nn.Dropout({float(_f(spec, 'p', 0.5))!r})"
-    if b == "nn/mlp":
-        out = spec.get("out_features") or spec["in_features"]
-        return (
-            f"MLP({spec['in_features']}, {spec['hidden_features']}, {out}, "
-            f"{_f(spec, 'activation', 'gelu')!r}, {_f(spec, 'bias', True)}, "
-            f"{float(_f(spec, 'dropout', 0.0))!r})"
-        )
+    make = _INIT.get(b)
+    if make is None:
+        raise ScellisError(f"block {name!r}: {b} has no torch export")
+    if b in ("nn/lstm", "nn/gru") and keras_variant(spec):
+        raise ScellisError(f"block {name!r}: {keras_variant(spec)} has no torch export")
     if b in ("nn/transformer", "nn/transformer_block", "nn/attention"):
         if spec.get("rotary"):
             raise ScellisError(f"block {name!r}: rotary attention has no torch export yet")
@@ -197,31 +245,7 @@ def _init(name: str, spec: dict) -> str | None:
                 f"block {name!r}: {', '.join(odd)} have no torch export yet "
                 "(export --to hf writes GPT-2, Llama, Qwen2 and BERT layouts)"
             )
-    if b == "nn/attention":
-        return (
-            f"Attention({spec['embed_dim']}, {spec['num_heads']}, {_f(spec, 'bias', True)}, "
-            f"{_f(spec, 'causal', False)}, {float(_f(spec, 'dropout', 0.0))!r})"
-        )
-    if b in ("nn/transformer", "nn/transformer_block"):
-        d = spec["d_model"]
-        causal = _f(spec, "kind", "decoder" if b == "nn/transformer" else "encoder") == "decoder"
-        args = (
-            f"{d}, {spec['num_heads']}, "
-            + (f"{spec['num_layers']}, " if b == "nn/transformer" else "")
-            + f"{spec.get('d_ff') or 4 * d}, {causal}, "
-            f"{float(_f(spec, 'dropout', 0.0))!r}, {_f(spec, 'activation', 'gelu')!r}, "
-            f"{_f(spec, 'eps', 1e-5)!r}, {_f(spec, 'bias', True)}"
-        )
-        if b == "nn/transformer":
-            return f"Transformer({args}, {_f(spec, 'final_norm', True)})"
-        return f"TransformerBlock({args})"
-    if b == "nn/lm_head":
-        if spec.get("tie_to"):
-            return f"TiedHead({spec['vocab_size']}, {_f(spec, 'bias', False)})"
-        return f"nn.Linear({spec['d_model']}, {spec['vocab_size']}, bias={_f(spec, 'bias', False)})"
-    if b == "nn/activation":
-        return None
-    raise ScellisError(f"block {name!r}: {b} has no torch export")
+    return make(_Fields(spec))
 
 
 def _call(name: str, spec: dict, args: list[str]) -> str:

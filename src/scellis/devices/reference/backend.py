@@ -8,7 +8,7 @@ import numpy as np
 
 from ...base.dtypes import DType
 from ...base.errors import DeviceError
-from ..base import Buffer, View
+from ..base import Buffer, OneInstance, View
 from .attention import KERNELS as _ATTN_KERNELS
 from .kernels import KERNELS as _BASE_KERNELS
 from .norm import KERNELS as _NORM_KERNELS
@@ -45,8 +45,12 @@ def as_array(v: View) -> np.ndarray:
     )
 
 
-class ReferenceBackend:
+class ReferenceBackend(OneInstance):
     name = "reference"
+    type = "cpu"  # torch's name for it: `x.device.type == "cpu"`, `str(x.device) == "cpu"`
+
+    def __str__(self) -> str:
+        return self.type
 
     def __init__(self):
         self.live_bytes = 0

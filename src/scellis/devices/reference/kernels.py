@@ -11,9 +11,8 @@ import math
 import numpy as np
 
 from ...base.errors import ShapeError
-
-_erf = np.frompyfunc(math.erf, 1, 1)
-_erfc = np.frompyfunc(math.erfc, 1, 1)
+from .special import erf as _erf
+from .special import erfc as _erfc
 
 
 def _f(fn):

@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 from ...base.dtypes import DType, f32
 from ...base.errors import DeviceError, LimitError
-from ..base import Buffer, View
+from ..base import Buffer, OneInstance, View
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
@@ -48,7 +48,7 @@ def binding_geometry(limits: dict) -> tuple[int, int]:
     return window, chunk
 
 
-class WebGPUBackend:
+class WebGPUBackend(OneInstance):
     name = "webgpu"
 
     def __init__(

@@ -1,0 +1,50 @@
+"""``autograd.grad`` (autograd layer): gradients returned, not accumulated into ``.grad``.
+
+torch's ``torch.autograd.grad(outputs, inputs)`` over the one backward walk of
+``tape``: the inputs keep their gradient for the duration (``retain_grad``), every
+leaf's ``.grad`` is put back as it was, and the gradients come back as a tuple.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import AutogradError
+from .rules import VJP
+from .tape import _topo, backward
+
+
+def _as_tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):  # fmt: skip
+    """d(outputs)/d(inputs), one tensor per input (None for an unused one where
+    ``allow_unused``). Higher-order gradients (``create_graph``) are not supported."""
+    if create_graph:
+        raise AutogradError(
+            "autograd.grad(create_graph=True): higher-order gradients are not supported"
+        )
+    outs, ins = _as_tuple(outputs), _as_tuple(inputs)
+    gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
+    leaves = {id(t): t for o in outs for t in _topo(o) if t._node is None and hasattr(t, "grad")}
+    kept = {k: t.grad for k, t in leaves.items()}
+    flags = [(t, t.grad, t._retains_grad) for t in ins]
+    try:
+        for t in ins:
+            t.grad, t._retains_grad = None, True
+        for leaf in leaves.values():
+            leaf.grad = None
+        for i, (o, g) in enumerate(zip(outs, gouts)):
+            last = i == len(outs) - 1
+            backward(o, g, retain_graph=bool(retain_graph) or not last, rules=VJP)
+        found = tuple(t.grad for t in ins)
+    finally:
+        for k, t in leaves.items():
+            t.grad = kept[k]
+        for t, g, r in flags:
+            t.grad, t._retains_grad = g, r
+    if not allow_unused and any(g is None for g in found):
+        raise AutogradError(
+            "one of the inputs was not used to compute the outputs (allow_unused=True)"
+        )
+    return found
