@@ -22,8 +22,10 @@ from .common import pick_device
 @click.argument("link", metavar="LINK")
 @click.option("--data", metavar="FILE", help="the data file the run trained on (unless bundled)")
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
-@click.option("--device", default=None,
-              help="reference | webgpu | auto (default: the device the link's run used)")  # fmt: skip
+@click.option(
+    "--device", default=None,
+    help="reference | webgpu | auto (default: the device the link's run used)",
+)  # fmt: skip
 @click.option("--json", "json_", is_flag=True, help="machine-readable output")
 def command(link, data, store, device, json_):
     shared = read_link(link)
@@ -37,8 +39,9 @@ def command(link, data, store, device, json_):
         print(f"reproduced {what} as run {out['run']}: all {out['steps']} losses match bit for "
               f"bit ({out['tier']} tier, {name})")  # fmt: skip
     else:
+        # bit for bit is promised on debug, on the device the run used
+        elsewhere = f", the link ran on {shared.device}" if shared.device not in (None, name) else ""
         print(f"reproduced {what} as run {out['run']}: losses differ from step "
               f"{out['first_difference']} (largest relative difference "
-              f"{out['max_relative_difference']:.3g}; {out['tier']} tier, {name}"
-              f"{', the link ran on ' + shared.device if shared.device not in (None, name) else ''})")  # fmt: skip
+              f"{out['max_relative_difference']:.3g}; {out['tier']} tier, {name}{elsewhere})")  # fmt: skip
     return 0

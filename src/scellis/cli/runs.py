@@ -73,7 +73,11 @@ def list_runs(store: str, json_: bool, query: RunQuery | None = None) -> int:
         print(f"no runs in {store}" + (" match" if query else ""))
         return 0
     head = f"{'RUN':24} {'STATUS':12} {'MODEL':28} {'DEVICE':10} {'TIER':6} {'STEP':>6} "
-    print(head + f"{'LOSS':>8} {'CKPT':>6}  STARTED" + "".join(f"  {x:>{max(10, len(x))}}" for x in labels))
+    print(
+        head
+        + f"{'LOSS':>8} {'CKPT':>6}  STARTED"
+        + "".join(f"  {x:>{max(10, len(x))}}" for x in labels)
+    )
     for r in rows:
         ck = r["last_checkpoint"]["step"] if r["last_checkpoint"] else "-"
         extra = "".join(f"  {_num(r['matched'][x]):>{max(10, len(x))}}" for x in labels)

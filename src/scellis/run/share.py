@@ -124,7 +124,7 @@ def read_link(link: str) -> Shared:
     fragment = link.split("#", 1)[1] if "#" in link else link
     if not fragment.startswith(KEY + "="):
         raise ScellisError(f"{shown(link, 80)!r} is not a Scellis run link (no #{KEY}=...)")
-    data = fragment[len(KEY) + 1:]
+    data = fragment[len(KEY) + 1 :]
     if len(data) > MAX_FRAGMENT or not re.fullmatch(r"[A-Za-z0-9_-]+", data):
         raise ScellisError(f"the link's payload is damaged or longer than {MAX_FRAGMENT} "
                            "characters")  # fmt: skip
@@ -173,8 +173,9 @@ def _checked(p) -> Shared:
     if run is not None and not (isinstance(run, str) and re.fullmatch(r"[\w.-]{1,64}", run)):
         bad("run id is not one")
     device = p.get("device")
-    if device is not None and not (isinstance(device, str) and re.fullmatch(r"[\w.-]{1,40}",
-                                                                              device)):
+    if device is not None and not (
+        isinstance(device, str) and re.fullmatch(r"[\w.-]{1,40}", device)
+    ):
         bad("device is not a device name")
     return Shared(p["record"], ds, seed, p.get("tier"),
                   [(s, float(v)) for s, v in losses], options, run, device)  # fmt: skip
@@ -193,3 +194,9 @@ def match_of(expected: list[tuple[int, float]], got: dict[int, float]) -> dict:
             worst = max(worst, abs(have - want) / max(abs(want), 1e-30))
     return {"bitwise": first is None, "first_difference": first, "steps": len(expected),
             "max_relative_difference": worst}  # fmt: skip
+
+
+def share(run: str, *, store=".scellis", steps: int = DEFAULT_STEPS,
+          site: str = DEFAULT_SITE) -> str:  # fmt: skip
+    """The link that reproduces stored run ``run`` (``scellis share RUN``)."""
+    return link_of(shared_of(store, run, steps), site)

@@ -354,8 +354,7 @@ class Records:
         # the query's SQL is built from its constants; what the user typed is parameters
         cols, col_params, clause, params = query.sql()
         rows = self.db.execute(
-            f"SELECT runs.*{', ' + cols if cols else ''} FROM runs WHERE {clause}"
-            " ORDER BY started",
+            f"SELECT runs.*{', ' + cols if cols else ''} FROM runs WHERE {clause} ORDER BY started",
             (*col_params, *params),
         ).fetchall()
         out = []
