@@ -40,8 +40,10 @@ def command(link, data, store, device, json_):
               f"bit ({out['tier']} tier, {name})")  # fmt: skip
     else:
         # bit for bit is promised on debug, on the device the run used
-        elsewhere = f", the link ran on {shared.device}" if shared.device not in (None, name) else ""
+        other = shared.device not in (None, name)
+        elsewhere = f", the link ran on {shared.device}" if other else ""
+        worst = out["max_relative_difference"]
         print(f"reproduced {what} as run {out['run']}: losses differ from step "
-              f"{out['first_difference']} (largest relative difference "
-              f"{out['max_relative_difference']:.3g}; {out['tier']} tier, {name}{elsewhere})")  # fmt: skip
+              f"{out['first_difference']} (largest relative difference {worst:.3g}; "
+              f"{out['tier']} tier, {name}{elsewhere})")  # fmt: skip
     return 0

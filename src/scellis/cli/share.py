@@ -21,8 +21,10 @@ from .runs import open_records
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--site", default=DEFAULT_SITE, show_default=True, metavar="URL",
               help="the tab's address the link opens")  # fmt: skip
-@click.option("--steps", type=click.IntRange(1, MAX_STEPS), default=DEFAULT_STEPS,
-              show_default=True, help="expected losses the link carries, from the first step")  # fmt: skip
+@click.option(
+    "--steps", type=click.IntRange(1, MAX_STEPS), default=DEFAULT_STEPS, show_default=True,
+    help="expected losses the link carries, from the first step",
+)  # fmt: skip
 @click.option("--json", "json_", is_flag=True, help="machine-readable output")
 def command(run, store, site, steps, json_):
     open_records(store).close()  # a missing store: said the CLI's way

@@ -60,8 +60,9 @@ def prepare(shared: Shared, data: str | None, folder: Path) -> Reproduction:
             raise ScellisError(f"the link's record reads {source!r}, which is not a plain "
                                "relative file name")  # fmt: skip
         if data is None:
-            raise ScellisError(f"the link's run trained on {source!r} (dataset "
-                               f"{(shared.dataset or '?')[:12]}): give that file with --data")  # fmt: skip
+            ds = (shared.dataset or "?")[:12]
+            raise ScellisError(f"the link's run trained on {source!r} (dataset {ds}): give "
+                               "that file with --data")  # fmt: skip
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(read_file(data))

@@ -82,8 +82,9 @@ def shared_of(store, ref: str, steps: int = DEFAULT_STEPS) -> Shared:
     text = ObjectStore(Path(store)).get(run["record_hash"]).decode("utf-8", "replace")
     stored = (run["config"] or {}).get("options") or {}
     if stored.get("extensions"):
+        named = ", ".join(map(str, stored["extensions"]))
         raise ScellisError(
-            f"run {run['id']} loaded user extensions ({', '.join(map(str, stored['extensions']))}); "
+            f"run {run['id']} loaded user extensions ({named}); "
             "a link runs no code, so it cannot reproduce this run (share its bundle: "
             "scellis runs export)"
         )
