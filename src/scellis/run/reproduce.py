@@ -17,7 +17,9 @@ from pathlib import Path, PurePosixPath
 
 from ..base.errors import ScellisError
 from ..base.files import read_file
+from ..data.record import load_data
 from ..sml import parse
+from .effective import effective_record
 from .options import RunOptions
 from .session import RunSession, start_run
 from .share import Shared, match_of, read_link
@@ -34,7 +36,7 @@ class Reproduction:
     options: RunOptions
 
     def start(self, *, device: str, store) -> RunSession:
-        raw = self.shared.record.encode("utf-8")
+        raw = pinned_text(self.shared).encode("utf-8")
         return start_run(raw, LABEL, options=self.options, device=device, base_dir=self.folder,
                          store=store, tier=self.shared.tier,
                          argv=("scellis", "reproduce", f"(run {self.shared.run})"))  # fmt: skip
@@ -50,28 +52,54 @@ def data_source(shared: Shared) -> str | None:
     return source
 
 
-def prepare(shared: Shared, data: str | None, folder: Path) -> Reproduction:
-    """The reproduction of ``shared`` in ``folder``: ``data`` (the user's file) is copied
-    to where the record looks for it; the dataset hash, seed and steps are pinned."""
+def plain_source(shared: Shared) -> PurePosixPath | None:
+    """Where the record reads its data file, relative to its folder (a link's record
+    may name no other place); None when the data comes with scellis."""
     source = data_source(shared)
-    if source is not None:
-        rel = PurePosixPath(source)
-        if rel.is_absolute() or ".." in rel.parts or "\\" in source:
-            raise ScellisError(f"the link's record reads {source!r}, which is not a plain "
-                               "relative file name")  # fmt: skip
-        if data is None:
-            ds = (shared.dataset or "?")[:12]
-            raise ScellisError(f"the link's run trained on {source!r} (dataset {ds}): give "
-                               "that file with --data")  # fmt: skip
-        target = folder / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(read_file(data))
-    pins = [f"data.sha256={shared.dataset}"] if shared.dataset and source is not None else []
-    options = RunOptions.from_mapping(
-        {**shared.options, "max_steps": shared.steps, "set": pins,
-         **({"seed": shared.seed} if shared.seed is not None else {})},
-        where="the link",
-    )  # fmt: skip
+    if source is None:
+        return None
+    rel = PurePosixPath(source)
+    if rel.is_absolute() or ".." in rel.parts or "\\" in source or not rel.parts:
+        raise ScellisError(f"the link's record reads {source!r}, which is not a plain "
+                           "relative file name")  # fmt: skip
+    return rel
+
+
+def place_data(shared: Shared, content: bytes | None, folder: Path) -> None:
+    """Write the user's data file where the record looks for it in ``folder`` and check
+    it is the link's dataset (its hash, with the record's data options), before any run."""
+    rel = plain_source(shared)
+    if rel is None:
+        return
+    if content is None:
+        ds = (shared.dataset or "?")[:12]
+        raise ScellisError(f"the link's run trained on {str(rel)!r} (dataset {ds}): give "
+                           "that file with --data")  # fmt: skip
+    target = folder / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+    if shared.dataset is not None:
+        load_data(parse(pinned_text(shared), LABEL).data["data"], folder)
+
+
+def pinned_text(shared: Shared) -> str:
+    """The link's record with its seed, and its data file's version (``data.sha256``,
+    where the data is a file), written in: another file is refused, at its line."""
+    edits = [(("seed",), shared.seed, f"seed={shared.seed}")] if shared.seed is not None else []
+    if shared.dataset is not None and data_source(shared) is not None:
+        edits.append((("data", "sha256"), shared.dataset, f"data.sha256={shared.dataset}"))
+    return effective_record(shared.record.encode("utf-8"), LABEL, edits).decode("utf-8")
+
+
+def run_options(shared: Shared) -> dict:
+    """The run options a reproduction trains with: the link's, up to its last loss."""
+    return {**shared.options, "max_steps": shared.steps}
+
+
+def prepare(shared: Shared, data: str | None, folder: Path) -> Reproduction:
+    """The reproduction of ``shared`` in ``folder``, with ``data`` (the user's file)."""
+    place_data(shared, read_file(data) if data is not None else None, folder)
+    options = RunOptions.from_mapping(run_options(shared), where="the link")
     return Reproduction(shared, folder, options)
 
 
