@@ -54,7 +54,8 @@ export function createShare({ client, app, run, box, message }) {
       `steps on the ${info.tier} tier…`, "running");
     let events;
     try {
-      await run.train({ record_text: info.record_text, tier: info.tier, ...info.options });
+      // no samples at the end: they change no loss, and the verdict should come soon
+      await run.train({ record_text: info.record_text, tier: info.tier, samples: false, ...info.options });
       events = run.events;
     } catch (e) {
       say(`the shared run did not train: ${e.message}`, "failed");
