@@ -6,6 +6,7 @@ oracle); a link whose data is not bundled asks for the file and refuses another 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -28,6 +29,7 @@ def _losses(page) -> list[list]:
 
 
 def _filter(page, where: str) -> str:
+    page.evaluate("document.getElementById('runs-message').textContent = ''")
     page.fill("#runs-where", where)
     page.click("#runs-filter-apply")
     page.wait_for_function("document.getElementById('runs-message').textContent !== ''")
@@ -45,7 +47,7 @@ def test_a_link_reproduces_the_run_in_a_fresh_profile(contexts, site_url, tmp_pa
 
     # the runs list filters as `scellis runs --where` does
     last = losses[-1][1]
-    assert "1 run match" in _filter(page, f"loss <= {last!r}")
+    assert "1 run matches" in _filter(page, f"loss <= {last!r}")
     assert page.locator("#run-runs tbody tr[data-run]").count() == 1
     assert "0 runs match" in _filter(page, f"loss < {last!r}")
     assert "--where" in _filter(page, "loss < 1; DROP TABLE runs")
@@ -79,8 +81,9 @@ def test_a_link_reproduces_the_run_in_a_fresh_profile(contexts, site_url, tmp_pa
     folder.mkdir()
     rec = write_record(folder, seed=5)
     store = folder / "s"
-    assert main(["train", str(rec), "--store", str(store), "--device", "reference",
-                 "--max-steps", "2"]) == 0  # fmt: skip
+    argv = ["train", str(rec), "--store", str(store), "--device", "reference", "--max-steps", "2"]
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop owns this thread
+        assert pool.submit(main, argv).result() == 0
     link2 = scellis.share("last", store=store, site=site_url)
     fragment = link2[link2.index("#") :]
     other.evaluate("(h) => { window._open = window.scellisApp.run.share.open(h); }", fragment)

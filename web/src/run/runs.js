@@ -182,7 +182,8 @@ export function mountRuns(el, client, app, resume, share = null) {
     try {
       state.list = await client.call("runs", { store: STORE, ...filter });
       if (Object.values(filter).some((x) => x)) {
-        message(`${state.list.length} run${state.list.length === 1 ? "" : "s"} match the filter`);
+        const n = state.list.length;
+        message(`${n} ${n === 1 ? "run matches" : "runs match"} the filter`);
       }
     } catch (e) {
       state.list = [];
