@@ -10,6 +10,7 @@ import math
 import random
 import urllib.parse
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +177,20 @@ def test_share_refuses_what_a_link_cannot_hold(trained, capsys, tmp_path):
         link_of(huge)
     small = Shared("model: x\n", None, 1, "debug", [(1, 0.5)])
     assert len(encode(small)) < 200 and read_link(link_of(small)).losses == [(1, 0.5)]
+
+
+def test_bundled_data_needs_no_file_but_its_version_is_checked(tmp_path, capsys):
+    rec = tmp_path / "lstm.sml"
+    rec.write_text((Path(scellis.__file__).parents[2] / "examples" / "lstm_forecaster.sml")
+                   .read_text())  # fmt: skip
+    store = tmp_path / "s"
+    assert main(["train", str(rec), "--store", str(store), "--device", "reference",
+                 "--max-steps", "2", "--no-validate"]) == 0  # fmt: skip
+    capsys.readouterr()
+    link = scellis.share("last", store=store)
+    code, out, err = _cli(capsys, "reproduce", link, "--store", str(tmp_path / "s2"), "--json")
+    assert code == 0 and json.loads(out)["bitwise"], err
+    p = _payload(link)
+    p["dataset"] = "0" * 64  # another version of the bundled file
+    code, out, err = _cli(capsys, "reproduce", _link(p), "--store", str(tmp_path / "s3"))
+    assert code == 2 and "0" * 64 in err and err.count("\n") == 1

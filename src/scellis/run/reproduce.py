@@ -83,10 +83,11 @@ def place_data(shared: Shared, content: bytes | None, folder: Path) -> None:
 
 
 def pinned_text(shared: Shared) -> str:
-    """The link's record with its seed, and its data file's version (``data.sha256``,
-    where the data is a file), written in: another file is refused, at its line."""
+    """The link's record with its seed and its dataset's version (``data.sha256``)
+    written in: other data (another file, another scellis's bundled one) is refused."""
     edits = [(("seed",), shared.seed, f"seed={shared.seed}")] if shared.seed is not None else []
-    if shared.dataset is not None and data_source(shared) is not None:
+    has_data = isinstance(parse(shared.record, LABEL).data.get("data"), dict)
+    if shared.dataset is not None and has_data:
         edits.append((("data", "sha256"), shared.dataset, f"data.sha256={shared.dataset}"))
     return effective_record(shared.record.encode("utf-8"), LABEL, edits).decode("utf-8")
 
