@@ -12,6 +12,7 @@ import pytest
 
 import scellis
 from scellis.cli.main import main
+from scellis.run.reproduce import pinned_text
 from scellis.run.share import read_link
 from storeutil import write_record
 
@@ -73,7 +74,11 @@ def test_a_link_reproduces_the_run_in_a_fresh_profile(contexts, site_url, tmp_pa
     assert again == losses  # bit for bit, as the box says
     assert other.get_attribute("#run-share", "data-bitwise") == "true"
     assert "match the link bit for bit" in other.inner_text("#run-share")
-    assert other.evaluate("window.scellisApp.record") == shared.record
+    # the link's record, with its seed and dataset version written in
+    assert other.evaluate("window.scellisApp.record") == pinned_text(shared)
+    assert f"sha256: {shared.dataset}" in pinned_text(shared)
+    picked = other.evaluate("document.getElementById('run-example').selectedOptions[0].textContent")
+    assert picked == f"shared run {shared.run}"
     screenshot(other, "share_link_reproduced")
 
     # a link whose data is a file: asked for, checked, then trained

@@ -14,6 +14,20 @@ function base64Of(u8) {
   return btoa(bin);
 }
 
+// the example picker names what Model View holds (a disabled entry, as an import's),
+// gone once the user picks an example again
+function markPicker(label) {
+  const picker = document.getElementById("run-example");
+  if (!picker) return;
+  const opt = new Option(label, "", true, true);
+  opt.disabled = true;
+  opt.dataset.shared = "1";
+  picker.add(opt, 0);
+  picker.value = "";
+  opt.selected = true;
+  picker.addEventListener("change", () => opt.remove(), { once: true });
+}
+
 export function createShare({ client, app, run, box, message }) {
   const share = { link: null, info: null, verdict: null };
   const say = (text, stateName) => {
@@ -101,6 +115,7 @@ export function createShare({ client, app, run, box, message }) {
       return null;
     }
     const info = share.info;
+    markPicker(`shared run${info.run ? ` ${info.run}` : ""}`);
     app.recordName = "shared run";
     app.record = info.record_text;
     app.emit("record", app.record);
