@@ -35,6 +35,8 @@ from .codecs.state_file import save  # noqa: F401
 from .devices.adapters import list_adapters  # noqa: F401
 from .devices.base import device  # noqa: F401
 from .run.loading import load, train_record  # noqa: F401
+from .run.reproduce import reproduce  # noqa: F401
+from .run.share import read_link, share  # noqa: F401
 from .runtime import (  # noqa: F401
     Tensor,
     default_device,

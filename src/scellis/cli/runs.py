@@ -21,6 +21,7 @@ from ..run.tensorboard import write_events
 from ..store import bundle
 from ..store.gc import collect
 from ..store.objects import ObjectStore
+from ..store.query import WHERE_HELP, RunQuery
 from ..store.records import Records
 from .runner import baseline_text, fmt_metric, resume_command
 
@@ -53,25 +54,37 @@ def _num(v) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
-def list_runs(store: str, json_: bool) -> int:
+def list_runs(store: str, json_: bool, query: RunQuery | None = None) -> int:
+    """The runs of ``store`` (those ``query`` selects), as a table or JSON."""
     rec = open_records(store)
     try:
-        rows = [summary(rec, r, Path(store)) for r in rec.runs()]
+        found = rec.runs(query)
+        rows = [summary(rec, r, Path(store)) for r in found]
     finally:
         rec.close()
+    labels = [v.label for v in query.values] if query else []
+    if query is not None:  # the values the condition read, beside each run
+        for row, r in zip(rows, found):
+            row["matched"] = r["matched"]
     if json_:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print(f"no runs in {store}")
+        print(f"no runs in {store}" + (" match" if query else ""))
         return 0
     head = f"{'RUN':24} {'STATUS':12} {'MODEL':28} {'DEVICE':10} {'TIER':6} {'STEP':>6} "
-    print(head + f"{'LOSS':>8} {'CKPT':>6}  STARTED")
+    print(
+        head
+        + f"{'LOSS':>8} {'CKPT':>6}  STARTED"
+        + "".join(f"  {x:>{max(10, len(x))}}" for x in labels)
+    )
     for r in rows:
         ck = r["last_checkpoint"]["step"] if r["last_checkpoint"] else "-"
+        extra = "".join(f"  {_num(r['matched'][x]):>{max(10, len(x))}}" for x in labels)
         print(
             f"{r['id']:24} {r['status']:12} {str(r['model_id'])[:28]:28} {r['device']:10} "
             f"{r['tier']:6} {r['step']:>6} {_num(r['loss']):>8} {ck:>6}  {_when(r['started'])}"
+            + extra
         )
     for r in rows:
         if r["parent"]:
@@ -127,14 +140,24 @@ def show_run(ref: str, store: str, json_: bool) -> int:
     return 0
 
 
-@click.group("runs", invoke_without_command=True, help="List the store's runs (or show one).")
+@click.group("runs", invoke_without_command=True,
+             help="List the store's runs, or those the filters select (or show one).")  # fmt: skip
 @click.option("--store", default=".scellis", show_default=True, help="the store folder")
 @click.option("--json", "json_", is_flag=True, help="machine-readable output")
+@click.option("--dataset", metavar="HASH", help="runs on this data (a hash or its prefix)")
+@click.option("--record", metavar="HASH", help="runs of this record (a hash or its prefix)")
+@click.option("--model", metavar="ID", help="runs of this model id (without @VERSION: any version)")
+@click.option("--where", metavar="CONDITION", help=WHERE_HELP)
 @click.pass_context
-def command(ctx, store, json_):
+def command(ctx, store, json_, dataset, record, model, where):
     ctx.obj = {"store": store, "json": json_}
+    filters = (dataset, record, model, where)
     if ctx.invoked_subcommand is None:
-        return list_runs(store, json_)
+        query = RunQuery(*filters) if any(f is not None for f in filters) else None
+        return list_runs(store, json_, query)
+    if any(f is not None for f in filters):
+        raise ScellisError("--dataset, --record, --model and --where filter the list: "
+                           f"`scellis runs {ctx.invoked_subcommand}` takes none")  # fmt: skip
     return None
 
 

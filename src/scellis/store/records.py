@@ -344,11 +344,25 @@ class Records:
             raise ScellisError(f"no run {rid!r} in {self.root}")
         return self._run_view(row)
 
-    def runs(self) -> list[dict]:
-        return [
-            self._run_view(r)
-            for r in self.db.execute("SELECT * FROM runs ORDER BY started").fetchall()
-        ]
+    def runs(self, query=None) -> list[dict]:
+        """Every run, oldest first; with ``query`` (a ``store.query.RunQuery``) the runs
+        it selects, each with ``matched``: ``{label: value}`` of the metric values its
+        condition read."""
+        if query is None:
+            rows = self.db.execute("SELECT * FROM runs ORDER BY started").fetchall()
+            return [self._run_view(r) for r in rows]
+        # the query's SQL is built from its constants; what the user typed is parameters
+        cols, col_params, clause, params = query.sql()
+        rows = self.db.execute(
+            f"SELECT runs.*{', ' + cols if cols else ''} FROM runs WHERE {clause} ORDER BY started",
+            (*col_params, *params),
+        ).fetchall()
+        out = []
+        for r in rows:
+            d = dict(r)
+            matched = {v.label: d.pop(f"q{i}") for i, v in enumerate(query.values)}
+            out.append({**self._run_view(d), "matched": matched})
+        return out
 
     def _run_view(self, row) -> dict:
         d = dict(row)

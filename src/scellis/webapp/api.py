@@ -1,8 +1,8 @@
 """Everything the worker may call (webapp layer): ``dispatch(cmd, args_json)`` and friends.
 
 The worker sends ``{id, cmd, args}``; ``dispatch`` calls the public function ``cmd``
-of ``run_api``, ``runs_api``, ``model_api``, ``import_api``, ``bench_api``, ``use_api``
-or ``kept_data``
+of ``run_api``, ``runs_api``, ``model_api``, ``import_api``, ``bench_api``, ``use_api``,
+``kept_data`` or ``share_api``
 with the JSON arguments as keywords and returns its value or async generator. A
 ScellisError is remembered for ``last_error`` so the page gets its message and located
 diagnostics rather than a Python traceback.
@@ -17,13 +17,32 @@ import random
 from ..base.errors import Diagnostic, ScellisError
 from ..devices.base import get_device
 from ..version import __version__
-from . import bench_api, import_api, kept_data, model_api, run_api, runs_api, tab_store, use_api
+from . import (
+    bench_api,
+    import_api,
+    kept_data,
+    model_api,
+    run_api,
+    runs_api,
+    share_api,
+    tab_store,
+    use_api,
+)
 from .run_api import control, plan, train  # noqa: F401
 
 _last_error: dict | None = None
 _COMMANDS = {
     name: getattr(mod, name)
-    for mod in (run_api, runs_api, model_api, import_api, bench_api, use_api, kept_data)
+    for mod in (
+        run_api,
+        runs_api,
+        model_api,
+        import_api,
+        bench_api,
+        use_api,
+        kept_data,
+        share_api,
+    )  # fmt: skip
     for name in dir(mod)
     if not name.startswith("_")
     and callable(getattr(mod, name))

@@ -25,6 +25,7 @@ from ..run.reference import open_run
 from ..run.session import RunControl, RunSession, plan_event, resume_run, start_run
 from ..store import bundle
 from ..store.objects import ObjectStore
+from ..store.query import RunQuery
 from ..store.records import Records
 from ..train import events as E
 from . import tab_store
@@ -130,9 +131,14 @@ def store_taken() -> dict:
     return {"ok": True}
 
 
-def runs(store: str = tab_store.ROOT) -> list[dict]:
-    """The runs of the tab's store with their status (``interrupted`` for a dead tab's)."""
-    return tab_store.list_runs(store)
+def runs(store: str = tab_store.ROOT, dataset: str | None = None, record: str | None = None,
+         model: str | None = None, where: str | None = None) -> list[dict]:  # fmt: skip
+    """The runs of the tab's store with their status (``interrupted`` for a dead tab's);
+    the filters are ``scellis runs``' (``store.query``): blank ones are left out."""
+    given = [x.strip() if isinstance(x, str) and x.strip() else None
+             for x in (dataset, record, model, where)]  # fmt: skip
+    query = RunQuery(*given) if any(given) else None
+    return tab_store.list_runs(store, query)
 
 
 def export_run(run: str, store: str = tab_store.ROOT) -> str:

@@ -20,6 +20,7 @@ import contextlib
 import time
 
 from ..run.past import parent_of
+from ..store.query import RunQuery
 from ..store.records import Records
 
 ROOT = "/scellis/store"
@@ -44,12 +45,13 @@ def status_of(run: dict) -> str:
     return "interrupted"
 
 
-def list_runs(root: str = ROOT) -> list[dict]:
-    """Every run in the tab's store, newest first, with the tab's reconciled status."""
+def list_runs(root: str = ROOT, query: RunQuery | None = None) -> list[dict]:
+    """Every run in the tab's store (those ``query`` selects), newest first, with the
+    tab's reconciled status (and, filtered, the metric values the condition read)."""
     records = Records(root)
     try:
         out = []
-        for r in reversed(records.runs()):
+        for r in reversed(records.runs(query)):
             cks = records.checkpoints(r["id"])
             out.append(
                 {
@@ -62,6 +64,8 @@ def list_runs(root: str = ROOT) -> list[dict]:
                     "checkpoint_step": cks[-1]["step"] if cks else None,
                     "checkpoints": [c["step"] for c in cks],
                     "parent": parent_of(r),
+                    "dataset": r["dataset_hash"],
+                    "matched": r.get("matched"),
                 }
             )
         return out

@@ -9,6 +9,7 @@ import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
 import { watchVisibility } from "./visibility.js";
 import { mountRuns, STORE } from "./runs.js";
+import { createShare } from "./share.js";
 import { mountUse } from "./use_panel.js";
 import { createDetacher, detachedRun, runDetached } from "./detach.js";
 import { showBanner, clearBanner } from "../banner.js";
@@ -32,6 +33,7 @@ const TEMPLATE = `
   <div id="run-options-main" class="run-options-fields"></div>
   <details id="run-options" class="run-options"><summary>more run options</summary>
     <div id="run-options-fields" class="run-options-fields"></div></details>
+  <div id="run-share" class="run-share" role="status" aria-live="polite" hidden></div>
   <div id="run-plan" class="plan plan-none" role="status">memory plan: not computed yet</div>
   <div class="progress"><div id="run-progress-bar"></div></div>
   <div id="run-stats" class="stats">
@@ -220,8 +222,11 @@ export function mount(el, client, app) {
   }
   state.train = train;
   state.resume = resume;
-  const runs = mountRuns($("run-runs"), client, app, resume);
+  let share = null;
+  const runs = mountRuns($("run-runs"), client, app, resume, () => share);
   state.runs = runs;
+  share = createShare({ client, app, run: state, box: $("run-share"), message: runs.message });
+  state.share = share;
   const plan = watchPlan({ client, app, state, box: $("run-plan"), show: showPlan });
   state.plan = plan;
 
@@ -271,6 +276,10 @@ export function mount(el, client, app) {
     state.detachRun = detacher.detach;
     $("run-detach").addEventListener("click", () => detacher.detach());
     watchVisibility(state, $("run-wakelock"), detacher.detach, log);
-    app.on("engine", () => { $("run-train").disabled = state.away; runs.refresh(); });
+    app.on("engine", () => {
+      $("run-train").disabled = state.away;
+      runs.refresh();
+      share.open().catch((e) => log(`the link did not open: ${e.message}`));
+    });
   }
 }

@@ -11,12 +11,25 @@ import { mountPast } from "./past.js";
 
 export const STORE = "/scellis/store";
 
-export function mountRuns(el, client, app, resume) {
+// the filters as the engine's runs command takes them (scellis runs --where ...)
+function filters(el) {
+  const v = (id) => el.querySelector(`#${id}`).value.trim() || null;
+  return { where: v("runs-where"), model: v("runs-model"), dataset: v("runs-dataset") };
+}
+
+export function mountRuns(el, client, app, resume, share = null) {
   el.innerHTML = `
     <h3>Runs <button id="runs-refresh" title="reload the list" aria-label="reload the list of runs">↻</button>
       <button id="runs-import-button" type="button" title="continue a run exported from another tab or the command line">Import bundle</button>
       <input id="runs-import" type="file" accept=".tar,application/x-tar" hidden aria-label="run bundle file"></h3>
+    <form id="runs-filter" class="runs-filter" aria-label="filter the runs">
+      <label>where <input id="runs-where" placeholder="val_loss < 1 and loss < 2"
+        title="metric names, < <= > >= == !=, numbers, and/or: a name is the run's last value, min(NAME) / max(NAME) its lowest / highest"></label>
+      <label>model <input id="runs-model" placeholder="namespace/name" size="14"></label>
+      <label>dataset <input id="runs-dataset" placeholder="hash prefix" size="10"></label>
+      <button type="submit" id="runs-filter-apply">Filter</button></form>
     <div id="runs-message" role="status" aria-live="polite"></div>
+    <input id="runs-link" class="runs-link" readonly hidden aria-label="link to the run">
     <div class="runs-compare"><button id="runs-compare" type="button" disabled>Compare</button>
       <span class="muted" id="runs-compare-hint">tick two runs to compare them</span></div>
     <table id="runs-table"><thead><tr><th>run</th><th>status</th>
@@ -108,7 +121,8 @@ export function mountRuns(el, client, app, resume) {
       // window, a phone) keeps Open and Resume in view without scrolling sideways
       const model = document.createElement("div");
       model.className = "run-model muted";
-      model.textContent = r.model || "";
+      const read = Object.entries(r.matched || {}).map(([k, x]) => `${k} ${x == null ? "–" : x.toPrecision(4)}`);
+      model.textContent = [r.model || "", ...read].join(" · ");
       const td = document.createElement("div");
       td.className = "run-actions";
       td.appendChild(button("Open", "run-open", () => past.open(r.id).catch((e) => message(e.message, "error"))));
@@ -147,6 +161,7 @@ export function mountRuns(el, client, app, resume) {
       if (r.checkpoint_step != null) {
         td.appendChild(button("Export", "run-export", () => exportRun(r.id)));
       }
+      if (share && r.status !== "running") td.appendChild(button("Link", "run-link", () => share().copy(r.id)));
       first.append(model, td);
       body.appendChild(tr);
     }
@@ -163,10 +178,16 @@ export function mountRuns(el, client, app, resume) {
       body.innerHTML = "<tr><td colspan=4 class=muted>the run store is with another window</td></tr>";
       return state.list;
     }
+    const filter = filters(el);
     try {
-      state.list = await client.call("runs", { store: STORE });
+      state.list = await client.call("runs", { store: STORE, ...filter });
+      if (Object.values(filter).some((x) => x)) {
+        const n = state.list.length;
+        message(`${n} ${n === 1 ? "run matches" : "runs match"} the filter`);
+      }
     } catch (e) {
       state.list = [];
+      if (Object.values(filter).some((x) => x)) message(`filter: ${e.message}`, "error");
     }
     render();
     app.emit("runs", state.list);
@@ -188,6 +209,7 @@ export function mountRuns(el, client, app, resume) {
   }
 
   el.querySelector("#runs-refresh").addEventListener("click", () => refresh());
+  el.querySelector("#runs-filter").addEventListener("submit", (ev) => { ev.preventDefault(); refresh(); });
   el.querySelector("#runs-compare").addEventListener("click", () => {
     const [a, b] = state.picked;
     past.compare(a, b).catch((e) => message(e.message, "error"));
@@ -222,5 +244,6 @@ export function mountRuns(el, client, app, resume) {
   state.importBundle = importBundle;
   state.refresh = refresh;
   state.exportRun = exportRun;
+  state.message = message;
   return state;
 }
