@@ -30,7 +30,7 @@ TRAIN = ["--device", "reference", "--json", "--max-steps", "3", "--checkpoint-ev
 @pytest.fixture(autouse=True)
 def nothing_chosen(monkeypatch):
     """As in a fresh process: the user has named no extensions yet."""
-    monkeypatch.setattr(extensions, "_USER_CHOSE", False)
+    monkeypatch.setattr(extensions, "_USER_NAMED", set())
 
 
 def _with_extensions(text: str, items: list[str]) -> str:
@@ -152,6 +152,12 @@ def test_a_bundled_run_naming_code_runs_none_of_it(poisoned, tmp_path, capsys):
     ):
         refuse(capsys, argv, "--extensions", memory=None)
         assert not marker.exists(), argv[0]
+    # code the user named that is not what the record names trusts nothing of it
+    other = tmp_path / "other" / "helpers.py"
+    other.parent.mkdir()
+    other.write_text("X = 1\n")
+    refuse(capsys, ["evaluate", rid, *s, "--extensions", other], "evil.py", memory=None)
+    assert not marker.exists()
     # the user trusts it: the same command runs, with the code they named
     assert main(["evaluate", rid, *s, "--extensions", str(ext), "--json"]) == 0
     assert marker.exists()

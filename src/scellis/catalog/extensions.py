@@ -16,8 +16,9 @@ user's choice (``trusted``); a record that arrives any other way (inside a check
 a run bundle, an imported file, a stored run or model, the tab) never loads code: its
 ``extensions:`` section is refused with a message naming ``--extensions``, the way
 ``trust_remote_code`` works in transformers. Once the user has loaded extensions
-themselves (``--extensions``, or ``load_extensions`` from Python), such a record is
-validated against what they loaded and its own list is not run.
+themselves (``--extensions``, or ``load_extensions`` from Python), a record whose every
+extension they named (by file or folder name, or module name) is validated against what
+they loaded; its own list is never run.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ from .sml_registry import catalog_registry
 
 # a file is imported once per process: its entries stay registered, a second load is a no-op
 _LOADED: dict[str, ModuleType] = {}
-# whether the user named extensions in this process (then an untrusted record's list is
-# not needed: what they loaded is what its blocks are checked against)
-_USER_CHOSE = False
+# the names of what the user loaded themselves in this process (module names, file and
+# folder names): an untrusted record naming only these needs nothing loaded for it
+_USER_NAMED: set[str] = set()
 
 
 def _is_path(spec: str, base_dir=None) -> bool:
@@ -122,12 +123,22 @@ def load_extensions(paths_or_modules, base_dir=None) -> list[ModuleType]:
     A relative path is taken from ``base_dir`` when given. Returns the modules imported;
     one already loaded is returned again, not re-run.
     """
-    global _USER_CHOSE
     if isinstance(paths_or_modules, (str, Path)):
         paths_or_modules = [paths_or_modules]
     paths_or_modules = list(paths_or_modules)
-    _USER_CHOSE = _USER_CHOSE or bool(paths_or_modules)
-    return _import_all(paths_or_modules, base_dir)
+    modules = _import_all(paths_or_modules, base_dir)
+    for item in paths_or_modules:
+        _USER_NAMED.add(_name_of(item))
+    _USER_NAMED.update(Path(m.__file__).name for m in modules if getattr(m, "__file__", None))
+    return modules
+
+
+def _name_of(item) -> str:
+    """What an extension is known by: a module's dotted name, a file's or folder's name."""
+    text = str(item).replace("\\", "/").rstrip("/")
+    return (
+        Path(text).name if isinstance(item, Path) or "/" in text or text.endswith(".py") else text
+    )
 
 
 def _import_all(paths_or_modules, base_dir=None) -> list[ModuleType]:
@@ -178,9 +189,10 @@ def load_record_extensions(record, base_dir=".", *, trusted: bool = False) -> li
     if not isinstance(items, list) or not items:
         return []
     if not trusted:
-        if _USER_CHOSE:
-            return []
-        msg = _refusal(items)
+        unnamed = [x for x in items if not isinstance(x, str) or _name_of(x) not in _USER_NAMED]
+        if not unnamed:
+            return []  # the user loaded each of them: validation checks the blocks
+        msg = _refusal(unnamed)
         return [doc.diag(("extensions",), msg) if doc else Diagnostic(msg, "<record>")]
     out: list[Diagnostic] = []
     for i, item in enumerate(items):
