@@ -13,7 +13,7 @@ from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
 from .kernels import KernelGraph, lower
-from .limits import Target, resolve
+from .limits import Target, resolve, target_of_device
 from .trace import trace
 
 
@@ -77,3 +77,41 @@ def compile_forward(
 def _phase_of(tr, serial: int) -> str:
     a = tr.allocs().get(serial)
     return a[2] if a else ""
+
+
+class FusedForward:
+    """A model's inference forward as the ``fast`` tier runs it: compiled and fused once
+    per batch size, on first use, then run with the model's live parameters (so a
+    training run's validation passes see its current weights). Where the forward
+    cannot be compiled (eager-only adapters, a host upload, an input another record
+    does not declare), it runs eagerly and ``reason`` says why, once."""
+
+    def __init__(self, record: dict, model):
+        self.record, self.model = record, model
+        self.compiled: dict[int, CompiledForward] = {}
+        self.reason = ""
+
+    def __call__(self, *inputs):
+        if self.reason:
+            return self.model(*inputs)
+        batch = inputs[0].shape[0]
+        fwd = self.compiled.get(batch)
+        if fwd is None:
+            try:
+                fwd = compile_forward(self.record, target_of_device(model_device(self.model)),
+                                      batch=batch)  # fmt: skip
+            except ScellisError as e:
+                self.reason = f"the fused forward does not apply: {e}"
+                return self.model(*inputs)
+            self.compiled[batch] = fwd
+        return fwd.run(self.model, *inputs)
+
+
+def forward_for(record: dict, model, tier) -> object:
+    """What runs ``model``'s inference forward under ``tier`` (a resolved ``Tier``): the
+    fused compiled forward on ``fast`` with f32 compute, else the model itself."""
+    policy = record.get("precision")
+    policy = policy.get("policy") if isinstance(policy, dict) else policy
+    if not tier.fused_forward or policy not in (None, "f32"):
+        return model
+    return FusedForward(record, model)
