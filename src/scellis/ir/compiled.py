@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..catalog.peft import adapters_of
+from ..train.determinism import resolve_tier
 from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
@@ -107,9 +108,11 @@ class FusedForward:
         return fwd.run(self.model, *inputs)
 
 
-def forward_for(record: dict, model, tier) -> object:
-    """What runs ``model``'s inference forward under ``tier`` (a resolved ``Tier``): the
-    fused compiled forward on ``fast`` with f32 compute, else the model itself."""
+def forward_for(record: dict, model, tier: str | None = None) -> object:
+    """What runs ``model``'s inference forward under ``tier`` (default: the record's
+    ``determinism_tier``): the fused compiled forward on ``fast`` with f32 compute,
+    else the model itself."""
+    tier = resolve_tier(tier or record.get("determinism_tier"))
     policy = record.get("precision")
     policy = policy.get("policy") if isinstance(policy, dict) else policy
     if not tier.fused_forward or policy not in (None, "f32"):

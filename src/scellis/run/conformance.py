@@ -35,8 +35,9 @@ def load_dataset(record: dict, base_dir="."):
     return load_data(record["data"], base_dir=base_dir)
 
 
-async def train_steps(record: dict, device, tier: str, steps: int, *, dataset,
-                      eval_every: int | None = None, val_rows: int | None = None) -> Outcome:  # fmt: skip
+async def train_steps(
+    record: dict, device, tier: str, steps: int, *, dataset, eval_every=None, val_rows=None
+) -> Outcome:
     """Train ``record`` ``steps`` steps on ``device`` under ``tier`` (see the module
     note); validation every ``eval_every`` steps on the first ``val_rows`` rows."""
     prep = prepare_run({**record, "determinism_tier": tier}, device, dataset=dataset,

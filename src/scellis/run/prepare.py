@@ -130,7 +130,7 @@ class Prepared:
             val_data=self.val if validate else None, max_steps=max_steps,
             eval_every=eval_every if validate else None, log_every=log_every, state=self.ts,
             should_stop=should_stop,
-            forward=forward_for(self.record, self.model, resolve_tier(self.tier)),
+            forward=forward_for(self.record, self.model, self.tier),
             **self.fit_kwargs,
         )  # fmt: skip
 
