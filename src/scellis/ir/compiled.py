@@ -30,21 +30,22 @@ class CompiledForward:
         g = self.graph
         params = dict(model.named_parameters())
         consts = dict(model.named_buffers())
-        feeds = {}
+        feeds, bases = {}, {}
         for b, info in g.buffers.items():
             if info.role in ("param", "buffer"):
                 p = (params if info.role == "param" else consts).get(info.name)
                 if p is None:
                     raise ScellisError(f"the model has no parameter {info.name!r}")
-                if p.offset != 0 or p.numel != info.numel or not p.is_contiguous():
-                    raise ScellisError(f"parameter {info.name!r} is not a whole buffer")
-                feeds[b] = p._buf
+                if p.numel != info.numel or not p.is_contiguous():
+                    raise ScellisError(f"parameter {info.name!r} is not one contiguous span")
+                # a trained parameter is a span of its optimizer's flat buffer
+                feeds[b], bases[b] = p._buf, p.offset
             elif info.role == "input":
                 x = inputs[self.input_names.index(info.name)]
                 if x.numel != info.numel or not x.is_contiguous() or x.offset != 0:
                     x = x.contiguous()
                 feeds[b] = x._buf
-        outs = run_graph(self.kernels, model_device(model), feeds)
+        outs = run_graph(self.kernels, model_device(model), feeds, bases)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
