@@ -190,7 +190,7 @@ def _native_losses(record: str, folder: Path, steps: int) -> dict[int, float]:
 
 
 def _within(got: dict, want: dict) -> None:
-    tol = PROD_TOLERANCE["f32"]
+    tol = PROD_TOLERANCE["f32"]["dense"]
     assert got.keys() <= want.keys(), (got, want)
     for s, v in got.items():
         assert abs(v - want[s]) <= tol["atol"] + tol["rtol"] * abs(want[s]), (s, got, want)

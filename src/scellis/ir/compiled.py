@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..catalog.peft import adapters_of
+from ..train.determinism import resolve_tier
 from .execute import run_graph
 from .fusion import fuse
 from .graph import OpGraph, op_graph
 from .kernels import KernelGraph, lower
-from .limits import Target, resolve
+from .limits import Target, resolve, target_of_device
 from .trace import trace
 
 
@@ -29,21 +30,22 @@ class CompiledForward:
         g = self.graph
         params = dict(model.named_parameters())
         consts = dict(model.named_buffers())
-        feeds = {}
+        feeds, bases = {}, {}
         for b, info in g.buffers.items():
             if info.role in ("param", "buffer"):
                 p = (params if info.role == "param" else consts).get(info.name)
                 if p is None:
                     raise ScellisError(f"the model has no parameter {info.name!r}")
-                if p.offset != 0 or p.numel != info.numel or not p.is_contiguous():
-                    raise ScellisError(f"parameter {info.name!r} is not a whole buffer")
-                feeds[b] = p._buf
+                if p.numel != info.numel or not p.is_contiguous():
+                    raise ScellisError(f"parameter {info.name!r} is not one contiguous span")
+                # a trained parameter is a span of its optimizer's flat buffer
+                feeds[b], bases[b] = p._buf, p.offset
             elif info.role == "input":
                 x = inputs[self.input_names.index(info.name)]
                 if x.numel != info.numel or not x.is_contiguous() or x.offset != 0:
                     x = x.contiguous()
                 feeds[b] = x._buf
-        outs = run_graph(self.kernels, model_device(model), feeds)
+        outs = run_graph(self.kernels, model_device(model), feeds, bases)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -77,3 +79,43 @@ def compile_forward(
 def _phase_of(tr, serial: int) -> str:
     a = tr.allocs().get(serial)
     return a[2] if a else ""
+
+
+class FusedForward:
+    """A model's inference forward as the ``fast`` tier runs it: compiled and fused once
+    per batch size, on first use, then run with the model's live parameters (so a
+    training run's validation passes see its current weights). Where the forward
+    cannot be compiled (eager-only adapters, a host upload, an input another record
+    does not declare), it runs eagerly and ``reason`` says why, once."""
+
+    def __init__(self, record: dict, model):
+        self.record, self.model = record, model
+        self.compiled: dict[int, CompiledForward] = {}
+        self.reason = ""
+
+    def __call__(self, *inputs):
+        if self.reason:
+            return self.model(*inputs)
+        batch = inputs[0].shape[0]
+        fwd = self.compiled.get(batch)
+        if fwd is None:
+            try:
+                fwd = compile_forward(self.record, target_of_device(model_device(self.model)),
+                                      batch=batch)  # fmt: skip
+            except ScellisError as e:
+                self.reason = f"the fused forward does not apply: {e}"
+                return self.model(*inputs)
+            self.compiled[batch] = fwd
+        return fwd.run(self.model, *inputs)
+
+
+def forward_for(record: dict, model, tier: str | None = None) -> object:
+    """What runs ``model``'s inference forward under ``tier`` (default: the record's
+    ``determinism_tier``): the fused compiled forward on ``fast`` with f32 compute,
+    else the model itself."""
+    tier = resolve_tier(tier or record.get("determinism_tier"))
+    policy = record.get("precision")
+    policy = policy.get("policy") if isinstance(policy, dict) else policy
+    if not tier.fused_forward or policy not in (None, "f32"):
+        return model
+    return FusedForward(record, model)

@@ -27,9 +27,12 @@ def _last_reads(kg: KernelGraph) -> dict[int, int]:
     return last
 
 
-def run_graph(kg: KernelGraph, device, feeds: dict[int, Buffer]) -> list[Tensor]:
+def run_graph(kg: KernelGraph, device, feeds: dict[int, Buffer],
+              bases: dict[int, int] | None = None) -> list[Tensor]:  # fmt: skip
     """Run ``kg`` on ``device`` with ``feeds`` (graph buffer -> real buffer); returns the
-    graph's outputs as tensors."""
+    graph's outputs as tensors. ``bases`` gives a fed buffer's first element where the
+    value starts further in (a parameter that is a span of an optimizer's flat buffer)."""
+    bases = bases or {}
     g = kg.graph
     env: dict[int, Buffer] = dict(feeds)
     keep = set(feeds) | set(g.outputs)
@@ -43,7 +46,7 @@ def run_graph(kg: KernelGraph, device, feeds: dict[int, Buffer]) -> list[Tensor]
         return env[b]
 
     def view(r: Ref) -> View:
-        return View(buf(r.buf), r.shape, r.strides, r.offset, r.dtype)
+        return View(buf(r.buf), r.shape, r.strides, r.offset + bases.get(r.buf, 0), r.dtype)
 
     for i, k in enumerate(kg.kernels):
         if k.fused and wgsl:

@@ -49,6 +49,7 @@ from ..base.rng import Generator, uniform
 from ..catalog.blocks.decoding import KVCache, decodes_incrementally
 from ..data.text import TextDataset
 from ..devices.base import get_device
+from ..ir.compiled import forward_for
 from ..runtime.creation import tensor
 
 
@@ -182,13 +183,16 @@ async def stream(
     keep_logits: bool = False,
     stop=None,
     vocab: int | None = None,
+    forward=None,
 ) -> AsyncIterator[Step]:
     """Each generated token of every row, step by step (see the module note).
 
     ``cache=False`` runs the whole window at every step (the definition the cache is
     tested against); ``keep_logits`` hands each step's logits out too; ``stop`` (a
     callable) ends the text before the next token once it returns true; ``vocab`` keeps
-    the choice among the ids a vocabulary of that size can write.
+    the choice among the ids a vocabulary of that size can write. ``forward`` runs a
+    whole window of ``context`` ids instead of the model (the fast tier's fused
+    forward, compiled for that one length; shorter windows run the model).
     """
     rule = Sampling(temperature, top_k, top_p)
     if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 0:
@@ -212,7 +216,8 @@ async def stream(
                 else:
                     kv = None  # the window slides: every position's inputs change
                     window = [s[-context:] for s in seqs]
-                    out = model(tensor(window, device=dev, dtype="i32"))
+                    full = forward is not None and len(window[0]) == context
+                    out = (forward if full else model)(tensor(window, device=dev, dtype="i32"))
                 last = _last_logits(out)
             rows = await last.read()
             u = next(us)
@@ -259,6 +264,7 @@ class TextRun:
     model: object
     vocab: object  # data.text.CharVocab
     context: int
+    forward: object = None  # the fused forward of a fast-tier run (ir.compiled)
 
     def encode(self, prompt: str) -> list[int]:
         """The prompt's ids; a character the run never saw is one clear message."""
@@ -281,7 +287,7 @@ class TextRun:
         max_new, temperature, top_k, top_p, seed)."""
         ids = self.encode(prompt)
         async for step in stream(self.model, ids, context=self.context, vocab=len(self.vocab),
-                                 **kw):  # fmt: skip
+                                 forward=self.forward, **kw):  # fmt: skip
             yield step.ids[0]
 
     async def pieces(self, prompt: str, **kw) -> AsyncIterator[tuple[int, str]]:
@@ -312,10 +318,11 @@ class TextRun:
         return self.decoded(prompt, [i async for i in self.continuation(prompt, **kw)])
 
 
-def text_run(run, device="reference", model=None) -> TextRun:
+def text_run(run, device="reference", model=None, tier: str | None = None) -> TextRun:
     """``run`` (a ``run.reference.TrainedRun``) ready to continue text on ``device`` (with
-    ``model``, its model already built, if given); a run that did not train a language
-    model on text is one clear message."""
+    ``model``, its model already built, if given), under ``tier`` (default: the run's
+    own; fast runs full windows through the fused forward); a run that did not train a
+    language model on text is one clear message."""
     ds = run.dataset()
     if not isinstance(ds, TextDataset):
         raise ScellisError(
@@ -323,7 +330,8 @@ def text_run(run, device="reference", model=None) -> TextRun:
             "(predict and evaluate use it)"
         )
     model = model if model is not None else run.model(device)
-    return TextRun(run, model, ds.vocab, lm_context(run.record))
+    fwd = forward_for(run.record, model, tier)
+    return TextRun(run, model, ds.vocab, lm_context(run.record), None if fwd is model else fwd)
 
 
 def lm_context(record: dict) -> int:

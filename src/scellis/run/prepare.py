@@ -21,6 +21,7 @@ from ..codecs.pretrained import pretrained_model
 from ..data.record import load_data
 from ..data.text import TextDataset
 from ..devices.base import get_device
+from ..ir.compiled import forward_for
 from ..model.build import entry_object
 from ..model.param_groups import optimizer_of
 from ..sml import parse, validate
@@ -128,7 +129,9 @@ class Prepared:
             self.model, self.loss, self.optimizer, self.train, epochs=self.epochs,
             val_data=self.val if validate else None, max_steps=max_steps,
             eval_every=eval_every if validate else None, log_every=log_every, state=self.ts,
-            should_stop=should_stop, **self.fit_kwargs,
+            should_stop=should_stop,
+            forward=forward_for(self.record, self.model, self.tier),
+            **self.fit_kwargs,
         )  # fmt: skip
 
     def limit_validation(self, rows: int | None) -> None:

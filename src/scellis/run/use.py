@@ -21,6 +21,7 @@ from ..data.csvsource import SeriesDataset, load_csv
 from ..data.frames import framed_window
 from ..data.text import TextDataset
 from ..data.timestep import time_after
+from ..ir.compiled import forward_for
 from ..model.build import entry_object
 from ..runtime.creation import tensor
 from ..train.data import Batches
@@ -45,8 +46,10 @@ def run_dataset(run: TrainedRun, data=None):
     return load_csv(dataclasses.replace(own.config, path=str(data)), stats=own.stats)
 
 
-async def evaluate_run(run: TrainedRun, *, data=None, device="reference") -> dict:
-    """The metrics of ``run``'s checkpoint (see the module note)."""
+async def evaluate_run(run: TrainedRun, *, data=None, device="reference",
+                       tier: str | None = None) -> dict:  # fmt: skip
+    """The metrics of ``run``'s checkpoint (see the module note); under ``tier`` (default:
+    the run's own), fast's forward is the fused one."""
     ds = run_dataset(run, data)
     task = "classification" if isinstance(ds, TextDataset) else "regression"
     specs = (run.record.get("eval") or {}).get("metrics") or DEFAULT_METRICS[task]
@@ -54,7 +57,9 @@ async def evaluate_run(run: TrainedRun, *, data=None, device="reference") -> dic
     batches = Batches(ds.x_val, ds.y_val, eval_batch_of(run.record), shuffle=False,
                       device=model_device(model))  # fmt: skip
     loss = entry_object(run.record["loss"], "loss")
-    val, metrics = await validation_pass(model, loss, batches, metrics=metric_set(specs, ds))
+    fwd = forward_for(run.record, model, tier)
+    val, metrics = await validation_pass(model, loss, batches, metrics=metric_set(specs, ds),
+                                         forward=fwd)  # fmt: skip
     season = (run.record.get("eval") or {}).get("season")
     naive = baselines(ds, specs, season)
     return {
@@ -68,30 +73,32 @@ def model_device(model):
     return next(iter(model.parameters())).device
 
 
-async def _forward(model, rows: list) -> list:
+async def _forward(model, rows: list, fwd=None) -> list:
     # no_grad is process-wide: it must not span an await, or a training step that runs
     # meanwhile (a tab's run beside a forecast) would record no graph
     with no_grad():
-        pred = model(tensor(rows, device=model_device(model)))
+        pred = (fwd or model)(tensor(rows, device=model_device(model)))
     out = await pred.read()
     return [r if isinstance(r, list) else [r] for r in out]
 
 
 async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="reference",
-                      batch: int = 256) -> list[dict]:  # fmt: skip
+                      batch: int = 256, tier: str | None = None) -> list[dict]:  # fmt: skip
     """Rows ``{date, actual, predicted, horizon}`` over the series (every window, one
-    per row step) and ``horizon`` recursive steps past its end (``actual`` None)."""
+    per row step) and ``horizon`` recursive steps past its end (``actual`` None); under
+    ``tier`` (default: the run's own), fast's forward is the fused one."""
     ds = run_dataset(run, data)
     if not isinstance(ds, SeriesDataset):
         raise ScellisError("predict is for series models; use generate for a text model")
     cfg = ds.config
     model = run.model(device)
+    fwd = forward_for(run.record, model, tier)
     starts = list(range(0, ds.rows - cfg.length + 1))
     rows_out: list[dict] = []
     for lo in range(0, len(starts), batch):
         chunk = starts[lo : lo + batch]
         inputs, frames = _windows(ds, chunk)
-        preds = await _forward(model, inputs)
+        preds = await _forward(model, inputs, fwd)
         for s, pred, frame in zip(chunk, preds, frames):
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
@@ -100,7 +107,7 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
                     rows_out.append(_row(ds, t, _actual(ds, t), predicted, k))
     if horizon > 0:
         forecast = _forecast_framed if ds.framed else _forecast
-        rows_out += await forecast(ds, model, horizon)
+        rows_out += await forecast(ds, model, horizon, fwd)
     return rows_out
 
 
@@ -138,7 +145,7 @@ def _check_recursive(cfg) -> None:
         )
 
 
-async def _forecast(ds: SeriesDataset, model, horizon: int) -> list[dict]:
+async def _forecast(ds: SeriesDataset, model, horizon: int, fwd=None) -> list[dict]:
     cfg = ds.config
     _check_recursive(cfg)
     window = [list(f) for f in _features(ds)[-cfg.length :]]
@@ -146,7 +153,7 @@ async def _forecast(ds: SeriesDataset, model, horizon: int) -> list[dict]:
     while len(out) < horizon:
         # a model trained on data.horizon steps gives them all at once: each forward
         # forecasts that many, and the window moves on by them
-        (pred,) = await _forward(model, [window])
+        (pred,) = await _forward(model, [window], fwd)
         for value in pred[: horizon - len(out)]:
             k = len(out) + 1
             out.append({"date": _future_date(ds, k), "actual": None,
@@ -155,7 +162,7 @@ async def _forecast(ds: SeriesDataset, model, horizon: int) -> list[dict]:
     return out
 
 
-async def _forecast_framed(ds: SeriesDataset, model, horizon: int) -> list[dict]:
+async def _forecast_framed(ds: SeriesDataset, model, horizon: int, fwd=None) -> list[dict]:
     """The recursive forecast of a per-window mode: the window is kept in the data's
     units and each forward's frame read from it, as training did."""
     cfg = ds.config
@@ -165,7 +172,7 @@ async def _forecast_framed(ds: SeriesDataset, model, horizon: int) -> list[dict]
     while len(out) < horizon:
         x, _, frame = framed_window({cfg.target: past}, [cfg.target], cfg.target, 0,
                                     cfg.length, 0, cfg.normalise, ds.stats)  # fmt: skip
-        (pred,) = await _forward(model, [x])
+        (pred,) = await _forward(model, [x], fwd)
         for value in pred[: horizon - len(out)]:
             k = len(out) + 1
             predicted = ds.denormalise(value, frame=frame)

@@ -57,10 +57,12 @@ class MetricSet:
 
 
 async def validation_pass(model, loss, data, *, seed: int = 0, compute=f32, metrics=None,
-                          read=None) -> tuple[float, dict | None]:  # fmt: skip
+                          read=None, forward=None) -> tuple[float, dict | None]:  # fmt: skip
     """(mean loss, metrics) of ``model`` over ``data`` in eval mode, under the precision
     policy's working copies. ``read(tensor)`` awaits one readback (the loop counts
-    them); the loss is summed on the device and read once, at the end."""
+    them); the loss is summed on the device and read once, at the end. ``forward``
+    runs the model's forward instead of calling it (the fast tier's fused forward)."""
+    forward = forward or model
     read = read or (lambda t: t.read())
     model.eval()
     total, rows = None, 0
@@ -69,7 +71,7 @@ async def validation_pass(model, loss, data, *, seed: int = 0, compute=f32, metr
     try:
         with no_grad(), working_copies(model, compute):
             for x, y in epoch_batches(data, 0, seed):
-                pred = model(to_compute(x, compute))
+                pred = forward(to_compute(x, compute))
                 if isinstance(pred, Tensor) and pred.dtype == f16:
                     pred = pred.cast("f32")
                 n = batch_rows(x)

@@ -40,6 +40,7 @@ async def fit(
     replay: bool | None = None,
     should_stop=None,
     metrics=None,
+    forward=None,
 ):
     """Train ``model`` on ``data`` for ``epochs`` epochs, yielding events (train/events.py).
 
@@ -60,7 +61,9 @@ async def fit(
     the run ends there, with a last log of the partial window, and ``end`` says
     ``stopped_by_user``. ``metrics`` (a
     ``train.evaluation.MetricSet``) are computed at every validation pass, and early
-    stopping or reduce_on_plateau may watch them (``val_mae``...). A run with
+    stopping or reduce_on_plateau may watch them (``val_mae``...). ``forward(x)``, when
+    given, runs the validation passes' forward (the fast tier's fused one,
+    ``ir.compiled.forward_for``). A run with
     ``val_data`` always ends with a validation pass of its last step (unless stopped).
     """
     if log_every < 1 or (eval_every is not None and eval_every < 1):
@@ -86,6 +89,7 @@ async def fit(
         skip_nonfinite=skip_nonfinite,
         replay=replay,
         metrics=metrics,
+        forward=forward,
         plateau_metric=plateau_metric or ("val_loss" if val_data is not None else "loss"),
     )
     r = _Run(ts, loss, data, opts)

@@ -146,7 +146,7 @@ class _Run:
         ts = self.ts
         val, metrics = await validation_pass(
             self.model, self.loss, self.o["val_data"], seed=ts.seed, compute=self.prec.compute,
-            metrics=self.o.get("metrics"), read=self._read,
+            metrics=self.o.get("metrics"), read=self._read, forward=self.o.get("forward"),
         )  # fmt: skip
         ts.metrics["val_loss"] = val
         self.last_eval_step = ts.step

@@ -1,0 +1,99 @@
+"""Tier conformance table: speed and divergence of debug, prod and fast per example record.
+
+Usage::
+
+    PYTHONPATH=src python3 bench/conformance.py                      # WebGPU, the examples
+    PYTHONPATH=src python3 bench/conformance.py --steps 12 --eval-every 4 --out tiers.json
+
+For each record of the corpus (the example records, their own bundled data): train
+``--steps`` steps from the same seed under each tier on the device, validating every
+``--eval-every`` steps on the first ``--val-rows`` validation rows. Reported per tier: the
+median steady step (steps after the first three, which run eagerly while the schedule
+records), the median validation pass, the whole run's wall time, and the largest gap
+from ``debug`` (losses at their own scale, weights at the model's largest weight,
+``train.determinism.worst_gap``); and prod on WebGPU against the reference device,
+beside the declared bound of the record's op family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+from scellis.devices import get_device  # noqa: E402
+from scellis.ir.record import load_record  # noqa: E402
+from scellis.run.conformance import load_dataset, train_steps  # noqa: E402
+from scellis.train.determinism import TIERS, tolerance_for, worst_gap  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ["lstm_forecaster", "tcn_forecaster", "char_transformer"]
+
+
+def _gaps(got, want) -> tuple[float, float]:
+    losses = worst_gap({"l": got.losses}, {"l": want.losses})
+    return losses, worst_gap(got.weights, want.weights, shared_scale=True)
+
+
+def measure(name: str, dev, a) -> list[dict]:
+    record = load_record(str(ROOT / "examples" / f"{name}.sml"))
+    ds = load_dataset(record, ROOT / "examples")
+    kw = dict(dataset=ds, eval_every=a.eval_every, val_rows=a.val_rows)
+    outs = {t: asyncio.run(train_steps(record, dev, t, a.steps, **kw)) for t in TIERS}
+    ref = asyncio.run(train_steps(record, "reference", "prod", a.steps, **kw))
+    tol = tolerance_for(record)
+    rows = []
+    for t, o in outs.items():
+        lg, wg = _gaps(o, outs["debug"])
+        row = {"record": name, "tier": t, "step_ms": 1e3 * statistics.median(o.step_seconds[3:]),
+               "eval_ms": 1e3 * statistics.median(o.eval_seconds),
+               "run_s": sum(o.step_seconds) + sum(o.eval_seconds),
+               "loss_gap_vs_debug": lg, "weight_gap_vs_debug": wg}  # fmt: skip
+        if t == "prod":
+            row["loss_gap_vs_reference"], row["weight_gap_vs_reference"] = _gaps(o, ref)
+            row["declared"] = tol
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| record | tier | step ms | validation pass ms | run s | vs debug: loss, weights "
+           "| prod vs reference: loss, weights (declared rtol) |",
+           "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        ref = ""
+        if "declared" in r:
+            d = r["declared"]
+            ref = (f"{r['loss_gap_vs_reference']:.1e}, {r['weight_gap_vs_reference']:.1e} "
+                   f"({d['family']} {d['rtol']:g})")  # fmt: skip
+        out.append(f"| {r['record']} | {r['tier']} | {r['step_ms']:.2f} | {r['eval_ms']:.2f} | "
+                   f"{r['run_s']:.2f} | {r['loss_gap_vs_debug']:.1e}, "
+                   f"{r['weight_gap_vs_debug']:.1e} | {ref} |")  # fmt: skip
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--records", default=",".join(CORPUS))
+    p.add_argument("--device", default="webgpu")
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--eval-every", type=int, default=4)
+    p.add_argument("--val-rows", type=int, default=64)
+    p.add_argument("--out")
+    a = p.parse_args(argv)
+    dev = get_device(a.device)
+    rows = [r for name in a.records.split(",") for r in measure(name, dev, a)]
+    print(table(rows))
+    if a.out:
+        Path(a.out).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
