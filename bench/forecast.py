@@ -186,21 +186,31 @@ def _r(x: float | None) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| series | rows | season | window | normalise | H | MASE 1-step: Scellis / "
-            "persist / snaive / ETS / Theta | MASE H-step: Scellis / persist / snaive / ETS / "
-            "Theta | Scellis MAE / persist, snaive, ETS (1-step) | (H-step) |")
+    head = (
+        "| series | rows | season | window | normalise | H | MASE 1-step: Scellis / "
+        "persist / snaive / ETS / Theta | MASE H-step: Scellis / persist / snaive / ETS / "
+        "Theta | Scellis MAE / persist, snaive, ETS (1-step) | (H-step) |"
+    )
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         cells = [r["series"], str(r["rows"]), str(r["season"] or "—"), str(r["window"]),
                  r["normalise"], str(r["multi"]["horizon"])]  # fmt: skip
         for key in ("one", "multi"):
             m = r[key]["mase"]
-            cells.append(" / ".join(_r(m.get(k)) for k in (
-                "scellis", "persistence", "seasonal_naive", "auto_ets", "auto_theta")))
+            cells.append(
+                " / ".join(
+                    _r(m.get(k))
+                    for k in ("scellis", "persistence", "seasonal_naive", "auto_ets", "auto_theta")
+                )
+            )
         for key in ("one", "multi"):
             a = r[key]["mae"]
-            cells.append(", ".join(_r(a["scellis"] / a[k]) if k in a else "—"
-                                   for k in ("persistence", "seasonal_naive", "auto_ets")))
+            cells.append(
+                ", ".join(
+                    _r(a["scellis"] / a[k]) if k in a else "—"
+                    for k in ("persistence", "seasonal_naive", "auto_ets")
+                )
+            )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -214,8 +224,11 @@ def summary(rows: list[dict]) -> str:
                   and r[key]["mae"]["scellis"] >= r[key]["mae"]["seasonal_naive"]]  # fmt: skip
         ets = statistics.median(r[key]["mae"]["scellis"] / r[key]["mae"]["auto_ets"]
                                 for r in rows)  # fmt: skip
-        worse = [f"{r['series']} {r[key]['mae']['scellis'] / r[key]['mae']['auto_ets']:.2f}"
-                 for r in rows if r[key]["mae"]["scellis"] > 1.1 * r[key]["mae"]["auto_ets"]]
+        worse = [
+            f"{r['series']} {r[key]['mae']['scellis'] / r[key]['mae']['auto_ets']:.2f}"
+            for r in rows
+            if r[key]["mae"]["scellis"] > 1.1 * r[key]["mae"]["auto_ets"]
+        ]
         out.append(
             f"- {what}: beats persistence on {len(rows) - len(lost_p)}/{len(rows)}"
             f"{' (not: ' + ', '.join(lost_p) + ')' if lost_p else ''}; beats seasonal naive on "

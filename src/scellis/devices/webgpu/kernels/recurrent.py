@@ -7,8 +7,9 @@ step's contraction among four groups of invocations; ``split4`` is the default, 
 fastest on an H200, bench/RESULTS.md): workgroup-tiled products, the backward in two
 dispatches per step. On a software adapter ``step`` is the default: its plain loops
 suit a CPU better than workgroup barriers (lavapipe: predictions over 8,918 windows
-3.0 s against split4's 9.1 s, a training step of the seed LSTM 4.1 ms against 6.9). All compute the same results to rounding and share the ops'
-layouts, so a recorded run may use any of them.
+3.0 s against split4's 9.1 s, a training step of the seed LSTM 4.1 ms against 6.9).
+All compute the same results to rounding and share the ops' layouts, so a recorded run
+may use any of them.
 
 The ``step`` kernels, one dispatch per step each way. Forward step t, one invocation
 per (b, k): the four gate pre-activations at k are gx[b, t, gate*H + k] plus the dot
