@@ -62,7 +62,8 @@ def test_fused_cuts_dispatches_per_training_step(kind):
     # the matmuls
     from scellis.devices.webgpu.kernels.recurrent import variant
 
-    per_step = 2 if variant(gpu.limits, 4 if kind == "lstm" else 3) == "step" else 3
+    gates = 4 if kind == "lstm" else 3
+    per_step = 2 if variant(gpu.limits, gates, gpu.info.software) == "step" else 3
     assert counts[True] < counts[False] / 3, counts
     assert counts[True] <= per_step * 2 * 16 + 50, counts
     print(

@@ -245,7 +245,7 @@ class WebGPUBackend(OneInstance):
         return self._source()
 
     def _source(self) -> Source:
-        return Source(self.limits, self.info.has_f16)
+        return Source(self.limits, self.info.has_f16, software=self.info.software)
 
     def _scratch(self, numel: int) -> View:
         """``numel`` f32 of scratch storage, for results passed between the launches of one

@@ -41,6 +41,14 @@ class AdapterInfo:
         return "shader-f16" in self.features
 
     @property
+    def software(self) -> bool:
+        """A GPU emulated on the CPU (lavapipe/llvmpipe, SwiftShader, a browser's fallback
+        adapter): kernels tuned for a real GPU's parallelism may lose there."""
+        names = f"{self.name} {self.vendor} {self.description}".lower()
+        return self.adapter_type.lower() in ("cpu", "fallback") or any(
+            s in names for s in ("llvmpipe", "lavapipe", "swiftshader"))  # fmt: skip
+
+    @property
     def has_subgroups(self) -> bool:
         return "subgroup" in self.features or "subgroups" in self.features
 

@@ -76,6 +76,8 @@ class Source:
     # scratch(numel) -> an f32 View for results passed between one op's launches; set
     # only where the kernel runs at once (the backend's encode), so None elsewhere
     scratch: object = None
+    # a CPU-emulated adapter: kernels with a variant per kind of device pick theirs by it
+    software: bool = False
 
     def _bind(
         self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
