@@ -45,8 +45,10 @@ from .ui import full_screen
 
 pytestmark = pytest.mark.browser
 
+# long enough that a pause or a detach lands mid-run even where a step takes milliseconds
+STEPS = 40
 OPTIONS = dict(
-    max_steps=6, log_every=1, tier="prod", samples=False, validate=False, drop_last=True,
+    max_steps=STEPS, log_every=1, tier="prod", samples=False, validate=False, drop_last=True,
     checkpoint_every=2,
 )  # fmt: skip
 STEP_MS = 420_000
@@ -138,18 +140,18 @@ def _follow_detached_run(page, win, wlog, oracle):
     k = max(_logs(here))
     assert [e["kind"] for e in here][-2:] == ["stopped", "end"] and here[-2]["step"] == k
     assert there[0] == {"kind": "resume", "run": rid, "step": k, "skipped": []}, there[0]
-    assert sorted(_logs(there)) == list(range(k + 1, 7))
+    assert sorted(_logs(there)) == list(range(k + 1, STEPS + 1))
     assert there[-1]["kind"] == "end" and not there[-1].get("stopped_by_user")
     # the window draws the whole run: the tab's steps (stored metrics), then its own
     drawn = win.evaluate("document.querySelector('#run-curves').curves.data()")
-    assert drawn["steps"] == list(range(1, 7))
+    assert drawn["steps"] == list(range(1, STEPS + 1))
     assert dict(zip(drawn["steps"], drawn["loss"])) == {**_logs(here), **_logs(there)}
     # the relayed events are the window's own
     page.wait_for_function(
         "window.scellisApp.run.detach.phase === null", timeout=120_000, polling=500
     )
     assert page.evaluate("window.scellisApp.run.remote") == there
-    # the store is back in the tab: the one run, done, at step 6
+    # the store is back in the tab: the one run, done, at its last step
     sel = f"#run-runs tr[data-run='{rid}']"
     page.wait_for_function(
         f"document.querySelector(\"{sel}\")?.dataset.status === 'done'", timeout=60_000
@@ -157,7 +159,7 @@ def _follow_detached_run(page, win, wlog, oracle):
     assert "continues in its own window" not in page.inner_text("#banner")
     # the Use panel reads the store again: the run, at the window's last checkpoint
     page.wait_for_function(
-        "document.querySelector('#use-what').textContent.includes('checkpoint at step 6')",
+        f"document.querySelector('#use-what').textContent.includes('checkpoint at step {STEPS}')",
         timeout=60_000,
     )
     assert page.inner_text("#use-message") == "" and not page.is_disabled("#use-run")
@@ -208,7 +210,7 @@ def test_csv_run_keeps_options_resumes_any_checkpoint_and_bundles_its_data(main,
     record = page.evaluate("window.scellisApp.record")
     assert "datasets/flow.csv" in record
 
-    start_training(page, OPTIONS)
+    start_training(page, {**OPTIONS, "max_steps": 6})  # nothing here races the run
     finish_training(page, timeout_ms=STEP_MS)
     first = page.evaluate("window.scellisApp.run.events")
     whole = _logs(first)
@@ -333,11 +335,11 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     the run ``interrupted`` and its one-click Resume continues from the window's last
     checkpoint with the losses of the uninterrupted run (bitwise: same device)."""
     page = main
-    longer = {**OPTIONS, "max_steps": 12}  # steps left however fast the window trains
+    longer = {**OPTIONS, "max_steps": 2 * STEPS}  # steps left however fast the window trains
     start_training(page, longer, "lstm_forecaster")
     finish_training(page, timeout_ms=STEP_MS)
     oracle = _logs(page.evaluate("window.scellisApp.run.events"))
-    assert sorted(oracle) == list(range(1, 13))
+    assert sorted(oracle) == list(range(1, 2 * STEPS + 1))
     start_training(page, longer, "lstm_forecaster")
     page.wait_for_function(f"{LOGS}.length >= 1", timeout=STEP_MS, polling=500)
     page.click("#run-pause")
@@ -359,7 +361,7 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     assert there[-1]["kind"] != "end", "the window's run ended before it was closed"
     rid, k = there[0]["run"], there[0]["step"]
     saved = max(e["step"] for e in there if e["kind"] == "checkpoint")
-    assert k < saved < 12
+    assert k < saved < 2 * STEPS
     win.close()
     sel = f"#run-runs tr[data-run='{rid}']"
     page.wait_for_function(
@@ -379,7 +381,7 @@ def test_closing_the_window_mid_run_lists_the_run_interrupted_and_resumes_it(mai
     banner.locator("button", has_text="Resume").click()  # the one click
     again = _done(page)
     assert again[0] == {"kind": "resume", "run": rid, "step": saved, "skipped": []}, again[0]
-    assert sorted(_logs(again)) == list(range(saved + 1, 13))
+    assert sorted(_logs(again)) == list(range(saved + 1, 2 * STEPS + 1))
     assert _logs(again) == {s: v for s, v in oracle.items() if s > saved}
     assert banner.count() == 0
     # the window's own steps were those of the uninterrupted run too
@@ -429,6 +431,6 @@ def test_a_detached_window_whose_tab_closed_takes_the_run_over(main, oracle):
     there = win.evaluate("window.scellisApp.run.events")
     assert there[0]["kind"] == "resume" and there[0]["run"] == rid, there[:2]
     k = there[0]["step"]
-    assert k >= 2 and sorted(_logs(there)) == list(range(k + 1, 7))
+    assert k >= 2 and sorted(_logs(there)) == list(range(k + 1, STEPS + 1))
     assert _logs(there) == {s: v for s, v in oracle.items() if s > k}
     assert "no tab holds the run store" in win.text_content("#run-log")

@@ -116,7 +116,8 @@ def test_fit_is_an_async_generator():
         ]
 
     out = asyncio.run(main())
-    assert out[0] == "start" and out[1] == "warning" and out.count("log") == 2
+    # fast declares what it does (fused inference forwards): no warning that it does less
+    assert out[0] == "start" and "warning" not in out and out.count("log") == 2
 
 
 def test_plain_iterable_data():

@@ -84,7 +84,7 @@ class VirtualMemory:
         return View(self.buffer(r.buf), r.shape, r.strides, r.offset, r.dtype)
 
     def source(self) -> Source:
-        return Source(self.target.limits, self.target.has_f16)
+        return Source(self.target.limits, self.target.has_f16, software=self.target.software)
 
 
 def launches_of(src: Source, result) -> list[Launch]:

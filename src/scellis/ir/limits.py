@@ -44,6 +44,8 @@ class Target:
     budget_source: str
     has_f16: bool = False
     adapter: str = ""
+    # a CPU-emulated adapter: some kernels pick a variant by it, and the rung must match
+    software: bool = False
 
     def record(self) -> dict:
         return {
@@ -150,7 +152,8 @@ def of_backend(backend, budget: str | int | None = None) -> Target:
     else:
         host = _host_memory() if str(info.adapter_type).lower() == "cpu" else None
         b, bsrc = host or (4 * GiB, "declared: 4 GiB (WebGPU does not report memory)")
-    return Target("webgpu", limits, src, b, bsrc, info.has_f16, info.name)
+    return Target("webgpu", limits, src, b, bsrc, info.has_f16, info.name,
+                  software=bool(getattr(info, "software", False)))  # fmt: skip
 
 
 def target_of_device(backend, budget: str | int | None = None) -> Target:
