@@ -41,7 +41,9 @@ def _philox_jitter(seed, step, n, sd):
     """The oracle: Box-Muller over the host Philox's draws 0 and 1 of (seed, step)."""
     key = stream_key(seed, "augment")
     u1, u2 = uniform(key, n, 0, step), uniform(key, n, 1, step)
-    return [sd * math.sqrt(-2 * math.log(1 - a)) * math.cos(2 * math.pi * b) for a, b in zip(u1, u2)]
+    return [
+        sd * math.sqrt(-2 * math.log(1 - a)) * math.cos(2 * math.pi * b) for a, b in zip(u1, u2)
+    ]
 
 
 def test_jitter_is_the_philox_normal_of_seed_and_step():
@@ -73,7 +75,8 @@ def test_scale_multiplies_each_row_by_its_own_philox_factor():
     for row, plain, f in zip(got, x.tolist(), factors):
         for a, b in zip(row, plain):
             assert a == pytest.approx([v * f for v in b], rel=1e-6, abs=1e-7)
-    assert len({round(f, 6) for f in factors}) == SHAPE[0] and all(0.75 <= f < 1.25 for f in factors)
+    assert len({round(f, 6) for f in factors}) == SHAPE[0]
+    assert all(0.75 <= f < 1.25 for f in factors)
 
 
 def test_webgpu_draws_what_the_reference_draws(gpu):
@@ -82,11 +85,17 @@ def test_webgpu_draws_what_the_reference_draws(gpu):
     assert max(abs(a - b) for a, b in zip(ref, web)) < 1e-5
 
 
+def _with_augment(text: str, value: str) -> str:
+    """The tiny record with ``augment: value`` in its data section."""
+    line = "  normalise: standard\n"
+    return text.replace(line, f"{line}  augment: {value}\n")
+
+
 def _run(tmp_path, augment: str | None, *, resume_at: int | None = None):
     rec = write_record(tmp_path)
     text = rec.read_text()
     if augment is not None:
-        text = text.replace("  normalise: standard\n", f"  normalise: standard\n  augment: {augment}\n")
+        text = _with_augment(text, augment)
     record = check_record(text, "aug.sml")
 
     def fit(run, **kw):
@@ -141,7 +150,7 @@ def test_a_record_without_augment_trains_as_before(tmp_path):
 )
 def test_bad_augment_values_are_located(tmp_path, value, message):
     text = write_record(tmp_path).read_text()
-    text = text.replace("  normalise: standard\n", f"  normalise: standard\n  augment: {value}\n")
+    text = _with_augment(text, value)
     line = text.splitlines().index(f"  augment: {value}") + 1
     with pytest.raises(RecordProblems) as err:
         check_record(text, "aug.sml")
@@ -151,8 +160,7 @@ def test_bad_augment_values_are_located(tmp_path, value, message):
 
 def test_torch_train_export_refuses_augmentation(tmp_path, capsys):
     rec = write_record(tmp_path)
-    text = rec.read_text().replace("  normalise: standard\n", "  normalise: standard\n  augment: {noise: 0.1}\n")
-    rec.write_text(text)
+    rec.write_text(_with_augment(rec.read_text(), "{noise: 0.1}"))
     code = main(["export", str(rec), "--to", "torch-train", str(tmp_path / "pkg")])
     err = capsys.readouterr().err
     assert code == 2
