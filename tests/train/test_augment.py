@@ -166,3 +166,9 @@ def test_torch_train_export_refuses_augmentation(tmp_path, capsys):
     assert code == 2
     assert "scellis: error: data.augment has no torch-train export yet" in err
     assert "Traceback" not in err
+
+
+def test_text_data_refuses_augmentation(tmp_path):
+    text = _with_augment(write_record(tmp_path).read_text(), "{noise: 0.1}")
+    with pytest.raises(RecordProblems, match="numeric windows, not to text data"):
+        check_record(text.replace("format: csv", "format: text"), "aug.sml")
