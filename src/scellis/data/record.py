@@ -26,6 +26,7 @@ BUNDLED = Path(__file__).resolve().parent / "bundled"
 CSV_KEYS = {
     "source", "format", "column", "features", "target", "datetime", "datetime_format",
     "missing", "window", "horizon", "stride", "val_fraction", "normalise", "delimiter", "sha256",
+    "augment",  # read by the training loop (train/augment.py), not by the reader
 }  # fmt: skip
 TEXT_KEYS = {
     "source", "format", "tokenizer", "context", "stride", "val_fraction", "max_chars", "sha256",

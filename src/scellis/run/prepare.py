@@ -25,6 +25,7 @@ from ..ir.compiled import forward_for
 from ..model.build import entry_object
 from ..model.param_groups import optimizer_of
 from ..sml import parse, validate
+from ..train.augment import Augment
 from ..train.data import Batches
 from ..train.determinism import resolve_tier
 from ..train.evaluation import MetricSet
@@ -201,9 +202,19 @@ def prepare_run(
             metrics=metric_set(ev.get("metrics") or [], dataset, ev.get("split") or "val"),
             early_stopping=ev.get("early_stopping"),
             plateau_metric=ev.get("plateau_metric"),
+            augment=augment_of(record, dataset),
         ),
         eval_every=ev.get("every"),
     )
+
+
+def augment_of(record: dict, dataset) -> Augment | None:
+    """The record's ``data.augment`` for ``dataset``: numeric windows only (jitter on a
+    text model's token ids would change which tokens it reads)."""
+    aug = Augment.of((record.get("data") or {}).get("augment"))
+    if aug is not None and isinstance(dataset, TextDataset):
+        raise ScellisError("data.augment applies to numeric windows, not to text data")
+    return aug
 
 
 def metric_set(specs: list, dataset, split: str = "val") -> MetricSet | None:

@@ -73,8 +73,10 @@ DATA = {
     "window": int, "horizon": int, "stride": int,
     "val_fraction": Num(0, 1, low_open=True, high_open=True),
     "normalise": ("none", "standard", "minmax", "window", "change"), "context": int,
-    "tokenizer": str, "max_chars": int, "sha256": str,
+    "tokenizer": str, "max_chars": int, "sha256": str, "augment": dict,
 }  # fmt: skip
+# training-batch augmentation (train/augment.py): jitter's sd, each window's scale spread
+AUGMENT = {"noise": Num(0), "scale": Num(0, 1, high_open=True)}
 EVAL = {"every": int, "batch_size": int, "metrics": list, "split": ("val", "train"),
         "early_stopping": dict, "plateau_metric": str, "season": int}  # fmt: skip
 EARLY_STOPPING = {"metric": str, "patience": int, "min_delta": Num(0), "mode": ("min", "max")}
@@ -287,4 +289,16 @@ def check_record(doc: Document) -> list:
     for k, spec in (("precision", PRECISION), ("data", DATA), ("eval", EVAL)):
         if k in d:
             check_options(doc, (k,), spec, out)
+    _check_augment(doc, out)
     return out
+
+
+def _check_augment(doc: Document, out: list) -> None:
+    data = doc.data.get("data")
+    aug = data.get("augment") if isinstance(data, dict) else None
+    if not isinstance(aug, dict):
+        return  # absent, or already reported as not a mapping
+    check_options(doc, ("data", "augment"), AUGMENT, out)
+    if data.get("format") == "text":
+        out.append(doc.diag(("data", "augment"), "data.augment applies to numeric windows, "
+                            "not to text data"))  # fmt: skip

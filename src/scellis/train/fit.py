@@ -10,6 +10,7 @@ import asyncio
 import time
 
 from ..base.errors import ScellisError
+from .augment import Augment
 from .data import epoch_batches
 from .events import EarlyStop, Epoch, Info, RunWarning
 from .loop import _Run
@@ -41,6 +42,7 @@ async def fit(
     should_stop=None,
     metrics=None,
     forward=None,
+    augment=None,
 ):
     """Train ``model`` on ``data`` for ``epochs`` epochs, yielding events (train/events.py).
 
@@ -65,6 +67,9 @@ async def fit(
     given, runs the validation passes' forward (the fast tier's fused one,
     ``ir.compiled.forward_for``). A run with
     ``val_data`` always ends with a validation pass of its last step (unless stopped).
+    ``augment`` (a ``train.augment.Augment`` or the record's ``data.augment`` mapping)
+    transforms each training batch's ``x`` from the Philox ``augment`` stream at the
+    step's counter; validation batches are never augmented.
     """
     if log_every < 1 or (eval_every is not None and eval_every < 1):
         raise ScellisError("log_every and eval_every must be >= 1")
@@ -92,6 +97,7 @@ async def fit(
         forward=forward,
         plateau_metric=plateau_metric or ("val_loss" if val_data is not None else "loss"),
     )
+    aug = Augment.of(augment)
     r = _Run(ts, loss, data, opts)
     if r.early is not None and r.early.metric.startswith("val_") and val_data is None:
         raise ScellisError(f"early stopping on {r.early.metric} needs val_data")
@@ -111,6 +117,8 @@ async def fit(
 
     while ts.epoch < epochs and not stop:
         for x, y in epoch_batches(data, ts.epoch, ts.seed, ts.batch):
+            if aug is not None:  # keyed by (seed, step): a resumed run draws the same
+                x = aug.apply(x, ts.seed, ts.step)
             r.step(x, y)
             ts.step += 1
             for why in r.replay.untold() if r.replay is not None else ():

@@ -18,7 +18,7 @@ from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.tensor import Tensor
 from .precision import LossScaler
 
-STREAMS = ("shuffle", "dropout")
+STREAMS = ("shuffle", "dropout", "augment")
 VERSION = 1
 
 
@@ -48,6 +48,9 @@ class TrainState:
         live = generator("dropout")
         live.seed, live.step, live.draw = g.seed, g.step, g.draw
         self.streams["shuffle"].step = self.epoch
+        # augmentation draws at the step's counter too (train/augment.py)
+        a = self.streams["augment"]
+        a.step, a.draw = self.step, 0
 
     # -- plain data --
     @no_grad()
@@ -80,7 +83,9 @@ class TrainState:
         self.scaler.load_state_dict(sd["loss_scale"], self.device)
         self.seed, self.epoch = int(sd["seed"]), int(sd["epoch"])
         self.step, self.batch = int(sd["step"]), int(sd["batch"])
-        self.streams = {k: Generator.from_state(v) for k, v in sd["rng"].items()}
+        # a state saved before a stream existed starts that stream at its origin
+        self.streams = {name: Generator(self.seed, name) for name in STREAMS}
+        self.streams.update({k: Generator.from_state(v) for k, v in sd["rng"].items()})
         self.early = dict(sd.get("early_stopping") or {})
         self.metrics = dict(sd.get("metrics") or {})
 

@@ -212,6 +212,9 @@ def _write_package(dest: Path, src: Source) -> None:
         raise ScellisError(f"the weights do not cover the record: missing {missing[:6]}")
     if record.get("finetune"):
         raise ScellisError("a record with a finetune section has no torch-train export yet")
+    if (record.get("data") or {}).get("augment"):
+        # train.py would have to mirror the jitter's Box-Muller bits in torch's own math
+        raise ScellisError("data.augment has no torch-train export yet")
     dest.mkdir(parents=True, exist_ok=True)
     data, path = _data_file(src, dest)
     ds = load_data({**record["data"], "source": str(path)})
