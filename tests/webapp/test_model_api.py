@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from scellis.base.errors import ScellisError
+from scellis.sml import parse
 from scellis.webapp import model_api
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,3 +210,42 @@ def test_a_failed_edit_leaves_no_half_edited_document():
         model_api.edit(LSTM, big)
     edit = {"kind": "set_field", "block": "lstm", "field": "hidden_size", "value": 40}
     assert _kept(model_api.edit, LSTM, edit) == _fresh(model_api.edit, LSTM, edit)
+
+
+def test_a_plan_fix_applied_as_an_edit_gives_its_verdict():
+    # the plan box's buttons send a remediation's ``set`` as one set_paths edit: the
+    # edited text must plan as the remediation promised, comments kept
+    from scellis.devices.base import get_device
+    from scellis.run.planning import plan_steps
+    from scellis.run.prepare import check_record
+
+    def plan(text):
+        return plan_steps(check_record(text.encode()), device=get_device("reference"),
+                          budget="1GiB")[0]  # fmt: skip
+
+    big = (
+        LSTM.replace("hidden_size: 32", "hidden_size: 512")
+        .replace("in_features: 32", "in_features: 512")
+        .replace("batch_size: 32", "batch_size: 8192")
+    )
+    red = plan(big)
+    assert red.verdict == "red"
+    fixes = [r for r in red.remediations if r.set and r.verdict]
+    assert any(r.verdict != "red" for r in fixes), [r.record() for r in red.remediations]
+    for r in fixes:
+        out = model_api.edit(big, {"kind": "set_paths", "set": r.set})
+        assert out["ok"] and comments(out["text"]) == comments(big)
+        fixed = plan(out["text"])
+        assert (fixed.verdict, fixed.peak) == (r.verdict, r.peak), r.record()
+
+
+def test_set_paths_makes_missing_sections_and_refuses_an_empty_edit():
+    edits = {"finetune.quantize_base": "nf4", "eval.batch_size": 3}
+    out = model_api.edit(LSTM, {"kind": "set_paths", "set": edits})
+    data = parse(out["text"], "m.sml").data
+    assert data["finetune"] == {"quantize_base": "nf4"} and data["eval"]["batch_size"] == 3
+    assert comments(out["text"]) == comments(LSTM)
+    with pytest.raises(ScellisError, match="set_paths"):
+        model_api.edit(LSTM, {"kind": "set_paths", "set": {}})
+    with pytest.raises(ScellisError, match="needs set"):
+        model_api.edit(LSTM, {"kind": "set_paths"})

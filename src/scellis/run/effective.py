@@ -61,17 +61,22 @@ def follow_data(doc, before: dict) -> None:
 
 
 def _set(doc, path: tuple, value, typed: str) -> None:
-    # a missing parent mapping is made with the rest of the path inside it
+    try:
+        set_path(doc, path, value)
+    except ScellisError as e:
+        raise ScellisError(f"--set {typed}: {e}") from None
+
+
+def set_path(doc, path: tuple, value) -> None:
+    """Set ``path`` of the Document ``doc`` to ``value``, as ``--set`` does: a missing
+    parent mapping is made with the rest of the path inside it."""
     for depth in range(len(path), 0, -1):
         head, rest = path[:depth], path[depth:]
         if depth > 1 and doc.node(head[:-1]) is None:
             continue
         for key in reversed(rest):
             value = {key: value}
-        try:
-            doc.set(head, value)
-        except ScellisError as e:
-            raise ScellisError(f"--set {typed}: {e}") from None
+        doc.set(head, value)
         return
 
 

@@ -244,9 +244,9 @@ def _plan_or_refuse(record: dict, dev, budget, o: RunOptions) -> tuple[E.Plan, R
     return E.Plan(**plan.record()), replace(o, replay=replay)
 
 
-def plan_event(record: dict, device) -> E.Plan:
+def plan_event(record: dict, device, replay: bool = True) -> E.Plan:
     """The memory plan of ``record`` on ``device``, whatever its verdict."""
-    return E.Plan(**plan_steps(record, device=get_device(device))[0].record())
+    return E.Plan(**plan_steps(record, device=get_device(device), replay=replay)[0].record())
 
 
 def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | None = None,

@@ -21,6 +21,7 @@ from ..catalog.extensions import load_record_extensions
 from ..catalog.registry import lookup as catalog_lookup
 from ..catalog.sml_registry import catalog_registry
 from ..data.record import BUNDLED
+from ..run.effective import set_path
 from ..sml import TIERS, Document, parse, to_form, to_graph, validate
 from . import data_labels, dataset_api, finetune_edit, kept_data
 from .dataset_api import rehash
@@ -193,6 +194,15 @@ def _set_field(doc: Document, e: dict) -> None:
         doc.set_field(block, field, value)
 
 
+def _set_paths(doc: Document, e: dict) -> None:
+    # a memory plan's fix: dotted record paths and their values, as ``--set`` takes them
+    (edits,) = _need(e, "set")
+    if not isinstance(edits, dict) or not edits:
+        raise ScellisError("edit 'set_paths' needs set: {dotted.path: value}")
+    for path, value in edits.items():
+        set_path(doc, tuple(str(path).split(".")), value)
+
+
 def _add_block(doc: Document, e: dict) -> None:
     name, block_id = _need(e, "name", "block_id")
     doc.add_block(name, block_id, e.get("in"), e.get("after"), **(e.get("fields") or {}))
@@ -201,6 +211,7 @@ def _add_block(doc: Document, e: dict) -> None:
 # one small function per edit kind: the kinds the graph and the form can send
 EDITS = {
     "set_field": _set_field,
+    "set_paths": _set_paths,
     "add_block": _add_block,
     "remove_block": lambda doc, e: doc.remove_block(*_need(e, "name")),
     "rewire": lambda doc, e: doc.rewire(*_need(e, "block", "in")),

@@ -55,10 +55,11 @@ def event_schema() -> dict:
     return E.schema()
 
 
-def plan(record_text: str, device: str = "webgpu") -> dict:
+def plan(record_text: str, device: str = "webgpu", replay: bool = True) -> dict:
     """The memory plan of ``record_text``'s training step on ``device``'s limits,
-    before anything runs (the ir layer's planner, tracing on the null device)."""
-    return plan_event(check_record(record_text), device).to_dict()
+    before anything runs (the ir layer's planner, tracing on the null device), with
+    the run's ``replay`` option as the run would take it."""
+    return plan_event(check_record(record_text), device, replay=replay).to_dict()
 
 
 async def check_kernel(code: str, device: str = "webgpu") -> dict:

@@ -1,6 +1,7 @@
 // Model View's graph: the record's blocks laid out with dagre and drawn as SVG. Each node
 // shows its name, block id and inferred output shape. Rewiring: drag from a node's output
 // port (bottom dot) onto another block, or use the "in:" picker of the selected block.
+// Double-clicking a node selects it and opens it (onOpen: Model View, full screen).
 import { graphlib, layout } from "@dagrejs/dagre";
 
 const NS = "http://www.w3.org/2000/svg";
@@ -17,7 +18,7 @@ export function shapeText(s) {
   return Array.isArray(s) ? `[${s.join(", ")}]` : "shape ?";
 }
 
-export function createGraph(el, { onRewire, onSelect }) {
+export function createGraph(el, { onRewire, onSelect, onOpen }) {
   el.innerHTML = `
     <div class="mv-graph-canvas"><svg class="mv-svg" role="img" aria-label="block graph"></svg></div>
     <div class="mv-rewire" hidden>
@@ -167,6 +168,14 @@ export function createGraph(el, { onRewire, onSelect }) {
       const port = svg("circle", { cx: W / 2, cy: H, r: 5, class: "mv-port", "data-port": n.id }, grp);
       port.addEventListener("pointerdown", (ev) => { ev.preventDefault(); ev.stopPropagation(); dragFrom(n.id, ev); });
       grp.addEventListener("click", () => select_(n.id));
+      // a second press would select the text under it: the double click opens instead
+      grp.addEventListener("mousedown", (ev) => { if (ev.detail > 1) ev.preventDefault(); });
+      grp.addEventListener("dblclick", (ev) => {
+        ev.preventDefault();
+        window.getSelection()?.removeAllRanges();
+        select_(n.id);
+        if (onOpen) onOpen(n.id);
+      });
     }
     if (selected && graph.nodes.some((n) => n.id === selected)) select_(selected);
     else bar.hidden = true;

@@ -83,6 +83,7 @@ export function mount(el, client, app) {
 
   const graph = createGraph($(".mv-graph"), {
     onRewire: (block, src) => send({ kind: "rewire", block, in: src }, "rewire"),
+    onOpen: () => setFull(true), // a node double-clicked: the full-screen editor, as ⤢ opens
   });
   const form = createForm($(".mv-form"), {
     onEdit: (edit) => send(edit, edit.kind),
@@ -284,11 +285,12 @@ export function mount(el, client, app) {
     for (const p of el.querySelectorAll(".mv-pane")) p.classList.toggle("active", p.dataset.pane === name);
   }
   for (const b of el.querySelectorAll(".mv-tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
-  $(".mv-expand").addEventListener("click", () => {
-    const full = el.classList.toggle("mv-full");
+  function setFull(full) {
+    el.classList.toggle("mv-full", full);
     $(".mv-expand").textContent = full ? "✕ Close full screen" : "⤢";
     document.body.classList.toggle("mv-full-open", full);
-  });
+  }
+  $(".mv-expand").addEventListener("click", () => setFull(!el.classList.contains("mv-full")));
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && el.classList.contains("mv-full")) $(".mv-expand").click();
   });

@@ -30,7 +30,7 @@ const CSS = `
 .mv-output rect { stroke: #16a34a; stroke-width: 1.8; }
 .mv-bad rect { stroke: #dc2626; stroke-width: 2; fill: #fef2f2; }
 .mv-node.selected rect { stroke: #2563eb; stroke-width: 2.4; }
-.mv-node { cursor: pointer; }
+.mv-node { cursor: pointer; user-select: none; -webkit-user-select: none; }
 .mv-node text { font: 12px system-ui, sans-serif; fill: #111827; pointer-events: none; }
 .mv-node .mv-node-id { font-weight: 700; font-size: 13px; }
 .mv-node .mv-node-kind { fill: #6b7280; font-size: 11px; }

@@ -4,6 +4,7 @@ import { createCurves } from "./curves.js";
 import { renderSample } from "./samples.js";
 import { showEvent, showPlan } from "./show.js";
 import { watchPlan } from "./live_plan.js";
+import { createFixer } from "./plan_fix.js";
 import { createQuickRun } from "./quick_run.js";
 import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
@@ -158,7 +159,8 @@ export function mount(el, client, app) {
     show(ev);
   }
 
-  const view = { $, state, curves, log, renderSample };
+  // applyFix: set once the plan is watched (below); the run's own plan event shows buttons too
+  const view = { $, state, curves, log, renderSample, applyFix: null };
   const show = (ev) => showEvent(view, ev);
 
   // every tab run is recorded in the worker's persistent store (IndexedDB) unless the
@@ -227,8 +229,15 @@ export function mount(el, client, app) {
   state.runs = runs;
   share = createShare({ client, app, run: state, box: $("run-share"), message: runs.message });
   state.share = share;
-  const plan = watchPlan({ client, app, state, box: $("run-plan"), show: showPlan });
+  const plan = watchPlan({
+    client, app, state, box: $("run-plan"),
+    show: (box, ev) => showPlan(box, ev, view.applyFix),
+    options: () => ({ replay: panelOptions().replay }),
+  });
   state.plan = plan;
+  view.applyFix = createFixer({ client, app, $, replan: () => plan.soon(), log });
+  // the plan counts replayed steps' residency: it follows the replay box too
+  $("run-replay").addEventListener("change", () => plan.soon());
 
   // a quick run not sized yet times two steps first (quick_run.js)
   async function trainSized() {

@@ -1,9 +1,10 @@
 // The memory plan, kept in step with the record: each change of the record marks the
 // shown verdict as out of date at once, and a `plan` call a moment after the last
 // change (typing sends many) replaces it. A reply for an older record is dropped.
+// options(): the run options the plan depends on (replay), as the run would take them.
 const DEBOUNCE_MS = 600;
 
-export function watchPlan({ client, app, state, box, show }) {
+export function watchPlan({ client, app, state, box, show, options = () => ({}) }) {
   let timer = null, asked = 0, engineUp = false, stale = false, off = false;
 
   function pending(text) {
@@ -22,7 +23,7 @@ export function watchPlan({ client, app, state, box, show }) {
     stale = false;
     const mine = ++asked;
     try {
-      const ev = await client.call("plan", { record_text: app.record });
+      const ev = await client.call("plan", { record_text: app.record, ...options() });
       if (mine === asked) show(box, ev);
     } catch (e) {
       if (mine === asked) pending(`memory plan: not available until the record is valid (${e.message})`);
@@ -42,5 +43,5 @@ export function watchPlan({ client, app, state, box, show }) {
   // off: a detached run's window, whose box keeps what it was given (the page's record
   // there is not the run's)
   const stop = () => { off = true; clearTimeout(timer); };
-  return { recheck: () => { if (stale) soon(); }, now: check, stop };
+  return { recheck: () => { if (stale) soon(); }, now: check, soon, stop };
 }

@@ -54,28 +54,59 @@ function storedBase(ev) {
     `is stored as ${String(q.format).toUpperCase()} codes and scales: ${humanBytes(q.bytes)}`;
 }
 
+// a fix the tab can apply itself: the planner planned its edit (a record edit or a run
+// option) and its verdict is not red; advice (no edit) stays a sentence
+const clickable = (r) => r.verdict && r.verdict !== "red"
+  && (Object.keys(r.set || {}).length || Object.keys(r.option || {}).length);
+
+// one button per fix the tab can apply: what it is, what it saves, the verdict it gives
+function fixButton(r, onFix) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = `plan-fix plan-fix-${r.verdict}`;
+  b.dataset.kind = r.kind;
+  b.dataset.verdict = r.verdict;
+  b.textContent = `${r.fix}: saves ${humanBytes(r.saving)}, ${r.verdict}`;
+  b.title = `${r.detail || r.fix}; the plan with it is ${r.verdict}` +
+    (r.peak != null ? ` (peak ${humanBytes(r.peak)})` : "");
+  b.addEventListener("click", () => {
+    for (const x of b.parentElement.querySelectorAll("button")) x.disabled = true;
+    onFix(r);
+  });
+  return b;
+}
+
 // the plan box: verdict, peak against the budget, what is wrong and what would fix it;
-// each fact once (the summary already says the peak is over the budget)
-export function showPlan(box, ev) {
+// each fact once (the summary already says the peak is over the budget). onFix(r): a
+// remediation's button was pressed (without it, every fix is a sentence)
+export function showPlan(box, ev, onFix = null) {
   box.className = `plan plan-${ev.verdict}`;
   box.dataset.verdict = ev.verdict;
   const over = ev.peak > ev.budget;
   const notes = [...new Set([...(ev.problems || []), ...(ev.warnings || [])])]
     .filter((w) => !/^peak .* exceeds the budget/.test(w));
-  const fixes = (ev.remediations || []).filter((r) => applies(ev, r))
+  const usable = (ev.remediations || []).filter((r) => applies(ev, r));
+  const buttons = onFix ? usable.filter(clickable) : [];
+  const fixes = usable.filter((r) => !buttons.includes(r))
     .map((r) => `${r.fix} (saves about ${humanBytes(r.saving)})`);
   let advice = "";
   if (fixes.length) advice = ` To fit: ${fixes.join("; or ")}.`;
-  else if (over) advice = " No single change fits it in: make the model or the batch smaller.";
+  else if (over && !buttons.length) advice = " No single change fits it in: make the model or the batch smaller.";
   box.textContent = `memory plan: ${ev.verdict} — peak ${humanBytes(ev.peak)} ` +
     `${over ? "is over the" : "of"} ${humanBytes(ev.budget)} budget (${ev.budget_source}; ` +
     `largest buffer ${humanBytes(ev.largest_buffer)})` + storedBase(ev) + notes.map((w) => `; ${w}`).join("") +
     (notes.length || advice ? "." : "") + advice;
+  if (!buttons.length) return;
+  const row = document.createElement("span");
+  row.className = "plan-fixes";
+  row.append(fixes.length ? " Or apply: " : " Apply a fix: ");
+  for (const r of buttons) row.appendChild(fixButton(r, onFix));
+  box.appendChild(row);
 }
 
 export const HANDLERS = {
   plan(ctx, ev) {
-    showPlan(ctx.$("run-plan"), ev);
+    showPlan(ctx.$("run-plan"), ev, ctx.applyFix);
   },
   progress(ctx, ev) {
     const { state } = ctx;
