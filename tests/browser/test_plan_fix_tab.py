@@ -41,6 +41,16 @@ def test_a_plan_fix_button_applies_its_edit_and_the_plan_follows(page):
         " && document.querySelector('#run-plan .plan-fix')",
         timeout=120_000,
     )
+    # Train is refused before anything is allocated; the banner points at the plan box
+    page.click("#run-train")
+    page.wait_for_function(
+        "() => document.querySelector('#banner').textContent.includes('memory plan is red')",
+        timeout=120_000,
+    )
+    page.wait_for_function(
+        "() => document.querySelector('#run-plan .plan-fix') && !window.scellisApp.run.running",
+        timeout=120_000,
+    )
     screenshot(page, "plan_fix_red")
     fixes = page.eval_on_selector_all(
         "#run-plan .plan-fix",
@@ -72,6 +82,7 @@ def test_a_plan_fix_button_applies_its_edit_and_the_plan_follows(page):
     assert replanned["verdict"] == verdict and replanned["peak"] == fix["peak"], replanned
     assert replanned["peak"] < plan["peak"]
     assert "memory plan: " + verdict in page.inner_text("#run-plan")
+    assert "memory plan is red" not in page.inner_text("#banner")  # nothing stale on screen
     screenshot(page, "plan_fix_applied")
     set_record(page, EXAMPLE)  # the next test's record is the example's own
 

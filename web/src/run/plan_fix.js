@@ -3,6 +3,7 @@
 // model_api.edit, so comments and layout survive), its `option` in the run options
 // box. The changed record or option re-plans (live_plan.js), showing the verdict the
 // fix promised.
+import { clearBanner } from "../banner.js";
 import { controlId } from "./options.js";
 
 export function createFixer({ client, app, $, replan, log }) {
@@ -33,6 +34,8 @@ export function createFixer({ client, app, $, replan, log }) {
       } else {
         replan(); // an option alone leaves the record as it was
       }
+      // the banner of a refused run pointed at this plan: what it said no longer holds
+      clearBanner("run-error");
       log(`applied the plan's fix: ${r.fix}`);
     } catch (e) {
       log(`could not apply "${r.fix}": ${e.message}`);
