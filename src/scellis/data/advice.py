@@ -17,7 +17,7 @@ import math
 
 from ..base.errors import ScellisError
 from .csvsource import split_point
-from .frequency import frequency
+from .frequency import calendar_season, frequency
 from .season import detect_season
 from .table import MISSING, parse_time, read_table
 from .text import read_text
@@ -111,6 +111,7 @@ def advise(path, column: str | None = None, horizon: int = 1) -> dict:
     season = detect_season(values[:cut], table.times)
     if freq:
         why["datetime"] = f"rows are {freq['name']}"
+    why["season"] = _season_why(season, freq, calendar_season(table.times) == season)
     data["window"], why["window"] = _window(season, rows, horizon)
     data["horizon"] = horizon
     data["val_fraction"] = VAL_FRACTION
@@ -131,6 +132,15 @@ def advise(path, column: str | None = None, horizon: int = 1) -> dict:
             "and spread"
         )
     return {"data": data, "why": why, "rows": rows, "frequency": freq, "season": season}
+
+
+def _season_why(season: int | None, freq: dict | None, calendar: bool) -> str:
+    """Where the season came from, in one line (the seasonal-naive baseline uses it)."""
+    if season is None:
+        return "no season shows: the seasonal-naive baseline is left out"
+    if freq and calendar:
+        return f"rows are {freq['name']}: a cycle of {season} {freq['unit']}s"
+    return f"the autocorrelation repeats every {season} rows"
 
 
 def _window(season: int | None, rows: int, horizon: int) -> tuple[int, str]:

@@ -15,6 +15,7 @@ import csv
 import io
 import math
 import re
+import tempfile
 from pathlib import Path
 
 from ..base.errors import ScellisError
@@ -282,8 +283,27 @@ def _advice(data: dict, updates: dict, path: Path, column: str) -> dict | None:
         got = advise(path, column, horizon if isinstance(horizon, int) and horizon > 0 else 1)
     except ScellisError:
         return None
+    return {**_told(got), "applied": "normalise" not in data}
+
+
+def _told(got: dict) -> dict:
+    """What the data panel says of an advice: the normalisation and the season, each
+    with its reason."""
     return {"normalise": got["data"]["normalise"], "why": got["why"]["normalise"],
-            "applied": "normalise" not in data}  # fmt: skip
+            "season": got["season"], "season_why": got["why"]["season"]}  # fmt: skip
+
+
+def advice_of(name: str, text: str, column: str | None = None, horizon: int = 1) -> dict | None:
+    """The advice for a CSV not pinned yet (what the data panel shows on a drop):
+    ``{normalise, why, season, season_why}``; None when the series is too short to
+    judge. The text goes through a scratch file: the advice reads files as the CLI does."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(name).name
+        path.write_text(text, encoding="utf-8")
+        try:
+            return _told(advise(path, column, max(int(horizon), 1)))
+        except ScellisError:
+            return None
 
 
 def data_section(record: str) -> dict:

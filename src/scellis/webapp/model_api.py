@@ -254,8 +254,11 @@ def bundled_files() -> list[str]:
 
 
 def load_table(name: str, text: str, column: str | None = None) -> dict:
-    """A CSV's columns, their kinds, a preview and a plot series (see dataset_api)."""
-    return dataset_api.load_table(name, text, column)
+    """A CSV's columns, their kinds, a preview and a plot series (see dataset_api), with
+    ``advice``: the normalisation and season its series suggests, and why."""
+    info = dataset_api.load_table(name, text, column)
+    info["advice"] = dataset_api.advice_of(name, text, info["series"] and info["series"]["column"])
+    return info
 
 
 def data_section(record: str) -> dict:

@@ -40,8 +40,11 @@ const TEMPLATE = `
         <label>validation fraction <input type="number" class="dp-opt" data-key="val_fraction" min="0.01" max="0.99" step="0.05"></label>
         <label class="dp-csv-only">normalise <select class="dp-opt" data-key="normalise">
           <option value="standard">standard (z-score)</option><option value="minmax">min–max</option>
+          <option value="window">window (each window's own mean and spread)</option>
+          <option value="change">change (from each window's last value)</option>
           <option value="none">none</option></select></label>
       </div>
+      <div class="muted dp-advice dp-csv-only" role="status" hidden></div>
       <div class="dp-csv-only"><svg class="dp-plot" role="img" aria-label="series preview"></svg></div>
       <div class="dp-wrap dp-csv-only"><table class="dp-table"></table></div>
       <div class="dp-text dp-text-only"></div>
@@ -117,6 +120,23 @@ export function mount(el, client, app) {
     showMissing();
     plot();
     showSpacing();
+    showAdvice(info.advice, null);
+  }
+
+  // what the series suggests (a trend test and the season) and why, in one line; once
+  // pinned, whether the record took it (a record's own normalisation stands)
+  function showAdvice(advice, applied) {
+    const line = $(".dp-advice");
+    line.hidden = !advice;
+    if (!advice) return;
+    const norm = `normalise “${advice.normalise}”: ${advice.why}.`;
+    const lead = applied === true ? `Pinned with ${norm.replace(":", " (picked from the data):")}`
+      : applied === false ? `The record's own normalisation stands; the data suggests ${norm}`
+        : `From the data: ${norm}`;
+    const season = advice.season
+      ? ` Season ${advice.season}: ${advice.season_why} (used by the seasonal-naive baseline).`
+      : ` No season: ${advice.season_why}.`;
+    line.textContent = lead + season;
   }
 
   // how far apart the rows are (the chosen datetime column's spacing, else the first
@@ -207,6 +227,7 @@ export function mount(el, client, app) {
       drawTable();
       showMissing();
       plot();
+      showAdvice(state.info.advice, null);
     } catch (e) { error(e.message); return; }
     repin();
   });
@@ -238,6 +259,8 @@ export function mount(el, client, app) {
     app.emit("record", out.record);
     app.emit("dataset", out.dataset);
     showPinned(out.dataset);
+    const told = out.dataset.advice;
+    if (told) showAdvice(told, told.applied);
     return out;
   }
   state.pin = pin;
@@ -264,6 +287,9 @@ export function mount(el, client, app) {
     if (data.val_fraction) parts.push(`${Math.round(data.val_fraction * 100)}% for validation`);
     if (data.normalise) parts.push(`normalise ${data.normalise}`);
     if (data.missing) parts.push(`missing values: ${data.missing}`);
+    // the control shows what was pinned (the data's pick included), unless the user set it
+    const norm = el.querySelector('.dp-opt[data-key="normalise"]');
+    if (data.normalise && !norm.dataset.edited) norm.value = data.normalise === "zscore" ? "standard" : data.normalise;
     $(".dp-current").textContent = `Pinned: ${d.name} (${d.format}${parts.length ? `; ${parts.join(", ")}` : ""}). ` +
       "Change an option above and it is pinned again.";
   }
