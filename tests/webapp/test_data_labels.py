@@ -99,3 +99,28 @@ def test_pinning_a_weekly_file_makes_the_comments_name_it(tmp_path):
     again = model_api.dataset_from(LSTM, "odd.csv", odd, column="v", folder=str(tmp_path))
     said = _comments(again["record"])
     assert "LSTM forecaster for v: 20 past rows in, the next row out" in said, said
+
+
+def test_a_new_window_and_horizon_are_followed_by_the_comments(tmp_path):
+    rng = random.Random()
+    text = _weekly(random.Random(7))
+    window, horizon = rng.randrange(8, 16), rng.randrange(2, 6)
+    first = model_api.dataset_from(LSTM, "load.csv", text, column="load_mw", datetime="date",
+                                   folder=str(tmp_path))  # fmt: skip
+    out = model_api.dataset_from(first["record"], "load.csv", text, column="load_mw",
+                                 datetime="date", folder=str(tmp_path),
+                                 options={"window": window, "horizon": horizon})  # fmt: skip
+    doc = parse(out["record"], "m.sml").data
+    # the oracle: what the engine wrote into the SML itself
+    assert doc["data"]["window"] == window and doc["data"]["horizon"] == horizon
+    assert doc["blocks"]["head"]["n_outputs"] == horizon
+    said = _comments(out["record"])
+    assert f"{window} past weeks in, the next {horizon} weeks out" in said, said
+    assert f"{horizon} weeks ahead" in said and f"{window} steps" in said, said
+    assert "one week ahead" not in said and "20 past" not in said, said
+    # and back to one step: the singular again
+    back = model_api.dataset_from(out["record"], "load.csv", text, column="load_mw",
+                                  datetime="date", folder=str(tmp_path),
+                                  options={"horizon": 1})  # fmt: skip
+    said = _comments(back["record"])
+    assert "the next week out" in said and "one week ahead" in said, said

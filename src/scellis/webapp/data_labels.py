@@ -5,7 +5,8 @@ target column (the unit of every value and error) and how far apart its rows are
 (``data.frequency``: a window of 20 *weeks*). ``labels`` reads them from a data
 section and its file; ``follow_comments`` rewrites a record's comments when other data
 is pinned, so "20 past years" of the sunspots example reads "20 past weeks" once a
-weekly file is pinned.
+weekly file is pinned; a new window or horizon is followed the same way ("the next
+year out" reads "the next 4 weeks out" for a horizon of 4).
 """
 
 from __future__ import annotations
@@ -81,12 +82,44 @@ def _words(old: dict, new: dict) -> dict[str, str]:
     return out
 
 
+def _count(n: int, unit: str) -> str:
+    return f"one {unit}" if n == 1 else f"{n} {unit}s"
+
+
+def _next(n: int, unit: str) -> str:
+    return f"the next {unit}" if n == 1 else f"the next {n} {unit}s"
+
+
+def _spans(old: dict, new: dict) -> dict[str, str]:
+    """The phrases that count the old window and horizon -> the new ones, in each data's
+    unit of time ("20 past years" -> "24 past weeks", "one year ahead" -> "4 weeks
+    ahead"); none for a count the data section does not give."""
+    out: dict[str, str] = {}
+    units = [(d.get("frequency") or {}).get("unit", "row") for d in (old, new)]
+    w, h = (old.get("window"), new.get("window")), (old.get("horizon"), new.get("horizon"))
+    if all(isinstance(v, int) for v in w):
+        out[f"{w[0]} past {units[0]}s"] = f"{w[1]} past {units[1]}s"
+        out[f"{w[0]} steps"] = f"{w[1]} steps"
+    if all(isinstance(v, int) for v in h):
+        out[_count(h[0], units[0]) + " ahead"] = _count(h[1], units[1]) + " ahead"
+        out[_next(h[0], units[0])] = _next(h[1], units[1])
+    return {k: v for k, v in out.items() if k != v}
+
+
+def with_counts(labels: dict | None, data: dict | None) -> dict | None:
+    """``labels`` with the data section's window and horizon, for ``follow_comments``."""
+    if not labels or not isinstance(data, dict):
+        return labels
+    return {**labels, "window": data.get("window"), "horizon": data.get("horizon")}
+
+
 def follow_comments(text: str, old: dict | None, new: dict | None) -> str:
-    """``text`` with the comments that name ``old``'s data (its target, its unit of time)
-    naming ``new``'s instead; the SML itself is left as it is."""
+    """``text`` with the comments that name ``old``'s data (its target, its unit of time,
+    its window and horizon: see ``with_counts``) naming ``new``'s instead; the SML itself
+    is left as it is."""
     if not old or not new or old.get("kind") != "csv" or new.get("kind") != "csv":
         return text
-    words = _words(old, new)
+    words = {**_words(old, new), **_spans(old, new)}
     if not words:
         return text
     alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))

@@ -284,12 +284,15 @@ def dataset_from(
     """Save the file and pin it, by sha256, in the record's data section (see dataset_api),
     a copy kept across reloads (kept_data); the record's comments that named the data it
     had name the pinned data (data_labels)."""
-    before = data_labels.record_labels(record)
+    before = data_labels.with_counts(
+        data_labels.record_labels(record), dataset_api.data_section(record)
+    )
     out = dataset_api.dataset_from(record, name, text, column, datetime, folder, missing, options)
     if folder == kept_data.FOLDER:  # the tab's own folder: the file outlives a reload
         kept_data.keep(out["dataset"]["source"])
     after = data_labels.labels(out["dataset"]["data"])
-    text = data_labels.follow_comments(out["record"], before, after)
+    counted = data_labels.with_counts(after, out["dataset"]["data"])
+    text = data_labels.follow_comments(out["record"], before, counted)
     dataset = {**out["dataset"], "labels": after}
     return {"record": text, "dataset": dataset, "project": project(text)}
 
