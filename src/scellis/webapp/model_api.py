@@ -298,5 +298,8 @@ def dataset_from(
 
 
 def labels(record: str) -> dict | None:
-    """What the tab calls the record's data: target, frequency, file (see data_labels)."""
-    return data_labels.record_labels(record)
+    """What the tab calls the record's data: target, frequency, file (see data_labels),
+    and its window and horizon (the sample chart's title counts them)."""
+    return data_labels.with_counts(
+        data_labels.record_labels(record), dataset_api.data_section(record)
+    )

@@ -1,7 +1,8 @@
 // What the page calls the data the record trains on: its target column (the unit of
 // values and errors) and the spacing of its rows (weekly, daily…), from the engine
 // (webapp/data_labels.py) for the record shown. app.labels holds them ({kind, file,
-// own, target, datetime, frequency} or null); a "labels" event says they changed.
+// own, target, datetime, frequency, window, horizon} or null); a "labels" event says
+// they changed.
 // The start strip's example picker names the pinned data beside the example's name.
 
 // "week" for a weekly series; "row" when its rows are no calendar unit apart

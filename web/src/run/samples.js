@@ -3,6 +3,17 @@
 import { stepUnit } from "../data/labels.js";
 const TEXT_ROWS = 4; // prompts shown; the event carries one row per prompt of a batch
 
+// what the chart plots: the first step of each validation window's forecast, counted
+// in the data's own unit, and the window and horizon the record has now
+export function sampleSpan(labels) {
+  const unit = stepUnit(labels);
+  const n = (k) => `${k} ${unit}${k === 1 ? "" : "s"}`;
+  const h = labels && labels.horizon, w = labels && labels.window;
+  const from = w ? ` after ${n(w)}` : "";
+  return h > 1 ? `validation, one ${unit} ahead${from}: the first of a ${h}-${unit} horizon`
+    : `validation, one ${unit} ahead${from}`;
+}
+
 export function renderSample(el, ev, labels = null) {
   if (ev.type === "text") {
     const rows = (ev.rows || [{ prompt: ev.prompt, generated: ev.generated }]).slice(0, TEXT_ROWS);
@@ -31,7 +42,7 @@ export function renderSample(el, ev, labels = null) {
   const y = (v) => h - pad - ((h - 2 * pad) * (v - lo)) / Math.max(hi - lo, 1e-9);
   const path = (vs) => vs.map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join("");
   const what = labels && labels.target ? `${labels.target}: ` : "";
-  el.innerHTML = `<h3>${what}forecast vs actual (validation, one ${stepUnit(labels)} ahead)</h3>
+  el.innerHTML = `<h3>${what}forecast vs actual (${sampleSpan(labels)})</h3>
     <svg class="sample-plot" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}">
       <path d="${path(ev.actual)}" fill="none" stroke="#111827" stroke-width="2"/>
       <path d="${path(ev.predicted)}" fill="none" stroke="#f59e0b" stroke-width="2" stroke-dasharray="5 3"/>
