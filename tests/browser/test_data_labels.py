@@ -84,8 +84,8 @@ def test_labels_follow_a_weekly_load_file(page):
     metrics = page.inner_text("#run-metrics")
     assert re.search(r"mae [0-9.e+-]+ load_mw", metrics) and "rmse" in metrics, metrics
     assert page.inner_text("#run-sample h3") == (
-        "load_mw: forecast vs actual (validation, one week ahead)"
-    )
+        "load_mw: forecast vs actual (validation, one week ahead after 20 weeks)"
+    )  # the record's window of 20 and horizon of 1, counted in the file's weeks
     # the run just trained is the use panel's
     page.wait_for_function(
         "(() => { const u = window.scellisApp.use;"
