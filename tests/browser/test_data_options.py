@@ -6,6 +6,7 @@ is the oracle for the version and the windows."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -72,3 +73,30 @@ def test_options_edited_after_pinning_pin_again(engine_page, tmp_path):
     assert page.is_enabled(".dp-value") and page.is_enabled(".dp-opt[data-key='window']")
     page.wait_for_function("document.querySelector('.mv-status').textContent === 'valid'")
     screenshot(page, "data_options_pinned")
+
+
+def test_the_controls_say_what_the_pinned_data_uses(engine_page, tmp_path):
+    # a code edit of the pinned section, then another option pinned: the controls and
+    # the pinned text name the same validation fraction, the record's
+    page = ui_page(engine_page, False)
+    set_record(page, LSTM)
+    text, _ = make_csv(37, n=160)
+    f = tmp_path / "flow.csv"
+    f.write_text(text)
+    page.set_input_files(".dp-file", str(f))
+    page.wait_for_selector(".dp-loaded:not([hidden])")
+    page.click(".dp-use")
+    page.wait_for_selector(".dp-hash")
+    shown = float(page.input_value(".dp-opt[data-key='val_fraction']"))
+    frac = random.Random().choice([v for v in (0.1, 0.15, 0.25, 0.3, 0.35) if v != shown])
+    record = page.evaluate("window.scellisApp.record")
+    edited, n = re.subn(r"val_fraction: [0-9.]+", f"val_fraction: {frac}", record)
+    assert n == 1
+    set_record(page, edited)
+    page.fill(".dp-opt[data-key='window']", "9")
+    page.dispatch_event(".dp-opt[data-key='window']", "change")
+    data = _pinned(page, "d.includes('window: 9')")["data"]
+    page.wait_for_function("h => window.scellisApp.dataset.hash === h", arg=data["sha256"])
+    assert data["val_fraction"] == frac
+    assert page.input_value(".dp-opt[data-key='val_fraction']") == str(frac)
+    assert f"{round(frac * 100)}% for validation" in page.inner_text(".dp-current")

@@ -17,7 +17,7 @@ import pytest
 from scellis.webapp import model_api
 
 from .conftest import ARTIFACTS, screenshot
-from .ui import set_record, ui_page
+from .ui import full_screen, set_record, ui_page
 
 pytestmark = pytest.mark.browser
 
@@ -425,3 +425,36 @@ def test_ui_thread_shape_rules_match_the_python_ones(page):
         checked[next(iter(want))] += 1
     # both answers were exercised, not only one
     assert checked["shape"] > 50 and checked["mismatch"] > 50, checked
+
+
+def test_a_long_error_is_cut_short_in_its_pill_and_the_tabs_stay_on_their_line(page):
+    page.set_viewport_size({"width": 640, "height": 800})
+    full_screen(page, False)  # the tabs show beside the pill
+    load(page, "lstm_forecaster")
+    page.click(".mv-tabs button[data-tab='code']")
+    line = page.locator(".cm-line", has_text="hidden_size: 32")
+    line.click()
+    page.keyboard.press("End")
+    page.keyboard.press("Enter")
+    # an unclosed flow mapping: the error names the line it was due on
+    page.keyboard.type("extra_settings_for_a_long_message: {alpha_value: 1, beta_value: 2")
+    lines = code_text(page).splitlines()
+    bad = next(i for i, ln in enumerate(lines) if "extra_settings" in ln) + 1
+    page.wait_for_function("document.querySelector('.mv-status').textContent.includes('{')")
+    status = page.text_content(".mv-status")
+    assert status.startswith(
+        f"{bad}:{len(lines[bad - 1].rstrip()) + 1}: YAML: the '{{' at line {bad}"
+    )
+    assert page.get_attribute(".mv-status", "title") == status
+    box = page.evaluate(
+        "() => { const r = (s) => document.querySelector(s).getBoundingClientRect();"
+        " const p = document.querySelector('.mv-status');"
+        " return {pill: r('.mv-status'), tabs: r('.mv-tabs'), bar: r('.mv-bar'),"
+        " cut: p.scrollWidth > p.clientWidth}; }"
+    )
+    pill, tabs, bar = box["pill"], box["tabs"], box["bar"]
+    # one line: the tabs sit beside the pill, the bar no taller than they are
+    assert tabs["top"] < pill["bottom"] and pill["top"] < tabs["bottom"], box
+    assert bar["height"] < tabs["height"] * 1.5, box
+    assert tabs["right"] <= bar["right"] + 1 and box["cut"], box
+    screenshot(page, "model_view_long_error_pill")

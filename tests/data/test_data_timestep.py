@@ -1,11 +1,11 @@
 """The datetimes after a series' last row, against NumPy's calendar arithmetic."""
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from scellis.data.timestep import time_after
+from scellis.data.timestep import time_after, time_writer
 
 
 def _months_from(first: str, n: int, step: int) -> list[datetime]:
@@ -40,3 +40,20 @@ def test_hourly_weekly_and_gappy_series_step_by_their_median_step():
     assert time_after(hours, 3) == hours[-1] + timedelta(hours=3)
     weeks = [start + timedelta(weeks=k) for k in range(int(rng.integers(10, 60)))]
     assert time_after(weeks, 5) == weeks[-1] + timedelta(weeks=5)
+
+
+def test_a_series_of_dates_writes_dates_and_one_with_times_writes_times():
+    rng = np.random.default_rng(11)
+    start = datetime(int(rng.integers(1990, 2030)), int(rng.integers(1, 13)), 1)
+    days = [start + timedelta(days=int(d)) for d in np.cumsum(rng.integers(1, 3, 30))]
+    write = time_writer(days)
+    assert [write(t) for t in days] == [str(np.datetime64(t, "D")) for t in days]
+    assert write(time_after(days, 2)) == str(np.datetime64(time_after(days, 2), "D"))
+    # one row off midnight: every time keeps its time of day, midnights included
+    hourly = [start + timedelta(hours=int(h)) for h in range(30)]
+    assert [time_writer(hourly)(t) for t in hourly] == [
+        str(np.datetime64(t, "s")).replace(" ", "T") for t in hourly
+    ]
+    # a zone is part of the series' own text
+    zoned = [t.replace(tzinfo=UTC) for t in days]
+    assert time_writer(zoned)(zoned[0]).endswith("+00:00")

@@ -42,7 +42,7 @@ def test_round_trip_is_byte_identical():
         ("a:\n\tb: 1\n", (2, 1), "tab in indentation"),
         ("a:\n  <<: {b: 1}\n", (2, 3), "merge keys"),
         ("a: &x [*x]\n", (1, 4), "recursive alias"),
-        ("a: [1, 2\n", (2, 1), "YAML:"),
+        ("a: [1, 2\n", (1, 9), "is not closed"),
         ("", (1, 1), "empty document"),
         ("- 1\n- 2\n", (1, 1), "mapping of sections"),
         ("a: 1\n---\nb: 2\n", (2, 1), "YAML:"),

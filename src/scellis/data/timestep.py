@@ -9,9 +9,23 @@ by the median of its recent steps (a gap or two do not move it): hourly, daily, 
 from __future__ import annotations
 
 import calendar
+from collections.abc import Callable
 from datetime import datetime
 
 RECENT = 20  # the steps a series' step is read from
+
+
+def time_writer(times: list[datetime]) -> Callable[[datetime], str]:
+    """How the series writes a time: dates alone when every one of its times is a
+    midnight with no zone (a column of dates reads as midnights, and its predictions
+    should read as the file did, not gain "T00:00:00"), else ISO date and time."""
+    if times and all(_is_date(t) for t in times):
+        return lambda t: t.date().isoformat()
+    return datetime.isoformat
+
+
+def _is_date(t: datetime) -> bool:
+    return t.tzinfo is None and (t.hour, t.minute, t.second, t.microsecond) == (0, 0, 0, 0)
 
 
 def time_after(times: list[datetime], ahead: int) -> datetime:

@@ -20,7 +20,7 @@ from ..base.errors import ScellisError
 from ..data.csvsource import SeriesDataset, load_csv
 from ..data.frames import framed_window
 from ..data.text import TextDataset
-from ..data.timestep import time_after
+from ..data.timestep import time_after, time_writer
 from ..ir.compiled import forward_for
 from ..model.build import entry_object
 from ..runtime.creation import tensor
@@ -95,6 +95,7 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     fwd = forward_for(run.record, model, tier)
     starts = list(range(0, ds.rows - cfg.length + 1))
     rows_out: list[dict] = []
+    write = time_writer(ds.times or [])
     for lo in range(0, len(starts), batch):
         chunk = starts[lo : lo + batch]
         inputs, frames = _windows(ds, chunk)
@@ -104,7 +105,7 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
                 t = s + cfg.length + k
                 if t < ds.rows:
                     predicted = ds.denormalise(value, frame=frame)
-                    rows_out.append(_row(ds, t, _actual(ds, t), predicted, k))
+                    rows_out.append(_row(ds, t, _actual(ds, t), predicted, k, write))
     if horizon > 0:
         forecast = _forecast_framed if ds.framed else _forecast
         rows_out += await forecast(ds, model, horizon, fwd)
@@ -182,9 +183,9 @@ async def _forecast_framed(ds: SeriesDataset, model, horizon: int, fwd=None) -> 
     return out
 
 
-def _row(ds, t: int, actual: float, predicted: float, k: int) -> dict:
+def _row(ds, t: int, actual: float, predicted: float, k: int, write) -> dict:
     times = ds.times
-    return {"date": times[t].isoformat() if times else t, "actual": actual,
+    return {"date": write(times[t]) if times else t, "actual": actual,
             "predicted": predicted, "horizon": k + 1}  # fmt: skip
 
 
@@ -194,7 +195,7 @@ def _future_date(ds: SeriesDataset, ahead: int):
         return ds.rows - 1 + ahead  # the row number the step would have
     if len(times) < 2:
         raise ScellisError("the datetime column needs two rows to tell the series' step")
-    return time_after(times, ahead).isoformat()
+    return time_writer(times)(time_after(times, ahead))
 
 
 def csv_text(rows: list[dict]) -> str:

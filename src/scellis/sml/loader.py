@@ -83,18 +83,60 @@ def compose(text: str, file: str) -> Node:
     try:
         root = YAML(typ="rt").compose(text)
     except MarkedYAMLError as e:
-        m = e.problem_mark or e.context_mark
-        msg = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
-        line, col = (m.line + 1, m.column + 1) if m is not None else (1, 1)
-        raise Diagnostic(f"YAML: {msg}", file, line, col) from None
+        raise _unclosed(e, text, file) or _marked(e, file) from None
     except RecursionError:
         raise Diagnostic("document nests too deeply", file, 1, 1) from None
-    except (YAMLError, ValueError, TypeError, IndexError, AttributeError, KeyError) as e:
+    except (YAMLError, ValueError, TypeError, IndexError, AttributeError, KeyError,
+            NotImplementedError) as e:  # fmt: skip
         # the parser's own failures are the document's fault, never a traceback
         raise Diagnostic(f"YAML: {e}".splitlines()[0], file, 1, 1) from None
     if root is None:
         raise Diagnostic("empty document", file, 1, 1, "start with 'model: namespace/name@1'")
     return root
+
+
+def _marked(e: MarkedYAMLError, file: str) -> Diagnostic:
+    m = e.problem_mark or e.context_mark
+    msg = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
+    line, col = (m.line + 1, m.column + 1) if m is not None else (1, 1)
+    return Diagnostic(f"YAML: {msg}", file, line, col)
+
+
+def _unclosed(e: MarkedYAMLError, text: str, file: str) -> Diagnostic | None:
+    """A flow ``{`` or ``[`` left open, reported where its close was due.
+
+    The parser notices only at the next block line (its key's ':' cannot sit in a
+    flow), one line late and at a column that names nothing; the close belongs at the
+    end of the last line with content before that one. A problem on a line indented
+    further than the opening one is inside the flow, and is reported as it stands."""
+    opened, seen = e.context_mark, e.problem_mark
+    if not (e.context or "").startswith("while parsing a flow") or not opened or not seen:
+        return None
+    lines = text.split("\n")
+    if seen.line >= len(lines):  # marks count lines the parser's way ('\r' ends one)
+        return None
+    ended = seen.index >= len(text) or not lines[seen.line].strip()
+    same = seen.line == opened.line
+    if not ended and (same or _indent(lines[seen.line]) > _indent(lines[opened.line])):
+        return None
+    before = range(min(seen.line - (not same), len(lines) - 1), opened.line - 1, -1)
+    last = next((i for i in before if _content(lines[i])), opened.line)
+    bracket, close = ("{", "}") if "mapping" in e.context else ("[", "]")
+    return Diagnostic(
+        f"YAML: the '{bracket}' at line {opened.line + 1}, column "
+        f"{opened.column + 1} is not closed: expected ',' or '{close}'",
+        file, last + 1, len(_content(lines[last])) + 1, f"end the line with '{close}'",
+    )  # fmt: skip
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _content(line: str) -> str:
+    """The line less its comment and trailing blanks (a ' #' starts a comment)."""
+    cut = line.find(" #")
+    return (line if cut < 0 else line[:cut]).rstrip() if not line.lstrip().startswith("#") else ""
 
 
 # a value typed as one plain token: no spaces, quotes, indicators or comment marks

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..base.errors import ScellisError
 from ..data.csvsource import SeriesDataset
 from ..data.frequency import frequency
+from ..data.timestep import time_writer
 from ..run.generate import lm_context
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
@@ -59,7 +60,8 @@ def _plot_series(ds: SeriesDataset, rows: list[dict]) -> dict:
     values ``past`` [[date, actual, predicted]], then the forecast ``future``
     [[date, predicted]] (dates as in the rows: ISO text, else the row number)."""
     times = ds.times
-    validation = {times[t].isoformat() if times else t for t in range(ds.cut, ds.rows)}
+    write = time_writer(times or [])
+    validation = {write(times[t]) if times else t for t in range(ds.cut, ds.rows)}
     one_ahead = [r for r in rows if r["actual"] is not None and r["horizon"] == 1]
     past = [[r["date"], r["actual"], r["predicted"]] for r in one_ahead if r["date"] in validation]
     future = [[r["date"], r["predicted"]] for r in rows if r["actual"] is None]

@@ -151,14 +151,20 @@ export function mount(el, client, app) {
     for (const u of el.querySelectorAll(".dp-unit")) u.textContent = `(${f ? f.unit : "row"}s)`;
   }
 
-  // the option controls start from the record's data section (the example's values)
-  async function fillOptions() {
+  // the option controls start from the record's data section (the example's values);
+  // ``all``: once a file is pinned the record is the truth, edited controls included
+  async function fillOptions(all = false) {
     let data = {};
     try { data = await client.call("data_section", { record: app.record }); } catch (e) { /* defaults */ }
+    setOptions(data, all);
+  }
+
+  // the controls show ``data`` (a data section), the engine's defaults where it is silent
+  function setOptions(data, all) {
     const csv = state.info && state.info.kind === "csv";
     const defaults = csv ? { window: 20, horizon: 1, val_fraction: 0.2, normalise: "standard" } : { val_fraction: 0.1 };
     for (const input of el.querySelectorAll(".dp-opt")) {
-      if (input.dataset.edited) continue; // the user's value stands
+      if (input.dataset.edited && !all) continue; // the user's value stands until pinned
       const v = data[input.dataset.key] ?? defaults[input.dataset.key];
       if (v !== undefined) input.value = input.dataset.key === "normalise" && v === "zscore" ? "standard" : String(v);
     }
@@ -268,6 +274,7 @@ export function mount(el, client, app) {
   // what is pinned, named from the data section the engine wrote
   function showPinned(d) {
     const data = d.data || {};
+    setOptions(data, true); // the controls say what the pinned text below says
     const pinned = $(".dp-pinned");
     pinned.innerHTML = "";
     const h = document.createElement("span");
@@ -311,8 +318,9 @@ export function mount(el, client, app) {
     // a loaded file not pinned yet: its controls show the new record's options
     if (state.info && !app.dataset) fillOptions();
     if (!app.dataset) { sayOwnData(text); return; }
-    if (text.includes(app.dataset.source)) return;
+    if (text.includes(app.dataset.source)) return; // the next pin shows its options
     app.dataset = null;
+    if (state.info) fillOptions(true); // the loaded file's controls: the new record's
     $(".dp-use").textContent = "Use in record";
     $(".dp-current").textContent = ownData(text);
     $(".dp-pinned").textContent = "";

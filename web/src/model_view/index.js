@@ -78,6 +78,7 @@ export function mount(el, client, app) {
   const setStatus = (text, kind) => {
     const s = $(".mv-status");
     s.textContent = text;
+    s.title = text; // the pill may be cut short: the whole message on hover
     s.className = `mv-status mv-status-${kind}`;
   };
 

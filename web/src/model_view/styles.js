@@ -3,7 +3,11 @@
 const CSS = `
 .mv [hidden], .dp [hidden] { display: none !important; }
 .mv { display: flex; flex-direction: column; gap: .5rem; }
-.mv-bar { display: flex; align-items: center; gap: .6rem; flex-wrap: wrap; }
+.mv-bar { display: flex; align-items: center; gap: .6rem; }
+/* the status pill and model id give way (ellipsised, whole on hover) so a long error
+   never pushes the view tabs onto a second line */
+.mv-bar > * { flex-shrink: 0; }
+.mv-bar > .mv-status, .mv-bar > .mv-model-id { flex-shrink: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .mv-bar h2 { margin: 0; }
 .mv-spacer { flex: 1; }
 .mv-model-id { font: 12px ui-monospace, monospace; }

@@ -13,10 +13,12 @@ export const SERIES = {
   forecast: { color: "#2563eb", dash: "" },
 };
 
-// x of a date: ISO text -> milliseconds (UTC when it names no zone), a row number as is
+// x of a date: ISO text -> milliseconds (UTC when it names no zone; a date alone is
+// read as UTC by the standard already), a row number as is
 function xOf(d) {
   if (typeof d === "number") return d;
-  return Date.parse(/(Z|[+-]\d\d:\d\d)$/.test(d) ? d : `${d}Z`);
+  const zoned = /(Z|[+-]\d\d:\d\d)$/.test(d) || /^\d{4}-\d\d-\d\d$/.test(d);
+  return Date.parse(zoned ? d : `${d}Z`);
 }
 
 function el(parent, tag, attrs, text) {
