@@ -458,3 +458,5 @@ def test_a_long_error_is_cut_short_in_its_pill_and_the_tabs_stay_on_their_line(p
     assert bar["height"] < tabs["height"] * 1.5, box
     assert tabs["right"] <= bar["right"] + 1 and box["cut"], box
     screenshot(page, "model_view_long_error_pill")
+    load(page, "lstm_forecaster")  # the page as the next test expects it: valid, on the graph
+    page.click(".mv-tabs button[data-tab='graph']")

@@ -90,6 +90,7 @@ def test_a_plan_fix_button_applies_its_edit_and_the_plan_follows(page):
 def test_double_click_on_a_node_opens_model_view(page):
     set_record(page, EXAMPLE)
     full_screen(page, False)
+    page.click(".mv-tabs button[data-tab='graph']")  # an earlier test may have left another
     node = page.locator(".mv-node[data-kind='block']").first
     name = node.get_attribute("data-id")
     node.dblclick()
