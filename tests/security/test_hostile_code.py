@@ -163,18 +163,28 @@ def test_a_bundled_run_naming_code_runs_none_of_it(poisoned, tmp_path, capsys):
     assert marker.exists()
 
 
-def test_a_stored_runs_own_extensions_option_is_not_loaded_on_resume(trained, tmp_path, capsys):
-    _, store, rid = trained
-    copy = tmp_path / "s"
+def _with_config(store: Path, rid: str, copy: Path, edit) -> Path:
+    """A copy of ``store`` whose run ``rid`` has its stored config changed by ``edit``,
+    as a run bundle from anyone could carry it."""
     shutil.copytree(store, copy)
-    marker = evil_extension(tmp_path / "ext")
     con = sqlite3.connect(copy / "records.sqlite")
     (config,) = con.execute("SELECT config FROM runs WHERE id = ?", (rid,)).fetchone()
     config = json.loads(config)
-    config["options"]["extensions"] = [str(tmp_path / "ext" / "evil.py")]
+    edit(config)
     con.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), rid))
     con.commit()
     con.close()
+    return copy
+
+
+def test_a_stored_runs_own_extensions_option_is_not_loaded_on_resume(trained, tmp_path, capsys):
+    _, store, rid = trained
+    marker = evil_extension(tmp_path / "ext")
+
+    def name_code(config):
+        config["options"]["extensions"] = [str(tmp_path / "ext" / "evil.py")]
+
+    copy = _with_config(store, rid, tmp_path / "s", name_code)
     argv = ["resume", rid, "--store", copy, "--to-step", "5", "--device", "reference"]
     refuse(capsys, argv, "--extensions", memory=None)
     assert not marker.exists()
@@ -242,17 +252,13 @@ def test_a_stored_run_without_its_data_reads_no_path_it_names(trained, tmp_path,
     """A run whose config keeps no copy of its data (a bundle can say so) reads nothing
     from the disk by the path its record names."""
     _, store, rid = trained
-    copy = tmp_path / "s"
-    shutil.copytree(store, copy)
     sentinel = Sentinel(tmp_path / "sentinel")
-    con = sqlite3.connect(copy / "records.sqlite")
-    (config,) = con.execute("SELECT config FROM runs WHERE id = ?", (rid,)).fetchone()
-    config = json.loads(config)
-    config.pop("files", None)
-    config["base_dir"] = str(sentinel.root)
-    con.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), rid))
-    con.commit()
-    con.close()
+
+    def keep_nothing(config):
+        config.pop("files", None)
+        config["base_dir"] = str(sentinel.root)
+
+    copy = _with_config(store, rid, tmp_path / "s", keep_nothing)
     (sentinel.root / "series.csv").write_text("value\n4242\n")
     sentinel.before = sentinel.snapshot()
     for argv in (["evaluate", rid], ["predict", rid], ["resume", rid, "--to-step", "5"]):
