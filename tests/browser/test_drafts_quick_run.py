@@ -38,6 +38,12 @@ def test_an_edited_record_survives_a_reload_until_discarded(page):
     page.wait_for_function(
         "n => window.scellisApp.record.includes(`hidden_size: ${n}`)", arg=size, timeout=60_000
     )
+    # the draft is kept once the edit has reached the page's storage: reload after that
+    page.wait_for_function(
+        "n => (localStorage.getItem('scellis-draft:lstm_forecaster') || '')"
+        ".includes(`hidden_size: ${n}`)",
+        arg=size, timeout=60_000,
+    )  # fmt: skip
     _reload(page)
     note = page.locator("#draft-note")
     note.wait_for(state="visible", timeout=60_000)
