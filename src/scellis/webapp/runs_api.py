@@ -12,6 +12,7 @@ from ..run.past import comparison, curves_of, summary
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from . import tab_store
+from .commands import command
 
 
 def _tab_summary(rec: Records, row: dict) -> dict:
@@ -19,6 +20,7 @@ def _tab_summary(rec: Records, row: dict) -> dict:
     return {**summary(rec, row), "status": tab_store.status_of(row)}
 
 
+@command(writes_store=False)
 def run_view(run: str, store: str = tab_store.ROOT) -> dict:
     """Run ``run`` of ``store``: its summary, curves ({name: [[step, value], ...]}, by
     step) and record text (the record it trained: the run's edits applied)."""
@@ -33,6 +35,7 @@ def run_view(run: str, store: str = tab_store.ROOT) -> dict:
     return out
 
 
+@command(writes_store=False)
 def compare_runs(a: str, b: str, store: str = tab_store.ROOT) -> dict:
     """Runs ``a`` and ``b`` side by side, as ``scellis compare`` has them (``run.past``)."""
     return comparison(store, (a, b), described=_tab_summary)
