@@ -10,6 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from scellis.cli.main import main
 from scellis.cli.site_build import write_package_wheel, write_scellis_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,3 +47,11 @@ def test_importing_the_hooks_makes_them_read_only_worker_commands():
     added, read_only = json.loads(out.stdout.strip().splitlines()[-1])
     assert added == ["bench_quantize", "bench_train_step"]
     assert set(added) <= set(read_only)
+
+
+def test_a_folder_that_is_no_package_is_refused_before_any_work(tmp_path, capsys):
+    out = tmp_path / "site"
+    argv = ["site", "build", "--out", str(out), "--extra-package", str(tmp_path)]
+    assert main(argv) == 2
+    assert "is not a Python package folder (no __init__.py)" in capsys.readouterr().err
+    assert not out.exists()

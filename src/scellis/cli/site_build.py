@@ -111,12 +111,20 @@ def write_scellis_wheel(dest: Path) -> Path:
     return _write_wheel(dest, "scellis", scellis.__version__, files, requires)
 
 
+def package_dir(folder: str | Path) -> Path:
+    """``folder`` as a package folder a site can carry, or one clear refusal."""
+    package = Path(folder).resolve()
+    if not (package / "__init__.py").is_file():
+        raise ScellisError(f"{folder} is not a Python package folder (no __init__.py)")
+    if not package.name.isidentifier():
+        raise ScellisError(f"{folder}: {package.name!r} is not a Python package name")
+    return package
+
+
 def write_package_wheel(package: Path, dest: Path) -> Path:
     """A py3-none-any wheel of the pure-Python package in folder ``package`` (its name is
     the folder's), for a site that carries it beside scellis."""
-    package = Path(package).resolve()
-    if not (package / "__init__.py").is_file():
-        raise ScellisError(f"{package} is not a Python package (no __init__.py)")
+    package = package_dir(package)
     return _write_wheel(dest, package.name, "0", _package_files(package), "")
 
 
@@ -272,6 +280,7 @@ def build_site(out: str | Path, extra_packages: list[str | Path] = ()) -> dict:
     """Build the site into ``out`` (emptied first); returns what was written.
     ``extra_packages``: folders of pure-Python packages the tab also imports at boot."""
     out = Path(out)
+    packages = [package_dir(p) for p in extra_packages]  # refused before any work
     nm = ensure_node_modules()
     if out.exists():
         if not out.is_dir() or (any(out.iterdir()) and not (out / "sw.js").exists()):
@@ -286,9 +295,9 @@ def build_site(out: str | Path, extra_packages: list[str | Path] = ()) -> dict:
     for w in dependency_wheels():
         names.append(copy_stored(w, wheels).name)
     imports = []
-    for package in extra_packages:
-        names.append(write_package_wheel(Path(package), wheels).name)
-        imports.append(Path(package).resolve().name)
+    for package in packages:
+        names.append(write_package_wheel(package, wheels).name)
+        imports.append(package.name)
     manifest = {"wheels": names, "imports": imports}
     bytecode = compile_bytecode(nm, [wheels / n for n in names], wheels)
     archives = [wheels / n for n in names]
