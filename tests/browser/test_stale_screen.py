@@ -70,6 +70,17 @@ def _own_shown(page, name: str) -> None:
     )
 
 
+def _pin(page) -> None:
+    """Press the data panel's button and wait for the pin (or its error, then fail)."""
+    page.click(".dp-use")
+    page.wait_for_function(
+        "document.querySelector('.dp-use').textContent === 'Pin again'"
+        " || document.querySelector('.dp-error').textContent",
+        timeout=120_000,
+    )
+    assert page.text_content(".dp-error") == ""
+
+
 def _series_csv(rng: random.Random) -> str:
     rows = [f"{2000 + i}-01-01,{rng.uniform(10, 90):.3f}" for i in range(80)]
     return "date,level\n" + "\n".join(rows) + "\n"
@@ -89,8 +100,7 @@ def test_data_panel_follows_the_file_and_the_example(tab, tmp_path):
     _pick_file(page, tmp_path, "first.csv", _series_csv(rng))
     assert page.is_hidden(".dp-own")
     assert _prompted(page) == page.inner_text(".dp-use") == "Use in record"
-    page.click(".dp-use")
-    page.wait_for_function("document.querySelector('.dp-use').textContent === 'Pin again'")
+    _pin(page)
     _pick_file(page, tmp_path, "second.csv", _series_csv(rng))
     assert _prompted(page) == page.inner_text(".dp-use"), page.inner_text(".dp-current")
 
@@ -103,6 +113,7 @@ def test_data_panel_follows_the_file_and_the_example(tab, tmp_path):
         assert page.is_hidden(".dp-loaded")
         assert "quick run" in page.inner_text("#run-hint"), example
     assert page.text_content(".dp-own-text") == help_text[:400]
+    assert page.is_hidden(".dp-own-chart") and page.is_hidden(".dp-own-table")
     screenshot(page, "stale_example_data_1440")
 
     # a text file on the forecaster: the char Transformer trains it, and a note says so
@@ -111,13 +122,10 @@ def test_data_panel_follows_the_file_and_the_example(tab, tmp_path):
                      for _ in range(400))  # fmt: skip
     _pick_file(page, tmp_path, "notes.txt", words)
     assert "char Transformer" in page.inner_text(".dp-current")
-    page.click(".dp-use")
-    page.wait_for_function("document.querySelector('.dp-use').textContent === 'Pin again'",
-                           timeout=60_000)  # fmt: skip
+    _pin(page)
     assert page.input_value("#run-example") == "char_transformer"
     assert page.evaluate("window.scellisApp.recordName") == "char_transformer"
     assert "notes.txt" in page.evaluate("window.scellisApp.dataset.source")
-    assert page.inner_text(".dp-error") == ""
     note = page.inner_text(".dp-switched")
     assert "LSTM forecaster" in note and "char Transformer" in note, note
     assert page.inner_text(".dp-name") == "notes.txt"  # the file stays on show
@@ -166,6 +174,8 @@ def test_compare_reads_apart_and_narrow_boxes_hold(tab, tmp_path):
             finish_training(page, timeout_ms=RUN_MS)
             ids.append(page.evaluate("window.scellisApp.run.runId"))
         store, lm_id = lm.result()
+    # the record edited back to the bundled series: the preview follows its source
+    _own_shown(page, "sunspots_yearly.csv")
     listed = {r["id"]: r for r in page.evaluate("window.scellisApp.run.runs.refresh()")}
     a, b = ids
     assert listed[a]["record"] != listed[b]["record"]
@@ -198,6 +208,9 @@ def test_compare_reads_apart_and_narrow_boxes_hold(tab, tmp_path):
         "document.querySelector('#gen-output .generated').textContent.length >= 60",
         timeout=RUN_MS,
     )
+    # every form on show: the data options of a loaded CSV, the folded run options
+    _pick_file(page, tmp_path, "third.csv", _series_csv(random.Random(9)))
+    page.evaluate("document.getElementById('run-options').open = true")
     page.set_viewport_size(NARROW)
     page.wait_for_timeout(400)
     out = page.evaluate(_OVERFLOW)
@@ -207,8 +220,8 @@ def test_compare_reads_apart_and_narrow_boxes_hold(tab, tmp_path):
     page.set_viewport_size(WIDE)
 
 
-# labels that end past their panel, boxes whose content runs past them without a
-# scroll bar of their own, and the page's own width
+# labels that end past their panel, boxes whose content runs past them (the runs table
+# fits, generated text wraps), and the page's own width
 _OVERFLOW = """(() => {
   const cut = [];
   for (const l of document.querySelectorAll('main label, #start-here label')) {
@@ -217,8 +230,7 @@ _OVERFLOW = """(() => {
   }
   for (const id of ['run-runs', 'gen-output', 'runs-past']) {
     const e = document.getElementById(id);
-    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
-    if (e.scrollWidth > e.clientWidth + 1 && !scrolls) cut.push(id);
+    if (e.scrollWidth > e.clientWidth + 1) cut.push(id);
     const box = e.closest('section').getBoundingClientRect(), r = e.getBoundingClientRect();
     if (r.right > box.right + 1) cut.push(id + ' past its panel');
   }
@@ -251,6 +263,7 @@ def test_reload_during_a_resumed_run_shows_its_step_and_max_steps(tab):
     assert page.inner_text("#run-total") == str(more)
     assert page.input_value("#run-max-steps") == str(more)
     assert "Resume" in page.inner_text("#run-state")
+    assert f"max steps {more}" in page.inner_text("#run-hint")
     for size, tag in ((WIDE, "1440"), (NARROW, "412")):
         page.set_viewport_size(size)
         screenshot(page, f"stale_reloaded_{tag}")

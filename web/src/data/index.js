@@ -22,7 +22,7 @@ const TEMPLATE = `
     <div class="dp-switched" role="status" hidden></div>
     <div class="dp-own" hidden>
       <div class="dp-meta"><b class="dp-own-name"></b><span class="dp-own-size muted"></span></div>
-      <svg class="dp-plot dp-own-plot" role="img" aria-label="the example's series"></svg>
+      <div class="dp-own-chart"><svg class="dp-plot dp-own-plot" role="img" aria-label="the example's series"></svg></div>
       <div class="dp-wrap"><table class="dp-table dp-own-table"></table></div>
       <div class="dp-text dp-own-text"></div>
     </div>
@@ -142,7 +142,7 @@ export function mount(el, client, app) {
     for (const n of el.querySelectorAll(".dp-text-only")) n.hidden = csv;
     if (!csv) {
       $(".dp-size").textContent = `${info.chars.toLocaleString()} characters, ${info.vocab} distinct`;
-      $(".dp-text").textContent = info.preview;
+      $(".dp-loaded .dp-text").textContent = info.preview;
       return;
     }
     $(".dp-size").textContent = `${info.rows} rows × ${info.columns.length} columns`;
@@ -237,10 +237,10 @@ export function mount(el, client, app) {
     if (!info || !info.series) return;
     const t = info.columns.indexOf($(".dp-time").value);
     const ends = t >= 0 && info.preview.length ? [info.preview[0][t], info.last[t]] : null;
-    drawSeries($(".dp-plot"), info.series, info.series.column, ends);
+    drawSeries($(".dp-loaded .dp-plot"), info.series, info.series.column, ends);
   }
 
-  function drawTable(t = $(".dp-table"), info = state.info, value = $(".dp-value").value,
+  function drawTable(t = $(".dp-loaded .dp-table"), info = state.info, value = $(".dp-value").value,
     time = $(".dp-time").value) {
     t.innerHTML = "";
     const head = t.createTHead().insertRow();
@@ -393,9 +393,15 @@ export function mount(el, client, app) {
 
   // the record's own data (an example's bundled file, or one pinned before) while no
   // file is loaded here: what a newly picked example trains on, never an earlier file's
-  let ownAsked = 0, engineUp = false;
+  let ownAsked = 0, engineUp = false, ownSource = null;
+  // the data section's source line: an edit that changes it changes the preview too
+  const sourceOf = (text) => (/^data:[^]*?^\s+source:\s*(\S+)/m.exec(text) || [])[1] || null;
+  app.on("record", (text) => {
+    if (engineUp && !state.info && sourceOf(text) !== ownSource) showOwn();
+  });
   async function showOwn() {
     const mine = ++ownAsked;
+    ownSource = sourceOf(app.record);
     $(".dp-own").hidden = true;
     let info = null;
     try { info = await client.call("record_data", { record: app.record }); } catch (e) { /* none shown */ }
@@ -403,7 +409,7 @@ export function mount(el, client, app) {
     $(".dp-own").hidden = false;
     $(".dp-own-name").textContent = info.name;
     const csv = info.kind === "csv";
-    for (const n of [$(".dp-own-plot"), $(".dp-own-table").parentElement]) n.hidden = !csv;
+    for (const n of [$(".dp-own-chart"), $(".dp-own-table").parentElement]) n.hidden = !csv;
     $(".dp-own-text").hidden = csv;
     if (!csv) {
       $(".dp-own-size").textContent = `${info.chars.toLocaleString()} characters, ${info.vocab} distinct`;
@@ -411,9 +417,9 @@ export function mount(el, client, app) {
       return;
     }
     $(".dp-own-size").textContent = `${info.rows} rows × ${info.columns.length} columns`;
-    const column = info.series ? info.series.column : "";
-    drawTable($(".dp-own-table"), info, column, "");
-    if (info.series) drawSeries($(".dp-own-plot"), info.series, column, null);
+    // no column marked: the panel finds its own controls by those marks' class names
+    drawTable($(".dp-own-table"), info, "", "");
+    if (info.series) drawSeries($(".dp-own-plot"), info.series, info.series.column, null);
   }
   app.on("engine", () => { engineUp = true; if (!state.info) showOwn(); });
 

@@ -11,6 +11,9 @@ export function showCutOff($, list) {
   if (r.max_steps) {
     $("run-progress-bar").style.width = `${Math.min(100, (100 * r.step) / r.max_steps)}%`;
     $("run-max-steps").value = String(r.max_steps);
+    // the quick run's line would speak of another number of steps
+    $("run-hint").textContent = `max steps ${r.max_steps}: run ${r.id}'s own, for its Resume below; ` +
+      "clear “max steps” for the record's full length";
   }
   $("run-state").textContent = `run ${r.id} was cut off at step ${r.step} when the page closed: ` +
     "Resume it from the list below";

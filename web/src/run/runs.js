@@ -34,7 +34,7 @@ export function mountRuns(el, client, app, resume, share = null) {
     <div class="runs-compare"><button id="runs-compare" type="button" disabled>Compare</button>
       <span class="muted" id="runs-compare-hint">tick two runs to compare them</span></div>
     <table id="runs-table"><thead><tr><th>run</th><th>status</th>
-      <th>step</th><th>checkpoint</th></tr></thead><tbody></tbody></table>
+      <th>step</th><th>check&shy;point</th></tr></thead><tbody></tbody></table>
     <div id="runs-past" class="runs-past" aria-live="polite"></div>`;
   const body = el.querySelector("tbody");
   const state = { list: [], picked: [] };
@@ -64,7 +64,9 @@ export function mountRuns(el, client, app, resume, share = null) {
     box.addEventListener("change", () => tick(r.id, box.checked));
     const label = document.createElement("label");
     label.className = "run-id";
-    label.append(box, ` ${r.id}`);
+    // a narrow window may break the id after its start time, never inside a number
+    const cut = r.id.lastIndexOf("-") + 1;
+    label.append(box, ` ${r.id.slice(0, cut)}`, document.createElement("wbr"), r.id.slice(cut));
     td.appendChild(label);
     if (r.parent) {
       const [from, step] = r.parent.split("@");
