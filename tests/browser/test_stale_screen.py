@@ -148,6 +148,11 @@ def test_failed_run_banner_and_measuring_hint_clear(tab):
     assert "training failed" in page.inner_text("#banner [data-key='run-error']")
     assert "measuring" not in page.inner_text("#run-hint")
     assert "quick run" in page.inner_text("#run-hint")
+    # the plan box says why it has no plan rather than checking on and on
+    page.wait_for_function(
+        "document.getElementById('run-plan').textContent.includes('not available')",
+        timeout=60_000,
+    )
     screenshot(page, "stale_failed_run_1440")
     set_record(page, good)
     page.wait_for_selector("#banner [data-key='run-error']", state="detached", timeout=60_000)
