@@ -27,7 +27,7 @@ from . import data_labels, dataset_api, finetune_edit, kept_data
 from .dataset_api import rehash
 
 __all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
-           "project"]  # fmt: skip
+           "project", "record_data"]  # fmt: skip
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
@@ -264,6 +264,11 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
 def data_section(record: str) -> dict:
     """The record's data section (see dataset_api)."""
     return dataset_api.data_section(record)
+
+
+def record_data(record: str) -> dict | None:
+    """A preview of the record's own data file (see dataset_api)."""
+    return dataset_api.record_data(record)
 
 
 def load_text(name: str, text: str) -> dict:
