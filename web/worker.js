@@ -161,6 +161,17 @@ const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 // the engine's command registry says which, in its hello at boot; any other is synced
 let READ_ONLY = new Set();
 
+// a run's latest steps are written back every few seconds too, not only at checkpoints:
+// a tab closed or reloaded mid-run then lists the step it had reached, near enough
+const STEPS_FLUSH_MS = 10_000;
+let stepsFlushed = 0;
+function stepsDue() {
+  const now = performance.now();
+  if (now - stepsFlushed < STEPS_FLUSH_MS) return false;
+  stepsFlushed = now;
+  return true;
+}
+
 function flush() {
   if (!persistent) return flushing;
   flushing = flushing.then(() => syncfs(false)).catch((e) => {
@@ -414,7 +425,7 @@ async function handle(msg) {
           throw e;
         }
         last = toJs(item);
-        if (last && PERSIST_KINDS.has(last.kind)) await flush();
+        if (last && (PERSIST_KINDS.has(last.kind) || (last.kind === "log" && stepsDue()))) await flush();
         post({ id, event: last });
       }
       out.destroy();

@@ -129,6 +129,7 @@ def _script(tmp: Path, store: Path, ctx: dict) -> list[tuple[str, object]]:
                                                    "field": "seed", "value": 7}}),
         ("labels", lambda: {"record": SERIES}),
         ("data_section", lambda: {"record": SERIES}),
+        ("record_data", lambda: {"record": SERIES}),
         ("load_table", lambda: {"name": "s.csv", "text": CSV}),
         ("load_text", lambda: {"name": "t.txt", "text": "a story, a story"}),
         ("plan", lambda: {"record_text": SERIES, "device": "reference"}),

@@ -28,7 +28,7 @@ from .commands import command
 from .dataset_api import rehash
 
 __all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
-           "project"]  # fmt: skip
+           "project", "record_data"]  # fmt: skip
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
@@ -270,6 +270,12 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
 def data_section(record: str) -> dict:
     """The record's data section (see dataset_api)."""
     return dataset_api.data_section(record)
+
+
+@command(writes_store=False)
+def record_data(record: str) -> dict | None:
+    """A preview of the record's own data file (see dataset_api)."""
+    return dataset_api.record_data(record)
 
 
 @command(writes_store=False)

@@ -8,10 +8,11 @@
 // The char Transformer validates on its first rows (its full split costs many steps).
 const CADENCE = {
   lstm_forecaster: { log_every: 1, val_rows: "" },
+  tcn_forecaster: { log_every: 1, val_rows: "" },
   char_transformer: { log_every: 1, val_rows: 32 },
 };
 // before any measurement: what a software GPU (SwiftShader) manages in a minute or few
-const FALLBACK = { lstm_forecaster: 60, char_transformer: 15 };
+const FALLBACK = { lstm_forecaster: 60, tcn_forecaster: 60, char_transformer: 15 };
 const KEY = "scellis-speed:";
 
 export function createQuickRun({ root, client, app, hint }) {
@@ -20,6 +21,7 @@ export function createQuickRun({ root, client, app, hint }) {
   app.quickRun = state;
   const input = (name) => root.querySelector(`[data-option="${name}"]`);
   const key = () => `${KEY}${state.example}:${state.device}`;
+  const plain = hint.textContent; // the page's own line, for a record sized by no quick run
 
   function remembered() {
     const v = Number(window.localStorage.getItem(key()));
@@ -49,7 +51,7 @@ export function createQuickRun({ root, client, app, hint }) {
     state.steps = null;
     state.per_step = null;
     const cadence = CADENCE[example];
-    if (!cadence) { hint.textContent = ""; return; }
+    if (!cadence) { hint.textContent = plain; return; }
     for (const [name, value] of Object.entries(cadence)) {
       const i = input(name);
       if (i) i.value = String(value);
@@ -70,6 +72,7 @@ export function createQuickRun({ root, client, app, hint }) {
   async function ready(log) {
     if (!CADENCE[state.example] || state.per_step !== null || !untouched()) return;
     state.busy = true;
+    const before = hint.textContent; // back once the measurement is over, however it ends
     hint.textContent = "measuring this GPU's speed (two steps)…";
     const times = [];
     try {
@@ -78,6 +81,7 @@ export function createQuickRun({ root, client, app, hint }) {
       }, (ev) => { if (ev.kind === "log") times.push(performance.now()); });
     } finally {
       state.busy = false;
+      hint.textContent = before;
     }
     if (times.length < 2) return;
     const perStep = (times[1] - times[0]) / 1000;
