@@ -15,6 +15,7 @@ from collections import OrderedDict
 from ...base.dtypes import DType, f32
 from ...base.errors import DeviceError, LimitError
 from ..base import Buffer, OneInstance, View
+from .encoded import EncodeCache, signature
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
@@ -72,6 +73,7 @@ class WebGPUBackend(OneInstance):
         self._scratch_buf: Buffer | None = None
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
+        self._encoded = EncodeCache()
         self.live_bytes = 0
         self.peak_bytes = 0
         self.pooled_bytes = 0
@@ -237,7 +239,23 @@ class WebGPUBackend(OneInstance):
             self.host_times.append((op, time.perf_counter() - t0))
 
     def encode(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
-        """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched."""
+        """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched.
+        Built once per signature (``encoded.py``), then bound to each call's buffers."""
+        views = [*inputs, *outputs]
+        key = signature(op, views, attrs)
+        if key is None:
+            return self._build(op, inputs, outputs, attrs)
+        storages = [v.buf.handle for v in views]
+        launches = self._encoded.get(key, storages, self._scratch_storage())
+        if launches is None:
+            launches = self._build(op, inputs, outputs, attrs)
+            self._encoded.put(key, launches, storages, self._scratch_storage())
+        return launches
+
+    def _scratch_storage(self) -> Storage | None:
+        return self._scratch_buf.handle if self._scratch_buf is not None else None
+
+    def _build(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
         builder = KERNELS.get(op)
         if builder is None:
             raise DeviceError(f"the WebGPU backend has no kernel for {op!r}")
