@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import scellis as sc
-from scellis.devices.webgpu import WebGPUBackend
+from scellis.devices.webgpu import WebGPUBackend, encoded
 from scellis.devices.webgpu.kernels import KERNELS
 from scellis.runtime.dispatch import apply
 
@@ -66,11 +66,23 @@ def test_operands_sharing_a_buffer_are_their_own_signature(dev, rng):
     check_product(tb @ ta, b, a)
 
 
-def test_attrs_are_told_apart_to_the_bit(dev, builds):
+def test_attrs_are_told_apart_to_the_bit(dev, builds, monkeypatch):
+    monkeypatch.setattr(encoded, "KEPT_OPS", encoded.KEPT_OPS | {"full"})
     for value in (0.0, -0.0, 0.0, -0.0):
         got = sc.full((5,), value, device=dev).tolist()
         assert [math.copysign(1.0, v) for v in got] == [math.copysign(1.0, value)] * 5
     assert builds["full"] == 2
+
+
+def test_lowered_limits_are_their_own_signature(dev, rng, monkeypatch):
+    a = rng.standard_normal((48, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 36)).astype(np.float32)
+    ta, tb = sc.tensor(a, device=dev), sc.tensor(b, device=dev)
+    check_product(ta @ tb, a, b)
+    monkeypatch.setitem(dev.limits, "max_compute_workgroup_storage_size", 4096)
+    hits = dev._encoded.hits
+    check_product(ta @ tb, a, b)
+    assert dev._encoded.hits == hits
 
 
 def test_a_grown_scratch_is_rebound(dev, rng):

@@ -242,7 +242,7 @@ class WebGPUBackend(OneInstance):
         """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched.
         Built once per signature (``encoded.py``), then bound to each call's buffers."""
         views = [*inputs, *outputs]
-        key = signature(op, views, attrs)
+        key = signature(op, views, attrs, self.limits)
         if key is None:
             return self._build(op, inputs, outputs, attrs)
         storages = [v.buf.handle for v in views]

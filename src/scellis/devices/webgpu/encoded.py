@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from .kernels.common import Storage
 
 MAX_ENTRIES = 1024  # least recently used signatures beyond this are built again
+# the ops whose builders read nothing but the signature and the device's limits (no
+# module-level switch a test or a tuning run may change): the eager matmul, whose
+# building cost more than its launches (the K split's two kernels above all)
+KEPT_OPS = frozenset({"matmul"})
 
 
 @dataclass(frozen=True)
@@ -34,9 +38,11 @@ def _plain(value) -> bool:
     return isinstance(value, tuple) and all(_plain(v) for v in value)
 
 
-def signature(op: str, views: list, attrs: dict) -> tuple | None:
-    """The key of an op's launches, or None where they cannot be reused (an attr that is
-    not a plain value, a view without GPU storage)."""
+def signature(op: str, views: list, attrs: dict, limits: dict) -> tuple | None:
+    """The key of an op's launches, or None where they are not kept (an op outside
+    KEPT_OPS, an attr that is not a plain value, a view without GPU storage)."""
+    if op not in KEPT_OPS:
+        return None
     storages = [v.buf.handle for v in views]
     if not all(isinstance(st, Storage) for st in storages):
         return None
@@ -50,7 +56,7 @@ def signature(op: str, views: list, attrs: dict) -> tuple | None:
         for v, st in zip(views, storages)
     )  # fmt: skip
     # repr tells 0.0 from -0.0, and 1 from 1.0 and True, as the kernels' meta words do
-    return op, repr(sorted(attrs.items())), geometry, shared
+    return op, repr(sorted(attrs.items())), geometry, shared, tuple(limits.values())
 
 
 def capture(launches: list, storages: list, scratch: Storage | None) -> Encoded | None:
