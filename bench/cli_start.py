@@ -12,7 +12,9 @@ first and that do little work: ``--help``, ``--version``, ``validate`` on an exa
 record, the ``catalog`` listing and the ``runs`` listing of a small store made once up
 front. A bare ``python -c pass`` row gives the floor the interpreter itself sets. Runs
 of the commands are interleaved, so a burst of load on a shared machine touches all rows
-alike.
+alike. Beside the wall time, the CPU time the child used (user + system, from
+``getrusage``): on a loaded machine the wall time waits for other processes, the CPU time
+does not, so it is the figure to compare across runs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,13 +55,19 @@ def make_store(env: dict, root: Path) -> Path:
     return store
 
 
-def time_once(argv: list[str], env: dict, cwd: Path) -> float:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def time_once(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run of ``argv``."""
+    cpu0, t0 = _children_cpu(), time.perf_counter()
     r = subprocess.run(argv, env=env, cwd=cwd, capture_output=True)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {r.returncode}: {r.stderr.decode()[-400:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -73,17 +82,23 @@ def main() -> None:
         todo = commands(make_store(env, root))
         for argv in todo.values():  # one untimed run each: byte-code caches written
             time_once(argv, env, root)
-        samples: dict[str, list[float]] = {name: [] for name in todo}
+        walls: dict[str, list[float]] = {name: [] for name in todo}
+        cpus: dict[str, list[float]] = {name: [] for name in todo}
         for _ in range(args.runs):
             for name, argv in todo.items():
-                samples[name].append(time_once(argv, env, root))
-    medians = {name: statistics.median(s) for name, s in samples.items()}
-    width = max(map(len, medians))
-    print(f"{'command':<{width}}  median s  (min s, max s over {args.runs} runs)")
-    for name, s in samples.items():
-        print(f"{name:<{width}}  {medians[name]:8.3f}  ({min(s):.3f}, {max(s):.3f})")
+                wall, cpu = time_once(argv, env, root)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    wall_med = {name: statistics.median(s) for name, s in walls.items()}
+    cpu_med = {name: statistics.median(s) for name, s in cpus.items()}
+    width = max(map(len, wall_med))
+    print(f"{'command':<{width}}  wall s (median; min, max over {args.runs} runs)  CPU s (median)")
+    for name, s in walls.items():
+        print(f"{name:<{width}}  {wall_med[name]:6.3f}  ({min(s):.3f}, {max(s):.3f})"
+              f"  {cpu_med[name]:14.3f}")  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps({"runs": args.runs, "median_s": medians}))
+        out = {"runs": args.runs, "wall_median_s": wall_med, "cpu_median_s": cpu_med}
+        Path(args.json).write_text(json.dumps(out))
 
 
 if __name__ == "__main__":
