@@ -2,12 +2,12 @@
 
 Each sub-command lives in its own module and exposes ``command`` (a click command or
 group); it is registered here with one line of ``COMMANDS``, and its module is imported
-only when it runs. Bad input is one clear line and exit 2,
-never a traceback (a file system refusal the command did not word itself included);
-Ctrl-C is exit 130. A message is cut to a screenful of short lines, so a refusal that
-quotes its input can never flood the terminal. What slips past every check (a bug of
-ours) still ends in one line, exit 2, naming the error and where to report it; the
-traceback is shown only when ``SCELLIS_TRACEBACK=1`` asks for it.
+only when it runs. Bad input is one clear line and exit 2, never a traceback (a file
+system refusal the command did not word itself included); Ctrl-C is exit 130. A message
+is cut to a screenful of short lines, so a refusal that quotes its input can never flood
+the terminal. What slips past every check (a bug of ours) still ends in one line, exit
+2, naming the error and where to report it; the traceback is shown only when
+``SCELLIS_TRACEBACK=1`` asks for it.
 """
 
 from __future__ import annotations
