@@ -75,6 +75,12 @@ def test_runs_listing_loads_the_store_not_the_engine(tmp_path):
     assert absent(modules, ENGINE + ["scellis.catalog", "scellis.codecs", "scellis.runtime"]) == []
 
 
+def test_models_listing_loads_the_store_not_the_engine(tmp_path):
+    rc, modules = loaded_after("models", "list", "--store", str(tmp_path))
+    assert rc == 0 and "scellis.cli.models" in modules
+    assert absent(modules, ENGINE + ["scellis.catalog", "scellis.codecs", "scellis.runtime"]) == []
+
+
 def test_import_scellis_loads_only_dtypes_errors_and_version():
     code = "import json, sys, scellis\nprint(json.dumps([*sys.modules]))"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
