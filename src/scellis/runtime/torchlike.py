@@ -79,12 +79,6 @@ class TorchLikeMethods:
         """The tensor on the reference device (``self`` if it is there)."""
         return self.to("reference")
 
-    def _host_bytes(self) -> bytes:
-        """The values in C order in the dtype's host layout (read through ``tolist``,
-        the synchronous readback every host has)."""
-        values = self.detach().reshape(-1).tolist() if self.numel else []
-        return _encode(values, self.dtype)
-
     def _on(self, dev):
         """A copy on device ``dev``, through host bytes (not recorded on the tape)."""
         shape, dt = tuple(self.shape), self.dtype
