@@ -303,7 +303,7 @@ KERNELS = {
 # -- optimizer updates (ops/optim.py): in place, so the backend passes the targets' current
 # values after the inputs (``reads_targets``); the op order follows torch's single-tensor
 # loops, with the host-side scalars of ``ops.optim.scalars`` --
-from ...ops.optim import scalars  # noqa: E402  (the ops layer sits below devices)
+from ...ops.optim import grad_count, scalars  # noqa: E402  (the ops layer sits below devices)
 
 
 def _inplace(fn):
@@ -313,6 +313,9 @@ def _inplace(fn):
 
 def _optim(op):
     def run(xs, attrs, out):
+        n = grad_count(attrs)
+        if n > 1:  # the multi-tensor form: its gradients laid end to end
+            xs = [np.concatenate([g.reshape(-1) for g in xs[:n]]), *xs[n:]]
         if len(xs) > 1 and xs[1].ndim == 0 and xs[1].dtype == np.bool_:  # gated
             if not xs[1]:
                 return [x.copy() for x in xs[2:]]  # a skipped step writes nothing
