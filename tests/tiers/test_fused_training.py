@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import scellis as sc
+from scellis.catalog.blocks.common import dense_act
+from scellis.catalog.blocks.linear import MLP, MLPConfig
 from scellis.devices.webgpu import WebGPUBackend
+from scellis.ops.dense import DENSE_ACTIVATIONS
 from scellis.ops.optim import state_names
 from scellis.runtime.dispatch import apply_inplace
+from scellis.runtime.kernel_choice import choosing
+from scellis.train.determinism import KERNELS
 
 pytestmark = pytest.mark.webgpu
 
@@ -81,3 +87,61 @@ def test_multi_tensor_update_gated_off_writes_nothing(gpu):
     on = _update(gpu, "adamw_update", ADAMW, grads, flat, state, gate=True)
     assert np.array_equal(off[0], flat.astype(np.float64))
     assert np.array_equal(on[0], _update(gpu, "adamw_update", ADAMW, grads, flat, state)[0])
+
+
+TORCH_ACT = {
+    "gelu": lambda x: torch.nn.functional.gelu(x),
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "relu": torch.relu,
+    "silu": torch.nn.functional.silu,
+    "tanh": torch.tanh,
+}
+
+
+@pytest.mark.parametrize("act", DENSE_ACTIVATIONS)
+@pytest.mark.parametrize("m,k,n", [(6, 5, 7), (40, 12, 16)])  # scalar and vec4 stores
+def test_fused_dense_layer_matches_torch(gpu, act, m, k, n):
+    rng = np.random.default_rng(11)
+    x, w, b, gy = (
+        rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,), (m, n))
+    )
+    tx, tw, tb = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (x, w, b))
+    ty = TORCH_ACT[act](tx @ tw.T + tb)
+    ty.backward(torch.tensor(gy, dtype=torch.float64))
+    X, W, B = (sc.tensor(v, device=gpu, requires_grad=True) for v in (x, w, b))
+    before = gpu.stats["dispatches"]
+    with choosing(KERNELS["fast"]):
+        y = dense_act(X, W, B, act)
+    assert gpu.stats["dispatches"] - before == 1  # matmul, bias and activation in one
+    (y * sc.tensor(gy, device=gpu)).sum().backward()
+    for got, want in ((y, ty), (X.grad, tx.grad), (W.grad, tw.grad), (B.grad, tb.grad)):
+        want = want.detach().numpy()
+        got = np.array(got.tolist(), dtype=np.float64)
+        # f32 sums of at most max(k, m) products, and the activation's own rounding
+        assert np.abs(got - want).max() <= 8 * max(k, m) * 2.0**-24 * np.abs(want).max() + 1e-6
+
+
+def test_only_fast_fuses_the_dense_layer(gpu):
+    mlp = MLP(MLPConfig(4, 8, activation="gelu"), device=gpu)
+    x = sc.tensor(
+        np.random.default_rng(4).standard_normal((3, 5, 4)).astype(np.float32), device=gpu
+    )
+    ops = []
+    real = gpu.run
+
+    def spy(op, ins, outs, attrs):
+        ops.append(op)
+        return real(op, ins, outs, attrs)
+
+    gpu.run = spy
+    try:
+        outs = {}
+        for tier in ("debug", "prod", "fast"):
+            ops.clear()
+            with choosing(KERNELS[tier]):
+                outs[tier] = np.array(mlp(x).tolist())
+            assert ("dense_act" in ops) == (tier == "fast"), tier
+    finally:
+        del gpu.run
+    # the fused store computes acc + b, then the activation, as the unfused kernels do
+    assert np.array_equal(outs["fast"], outs["debug"])

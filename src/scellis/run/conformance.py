@@ -2,10 +2,11 @@
 
 ``train_steps`` trains a record from its first step on a device under a determinism
 tier and gives back the logged losses, every weight (flattened, by name), the time of
-the steady steps and of the validation passes. ``bench/conformance.py`` runs it over
-the example records, per tier and device, for the speed-and-divergence table; the
-tier tests run it on the reference device and WebGPU under ``prod`` and check the
-outcome against ``train.determinism.within``.
+each step and of each validation pass, and the dispatches of a replayed step.
+``bench/conformance.py`` runs it over the example records, per tier and device, for
+the speed-and-divergence table; the tier tests run it on the reference device and
+WebGPU under ``prod`` and ``fast`` and check the outcome against
+``train.determinism.within``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Outcome:
     step_seconds: list[float] = field(default_factory=list)  # each step's wall time
     eval_seconds: list[float] = field(default_factory=list)  # each validation pass's
     val_losses: list[float] = field(default_factory=list)
+    dispatches: int | None = None  # per replayed step (None: the steps ran eagerly)
 
     def compared(self) -> dict[str, list[float]]:
         """The values a tier comparison reads: the losses and every weight."""
@@ -55,6 +57,8 @@ async def train_steps(
         elif ev.kind == "eval":
             out.val_losses.append(ev.val_loss)
             out.eval_seconds.append(now - t)
+        elif ev.kind == "end" and ev.replay:
+            out.dispatches = ev.replay["dispatches_per_step"]
         t = now
     for name, p in prep.model.named_parameters():
         out.weights[name] = [float(v) for v in _flat(await p.read())]

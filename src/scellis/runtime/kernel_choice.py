@@ -3,7 +3,8 @@
 A tier (``train.determinism``) names a ``KernelChoice``; the train loop sets it around
 each step it runs or records (``choosing``), and the few places that have a second
 kernel read it (``current``): ``primitive.run_primitive`` marks the ops that may run
-in a reordered form (``REORDERABLE``: a split-K matmul) with the ``_order`` attr, the
+in a reordered form (``REORDERABLE``: a split-K matmul, a one-pass sum) with the
+``_order`` attr, the
 dense block picks the fused dense + activation op, the optimizer its multi-tensor
 update. Outside a step (and on ``debug``) the choice is ``FIXED``: every kernel sums in
 the one fixed order that makes a run bitwise repeatable, and nothing is fused.
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class KernelChoice:
-    # other summation orders than debug's: K split into parts summed after (matmul)
+    # other summation orders than debug's: K split into parts summed after (matmul), a
+    # sum's terms folded in one launch instead of chunks and their sum (reduce)
     reordered: bool = False
     # fused training kernels: dense + bias + activation with its fused backward, and one
     # optimizer dispatch that reads every parameter's gradient where it lies
@@ -31,7 +33,7 @@ class KernelChoice:
 FIXED = KernelChoice()
 
 # ops whose kernel has a reordered form, and the ``_order`` value that asks for it
-REORDERABLE = {"matmul": "split_k"}
+REORDERABLE = {"matmul": "split_k", "sum": "one_pass"}
 
 _current: ContextVar[KernelChoice] = ContextVar("kernel_choice", default=FIXED)
 

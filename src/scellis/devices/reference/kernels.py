@@ -424,3 +424,37 @@ _OPTIM_BODIES = {
 }
 KERNELS.update({op: _optim(op) for op in _OPTIM_BODIES})
 KERNELS["flat_gather"] = _flat_gather
+
+
+# -- the fused dense layer (ops/dense.py) --
+_DENSE_ACT = {
+    "gelu": _gelu_erf,
+    "gelu_tanh": _gelu_tanh,
+    "relu": lambda x: np.maximum(x, 0),
+    "silu": lambda x: x * _sigmoid(x),
+    "tanh": np.tanh,
+}
+# the derivative times g, from the pre-activation x and the activation y
+_DENSE_ACT_GRAD = {
+    "gelu": lambda x, y, g: _gelu_erf_grad(x, g),
+    "gelu_tanh": lambda x, y, g: _gelu_tanh_grad(x, g),
+    "relu": lambda x, y, g: np.where(x > 0, g, 0).astype(x.dtype),
+    "silu": lambda x, y, g: _silu_grad(x, g),
+    "tanh": lambda x, y, g: g * (1.0 - y * y),
+}
+
+
+def _dense_act(xs, attrs, out):
+    x, w, b = xs
+    pre = np.matmul(x, w.T) + b
+    return np.stack([_DENSE_ACT[attrs["act"]](pre), pre])
+
+
+def _dense_act_backward(xs, attrs, out):
+    g, y = xs
+    d = _DENSE_ACT_GRAD[attrs["act"]](y[1], y[0], g[0])
+    return np.concatenate([d.reshape(-1), d.sum(0)])
+
+
+KERNELS["dense_act"] = _dense_act
+KERNELS["dense_act_backward"] = _dense_act_backward

@@ -498,11 +498,13 @@ REORDER_MIN_K = 64
 REORDER_WORKGROUPS = 64  # workgroups over all parts the split aims at
 
 
-def choose_reordered_split(m: int, n: int, k: int, limits: dict) -> int:
+def choose_reordered_split(m: int, n: int, k: int, limits: dict, software=False) -> int:
     """Parts of the reordered K split of an ``m`` x ``n`` x ``k`` product (1: none): the
     smallest power of two that gives REORDER_WORKGROUPS workgroups of the tile the parts
-    take, each part's K a multiple of 4 and at least REORDER_MIN_K long."""
-    if k < ORDER_SPLIT_MIN_K or k < 4 * max(m, n):
+    take, each part's K a multiple of 4 and at least REORDER_MIN_K long. None on a
+    software adapter (lavapipe): its parallelism is a few CPU cores, which the unsplit
+    kernel already fills, and the split's second launch made those steps slower."""
+    if software or k < ORDER_SPLIT_MIN_K or k < 4 * max(m, n):
         return 1
     parts = 1
     while parts < SPLIT_MAX and k % (8 * parts) == 0 and k // (2 * parts) >= REORDER_MIN_K:
@@ -683,7 +685,7 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
         if not parts and tile_name is None:
             parts, tile_name = choose_split(m, n, k, 1, src.limits)
         if parts in (None, 1) and tile_name is None and attrs.get("_order") == "split_k":
-            parts = choose_reordered_split(m, n, k, src.limits)
+            parts = choose_reordered_split(m, n, k, src.limits, src.software)
         if parts and parts > 1 and k % (4 * parts) == 0:
             sub = attrs | ({"_tile": tile_name} if tile_name else {})
             return _split(src, a, b, out, parts, sub)
