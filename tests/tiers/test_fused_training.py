@@ -9,13 +9,17 @@ import pytest
 import torch
 
 import scellis as sc
+from scellis.base.rng import Generator
 from scellis.catalog.blocks.common import dense_act
 from scellis.catalog.blocks.linear import MLP, MLPConfig
+from scellis.catalog.losses import MSELoss
+from scellis.catalog.optim import AdamW
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ops.dense import DENSE_ACTIVATIONS
 from scellis.ops.optim import state_names
 from scellis.runtime.dispatch import apply_inplace
 from scellis.runtime.kernel_choice import choosing
+from scellis.train import Batches, run
 from scellis.train.determinism import KERNELS
 
 pytestmark = pytest.mark.webgpu
@@ -145,3 +149,32 @@ def test_only_fast_fuses_the_dense_layer(gpu):
         del gpu.run
     # the fused store computes acc + b, then the activation, as the unfused kernels do
     assert np.array_equal(outs["fast"], outs["debug"])
+
+
+def _trained_mlp(dev, tier: str, replay: bool):
+    """Losses, weights and the replay record of a small GELU MLP trained under ``tier``."""
+    rng = np.random.default_rng(5)
+    model = MLP(MLPConfig(3, 8, 1, activation="gelu"), device=dev, gen=Generator(0, "init"))
+    x, y = rng.standard_normal((32, 3)), rng.standard_normal((32, 1))
+    events = []
+    end = run(model, MSELoss(), AdamW(model, lr=0.01, weight_decay=0.01),
+              Batches(x.tolist(), y.tolist(), 8, device=dev), epochs=2,
+              determinism_tier=tier, log_every=1, on_event=events.append,
+              replay=replay)  # fmt: skip
+    weights = {k: np.asarray(v.tolist()) for k, v in model.state_dict().items()}
+    return [e["loss"] for e in events if e["kind"] == "log"], weights, end["replay"]
+
+
+@pytest.mark.parametrize("tier", ["prod", "fast"])
+def test_replayed_steps_run_the_tier_kernels_bitwise(gpu, tier):
+    eager = _trained_mlp(gpu, tier, replay=False)
+    replayed = _trained_mlp(gpu, tier, replay=True)
+    assert replayed[2]["replayed_steps"] == 5, replayed[2]  # 8 steps: 1 warm-up, 2 recorded
+    assert replayed[0] == eager[0]
+    for k in eager[1]:
+        assert np.array_equal(replayed[1][k], eager[1][k]), k
+    debug = _trained_mlp(gpu, "debug", replay=True)
+    if tier == "fast":  # the fused dense layer and the multi-tensor update: fewer launches
+        assert replayed[2]["dispatches_per_step"] < debug[2]["dispatches_per_step"]
+    for k in eager[1]:  # other orders and fusions round otherwise, a little
+        assert np.allclose(replayed[1][k], debug[1][k], rtol=1e-4, atol=1e-6), k
