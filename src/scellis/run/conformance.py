@@ -23,6 +23,9 @@ class Outcome:
     losses: list[float]
     weights: dict[str, list[float]]
     step_seconds: list[float] = field(default_factory=list)  # each step's wall time
+    # each step's CPU time, every thread of the process: on a software adapter (lavapipe)
+    # the kernels' own work, which other jobs on a shared machine do not inflate
+    step_cpu_seconds: list[float] = field(default_factory=list)
     eval_seconds: list[float] = field(default_factory=list)  # each validation pass's
     val_losses: list[float] = field(default_factory=list)
     dispatches: int | None = None  # per replayed step (None: the steps ran eagerly)
@@ -47,19 +50,20 @@ async def train_steps(
     prep.limit_validation(val_rows)
     out = Outcome([], {})
     validate = eval_every is not None
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     async for ev in prep.fit(max_steps=steps, log_every=1, validate=validate,
                              eval_every=eval_every):  # fmt: skip
-        now = time.perf_counter()
+        now, cpu_now = time.perf_counter(), time.process_time()
         if ev.kind == "log":
             out.losses.append(ev.loss)
             out.step_seconds.append(now - t)
+            out.step_cpu_seconds.append(cpu_now - cpu)
         elif ev.kind == "eval":
             out.val_losses.append(ev.val_loss)
             out.eval_seconds.append(now - t)
         elif ev.kind == "end" and ev.replay:
             out.dispatches = ev.replay["dispatches_per_step"]
-        t = now
+        t, cpu = now, cpu_now
     for name, p in prep.model.named_parameters():
         out.weights[name] = [float(v) for v in _flat(await p.read())]
     return out
