@@ -9,7 +9,9 @@ bias add and an activation. Never split along K: the epilogue needs the whole su
 ``dense_act_backward``: one invocation per column n walks the rows m = 0..M-1 in
 order, writes d = g * act'(pre) and adds it to the column's sum, the bias gradient:
 one launch where the unfused backward takes an activation gradient and a column sum.
-The order is fixed by the shape (no atomics), so repeated runs are bitwise equal.
+The order is fixed by the shape (no atomics), so repeated runs are bitwise equal. One
+invocation per column suits a software adapter and layers of many columns; a GPU with
+a narrow layer over very many rows would want the rows split too (not done yet).
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ _FORWARD = {
     "silu": "silu",
     "tanh": "tanh",
 }
-# the derivative times the cotangent: a = pre-activation, b = cotangent, y = activation
-_BACKWARD = {
-    "gelu": "gelu_erf_grad",
-    "gelu_tanh": "gelu_tanh_grad",
-    "silu": "silu_grad",
+# the derivative times the cotangent, b, at the pre-activation, a: elementwise.py's
+# gradient ops where it has one, else inline (y = the activation)
+_BACKWARD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
+_BACKWARD_INLINE = {
     "relu": "select(0.0, b, a > 0.0)",
     "tanh": "b * (1.0 - y * y)",  # from the activation, as tanh's own VJP takes it
 }
@@ -98,8 +99,8 @@ def dense_act_backward(src: Source, op: str, ins, outs, attrs):
     src.operand("y", y)
     src.operand("o", out, write=True)
     at = src.add_meta(m, n, g.offset, y.offset, out.offset)
-    act = _BACKWARD[attrs["act"]]
-    expr = act if "(" in act or " " in act else expression(src, act, [_D(), _D()], _D(), {})
+    act = attrs["act"]
+    expr = _BACKWARD_INLINE.get(act) or expression(src, _BACKWARD_OPS[act], [_D(), _D()], _D(), {})
     src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
     src.fns.append(f"fn sc_dact(a: f32, b: f32, y: f32) -> f32 {{ return {expr}; }}")
     body = f"""  let M = mt[{at}u]; let N = mt[{at + 1}u]; let mn = M * N;
