@@ -24,6 +24,7 @@ from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
+from ..runtime.kernel_choice import choosing
 from ..runtime.tensor import Tensor
 from .data import batch_rows
 from .determinism import resolve_tier
@@ -64,10 +65,12 @@ class _Run:
 
     # -- the step: device work only --
     def step(self, x, y) -> None:
-        if self.replay is not None:
-            self.replay.step(self, x, y)  # the recorded schedule, or this eager step
-            return
-        self.eager_step(x, y)
+        # the tier's kernels (train.determinism.KERNELS); a recorded step keeps them
+        with choosing(self.tier.kernels):
+            if self.replay is not None:
+                self.replay.step(self, x, y)  # the recorded schedule, or this eager step
+                return
+            self.eager_step(x, y)
 
     def host_enter(self) -> None:
         self.step_lr = self.optimizer.param_groups[0]["lr"]
