@@ -132,6 +132,8 @@ export function mount(el, client, app) {
   }
 
   let shownProblems = "";
+  let announced = null; // the last record text any panel announced (a "record" event)
+  app.on("record", (text) => { announced = text; });
   function show(v, local = false) {
     // put one view (a projection or a local answer) in all three views; a full layout is
     // forced at the end, so the time measured after it includes the page's own layout work.
@@ -141,7 +143,11 @@ export function mount(el, client, app) {
     const lap = (k) => { const n = performance.now(); parts[k] = n - t; t = n; };
     state.view = v;
     if (v.text !== code.text) code.setText(v.text);
-    if (app.record !== v.text) { app.record = v.text; app.emit("record", v.text); }
+    // every text the views show is announced once, typed code included (the code view
+    // sets app.record as the user types, before any projection): the memory plan, the
+    // data labels and Train's validity follow each edit, whichever view made it. Typed
+    // code is announced once the worker has projected it, not at each key
+    if (app.record !== v.text || (!local && announced !== v.text)) { app.record = v.text; app.emit("record", v.text); }
     const key = JSON.stringify(v.diagnostics);
     if (key !== shownProblems) code.showDiagnostics(v.diagnostics);
     lap("code");

@@ -27,6 +27,7 @@ const TEMPLATE = `
     <button id="run-train" disabled>Train</button>
     <button id="run-pause" disabled>Pause</button>
     <button id="run-stop" disabled>Stop</button>
+    <span id="run-blocked" class="run-blocked" role="status" hidden></span>
     <span id="run-hint" class="muted" role="status">a quick run: clear “max steps” for the record's full length</span>
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
@@ -126,9 +127,27 @@ export function mount(el, client, app) {
     app.emit("record", app.record);
   } else loadExample($("run-example").value);
 
+  // Train waits for a record that validates: the first problem is said beside it and
+  // on hover (Model View's projection, whichever view made the edit, says which)
+  state.invalid = null;
+  function refreshTrain() {
+    const b = $("run-train");
+    b.disabled = state.running || state.away || !state.engineUp || state.invalid !== null;
+    b.title = state.invalid ? `fix the record first: ${state.invalid}` : "";
+    const why = $("run-blocked");
+    why.hidden = state.invalid === null;
+    why.textContent = state.invalid ? `Train waits for a valid record: ${state.invalid}` : "";
+  }
+  app.on("model-view", (r) => {
+    const d = r.diagnostics && r.diagnostics[0];
+    state.invalid = r.ok || !d ? null
+      : `${d.line}:${d.col}: ${d.message}${r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : ""}`;
+    refreshTrain();
+  });
+
   function setRunning(on) {
     state.running = on;
-    $("run-train").disabled = on || state.away;
+    refreshTrain();
     $("run-pause").disabled = !on;
     $("run-stop").disabled = !on;
     $("run-state").textContent = on ? "training" : state.away ? "in the detached window" : "idle";
@@ -138,7 +157,7 @@ export function mount(el, client, app) {
   // while the run lives in a detached window this tab has no store: nothing to train into
   function setAway(on) {
     state.away = on;
-    $("run-train").disabled = on || state.running;
+    refreshTrain();
     $("run-detach").disabled = on;
     if (state.running) return;
     $("run-state").textContent = on ? "in the detached window" : "idle";
@@ -286,7 +305,8 @@ export function mount(el, client, app) {
     $("run-detach").addEventListener("click", () => detacher.detach());
     watchVisibility(state, $("run-wakelock"), detacher.detach, log);
     app.on("engine", () => {
-      $("run-train").disabled = state.away;
+      state.engineUp = true;
+      refreshTrain();
       runs.refresh();
       share.open().catch((e) => log(`the link did not open: ${e.message}`));
     });
