@@ -89,7 +89,10 @@ _REGISTRY = _Schemas()
 
 
 def _diag_json(d: Diagnostic) -> dict:
-    return {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+    out = {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+    if getattr(d, "sets", None):  # a certain mend: the page offers it as one click
+        out["sets"] = d.sets
+    return out
 
 
 # the record's top-level training scalars the form offers besides the catalog entries

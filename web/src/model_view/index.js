@@ -59,6 +59,14 @@ function fillPainted(entry, local) {
   if (entry.agreed) entry.painted_ms = local.painted_ms;
 }
 
+// one block field is a form edit (worked out on the UI thread too); more is set_paths
+function fixEdit(sets) {
+  const paths = Object.keys(sets);
+  const parts = paths.length === 1 ? paths[0].split(".") : [];
+  if (parts.length === 3 && parts[0] === "blocks") return { kind: "set_field", block: parts[1], field: parts[2], value: sets[paths[0]] };
+  return { kind: "set_paths", set: sets };
+}
+
 function percentile(xs, p) {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -176,6 +184,7 @@ export function mount(el, client, app) {
         li.querySelector("b").textContent = `${d.line}:${d.col}`;
         li.querySelector("span").textContent = d.message + (d.fix ? ` (${d.fix})` : "");
         li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); showTab("code"); code.goto(d.line, d.col); });
+        if (d.sets) li.appendChild(fixButton(d));
         list.appendChild(li);
       }
     }
@@ -183,6 +192,18 @@ export function mount(el, client, app) {
     void el.offsetHeight; // style and layout now, inside the measured time
     lap("layout");
     return parts;
+  }
+
+  // a problem with a certain mend (a block that reads a width another block sets):
+  // one click applies it, as the form would
+  function fixButton(d) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "mv-fix";
+    b.textContent = `Fix: ${d.fix}`;
+    b.title = "apply this edit to the record";
+    b.addEventListener("click", () => send(fixEdit(d.sets), "fix"));
+    return b;
   }
 
   function showLatency() {
