@@ -158,7 +158,7 @@ const PREPARED = {
 const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 
 // commands that never write under /scellis (a sync of the store costs a frame or more)
-const READ_ONLY = new Set(["project", "edit", "catalog", "use_info", "predict", "forward", "labels",
+const READ_ONLY = new Set(["project", "edit", "follow", "catalog", "use_info", "predict", "forward", "labels",
   "share_link", "open_link", "link_data", "link_match"]);
 
 function flush() {

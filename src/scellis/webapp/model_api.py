@@ -26,8 +26,8 @@ from ..sml import TIERS, Document, parse, to_form, to_graph, validate
 from . import data_labels, dataset_api, finetune_edit, kept_data
 from .dataset_api import rehash
 
-__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
-           "project"]  # fmt: skip
+__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "follow", "labels", "load_table",
+           "load_text", "project"]  # fmt: skip
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
@@ -298,6 +298,12 @@ def dataset_from(
     text = data_labels.follow_comments(out["record"], before, counted)
     dataset = {**out["dataset"], "labels": after}
     return {"record": text, "dataset": dataset, "project": project(text)}
+
+
+def follow(before: str, text: str) -> dict:
+    """The record after a Model View edit of its data section, made to follow it as a
+    data-panel change is: ``{text, settled}`` (see ``data_labels.follow_edit``)."""
+    return data_labels.follow_edit(before, text)
 
 
 def labels(record: str) -> dict | None:

@@ -208,7 +208,7 @@ export function mount(el, client, app) {
 
   function showLatency() {
     // loading a record (the first one waits for the engine to start) is not an edit
-    const xs = state.latencies.filter((x) => x.kind !== "load");
+    const xs = state.latencies.filter((x) => x.kind !== "load" && x.kind !== "follow");
     if (!xs.length) return;
     const all = xs.map((x) => x.ms), conf = xs.map((x) => x.confirmed_ms);
     $(".mv-latency").dataset.latency = `${xs[xs.length - 1].ms.toFixed(1)} ms (p50 ${percentile(all, 50).toFixed(1)}, p95 ${percentile(all, 95).toFixed(1)};`
@@ -245,6 +245,28 @@ export function mount(el, client, app) {
       showLatency();
     }
     app.emit("model-view", r);
+    followData(r, kind);
+  }
+
+  // an edit here of the record's data counts (window, horizon): the inputs, the head and
+  // the comments follow, as a data-panel change makes them (model_api.follow). base: the
+  // last text in step with its counts; a half-typed count waits for the rest
+  let followBase = null;
+  const dataPart = (text) => (text.match(/^data:.*(?:\n(?:[ \t#].*|))*/m) || [""])[0];
+  async function followData(r, kind) {
+    if (!r.parsed) return;
+    if (kind === "load" || kind === "follow" || followBase === null) { followBase = r.text; return; }
+    if (dataPart(r.text) === dataPart(followBase)) { followBase = r.text; return; }
+    const base = followBase;
+    let out;
+    try { out = await client.call("follow", { before: base, text: r.text }); } catch (e) { return; }
+    // typing went on meanwhile: the next projection follows from the same base
+    if (code.text !== r.text || followBase !== base || !out.settled) return;
+    followBase = out.text;
+    if (out.text === r.text) return;
+    code.setText(out.text);
+    app.record = out.text;
+    project(out.text, "follow");
   }
 
   async function run(cmd, args, kind, t0, local) {
