@@ -216,6 +216,7 @@ export function mount(el, client, app) {
     state.runRecord = args.record_text ?? null; // a resume trains its stored record
     nameData(cmd, args);
     setRunning(true);
+    app.emit("run-started", cmd);
     const job = client.stream(cmd, args, onEvent);
     state.current = job;
     try {
@@ -281,6 +282,7 @@ export function mount(el, client, app) {
     // the rate counts steps from the resume on: the paused seconds are no training time
     if (!state.paused) {
       state.marks = [];
+      state.lastLog = null; // the paused seconds are no step's time
       state.t0 = performance.now();
       state.step0 = Number($("run-step").textContent) || state.step0;
     }
