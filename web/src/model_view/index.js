@@ -182,7 +182,8 @@ export function mount(el, client, app) {
         const li = document.createElement("li");
         li.innerHTML = `<a href="#"><b></b> <span></span></a>`;
         li.querySelector("b").textContent = `${d.line}:${d.col}`;
-        li.querySelector("span").textContent = d.message + (d.fix ? ` (${d.fix})` : "");
+        // a mend offered as a button is not also said in words
+        li.querySelector("span").textContent = d.message + (d.fix && !d.sets ? ` (${d.fix})` : "");
         li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); showTab("code"); code.goto(d.line, d.col); });
         if (d.sets) li.appendChild(fixButton(d));
         list.appendChild(li);

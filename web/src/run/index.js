@@ -259,7 +259,7 @@ export function mount(el, client, app) {
   // the plan counts replayed steps' residency: it follows the replay box too
   $("run-replay").addEventListener("change", () => plan.soon());
 
-  // a quick run not sized yet times two steps first (quick_run.js)
+  // a quick run not sized yet times a few steps first (quick_run.js)
   async function trainSized() {
     if (state.running || quick.state.busy) return null;
     $("run-train").disabled = true;

@@ -1,12 +1,14 @@
 // The first run of each example is a quick one, sized to the user's GPU: its step count
 // is the target time (about 45 s) worked back through what this GPU was measured to
 // take. The measurement is a short calibration the first time Train is pressed for an
-// example (five unrecorded steps and one validation: the first step pays for shader
-// compiles and is left out; the rest give the warm step, the median of their times),
+// example (seven unrecorded steps and three validations: the first step and the first
+// validation pay for shader compiles, and the medians leave them out),
 // then each run's own times, which replace it. Kept per example and GPU in
 // localStorage, so the next visit is sized at once. What the run will take is said as
-// a range around start-up + steps × warm step + validations × one validation, and the
-// run's actual duration is kept beside it (state.last) so the two can be compared.
+// a range around start-up + steps × (warm step + extra) + validations × one validation,
+// where extra is what a recorded run spends besides (checkpoints, samples, its end),
+// learnt from the last run; the run's actual duration is kept beside what was said
+// (state.last) so the two can be compared.
 // The validation cadence follows: about three validations a run. A "max steps" the
 // user typed is left alone. The char Transformer validates on its first rows.
 const CADENCE = {
@@ -17,10 +19,11 @@ const CADENCE = {
 const FALLBACK = { lstm_forecaster: 60, char_transformer: 15 };
 const KEY = "scellis-speed:";
 const EVALS = 3; // validations a quick run makes
-const CALIBRATION_STEPS = 5;
+const CALIBRATION_STEPS = 7;
+const CALIBRATION_EVERY = 3; // validations at steps 3 and 6, and of the last state
 // the announced range around the estimate: a warm step varies by some tens of percent
 // on a shared or software GPU, and validations and start-up more than steps do
-const RANGE = [0.8, 1.35];
+const RANGE = [0.8, 1.5];
 
 export const median = (xs) => {
   if (!xs.length) return null;
@@ -33,14 +36,14 @@ export const median = (xs) => {
 // ([ms, event] pairs, in order, from the moment the run was asked for)
 export function timesOf(marks, t0) {
   const steps = [], evals = [];
-  let last = null, start = null, seen = 0;
+  let last = null, start = null;
   for (const [t, ev] of marks) {
     if (ev.kind === "start") start = (t - t0) / 1000;
     if (ev.kind === "eval" && last) evals.push((t - last[1]) / 1000);
     if (ev.kind !== "log") { if (ev.kind === "eval") last = null; continue; }
-    seen += 1;
-    // the first logged step pays for compiles; a gap that held a validation is not a step
-    if (last && seen > 2 && ev.step > last[0]) steps.push((t - last[1]) / 1000 / (ev.step - last[0]));
+    // the first step (run start to its log) pays for compiles and is never a gap here;
+    // a gap that held a validation is not a step
+    if (last && ev.step > last[0]) steps.push((t - last[1]) / 1000 / (ev.step - last[0]));
     last = [ev.step, t];
   }
   return { step: median(steps), eval: median(evals), start };
@@ -56,7 +59,8 @@ export function createQuickRun({ root, client, app, hint }) {
   app.quickRun = state;
   const input = (name) => root.querySelector(`[data-option="${name}"]`);
   const key = () => `${KEY}${state.example}:${state.device}`;
-  Object.defineProperty(state, "per_step", { get: () => (state.speed ? state.speed.step : null),
+  // per_step: the warm step the run is sized by (null: not measured yet)
+  Object.defineProperty(state, "per_step", { enumerable: true, get: () => (state.speed ? state.speed.step : null),
     set: (v) => { state.speed = v === null ? null : { step: v, eval: 0, start: 0 }; } });
 
   function remembered() {
@@ -74,15 +78,15 @@ export function createQuickRun({ root, client, app, hint }) {
   function estimate(steps, every, speed) {
     // every `every` steps, and the last state always
     const evals = Math.floor(steps / every) + (steps % every ? 1 : 0);
-    const t = (speed.start || 0) + steps * speed.step + evals * (speed.eval || 0);
-    return { seconds: t, range: RANGE.map((k) => Math.max(1, Math.round(t * k))) };
+    const t = (speed.start || 0) + steps * (speed.step + (speed.extra || 0)) + evals * (speed.eval || 0);
+    return { steps, seconds: t, range: RANGE.map((k) => Math.max(1, Math.round(t * k))) };
   }
 
   // set the run controls to the sized quick run and say what it will take
   function size(speed) {
     state.speed = speed;
     const budget = state.target_s - (speed.start || 0) - EVALS * (speed.eval || 0);
-    const steps = Math.max(3, Math.min(2000, Math.round(budget / speed.step)));
+    const steps = Math.max(3, Math.min(2000, Math.round(budget / (speed.step + (speed.extra || 0)))));
     state.steps = steps;
     input("max_steps").value = String(steps);
     const every = Math.max(1, Math.round(steps / EVALS));
@@ -126,7 +130,7 @@ export function createQuickRun({ root, client, app, hint }) {
     const marks = [], t0 = performance.now();
     try {
       await client.stream("train", {
-        record_text: app.record, max_steps: CALIBRATION_STEPS, log_every: 1, eval_every: CALIBRATION_STEPS,
+        record_text: app.record, max_steps: CALIBRATION_STEPS, log_every: 1, eval_every: CALIBRATION_EVERY,
         samples: false, ...(CADENCE[state.example].val_rows ? { val_rows: CADENCE[state.example].val_rows } : {}),
       }, (ev) => marks.push([performance.now(), ev]));
     } finally {
@@ -153,10 +157,18 @@ export function createQuickRun({ root, client, app, hint }) {
     run = null;
     if (!mine || !end || end.stopped_by_user) return;
     const actual = (performance.now() - mine.t0) / 1000;
-    if (mine.sized) state.last = { ...mine.sized, actual_s: actual, steps: end.steps };
+    // the sized run itself (its options can be given past the panel's inputs)
+    if (mine.sized && end.steps === mine.sized.steps) {
+      state.last = { ...mine.sized, actual_s: actual };
+      hint.textContent = hint.textContent.replace(/ · the last one took .*$/, "") +
+        ` · the last one took ${Math.round(actual)} s`;
+    }
     const got = timesOf(mine.marks, mine.t0);
     if (got.step === null || !CADENCE[state.example]) return;
-    remember({ step: got.step, eval: got.eval ?? (state.speed ? state.speed.eval : 0), start: got.start ?? 0 });
+    const evalS = got.eval ?? (state.speed ? state.speed.eval : 0), start = got.start ?? 0;
+    const evals = mine.marks.filter(([, ev]) => ev.kind === "eval").length;
+    const extra = Math.max(0, (actual - start - end.steps * got.step - evals * evalS) / end.steps);
+    remember({ step: got.step, eval: evalS, start, extra });
   }
 
   app.on("engine", (hello) => {
