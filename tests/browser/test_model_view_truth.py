@@ -109,7 +109,7 @@ def test_the_quick_run_takes_about_the_time_it_announced(page):
     assert 0 < q["timed"]["step"] < q["last"]["seconds"]
     actual, said = q["last"]["actual_s"], q["last"]["seconds"]
     assert q["last"]["steps"] == q["steps"]
-    print(f"quick run of {q['steps']} steps: said {lo}-{hi} s, took {actual:.1f} s", q)
+    print(f"quick run of {q['steps']} steps: said {lo}-{hi} s, took {actual:.1f} s")
     assert said / 2 < actual < said * 2, (actual, said, q)
     # the ETA shown at each step after the first few moves one way, without wild swings
     etas = [e for e in page.evaluate("window._etas") if e != "–"]
