@@ -150,6 +150,7 @@ def test_a_trained_run_reopens_in_model_view_and_trains_on_from_its_weights(page
     page.click(".past-close")
     page.select_option("#run-example", "lstm_forecaster")  # an example again, as a user would
     page.wait_for_function("window.scellisApp.recordName === 'lstm_forecaster'")
+    assert page.inner_text("#runs-message") == ""  # the line was about the reopened run
 
 
 def test_code_edits_move_the_plan_and_trains_validity_and_a_width_offers_its_mend(page):

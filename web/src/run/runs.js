@@ -42,7 +42,14 @@ export function mountRuns(el, client, app, resume, share = null) {
     try {
       const got = await client.call("run_record", { run: id, store: STORE });
       app.importer.openModel(got.name, got.record);
-      message(`run ${id} is in Model View with its weights from step ${got.step}: edit it, then Train fine-tunes it`, "ok");
+      const said = `run ${id} is in Model View with its weights from step ${got.step}: edit it, then Train fine-tunes it`;
+      message(said, "ok");
+      // once another model is shown, the line is about a model no longer there
+      const off = app.on("record", () => {
+        if (app.recordName === `imported:${got.name}`) return;
+        off();
+        if (el.querySelector("#runs-message").textContent === said) message("");
+      });
     } catch (e) { message(e.message, "error"); }
   }
   const past = mountPast(el.querySelector("#runs-past"), client, STORE, editRun);
