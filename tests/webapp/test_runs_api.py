@@ -93,3 +93,25 @@ def test_a_run_reopens_as_a_record_whose_weights_are_its_trained_ones(tmp_path, 
     assert again[0] == f"# reopened from run {child} at step 2: its trained weights"
     assert again[2:] == edited.read_text().split("\n")[2:]
     assert sum(ln.startswith("# weights: sha256:") for ln in again) == 1
+
+
+def test_a_run_that_trained_adapters_is_refused_with_the_way_out(tmp_path, capsys):
+    import pytest
+
+    from scellis.base.errors import ScellisError
+    from scellis.webapp import runs_api
+
+    rec = write_record(tmp_path)
+    rec.write_text(
+        rec.read_text().replace(
+            "  head: { block_id: nn/regression_head, in: lstm,",
+            "  mid: { block_id: nn/linear, in: lstm, in_features: 3, out_features: 3 }\n"
+            "  head: { block_id: nn/regression_head, in: mid,",
+        )
+        + "finetune: {adapters: [{block_id: peft/lora, target_modules: [mid]}]}\n"
+    )
+    out = _cli(capsys, "train", str(rec), "--store", str(tmp_path / "s"), "--device",
+               "reference", "--json", "--max-steps", "2")  # fmt: skip
+    rid = json.loads(out.splitlines()[-1])["run"]
+    with pytest.raises(ScellisError, match="adapters over a frozen base.*scellis export"):
+        runs_api.run_record(rid, str(tmp_path / "s"))
