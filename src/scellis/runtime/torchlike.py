@@ -22,11 +22,12 @@ import array
 import struct
 import sys
 
-from ..autograd.mode import check_writable, is_grad_enabled
+from ..autograd.mode import is_grad_enabled
 from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import DeviceError, DTypeError, ScellisError
 from ..base.shapes import contiguous_strides
 from ..devices.base import View, get_device
+from .write_guard import guard_write
 
 
 class ElementCount(int):
@@ -299,14 +300,12 @@ class TorchLikeMethods:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
             self._node, self.requires_grad = new._node, True
             return self
-        check_writable(self, what)
+        guard_write(self, what)  # counts the write: a backward that saved this storage refuses
         new = new.detach().cast(self.dtype).prim("copy")  # fresh storage: never aliases self
         if self.dtype.is_float and self.is_contiguous() and self.numel:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
-            # every tensor over this storage changed: a backward that saved one refuses
-            self._buf.version = getattr(self._buf, "version", 0) + 1
         else:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self

@@ -16,6 +16,7 @@ from ..store.manifest import read_manifest
 from ..store.objects import ObjectStore
 from ..store.records import Records
 from . import tab_store
+from .commands import command
 
 # the header lines an earlier import or reopening wrote: replaced by this run's own
 _HEADER = re.compile(r"\A(?:#[^\n]*\n)*?#\s*weights:\s*sha256:[0-9a-f]{64}[ \t]*\n")
@@ -26,6 +27,7 @@ def _tab_summary(rec: Records, row: dict) -> dict:
     return {**summary(rec, row), "status": tab_store.status_of(row)}
 
 
+@command(writes_store=False)
 def run_view(run: str, store: str = tab_store.ROOT) -> dict:
     """Run ``run`` of ``store``: its summary, curves ({name: [[step, value], ...]}, by
     step) and record text (the record it trained: the run's edits applied)."""
@@ -40,11 +42,13 @@ def run_view(run: str, store: str = tab_store.ROOT) -> dict:
     return out
 
 
+@command(writes_store=False)
 def compare_runs(a: str, b: str, store: str = tab_store.ROOT) -> dict:
     """Runs ``a`` and ``b`` side by side, as ``scellis compare`` has them (``run.past``)."""
     return comparison(store, (a, b), described=_tab_summary)
 
 
+@command(writes_store=False)
 def run_record(run: str, store: str = tab_store.ROOT) -> dict:
     """Run ``run``'s record with its trained weights, to edit and train further in Model
     View: ``{record, name, step}``. The record is the one the run trained (its edits

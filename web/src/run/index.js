@@ -13,6 +13,7 @@ import { mountRuns, STORE } from "./runs.js";
 import { createShare } from "./share.js";
 import { mountUse } from "./use_panel.js";
 import { createDetacher, detachedRun, runDetached } from "./detach.js";
+import { showCutOff } from "./cut_off.js";
 import { showBanner, clearBanner } from "../banner.js";
 import { createDrafts } from "../drafts.js";
 
@@ -99,14 +100,22 @@ export function mount(el, client, app) {
   // an edited example comes back as it was left (drafts.js)
   const drafts = createDrafts(app, document.getElementById("draft-note") || document.createElement("div"));
   const quick = createQuickRun({ root: el, client, app, hint: $("run-hint") });
-  async function loadExample(name) {
+  // keep: the data panel asked, for a file it holds (it keeps showing that file)
+  async function loadExample(name, { keep = false } = {}) {
     quick.apply(name);
     const r = await fetch(`examples/${name}.sml`);
     const text = await r.text();
     app.recordName = name;
     app.record = drafts.open(name, text);
     app.emit("record", app.record);
+    app.emit("example", { name, keep });
   }
+  // another panel picks an example: the picker and the run view follow, as on a pick
+  app.loadExample = async (name, opts) => {
+    $("run-example").value = name;
+    if (!state.running) clearRunView();
+    await loadExample(name, opts);
+  };
   // the picker sits in the page's "start here" strip, where a newcomer looks first
   const startSlot = document.getElementById("start-example");
   if (startSlot) startSlot.appendChild($("run-example"));
@@ -209,6 +218,7 @@ export function mount(el, client, app) {
   async function go(cmd, args) {
     if (state.running) return null;
     clearBanner("run-error");
+    state.failed = null;
     clearBanner("detach-closed"); // a run closed with its detached window: resumed or not
     clearRunView();
     state.events = [];
@@ -231,6 +241,7 @@ export function mount(el, client, app) {
       const text = red ? "training did not start: the memory plan is red (see the plan box for what to change)"
         : `training failed: ${e.message}${where}`;
       showBanner("error", text, "run-error");
+      state.failed = args.record_text ?? null;
       log(`error: ${e.message}`);
       app.emit("run-failed", e);
       throw e;
@@ -247,11 +258,24 @@ export function mount(el, client, app) {
   let share = null;
   const runs = mountRuns($("run-runs"), client, app, resume, () => share);
   state.runs = runs;
+  // the first listing after the page opens: a run the last reload cut off is shown
+  const offRuns = app.on("runs", (list) => {
+    offRuns();
+    if (!state.running && !state.events.length) state.cutOff = showCutOff($, list);
+  });
   share = createShare({ client, app, run: state, box: $("run-share"), message: runs.message });
   state.share = share;
+  // a failed run's banner stands until a record other than the one that failed plans
+  // without a problem: the fix is in, the banner would only mislead
+  function fixed(ev) {
+    if (state.failed === undefined || state.failed === null || ev.verdict === "red") return;
+    if (app.record === state.failed) return;
+    state.failed = null;
+    clearBanner("run-error");
+  }
   const plan = watchPlan({
     client, app, state, box: $("run-plan"),
-    show: (box, ev) => showPlan(box, ev, view.applyFix),
+    show: (box, ev) => { showPlan(box, ev, view.applyFix); fixed(ev); },
     options: () => ({ replay: panelOptions().replay }),
   });
   state.plan = plan;

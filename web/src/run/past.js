@@ -3,7 +3,7 @@
 // differs). The numbers are the engine's (runs_api: what `scellis runs show` and
 // `scellis compare` read); this file only draws them.
 import uPlot from "uplot";
-import { metricsText } from "./show.js";
+import { metricsText, startedAt } from "./show.js";
 import { STEP_INCRS, widthOf } from "./curves.js";
 
 const COLORS = ["#2563eb", "#dc2626"];
@@ -114,6 +114,15 @@ export function mountPast(box, client, store, onEdit = null) {
     return r;
   }
 
+  // each run by what tells it apart: its id, its record's short hash, when it started
+  // (the model id is often the same for both); the full values on hover
+  function runCell(tag, r) {
+    const th = el("th", { class: "past-run", title: `${r.id}\nmodel ${r.model_id || "–"}\nrecord ${r.record_hash}` });
+    th.append(el("span", { class: "past-run-id", text: `${tag} ${r.id}` }),
+      el("span", { class: "past-run-made muted", text: `record ${r.record_hash.slice(0, 8)} · ${startedAt(r.started)}` }));
+    return th;
+  }
+
   async function compare(a, b) {
     const g = await client.call("compare_runs", { a, b, store });
     const [ra, rb] = g.runs;
@@ -129,9 +138,11 @@ export function mountPast(box, client, store, onEdit = null) {
       curves.push({ label: `${tag} validation`, color: COLORS[i], dash: [6, 4], points: g.metrics[i].val_loss });
     });
     state.plot = chart(plotBox, "loss: a and b", curves);
-    const table = el("table", { class: "past-table" });
-    table.append(el("tr", {}, el("th", { text: "" }), el("th", { text: `a ${ra.id}` }), el("th", { text: `b ${rb.id}` })));
-    const row = (name, x, y) => table.append(el("tr", {}, el("th", { text: name }), el("td", { text: x }), el("td", { text: y })));
+    const table = el("table", { class: "past-table past-compare" });
+    table.append(el("tr", {}, el("th", { text: "" }), runCell("a", ra), runCell("b", rb)));
+    // a long value (a hash) is cut short with an ellipsis: its full text on hover
+    const cell = (v) => el("td", { text: v, title: v });
+    const row = (name, x, y) => table.append(el("tr", {}, el("th", { text: name }), cell(x), cell(y)));
     for (const k of ["step", "loss", "best_loss", "val_loss"]) row(k.replace("_", " "), num(ra[k]), num(rb[k]));
     const names = [...new Set([...Object.keys(ra.metrics), ...Object.keys(rb.metrics)])].sort();
     for (const k of names) row(k, num(ra.metrics[k]), num(rb.metrics[k]));

@@ -13,10 +13,11 @@
 // user typed is left alone. The char Transformer validates on its first rows.
 const CADENCE = {
   lstm_forecaster: { log_every: 1, val_rows: "" },
+  tcn_forecaster: { log_every: 1, val_rows: "" },
   char_transformer: { log_every: 1, val_rows: 32 },
 };
 // before any measurement: what a software GPU (SwiftShader) manages in a minute or few
-const FALLBACK = { lstm_forecaster: 60, char_transformer: 15 };
+const FALLBACK = { lstm_forecaster: 60, tcn_forecaster: 60, char_transformer: 15 };
 const KEY = "scellis-speed:";
 const EVALS = 3; // validations a quick run makes
 const CALIBRATION_STEPS = 7;
@@ -59,6 +60,7 @@ export function createQuickRun({ root, client, app, hint }) {
   app.quickRun = state;
   const input = (name) => root.querySelector(`[data-option="${name}"]`);
   const key = () => `${KEY}${state.example}:${state.device}`;
+  const plain = hint.textContent; // the page's own line, for a record sized by no quick run
   // per_step: the warm step the run is sized by (null: not measured yet)
   Object.defineProperty(state, "per_step", { enumerable: true, get: () => (state.speed ? state.speed.step : null),
     set: (v) => { state.speed = v === null ? null : { step: v, eval: 0, start: 0 }; } });
@@ -104,7 +106,7 @@ export function createQuickRun({ root, client, app, hint }) {
     state.speed = null;
     state.estimate = null;
     const cadence = CADENCE[example];
-    if (!cadence) { hint.textContent = ""; return; }
+    if (!cadence) { hint.textContent = plain; return; }
     for (const [name, value] of Object.entries(cadence)) {
       const i = input(name);
       if (i) i.value = String(value);
@@ -126,6 +128,7 @@ export function createQuickRun({ root, client, app, hint }) {
   async function ready(log) {
     if (!CADENCE[state.example] || state.speed !== null || !untouched()) return;
     state.busy = true;
+    const before = hint.textContent; // back once the measurement is over, however it ends
     hint.textContent = `measuring this GPU's speed (${CALIBRATION_STEPS} steps)…`;
     const marks = [], t0 = performance.now();
     try {
@@ -135,6 +138,7 @@ export function createQuickRun({ root, client, app, hint }) {
       }, (ev) => marks.push([performance.now(), ev]));
     } finally {
       state.busy = false;
+      hint.textContent = before;
     }
     const got = timesOf(marks, t0);
     if (got.step === null) return;

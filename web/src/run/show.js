@@ -15,6 +15,12 @@ export function fmtTime(s) {
   return h ? `${h}h${String(m).padStart(2, "0")}m` : `${m}m${sec}s`;
 }
 
+// when a run started (seconds since the epoch), short, in the user's own time zone
+export function startedAt(seconds) {
+  return new Date(seconds * 1000).toLocaleString(undefined,
+    { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+}
+
 const num = (v) => (v == null ? "n/a" : Number(v).toPrecision(4).replace(/\.?0+$/, ""));
 
 // "mae 14.26 sunspots (persistence 23.06, seasonal naive 27.65) · rmse …": each metric,
