@@ -27,8 +27,8 @@ from . import data_labels, dataset_api, finetune_edit, kept_data
 from .commands import command
 from .dataset_api import rehash
 
-__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
-           "project", "record_data"]  # fmt: skip
+__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "follow", "labels", "load_table",
+           "load_text", "project", "record_data"]  # fmt: skip
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
@@ -90,7 +90,10 @@ _REGISTRY = _Schemas()
 
 
 def _diag_json(d: Diagnostic) -> dict:
-    return {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+    out = {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+    if getattr(d, "sets", None):  # a certain mend: the page offers it as one click
+        out["sets"] = d.sets
+    return out
 
 
 # the record's top-level training scalars the form offers besides the catalog entries
@@ -309,6 +312,13 @@ def dataset_from(
     text = data_labels.follow_comments(out["record"], before, counted)
     dataset = {**out["dataset"], "labels": after}
     return {"record": text, "dataset": dataset, "project": project(text)}
+
+
+@command(writes_store=False)
+def follow(before: str, text: str) -> dict:
+    """The record after a Model View edit of its data section, made to follow it as a
+    data-panel change is: ``{text, settled}`` (see ``data_labels.follow_edit``)."""
+    return data_labels.follow_edit(before, text)
 
 
 @command(writes_store=False)
