@@ -135,7 +135,8 @@ def apply_op(op: str, inputs: tuple, **attrs):
 def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     """Make a view of ``x`` with new geometry, recorded like any op."""
     out = type(x)(x._buf, tuple(geom_shape), tuple(geom_strides), offset, x.dtype, x.device)
-    (spec,) = get_op(op).infer([Spec(x.shape, x.dtype)], attrs)
+    opdef = get_op(op)
+    spec = _out_geometry(opdef, op, (x,), attrs)[0]
     assert spec.shape == out.shape, (op, spec.shape, out.shape)
-    _record(op, (x,), attrs, out)
+    _record(op, (x,), attrs, out, opdef)
     return out

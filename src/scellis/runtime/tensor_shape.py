@@ -30,8 +30,10 @@ class TensorShape:
 
     # -- views --
     def permute(self, *dims):
-        perm = tuple(norm_axis(p, self.ndim) for p in _dims(dims))
-        n = self.ndim
+        n = len(self.shape)
+        perm = _dims(dims)
+        if not all(type(p) is int and 0 <= p < n for p in perm):  # else already normal
+            perm = tuple([norm_axis(p, n) for p in perm])
         if len(perm) != n:
             raise ShapeError(f"permute of a {n}-d tensor needs {n} dims, got {perm}")
         shape = [self.shape[p] for p in perm]
@@ -39,10 +41,11 @@ class TensorShape:
         return apply_view("permute", self, shape, strides, self.offset, perm=perm)
 
     def transpose(self, a=-2, b=-1):
-        perm = list(range(self.ndim))
-        a, b = norm_axis(a, self.ndim), norm_axis(b, self.ndim)
+        n = len(self.shape)
+        perm = list(range(n))
+        a, b = norm_axis(a, n), norm_axis(b, n)
         perm[a], perm[b] = perm[b], perm[a]
-        return self.permute(perm)
+        return self.permute(tuple(perm))
 
     @property
     def T(self):

@@ -50,13 +50,32 @@ def as_array(v: View) -> np.ndarray:
     return arr
 
 
-def _write(o: View, r, dtype) -> None:
+def _write(o: View, r, dtype, taken: set) -> None:
     """Store a kernel's result ``r`` into the contiguous output ``o``, cast to ``dtype``
-    (the op's first output's) and then to ``o``'s."""
+    (the op's first output's) and then to ``o``'s.
+
+    A result that fills the whole buffer, in its dtype, in memory of its own that no one
+    else holds (``taken``: the results this op already stored) becomes the buffer's
+    storage instead of being copied into it; the backend alone holds its handles, and
+    replacing every value at once is what a write of the whole buffer does."""
     r = np.asarray(r)
+    handle = o.buf.handle
+    if (
+        r.shape == o.shape
+        and r.dtype == handle.dtype
+        and r.size == handle.size
+        and r.flags.owndata
+        and r.flags.c_contiguous
+        and r.flags.writeable
+        and id(r) not in taken
+        and dtype == handle.dtype
+    ):
+        taken.add(id(r))
+        o.buf.handle = r.reshape(-1)
+        return
     if r.shape != o.shape:
         r = np.broadcast_to(r, o.shape)
-    target = o.buf.handle[o.offset : o.offset + math.prod(o.shape)]
+    target = handle[o.offset : o.offset + math.prod(o.shape)]
     if dtype != target.dtype:  # every result goes through the first output's dtype
         r = r.astype(dtype)
     if r.ndim == 1 or not o.shape:  # no reshape needed: assign straight into the target
@@ -119,8 +138,9 @@ class ReferenceBackend(OneInstance):
         results = kernel(arrays, attrs, out_dtypes)
         if not isinstance(results, (list, tuple)):
             results = [results]
+        taken: set = set()
         for o, r in zip(outputs, results):
-            _write(o, r, out_dtypes[0])
+            _write(o, r, out_dtypes[0], taken)
 
     # -- memory accounting, the same names every backend reports --
     def memory(self) -> dict:
