@@ -68,8 +68,10 @@ def _hold(inputs: tuple, reads) -> tuple:
     if reads is None:
         return inputs
     return tuple(
-        x if x is None or r or (x._node is None and x.requires_grad) else Edge(x)
-        for x, r in zip(inputs, reads)
+        [
+            x if x is None or r or (x._node is None and x.requires_grad) else Edge(x)
+            for x, r in zip(inputs, reads)
+        ]
     )
 
 
@@ -98,7 +100,7 @@ class Node:
         # changed in place since would give a wrong gradient (checked in backward); an
         # edge's value is not read, so a change to it is harmless and not recorded
         self.versions = tuple(
-            None if isinstance(x, Edge) else getattr(x, "_version", None) for x in self.inputs
+            [None if isinstance(x, Edge) else getattr(x, "_version", None) for x in self.inputs]
         )
         self.out_version = None  # the result's, where the VJP reads it (saved["out"])
 

@@ -43,14 +43,21 @@ def _diff_inputs(op: str, opdef) -> frozenset | None:
 
 
 def _record(op: str, inputs: tuple, attrs: dict, out, opdef=None) -> None:
+    for t in inputs:  # most ops of a step have no input that needs a gradient: ask first
+        if t is not None and t.requires_grad:
+            break
+    else:
+        return
     opdef = opdef or get_op(op)
     if not opdef.diff_inputs or not is_grad_enabled():
         return
     diff = _diff_inputs(op, opdef)
-    needs = tuple(
-        (diff is None or i in diff) and t is not None and t.requires_grad
-        for i, t in enumerate(inputs)
-    )
+    if diff is None:
+        needs = tuple([t is not None and t.requires_grad for t in inputs])
+    else:
+        needs = tuple(
+            [i in diff and t is not None and t.requires_grad for i, t in enumerate(inputs)]
+        )
     if True not in needs:
         return
     if not out.dtype.is_float:
