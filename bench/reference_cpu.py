@@ -13,7 +13,9 @@ Method: torch gets ``torch.set_num_threads(1)``; NumPy's BLAS is held to one thr
 loads. One warm-up call of the script's ``train`` each, then ``--repeats`` timed calls
 alternating the two libraries; a call's time over the number of training steps it made is the
 ms per step (the script's whole loop: data, forward, backward, optimizer, ``.item()``);
-the median is reported. ``ratio`` = scellis / torch. ``agree``: both libraries' losses
+the median is reported, of the wall time and of the calling thread's CPU time (which
+leaves out what other processes on a shared machine take; both libraries compute on
+the calling thread here). ``ratio`` = scellis / torch. ``agree``: both libraries' losses
 match within the differential suite's tolerance (rtol 1e-4, atol 2e-5).
 
     PYTHONPATH=src python3 bench/reference_cpu.py --out bench/out/reference_cpu.json
@@ -106,24 +108,28 @@ def bench_model(name: str, steps: int, repeats: int, tmp: Path) -> dict:
     def run(ns, lib_state):
         model = ns["build"]()
         model.load_state_dict(lib_state)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         losses = ns["train"](model, inputs, steps, **extra)
-        return (time.perf_counter() - t0) / STEPS_MADE[name](losses), losses
+        made = STEPS_MADE[name](losses)
+        return (time.perf_counter() - t0) / made, (time.thread_time() - c0) / made, losses
 
-    times = {"torch": [], "scellis": []}
+    wall = {"torch": [], "scellis": []}
+    cpu = {"torch": [], "scellis": []}
     losses = {}
     for k in range(repeats + 1):
         for lib, ns in (("torch", theirs_ns), ("scellis", ours_ns)):
-            s, losses[lib] = run(ns, state)
+            s, c, losses[lib] = run(ns, state)
             if k:  # the first call warms caches
-                times[lib].append(s * 1e3)
-    torch_ms = statistics.median(times["torch"])
-    ours_ms = statistics.median(times["scellis"])
-    agree = len(losses["torch"]) == len(losses["scellis"]) and bool(
+                wall[lib].append(s * 1e3)
+                cpu[lib].append(c * 1e3)
+    row = {f"{lib}_ms": statistics.median(wall[lib]) for lib in wall}
+    row.update({f"{lib}_cpu_ms": statistics.median(cpu[lib]) for lib in cpu})
+    row["ratio"] = row["scellis_ms"] / row["torch_ms"]
+    row["cpu_ratio"] = row["scellis_cpu_ms"] / row["torch_cpu_ms"]
+    row["agree"] = len(losses["torch"]) == len(losses["scellis"]) and bool(
         np.allclose(losses["scellis"], losses["torch"], rtol=1e-4, atol=2e-5)
     )
-    return {"torch_ms": torch_ms, "scellis_ms": ours_ms, "ratio": ours_ms / torch_ms,
-            "agree": agree}  # fmt: skip
+    return row
 
 
 def main(argv=None) -> int:
@@ -140,7 +146,9 @@ def main(argv=None) -> int:
             r = rows[name] = bench_model(name, MODELS[name], args.repeats, Path(tmp))
             print(
                 f"{name:>15}: scellis {r['scellis_ms']:7.2f} ms/step  torch {r['torch_ms']:6.2f}"
-                f"  ratio {r['ratio']:5.2f}  agree {r['agree']}",
+                f"  ratio {r['ratio']:5.2f} | thread CPU: scellis {r['scellis_cpu_ms']:7.2f}"
+                f"  torch {r['torch_cpu_ms']:6.2f}  ratio {r['cpu_ratio']:5.2f}"
+                f" | agree {r['agree']}",
                 flush=True,
             )
     out = Path(args.out)
