@@ -177,11 +177,12 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
 def _check_versions(t, node) -> None:
     """Refuse a backward through a node whose inputs (or saved result) were changed in
     place after the forward used them, as torch does."""
-    changed = [
-        (k, x) for k, (x, v) in enumerate(zip(node.inputs, node.versions))
-        if x is not None and not isinstance(x, Edge) and getattr(x, "_version", None) != v
-    ]  # fmt: skip
-    if "out" in node.saved and node.out_version is not None:
+    changed = []
+    for k, (x, v) in enumerate(zip(node.inputs, node.versions)):
+        if v is not None and x is not None and x._version != v:
+            changed.append((k, x))
+            break  # the first is the one reported
+    if not changed and node.out_version is not None and "out" in node.saved:
         out = _tensor(t)
         if out is None:  # the result is gone; its storage is the saved value's
             out = node.saved["out"]

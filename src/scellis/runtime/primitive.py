@@ -89,7 +89,8 @@ _INFERRED_MAX = 8192
 
 
 def _out_geometry(opdef, op: str, inputs: tuple, attrs: dict) -> tuple:
-    key = (op, tuple([(t.shape, t.dtype) for t in inputs]), tuple(attrs.items()))
+    # dtypes by name: a DType's own hash is Python code, a str's is cached
+    key = (op, tuple([(t.shape, t.dtype.name) for t in inputs]), tuple(attrs.items()))
     try:
         hit = _INFERRED.get(key)
     except TypeError:  # an unhashable attr
@@ -104,14 +105,15 @@ def _out_geometry(opdef, op: str, inputs: tuple, attrs: dict) -> tuple:
     return hit
 
 
-# (device, dtype) -> whether the device holds that dtype
+# (device, dtype name) -> whether the device holds that dtype
 _SUPPORTS: dict = {}
 
 
 def _supports(dev: Backend, dtype) -> bool:
-    ok = _SUPPORTS.get((dev, dtype))
+    key = (dev, dtype.name)
+    ok = _SUPPORTS.get(key)
     if ok is None:
-        ok = _SUPPORTS[(dev, dtype)] = bool(dev.supports(dtype))
+        ok = _SUPPORTS[key] = bool(dev.supports(dtype))
     return ok
 
 

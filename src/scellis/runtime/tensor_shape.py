@@ -57,10 +57,15 @@ class TensorShape:
 
     def expand(self, *shape):
         shape = _dims(shape)
-        lead = len(shape) - self.ndim
-        shape = tuple(self.shape[i - lead] if d == -1 else d for i, d in enumerate(shape))
         if shape == self.shape:
             return self
+        lead = len(shape) - len(self.shape)
+        if -1 in shape:
+            shape = tuple([self.shape[i - lead] if d == -1 else d for i, d in enumerate(shape)])
+            if shape == self.shape:
+                return self
+        else:
+            shape = tuple(shape)
         if lead < 0:
             raise ShapeError(f"cannot expand {self.shape} to {shape}")
         strides = [0] * lead

@@ -42,10 +42,7 @@ def as_array(v: View) -> np.ndarray:
     window lies inside the buffer."""
     base = v.buf.handle
     item = base.itemsize
-    strides = v.strides
-    if item != 1:
-        strides = tuple([s * item for s in strides])
-    arr = np.ndarray(v.shape, base.dtype, base, v.offset * item, strides)
+    arr = np.ndarray(v.shape, base.dtype, base, v.offset * item, [s * item for s in v.strides])
     arr.flags.writeable = False
     return arr
 

@@ -18,8 +18,8 @@ from ..base import Buffer, OneInstance, View
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
-from .plans import LaunchPlans
 from .kernels.workgroup_memory import workgroup_bytes
+from .plans import LaunchPlans
 
 
 def size_class(nbytes: int) -> int:
