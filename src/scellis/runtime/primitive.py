@@ -121,13 +121,24 @@ def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None
     """Run primitive ``op`` on ``inputs``; the result is an ``out_type`` tensor."""
     opdef = get_op(op)
     spec, strides, n = _out_geometry(opdef, op, inputs, attrs)
-    dev = device or (_device_of(inputs) if inputs else default_device())
-    if not _supports(dev, spec.dtype) or any(not _supports(dev, t.dtype) for t in inputs):
-        raise DTypeError(f"device {dev.name!r} does not support {spec.dtype}")
+    shape, dtype = spec.shape, spec.dtype
+    if device is not None:
+        dev = device
+    elif inputs:
+        dev = inputs[0].device
+        for t in inputs:
+            if t.device is not dev:
+                _device_of(inputs)  # says which devices differ
+    else:
+        dev = default_device()
+    if not _supports(dev, dtype):
+        raise DTypeError(f"device {dev.name!r} does not support {dtype}")
+    for t in inputs:
+        if t.dtype is not dtype and not _supports(dev, t.dtype):
+            raise DTypeError(f"device {dev.name!r} does not support {t.dtype}")
     if opdef.is_view:
         raise DeviceError(f"{op} is a view op; use Tensor.{op}")
-    buf = dev.alloc(n, spec.dtype)
-    shape, dtype = spec.shape, spec.dtype
+    buf = dev.alloc(n, dtype)
     out_view = View(buf, shape, strides, 0, dtype)
     dev.run(op, [View(t._buf, t.shape, t.strides, t.offset, t.dtype) for t in inputs],
             [out_view], attrs)  # fmt: skip
