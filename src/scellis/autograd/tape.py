@@ -111,6 +111,12 @@ class Node:
 def _topo(root, stop=frozenset()) -> list:
     """Tensors with a node (or their edges), in an order where every one precedes its
     inputs; the walk does not descend past one whose ``key`` is in ``stop``."""
+    return [t for t, _ in _walk(root, stop)]
+
+
+def _walk(root, stop=frozenset()) -> list:
+    """``_topo``'s order as (tensor or edge, its ``key``) pairs. ``key`` is written out
+    inline: the walk visits every recorded op of a step, twice over."""
     order, seen = [], set()
     stack = [(root, False)]
     while stack:
@@ -118,12 +124,12 @@ def _topo(root, stop=frozenset()) -> list:
         if done:
             order.append(t)
             continue
-        k = key(t)
+        node = t._node
+        k = id(t) if node is None else id(node)
         if k in seen:
             continue
         seen.add(k)
-        stack.append((t, True))
-        node = t._node
+        stack.append(((t, k), True))
         if node is None or k in stop:
             continue
         if node.inputs is None:
@@ -132,8 +138,10 @@ def _topo(root, stop=frozenset()) -> list:
                 "pass retain_graph=True to the first backward"
             )
         for x in node.inputs:
-            if x is not None and x.requires_grad and key(x) not in seen:
-                stack.append((x, False))
+            if x is not None and x.requires_grad:
+                xn = x._node
+                if (id(x) if xn is None else id(xn)) not in seen:
+                    stack.append((x, False))
     order.reverse()
     return order
 
@@ -156,8 +164,8 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
     grads: dict[int, Any] = {}
     with no_grad():
         grads[key(root)] = grad if grad.dtype == root.dtype else grad.cast(root.dtype)
-        for t in _topo(root):
-            g = grads.pop(key(t), None)
+        for t, k in _walk(root):
+            g = grads.pop(k, None)
             if g is None:
                 continue
             node = t._node
@@ -221,8 +229,7 @@ def grads_at(root, grad, targets, rules) -> list:
     grads: dict[int, Any] = {key(root): grad}
     found: dict[int, Any] = {}
     with no_grad():
-        for t in _topo(root, frozenset(stop)):
-            k = key(t)
+        for t, k in _walk(root, frozenset(stop)):
             g = grads.pop(k, None)
             if g is None:
                 continue
