@@ -218,8 +218,9 @@ class WebGPUBackend(OneInstance):
         return data
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
-        if any(o.buf.numel == 0 for o in outputs):
-            return
+        for o in outputs:
+            if o.buf.numel == 0:
+                return
         t0 = time.perf_counter() if self.host_times is not None else 0.0
         self.gpu.label = op  # what a dispatch timer calls the next launches
         if self.recorder is not None or not self._plans.run(self, op, inputs, outputs, attrs):

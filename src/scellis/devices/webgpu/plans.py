@@ -36,11 +36,12 @@ def _window(storage, k: int) -> tuple:
 
 def _key(op: str, views: tuple, attrs: dict):
     """What the planned builders read of a call, or None where an attr is unhashable."""
-    ids = [id(v.buf.handle) for v in views]
-    layout = tuple(
-        [(v.dtype.name, v.shape, v.strides, v.offset, v.buf.handle.nbytes) for v in views]
-    )
-    key = (op, layout, tuple([ids.index(i) for i in ids]), tuple(attrs.items()))
+    ids, layout = [], []
+    for v in views:
+        st = v.buf.handle
+        ids.append(id(st))
+        layout.append((v.dtype.name, v.shape, v.strides, v.offset, st.nbytes))
+    key = (op, tuple(layout), tuple([ids.index(i) for i in ids]), tuple(attrs.items()))
     try:
         hash(key)
     except TypeError:
