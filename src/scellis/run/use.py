@@ -104,7 +104,7 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
                 if t < ds.rows:
-                    predicted = ds.denormalise(value, frame=frame)
+                    predicted = ds.denormalise(value, frame=frame, step=k)
                     rows_out.append(_row(ds, t, _actual(ds, t), predicted, k, write))
     if horizon > 0:
         forecast = _forecast_framed if ds.framed else _forecast
@@ -120,7 +120,7 @@ def _windows(ds: SeriesDataset, starts: list[int]) -> tuple[list, list]:
         feats = _features(ds)
         return [feats[s : s + cfg.length] for s in starts], [None] * len(starts)
     cut = [framed_window(ds.columns, cfg.features, cfg.target, s, cfg.length, 0,
-                         cfg.normalise, ds.stats) for s in starts]  # fmt: skip
+                         cfg.normalise, ds.stats, cfg.season) for s in starts]  # fmt: skip
     return [c[0] for c in cut], [c[2] for c in cut]
 
 
@@ -172,11 +172,12 @@ async def _forecast_framed(ds: SeriesDataset, model, horizon: int, fwd=None) -> 
     out: list[dict] = []
     while len(out) < horizon:
         x, _, frame = framed_window({cfg.target: past}, [cfg.target], cfg.target, 0,
-                                    cfg.length, 0, cfg.normalise, ds.stats)  # fmt: skip
+                                    cfg.length, 0, cfg.normalise, ds.stats,
+                                    cfg.season)  # fmt: skip
         (pred,) = await _forward(model, [x], fwd)
-        for value in pred[: horizon - len(out)]:
+        for step, value in enumerate(pred[: horizon - len(out)]):
             k = len(out) + 1
-            predicted = ds.denormalise(value, frame=frame)
+            predicted = ds.denormalise(value, frame=frame, step=step)
             out.append({"date": _future_date(ds, k), "actual": None,
                         "predicted": predicted, "horizon": k})  # fmt: skip
             past = past[1:] + [predicted]
