@@ -96,9 +96,10 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     starts = list(range(0, ds.rows - cfg.length + 1))
     rows_out: list[dict] = []
     write = time_writer(ds.times or [])
+    cut = _cut_windows(ds)
     for lo in range(0, len(starts), batch):
         chunk = starts[lo : lo + batch]
-        inputs, frames = _windows(ds, chunk)
+        inputs, frames = _windows(ds, chunk, cut)
         preds = await _forward(model, inputs, fwd)
         for s, pred, frame in zip(chunk, preds, frames):
             for k, value in enumerate(pred):
@@ -112,16 +113,31 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     return rows_out
 
 
-def _windows(ds: SeriesDataset, starts: list[int]) -> tuple[list, list]:
+def _windows(ds: SeriesDataset, starts: list[int], cut: dict | None = None) -> tuple[list, list]:
     """The model's inputs of the windows at ``starts`` and each one's frame (None: the
-    global statistics), as training cut them."""
+    global statistics), as training cut them; ``cut`` (``_cut_windows``) holds those
+    the dataset already framed."""
     cfg = ds.config
     if not ds.framed:
         feats = _features(ds)
         return [feats[s : s + cfg.length] for s in starts], [None] * len(starts)
-    cut = [framed_window(ds.columns, cfg.features, cfg.target, s, cfg.length, 0,
-                         cfg.normalise, ds.stats, cfg.season) for s in starts]  # fmt: skip
-    return [c[0] for c in cut], [c[2] for c in cut]
+    cut = cut or {}
+    got = [cut.get(s) or framed_window(ds.columns, cfg.features, cfg.target, s, cfg.length, 0,
+                                       cfg.normalise, ds.stats, cfg.season)[::2]
+           for s in starts]  # fmt: skip
+    return [g[0] for g in got], [g[1] for g in got]
+
+
+def _cut_windows(ds: SeriesDataset) -> dict:
+    """``{start: (inputs, frame)}`` of the windows the dataset framed for training and
+    validation: a window's inputs and frame depend on its start alone, so predictions
+    over the series reuse them (in the browser, framing every window again in Python
+    took seconds) and frame only the few windows no split holds."""
+    if not ds.framed:
+        return {}
+    pairs = zip(ds.train_starts + ds.val_starts, ds.x_train + ds.x_val,
+                ds.train_frames + ds.val_frames)  # fmt: skip
+    return {s: (x, f) for s, x, f in pairs}
 
 
 def _actual(ds: SeriesDataset, t: int) -> float:
