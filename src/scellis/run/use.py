@@ -83,24 +83,30 @@ async def _forward(model, rows: list, fwd=None) -> list:
 
 
 async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="reference",
-                      batch: int = 256, tier: str | None = None) -> list[dict]:  # fmt: skip
+                      batch: int = 256, tier: str | None = None,
+                      since: int = 0) -> list[dict]:  # fmt: skip
     """Rows ``{date, actual, predicted, horizon}`` over the series (every window, one
-    per row step) and ``horizon`` recursive steps past its end (``actual`` None); under
-    ``tier`` (default: the run's own), fast's forward is the fused one."""
+    per row step; with ``since``, only the windows whose first predicted row is at or
+    after row ``since``) and ``horizon`` recursive steps past its end (``actual`` None);
+    under ``tier`` (default: the run's own), fast's forward is the fused one. Windows go
+    through the forward in equal chunks of at most ``batch``, a short last one padded:
+    one input shape, so a GPU compiles its kernels once (seconds on a software GPU)."""
     ds = run_dataset(run, data)
     if not isinstance(ds, SeriesDataset):
         raise ScellisError("predict is for series models; use generate for a text model")
     cfg = ds.config
     model = run.model(device)
     fwd = forward_for(run.record, model, tier)
-    starts = list(range(0, ds.rows - cfg.length + 1))
+    starts = list(range(max(since - cfg.length, 0), ds.rows - cfg.length + 1))
     rows_out: list[dict] = []
     write = time_writer(ds.times or [])
     cut = _cut_windows(ds)
-    for lo in range(0, len(starts), batch):
-        chunk = starts[lo : lo + batch]
+    size = -(-len(starts) // -(-len(starts) // batch)) if starts else batch
+    for lo in range(0, len(starts), size):
+        chunk = starts[lo : lo + size]
         inputs, frames = _windows(ds, chunk, cut)
-        preds = await _forward(model, inputs, fwd)
+        # a short chunk repeats its last window up to the chunk size; those rows go unread
+        preds = await _forward(model, inputs + inputs[-1:] * (size - len(inputs)), fwd)
         for s, pred, frame in zip(chunk, preds, frames):
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
