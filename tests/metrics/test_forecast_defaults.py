@@ -292,7 +292,7 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     assert "normalise" not in check_record(record)["data"]
     for name, values, mode, words in (
         ("up.csv", 10 + 0.5 * t + rng.normal(0, 0.5, 120), "change", "drifts"),
-        ("flat.csv", 5 + np.sin(t / 2) + rng.normal(0, 0.2, 120), "window", "holds"),
+        ("flat.csv", 5 + np.sin(t / 3) + rng.normal(0, 0.1, 120), "window", "holds"),
         (
             "seas.csv",
             20 + 0.1 * t + 10 * np.sin(2 * np.pi * t / 12) + rng.normal(0, 0.5, 120),
@@ -318,6 +318,24 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     assert check_record(out["record"])["data"]["normalise"] == "change"
     assert out["dataset"]["advice"] == {**out["dataset"]["advice"], "normalise": "window",
                                         "applied": False}  # fmt: skip
+
+
+def test_init_data_frames_a_noisy_level_by_its_last_value_and_a_short_one_by_short_windows(
+    tmp_path, capsys
+):  # fmt: skip
+    """A level with one shift under noise much larger than its steps (a river's yearly
+    flow): the window's mean forecasts better than the last row, so init frames each
+    window by its last value; 100 rows without a season get windows of 8 rows."""
+    rng = np.random.default_rng()
+    level = np.where(np.arange(100) < 28, 1100.0, 850.0)
+    path = tmp_path / "flow.csv"
+    path.write_text("year,flow\n" + "".join(f"{1871 + i},{v:.1f}\n" for i, v in enumerate(
+        level + rng.normal(0, 150, 100))))  # fmt: skip
+    assert main(["init", str(tmp_path / "m.sml"), "--data", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["data"]["normalise"] == "change" and "the level is noisy" in got["why"]["normalise"]
+    if "season" not in got["why"] or got["why"]["season"].startswith("no season"):
+        assert got["data"]["window"] == 8
 
 
 def test_the_verdict_names_the_cause_of_each_lost_comparison():

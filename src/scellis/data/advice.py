@@ -11,9 +11,15 @@ that holds still is left to ``window``: there the network averages the noise of
 several seasons away, which differencing would double. Otherwise the normalisation
 comes from a trend test on the whole file: a series whose level drifts (a straight
 line explains much of its variance, or its last part leaves the range of the earlier
-rows) is framed by each window's last value (``change``), which carries a trend on;
-any other by each window's mean and spread (``window``). All are scale-free: nothing
-the network sees depends on the level the series has reached.
+rows) is framed by each window's last value (``change``), which carries a trend on.
+So is a noisy level (``noise_test``: on the training rows, a window's mean forecasts
+the next row better than its last row does): framed by its mean and spread, such a
+window's targets are the noise itself, which a network can only memorise (a yearly
+river flow of 80 training rows: validation error falling for 20 epochs, then doubling),
+while framed by its last value they hold the pull back to the level, which its inputs
+show. Any other series, a level that holds and moves smoothly, is framed by each
+window's mean and spread (``window``). All are scale-free: nothing the network sees
+depends on the level the series has reached.
 """
 
 from __future__ import annotations
@@ -130,9 +136,12 @@ def advise(path, column: str | None = None, horizon: int = 1, window: int | None
     why["val_fraction"] = "the most recent 20% validates, never shuffled into training"
     r2, outside = drift(values)
     seasonal = season_test(values[:cut], season, window or data["window"])
+    noisy = noise_test(values[:cut], window or data["window"])
     if seasonal:
         data["normalise"], data["season"] = "season", season
         why["normalise"], why["season"] = seasonal, why["season"] + " (differenced by it)"
+    elif noisy and r2 < DRIFT_R2 and outside < DRIFT_OUTSIDE:
+        data["normalise"], why["normalise"] = "change", noisy
     elif r2 >= DRIFT_R2 or outside >= DRIFT_OUTSIDE:
         data["normalise"] = "change"
         why["normalise"] = (
@@ -170,6 +179,25 @@ def season_test(train: list[float], season: int | None, window: int) -> str | No
     )
 
 
+def noise_test(train: list[float], window: int) -> str | None:
+    """Why the training rows ``train`` are a noisy level, in one line (see the module
+    note); None when the last row forecasts the next at least as well as the mean of the
+    ``window`` rows before it."""
+    pairs = [(train[t], train[t - 1], math.fsum(train[t - window : t]) / window)
+             for t in range(window, len(train))]  # fmt: skip
+    if not pairs:
+        return None
+    last = math.fsum(abs(v - p) for v, p, _ in pairs)
+    mean = math.fsum(abs(v - m) for v, _, m in pairs)
+    if not last or mean >= last:
+        return None
+    return (
+        f"the level is noisy (a window's mean forecasts the next row with {mean / last:.0%} of "
+        "the last row's error): each window is framed by its last value, so the targets "
+        "hold the pull back to the level rather than the noise"
+    )
+
+
 def _two_seasons_mae(values: list[float], season: int) -> float | None:
     """The mean absolute error of forecasting each row by the mean of its values one
     and two seasons back."""
@@ -194,7 +222,13 @@ def _window(season: int | None, rows: int, horizon: int) -> tuple[int, str]:
     elif season:
         want, why = 16, f"16 rows: two or more seasons of {season}"
     else:
-        want, why = 16, "16 rows (no season shows)"
+        # without a season nothing asks for a long context, while each window overlaps
+        # the next in all but one row: a tenth of the training rows (8 at least) keeps
+        # ten windows' worth of rows that no two windows share
+        want = min(16, max(8, split_point(rows, VAL_FRACTION) // 10))
+        why = f"{want} rows (no season shows" + (
+            ")" if want == 16 else "; a tenth of the training rows: many windows apart)"
+        )
     val_rows = rows - split_point(rows, VAL_FRACTION)
     most = min(val_rows - horizon, split_point(rows, VAL_FRACTION) // 4)
     if most < 2:
