@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from scellis.autograd import no_grad
+from scellis.base.errors import ScellisError
 from scellis.cli.init import starter_text
 from scellis.cli.main import main
 from scellis.data.record import load_data
@@ -309,6 +310,15 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
         assert out["dataset"]["advice"]["applied"]
         assert check_record(out["record"])["data"].get("season") == (12 if mode == "season"
                                                                      else None)  # fmt: skip
+    # the panel's own seasonal difference takes the series' season, or says there is none
+    out = dataset_api.dataset_from(record, "seas.csv", (tmp_path / "seas.csv").read_text(),
+                                   "value", "when", options={"normalise": "season"})  # fmt: skip
+    assert check_record(out["record"])["data"]["season"] == 12
+    line = rng.integers(1, 9) + rng.integers(1, 5) * t  # no dates and no cycle at all
+    (tmp_path / "line.csv").write_text("value\n" + "".join(f"{v}\n" for v in line))
+    with pytest.raises(ScellisError, match="no season shows"):
+        dataset_api.dataset_from(record, "line.csv", (tmp_path / "line.csv").read_text(),
+                                 "value", options={"normalise": "season"})  # fmt: skip
     # the data panel's own choice stands, and so does the record's (the advice is told)
     out = dataset_api.dataset_from(record, "up.csv", (tmp_path / "up.csv").read_text(), "value",
                                    "when", options={"normalise": "standard"})  # fmt: skip
