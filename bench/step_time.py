@@ -13,14 +13,18 @@ policy, loss, backward, finite-flag guard, gated update), eager (``replay=False`
 replayed (``replay=True``, the default of ``scellis train``). The Transformer rows run
 once per attention path asked for (``--attention auto,naive,flash``). torch runs the same
 shapes as in bench/train_step.py (``nn.LSTM``; ``nn.TransformerEncoderLayer`` pre-norm,
-GELU, 4x MLP), eager, TF32 off, so both sides do true f32 arithmetic.
+GELU, 4x MLP), eager, TF32 off, so both sides do true f32 arithmetic. ``--peers`` adds
+torch's faster columns on CUDA (bench/torch_peers.py): ``graph``, the whole step captured
+as one CUDA graph with capturable Adam (what a replayed step is), and ``compile``, the
+step under ``torch.compile``.
 
 Method: ``--warmup`` steps (compiles, pool fill, the replay's recording), then
 ``--repeats`` blocks of ``--steps`` steps cycling over 4 batches already on the device;
 a block ends with one loss readback, so queued GPU work is inside it. Reported: median
 ms per step, and each side's first losses (eager vs replay must agree bit for bit).
 
-    PYTHONPATH=src python3 bench/step_time.py --out bench/out/step_time.json
+    PYTHONPATH=src python3 bench/step_time.py --peers eager,graph,compile \
+        --out bench/out/step_time.json
 """
 
 from __future__ import annotations
@@ -39,13 +43,15 @@ import numpy as np
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tab"))  # tabbench
+
+from tabbench import models as bench_models  # noqa: E402
+from tabbench.models import LSTM, TF  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.state import TrainState  # noqa: E402
-from scellis.webapp import bench_models  # noqa: E402
-from scellis.webapp.bench_models import LSTM, TF  # noqa: E402
 
 # the tab benchmark's models (the same numbers as the browser benches), and a larger LSTM
 CONFIGS = {
@@ -103,15 +109,21 @@ def scellis_run(cfg, dev, replay, attention, precision, a) -> dict:
     return {"ms": statistics.median(blocks), "first_losses": first, "replay": note}
 
 
-def torch_run(cfg, device, a) -> dict:
+def torch_run(cfg, device, a, peer: str = "eager") -> dict:
+    """One torch column: ``eager`` (bench/train_step.py's models), or ``graph`` / ``compile``
+    (bench/torch_peers.py). A peer that cannot build on this machine reports its error."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    from torch_peers import PEERS
     from train_step import torch_step  # bench/train_step.py: the same torch models
 
-    step, sync = torch_step(cfg, device)
-    first = [sync(step()) for _ in range(a.warmup)]
+    try:
+        step, sync = (torch_step if peer == "eager" else PEERS[peer])(cfg, device)
+        first = [sync(step()) for _ in range(a.warmup)]
+    except Exception as e:  # noqa: BLE001 - a peer missing on this machine is a result too
+        return {"ms": None, "error": f"{type(e).__name__}: {str(e)[:200]}"}
     blocks = []
     for _ in range(a.repeats):
         t0 = time.perf_counter()
@@ -132,13 +144,25 @@ def _torch_device(a) -> str | None:
     return "cuda" if torch.cuda.is_available() else ("cpu" if a.torch_cpu else None)
 
 
-def _row(name: str, label: str, eager: dict, rep: dict, peer: dict | None) -> dict:
-    ratio = rep["ms"] / peer["ms"] if peer else None
+def _ms(peer: dict | None) -> float | None:
+    return peer["ms"] if peer else None
+
+
+def _cell(v: float | None) -> str:
+    return f"{v:10.2f}" if v is not None else f"{'-':>10}"
+
+
+def _row(name: str, label: str, eager: dict, rep: dict, peers: dict) -> dict:
+    """One printed line: Scellis eager and replayed beside each torch column, and the
+    replayed step's ratio to each (under 1 means Scellis is faster)."""
     same = eager["first_losses"] == rep["first_losses"]
-    peer_ms = f"{peer['ms']:10.2f}" if peer else f"{'-':>10}"
-    print(f"{name:>10} {label:>7} {eager['ms']:10.2f} {rep['ms']:10.2f} {peer_ms} "
-          f"{'-' if ratio is None else f'{ratio:.2f}':>8}  eager==replay {same}")  # fmt: skip
-    return {"eager": eager, "replay": rep, "torch": peer, "replay_over_torch": ratio,
+    ratios = {k: (rep["ms"] / _ms(v) if _ms(v) else None) for k, v in peers.items()}
+    cells = "".join(_cell(_ms(v)) for v in peers.values())
+    shown = "".join(f"{'-' if r is None else f'{r:.2f}':>9}" for r in ratios.values())
+    print(f"{name:>10} {label:>7} {eager['ms']:10.2f} {rep['ms']:10.2f}{cells}{shown}"
+          f"  eager==replay {same}")  # fmt: skip
+    return {"eager": eager, "replay": rep, "torch": peers.get("eager"), "torch_peers": peers,
+            "replay_over_torch": ratios.get("eager"), "replay_over": ratios,
             "eager_equals_replay": same}  # fmt: skip
 
 
@@ -154,18 +178,22 @@ def main(argv=None) -> int:
     p.add_argument("--modes", default="eager,replay", help="Scellis modes to time")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--torch-cpu", action="store_true", help="torch on the CPU when no CUDA")
+    p.add_argument("--peers", default="eager", help="torch columns: eager,graph,compile")
     p.add_argument("--out", default="bench/out/step_time.json")
     a = p.parse_args(argv)
     dev = sc.devices.get_device(a.device)
     tdev = _torch_device(a)
     adapter = getattr(getattr(dev, "info", None), "name", a.device)
     print(f"device {a.device} ({adapter}), torch on {tdev}, precision {a.precision or 'f32'}")
-    print(f"{'model':>10} {'attn':>7} {'eager ms':>10} {'replay ms':>10} {'torch ms':>10} "
-          f"{'rep/torch':>8}")  # fmt: skip
+    peers = a.peers.split(",") if tdev else []
+    if tdev != "cuda":  # a CUDA graph needs CUDA; compile alone would time the CPU
+        peers = [k for k in peers if k == "eager"]
+    heads = "".join(f"{'t-' + k:>10}" for k in peers) + "".join(f"{'/' + k:>9}" for k in peers)
+    print(f"{'model':>10} {'attn':>7} {'eager ms':>10} {'replay ms':>10}{heads}")
     results = {}
     for name in a.models.split(","):
         cfg = CONFIGS[name]
-        peer = torch_run(cfg, tdev, a) if tdev else None
+        peer = {k: torch_run(cfg, tdev, a, k) for k in peers}
         paths = a.attention.split(",") if cfg["kind"] == TF else ["-"]
         for path in paths:
             eager = rep = None

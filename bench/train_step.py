@@ -81,7 +81,9 @@ def scellis_step(cfg, device):
     return step, lambda loss: loss.item()
 
 
-def torch_step(cfg, device):
+def torch_parts(cfg, device, capturable: bool = False):
+    """The torch side of a row: (model, forward, loss function, Adam, x, y) on ``device``.
+    ``capturable`` keeps Adam's step count on the GPU so a CUDA graph can capture it."""
     import torch
 
     torch.manual_seed(0)
@@ -118,11 +120,16 @@ def torch_step(cfg, device):
             return model["head"](h).reshape(-1, cfg["vocab"])
 
         loss_fn = torch.nn.CrossEntropyLoss()
-    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], capturable=capturable)
     xt = torch.tensor(x, device=device)
     yt = torch.tensor(y, device=device)
     if cfg["kind"] == "tf":
         xt, yt = xt.long(), yt.long().reshape(-1)
+    return model, fwd, loss_fn, opt, xt, yt
+
+
+def torch_step(cfg, device):
+    _, fwd, loss_fn, opt, xt, yt = torch_parts(cfg, device)
 
     def step():
         opt.zero_grad()

@@ -126,6 +126,25 @@ def test_any_listed_checkpoint_resumes(csv_record, tmp_path):
     assert first == run
 
 
+def test_a_resume_to_more_steps_makes_them_the_runs_own(csv_record, tmp_path):
+    """A finished run resumed to a larger max steps and cut off on the way is listed with
+    that max steps, and a plain resume (after a reload: nothing passed) goes on to it."""
+    store = tmp_path / "st"
+    opts = {**OPTS, "max_steps": 4}
+    _events("train", record_text=csv_record, store=str(store), **opts)
+    (run,) = run_api.runs(str(store))
+    assert run["status"] == "done" and run["max_steps"] == 4
+    more = random.Random(7).randint(7, 9)
+    cut = _events("resume", stop_at=5, run=run["id"], store=str(store), device="reference",
+                  max_steps=more)  # fmt: skip
+    assert max(_losses(cut)) == 5
+    (row,) = run_api.runs(str(store))
+    assert (row["step"], row["max_steps"], row["record"]) == (5, more, run["record"])
+    _events("resume", run=run["id"], store=str(store), device="reference")
+    (row,) = run_api.runs(str(store))
+    assert (row["status"], row["step"], row["max_steps"]) == ("done", more, more)
+
+
 def _with_files(bundle: bytes, files) -> bytes:
     """``bundle`` with its run's config naming ``files`` (the rest unchanged)."""
     src = tarfile.open(fileobj=io.BytesIO(bundle), mode="r:")

@@ -179,3 +179,23 @@ def test_data_options_set_after_pinning_repin_and_follow_the_inputs(tmp_path, mo
         ScellisError, match="normalise must be standard, minmax, none, window, change or season"
     ):
         dataset_api.dataset_from(LSTM, "levels.csv", text, "level", options={"normalise": "l2"})
+
+
+def test_record_data_previews_the_records_own_file(tmp_path, monkeypatch):
+    """An example's bundled series and text, and a file pinned before, preview as the
+    same file picked by hand would; a record naming no readable file previews nothing."""
+    from scellis.data.record import BUNDLED
+
+    got = model_api.record_data(LSTM)
+    bundled = (BUNDLED / "sunspots_yearly.csv").read_text()
+    assert got == dataset_api.load_table("sunspots_yearly.csv", bundled, "sunspots")
+    char = (ROOT / "examples" / "char_transformer.sml").read_text()
+    text = (BUNDLED / "python_help_topics.txt").read_text()
+    assert model_api.record_data(char) == dataset_api.load_text("python_help_topics.txt", text)
+    monkeypatch.chdir(tmp_path)
+    csv_text, vals = make_csv(random.Random(4))
+    pinned = dataset_api.dataset_from(LSTM, "levels.csv", csv_text, column="level")["record"]
+    assert model_api.record_data(pinned)["series"]["y"] == vals
+    (tmp_path / "datasets" / "levels.csv").unlink()
+    assert model_api.record_data(pinned) is None
+    assert model_api.record_data("not: [a record") is None

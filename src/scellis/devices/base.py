@@ -56,7 +56,9 @@ class Backend(Protocol):
 
     def upload(self, buf: Buffer, data: bytes) -> None: ...
 
-    async def read(self, buf: Buffer) -> bytes: ...
+    async def read(self, buf: Buffer, start: int = 0, count: int | None = None) -> bytes:
+        """Elements ``[start, start + count)`` of ``buf`` (to its end by default), in
+        the host layout; only those cross from the device."""
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None: ...
 

@@ -385,6 +385,10 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
         back = restore(objects, records, rid, prep, max_steps=o.max_steps, epochs=prep.epochs,
                        step=step)  # fmt: skip
         rid = back.run  # a branch from an older checkpoint is a new run
+        stored = RunOptions.from_config(config)
+        if o.max_steps != stored.max_steps:
+            # the run now goes to this max steps: the list and the next resume read it back
+            records.set_options(rid, {**stored.to_config(), "max_steps": o.max_steps})
         pending: list = [E.Resume(run=rid, step=prep.ts.step, skipped=back.skipped,
                                   parent=back.parent)]  # fmt: skip
         if history:

@@ -16,6 +16,7 @@ from ..base.errors import DeviceError, DTypeError
 from ..base.shapes import contiguous_strides, numel
 from ..devices.base import Backend, View, get_device
 from ..ops.table import Spec, get_op
+from .kernel_choice import with_order
 
 _default = {"device": "reference"}
 
@@ -62,6 +63,7 @@ def _device_of(inputs) -> Backend:
 def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None, attrs: dict):
     """Run primitive ``op`` on ``inputs``; the result is an ``out_type`` tensor."""
     opdef = get_op(op)
+    attrs = with_order(op, attrs)
     specs = [Spec(t.shape, t.dtype) for t in inputs]
     (spec,) = opdef.infer(specs, attrs)
     dev = device or (_device_of(inputs) if inputs else default_device())

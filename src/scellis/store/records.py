@@ -224,6 +224,18 @@ class Records:
             # replayed steps write their own
             self.db.execute("DELETE FROM checkpoints WHERE run_id=? AND step>?", (rid, step))
 
+    def set_options(self, rid: str, options: dict) -> None:
+        """Run ``rid``'s stored run options become ``options`` (a resume that changed one,
+        a larger ``max_steps``, makes it the run's own for the list and the next resume)."""
+        with self._tx():
+            row = self.db.execute("SELECT config FROM runs WHERE id=?", (rid,)).fetchone()
+            config = {**json.loads(row[0] or "{}"), "options": options} if row else None
+            if config is not None:
+                self.db.execute(
+                    "UPDATE runs SET config=? WHERE id=?",
+                    (json.dumps(config, sort_keys=True), rid),
+                )
+
     def branch_run(self, rid: str, step: int, *, device: str, adapter: str, tier: str) -> str:
         """A new running run that is ``rid`` up to ``step``: the same record, data and
         options, with ``parent`` (``{"run", "step"}``) in its config, and copies of the

@@ -244,7 +244,7 @@ class Stopped(Event):
     step: int
 
 
-@kind("paused")
+@kind("paused", persist=True)
 class Paused(Event):
     """The run holds after ``step`` (the steps done) until it is resumed or stopped: a
     pause asked during a step takes effect once that step is over."""
@@ -252,7 +252,7 @@ class Paused(Event):
     step: int
 
 
-@kind("resume")
+@kind("resume", persist=True)
 class Resume(Event):
     """``run`` continues from ``step``; ``parent`` (RUN@STEP) when ``run`` is a new
     branch of a run resumed from a checkpoint older than its last."""

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 from ..data.advice import advise
 from ..data.csvsource import CSVConfig, dataset_digest, load_csv
 from ..data.frequency import frequency
@@ -29,6 +30,7 @@ from ..run.effective import follow_data
 from ..sml import Document, parse
 
 PREVIEW_ROWS = 8
+OWN_DATA_CAP = 16 << 20  # a record's own file previewed in full: bigger ones are not shown
 PLOT_POINTS = 2000
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -342,6 +344,27 @@ def data_section(record: str) -> dict:
     except ScellisError:
         return {}
     return dict(data) if isinstance(data, dict) else {}
+
+
+def record_data(record: str) -> dict | None:
+    """A preview of the file the record trains on (a bundled example's, or one pinned
+    before), as ``load_table`` / ``load_text`` describe a picked file; None when the
+    record names no file that can be read: the data panel shows it for a freshly picked
+    example, where an earlier file's preview would otherwise stand."""
+    data = data_section(record)
+    source = data.get("source")
+    if not isinstance(source, str):
+        return None
+    try:
+        path = source_path(source)
+        text = read_file(path, limit=OWN_DATA_CAP).decode("utf-8")
+        fmt = data.get("format") or ("csv" if path.suffix.lower() in (".csv", ".tsv") else "text")
+        if fmt != "csv":
+            return load_text(path.name, text)
+        column = data.get("column") or data.get("target")
+        return load_table(path.name, text, column if isinstance(column, str) else None)
+    except (ScellisError, UnicodeDecodeError):
+        return None
 
 
 def rehash(doc: Document) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from ..run.options import RunOptions
 from ..run.past import parent_of
 from ..store.query import RunQuery
 from ..store.records import Records
@@ -58,6 +59,9 @@ def list_runs(root: str = ROOT, query: RunQuery | None = None) -> list[dict]:
                     "id": r["id"],
                     "status": status_of(r),
                     "step": r["step"],
+                    # the run's own max steps (a resume's larger one included)
+                    "max_steps": RunOptions.from_config(r["config"] or {}).max_steps,
+                    "record": r["record_hash"],
                     "model": r["model_id"],
                     "device": r["device"],
                     "started": r["started"],

@@ -19,10 +19,12 @@ from ..run.generate import lm_context
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
 from . import tab_store
+from .commands import command
 
 HORIZON_CAP = 1000  # steps past the end: each is one forward pass of the model
 
 
+@command(writes_store=False)
 def use_info(run: str, store: str = tab_store.ROOT) -> dict:
     """Run ``run``'s checkpoint and what the page may do with it: ``series`` (predict,
     forecast) or ``text`` (generate)."""
@@ -40,6 +42,7 @@ def use_info(run: str, store: str = tab_store.ROOT) -> dict:
     return {**out, "kind": "text", "context": context, "prompt": prompt}
 
 
+@command(writes_store=False)
 async def predict(run: str, store: str = tab_store.ROOT, horizon: int = 0,
                   device: str = "webgpu", span: str = "all") -> dict:  # fmt: skip
     """``scellis predict``'s rows of ``run`` with ``horizon`` steps forecast (see the module

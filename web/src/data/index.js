@@ -19,6 +19,13 @@ const TEMPLATE = `
       <div class="muted dp-current">Training uses the example's own data.</div>
     </div>
     <div class="dp-error" role="alert"></div>
+    <div class="dp-switched" role="status" hidden></div>
+    <div class="dp-own" hidden>
+      <div class="dp-meta"><b class="dp-own-name"></b><span class="dp-own-size muted"></span></div>
+      <div class="dp-own-chart"><svg class="dp-plot dp-own-plot" role="img" aria-label="the example's series"></svg></div>
+      <div class="dp-wrap"><table class="dp-table dp-own-table"></table></div>
+      <div class="dp-text dp-own-text"></div>
+    </div>
     <div class="dp-loaded" hidden>
       <div class="dp-meta"><b class="dp-name"></b><span class="dp-size muted"></span><span class="dp-freq muted"></span></div>
       <div class="dp-cols dp-csv-only">
@@ -49,9 +56,21 @@ const TEMPLATE = `
       <div class="dp-csv-only"><svg class="dp-plot" role="img" aria-label="series preview"></svg></div>
       <div class="dp-wrap dp-csv-only"><table class="dp-table"></table></div>
       <div class="dp-text dp-text-only"></div>
-      <div class="dp-meta"><button class="primary dp-use">Use in record</button><span class="dp-pinned"></span></div>
+      <div class="dp-meta"><button class="primary dp-use"></button><span class="dp-pinned"></span></div>
     </div>
   </div>`;
+
+// the button's two labels: the prompts name the one it shows
+const USE = "Use in record";
+const AGAIN = "Pin again";
+// what each example trains on; a file of the other kind trains the example made for it
+const EXAMPLE_KIND = { lstm_forecaster: "csv", tcn_forecaster: "csv", char_transformer: "text" };
+const FOR_KIND = {
+  csv: { example: "lstm_forecaster", model: "the LSTM forecaster", what: "a table" },
+  text: { example: "char_transformer", model: "the char Transformer", what: "text" },
+};
+const MODEL = { lstm_forecaster: "the LSTM forecaster", tcn_forecaster: "the TCN forecaster",
+  char_transformer: "the char Transformer" };
 
 export function mount(el, client, app) {
   injectStyles();
@@ -61,12 +80,26 @@ export function mount(el, client, app) {
   app.dataPanel = state;
 
   const error = (msg) => { $(".dp-error").textContent = msg || ""; };
+  // pinned: the loaded file is the record's data (an option change pins it again)
+  const setUse = (pinned) => { $(".dp-use").textContent = pinned ? AGAIN : USE; };
+  setUse(false);
+  const switched = (text) => { $(".dp-switched").textContent = text; $(".dp-switched").hidden = !text; };
+
+  // the example that trains a file of this kind, when the record is an example made for
+  // the other kind (the drop zone's promise); null: the record takes the file as it is
+  function exampleFor(kind) {
+    const has = EXAMPLE_KIND[app.recordName];
+    return has && has !== kind ? FOR_KIND[kind] : null;
+  }
 
   async function loadFile(file) {
     // the earlier file's preview goes the moment this one is picked, before it is even
     // read: its rows must never stand for this one's
     const name = file.name;
     error("");
+    switched("");
+    ownAsked += 1; // the record's own preview gives way to this file, even one on its way
+    $(".dp-own").hidden = true;
     $(".dp-loaded").hidden = true;
     $(".dp-current").textContent = `reading ${name}…`;
     const isCsv = /\.(csv|tsv)$/i.test(name);
@@ -82,7 +115,12 @@ export function mount(el, client, app) {
       $(".dp-current").textContent = `${name} cannot be used; training uses ${app.dataset ? app.dataset.name : "the example's own data"}.`;
       return;
     }
-    $(".dp-current").textContent = `${name} is loaded: press “Use in record” below to train on it.`;
+    setUse(false); // this file is not pinned yet, whatever was before it
+    const to = exampleFor(state.info.kind);
+    $(".dp-current").textContent = to
+      ? `${name} is loaded: press “${USE}” below to train ${to.model} on it ` +
+        `(${MODEL[app.recordName]} does not train on ${to.what}).`
+      : `${name} is loaded: press “${USE}” below to train on it.`;
     showInfo();
     for (const input of el.querySelectorAll(".dp-opt")) delete input.dataset.edited;
     await fillOptions();
@@ -105,7 +143,7 @@ export function mount(el, client, app) {
     for (const n of el.querySelectorAll(".dp-text-only")) n.hidden = csv;
     if (!csv) {
       $(".dp-size").textContent = `${info.chars.toLocaleString()} characters, ${info.vocab} distinct`;
-      $(".dp-text").textContent = info.preview;
+      $(".dp-loaded .dp-text").textContent = info.preview;
       return;
     }
     $(".dp-size").textContent = `${info.rows} rows × ${info.columns.length} columns`;
@@ -200,19 +238,18 @@ export function mount(el, client, app) {
     if (!info || !info.series) return;
     const t = info.columns.indexOf($(".dp-time").value);
     const ends = t >= 0 && info.preview.length ? [info.preview[0][t], info.last[t]] : null;
-    drawSeries($(".dp-plot"), info.series, info.series.column, ends);
+    drawSeries($(".dp-loaded .dp-plot"), info.series, info.series.column, ends);
   }
 
-  function drawTable() {
-    const info = state.info;
-    const t = $(".dp-table");
+  function drawTable(t = $(".dp-loaded .dp-table"), info = state.info, value = $(".dp-value").value,
+    time = $(".dp-time").value) {
     t.innerHTML = "";
     const head = t.createTHead().insertRow();
     info.columns.forEach((c) => {
       const th = document.createElement("th");
       th.textContent = c;
-      if (c === $(".dp-value").value) th.className = "dp-value";
-      if (c === $(".dp-time").value) th.className = "dp-time";
+      if (c === value) th.className = "dp-value";
+      if (c === time) th.className = "dp-time";
       head.appendChild(th);
     });
     const body = t.createTBody();
@@ -252,6 +289,8 @@ export function mount(el, client, app) {
 
   async function pin() {
     error("");
+    const note = await switchModel();
+    if (note) switched(note);
     const csv = state.info.kind === "csv";
     const args = { record: app.record, name: state.file.name, text: state.file.text, options: options() };
     if (csv) {
@@ -272,6 +311,17 @@ export function mount(el, client, app) {
   }
   state.pin = pin;
 
+  // a file of the other kind than the example's data: that example gives way to the one
+  // made for the file, as the drop zone promises; the note says so and how to go back
+  async function switchModel() {
+    const to = exampleFor(state.info.kind);
+    if (!to || !app.loadExample) return "";
+    const from = MODEL[app.recordName];
+    await app.loadExample(to.example, { keep: true });
+    return `${state.file.name} is ${to.what}, which ${from} does not train on: the model is ` +
+      `now ${to.model}, trained on your file. Pick another example under “1. Pick an example” to go back.`;
+  }
+
   // what is pinned, named from the data section the engine wrote
   function showPinned(d) {
     const data = d.data || {};
@@ -282,7 +332,7 @@ export function mount(el, client, app) {
     h.className = "dp-hash"; h.title = d.hash; h.textContent = `sha256 ${d.hash.slice(0, 12)}…`;
     const extra = d.warning ? ` — ${d.warning}` : d.train_windows !== undefined ? ` — ${d.train_windows} training windows${d.val_windows !== undefined ? `, ${d.val_windows} validation` : ""}` : "";
     pinned.append(h, document.createTextNode(extra));
-    $(".dp-use").textContent = "Pin again"; // pinned already: an option change pins by itself
+    setUse(true); // pinned already: an option change pins by itself
     const parts = [];
     if (data.column) parts.push(`value column “${data.column}”`);
     if (data.datetime) parts.push(`times from “${data.datetime}”`);
@@ -322,7 +372,7 @@ export function mount(el, client, app) {
     if (text.includes(app.dataset.source)) return; // the next pin shows its options
     app.dataset = null;
     if (state.info) fillOptions(true); // the loaded file's controls: the new record's
-    $(".dp-use").textContent = "Use in record";
+    setUse(false);
     $(".dp-current").textContent = ownData(text);
     $(".dp-pinned").textContent = "";
   });
@@ -340,6 +390,52 @@ export function mount(el, client, app) {
       delete cur.dataset.kept;
       cur.textContent = ownData(app.record);
     }
+  });
+
+  // the record's own data (an example's bundled file, or one pinned before) while no
+  // file is loaded here: what a newly picked example trains on, never an earlier file's
+  let ownAsked = 0, engineUp = false, ownSource = null;
+  // the data section's source line: an edit that changes it changes the preview too
+  const sourceOf = (text) => (/^data:[^]*?^\s+source:\s*(\S+)/m.exec(text) || [])[1] || null;
+  app.on("record", (text) => {
+    if (engineUp && !state.info && sourceOf(text) !== ownSource) showOwn();
+  });
+  async function showOwn() {
+    const mine = ++ownAsked;
+    ownSource = sourceOf(app.record);
+    $(".dp-own").hidden = true;
+    let info = null;
+    try { info = await client.call("record_data", { record: app.record }); } catch (e) { /* none shown */ }
+    if (mine !== ownAsked || state.info || !info) return;
+    $(".dp-own").hidden = false;
+    $(".dp-own-name").textContent = info.name;
+    const csv = info.kind === "csv";
+    for (const n of [$(".dp-own-chart"), $(".dp-own-table").parentElement]) n.hidden = !csv;
+    $(".dp-own-text").hidden = csv;
+    if (!csv) {
+      $(".dp-own-size").textContent = `${info.chars.toLocaleString()} characters, ${info.vocab} distinct`;
+      $(".dp-own-text").textContent = info.preview;
+      return;
+    }
+    $(".dp-own-size").textContent = `${info.rows} rows × ${info.columns.length} columns`;
+    // no column marked: the panel finds its own controls by those marks' class names
+    drawTable($(".dp-own-table"), info, "", "");
+    if (info.series) drawSeries($(".dp-own-plot"), info.series, info.series.column, null);
+  }
+  app.on("engine", () => { engineUp = true; if (!state.info) showOwn(); });
+
+  // another example picked: what the panel showed of an earlier file goes, and the new
+  // example's own data shows (keep: the panel picked it itself, for the file it holds)
+  app.on("example", ({ keep } = {}) => {
+    if (keep) return;
+    state.file = null;
+    state.info = null;
+    error("");
+    switched("");
+    $(".dp-loaded").hidden = true;
+    for (const input of el.querySelectorAll(".dp-opt")) delete input.dataset.edited;
+    if (!app.dataset) $(".dp-current").textContent = ownData(app.record);
+    if (engineUp) showOwn();
   });
 
   $(".dp-choose").addEventListener("click", () => $(".dp-file").click());

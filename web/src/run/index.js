@@ -13,6 +13,7 @@ import { mountRuns, STORE } from "./runs.js";
 import { createShare } from "./share.js";
 import { mountUse } from "./use_panel.js";
 import { createDetacher, detachedRun, runDetached } from "./detach.js";
+import { showCutOff } from "./cut_off.js";
 import { showBanner, clearBanner } from "../banner.js";
 import { createDrafts } from "../drafts.js";
 
@@ -27,6 +28,7 @@ const TEMPLATE = `
     <button id="run-train" disabled>Train</button>
     <button id="run-pause" disabled>Pause</button>
     <button id="run-stop" disabled>Stop</button>
+    <span id="run-blocked" class="run-blocked" role="status" hidden></span>
     <span id="run-hint" class="muted" role="status">a quick run: clear “max steps” for the record's full length</span>
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
@@ -98,14 +100,22 @@ export function mount(el, client, app) {
   // an edited example comes back as it was left (drafts.js)
   const drafts = createDrafts(app, document.getElementById("draft-note") || document.createElement("div"));
   const quick = createQuickRun({ root: el, client, app, hint: $("run-hint") });
-  async function loadExample(name) {
+  // keep: the data panel asked, for a file it holds (it keeps showing that file)
+  async function loadExample(name, { keep = false } = {}) {
     quick.apply(name);
     const r = await fetch(`examples/${name}.sml`);
     const text = await r.text();
     app.recordName = name;
     app.record = drafts.open(name, text);
     app.emit("record", app.record);
+    app.emit("example", { name, keep });
   }
+  // another panel picks an example: the picker and the run view follow, as on a pick
+  app.loadExample = async (name, opts) => {
+    $("run-example").value = name;
+    if (!state.running) clearRunView();
+    await loadExample(name, opts);
+  };
   // the picker sits in the page's "start here" strip, where a newcomer looks first
   const startSlot = document.getElementById("start-example");
   if (startSlot) startSlot.appendChild($("run-example"));
@@ -126,9 +136,27 @@ export function mount(el, client, app) {
     app.emit("record", app.record);
   } else loadExample($("run-example").value);
 
+  // Train waits for a record that validates: the first problem is said beside it and
+  // on hover (Model View's projection, whichever view made the edit, says which)
+  state.invalid = null;
+  function refreshTrain() {
+    const b = $("run-train");
+    b.disabled = state.running || state.away || !state.engineUp || state.invalid !== null;
+    b.title = state.invalid ? `fix the record first: ${state.invalid}` : "";
+    const why = $("run-blocked");
+    why.hidden = state.invalid === null;
+    why.textContent = state.invalid ? `Train waits for a valid record: ${state.invalid}` : "";
+  }
+  app.on("model-view", (r) => {
+    const d = r.diagnostics && r.diagnostics[0];
+    state.invalid = r.ok || !d ? null
+      : `${d.line}:${d.col}: ${d.message}${r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : ""}`;
+    refreshTrain();
+  });
+
   function setRunning(on) {
     state.running = on;
-    $("run-train").disabled = on || state.away;
+    refreshTrain();
     $("run-pause").disabled = !on;
     $("run-stop").disabled = !on;
     $("run-state").textContent = on ? "training" : state.away ? "in the detached window" : "idle";
@@ -138,7 +166,7 @@ export function mount(el, client, app) {
   // while the run lives in a detached window this tab has no store: nothing to train into
   function setAway(on) {
     state.away = on;
-    $("run-train").disabled = on || state.running;
+    refreshTrain();
     $("run-detach").disabled = on;
     if (state.running) return;
     $("run-state").textContent = on ? "in the detached window" : "idle";
@@ -190,6 +218,7 @@ export function mount(el, client, app) {
   async function go(cmd, args) {
     if (state.running) return null;
     clearBanner("run-error");
+    state.failed = null;
     clearBanner("detach-closed"); // a run closed with its detached window: resumed or not
     clearRunView();
     state.events = [];
@@ -197,6 +226,7 @@ export function mount(el, client, app) {
     state.runRecord = args.record_text ?? null; // a resume trains its stored record
     nameData(cmd, args);
     setRunning(true);
+    app.emit("run-started", cmd);
     const job = client.stream(cmd, args, onEvent);
     state.current = job;
     try {
@@ -211,6 +241,7 @@ export function mount(el, client, app) {
       const text = red ? "training did not start: the memory plan is red (see the plan box for what to change)"
         : `training failed: ${e.message}${where}`;
       showBanner("error", text, "run-error");
+      state.failed = args.record_text ?? null;
       log(`error: ${e.message}`);
       app.emit("run-failed", e);
       throw e;
@@ -227,11 +258,24 @@ export function mount(el, client, app) {
   let share = null;
   const runs = mountRuns($("run-runs"), client, app, resume, () => share);
   state.runs = runs;
+  // the first listing after the page opens: a run the last reload cut off is shown
+  const offRuns = app.on("runs", (list) => {
+    offRuns();
+    if (!state.running && !state.events.length) state.cutOff = showCutOff($, list);
+  });
   share = createShare({ client, app, run: state, box: $("run-share"), message: runs.message });
   state.share = share;
+  // a failed run's banner stands until a record other than the one that failed plans
+  // without a problem: the fix is in, the banner would only mislead
+  function fixed(ev) {
+    if (state.failed === undefined || state.failed === null || ev.verdict === "red") return;
+    if (app.record === state.failed) return;
+    state.failed = null;
+    clearBanner("run-error");
+  }
   const plan = watchPlan({
     client, app, state, box: $("run-plan"),
-    show: (box, ev) => showPlan(box, ev, view.applyFix),
+    show: (box, ev) => { showPlan(box, ev, view.applyFix); fixed(ev); },
     options: () => ({ replay: panelOptions().replay }),
   });
   state.plan = plan;
@@ -239,7 +283,7 @@ export function mount(el, client, app) {
   // the plan counts replayed steps' residency: it follows the replay box too
   $("run-replay").addEventListener("change", () => plan.soon());
 
-  // a quick run not sized yet times two steps first (quick_run.js)
+  // a quick run not sized yet times a few steps first (quick_run.js)
   async function trainSized() {
     if (state.running || quick.state.busy) return null;
     $("run-train").disabled = true;
@@ -262,6 +306,7 @@ export function mount(el, client, app) {
     // the rate counts steps from the resume on: the paused seconds are no training time
     if (!state.paused) {
       state.marks = [];
+      state.lastLog = null; // the paused seconds are no step's time
       state.t0 = performance.now();
       state.step0 = Number($("run-step").textContent) || state.step0;
     }
@@ -286,7 +331,8 @@ export function mount(el, client, app) {
     $("run-detach").addEventListener("click", () => detacher.detach());
     watchVisibility(state, $("run-wakelock"), detacher.detach, log);
     app.on("engine", () => {
-      $("run-train").disabled = state.away;
+      state.engineUp = true;
+      refreshTrain();
       runs.refresh();
       share.open().catch((e) => log(`the link did not open: ${e.message}`));
     });

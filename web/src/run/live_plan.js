@@ -43,5 +43,8 @@ export function watchPlan({ client, app, state, box, show, options = () => ({}) 
   // off: a detached run's window, whose box keeps what it was given (the page's record
   // there is not the run's)
   const stop = () => { off = true; clearTimeout(timer); };
-  return { recheck: () => { if (stale) soon(); }, now: check, soon, stop };
+  // after a run: a record changed meanwhile, or one the run never planned (it failed
+  // before its plan event) and the box still says it is checking, is planned now
+  const recheck = () => { if (stale || box.dataset.verdict === "pending") soon(); };
+  return { recheck, now: check, soon, stop };
 }

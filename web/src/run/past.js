@@ -3,7 +3,7 @@
 // differs). The numbers are the engine's (runs_api: what `scellis runs show` and
 // `scellis compare` read); this file only draws them.
 import uPlot from "uplot";
-import { metricsText } from "./show.js";
+import { metricsText, startedAt } from "./show.js";
 import { STEP_INCRS, widthOf } from "./curves.js";
 
 const COLORS = ["#2563eb", "#dc2626"];
@@ -62,7 +62,8 @@ function optionsList(config) {
 }
 
 // the box under the run list; returns {open(id), compare(a, b), close(), data}
-export function mountPast(box, client, store) {
+// onEdit(id): the run's record and weights into Model View, to edit and train on
+export function mountPast(box, client, store, onEdit = null) {
   const state = { shown: null, data: null, plot: null };
 
   function close() {
@@ -92,6 +93,13 @@ export function mountPast(box, client, store) {
     const about = [`${r.status} at step ${r.step}`, r.model_id || "", r.device || ""];
     box.append(el("p", { class: "muted past-about" }, about.filter(Boolean).join(" · ")));
     if (r.parent) box.append(el("p", { class: "past-parent", text: `branch of ${r.parent}` }));
+    if (onEdit && r.checkpoints && r.checkpoints.length) {
+      const b = el("button", { type: "button", class: "past-edit primary",
+        title: "show this run's model, with its trained weights, in Model View: edit it and press Train to fine-tune it" },
+      "Edit and fine-tune in Model View");
+      b.addEventListener("click", () => onEdit(r.id));
+      box.append(el("p", {}, b));
+    }
     box.append(el("p", { class: "past-final", text: `final: ${finals(r)}` }));
     const plotBox = el("div", { class: "past-plot" });
     box.append(plotBox);
@@ -104,6 +112,15 @@ export function mountPast(box, client, store) {
       el("pre", { text: r.record }));
     box.append(rec);
     return r;
+  }
+
+  // each run by what tells it apart: its id, its record's short hash, when it started
+  // (the model id is often the same for both); the full values on hover
+  function runCell(tag, r) {
+    const th = el("th", { class: "past-run", title: `${r.id}\nmodel ${r.model_id || "–"}\nrecord ${r.record_hash}` });
+    th.append(el("span", { class: "past-run-id", text: `${tag} ${r.id}` }),
+      el("span", { class: "past-run-made muted", text: `record ${r.record_hash.slice(0, 8)} · ${startedAt(r.started)}` }));
+    return th;
   }
 
   async function compare(a, b) {
@@ -121,9 +138,11 @@ export function mountPast(box, client, store) {
       curves.push({ label: `${tag} validation`, color: COLORS[i], dash: [6, 4], points: g.metrics[i].val_loss });
     });
     state.plot = chart(plotBox, "loss: a and b", curves);
-    const table = el("table", { class: "past-table" });
-    table.append(el("tr", {}, el("th", { text: "" }), el("th", { text: `a ${ra.id}` }), el("th", { text: `b ${rb.id}` })));
-    const row = (name, x, y) => table.append(el("tr", {}, el("th", { text: name }), el("td", { text: x }), el("td", { text: y })));
+    const table = el("table", { class: "past-table past-compare" });
+    table.append(el("tr", {}, el("th", { text: "" }), runCell("a", ra), runCell("b", rb)));
+    // a long value (a hash) is cut short with an ellipsis: its full text on hover
+    const cell = (v) => el("td", { text: v, title: v });
+    const row = (name, x, y) => table.append(el("tr", {}, el("th", { text: name }), cell(x), cell(y)));
     for (const k of ["step", "loss", "best_loss", "val_loss"]) row(k.replace("_", " "), num(ra[k]), num(rb[k]));
     const names = [...new Set([...Object.keys(ra.metrics), ...Object.keys(rb.metrics)])].sort();
     for (const k of names) row(k, num(ra.metrics[k]), num(rb.metrics[k]));

@@ -8,6 +8,7 @@
 // exported as a bundle file (`scellis runs import FILE` continues it natively) and a
 // bundle can be imported back.
 import { mountPast } from "./past.js";
+import { startedAt } from "./show.js";
 
 export const STORE = "/scellis/store";
 
@@ -33,11 +34,26 @@ export function mountRuns(el, client, app, resume, share = null) {
     <div class="runs-compare"><button id="runs-compare" type="button" disabled>Compare</button>
       <span class="muted" id="runs-compare-hint">tick two runs to compare them</span></div>
     <table id="runs-table"><thead><tr><th>run</th><th>status</th>
-      <th>step</th><th>checkpoint</th></tr></thead><tbody></tbody></table>
+      <th>step</th><th>check&shy;point</th></tr></thead><tbody></tbody></table>
     <div id="runs-past" class="runs-past" aria-live="polite"></div>`;
   const body = el.querySelector("tbody");
   const state = { list: [], picked: [] };
-  const past = mountPast(el.querySelector("#runs-past"), client, STORE);
+  // a run opened below the list goes to Model View as a model to edit and train further
+  async function editRun(id) {
+    try {
+      const got = await client.call("run_record", { run: id, store: STORE });
+      app.importer.openModel(got.name, got.record);
+      const said = `run ${id} is in Model View with its weights from step ${got.step}: edit it, then Train fine-tunes it`;
+      message(said, "ok");
+      // once another model is shown, the line is about a model no longer there
+      const off = app.on("record", () => {
+        if (app.recordName === `imported:${got.name}`) return;
+        off();
+        if (el.querySelector("#runs-message").textContent === said) message("");
+      });
+    } catch (e) { message(e.message, "error"); }
+  }
+  const past = mountPast(el.querySelector("#runs-past"), client, STORE, editRun);
   state.past = past;
 
   // the two runs ticked last are the ones compared
@@ -63,7 +79,9 @@ export function mountRuns(el, client, app, resume, share = null) {
     box.addEventListener("change", () => tick(r.id, box.checked));
     const label = document.createElement("label");
     label.className = "run-id";
-    label.append(box, ` ${r.id}`);
+    // a narrow window may break the id after its start time, never inside a number
+    const cut = r.id.lastIndexOf("-") + 1;
+    label.append(box, ` ${r.id.slice(0, cut)}`, document.createElement("wbr"), r.id.slice(cut));
     td.appendChild(label);
     if (r.parent) {
       const [from, step] = r.parent.split("@");
@@ -112,9 +130,12 @@ export function mountRuns(el, client, app, resume, share = null) {
       if (r.parent) tr.dataset.parent = r.parent;
       const first = idCell(r);
       tr.appendChild(first);
-      for (const v of [r.status, r.step, r.checkpoint_step ?? "–"]) {
+      // the step of the run's own max steps (a resume to more steps counts to those)
+      const step = r.max_steps ? `${r.step}/${r.max_steps}` : r.step;
+      for (const [v, cls] of [[r.status, "run-status"], [step, "run-step"], [r.checkpoint_step ?? "–", "run-ckpt"]]) {
         const td = document.createElement("td");
         td.textContent = String(v);
+        td.className = cls;
         tr.appendChild(td);
       }
       // the model and the run's actions sit under its id: a narrow panel (a 1024 px
@@ -122,7 +143,9 @@ export function mountRuns(el, client, app, resume, share = null) {
       const model = document.createElement("div");
       model.className = "run-model muted";
       const read = Object.entries(r.matched || {}).map(([k, x]) => `${k} ${x == null ? "–" : x.toPrecision(4)}`);
-      model.textContent = [r.model || "", ...read].join(" · ");
+      // runs of one model read apart by their record's hash and start time
+      const made = [r.record ? `record ${r.record.slice(0, 8)}` : "", r.started ? startedAt(r.started) : ""];
+      model.textContent = [r.model || "", ...made, ...read].filter(Boolean).join(" · ");
       const td = document.createElement("div");
       td.className = "run-actions";
       td.appendChild(button("Open", "run-open", () => past.open(r.id).catch((e) => message(e.message, "error"))));

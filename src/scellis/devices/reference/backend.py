@@ -78,8 +78,9 @@ class ReferenceBackend(OneInstance):
             raise DeviceError(f"upload of {arr.size} elements into a buffer of {buf.numel}")
         buf.handle[: buf.numel] = arr
 
-    async def read(self, buf: Buffer) -> bytes:
-        return buf.handle[: buf.numel].tobytes()
+    async def read(self, buf: Buffer, start: int = 0, count: int | None = None) -> bytes:
+        stop = buf.numel if count is None else start + count
+        return buf.handle[start:stop].tobytes()
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
         if self.host_times is None:
