@@ -333,19 +333,23 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
 def test_init_data_frames_a_noisy_level_by_its_last_value_and_a_short_one_by_short_windows(
     tmp_path, capsys
 ):  # fmt: skip
-    """A level with one shift under noise much larger than its steps (a river's yearly
-    flow): the window's mean forecasts better than the last row, so init frames each
-    window by its last value; 100 rows without a season get windows of 8 rows."""
+    """A level under noise much larger than its steps: the window's mean forecasts better
+    than the last row, so init frames each window by its last value. A series of 100
+    rows without a season gets windows of 8 rows (a tenth of its 80 training rows)."""
     rng = np.random.default_rng()
-    level = np.where(np.arange(100) < 28, 1100.0, 850.0)
-    path = tmp_path / "flow.csv"
-    path.write_text("year,flow\n" + "".join(f"{1871 + i},{v:.1f}\n" for i, v in enumerate(
-        level + rng.normal(0, 150, 100))))  # fmt: skip
-    assert main(["init", str(tmp_path / "m.sml"), "--data", str(path), "--json"]) == 0
-    got = json.loads(capsys.readouterr().out)
-    assert got["data"]["normalise"] == "change" and "the level is noisy" in got["why"]["normalise"]
-    if "season" not in got["why"] or got["why"]["season"].startswith("no season"):
-        assert got["data"]["window"] == 8
+    noise = rng.normal(rng.uniform(500, 1500), 150, 300)  # 300: no chance run reads as drift
+    line = rng.integers(1, 9) + rng.integers(1, 5) * np.arange(100)  # no cycle at all
+    for name, values in (("noise", noise), ("line", line)):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("year,flow\n" + "".join(f"{1871 + i},{v}\n" for i, v in enumerate(
+            values)))  # fmt: skip
+        assert main(["init", str(tmp_path / f"{name}.sml"), "--data", str(path), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        if name == "noise":
+            assert got["data"]["normalise"] == "change"
+            assert "the level is noisy" in got["why"]["normalise"]
+        else:
+            assert got["data"]["window"] == 8 and "a tenth" in got["why"]["window"]
 
 
 def test_the_verdict_names_the_cause_of_each_lost_comparison():
