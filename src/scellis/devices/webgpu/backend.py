@@ -1,9 +1,10 @@
 """WebGPU backend (devices layer): the Backend protocol over a ``GPU`` adapter.
 
 It owns the buffer pool (live/peak accounting), the pipeline cache (one compile per
-kernel source per device) and the meta-buffer cache, and turns ``run(op, ...)``
-into one or more dispatches through the kernel builders. Limits come from the
-adapter and may be lowered (never raised) by ``limits=`` for testing.
+kernel source per device), the meta-buffer cache and the kept launches of eager ops
+(``launch_cache.py``), and turns ``run(op, ...)`` into one or more dispatches through
+the kernel builders. Limits come from the adapter and may be lowered (never raised) by
+``limits=`` for testing.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from collections import OrderedDict
 from ...base.dtypes import DType, f32
 from ...base.errors import DeviceError, LimitError
 from ..base import Buffer, OneInstance, View
-from .encoded import EncodeCache, signature
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
 from .kernels.workgroup_memory import workgroup_bytes
-from .plans import LaunchPlans
+from .launch_cache import LaunchCache, Limits, bind, signature
 
 
 def size_class(nbytes: int) -> int:
@@ -62,7 +62,7 @@ class WebGPUBackend(OneInstance):
             gpu = from_native(adapter)
         self.gpu = gpu
         self.info = gpu.info
-        self.limits = dict(gpu.limits)
+        self.limits = Limits(gpu.limits)
         for k, v in (limits or {}).items():
             if k not in self.limits:
                 raise DeviceError(f"unknown limit {k!r}")
@@ -74,8 +74,7 @@ class WebGPUBackend(OneInstance):
         self._scratch_buf: Buffer | None = None
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
-        self._encoded = EncodeCache()
-        self._plans = LaunchPlans()
+        self._launches = LaunchCache()
         self.live_bytes = 0
         self.peak_bytes = 0
         self.pooled_bytes = 0
@@ -233,28 +232,62 @@ class WebGPUBackend(OneInstance):
                 return
         t0 = time.perf_counter() if self.host_times is not None else 0.0
         self.gpu.label = op  # what a dispatch timer calls the next launches
-        if self.recorder is not None or not self._plans.run(self, op, inputs, outputs, attrs):
+        if self.recorder is None:
+            self._run_eager(op, inputs, outputs, attrs)
+        else:  # a recorded step keeps its launches as Sources: built by ``encode``
             launches = self.encode(op, inputs, outputs, attrs)
-            if self.recorder is not None:
-                self.recorder.on_run(op, inputs, outputs, attrs)
+            self.recorder.on_run(op, inputs, outputs, attrs)
             for one_src, grid in launches:
                 self.launch(one_src, grid)
         if self.host_times is not None:
             self.host_times.append((op, time.perf_counter() - t0))
 
+    def _run_eager(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
+        """Dispatch ``op`` from its kept launches: on a kept signature no WGSL text, no
+        pipeline lookup by that text and no meta packing."""
+        kept, got = self._kept(op, inputs, outputs, attrs)
+        if kept is None:
+            for one_src, grid in got:
+                self.launch(one_src, grid)
+            return
+        dispatch, meta_buffer = self.gpu.dispatch, self.meta_buffer_of
+        for one in kept:
+            pipeline = one.pipeline
+            if pipeline is None:
+                one.source.check_bindings()
+                pipeline = one.pipeline = self.pipeline(one.source.text())
+            bindings = bind(one, got)
+            bindings.append((meta_buffer(one.meta), 0, one.meta_size))
+            dispatch(pipeline, bindings, one.grid)
+        self.stats["dispatches"] += len(kept)
+
     def encode(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
         """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched.
-        Built once per signature (``encoded.py``), then bound to each call's buffers."""
-        views = [*inputs, *outputs]
-        key = signature(op, views, attrs, self.limits)
-        if key is None:
-            return self._build(op, inputs, outputs, attrs)
-        storages = [v.buf.handle for v in views]
-        launches = self._encoded.get(key, storages, self._scratch_storage())
-        if launches is None:
-            launches = self._build(op, inputs, outputs, attrs)
-            self._encoded.put(key, launches, storages, self._scratch_storage())
-        return launches
+        Kept per signature (``launch_cache.py``), then bound to each call's buffers."""
+        kept, got = self._kept(op, inputs, outputs, attrs)
+        if kept is None:
+            return got
+        return [(one.source.with_bindings(bind(one, got)), one.grid) for one in kept]
+
+    def _kept(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> tuple:
+        """(the op's kept launches, the slots they bind: the views' storages, then the
+        scratch), kept now if missing; or (None, the launches built for this call) where
+        the signature is not kept."""
+        views = (*inputs, *outputs)
+        key = signature(op, KERNELS.get(op), views, attrs, self.limits)
+        kept = None if key is None else self._launches.get(key, self._scratch_storage())
+        if kept:
+            return kept, self._slots(views)
+        built = self._build(op, inputs, outputs, attrs)
+        if key is not None and kept is None:
+            slots = self._slots(views)  # after building: it may have grown the scratch
+            kept = self._launches.put(key, built, slots)
+            if kept:
+                return kept, slots
+        return None, built
+
+    def _slots(self, views: tuple) -> list:
+        return [*[v.buf.handle for v in views], self._scratch_storage()]
 
     def _scratch_storage(self) -> Storage | None:
         return self._scratch_buf.handle if self._scratch_buf is not None else None

@@ -178,7 +178,7 @@ class Source:
 
     def with_bindings(self, bindings: list) -> Source:
         """The same kernel (text, meta) bound to ``bindings``: a kept encoding reused
-        (``webgpu/encoded.py``). The lists are shared: a built kernel is not changed."""
+        (``webgpu/launch_cache.py``). The lists are shared: a built kernel is not changed."""
         return Source(self.limits, self.has_f16, self.decls, self.fns, bindings, self.meta,
                       self.body, None, self.software, self.text())  # fmt: skip
 
