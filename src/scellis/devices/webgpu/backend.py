@@ -72,6 +72,7 @@ class WebGPUBackend(OneInstance):
         self.window_bytes, self.chunk_bytes = binding_geometry(self.limits)
         self._pool: dict[int, list[Storage]] = {}
         self._scratch_buf: Buffer | None = None
+        self._scratch_storage: Storage | None = None  # its storage, read on every eager op
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
         self._launches = LaunchCache()
@@ -233,33 +234,27 @@ class WebGPUBackend(OneInstance):
         t0 = time.perf_counter() if self.host_times is not None else 0.0
         self.gpu.label = op  # what a dispatch timer calls the next launches
         if self.recorder is None:
-            self._run_eager(op, inputs, outputs, attrs)
+            kept, got = self._kept(op, inputs, outputs, attrs)
         else:  # a recorded step keeps its launches as Sources: built by ``encode``
-            launches = self.encode(op, inputs, outputs, attrs)
+            kept, got = None, self.encode(op, inputs, outputs, attrs)
             self.recorder.on_run(op, inputs, outputs, attrs)
-            for one_src, grid in launches:
-                self.launch(one_src, grid)
-        if self.host_times is not None:
-            self.host_times.append((op, time.perf_counter() - t0))
-
-    def _run_eager(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
-        """Dispatch ``op`` from its kept launches: on a kept signature no WGSL text, no
-        pipeline lookup by that text and no meta packing."""
-        kept, got = self._kept(op, inputs, outputs, attrs)
         if kept is None:
             for one_src, grid in got:
                 self.launch(one_src, grid)
-            return
-        dispatch, meta_buffer = self.gpu.dispatch, self.meta_buffer_of
-        for one in kept:
-            pipeline = one.pipeline
-            if pipeline is None:
-                one.source.check_bindings()
-                pipeline = one.pipeline = self.pipeline(one.source.text())
-            bindings = bind(one, got)
-            bindings.append((meta_buffer(one.meta), 0, one.meta_size))
-            dispatch(pipeline, bindings, one.grid)
-        self.stats["dispatches"] += len(kept)
+        else:  # kept launches: no WGSL text, no pipeline lookup by text, no meta packing
+            dispatch, meta_buffer = self.gpu.dispatch, self.meta_buffer_of
+            for one in kept:
+                pipeline = one.pipeline
+                if pipeline is None:
+                    one.source.check_bindings()
+                    pipeline = one.pipeline = self.pipeline(one.source.text())
+                # the recipe's windows of this call's storages (``bind``, inlined: every op)
+                bindings = [(got[s].chunks[c], o, n) for s, c, o, n in one.recipe]
+                bindings.append((meta_buffer(one.meta), 0, one.meta_size))
+                dispatch(pipeline, bindings, one.grid)
+            self.stats["dispatches"] += len(kept)
+        if self.host_times is not None:
+            self.host_times.append((op, time.perf_counter() - t0))
 
     def encode(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
         """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched.
@@ -273,24 +268,21 @@ class WebGPUBackend(OneInstance):
         """(the op's kept launches, the slots they bind: the views' storages, then the
         scratch), kept now if missing; or (None, the launches built for this call) where
         the signature is not kept."""
-        views = (*inputs, *outputs)
-        key = signature(op, KERNELS.get(op), views, attrs, self.limits)
-        kept = None if key is None else self._launches.get(key, self._scratch_storage())
+        key, slots = signature(op, KERNELS.get(op), (*inputs, *outputs), attrs, self.limits)
+        if key is None:
+            return None, self._build(op, inputs, outputs, attrs)
+        scratch = self._scratch_storage
+        kept = self._launches.get(key, scratch)
         if kept:
-            return kept, self._slots(views)
+            slots.append(scratch)
+            return kept, slots
         built = self._build(op, inputs, outputs, attrs)
-        if key is not None and kept is None:
-            slots = self._slots(views)  # after building: it may have grown the scratch
+        if kept is None:
+            slots.append(self._scratch_storage)  # after building: it may have grown
             kept = self._launches.put(key, built, slots)
             if kept:
                 return kept, slots
         return None, built
-
-    def _slots(self, views: tuple) -> list:
-        return [*[v.buf.handle for v in views], self._scratch_storage()]
-
-    def _scratch_storage(self) -> Storage | None:
-        return self._scratch_buf.handle if self._scratch_buf is not None else None
 
     def _build(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
         builder = KERNELS.get(op)
@@ -321,6 +313,7 @@ class WebGPUBackend(OneInstance):
             st = self._new_storage(size_class(nbytes))
             st.nbytes = size_class(nbytes)
             self._scratch_buf = Buffer(None, st, st.nbytes // 4, f32)
+            self._scratch_storage = st
         return View(self._scratch_buf, (numel,), (1,), 0, f32)
 
     def launch(self, src: Source, grid) -> None:

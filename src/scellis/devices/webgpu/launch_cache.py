@@ -19,13 +19,12 @@ builder's own leaves its signature built on every call.
 from __future__ import annotations
 
 import array
-from collections import OrderedDict
 
 from .kernels.common import Storage
 from .kernels.elementwise import elementwise, fill
 from .kernels.matmul import matmul_kernel
 
-MAX_ENTRIES = 4096  # least recently used signatures beyond this are built again
+MAX_ENTRIES = 4096  # signatures kept; the oldest beyond this are built again
 # the builders that read nothing but their arguments and the device's limits. The
 # others are left out: they also read module-level settings (attention variants and
 # tiles, scratch budgets) that tuning runs and tests change while a backend is open,
@@ -83,24 +82,25 @@ def _plain(value):
     return None
 
 
-def signature(op: str, builder, views: tuple, attrs: dict, limits: Limits) -> tuple | None:
-    """The key of an op's launches, or None where they are not kept (a builder outside
-    CACHED_BUILDERS, an attr that is not a plain value)."""
+def signature(op: str, builder, views: tuple, attrs: dict, limits: Limits) -> tuple:
+    """(the key of an op's launches, the views' storages), or (None, None) where they are
+    not kept (a builder outside CACHED_BUILDERS, an attr that is not a plain value)."""
     if builder not in CACHED_BUILDERS:
-        return None
-    ids, layout = [], []
+        return None, None
+    # one loop, no comprehension: this runs for every eager op
+    storages, ids, layout = [], [], []
     for v in views:
         st = v.buf.handle
+        storages.append(st)
         ids.append(id(st))
         layout.append((v.dtype.name, v.shape, v.strides, v.offset, st.nbytes))
-    kept_attrs = []
-    for k, value in attrs.items():
-        part = _plain(value)
-        if part is None:
-            return None
-        kept_attrs.append((k, part))
     shared = tuple([ids.index(i) for i in ids])
-    return op, tuple(layout), shared, tuple(kept_attrs), limits.version
+    kept_attrs = ()
+    if attrs:
+        kept_attrs = tuple([(k, _plain(v)) for k, v in attrs.items()])
+        if any(part is None for _, part in kept_attrs):
+            return None, None
+    return (op, tuple(layout), shared, kept_attrs, limits.version), storages
 
 
 def capture(launches: list, slots: list) -> tuple:
@@ -128,26 +128,20 @@ def _uses_scratch(launches: tuple, slot: int) -> bool:
 
 
 class LaunchCache:
-    """Signature -> (launches, the scratch storage they bind or None), least recently used
-    first out."""
+    """Signature -> (launches, the scratch storage they bind or None); past MAX_ENTRIES
+    the oldest goes first. A hit does not refresh its entry: that would hash the key a
+    second time on every eager op, for a bound few programs reach."""
 
     def __init__(self):
-        self._entries: OrderedDict[tuple, tuple] = OrderedDict()
-        self.hits = 0
+        self._entries: dict[tuple, tuple] = {}
 
     def get(self, key: tuple, scratch: Storage | None) -> tuple | None:
         """The kept launches, () where the signature is built each call, or None where
         none are kept (or they bind a scratch storage that has since grown)."""
         entry = self._entries.get(key)
-        if entry is None:
+        if entry is None or (entry[1] is not None and entry[1] is not scratch):
             return None
-        launches, bound = entry
-        if bound is not None and bound is not scratch:
-            return None
-        if launches:
-            self._entries.move_to_end(key)
-            self.hits += 1
-        return launches
+        return entry[0]
 
     def put(self, key: tuple, launches: list, slots: list) -> tuple:
         """Keep ``launches`` (bound to ``slots``: the views' storages, then the scratch)
@@ -155,10 +149,10 @@ class LaunchCache:
         kept = capture(launches, slots)
         scratch = len(slots) - 1
         bound = slots[scratch] if kept and _uses_scratch(kept, scratch) else None
+        self._entries.pop(key, None)  # a replaced entry counts as new
         self._entries[key] = (kept, bound)
-        self._entries.move_to_end(key)
         if len(self._entries) > MAX_ENTRIES:
-            self._entries.popitem(last=False)
+            del self._entries[next(iter(self._entries))]
         return kept
 
     def __len__(self) -> int:
