@@ -16,8 +16,9 @@ the two launches the 384x8192x384 weight gradient takes on a large GPU). Columns
 
 * ``op``: ``apply("matmul", ...)``, the whole eager op (shape rule, output allocation,
   tape, kernel choice and encoding, launches);
-* ``run``: the backend's part (``backend.run``: encode + launch);
-* ``encode``: building the launches (``backend.encode``);
+* ``run``: the backend's part (``backend.run``: the kept launches dispatched);
+* ``encode``: the launches as kernels bound to the call's buffers (``backend.encode``:
+  kept ones rebound, see ``devices/webgpu/launch_cache.py``);
 * ``launch``: launching already encoded kernels again (what ``bench/matmul.py`` calls
   the kernel figure: pipeline, meta buffer, bind group, dispatch).
 """

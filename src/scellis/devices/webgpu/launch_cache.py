@@ -35,8 +35,9 @@ _NOT_KEPT = ()  # the entry of a signature whose launches bind a buffer no slot 
 
 
 class Limits(dict):
-    """A device's limits, with ``version`` counting their changes in place (a test
-    lowering one on a live backend): launches kept under other limits are not reused."""
+    """A device's limits, with ``version`` counting their changes in place (item
+    assignment, deletion, ``update``: a test lowering one on a live backend), which the
+    signature holds: launches kept under other limits are not reused."""
 
     version = 0
 
@@ -154,9 +155,6 @@ class LaunchCache:
         if len(self._entries) > MAX_ENTRIES:
             del self._entries[next(iter(self._entries))]
         return kept
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 def bind(launch: Launch, slots: list) -> list:
