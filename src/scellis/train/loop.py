@@ -45,6 +45,8 @@ class _Run:
         self.model, self.optimizer, self.scheduler = ts.model, ts.optimizer, ts.scheduler
         self.device = ts.device
         self.tier = resolve_tier(opts["determinism_tier"])
+        if hasattr(self.device, "tier"):  # a device whose kernel variants follow the tier
+            self.device.tier = self.tier.effective
         self.prec = resolve_precision(opts["precision"], self.device)
         ts.scaler.configure(self.prec, self.device)
         self.clip = clipper(opts["grad_clip"])

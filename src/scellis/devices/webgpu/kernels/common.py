@@ -78,6 +78,8 @@ class Source:
     scratch: object = None
     # a CPU-emulated adapter: kernels with a variant per kind of device pick theirs by it
     software: bool = False
+    # row reductions may fold through subgroup operations (kernels/variants.py decides)
+    subgroups: bool = False
 
     def _bind(
         self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
@@ -161,6 +163,8 @@ class Source:
 
     def text(self) -> str:
         enable = "enable f16;\n" if self.has_f16 and any("f16" in d for d in self.decls) else ""
+        if self.subgroups and "subgroup" in self.body + "".join(self.fns):
+            enable += "enable subgroups;\n"
         meta_b = len(self.bindings)
         return (
             enable
