@@ -15,7 +15,9 @@ import scellis as sc
 from scellis.devices.native_wgpu import device_features
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.devices.webgpu.gpu import AdapterInfo
+from scellis.devices.webgpu.kernels import attention_subgroups
 from scellis.devices.webgpu.kernels.variants import subgroup_reductions
+from scellis.ops.attention import flash_attention
 from scellis.ops.composites import layer_norm, log_softmax, rms_norm, softmax
 from scellis.train.determinism import PROD_TOLERANCE
 
@@ -138,3 +140,45 @@ def test_without_subgroups_the_trees_run_bit_for_bit(backends, rng, op):
     for dev in (backends["off"], untold):
         assert np.array_equal(_run(f, x, dev).view(np.uint64), tree.view(np.uint64))
         assert "subgroup" not in _wgsl(dev)
+
+
+def _attention(dev, arrays, causal, dtype=np.float32):
+    """The flash attention output and the gradients of q, k and v on ``dev``."""
+    q, k, v, gy = (a.astype(dtype) for a in arrays)
+    ts = [sc.tensor(a, device=dev, requires_grad=True) for a in (q, k, v)]
+    y = flash_attention(*ts, causal=causal)
+    y.backward(sc.tensor(gy, device=dev))
+    return [y.detach().numpy()] + [t.grad.numpy().astype(np.float64) for t in ts]
+
+
+# (B, H, T, S, D): rows whose lanes split the keys of a tile, a partial last tile, T != S
+ATTENTION_SHAPES = [(1, 2, 37, 37, 16), (2, 1, 70, 70, 8), (1, 1, 5, 9, 4)]
+
+
+@pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=str)
+def test_flash_attention_with_subgroups(backends, rng, shape):
+    b, h, t, s, d = shape
+    tol = PROD_TOLERANCE["f32"]["attention"]
+    arrays = [rng.standard_normal((b, h, n, d)) for n in (t, s, s, t)]
+    for causal in (False, True) if t == s else (False,):
+        want = _attention("reference", arrays, causal, np.float64)
+        tree = _attention(backends["tree"], arrays, causal)
+        for got, w, tr in zip(_attention(backends["prod"], arrays, causal), want, tree):
+            _close(got, w, tol)
+            _close(got, tr, tol)
+    assert "subgroupShuffleXor" in _wgsl(backends["prod"])
+
+
+def test_flash_kernels_own_fallback_is_the_tree_bit_for_bit(gpu, backends, rng, monkeypatch):
+    """Where a workgroup finds its rows' lanes are not subgroup runs it takes the barrier
+    path inside the same kernel: forced here, it gives the tree kernels' bits."""
+    real = attention_subgroups.check
+    monkeypatch.setattr(
+        attention_subgroups, "check", lambda tpr: real(tpr).replace("== 0u;", "== 2u;")
+    )
+    arrays = [rng.standard_normal((1, 2, 37, 16)) for _ in range(4)]
+    dev = _backend(gpu, "prod")
+    forced = _attention(dev, arrays, True)
+    assert "workgroupUniformLoad(&sg_rows_bad) == 2u" in _wgsl(dev)
+    for got, want in zip(forced, _attention(backends["tree"], arrays, True)):
+        assert np.array_equal(got, want)
