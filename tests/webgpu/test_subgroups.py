@@ -122,10 +122,11 @@ def test_norm_gradients_with_subgroups(backends, rng, rms):
     assert "fold_v2" in _wgsl(backends["prod"])
 
 
-def test_a_nan_survives_the_subgroup_max(backends, rng):
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_a_nan_survives_the_subgroup_fold(backends, rng, op):
     x = rng.standard_normal((4, 500)).astype(np.float32)
     x[1, 333] = np.nan
-    got = _run(lambda t: t.amax(-1), x, backends["prod"])
+    got = _run(OPS[op][1], x, backends["prod"])
     assert np.isnan(got[1]) and np.isfinite(np.delete(got, 1)).all()
 
 

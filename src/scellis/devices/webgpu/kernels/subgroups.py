@@ -15,8 +15,9 @@ Subgroups of one size do the same operations in the same order, so they return t
 bits. Callers are in workgroup-uniform control flow (the barriers and subgroup
 operations need it), as the trees' callers already are.
 
-Max and min propagate NaN as the trees do: ``subgroupMax`` may drop one, so a
-``subgroupAny`` of the partials' NaN flags puts it back.
+Max and min propagate NaN as the trees do: ``subgroupMax`` may drop one, so the largest
+bit pattern among the partials that are NaN (0 where none is) puts one back. (A NaN
+constant would be shorter, but WGSL refuses one: constants are evaluated exactly.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 # the in-lane fold of a partial and a slot, and the subgroup operation, by reduction
 _OPS = {"sum": ("{a} + {b}", "subgroupAdd"), "max": ("cmb({a}, {b})", "subgroupMax"),
         "min": ("cmb({a}, {b})", "subgroupMin")}  # fmt: skip
-NAN = "bitcast<f32>(0x7fc00000u)"
 
 
 def fold_fn(name: str, lanes: int, op: str = "sum", ty: str = "f32") -> str:
@@ -33,8 +33,10 @@ def fold_fn(name: str, lanes: int, op: str = "sum", ty: str = "f32") -> str:
     step, group = _OPS[op]
     fold = step.format(a="acc", b=f"{name}_s[j]")
     result = f"{group}(acc)"
+    nan = ""
     if op != "sum":  # a NaN among the partials is the result, as in the trees
-        result = f"select({result}, {NAN}, subgroupAny(sc_isnan(acc)))"
+        nan = "  let nan_bits = subgroupMax(select(0u, bitcast<u32>(acc), sc_isnan(acc)));\n"
+        result = f"select({result}, bitcast<f32>(nan_bits), nan_bits != 0u)"
     return (
         f"var<workgroup> {name}_s: array<{ty}, {lanes}>;\n"
         f"fn {name}(lid: u32, v: {ty}) -> {ty} {{\n"
@@ -44,7 +46,7 @@ def fold_fn(name: str, lanes: int, op: str = "sum", ty: str = "f32") -> str:
         "  let rank = subgroupExclusiveAdd(1u);\n"
         f"  var acc = {name}_s[rank];\n"
         f"  for (var j = rank + n; j < {lanes}u; j += n) {{ acc = {fold}; }}\n"
-        f"  let r = {result};\n"
+        f"{nan}  let r = {result};\n"
         # the next fold's writes wait until every subgroup has read this one's slots
         "  workgroupBarrier();\n"
         "  return r;\n}\n"
