@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import scellis as sc
+from scellis.catalog.losses import MSELoss
+from scellis.catalog.optim import Adam
 from scellis.devices.native_wgpu import device_features
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.devices.webgpu.gpu import AdapterInfo
@@ -19,6 +21,7 @@ from scellis.devices.webgpu.kernels import attention_subgroups
 from scellis.devices.webgpu.kernels.variants import subgroup_reductions
 from scellis.ops.attention import flash_attention
 from scellis.ops.composites import layer_norm, log_softmax, rms_norm, softmax
+from scellis.train import Batches, run
 from scellis.train.determinism import PROD_TOLERANCE
 
 pytestmark = pytest.mark.webgpu
@@ -183,3 +186,24 @@ def test_flash_kernels_own_fallback_is_the_tree_bit_for_bit(gpu, backends, rng, 
     assert "workgroupUniformLoad(&sg_rows_bad) == 2u" in _wgsl(dev)
     for got, want in zip(forced, _attention(backends["tree"], arrays, True)):
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("tier", ["debug", "prod"])
+def test_a_run_picks_its_tiers_kernels_and_gives_the_device_back(gpu, tier):
+    """A run's steps and validation passes take its tier's kernels (a layer norm's
+    statistics here); outside the run the device is as it was."""
+    if not gpu.info.subgroups_on:
+        pytest.skip(f"{gpu.info.name} has no subgroup operations")
+    sc.manual_seed(0)
+    model = sc.nn.Sequential(sc.nn.Linear(2, 70), sc.nn.LayerNorm(70), sc.nn.Linear(70, 1))
+    model = model.to(gpu)
+    rng = np.random.default_rng(5)
+    xs, ys = rng.standard_normal((16, 2)).tolist(), rng.standard_normal((16, 1)).tolist()
+    data = Batches(xs, ys, 8, device=gpu)
+    before, tier_before = set(gpu._pipelines), gpu.tier
+    run(model, MSELoss(), Adam(model, lr=0.01), data, epochs=1, determinism_tier=tier,
+        val_data=data)  # fmt: skip
+    new = [code for code in gpu._pipelines if code not in before]
+    assert any("fn fold(" in code for code in new)  # the norm's kernels were compiled
+    assert any("enable subgroups;" in code for code in new) == (tier == "prod")
+    assert gpu.tier == tier_before

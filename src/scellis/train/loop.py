@@ -17,6 +17,7 @@ including the device time since the last readback), ``eval``, ``epoch``,
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from functools import partial
 
 from ..autograd import no_grad
@@ -37,6 +38,21 @@ from .step import train_step
 from .stopping import EarlyStopping
 
 
+@contextmanager
+def kernels_for(device, tier: str):
+    """Inside, ``device`` picks its kernel variants for ``tier`` (a device whose kernels
+    have none ignores it); the device's earlier tier comes back after, so eager work
+    outside a run keeps the debug kernels."""
+    if not hasattr(device, "tier"):
+        yield
+        return
+    before, device.tier = device.tier, tier
+    try:
+        yield
+    finally:
+        device.tier = before
+
+
 class _Run:
     """One fit call's context: the state, the policy and the device-side accumulators."""
 
@@ -45,8 +61,6 @@ class _Run:
         self.model, self.optimizer, self.scheduler = ts.model, ts.optimizer, ts.scheduler
         self.device = ts.device
         self.tier = resolve_tier(opts["determinism_tier"])
-        if hasattr(self.device, "tier"):  # a device whose kernel variants follow the tier
-            self.device.tier = self.tier.effective
         self.prec = resolve_precision(opts["precision"], self.device)
         ts.scaler.configure(self.prec, self.device)
         self.clip = clipper(opts["grad_clip"])
@@ -66,10 +80,11 @@ class _Run:
 
     # -- the step: device work only --
     def step(self, x, y) -> None:
-        if self.replay is not None:
-            self.replay.step(self, x, y)  # the recorded schedule, or this eager step
-            return
-        self.eager_step(x, y)
+        with kernels_for(self.device, self.tier.effective):
+            if self.replay is not None:
+                self.replay.step(self, x, y)  # the recorded schedule, or this eager step
+                return
+            self.eager_step(x, y)
 
     def host_enter(self) -> None:
         self.step_lr = self.optimizer.param_groups[0]["lr"]
@@ -146,10 +161,12 @@ class _Run:
 
     async def evaluate(self) -> Eval:
         ts = self.ts
-        val, metrics = await validation_pass(
-            self.model, self.loss, self.o["val_data"], seed=ts.seed, compute=self.prec.compute,
-            metrics=self.o.get("metrics"), read=self._read, forward=self.o.get("forward"),
-        )  # fmt: skip
+        with kernels_for(self.device, self.tier.effective):
+            val, metrics = await validation_pass(
+                self.model, self.loss, self.o["val_data"], seed=ts.seed,
+                compute=self.prec.compute, metrics=self.o.get("metrics"), read=self._read,
+                forward=self.o.get("forward"),
+            )  # fmt: skip
         ts.metrics["val_loss"] = val
         self.last_eval_step = ts.step
         ev = Eval(step=ts.step, epoch=ts.epoch, val_loss=val, metrics=metrics)

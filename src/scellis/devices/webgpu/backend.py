@@ -82,8 +82,9 @@ class WebGPUBackend(OneInstance):
         self.recorder = None
         # (op, host seconds to encode and launch it) while a profile collects them
         self.host_times: list | None = None
-        # the determinism tier of the latest run started on this device (None: none yet,
-        # and the kernels are debug's); it picks kernel variants (kernels/variants.py)
+        # the determinism tier of the run whose step or validation pass is being encoded
+        # (None: no run's, and the kernels are debug's); it picks kernel variants
+        # (kernels/variants.py)
         self.tier: str | None = None
 
     # -- the Backend protocol --
