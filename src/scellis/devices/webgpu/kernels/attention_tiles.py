@@ -16,7 +16,9 @@ several multiply-adds:
   shared among the invocations as SR x SC register micro-tiles: per step of 4 columns
   an invocation reads SR + SC vectors and does 4 * SR * SC multiply-adds.
 - The softmax of a score block runs in workgroup memory, TPR invocations per row
-  reducing through it; each row's running max and sum live in those invocations.
+  reducing through it (on prod and fast, through subgroup shuffles where the device
+  has them: ``attention_subgroups``); each row's running max and sum live in those
+  invocations.
 - Products with the probabilities (P v, dS k, Pᵀ dO, dSᵀ q) give each invocation RT
   rows x one vec4 column group of the result, held in registers across all tiles.
 

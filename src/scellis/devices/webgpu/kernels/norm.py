@@ -7,7 +7,8 @@ registers (up to CACHE elements each; past that it reads them again from memory,
 the same order). Every row sum is the same fixed order: each invocation adds its
 elements sequentially, then a binary tree in workgroup memory folds slot t with slot
 t + s for s = L/2, ..., 1. No atomics, no order that depends on timing: the ``debug``
-tier's bitwise repeatability holds.
+tier's bitwise repeatability holds. (On prod and fast, where the device has subgroups,
+the tree is ``subgroups.norm_folds``' instead: kernels/variants.py.)
 
 Forward, per row: the mean (layer norm only), then the variance about it (two
 passes, so no cancellation between E[x^2] and mean^2; RMS: the mean square of x), then

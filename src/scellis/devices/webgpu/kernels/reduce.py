@@ -28,6 +28,13 @@ All orders depend only on R and the shape, never on timing: no atomics, so the
 and rounds once on store), integers in i32/u32 with wrap-around (as the reference's
 cast back to 32 bits gives).
 
+On the prod and fast tiers, where the device has subgroups (kernels/variants.py), the
+long and split paths fold their 256 lanes' float sums, maxima and minima through
+``subgroups.fold_fn`` instead of the tree: one barrier, then each subgroup of n
+invocations sums 256/n slots per invocation and folds those by one subgroup operation,
+whose order is the hardware's. A sum then takes at most ceil(R/256) - 1 + 256/n - 1 +
+n - 1 roundings (``sum_error_bound`` is the trees'); prod's tolerance bounds it.
+
 Error bound of an f32 sum of R terms (u = 2^-24, gamma_k = k u / (1 - k u)): every
 term passes through at most k roundings, so |sum_gpu - sum_exact| <= gamma_k * sum|x|
 with k = R - 1 on the short path, k = ceil(R / 256) + 7 on the long path
