@@ -118,6 +118,7 @@ def hello() -> dict:
             "vendor": info.vendor,
             "backend": info.backend,
             "features": info.features,
+            "device_features": info.device_features,  # those the device was opened with
         }
         if info
         else None,

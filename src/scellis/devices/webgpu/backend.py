@@ -19,6 +19,7 @@ from .encoded import EncodeCache, signature
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
+from .kernels.variants import subgroup_reductions
 from .kernels.workgroup_memory import workgroup_bytes
 from .plans import LaunchPlans
 
@@ -86,6 +87,10 @@ class WebGPUBackend(OneInstance):
         self.recorder = None
         # (op, host seconds to encode and launch it) while a profile collects them
         self.host_times: list | None = None
+        # the determinism tier of the run whose step or validation pass is being encoded
+        # (None: no run's, and the kernels are debug's); it picks kernel variants
+        # (kernels/variants.py)
+        self.tier: str | None = None
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -275,7 +280,10 @@ class WebGPUBackend(OneInstance):
         return self._source()
 
     def _source(self) -> Source:
-        return Source(self.limits, self.info.has_f16, software=self.info.software)
+        return Source(
+            self.limits, self.info.has_f16, software=self.info.software,
+            subgroups=subgroup_reductions(self.info.subgroups_on, self.tier),
+        )  # fmt: skip
 
     def _scratch(self, numel: int) -> View:
         """``numel`` f32 of scratch storage, for results passed between the launches of one
