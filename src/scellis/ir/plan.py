@@ -358,6 +358,8 @@ def replanner(record: dict, target: Target, kwargs: dict):
 
     def replan(edits: dict, options: dict) -> Plan:
         kw = {**kwargs, **options, "remediate": False}
+        if not kw.pop("validate", True):  # no validation pass: no evaluation forward
+            kw["eval_batch"] = None
         if "batch_size" in edits:
             kw["batch"] = None
         if "eval.batch_size" in edits and kw.get("eval_batch"):

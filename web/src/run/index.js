@@ -256,12 +256,13 @@ export function mount(el, client, app) {
   const plan = watchPlan({
     client, app, state, box: $("run-plan"),
     show: (box, ev) => { showPlan(box, ev, view.applyFix); fixed(ev); },
-    options: () => ({ replay: panelOptions().replay }),
+    options: () => { const o = panelOptions(); return { replay: o.replay, validate: o.validate }; },
   });
   state.plan = plan;
   view.applyFix = createFixer({ client, app, $, replan: () => plan.soon(), log });
-  // the plan counts replayed steps' residency: it follows the replay box too
-  $("run-replay").addEventListener("change", () => plan.soon());
+  // the plan counts replayed steps' residency and the validation forward: it follows
+  // the replay and validate boxes too
+  for (const id of ["run-replay", "run-validate"]) $(id).addEventListener("change", () => plan.soon());
 
   // a quick run not sized yet times two steps first (quick_run.js)
   async function trainSized() {
