@@ -2,7 +2,7 @@
 
 The worker sends ``{id, cmd, args}``; ``dispatch`` calls the public function ``cmd``
 of ``run_api``, ``runs_api``, ``model_api``, ``import_api``, ``bench_api``, ``use_api``,
-``kept_data`` or ``share_api``
+``kept_data``, ``share_api`` or ``extension_api``
 with the JSON arguments as keywords and returns its value or async generator. A
 ScellisError is remembered for ``last_error`` so the page gets its message and located
 diagnostics rather than a Python traceback.
@@ -19,6 +19,7 @@ from ..devices.base import get_device
 from ..version import __version__
 from . import (
     bench_api,
+    extension_api,
     import_api,
     kept_data,
     model_api,
@@ -42,6 +43,7 @@ _COMMANDS = {
         use_api,
         kept_data,
         share_api,
+        extension_api,
     )  # fmt: skip
     for name in dir(mod)
     if not name.startswith("_")
