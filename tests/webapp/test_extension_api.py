@@ -40,13 +40,28 @@ def test_a_loaded_optimizer_is_in_the_catalog_and_trains(loaded):
     text = _record("[sign_sgd.py]")
     assert model_api.project(text)["ok"]
 
-    async def losses():
-        opts = RunOptions(max_steps=12, validate=False)
-        s = start_run(text.encode(), "tab.sml", options=opts, base_dir=EXAMPLES)
-        return [e.loss for e in [e async for e in s.events()] if e.kind == "log"]
-
-    got = asyncio.run(losses())
+    got = _losses(text, "reference")
     assert len(got) == 12 and sum(got[-3:]) < sum(got[:3]), got
+
+
+def _losses(text: str, device: str, replay: bool = True) -> list[float]:
+    async def drive():
+        opts = RunOptions(max_steps=12, validate=False, replay=replay)
+        s = start_run(text.encode(), "tab.sml", options=opts, base_dir=EXAMPLES, device=device)
+        events = [e async for e in s.events()]
+        end = next(e for e in events if e.kind == "end")
+        return [e.loss for e in events if e.kind == "log"], end.replay
+
+    losses, replay_info = asyncio.run(drive())
+    assert not replay or device != "webgpu" or replay_info["replayed_steps"] > 0, replay_info
+    return losses
+
+
+@pytest.mark.webgpu
+def test_a_users_optimizer_replays_as_it_ran_eagerly(loaded):
+    # its update is ordinary ops recorded with the step: nothing of it to patch
+    text = _record("[sign_sgd.py]")
+    assert _losses(text, "webgpu") == _losses(text, "webgpu", replay=False)
 
 
 def test_a_record_naming_a_file_not_loaded_is_refused(loaded):
