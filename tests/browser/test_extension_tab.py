@@ -57,8 +57,15 @@ def test_a_loaded_optimizer_is_picked_in_the_form_and_trains(engine_page):
         "() => document.querySelector('#run-plan').dataset.verdict === 'green'",
         timeout=120_000,
     )
+    page.locator(PICK).scroll_into_view_if_needed()  # the picker in view (the form scrolls)
     screenshot(page, "extension_optimizer_1440")
     page.set_viewport_size({"width": 412, "height": 900})
+    page.locator(PICK).scroll_into_view_if_needed()
+    # nothing of the loader's line spills out of the narrow panel
+    assert page.evaluate(
+        "() => { const r = document.querySelector('#run-extensions');"
+        " return r.scrollWidth <= r.clientWidth + 1; }"
+    )
     screenshot(page, "extension_optimizer_412")
     page.set_viewport_size({"width": 1440, "height": 900})
     start_training(page, RUN)
