@@ -67,7 +67,7 @@ def site_list(given: list[str] | None) -> dict[str, Path]:
         sys.path.insert(0, str(ROOT / "src"))
         from scellis.cli.site_build import build_site
 
-        build_site(site)
+        build_site(site, extra_packages=[ROOT / "bench" / "tab" / "tabbench"])  # bench_train_step
         return {"site": site}
     out = {}
     for arg in given:

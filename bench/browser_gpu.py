@@ -66,6 +66,8 @@ from urllib.parse import parse_qs, quote, urlparse
 from browser_workloads import TRANSFORMERS, sized
 
 ROOT = Path(__file__).resolve().parents[1]
+# the tab's benchmark commands, carried beside the site's wheel
+TAB_BENCH = ROOT / "bench" / "tab" / "tabbench"
 # where the shell and its resources sit once the deb is unpacked (dpkg -x DEB ROOT/x)
 CHROME_DIR = "x/usr/lib/chromium"
 # what the shell needs from chromium-common (the rest of that deb is left behind)
@@ -382,8 +384,12 @@ def _old_site(rev: str, stage: Path) -> None:
         (wt / "web" / "node_modules").symlink_to(ROOT / "web" / "node_modules")
         dst = stage / f"site_{rev}"
         env = {**os.environ, "PYTHONPATH": str(wt / "src")}
-        _sh([sys.executable, "-m", "scellis.cli.main", "site", "build", "--out", str(dst)],
-            cwd=wt, env=env)  # fmt: skip
+        # the tab's benchmark commands: a package beside the site's wheel where the
+        # commit has one (older commits shipped them inside scellis)
+        hooks = wt / "bench" / "tab" / "tabbench"
+        extra = ["--extra-package", str(hooks)] if hooks.is_dir() else []
+        _sh([sys.executable, "-m", "scellis.cli.main", "site", "build", "--out", str(dst),
+             *extra], cwd=wt, env=env)  # fmt: skip
         for m in dst.rglob("*.map"):
             m.unlink()
         mine, theirs = stage / "site" / "pyodide", dst / "pyodide"
@@ -406,7 +412,8 @@ def pack(out: Path, part_mib: int, debs: Path | None, tfjs_modules: Path,
         sys.path.insert(0, str(ROOT / "src"))
         from scellis.cli.main import main as scellis_main
 
-        if scellis_main(["site", "build", "--out", str(stage / "site")]) != 0:
+        site = ["site", "build", "--out", str(stage / "site"), "--extra-package", str(TAB_BENCH)]
+        if scellis_main(site) != 0:
             raise SystemExit("site build failed")
         for m in (stage / "site").rglob("*.map"):
             m.unlink()

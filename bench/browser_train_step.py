@@ -123,7 +123,8 @@ def scellis_rows(pw, models, steps, repeats, replay=False, tiny=False) -> list[d
     sys.path.insert(0, str(ROOT / "src"))
     from scellis.cli.main import main as scellis_main
 
-    if scellis_main(["site", "build", "--out", str(site)]) != 0:
+    tab_bench = ROOT / "bench" / "tab" / "tabbench"  # bench_train_step, injected into the site
+    if scellis_main(["site", "build", "--out", str(site), "--extra-package", str(tab_bench)]):
         raise SystemExit("site build failed")
     httpd, url = serve(site)
     rows = []

@@ -1,6 +1,6 @@
 """The browser benches' Transformer workloads (bench/browser_train_step.py, bench/browser_gpu.py).
 
-The numbers equal scellis.webapp.bench_models.CONFIGS (the Scellis side builds its model
+The numbers equal tabbench.models.CONFIGS (bench/tab) (the Scellis side builds its model
 from the name there); the tf.js page builds the same decoder from the dict sent to it
 (``kind: tf``, bench/browser/tfjs_transformer.js). This file is standalone: it travels in
 the GPU payload next to browser_gpu.py, where scellis is not installed.

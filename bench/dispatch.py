@@ -1,8 +1,9 @@
-"""Dispatch-overhead benchmark: microseconds per kernel for a chain of tiny WebGPU ops.
+"""Dispatch-overhead benchmark: microseconds per kernel for a chain of tiny eager ops.
 
 Usage::
 
     PYTHONPATH=src python3 bench/dispatch.py                 # 1000 x (x = x + one), 16 elements
+    PYTHONPATH=src python3 bench/dispatch.py --device reference   # the NumPy reference device
 
 Each sample runs a chain of ``--chain`` dependent elementwise adds on a 16-element f32
 tensor (``x = x + one``, ``one`` made once up front, so every step is exactly one
@@ -12,8 +13,14 @@ Reported per dispatch, median over ``--repeats`` samples after ``--warmup`` chai
 * ``encode_us``: host time to issue the chain (Tensor op, output allocation from the
   pool, bind group, encoding; includes the submits the adapter makes every 512
   dispatches), before the read;
+* ``encode_cpu_us``: the CPU time of the issuing thread over the same span: what
+  other processes on a shared machine take from it, and the adapter's own threads
+  (lavapipe's rasteriser runs the kernels on them), are left out;
 * ``total_us``: the same chain up to the read's return, i.e. also the GPU work and
   the one readback; nothing is subtracted.
+
+On the reference device each kernel runs as it is issued (NumPy, on this thread), so
+``encode_us`` includes the 16-element add itself (about a microsecond).
 
 The ``raw`` rows repeat this through ``backend.run`` on preallocated views (no Tensor,
 no dispatch-table lookups, no allocation), which separates the engine's Python cost
@@ -34,19 +41,20 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import scellis as sc  # noqa: E402
 from scellis.base.dtypes import f32  # noqa: E402
-from scellis.devices.base import View  # noqa: E402
+from scellis.devices.base import View, get_device  # noqa: E402
 from scellis.devices.webgpu import WebGPUBackend  # noqa: E402
 from scellis.runtime.tensor import run_sync  # noqa: E402
 
 
 def chain_tensor(dev, n: int, size: int):
-    """Issue ``n`` dependent adds through Tensor ops; returns (issue seconds, read fn)."""
+    """Issue ``n`` dependent adds through Tensor ops; returns (issue seconds, issue CPU
+    seconds of this thread, read fn)."""
     x = sc.tensor([0.0] * size, device=dev)
     one = sc.tensor([1.0] * size, device=dev)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(n):
         x = x + one
-    return time.perf_counter() - t0, x.tolist
+    return time.perf_counter() - t0, time.thread_time() - c0, x.tolist
 
 
 def chain_raw(dev, n: int, size: int):
@@ -55,30 +63,41 @@ def chain_raw(dev, n: int, size: int):
     dev.upload(bufs[0], bytes(4 * size))
     dev.upload(bufs[2], b"\x00\x00\x80\x3f" * size)
     views = [View(b, (size,), (1,), 0, f32) for b in bufs]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     for i in range(n):
         dev.run("add", [views[i % 2], views[2]], [views[(i + 1) % 2]], {})
     last = bufs[n % 2]
-    return time.perf_counter() - t0, lambda: run_sync(dev.read(last))
+    return time.perf_counter() - t0, time.thread_time() - c0, lambda: run_sync(dev.read(last))
+
+
+def _kernels_run(dev) -> int:
+    """Kernels the device has run so far (the reference device counts through its
+    profile list, which it fills while one is set)."""
+    if hasattr(dev, "stats"):
+        return dev.stats["dispatches"]
+    return len(dev.host_times)
 
 
 def measure(dev, chain, n: int, size: int, warmup: int, repeats: int) -> dict:
     for _ in range(warmup):
-        chain(dev, n, size)[1]()
-    encode, total, per_chain = [], [], []
+        chain(dev, n, size)[-1]()
+    encode, encode_cpu, total, per_chain = [], [], [], []
     for _ in range(repeats):
-        dev.sync()
-        before = dev.stats["dispatches"]
+        if hasattr(dev, "sync"):
+            dev.sync()
+        before = _kernels_run(dev)
         t0 = time.perf_counter()
-        issue_s, read = chain(dev, n, size)
+        issue_s, issue_cpu_s, read = chain(dev, n, size)
         read()
         total.append(time.perf_counter() - t0)
         encode.append(issue_s)
-        per_chain.append(dev.stats["dispatches"] - before)
+        encode_cpu.append(issue_cpu_s)
+        per_chain.append(_kernels_run(dev) - before)
     dispatches = statistics.median(per_chain)
     return {
         "dispatches_per_chain": dispatches,
         "encode_us": statistics.median(encode) / dispatches * 1e6,
+        "encode_cpu_us": statistics.median(encode_cpu) / dispatches * 1e6,
         "total_us": statistics.median(total) / dispatches * 1e6,
         "total_ms_per_chain": statistics.median(total) * 1e3,
     }
@@ -91,28 +110,37 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--adapter", default=None)
+    p.add_argument("--device", choices=("webgpu", "reference"), default="webgpu")
     p.add_argument("--out", default="bench/out/dispatch.json")
     args = p.parse_args(argv)
-    dev = WebGPUBackend(adapter=args.adapter)
-    print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
+    if args.device == "reference":
+        dev = get_device("reference")
+        dev.host_times = []  # the kernel count (each entry's timing costs ~0.1 us)
+    else:
+        dev = WebGPUBackend(adapter=args.adapter)
+        print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
     rows = {}
     for name, chain in (("tensor", chain_tensor), ("raw", chain_raw)):
         rows[name] = measure(dev, chain, args.chain, args.size, args.warmup, args.repeats)
         r = rows[name]
         print(
             f"{name:>7}: {r['dispatches_per_chain']:.0f} dispatches/chain, "
-            f"encode {r['encode_us']:.1f} us/dispatch, total {r['total_us']:.1f} us/dispatch "
+            f"encode {r['encode_us']:.1f} us/dispatch (this thread's CPU "
+            f"{r['encode_cpu_us']:.1f}), total {r['total_us']:.1f} us/dispatch "
             f"({r['total_ms_per_chain']:.1f} ms/chain)",
             flush=True,
         )
     if rows["tensor"]["dispatches_per_chain"] != args.chain:
         print("warning: the Tensor chain did not make exactly one dispatch per add")
+    info = getattr(dev, "info", None)
     report = {
-        "adapter": {
-            "name": dev.info.name,
-            "backend": dev.info.backend,
-            "type": dev.info.adapter_type,
-            "description": dev.info.description,
+        "device": args.device,
+        "adapter": info
+        and {
+            "name": info.name,
+            "backend": info.backend,
+            "type": info.adapter_type,
+            "description": info.description,
         },
         "method": __doc__.split("Each sample", 1)[1].strip(),
         "args": vars(args),

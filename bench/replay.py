@@ -40,6 +40,7 @@ from scellis.base.rng import Generator  # noqa: E402
 from scellis.catalog.losses import CrossEntropyLoss, MSELoss  # noqa: E402
 from scellis.catalog.optim import Adam, AdamW  # noqa: E402
 from scellis.model.zoo import CharTransformer, LSTMForecaster  # noqa: E402
+from scellis.train.fit_config import FitConfig  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.state import TrainState  # noqa: E402
 
@@ -72,8 +73,8 @@ def _char(dev, rng):
 MODELS = {"lstm_forecaster": _lstm, "char_transformer": _char}
 
 
-def _opts(replay: bool, clip) -> dict:
-    return dict(
+def _opts(replay: bool, clip) -> FitConfig:
+    return FitConfig(
         epochs=1,
         determinism_tier="debug",
         val_data=None,

@@ -43,13 +43,16 @@ import numpy as np
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tab"))  # tabbench
+
+from tabbench import models as bench_models  # noqa: E402
+from tabbench.models import LSTM, TF  # noqa: E402
 
 import scellis as sc  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
+from scellis.train.fit_config import FitConfig  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.state import TrainState  # noqa: E402
-from scellis.webapp import bench_models  # noqa: E402
-from scellis.webapp.bench_models import LSTM, TF  # noqa: E402
 
 # the tab benchmark's models (the same numbers as the browser benches), and a larger LSTM
 CONFIGS = {
@@ -71,8 +74,8 @@ def _batches(cfg: dict, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _opts(replay: bool, precision: str | None) -> dict:
-    return dict(
+def _opts(replay: bool, precision: str | None) -> FitConfig:
+    return FitConfig(
         epochs=1, determinism_tier="debug", val_data=None, eval_every=None,
         log_every=10**9, grad_clip=None, precision=precision, early_stopping=None,
         skip_nonfinite=True, replay=replay, plateau_metric="loss",

@@ -35,9 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import step_time as ST  # noqa: E402  (bench/step_time.py: models, batches, train and torch)
+from tabbench import models as bench_models  # noqa: E402
 
 import scellis as sc  # noqa: E402
-from scellis.webapp import bench_models  # noqa: E402
 
 
 def user_run(cfg, dev, compiled: bool, a) -> dict:

@@ -15,6 +15,9 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 if importlib.util.find_spec("scellis") is None:
     sys.path.insert(0, str(_HERE.parent / "src"))
+# the tab's benchmark commands (tabbench), kept out of the shipped package
+if str(_HERE.parent / "bench" / "tab") not in sys.path:
+    sys.path.append(str(_HERE.parent / "bench" / "tab"))
 
 
 @pytest.fixture(scope="session")

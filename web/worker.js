@@ -157,9 +157,9 @@ const PREPARED = {
 
 const STORE_COMMANDS = { release_store: releaseStore, take_store: takeStore };
 
-// commands that never write under /scellis (a sync of the store costs a frame or more)
-const READ_ONLY = new Set(["project", "edit", "catalog", "use_info", "predict", "forward", "labels",
-  "share_link", "open_link", "link_data", "link_match"]);
+// commands that never write under /scellis (a sync of the store costs a frame or more):
+// the engine's command registry says which, in its hello at boot; any other is synced
+let READ_ONLY = new Set();
 
 // a run's latest steps are written back every few seconds too, not only at checkpoints:
 // a tab closed or reloaded mid-run then lists the step it had reached, near enough
@@ -361,6 +361,9 @@ async function boot() {
   await pyodide.runPythonAsync("await _browser.install(_gpu_adapter, _gpu_device)");
   mark("python:device-installed");
   api = await pyodide.runPythonAsync("import scellis.webapp.api as _api\n_api");
+  // packages the site build carried beside scellis (the benchmark hooks): imported before
+  // hello, so the commands they register are listed there
+  for (const name of (await manifestPromise).imports || []) pyodide.pyimport(name).destroy();
   // this worker's start, for the state a snapshot's imports fixed at the site build
   api.started();
   mark("python:api");
@@ -370,6 +373,7 @@ async function boot() {
   // the data files pinned before a reload, back where the restored drafts name them
   const restored = toJs(api.dispatch("restore_data", "{}"));
   const hello = api.hello().toJs({ dict_converter: Object.fromEntries });
+  READ_ONLY = new Set(hello.read_only);
   hello.restored_data = restored;
   hello.persistent = persistent;
   hello.boot_ms = performance.now() - t0;

@@ -1,24 +1,13 @@
 """Scellis: train neural networks on your own GPU, natively or in a browser tab.
 
-The public surface; everything here is a re-export.
+The public surface; everything here is a re-export. Only the dtypes, the errors and the
+version load with the package: every other name loads its module the first time it is
+read, so ``import scellis`` (and the command line, which sits under it) starts at once
+rather than after the whole engine has loaded.
 """
 
-from . import (  # noqa: F401
-    amp,
-    autograd,  # noqa: F401
-    cuda,
-    data,
-    nn,
-    optim,
-    rng,
-)
-from .autograd import (  # noqa: F401
-    enable_grad,
-    inference_mode,
-    is_grad_enabled,
-    no_grad,
-    set_grad_enabled,
-)
+from importlib import import_module
+
 from .base.dtypes import bool_, f16, f32, f64, i32, u32  # noqa: F401
 from .base.dtypes import bool_ as bool  # noqa: F401, A004 (torch's names for the dtypes)
 from .base.dtypes import f16 as float16  # noqa: F401
@@ -30,51 +19,71 @@ from .base.dtypes import f64 as float64  # noqa: F401
 from .base.dtypes import i32 as int  # noqa: F401, A004
 from .base.dtypes import i32 as int32  # noqa: F401
 from .base.errors import ScellisError, ShapeError  # noqa: F401
-from .catalog.module_precision import autocast  # noqa: F401
-from .codecs.state_file import save  # noqa: F401
-from .devices.adapters import list_adapters  # noqa: F401
-from .devices.base import device  # noqa: F401
-from .run.loading import load, train_record  # noqa: F401
-from .run.reproduce import reproduce  # noqa: F401
-from .run.share import read_link, share  # noqa: F401
-from .runtime import (  # noqa: F401
-    Tensor,
-    default_device,
-    functional,  # noqa: F401
-    set_default_device,
-    tensor,
-)
-from .runtime.creation import from_bytes, generator, manual_seed  # noqa: F401
-from .runtime.factories import (  # noqa: F401
-    arange,
-    as_tensor,
-    empty,
-    eye,
-    from_numpy,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randn,
-    randn_like,
-    zeros,
-    zeros_like,
-)
-from .runtime.functional import cat, stack, where  # noqa: F401
-from .runtime.torch_functions import *  # noqa: F403 (torch's free functions)
-from .runtime.torch_functions import Generator, bmm, einsum, multinomial, randperm  # noqa: F401
-from .train.compiled import compile  # noqa: F401, A004 (torch's name)
 from .version import __version__  # noqa: F401
+
+# the subpackages, as attributes without an import of their own (``sc.sml.parse``)
+_SUBMODULES = (
+    "amp", "autograd", "base", "catalog", "codecs", "cuda", "data", "devices", "ir", "model",
+    "nn", "ops", "optim", "rng", "run", "runtime", "sml", "store", "train",
+)  # fmt: skip
+
+# name -> (module, attribute there); an empty attribute is the module itself
+_LAZY = {
+    **{name: (f".{name}", "") for name in _SUBMODULES},
+    **{name: (".autograd", name) for name in (
+        "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled")},
+    "autocast": (".catalog.module_precision", "autocast"),
+    "save": (".codecs.state_file", "save"),
+    "list_adapters": (".devices.adapters", "list_adapters"),
+    "device": (".devices.base", "device"),
+    "load": (".run.loading", "load"),
+    "train_record": (".run.loading", "train_record"),
+    "reproduce": (".run.reproduce", "reproduce"),
+    "read_link": (".run.share", "read_link"),
+    "share": (".run.share", "share"),
+    "functional": (".runtime.functional", ""),
+    **{name: (".runtime", name) for name in (
+        "Tensor", "default_device", "set_default_device", "tensor")},
+    **{name: (".runtime.creation", name) for name in ("from_bytes", "generator", "manual_seed")},
+    **{name: (".runtime.factories", name) for name in (
+        "arange", "as_tensor", "empty", "eye", "from_numpy", "full", "full_like", "linspace",
+        "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "zeros",
+        "zeros_like")},
+    **{name: (".runtime.functional", name) for name in ("cat", "stack", "where")},
+    "compile": (".train.compiled", "compile"),  # torch's name
+}  # fmt: skip
+
+# torch's free functions (``scellis.exp(x)``...): the names that module exports
+_TORCH_FUNCTIONS = ".runtime.torch_functions"
+
+
+def _torch_function_names() -> list[str]:
+    return list(import_module(_TORCH_FUNCTIONS, __name__).__all__)
 
 
 def __getattr__(name: str):
-    """torch's 64-bit integer names: i32 here, with one warning the first time."""
-    if name in ("int64", "long"):
+    """A public name, loaded from its module on first use and kept; torch's 64-bit
+    integer names are i32 here, with one warning the first time."""
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = import_module(module, __name__)
+        value = getattr(value, attr) if attr else value
+    elif name in ("int64", "long"):
         from .base.dtypes import narrowed_int
 
         return narrowed_int(name)
-    raise AttributeError(f"module 'scellis' has no attribute {name!r}")
+    elif name == "__all__":
+        value = sorted({*_PUBLIC, *_LAZY, *_torch_function_names()})
+    elif not name.startswith("__") and name in _torch_function_names():
+        value = getattr(import_module(_TORCH_FUNCTIONS, __name__), name)
+    else:
+        raise AttributeError(f"module 'scellis' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__getattr__("__all__")})
+
+
+_PUBLIC = [n for n in globals() if not n.startswith("_") and n != "import_module"]

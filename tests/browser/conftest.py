@@ -30,6 +30,7 @@ ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+TAB_BENCH = Path(__file__).resolve().parents[2] / "bench" / "tab" / "tabbench"
 BOOT_MS = 180_000  # Pyodide + wheels + WebGPU on a loaded 2-core machine
 
 
@@ -48,7 +49,8 @@ def site_dir(tmp_path_factory):
     from scellis.cli.site_build import build_site
 
     out = tmp_path_factory.mktemp("site") / "site"
-    build_site(out)
+    # the benchmark commands (bench_train_step...) some tests call, beside the shipped wheel
+    build_site(out, extra_packages=[TAB_BENCH])
     return out
 
 

@@ -5,7 +5,7 @@ very losses of the eager run in the same tab, and most of its steps really repla
 The oracle is the eager tab run: the replayed schedule runs the same kernels on the
 same buffers in the same order, so the per-step losses must be equal bit for bit (a
 float equality, not a tolerance). The ``end`` event's replay record must show replayed
-steps, so a replay option that the tab ignored could not pass. bench_api's replayed
+steps, so a replay option that the tab ignored could not pass. tabbench's replayed
 train step is checked the same way against its eager one.
 """
 

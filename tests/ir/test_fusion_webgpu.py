@@ -14,7 +14,7 @@ from scellis.ir.compiled import compile_forward
 from scellis.ir.graph import op_graph
 from scellis.ir.kernels import lower
 from scellis.ir.limits import of_backend
-from scellis.ir.trace import run_program, trace
+from scellis.ir.trace import run_training, trace
 from scellis.model.build import RecordModel
 
 pytestmark = pytest.mark.webgpu
@@ -86,7 +86,7 @@ def test_training_step_kernels_are_what_eager_training_compiles():
             mark.update(pipelines=set(d._pipelines), dispatches=d.stats["dispatches"])
         return random_tensor(list(shape), dtype.name, d, rng)
 
-    run_program(record, dev, mode="training", batch=BATCH, steps=1, feed=feed)
+    run_training(record, dev, batch=BATCH, steps=1, feed=feed)
     new = set(dev._pipelines) - mark["pipelines"]
     kg = lower(op_graph(trace(record, mode="training", batch=BATCH, steps=1)), of_backend(dev))
     texts = set(kg.pipelines().values())

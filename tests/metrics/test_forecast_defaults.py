@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from scellis.autograd import no_grad
+from scellis.base.errors import ScellisError
 from scellis.cli.init import starter_text
 from scellis.cli.main import main
 from scellis.data.record import load_data
@@ -43,25 +44,92 @@ def _frame_oracle(v, length, how, floor):
     return v.mean(), max(v.std(), floor)
 
 
-@pytest.mark.parametrize("how", ["change", "window"])
+def _target_oracle(v, how, floor, season, horizon):
+    """(each target step's shift, the targets' scale) of a window's inputs ``v``."""
+    if how != "season":
+        shift, scale = _frame_oracle(v, len(v), how, floor)
+        return np.full(horizon, shift), scale
+    spread = np.median(np.abs(v[season:] - v[:-season])) / 0.6744897501960817
+    # step h (from 1) repeats the value one season back, the last season for h > season
+    lagged = [v[len(v) + h - season * ((h - 1) // season + 1) - 1] for h in range(1, horizon + 1)]
+    return np.array(lagged), max(spread, floor)
+
+
+@pytest.mark.parametrize("how", ["change", "window", "season"])
 def test_windows_are_framed_by_their_own_inputs_and_map_back(tmp_path, how):
     rng = np.random.default_rng()
-    n, length, horizon = int(rng.integers(60, 90)), int(rng.integers(3, 9)), 3
-    raw = _write(tmp_path / "s.csv", np.cumsum(rng.normal(0.5, 2.0, n)) + 100)
-    ds = load_data({"source": str(tmp_path / "s.csv"), "column": "value", "window": length,
-                    "horizon": horizon, "normalise": how})  # fmt: skip
+    n, length = int(rng.integers(60, 90)), int(rng.integers(4, 9))
+    season = int(rng.integers(2, length)) if how == "season" else None
+    horizon = season + 2 if season else 3  # past one season: the last season repeats
+    t = np.arange(n)
+    raw = _write(tmp_path / "s.csv", np.cumsum(rng.normal(0.5, 2.0, n)) + 100
+                 + 5 * np.sin(2 * np.pi * t / (season or 7)))  # fmt: skip
+    data = {"source": str(tmp_path / "s.csv"), "column": "value", "window": length,
+            "horizon": horizon, "normalise": how}  # fmt: skip
+    ds = load_data({**data, "season": season} if season else data)
     cut = round(n * 0.8)
     floor = 0.1 * np.sqrt(np.mean(np.diff(raw[:cut]) ** 2))
     assert ds.stats["value"][1] == pytest.approx(floor, rel=1e-12)
+    inputs = "window" if how == "season" else how  # seasonal differences frame the targets
     for xs, ys, starts, frames in ((ds.x_train, ds.y_train, ds.train_starts, ds.train_frames),
                                    (ds.x_val, ds.y_val, ds.val_starts, ds.val_frames)):  # fmt: skip
         for x, y, s, frame in zip(xs, ys, starts, frames):
-            shift, scale = _frame_oracle(raw[s : s + length], length, how, floor)
-            assert frame == pytest.approx((shift, scale), rel=1e-12)
-            np.testing.assert_allclose(np.array(x)[:, 0], (raw[s : s + length] - shift) / scale,
+            v = raw[s : s + length]
+            shift, scale = _frame_oracle(v, length, inputs, floor)
+            np.testing.assert_allclose(np.array(x)[:, 0], (v - shift) / scale,
                                        rtol=1e-10, atol=1e-12)  # fmt: skip
-            back = [ds.denormalise(v, frame=frame) for v in y]
-            np.testing.assert_allclose(back, raw[s + length : s + length + horizon], rtol=1e-12)
+            shifts, scale = _target_oracle(v, how, floor, season, horizon)
+            actual = raw[s + length : s + length + horizon]
+            np.testing.assert_allclose(y, (actual - shifts) / scale, rtol=1e-9, atol=1e-9)
+            assert frame[1] == pytest.approx(scale, rel=1e-12)
+            back = [ds.denormalise(v, frame=frame, step=k) for k, v in enumerate(y)]
+            np.testing.assert_allclose(back, actual, rtol=1e-12)
+
+
+def test_a_record_without_a_season_keeps_its_dataset_version(tmp_path):
+    """The version of a record that names no season is the sha256 of the documented
+    canonical text, which has no season key."""
+    import hashlib  # noqa: PLC0415
+
+    rng = np.random.default_rng()
+    _write(tmp_path / "s.csv", rng.normal(10, 2, 40))
+    got = load_data({"source": str(tmp_path / "s.csv"), "column": "value", "window": 5,
+                     "normalise": "change"})  # fmt: skip
+    lines = (tmp_path / "s.csv").read_text().splitlines()[1:]
+    config = {"features": ["value"], "target": "value", "datetime": None,
+              "datetime_format": "iso", "missing": "error", "length": 5, "horizon": 1,
+              "stride": 1, "val_fraction": 0.2, "normalise": "change",
+              "delimiter": ","}  # fmt: skip
+    doc = {"format": "scellis.csv/1", "config": config, "times": None,
+           "columns": {"value": [float(line.split(",")[1]) for line in lines]}}  # fmt: skip
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    assert got.digest == hashlib.sha256(text.encode()).hexdigest()
+    seasonal = load_data({"source": str(tmp_path / "s.csv"), "column": "value", "window": 5,
+                          "normalise": "season", "season": 3})  # fmt: skip
+    config.update(normalise="season", season=3)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    assert seasonal.digest == hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"normalise": "season"}, "go together"),
+    ({"season": 12}, "go together"),
+    ({"normalise": "season", "season": 24}, "window - 1"),
+    ({"normalise": "season", "season": 1}, "window - 1"),
+])  # fmt: skip
+def test_a_season_record_the_window_cannot_hold_is_refused_in_one_line(tmp_path, capsys, data,
+                                                                       words):  # fmt: skip
+    _write(tmp_path / "s.csv", np.random.default_rng().normal(10, 2, 120))
+    text = starter_text("forecaster", "user/me", "m", "m.sml")
+    text = text.replace("bundled:sunspots_yearly.csv", "s.csv").replace(
+        "column: sunspots", "column: value")  # fmt: skip
+    text = re.sub(r"  normalise: change.*\n(?: {20,}#.*\n)*", "", text)
+    extra = "".join(f"  {k}: {v}\n" for k, v in data.items())
+    (tmp_path / "m.sml").write_text(text.replace("  window: 24", extra + "  window: 24"))
+    code = main(["train", str(tmp_path / "m.sml"), "--device", "reference", "--store",
+                 str(tmp_path / "st")])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and words in err[0], err
 
 
 def test_a_weekly_series_has_its_seasonal_naive_from_the_dates(tmp_path):
@@ -165,6 +233,42 @@ def test_init_data_picks_the_options_and_the_record_beats_both(tmp_path, capsys)
     np.testing.assert_allclose(got_pred, pred[: len(got_pred)], rtol=1e-6)
 
 
+def test_init_data_differences_a_moving_season_and_the_record_beats_both(tmp_path, capsys):
+    """A strong season on a slow trend: one season back forecasts better than the mean
+    of the last two, so init picks the seasonal difference; trained as written, the
+    model beats both baselines, and predict maps every step back by its own lag."""
+    rng = np.random.default_rng()
+    t = np.arange(216)
+    raw = _write(tmp_path / "s.csv", 50 + 0.1 * t + 10 * np.sin(2 * np.pi * t / 12 + rng.uniform(
+        0, 6)) + rng.normal(0, 0.5, 216))  # fmt: skip
+    rec = tmp_path / "m.sml"
+    assert main(["init", str(rec), "--data", str(tmp_path / "s.csv"), "--horizon", "2",
+                 "--json"]) == 0  # fmt: skip
+    got = json.loads(capsys.readouterr().out)
+    assert got["data"]["normalise"] == "season" and got["data"]["season"] == 12
+    assert "a strong season that moves" in rec.read_text()
+    ev = _train(capsys, rec, tmp_path / "st")
+    _beats_both(ev)
+    assert main(["runs", "--store", str(tmp_path / "st"), "--json"]) == 0
+    rid = json.loads(capsys.readouterr().out)[0]["id"]
+    assert main(["predict", rid, "--store", str(tmp_path / "st"), "--device", "reference",
+                 "--horizon", "3", "--json"]) == 0  # fmt: skip
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    win = np.stack([raw[s : s + 24] for s in range(len(raw) - 24 + 1)])
+    x = (win - win.mean(1, keepdims=True)) / win.std(1, keepdims=True)
+    spread = np.median(np.abs(win[:, 12:] - win[:, :12]), 1) / 0.6744897501960817
+    with no_grad():
+        out = open_run(tmp_path / "st", rid).model("reference")(
+            tensor(x[..., None].tolist(), device="reference"))  # fmt: skip
+        z = np.array(asyncio.run(out.read()))
+    pred = z * spread[:, None] + win[:, 12:14]  # step k is shifted by the row 12 - k back
+    for k in (1, 2):
+        mine = np.array([r["predicted"] for r in rows if r["horizon"] == k and r["actual"]])
+        np.testing.assert_allclose(mine, pred[: len(mine), k - 1], rtol=1e-6)
+    future = [r["predicted"] for r in rows if r["actual"] is None]  # past the file's end
+    np.testing.assert_allclose(future[:2], pred[-1], rtol=1e-6)
+
+
 def test_the_starter_beats_both_on_its_bundled_real_series(tmp_path, capsys):
     (tmp_path / "m.sml").write_text(starter_text("forecaster", "user/me", "m", "m.sml"))
     _beats_both(_train(capsys, tmp_path / "m.sml", tmp_path / "st"))
@@ -189,7 +293,13 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     assert "normalise" not in check_record(record)["data"]
     for name, values, mode, words in (
         ("up.csv", 10 + 0.5 * t + rng.normal(0, 0.5, 120), "change", "drifts"),
-        ("flat.csv", 5 + np.sin(t / 2) + rng.normal(0, 0.2, 120), "window", "holds"),
+        ("flat.csv", 5 + np.sin(t / 3) + rng.normal(0, 0.1, 120), "window", "holds"),
+        (
+            "seas.csv",
+            20 + 0.1 * t + 10 * np.sin(2 * np.pi * t / 12) + rng.normal(0, 0.5, 120),
+            "season",
+            "moves",
+        ),
     ):
         _write(tmp_path / name, values)
         out = dataset_api.dataset_from(record, name, (tmp_path / name).read_text(), "value",
@@ -198,6 +308,17 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
         assert out["dataset"]["advice"]["normalise"] == mode
         assert words in out["dataset"]["advice"]["why"]
         assert out["dataset"]["advice"]["applied"]
+        assert check_record(out["record"])["data"].get("season") == (12 if mode == "season"
+                                                                     else None)  # fmt: skip
+    # the panel's own seasonal difference takes the series' season, or says there is none
+    out = dataset_api.dataset_from(record, "seas.csv", (tmp_path / "seas.csv").read_text(),
+                                   "value", "when", options={"normalise": "season"})  # fmt: skip
+    assert check_record(out["record"])["data"]["season"] == 12
+    line = rng.integers(1, 9) + rng.integers(1, 5) * t  # no dates and no cycle at all
+    (tmp_path / "line.csv").write_text("value\n" + "".join(f"{v}\n" for v in line))
+    with pytest.raises(ScellisError, match="no season shows"):
+        dataset_api.dataset_from(record, "line.csv", (tmp_path / "line.csv").read_text(),
+                                 "value", options={"normalise": "season"})  # fmt: skip
     # the data panel's own choice stands, and so does the record's (the advice is told)
     out = dataset_api.dataset_from(record, "up.csv", (tmp_path / "up.csv").read_text(), "value",
                                    "when", options={"normalise": "standard"})  # fmt: skip
@@ -207,6 +328,28 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     assert check_record(out["record"])["data"]["normalise"] == "change"
     assert out["dataset"]["advice"] == {**out["dataset"]["advice"], "normalise": "window",
                                         "applied": False}  # fmt: skip
+
+
+def test_init_data_frames_a_noisy_level_by_its_last_value_and_a_short_one_by_short_windows(
+    tmp_path, capsys
+):  # fmt: skip
+    """A level under noise much larger than its steps: the window's mean forecasts better
+    than the last row, so init frames each window by its last value. A series of 100
+    rows without a season gets windows of 8 rows (a tenth of its 80 training rows)."""
+    rng = np.random.default_rng()
+    noise = rng.normal(rng.uniform(500, 1500), 150, 300)  # 300: no chance run reads as drift
+    line = rng.integers(1, 9) + rng.integers(1, 5) * np.arange(100)  # no cycle at all
+    for name, values in (("noise", noise), ("line", line)):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("year,flow\n" + "".join(f"{1871 + i},{v}\n" for i, v in enumerate(
+            values)))  # fmt: skip
+        assert main(["init", str(tmp_path / f"{name}.sml"), "--data", str(path), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        if name == "noise":
+            assert got["data"]["normalise"] == "change"
+            assert "the level is noisy" in got["why"]["normalise"]
+        else:
+            assert got["data"]["window"] == 8 and "a tenth" in got["why"]["window"]
 
 
 def test_the_verdict_names_the_cause_of_each_lost_comparison():

@@ -21,6 +21,7 @@ from scellis.ir.trace import trace
 from scellis.model.build import RecordModel, entry_object
 from scellis.runtime.tensor import Tensor
 from scellis.train import TrainState
+from scellis.train.fit_config import FitConfig
 from scellis.train.loop import _Run
 from scellis.train.step import loop_update_for
 
@@ -49,12 +50,11 @@ def _looped(record, pred_shape, monkeypatch) -> list[tuple]:
     optimizer = entry_object(record["optimizer"], "optimizer", model)
     loss = entry_object(record["loss"], "loss")
     ts = TrainState(model, optimizer, None, seed=seed)
-    opts = dict(
-        epochs=1, determinism_tier="prod", val_data=None, eval_every=None, log_every=10,
-        grad_clip=record.get("grad_clip"), precision=record.get("precision"),
-        early_stopping=None, skip_nonfinite=True, replay=False, plateau_metric="loss",
+    config = FitConfig(
+        epochs=1, determinism_tier="prod", grad_clip=record.get("grad_clip"),
+        precision=record.get("precision"), replay=False,
     )  # fmt: skip
-    run = _Run(ts, loss, None, opts)
+    run = _Run(ts, loss, None, config)
     monkeypatch.setattr(run, "_accumulate", lambda value, ok: None)
     (shape, dtype), = concrete_inputs(record, record["batch_size"]).values()  # fmt: skip
     if record["loss"]["block_id"].endswith("cross_entropy"):

@@ -81,6 +81,7 @@ NOT_IN_TABLE = {
     "gru_seq_backward": "gru_seq's reverse walk; checked by the gru_seq rows' backward",
     "flash_attention_backward": "flash attention's VJP; checked by the flash rows' backward",
     "row_norm_backward": "row_norm's VJP; checked by the norm rows' backward",
+    "dense_act_backward": "dense_act's VJP core; checked by the dense_act rows' backward",
     "gelu_erf_grad": "gelu_erf's VJP; checked by the gelu_erf rows' backward",
     "gelu_tanh_grad": "gelu_tanh's VJP; checked by the gelu_tanh rows' backward",
     "silu_grad": "silu's VJP; checked by the silu rows' backward",

@@ -44,6 +44,19 @@ NLL = classes_last(TF.nll_loss)
 
 CASES = [
     Case("softmax", lambda x: x.softmax(-1), lambda x: x.softmax(-1), [N((3, 7))]),
+    # the fast tier's fused dense layer: slot 0 of the packed result is the activation
+    Case(
+        "dense_act_gelu",
+        lambda x, w, b: x.prim("dense_act", w, b, act="gelu")[0],
+        lambda x, w, b: TF.gelu(TF.linear(x, w, b)),
+        [N((5, 7)), N((6, 7)), N((6,))],
+    ),
+    Case(
+        "dense_act_tanh",
+        lambda x, w, b: x.prim("dense_act", w, b, act="tanh")[0],
+        lambda x, w, b: torch.tanh(TF.linear(x, w, b)),
+        [N((9, 3)), N((8, 3)), N((8,))],
+    ),
     Case("softmax0", lambda x: x.softmax(0), lambda x: x.softmax(0), [N((129, 3))]),
     Case(
         "log_softmax", lambda x: x.log_softmax(-1), lambda x: x.log_softmax(-1), [N((2, 3, 7), 3.0)]

@@ -118,7 +118,10 @@ def test_wiring_errors():
 
 def test_shape_mismatch_names_both_blocks():
     msg = one(FORECASTER.replace("in_features: 32", "in_features: 64"))
-    assert msg == "m.sml:12:9: shape mismatch: 'head' expects last dim 64, 'lstm' gives 32"
+    assert msg == (
+        "m.sml:12:9: shape mismatch: 'head' expects last dim 64, 'lstm' gives 32"
+        " (set head.in_features: 32)"
+    )
     assert "expects last dim 1, 'x' gives 3" in one(FORECASTER.replace("20, 1]", "20, 3]"))
     assert "expects rank 3" in one(FORECASTER.replace("[batch, 20, 1]", "[batch, 1]"))
 

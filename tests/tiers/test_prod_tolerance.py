@@ -1,10 +1,14 @@
 """The prod tier's declared tolerance, checked: the same records trained a few steps on
-the reference device and on WebGPU (lavapipe) agree within their op family's bound, and
-a kernel that computes slightly wrong (a matmul whose sums start at 1e-5) is caught."""
+the reference device and on WebGPU (lavapipe) under prod and fast (their reordered and
+fused kernels: one-pass sums, the fused dense layer, the multi-tensor update) agree
+within their op family's bound, and a kernel that computes slightly wrong (a matmul
+whose sums start at 1e-5, a one-pass sum, the fused dense backward or the multi-tensor
+update off by as little) is caught."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -20,13 +24,13 @@ STEPS = 5
 _CACHE: dict = {}
 
 
-def _trained(name: str, device, key=None):
-    """(record, outcome) of ``name`` trained STEPS steps under prod on ``device``."""
-    key = key or (name, getattr(device, "name", device))
+def _trained(name: str, device, key=None, tier="prod"):
+    """(record, outcome) of ``name`` trained STEPS steps under ``tier`` on ``device``."""
+    key = key or (name, getattr(device, "name", device), tier)
     if key not in _CACHE:
         record = load_record(str(EXAMPLES / f"{name}.sml"))
         ds = load_dataset(record, EXAMPLES)
-        _CACHE[key] = record, asyncio.run(train_steps(record, device, "prod", STEPS, dataset=ds))
+        _CACHE[key] = record, asyncio.run(train_steps(record, device, tier, STEPS, dataset=ds))
     return _CACHE[key]
 
 
@@ -47,30 +51,68 @@ def test_families_of_the_examples():
     assert tolerance_for({**rec, "precision": "mixed_f16"})["rtol"] > tol["rtol"]
 
 
-@pytest.mark.parametrize("name", ["lstm_forecaster", "char_transformer"])
-def test_prod_webgpu_within_the_declared_bound(gpu, name):
+@pytest.mark.parametrize(
+    "name,tier",
+    [("lstm_forecaster", "prod"), ("char_transformer", "prod"), ("char_transformer", "fast")],
+)
+def test_webgpu_within_the_declared_bound(gpu, name, tier):
     record, want = _trained(name, "reference")
-    _, got = _trained(name, gpu)
+    _, got = _trained(name, gpu, tier=tier)
     assert len(got.losses) == len(want.losses) == STEPS
     assert got.weights.keys() == want.weights.keys()
     assert _problems(got, want, record) == []
 
 
-def test_a_kernel_that_leaves_the_bound_is_caught(monkeypatch):
+def test_split_k_training_within_the_declared_bound():
+    # lavapipe's adapter is software, where prod keeps matmuls whole; flagged as a GPU it
+    # takes the split-K form of the tall-K weight gradients, as a real GPU does
+    dev = WebGPUBackend()
+    dev.info = dataclasses.replace(dev.info, adapter_type="DiscreteGPU", name="as a GPU",
+                                   vendor="", description="")  # fmt: skip
+    split, real = [], dev.encode
+
+    def encode(op, ins, outs, attrs):
+        launches = real(op, ins, outs, attrs)
+        split.append(op == "matmul" and len(launches) > 1)
+        return launches
+
+    dev.encode = encode
+    record, want = _trained("lstm_forecaster", "reference")
+    _, got = _trained("lstm_forecaster", dev, key="split-k")
+    assert any(split), "no matmul was split"
+    assert _problems(got, want, record) == []
+
+
+# (record, tier, the WGSL a slightly wrong kernel has, what it has instead)
+PERTURBED = {
+    # the tiled matmuls' accumulators start at 1e-5 instead of 0
+    "matmul": ("lstm_forecaster", "prod", "= vec4<f32>(0.0);", "= vec4<f32>(1e-5);"),
+    # the one-pass column sum (a bias gradient) starts at 1e-5
+    "one-pass sum": ("lstm_forecaster", "prod", "var acc = 0.0;\n  if (o < M)",
+                     "var acc = 1e-5;\n  if (o < M)"),
+    # the fused dense backward's pre-activation gradient is 1e-5 too large
+    "dense backward": ("char_transformer", "fast", "st_o(oo + e, d);", "st_o(oo + e, d + 1e-5);"),
+    # the multi-tensor update reads every gradient 1e-5 too large
+    "multi-tensor update": ("char_transformer", "fast", "let g = graw * gsign",
+                            "let g = (graw + 1e-5) * gsign"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kernel", list(PERTURBED))
+def test_a_kernel_that_leaves_the_bound_is_caught(monkeypatch, kernel):
+    name, tier, good, bad = PERTURBED[kernel]
     dev = WebGPUBackend()  # its own pipeline cache: every kernel compiles patched
     real = dev.pipeline
-
     patched = []
 
     def off_by_a_little(code: str):
-        # the tiled matmuls' accumulators start at 1e-5 instead of 0
-        bad = code.replace("= vec4<f32>(0.0);", "= vec4<f32>(1e-5);")
-        patched.append(bad != code)
-        return real(bad)
+        wrong = code.replace(good, bad)
+        patched.append(wrong != code)
+        return real(wrong)
 
     monkeypatch.setattr(dev, "pipeline", off_by_a_little)
-    record, want = _trained("lstm_forecaster", "reference")
-    _, got = _trained("lstm_forecaster", dev, key="perturbed")
-    assert any(patched)
+    record, want = _trained(name, "reference")
+    _, got = _trained(name, dev, key=("perturbed", kernel), tier=tier)
+    assert any(patched), f"no {kernel} kernel ran"
     problems = _problems(got, want, record)
-    assert problems, "a matmul off by 1e-5 per element went unnoticed"
+    assert problems, f"a {kernel} off by 1e-5 went unnoticed"

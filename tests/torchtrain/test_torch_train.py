@@ -144,8 +144,9 @@ def test_the_package_is_self_contained_and_reads_the_data_as_scellis(tmp_path, c
     ours, theirs = load_data(spec), pipeline.load_data(spec)
     assert theirs.x_train == ours.x_train and theirs.y_val == ours.y_val
     assert theirs.stats == ours.stats and theirs.digest == ours.digest
-    for mode in ("change", "window"):  # windows framed by their own inputs, copied too
-        spec = {**_forecaster_data(), "horizon": 2, "normalise": mode}
+    # windows framed by their own inputs, copied too; the seasonal difference's own key
+    for mode, more in (("change", {}), ("window", {}), ("season", {"season": 6})):
+        spec = {**_forecaster_data(), "horizon": 2, "normalise": mode, **more}
         ours, theirs = load_data(spec), pipeline.load_data(spec)
         assert theirs.x_train == ours.x_train and theirs.y_val == ours.y_val
         assert theirs.val_frames == ours.val_frames and theirs.digest == ours.digest

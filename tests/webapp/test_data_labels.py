@@ -124,3 +124,31 @@ def test_a_new_window_and_horizon_are_followed_by_the_comments(tmp_path):
                                   options={"horizon": 1})  # fmt: skip
     said = _comments(back["record"])
     assert "the next week out" in said and "one week ahead" in said, said
+
+
+def test_a_code_view_edit_of_the_counts_is_followed_but_the_users_own_comments_stay(tmp_path):
+    rng = random.Random()
+    text = _weekly(random.Random(8))
+    pinned = model_api.dataset_from(LSTM, "load.csv", text, column="load_mw", datetime="date",
+                                    folder=str(tmp_path))["record"]  # fmt: skip
+    window, horizon = rng.randrange(8, 16), rng.randrange(2, 6)
+    # typed in the code view: the counts change, and one comment the user rewrote
+    typed = (pinned.replace("  window: 20 ", f"  window: {window} ")
+             .replace("  horizon: 1\n", f"  horizon: {horizon}\n")
+             .replace("# one week ahead", "# one week ahead, as I wrote"))  # fmt: skip
+    assert typed.count(f"window: {window}") == 1 and f"horizon: {horizon}" in typed
+    out = model_api.follow(pinned, typed)
+    assert out["settled"]
+    # the oracle: the data panel's change of the same counts
+    counts = {"window": window, "horizon": horizon}
+    panel = model_api.dataset_from(pinned, "load.csv", text, column="load_mw", datetime="date",
+                                   folder=str(tmp_path), options=counts)["record"]  # fmt: skip
+    doc, want = parse(out["text"], "m.sml").data, parse(panel, "m.sml").data
+    assert doc["inputs"] == want["inputs"] and doc["blocks"] == want["blocks"]
+    assert doc["data"]["sha256"] == want["data"]["sha256"]
+    said = _comments(out["text"])
+    assert f"{window} past weeks in, the next {horizon} weeks out" in said, said
+    assert "# one week ahead, as I wrote" in out["text"]  # the user's own words stay
+    # a count half typed is not followed yet, and says so
+    half = model_api.follow(pinned, pinned.replace("  horizon: 1\n", "  horizon:\n"))
+    assert not half["settled"] and "the next week out" in _comments(half["text"])

@@ -176,7 +176,7 @@ def test_data_options_set_after_pinning_repin_and_follow_the_inputs(tmp_path, mo
     with pytest.raises(ScellisError, match="window must be a whole number of rows"):
         dataset_api.dataset_from(LSTM, "levels.csv", text, "level", options={"window": 0})
     with pytest.raises(
-        ScellisError, match="normalise must be standard, minmax, none, window or change"
+        ScellisError, match="normalise must be standard, minmax, none, window, change or season"
     ):
         dataset_api.dataset_from(LSTM, "levels.csv", text, "level", options={"normalise": "l2"})
 

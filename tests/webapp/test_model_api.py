@@ -249,3 +249,38 @@ def test_set_paths_makes_missing_sections_and_refuses_an_empty_edit():
         model_api.edit(LSTM, {"kind": "set_paths", "set": {}})
     with pytest.raises(ScellisError, match="needs set"):
         model_api.edit(LSTM, {"kind": "set_paths"})
+
+
+@pytest.mark.parametrize("source", ["lstm", "linear"])
+def test_a_width_change_offers_the_mend_that_makes_the_next_block_fit(source):
+    # a block's new width breaks the block that reads it; the problem carries the edit
+    # that follows it, and applying that edit leaves a valid record whose shapes agree
+    rng = random.Random()
+    width = rng.randrange(33, 200)
+    text = LSTM
+    if source == "lstm":
+        text = text.replace("hidden_size: 32", f"hidden_size: {width}")
+        field, reader = "in_features", "head"
+    else:  # a Linear put between the LSTM and the head, then widened
+        text = text.replace("    in: lstm\n    in_features: 32",
+                            "    in: mid\n    in_features: 32").replace(
+            "  head:\n",
+            f"  mid:\n    block_id: nn/linear\n    in: lstm\n    in_features: 32\n"
+            f"    out_features: {width}\n  head:\n")  # fmt: skip
+        field, reader = "in_features", "head"
+    r = model_api.project(text)
+    assert not r["ok"]
+    (d,) = r["diagnostics"]
+    assert "shape mismatch" in d["message"] and d["sets"] == {f"blocks.{reader}.{field}": width}
+    fixed = model_api.edit(text, {"kind": "set_paths", "set": d["sets"]})
+    assert fixed["ok"], fixed["diagnostics"]
+    head = next(n for n in fixed["graph"]["nodes"] if n["id"] == reader)
+    assert head["out_shape"] == ["batch", 1]
+    assert parse(fixed["text"], "m.sml").data["blocks"][reader][field] == width
+
+
+def test_a_mismatch_no_field_can_mend_offers_no_edit():
+    # a rank the block cannot take is no width to follow: words only, no edit
+    r = model_api.project(LSTM.replace("[batch, 20, 1]", "[batch, 1]"))
+    (d,) = r["diagnostics"]
+    assert "expects rank 3" in d["message"] and "sets" not in d

@@ -59,3 +59,59 @@ def test_a_past_run_and_two_compared_read_as_the_cli_has_them(tmp_path, capsys):
     assert final == cli["final"]
     la, lb = (dict(m["loss"]) for m in both["metrics"])
     assert [[s, la.get(s), lb.get(s)] for s in sorted(set(la) | set(lb))] == cli["loss"]
+
+
+def test_a_run_reopens_as_a_record_whose_weights_are_its_trained_ones(tmp_path, capsys):
+    import random
+
+    from scellis.codecs.convert import header_weights
+    from scellis.codecs.pretrained import pretrained_model
+    from scellis.codecs.weights import state_of
+    from scellis.run.reference import open_run
+    from scellis.sml import parse
+
+    store, (a, _) = _two_runs(tmp_path, capsys)
+    got = _call("run_record", run=a, store=str(store))
+    assert got["step"] == 6 and got["record"].startswith(f"# reopened from run {a} at step 6")
+    # the oracle: the run's own checkpoint, built as `scellis export RUN` builds it
+    trained = state_of(open_run(store, a).model("reference"))
+    text = got["record"]
+    model = pretrained_model(parse(text, "m.sml").data, header_weights(text, store),
+                             device="reference")  # fmt: skip
+    mine = state_of(model)
+    assert set(mine) == set(trained)
+    assert all(mine[k].data == trained[k].data for k in trained)
+    # the reopened record trains on (from those weights), and that run reopens with one
+    # weights header: its own
+    edited = tmp_path / "r3" / "edited.sml"  # beside the run's data file
+    lr = f"{random.Random().uniform(0.001, 0.01):.5f}"
+    edited.write_text(text.replace("lr: 0.02", f"lr: {lr}"))
+    out = _cli(capsys, "train", str(edited), "--store", str(store), "--device", "reference",
+               "--json", "--max-steps", "2")  # fmt: skip
+    child = json.loads(out.splitlines()[-1])["run"]
+    again = _call("run_record", run=child, store=str(store))["record"].split("\n")
+    assert again[0] == f"# reopened from run {child} at step 2: its trained weights"
+    assert again[2:] == edited.read_text().split("\n")[2:]
+    assert sum(ln.startswith("# weights: sha256:") for ln in again) == 1
+
+
+def test_a_run_that_trained_adapters_is_refused_with_the_way_out(tmp_path, capsys):
+    import pytest
+
+    from scellis.base.errors import ScellisError
+    from scellis.webapp import runs_api
+
+    rec = write_record(tmp_path)
+    rec.write_text(
+        rec.read_text().replace(
+            "  head: { block_id: nn/regression_head, in: lstm,",
+            "  mid: { block_id: nn/linear, in: lstm, in_features: 3, out_features: 3 }\n"
+            "  head: { block_id: nn/regression_head, in: mid,",
+        )
+        + "finetune: {adapters: [{block_id: peft/lora, target_modules: [mid]}]}\n"
+    )
+    out = _cli(capsys, "train", str(rec), "--store", str(tmp_path / "s"), "--device",
+               "reference", "--json", "--max-steps", "2")  # fmt: skip
+    rid = json.loads(out.splitlines()[-1])["run"]
+    with pytest.raises(ScellisError, match="adapters over a frozen base.*scellis export"):
+        runs_api.run_record(rid, str(tmp_path / "s"))

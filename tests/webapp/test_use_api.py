@@ -103,6 +103,28 @@ def test_predict_is_the_clis_csv_and_its_chart_the_validation_and_forecast(
     assert (info["kind"], info["target"], info["datetime"]) == ("series", "sunspots", "year")
 
 
+def test_the_chart_alone_predicts_from_the_validation_range_on(yearly):
+    """Show forecast's span: the full answer's chart, from the windows that reach the
+    validation range only (their rows and values as the full answer has them), no CSV."""
+    store, rid = yearly
+    full = call("predict", run=rid, store=store, horizon=3, device="reference")
+    chart = call("predict", run=rid, store=store, horizon=3, device="reference", span="chart")
+    ds = open_run(store, rid).dataset()
+    before = ds.times[ds.cut - 1].date().isoformat()  # the last row before the range
+    keep = [r for r in full["rows"] if r["actual"] is None or r["date"] > before]
+    assert [(r["date"], r["horizon"]) for r in chart["rows"]] == [
+        (r["date"], r["horizon"]) for r in keep]  # fmt: skip
+    assert [r["predicted"] for r in chart["rows"]] == pytest.approx(
+        [r["predicted"] for r in keep], rel=1e-9)  # fmt: skip
+    assert chart["csv"] is None and chart["span"] == "chart"
+    for part in ("past", "future"):
+        got, want = chart["plot"][part], full["plot"][part]
+        assert [p[:-1] for p in got] == [p[:-1] for p in want]  # dates (and actual values)
+        assert [p[-1] for p in got] == pytest.approx([p[-1] for p in want], rel=1e-9)
+    with pytest.raises(ScellisError, match="span must be all or chart"):
+        call("predict", run=rid, store=store, horizon=3, device="reference", span="some")
+
+
 def test_a_horizon_past_the_cap_or_below_zero_is_one_clear_message(yearly):
     store, rid = yearly
     for bad in (-1, 10**6):

@@ -123,6 +123,10 @@ def accumulation_length(call: Call) -> int:
     if op in ("flash_attention", "flash_attention_backward"):  # q [B, H, T, D], k [.., S, D]
         (t, d), s = call.ins[0][2:], call.ins[1][2]
         return s + d + 10 if op == "flash_attention" else t + s + 2 * d + 10
+    if op == "dense_act":  # x [M, K]: K products, the bias, the activation
+        return call.ins[0][-1] + 10
+    if op == "dense_act_backward":  # y [2, M, N]: M rows summed per column
+        return call.ins[1][1] + 10
     if op in ("row_norm", "row_norm_backward"):  # x [..., D]: 2 (4) row sums, then products
         d = call.ins[0][-1]
         return 2 * d + 8 if op == "row_norm" else 4 * d + 10

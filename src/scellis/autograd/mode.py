@@ -65,16 +65,3 @@ class set_grad_enabled(no_grad):  # noqa: N801 (torch's name)
     def __exit__(self, *exc):
         _state["enabled"] = self._prev.pop()
         return False
-
-
-def check_writable(t, what: str) -> None:
-    """The one guard before a write autograd cannot record (an optimizer's fused
-    update, a load, ``fill_`` on a leaf): refused while ``t`` requires grad and
-    gradients are on, as torch refuses an in-place op on a leaf that requires grad."""
-    if is_grad_enabled() and t.requires_grad:
-        from ..base.errors import AutogradError  # base is below; kept local to stay light
-
-        raise AutogradError(
-            f"{what} on a tensor that requires grad: autograd cannot see this change; "
-            "wrap it in `with scellis.no_grad():`"
-        )

@@ -18,6 +18,9 @@ import math
 from .rules_attention import ATTENTION_READS as _ATTENTION_READS
 from .rules_attention import ATTENTION_SAVES as _ATTENTION_SAVES
 from .rules_attention import ATTENTION_VJP as _ATTENTION_VJP
+from .rules_dense import DENSE_READS as _DENSE_READS
+from .rules_dense import DENSE_SAVES as _DENSE_SAVES
+from .rules_dense import DENSE_VJP as _DENSE_VJP
 from .rules_norm import NORM_READS as _NORM_READS
 from .rules_norm import NORM_VJP as _NORM_VJP
 from .rules_recurrent import RECURRENT_READS as _RECURRENT_READS
@@ -299,7 +302,9 @@ def reads(op: str, needs: tuple[bool, ...], attrs: dict) -> tuple[bool, ...]:
 VJP.update(_RECURRENT_VJP)
 VJP.update(_ATTENTION_VJP)
 VJP.update(_NORM_VJP)
+VJP.update(_DENSE_VJP)
 READS.update(_RECURRENT_READS)
 READS.update(_ATTENTION_READS)
 READS.update(_NORM_READS)
-SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES
+READS.update(_DENSE_READS)
+SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES | _DENSE_SAVES

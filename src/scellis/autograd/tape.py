@@ -68,8 +68,10 @@ def _hold(inputs: tuple, reads) -> tuple:
     if reads is None:
         return inputs
     return tuple(
-        x if x is None or r or (x._node is None and x.requires_grad) else Edge(x)
-        for x, r in zip(inputs, reads)
+        [
+            x if x is None or r or (x._node is None and x.requires_grad) else Edge(x)
+            for x, r in zip(inputs, reads)
+        ]
     )
 
 
@@ -98,7 +100,7 @@ class Node:
         # changed in place since would give a wrong gradient (checked in backward); an
         # edge's value is not read, so a change to it is harmless and not recorded
         self.versions = tuple(
-            None if isinstance(x, Edge) else getattr(x, "_version", None) for x in self.inputs
+            [None if isinstance(x, Edge) else getattr(x, "_version", None) for x in self.inputs]
         )
         self.out_version = None  # the result's, where the VJP reads it (saved["out"])
 
@@ -109,6 +111,12 @@ class Node:
 def _topo(root, stop=frozenset()) -> list:
     """Tensors with a node (or their edges), in an order where every one precedes its
     inputs; the walk does not descend past one whose ``key`` is in ``stop``."""
+    return [t for t, _ in _walk(root, stop)]
+
+
+def _walk(root, stop=frozenset()) -> list:
+    """``_topo``'s order as (tensor or edge, its ``key``) pairs. ``key`` is written out
+    inline: the walk visits every recorded op of a step, twice over."""
     order, seen = [], set()
     stack = [(root, False)]
     while stack:
@@ -116,12 +124,12 @@ def _topo(root, stop=frozenset()) -> list:
         if done:
             order.append(t)
             continue
-        k = key(t)
+        node = t._node
+        k = id(t) if node is None else id(node)
         if k in seen:
             continue
         seen.add(k)
-        stack.append((t, True))
-        node = t._node
+        stack.append(((t, k), True))
         if node is None or k in stop:
             continue
         if node.inputs is None:
@@ -130,8 +138,10 @@ def _topo(root, stop=frozenset()) -> list:
                 "pass retain_graph=True to the first backward"
             )
         for x in node.inputs:
-            if x is not None and x.requires_grad and key(x) not in seen:
-                stack.append((x, False))
+            if x is not None and x.requires_grad:
+                xn = x._node
+                if (id(x) if xn is None else id(xn)) not in seen:
+                    stack.append((x, False))
     order.reverse()
     return order
 
@@ -154,8 +164,8 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
     grads: dict[int, Any] = {}
     with no_grad():
         grads[key(root)] = grad if grad.dtype == root.dtype else grad.cast(root.dtype)
-        for t in _topo(root):
-            g = grads.pop(key(t), None)
+        for t, k in _walk(root):
+            g = grads.pop(k, None)
             if g is None:
                 continue
             node = t._node
@@ -175,11 +185,12 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
 def _check_versions(t, node) -> None:
     """Refuse a backward through a node whose inputs (or saved result) were changed in
     place after the forward used them, as torch does."""
-    changed = [
-        (k, x) for k, (x, v) in enumerate(zip(node.inputs, node.versions))
-        if x is not None and not isinstance(x, Edge) and getattr(x, "_version", None) != v
-    ]  # fmt: skip
-    if "out" in node.saved and node.out_version is not None:
+    changed = []
+    for k, (x, v) in enumerate(zip(node.inputs, node.versions)):
+        if v is not None and x is not None and x._version != v:
+            changed.append((k, x))
+            break  # the first is the one reported
+    if not changed and node.out_version is not None and "out" in node.saved:
         out = _tensor(t)
         if out is None:  # the result is gone; its storage is the saved value's
             out = node.saved["out"]
@@ -218,8 +229,7 @@ def grads_at(root, grad, targets, rules) -> list:
     grads: dict[int, Any] = {key(root): grad}
     found: dict[int, Any] = {}
     with no_grad():
-        for t in _topo(root, frozenset(stop)):
-            k = key(t)
+        for t, k in _walk(root, frozenset(stop)):
             g = grads.pop(k, None)
             if g is None:
                 continue

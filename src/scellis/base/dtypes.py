@@ -18,6 +18,18 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "f"
 
+    # every op compares dtypes and keys caches by them: the same object is the common
+    # case, and the name alone decides the rest (the other fields follow from it)
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if type(other) is not DType:
+            return NotImplemented
+        return self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"scellis.{self.name}"
 

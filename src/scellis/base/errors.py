@@ -39,7 +39,11 @@ class AutogradError(ScellisError):
 
 
 class Diagnostic(ScellisError):
-    """An error located in a source file: printed as ``file:line:col: message``."""
+    """An error located in a source file: printed as ``file:line:col: message``.
+
+    ``fix`` says in words what would mend it; ``sets``, when the mend is certain, is the
+    record edit that makes it (dotted path -> value, as ``--set`` takes them), so a form
+    can offer it as one click."""
 
     def __init__(
         self,
@@ -48,8 +52,10 @@ class Diagnostic(ScellisError):
         line: int = 1,
         col: int = 1,
         fix: str | None = None,
+        sets: dict | None = None,
     ):
         self.message, self.file, self.line, self.col, self.fix = message, file, line, col, fix
+        self.sets = sets
         text = f"{file}:{line}:{col}: {message}"
         if fix:
             text += f" ({fix})"

@@ -13,7 +13,6 @@ later, when the work has most likely left the finaliser.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import threading
 
@@ -43,6 +42,8 @@ def raise_interrupt(signum, frame) -> None:
 def run_until_done(coro):
     """``asyncio.run(coro)``, where Ctrl-C raises KeyboardInterrupt at once (in the main
     thread; elsewhere signals do not arrive, so plain ``asyncio.run``)."""
+    import asyncio  # here, not at the top: a command that runs nothing starts without it
+
     if threading.current_thread() is not threading.main_thread():
         return asyncio.run(coro)
 

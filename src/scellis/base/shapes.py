@@ -36,6 +36,8 @@ def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
 
 def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
     """NumPy broadcasting: align from the right, sizes equal or 1."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the common case, answered at once
+        return tuple(shapes[0])
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:

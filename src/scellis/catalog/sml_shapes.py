@@ -11,19 +11,21 @@ from __future__ import annotations
 from ..sml.registry import ShapeMismatch
 
 
-def _last(shape: list, want, min_rank: int = 1, rank: int | None = None) -> None:
+def _last(shape: list, f: dict, key: str, min_rank: int = 1, rank: int | None = None) -> None:
+    """The input's last dim must be field ``key`` of the block (named in the mismatch,
+    so a one-click fix can set it to what the input gives)."""
     if rank is not None and len(shape) != rank:
         raise ShapeMismatch("rank", rank, len(shape))
     if len(shape) < min_rank:
         raise ShapeMismatch("rank at least", min_rank, len(shape))
-    got = shape[-1]
+    got, want = shape[-1], f[key]
     if isinstance(got, int) and isinstance(want, int) and got != want:
-        raise ShapeMismatch("last dim", want, got)
+        raise ShapeMismatch("last dim", want, got, field=key)
 
 
 def _feature(key: str, out_key: str):
     def rule(f, xs):
-        _last(xs[0], f[key])
+        _last(xs[0], f, key)
         return xs[0][:-1] + [f[out_key]]
 
     return rule
@@ -31,14 +33,14 @@ def _feature(key: str, out_key: str):
 
 def _same(key: str):
     def rule(f, xs):
-        _last(xs[0], f[key])
+        _last(xs[0], f, key)
         return list(xs[0])
 
     return rule
 
 
 def _recurrent(f, xs):
-    _last(xs[0], f["input_size"], rank=3)
+    _last(xs[0], f, "input_size", rank=3)
     x = xs[0]
     h = f["hidden_size"]
     if f.get("bidirectional") and isinstance(h, int):
@@ -57,7 +59,7 @@ def _steps(t, span: int, stride: int, lo: int, hi: int):
 
 
 def _conv1d(f, xs):
-    _last(xs[0], f["in_channels"], rank=3)
+    _last(xs[0], f, "in_channels", rank=3)
     k, d, stride, pad = f["kernel_size"], f["dilation"], f["stride"], f["padding"]
     x = xs[0]
     if not all(isinstance(v, int) for v in (k, d)):
@@ -94,14 +96,14 @@ def _global_pool(f, xs):
 
 
 def _tcn(f, xs):
-    _last(xs[0], f["in_channels"], rank=3)
+    _last(xs[0], f, "in_channels", rank=3)
     return xs[0][:-1] + [f["channels"]]
 
 
 def _head(n_key: str):
     def rule(f, xs):
         x = xs[0]
-        _last(x, f["in_features"], min_rank=3 if f["pool"] != "none" else 1)
+        _last(x, f, "in_features", min_rank=3 if f["pool"] != "none" else 1)
         keep = x[:-2] if f["pool"] != "none" else x[:-1]
         return keep + [f[n_key]]
 
@@ -109,13 +111,13 @@ def _head(n_key: str):
 
 
 def _mlp(f, xs):
-    _last(xs[0], f["in_features"])
+    _last(xs[0], f, "in_features")
     return xs[0][:-1] + [f["out_features"] or f["in_features"]]
 
 
 def _position(f, xs):
     x = xs[0]
-    _last(x, f["dim"], min_rank=2)
+    _last(x, f, "dim", min_rank=2)
     if isinstance(x[-2], int) and x[-2] > f["max_len"]:
         raise ShapeMismatch("a sequence of at most", f["max_len"], x[-2])
     return list(x)

@@ -12,6 +12,8 @@ from types import SimpleNamespace
 
 import click
 
+# the built-in codec entries register as their package loads: the listing shows them
+from .. import codecs  # noqa: F401
 from ..catalog import entries, schema
 from ..catalog.registry import KINDS
 from .common import extensions_option, load_cli_extensions

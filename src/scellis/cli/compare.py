@@ -17,7 +17,7 @@ import click
 from ..base.files import check_output
 from ..run.past import comparison
 from .plot import curves, write_png
-from .runner import baseline_text
+from .run_text import baseline_text
 from .runs import open_records, summary
 
 

@@ -1,17 +1,19 @@
 """``scellis`` entry point (cli layer): a click group of sub-commands.
 
 Each sub-command lives in its own module and exposes ``command`` (a click command or
-group); it is registered here with one line. Bad input is one clear line and exit 2,
-never a traceback (a file system refusal the command did not word itself included);
-Ctrl-C is exit 130. A message is cut to a screenful of short lines, so a refusal that
-quotes its input can never flood the terminal. What slips past every check (a bug of
-ours) still ends in one line, exit 2, naming the error and where to report it; the
-traceback is shown only when ``SCELLIS_TRACEBACK=1`` asks for it.
+group); it is registered here with one line of ``COMMANDS``, and its module is imported
+only when it runs. Bad input is one clear line and exit 2, never a traceback (a file
+system refusal the command did not word itself included); Ctrl-C is exit 130. A message
+is cut to a screenful of short lines, so a refusal that quotes its input can never flood
+the terminal. What slips past every check (a bug of ours) still ends in one line, exit
+2, naming the error and where to report it; the traceback is shown only when
+``SCELLIS_TRACEBACK=1`` asks for it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -19,69 +21,75 @@ import traceback
 
 import click
 
-from .. import ScellisError, __version__
+from ..base.errors import ScellisError
 from ..base.interrupt import raise_interrupt
-from . import (
-    catalog,
-    compare,
-    compile,
-    demo,
-    devices,
-    evaluate,
-    export,
-    generate,
-    import_,
-    init,
-    models,
-    plan,
-    predict,
-    profile,
-    reproduce,
-    resume,
-    runs,
-    serve,
-    share,
-    site,
-    train,
-    validate,
-)
+from ..version import __version__
+
+# Each command's module loads only when that command runs (most pull in the engine);
+# ``scellis --help`` lists the commands from here instead. name -> (module in this
+# package, the first sentence of the command's help: what the listing shortens).
+COMMANDS = {
+    "demo": ("demo", "Train the LSTM forecaster on the bundled sunspot series."),
+    "init": ("init", "Write a commented starter SML record (default: model.sml)."),
+    "devices": ("devices", "List WebGPU adapters, their limits and features."),
+    "catalog": ("catalog", "List the catalog: blocks, optimizers, schedulers, losses."),
+    "validate": ("validate", "Check SML model files; file:line:col per problem."),
+    "train": ("train", "Train the pipeline an SML record (a file or a stored model id) "
+              "carries."),
+    "plan": ("plan", "Plan the memory of a record's training step before anything runs."),
+    "compile": ("compile", "Print one rung of the compiler's IR ladder for an SML record."),
+    "resume": ("resume", "Continue a run from its latest checkpoint."),
+    "runs": ("runs", "List the store's runs, or those the filters select (or show one)."),
+    "share": ("share", "Print a link that reproduces a run (open it in the tab, or with "
+              "scellis reproduce)."),
+    "reproduce": ("reproduce", "Reproduce a run from its link (scellis share RUN) and check "
+                  "its losses bit for bit."),
+    "compare": ("compare", "Two runs side by side: what differs, metrics, loss curves."),
+    "evaluate": ("evaluate", "A trained run's metrics on its validation data or a file."),
+    "predict": ("predict", "Predictions over a series and a forecast past its end."),
+    "profile": ("profile", "Where one training step's time goes, op by op."),
+    "generate": ("generate", "Continue a text with a trained language model (a run)."),
+    "models": ("models", "Versioned model records in the store."),
+    "import": ("import_", "Import ONNX / safetensors / PyTorch files, TF.js model.json or "
+               "Hugging Face folders as a record + weights."),
+    "export": ("export", "Export a record's or a run's model: PyTorch module, safetensors, "
+               ".pt, ONNX, HF."),
+    "site": ("site", "Build the static site of the browser app."),
+    "serve": ("serve", "Build the site if needed and serve it on localhost."),
+}  # fmt: skip
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use, listed from ``COMMANDS``."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        return importlib.import_module(f".{COMMANDS[name][0]}", __package__).command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's own listing, each line shortened by click's own rule, from stand-ins
+        that carry only the help sentence, so that no command module loads."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(n, click.Command(n, help=COMMANDS[n][1]).get_short_help_str(limit))
+                for n in names]  # fmt: skip
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(
     name="scellis",
+    cls=LazyGroup,
     help="Train neural networks on your GPU.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="scellis", message="%(prog)s %(version)s")
 def cli() -> None:
     pass
-
-
-for _mod in (
-    demo,
-    init,
-    devices,
-    catalog,
-    validate,
-    train,
-    plan,
-    compile,
-    resume,
-    runs,
-    share,
-    reproduce,
-    compare,
-    evaluate,
-    predict,
-    profile,
-    generate,
-    models,
-    import_,
-    export,
-    site,
-    serve,
-):
-    cli.add_command(_mod.command)
 
 
 LINE_CHARS = 300  # a message line longer than this is cut: inputs are never echoed whole

@@ -19,12 +19,14 @@ from ..base.files import read_file
 from ..sml import parse
 from ..store.objects import ObjectStore
 from ..store.records import Records
-from .runner import check_text
 
 _MODEL_LINE = re.compile(r"^(model:[ \t]*)([\"']?)([^\s\"'@#]+)@([0-9]+)\2", re.MULTILINE)
 
 
 def save(file: str, store: str, json_: bool) -> int:
+    # here, not at the top: checking a record loads the engine, listing models needs none
+    from .runner import check_text
+
     p = Path(file)
     raw = read_file(p)
     check_text(raw, file, p.resolve().parent, trusted=True)

@@ -30,6 +30,7 @@ from ..store.objects import ObjectStore
 from ..store.records import Records
 from ..train import events as E
 from .progress import Progress
+from .run_text import baseline_text, fmt_metric, resume_command
 
 
 def check_text(raw: bytes, label: str, base_dir=".", *, trusted: bool = False) -> dict:
@@ -101,11 +102,6 @@ class Heartbeat:
         self.done.set()
         self.thread.join(timeout=5)
         return False
-
-
-def resume_command(root: Path, rid: str) -> str:
-    store = "" if Path(root) == Path(".scellis") else f" --store {root}"
-    return f"scellis resume {rid}{store}"
 
 
 async def _print_events(session: RunSession, out) -> E.End | None:
@@ -293,17 +289,6 @@ def metrics_text(ev) -> str:
         f"  {name} {fmt_metric(value)}" + baseline_text(ev.baselines or {}, name)
         for name, value in (ev.metrics or {}).items()
     )
-
-
-def baseline_text(baselines: dict, name: str) -> str:
-    """`` (persistence 0.40, seasonal naive 0.48)``: the baselines' values of ``name``."""
-    parts = [f"{b.replace('_', ' ')} {fmt_metric(v[name])}" for b, v in baselines.items()
-             if v.get(name) is not None]  # fmt: skip
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def fmt_metric(v) -> str:
-    return "n/a" if v is None else f"{v:.4g}"
 
 
 def _f(v) -> str:

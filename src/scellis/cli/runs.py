@@ -23,7 +23,7 @@ from ..store.gc import collect
 from ..store.objects import ObjectStore
 from ..store.query import WHERE_HELP, RunQuery
 from ..store.records import Records
-from .runner import baseline_text, fmt_metric, resume_command
+from .run_text import baseline_text, fmt_metric, resume_command
 
 
 def open_records(store: str, *, readonly: bool = True) -> Records:

@@ -22,8 +22,11 @@ def command() -> None:
 @command.command("build", help="Build the site into DIR (emptied first).")
 @click.option("--out", "out", required=True, metavar="DIR", help="where the site goes")
 @click.option("--json", "json_", is_flag=True, help="print what was built as JSON")
-def build(out, json_):
-    info = build_site(out)
+@click.option("--extra-package", "extra", multiple=True, metavar="DIR",
+              help="a pure-Python package folder the tab also imports at boot (its "
+                   "worker commands: the benchmark hooks of bench/tab/tabbench)")  # fmt: skip
+def build(out, json_, extra):
+    info = build_site(out, extra_packages=list(extra))
     if json_:
         print(json.dumps(info))
     else:

@@ -18,6 +18,12 @@
 - ``sw.js``: a service worker that precaches every file above under a cache name
   derived from their contents, so the site works offline after its first load.
 
+``build_site(out, extra_packages=[DIR])`` also carries each named folder's pure-Python
+package as its own wheel, listed in the manifest's ``imports``: the snapshot has it
+imported and the worker imports it at boot, so its ``@command`` functions are worker
+commands (the benchmark harness's ``bench/tab/tabbench`` reaches the tab this way, and the
+shipped package carries no benchmark code).
+
 Building may use the network (npm, PyPI); the built site never does.
 """
 
@@ -85,23 +91,47 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def write_scellis_wheel(dest: Path) -> Path:
-    """A py3-none-any wheel of the scellis package (browser-usable modules and data)."""
-    version = scellis.__version__
-    name = f"scellis-{version}-py3-none-any.whl"
-    info = f"scellis-{version}.dist-info"
-    files: list[tuple[str, bytes]] = []
-    for path in sorted(PACKAGE_DIR.rglob("*")):
-        rel = path.relative_to(PACKAGE_DIR.parent).as_posix()
+def _package_files(package: Path, skip: tuple[str, ...] = ()) -> list[tuple[str, bytes]]:
+    """(path in the wheel, bytes) of every source and data file of ``package``."""
+    files = []
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package.parent).as_posix()
         if not path.is_file() or "__pycache__" in rel or path.suffix == ".pyc":
             continue
-        if any(rel.startswith(p) for p in NATIVE_ONLY):
+        if any(rel.startswith(p) for p in skip):
             continue
         files.append((rel, path.read_bytes()))
-    meta = (
-        f"Metadata-Version: 2.1\nName: scellis\nVersion: {version}\n"
-        "Requires-Dist: ruamel.yaml>=0.18\nRequires-Dist: click>=8.1\n"
-    ).encode()
+    return files
+
+
+def write_scellis_wheel(dest: Path) -> Path:
+    """A py3-none-any wheel of the scellis package (browser-usable modules and data)."""
+    requires = "Requires-Dist: ruamel.yaml>=0.18\nRequires-Dist: click>=8.1\n"
+    files = _package_files(PACKAGE_DIR, NATIVE_ONLY)
+    return _write_wheel(dest, "scellis", scellis.__version__, files, requires)
+
+
+def package_dir(folder: str | Path) -> Path:
+    """``folder`` as a package folder a site can carry, or one clear refusal."""
+    package = Path(folder).resolve()
+    if not (package / "__init__.py").is_file():
+        raise ScellisError(f"{folder} is not a Python package folder (no __init__.py)")
+    if not package.name.isidentifier():
+        raise ScellisError(f"{folder}: {package.name!r} is not a Python package name")
+    return package
+
+
+def write_package_wheel(package: Path, dest: Path) -> Path:
+    """A py3-none-any wheel of the pure-Python package in folder ``package`` (its name is
+    the folder's), for a site that carries it beside scellis."""
+    package = package_dir(package)
+    return _write_wheel(dest, package.name, "0", _package_files(package), "")
+
+
+def _write_wheel(dest: Path, dist: str, version: str, files: list, requires: str) -> Path:
+    name = f"{dist}-{version}-py3-none-any.whl"
+    info = f"{dist}-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n{requires}".encode()
     wheel = b"Wheel-Version: 1.0\nGenerator: scellis site build\nRoot-Is-Purelib: true\n"
     wheel += b"Tag: py3-none-any\n"
     files += [(f"{info}/METADATA", meta), (f"{info}/WHEEL", wheel)]
@@ -175,7 +205,9 @@ def compile_bytecode(nm: Path, wheels: list[Path], out: Path) -> str | None:
     return "bytecode.zip"
 
 
-def make_snapshot(nm: Path, archives: list[Path], out: Path) -> dict | None:
+def make_snapshot(
+    nm: Path, archives: list[Path], out: Path, modules: tuple[str, ...] = SNAPSHOT_MODULES
+) -> dict | None:
     """``out/snapshot.bin``: Pyodide's memory after unpacking ``archives`` (the wheels,
     then their bytecode) and importing SNAPSHOT_MODULES; None (the tab then starts
     Python itself, only slower) where node cannot make it."""
@@ -184,7 +216,7 @@ def make_snapshot(nm: Path, archives: list[Path], out: Path) -> dict | None:
         print("site build: no node, so no snapshot.bin (the tab starts slower)", file=sys.stderr)
         return None
     cmd = [node, str(WEB / "make_snapshot.mjs"), str((nm / "pyodide").resolve())]
-    cmd += [str(out / "snapshot.bin"), ",".join(SNAPSHOT_MODULES), *map(str, archives)]
+    cmd += [str(out / "snapshot.bin"), ",".join(modules), *map(str, archives)]
     r = subprocess.run(cmd, capture_output=True, timeout=600)
     if r.returncode != 0:
         raise ScellisError(f"making the Python snapshot failed: {r.stderr.decode()[-600:]}")
@@ -244,9 +276,11 @@ def write_service_worker(out: Path) -> str:
     return version
 
 
-def build_site(out: str | Path) -> dict:
-    """Build the site into ``out`` (emptied first); returns what was written."""
+def build_site(out: str | Path, extra_packages: list[str | Path] = ()) -> dict:
+    """Build the site into ``out`` (emptied first); returns what was written.
+    ``extra_packages``: folders of pure-Python packages the tab also imports at boot."""
     out = Path(out)
+    packages = [package_dir(p) for p in extra_packages]  # refused before any work
     nm = ensure_node_modules()
     if out.exists():
         if not out.is_dir() or (any(out.iterdir()) and not (out / "sw.js").exists()):
@@ -260,13 +294,17 @@ def build_site(out: str | Path) -> dict:
     names = [write_scellis_wheel(wheels).name]
     for w in dependency_wheels():
         names.append(copy_stored(w, wheels).name)
-    manifest = {"wheels": names}
+    imports = []
+    for package in packages:
+        names.append(write_package_wheel(package, wheels).name)
+        imports.append(package.name)
+    manifest = {"wheels": names, "imports": imports}
     bytecode = compile_bytecode(nm, [wheels / n for n in names], wheels)
     archives = [wheels / n for n in names]
     if bytecode:
         manifest["bytecode"] = bytecode
         archives.append(wheels / bytecode)
-    snapshot = make_snapshot(nm, archives, wheels)
+    snapshot = make_snapshot(nm, archives, wheels, SNAPSHOT_MODULES + tuple(imports))
     if snapshot:
         manifest["snapshot"] = snapshot
     (wheels / "manifest.json").write_text(json.dumps(manifest, indent=1))

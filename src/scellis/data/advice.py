@@ -1,12 +1,25 @@
 """Data options chosen from a series (data layer): what ``scellis init --data`` writes.
 
 A CSV's value column, its dates and their spacing, the season, an input window, and
-the normalisation, each with the reason in one line (the record's comment). The
-normalisation comes from a trend test on the whole file: a series whose level drifts
-(a straight line explains much of its variance, or its last part leaves the range of
-the earlier rows) is framed by each window's last value (``change``), which carries a
-trend on; any other by each window's mean and spread (``window``). Both are scale-free:
-nothing the network sees depends on the level the series has reached.
+the normalisation, each with the reason in one line (the record's comment). A strong
+season that moves (``season_test`` on the training rows) is seasonally differenced
+(``season``): the network predicts the change from one season back, so it starts
+from the seasonal-naive forecast. A season moves when the value one season back
+forecasts at least as well as the mean of the last two seasons' values: its level
+drifts or its shape evolves, so the latest season is the one to start from. A season
+that holds still is left to ``window``: there the network averages the noise of
+several seasons away, which differencing would double. Otherwise the normalisation
+comes from a trend test on the whole file: a series whose level drifts (a straight
+line explains much of its variance, or its last part leaves the range of the earlier
+rows) is framed by each window's last value (``change``), which carries a trend on.
+So is a noisy level (``noise_test``: on the training rows, a window's mean forecasts
+the next row better than its last row does): framed by its mean and spread, such a
+window's targets are the noise itself, which a network can only memorise (a yearly
+river flow of 80 training rows: validation error falling for 20 epochs, then doubling),
+while framed by its last value they hold the pull back to the level, which its inputs
+show. Any other series, a level that holds and moves smoothly, is framed by each
+window's mean and spread (``window``). All are scale-free: nothing the network sees
+depends on the level the series has reached.
 """
 
 from __future__ import annotations
@@ -18,13 +31,17 @@ import math
 from ..base.errors import ScellisError
 from .csvsource import split_point
 from .frequency import calendar_season, frequency
-from .season import detect_season
+from .season import detect_season, naive_mae, seasonal_strength
 from .table import MISSING, parse_time, read_table
 from .text import read_text
 
 VAL_FRACTION = 0.2
 DRIFT_R2 = 0.5  # a straight line explains at least this share of the variance
 DRIFT_OUTSIDE = 0.1  # or at least this share of the last rows leaves the earlier range
+# a season explaining at least this share of the detrended variation is strong (the
+# level the time-series feature literature calls strong); it must also repeat better
+# than the last row does, or differencing by it only adds the noise of a second row
+SEASON_STRENGTH = 0.6
 
 
 def _numeric(cells: list[str]) -> bool:
@@ -90,9 +107,10 @@ def drift(values: list[float], val_fraction: float = VAL_FRACTION) -> tuple[floa
     return r2, outside
 
 
-def advise(path, column: str | None = None, horizon: int = 1) -> dict:
+def advise(path, column: str | None = None, horizon: int = 1, window: int | None = None) -> dict:
     """The data options for the CSV at ``path``: ``{data: {...}, why: {key: reason},
-    rows, frequency, season}`` (see the module note)."""
+    rows, frequency, season}`` (see the module note); ``window`` is the input length a
+    record already has (the seasonal difference needs one that holds a season)."""
     column, dt, fmt = columns_of(path, column)
     table = read_table(path, [column], dt, fmt or "iso")
     values = [v for v in table.columns[column] if v is not None]
@@ -117,7 +135,14 @@ def advise(path, column: str | None = None, horizon: int = 1) -> dict:
     data["val_fraction"] = VAL_FRACTION
     why["val_fraction"] = "the most recent 20% validates, never shuffled into training"
     r2, outside = drift(values)
-    if r2 >= DRIFT_R2 or outside >= DRIFT_OUTSIDE:
+    seasonal = season_test(values[:cut], season, window or data["window"])
+    noisy = noise_test(values[:cut], window or data["window"])
+    if seasonal:
+        data["normalise"], data["season"] = "season", season
+        why["normalise"], why["season"] = seasonal, why["season"] + " (differenced by it)"
+    elif noisy and r2 < DRIFT_R2 and outside < DRIFT_OUTSIDE:
+        data["normalise"], why["normalise"] = "change", noisy
+    elif r2 >= DRIFT_R2 or outside >= DRIFT_OUTSIDE:
         data["normalise"] = "change"
         why["normalise"] = (
             f"the level drifts (a line explains {r2:.0%} of the variance, {outside:.0%} of the "
@@ -132,6 +157,53 @@ def advise(path, column: str | None = None, horizon: int = 1) -> dict:
             "and spread"
         )
     return {"data": data, "why": why, "rows": rows, "frequency": freq, "season": season}
+
+
+def season_test(train: list[float], season: int | None, window: int) -> str | None:
+    """Why the training rows ``train`` are seasonally differenced, in one line; None
+    when they should not be: no season, a window that cannot hold one season and the
+    rows before it, a weak season, one that repeats worse than the last row, or one
+    that holds still (see the module note)."""
+    if season is None or window <= season:
+        return None
+    strength = seasonal_strength(train, season)
+    back, last, two = naive_mae(train, season), naive_mae(train, 1), _two_seasons_mae(train, season)
+    if strength < SEASON_STRENGTH or None in (back, two) or not last or back >= last:
+        return None
+    if back > two:
+        return None
+    return (
+        f"a strong season that moves (it explains {strength:.0%} of the detrended variation; "
+        f"one season back errs {back / last:.0%} as much as the last row, {back / two:.0%} as "
+        "much as two seasons' mean): the network predicts the change from one season back"
+    )
+
+
+def noise_test(train: list[float], window: int) -> str | None:
+    """Why the training rows ``train`` are a noisy level, in one line (see the module
+    note); None when the last row forecasts the next at least as well as the mean of the
+    ``window`` rows before it."""
+    pairs = [(train[t], train[t - 1], math.fsum(train[t - window : t]) / window)
+             for t in range(window, len(train))]  # fmt: skip
+    if not pairs:
+        return None
+    last = math.fsum(abs(v - p) for v, p, _ in pairs)
+    mean = math.fsum(abs(v - m) for v, _, m in pairs)
+    if not last or mean >= last:
+        return None
+    return (
+        f"the level is noisy (a window's mean forecasts the next row with {mean / last:.0%} of "
+        "the last row's error): each window is framed by its last value, so the targets "
+        "hold the pull back to the level rather than the noise"
+    )
+
+
+def _two_seasons_mae(values: list[float], season: int) -> float | None:
+    """The mean absolute error of forecasting each row by the mean of its values one
+    and two seasons back."""
+    errs = [abs(v - (values[t - season] + values[t - 2 * season]) / 2)
+            for t, v in enumerate(values) if t >= 2 * season]  # fmt: skip
+    return math.fsum(errs) / len(errs) if errs else None
 
 
 def _season_why(season: int | None, freq: dict | None, calendar: bool) -> str:
@@ -150,7 +222,13 @@ def _window(season: int | None, rows: int, horizon: int) -> tuple[int, str]:
     elif season:
         want, why = 16, f"16 rows: two or more seasons of {season}"
     else:
-        want, why = 16, "16 rows (no season shows)"
+        # without a season nothing asks for a long context, while each window overlaps
+        # the next in all but one row: a tenth of the training rows (8 at least) keeps
+        # ten windows' worth of rows that no two windows share
+        want = min(16, max(8, split_point(rows, VAL_FRACTION) // 10))
+        why = f"{want} rows (no season shows" + (
+            ")" if want == 16 else "; a tenth of the training rows: many windows apart)"
+        )
     val_rows = rows - split_point(rows, VAL_FRACTION)
     most = min(val_rows - horizon, split_point(rows, VAL_FRACTION) // 4)
     if most < 2:

@@ -7,13 +7,15 @@ training part's mean, ``drop`` removes the row); split chronologically (the firs
 (``zscore`` | ``minmax`` | ``none``) per column on the training rows only; cut
 windows of ``length`` inputs and ``horizon`` targets every ``stride`` rows inside
 each part, so no window straddles the split. The per-window modes (``window`` |
-``change``, ``frames.py``) scale each window by its own inputs instead; the training
-rows then give only each column's smallest scale, and every window keeps its frame.
+``change`` | ``season``, ``frames.py``) scale each window by its own inputs instead;
+the training rows then give only each column's smallest scale, and every window keeps
+its frame. ``season`` (the rows of one cycle) is given with ``season`` mode only.
 
 The dataset version, ``digest``, is the sha256 of a canonical UTF-8 JSON text (keys
 sorted, separators ``,`` and ``:``, floats as Python's shortest repr):
 ``{"format": "scellis.csv/1", "config": <the config without path>,
-"columns": {name: [parsed values, null for missing]}, "times": [ISO texts] | null}``.
+"columns": {name: [parsed values, null for missing]}, "times": [ISO texts] | null}``;
+a config without a season leaves the key out (so versions from before it stay).
 Values are taken after parsing and before filling, so the same content under any
 file name, spacing or number spelling ("1.0", "1") has the same version.
 """
@@ -27,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
-from .frames import WINDOW_NORMALISERS, framed_window, spread_floor
+from .frames import WINDOW_NORMALISERS, frame_shift, framed_window, spread_floor
 from .shuffle import shuffled_order
 from .table import Table, read_table
 
@@ -51,6 +53,7 @@ class CSVConfig:
     val_fraction: float = 0.2
     normalise: str = "zscore"
     delimiter: str = ","
+    season: int | None = None
 
     def check(self) -> None:
         if isinstance(self.features, str) or not self.features:
@@ -64,6 +67,18 @@ class CSVConfig:
             raise ScellisError("length, horizon and stride must be >= 1")
         if not 0.0 < self.val_fraction < 1.0:
             raise ScellisError(f"val_fraction must lie in (0, 1), got {self.val_fraction}")
+        if (self.normalise == "season") != (self.season is not None):
+            raise ScellisError(
+                "normalise: season and season (the rows of one cycle, e.g. 12 "
+                "for monthly rows) go together: give both or neither"
+            )
+        if self.season is not None and not (
+                isinstance(self.season, int) and 1 < self.season < self.length):  # fmt: skip
+            raise ScellisError(
+                f"season must be a whole number of rows from 2 to window - 1 (the window "
+                f"holds the season before each forecast and more), got {self.season!r} "
+                f"with window {self.length}"
+            )
 
 
 @dataclass
@@ -91,10 +106,11 @@ class SeriesDataset:
     val_frames: list | None = None
     columns: dict | None = None  # every column in the data's units, missing filled
 
-    def denormalise(self, v: float, column: str | None = None, frame=None) -> float:
-        """``v`` in the data's units: by ``frame`` (a window's own) or the global stats."""
-        shift, scale = frame or self.stats[column or self.config.target]
-        return v * scale + shift
+    def denormalise(self, v: float, column: str | None = None, frame=None, step: int = 0) -> float:
+        """``v`` in the data's units: by ``frame`` (a window's own; ``step`` is the
+        forecast step ``v`` is, from 0) or the global stats."""
+        frame = frame or self.stats[column or self.config.target]
+        return v * frame[1] + frame_shift(frame, step)
 
     @property
     def framed(self) -> bool:
@@ -109,6 +125,8 @@ class SeriesDataset:
 def canonical_text(cfg: CSVConfig, table: Table) -> str:
     conf = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "path"}
     conf["features"] = list(cfg.features)
+    if cfg.season is None:
+        del conf["season"]
     doc = {
         "format": "scellis.csv/1",
         "config": conf,
@@ -210,7 +228,8 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
         starts = [lo + s for s in windows(hi - lo, cfg.length, cfg.horizon, cfg.stride)]
         if framed:
             cut_ = [framed_window(table.columns, cfg.features, cfg.target, s, cfg.length,
-                                  cfg.horizon, cfg.normalise, stats) for s in starts]  # fmt: skip
+                                  cfg.horizon, cfg.normalise, stats, cfg.season)
+                    for s in starts]  # fmt: skip
             return [c[0] for c in cut_], [c[1] for c in cut_], starts, [c[2] for c in cut_]
         xs = [[list(feats[t]) for t in range(s, s + cfg.length)] for s in starts]
         ys = [z[cfg.target][s + cfg.length : s + need] for s in starts]

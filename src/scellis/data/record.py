@@ -5,8 +5,9 @@ examples shipped in the package; ``format`` is ``csv`` or ``text`` (by default f
 the file's suffix). CSV keys: ``column`` (one series as feature and target) or
 ``features`` + ``target``, ``datetime``, ``datetime_format``, ``missing``,
 ``window`` (input length), ``horizon``, ``stride``, ``val_fraction``, ``normalise``
-(``standard`` is ``zscore``; ``window`` and ``change`` scale each window by its own
-inputs, see ``frames.py``), ``delimiter``. Text keys: ``tokenizer`` (``char``, or
+(``standard`` is ``zscore``; ``window``, ``change`` and ``season`` scale each window
+by its own inputs, see ``frames.py``), ``season`` (with ``normalise: season``: the
+rows of one cycle), ``delimiter``. Text keys: ``tokenizer`` (``char``, or
 the path of a ``tokenizer.json`` or of a folder holding one, relative to the record's
 folder), ``context``, ``stride``, ``val_fraction``, ``max_chars``. Either may pin the dataset's
 version with ``sha256``: a file (or options) whose digest differs is refused.
@@ -25,7 +26,8 @@ from .tokenizer import load as load_tokenizer
 BUNDLED = Path(__file__).resolve().parent / "bundled"
 CSV_KEYS = {
     "source", "format", "column", "features", "target", "datetime", "datetime_format",
-    "missing", "window", "horizon", "stride", "val_fraction", "normalise", "delimiter", "sha256",
+    "missing", "window", "horizon", "stride", "val_fraction", "normalise", "season", "delimiter",
+    "sha256",
     "augment",  # read by the training loop (train/augment.py), not by the reader
 }  # fmt: skip
 TEXT_KEYS = {
@@ -71,7 +73,15 @@ def csv_config(data: dict, path: Path) -> CSVConfig:
     normalise = data.get("normalise", "zscore")
     opts = {
         k: data[k]
-        for k in ("datetime", "datetime_format", "missing", "horizon", "stride", "val_fraction")
+        for k in (
+            "datetime",
+            "datetime_format",
+            "missing",
+            "horizon",
+            "stride",
+            "val_fraction",
+            "season",
+        )
         if k in data
     }
     if "window" in data:

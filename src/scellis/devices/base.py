@@ -9,7 +9,6 @@ Host data crosses the boundary as bytes in the dtype's host layout (bool: one by
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..base.dtypes import DType
@@ -36,15 +35,32 @@ class Buffer:
                 pass
 
 
-@dataclass(frozen=True)
 class View:
-    """A strided window on a buffer, in elements."""
+    """A strided window on a buffer, in elements; treated as immutable.
 
-    buf: Buffer
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int
-    dtype: DType
+    A plain slotted class rather than a frozen dataclass: every op makes one per input
+    and output, and a frozen dataclass's ``__init__`` costs several times as much."""
+
+    __slots__ = ("buf", "shape", "strides", "offset", "dtype")
+
+    def __init__(self, buf: Buffer, shape, strides, offset: int, dtype: DType):
+        self.buf, self.shape, self.strides = buf, shape, strides
+        self.offset, self.dtype = offset, dtype
+
+    def _key(self) -> tuple:
+        return (self.buf, self.shape, self.strides, self.offset, self.dtype)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is View and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"View(buf={self.buf!r}, shape={self.shape}, strides={self.strides}, "
+            f"offset={self.offset}, dtype={self.dtype!r})"
+        )
 
 
 class Backend(Protocol):
@@ -56,7 +72,9 @@ class Backend(Protocol):
 
     def upload(self, buf: Buffer, data: bytes) -> None: ...
 
-    async def read(self, buf: Buffer) -> bytes: ...
+    async def read(self, buf: Buffer, start: int = 0, count: int | None = None) -> bytes:
+        """Elements ``[start, start + count)`` of ``buf`` (to its end by default), in
+        the host layout; only those cross from the device."""
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None: ...
 

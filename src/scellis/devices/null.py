@@ -25,7 +25,7 @@ class NullBackend(OneInstance):
         if len(data) != buf.numel * buf.dtype.itemsize:
             raise DeviceError("upload size does not match the buffer")
 
-    async def read(self, buf: Buffer) -> bytes:
+    async def read(self, buf: Buffer, start: int = 0, count: int | None = None) -> bytes:
         raise DeviceError("the null device holds no values; use 'reference' or 'webgpu'")
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:

@@ -274,7 +274,7 @@ def make_plan(
     eval_batch: int | None = None,
     replay: bool = False,
 ) -> Plan:
-    """``update``: the optimizer phase to trace (see ``trace.run_program``);
+    """``update``: the optimizer phase to trace (see ``trace.run_training``);
     ``loop_scalars``: 0-d f32 tensors the train loop keeps on the device (loss sums,
     step counts, the loss scale), counted as co-resident throughout; ``replay``: the
     training steps replay where the target can (WebGPU), so its residency counts."""

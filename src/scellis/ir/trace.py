@@ -187,21 +187,93 @@ def trace(
 
     ``device`` is the name the traced code sees: a block that picks its path by device
     (attention takes flash on webgpu) then takes the path it will take there."""
+    if mode not in ("inference", "training"):
+        raise ScellisError(f"trace mode is inference or training, not {mode!r}")
     dev = TracingBackend(supports_f16=supports_f16, name=device)
     b = batch_size(record, batch)
     tr = Trace(record, b, mode, _precision(record, precision), dev.events)
-    keep = run_program(
-        record, dev, mode=mode, batch=b, precision=tr.precision, steps=steps, tr=tr, update=update
-    )
-    tr.keep = keep
+    if mode == "inference":
+        tr.keep = run_inference(record, dev, batch=b, precision=tr.precision, tr=tr)
+    else:
+        tr.keep = run_training(
+            record, dev, batch=b, precision=tr.precision, steps=steps, tr=tr, update=update
+        )
     return tr
 
 
-def run_program(
+def _compute_dtype(record: dict, precision: str | None) -> DType:
+    """The dtype the forward computes in, from the record's policy or ``precision``."""
+    prec = _precision(record, precision)
+    if prec not in ("f32", "mixed_f16"):
+        raise ScellisError(f"precision policy must be f32 or mixed_f16, got {prec!r}")
+    return f16 if prec == "mixed_f16" else f32
+
+
+def _build_model(record: dict, dev) -> RecordModel:
+    """``record``'s model on ``dev``, fine-tune adapters applied (the caller opens the
+    ``params`` phase around it)."""
+    model = RecordModel(record, device=dev, gen=Generator(int(record.get("seed", 0)), "init"))
+    if record.get("finetune"):  # frozen tensors get no gradient and no optimizer state
+        apply_finetune(model, record["finetune"], seed=int(record.get("seed", 0)))
+    return model
+
+
+def _note_model(tr: Trace | None, model) -> None:
+    """``tr`` notes the model's parameters and buffers (nothing on a real device)."""
+    if tr is None:
+        return
+    for name, p in model.named_parameters():
+        tr.params[serial(p)] = name
+        tr.param_specs[name] = (p.shape, p.dtype)
+        tr.n_params += p.numel
+    tr.buffers = {serial(t): name for name, t in model.named_buffers()}
+
+
+def _marker(dev, tr: Trace | None):
+    return dev.events.append if tr is not None else (lambda e: None)
+
+
+def run_inference(
     record: dict,
     dev,
     *,
-    mode: str = "training",
+    batch: int | None = None,
+    precision: str | None = None,
+    feed=None,
+    tr: Trace | None = None,
+):
+    """Build ``record``'s model on ``dev`` and run one inference forward (what an
+    inference ``trace`` traces). On a real device ``feed(dev, shape, dtype)`` makes each
+    input (it must allocate exactly one buffer, as a batch upload does); on the tracing
+    device ``tr`` collects the bookkeeping. Returns (model, None)."""
+    b = batch_size(record, batch)
+    compute = _compute_dtype(record, precision)
+    feed = feed or _input
+    with _phase(dev, "params"):
+        model = _build_model(record, dev)
+    _note_model(tr, model)
+    specs = concrete_inputs(record, b)
+    model.eval()
+    with _phase(dev, "input"):
+        xs = [feed(dev, s, dt) for s, dt in specs.values()]
+    with no_grad(), _phase(dev, "forward"), working_copies(model, compute):
+        if tr is not None:
+            tr.inputs = {serial(x): n for x, n in zip(xs, specs)}
+        xs = to_compute(xs, compute)
+        with _blocks_labelled(model, dev, tr.block_shapes if tr else None):
+            out = model(*xs)
+    outs = out if isinstance(out, tuple) else (out,)
+    if tr is not None:
+        tr.outputs = [serial(o) for o in outs]
+        tr.output_views = [(o.shape, o.strides, o.offset) for o in outs]
+    _marker(dev, tr)(("mark", "end"))
+    return model, None
+
+
+def run_training(
+    record: dict,
+    dev,
+    *,
     batch: int | None = None,
     precision: str | None = None,
     steps: int = 2,
@@ -209,56 +281,25 @@ def run_program(
     tr: Trace | None = None,
     update=None,
 ):
-    """Build ``record``'s model on ``dev`` and run what ``trace`` traces: one inference
-    forward, or ``steps`` training steps. On a real device ``feed(dev, shape, dtype)``
-    makes each input (it must allocate exactly one buffer, as a batch upload does); on
-    the tracing device ``tr`` collects the bookkeeping. ``update(params, optimizer,
-    clip)`` is the optimizer phase (default ``plain_update``); a caller above this layer
-    passes its own (the train loop's guarded update) so the trace makes its requests.
-    Returns (model, optimizer)."""
-    if mode not in ("inference", "training"):
-        raise ScellisError(f"trace mode is inference or training, not {mode!r}")
+    """Build ``record``'s model, optimizer and loss on ``dev`` and run ``steps`` training
+    steps (what a training ``trace`` traces). ``feed`` and ``tr`` as ``run_inference``.
+    ``update(params, optimizer, clip)`` is the optimizer phase (default
+    ``plain_update``); a caller above this layer passes its own (the train loop's
+    guarded update) so the trace makes its requests. Returns (model, optimizer)."""
     b = batch_size(record, batch)
-    prec = _precision(record, precision)
-    if prec not in ("f32", "mixed_f16"):
-        raise ScellisError(f"precision policy must be f32 or mixed_f16, got {prec!r}")
+    compute = _compute_dtype(record, precision)
     feed = feed or _input
-    compute = f16 if prec == "mixed_f16" else f32
-    mark = dev.events.append if tr is not None else (lambda e: None)
+    mark = _marker(dev, tr)
     with _phase(dev, "params"):
-        model = RecordModel(record, device=dev, gen=Generator(int(record.get("seed", 0)), "init"))
-        if record.get("finetune"):  # frozen tensors get no gradient and no optimizer state
-            apply_finetune(model, record["finetune"], seed=int(record.get("seed", 0)))
-        optimizer = None
-        if mode == "training":
-            if not record.get("optimizer") or not record.get("loss"):
-                raise ScellisError("a training trace needs the record's optimizer and loss")
-            optimizer = optimizer_of(record["optimizer"], model)
-            loss = entry_object(record["loss"], "loss")
+        model = _build_model(record, dev)
+        if not record.get("optimizer") or not record.get("loss"):
+            raise ScellisError("a training trace needs the record's optimizer and loss")
+        optimizer = optimizer_of(record["optimizer"], model)
+        loss = entry_object(record["loss"], "loss")
+    _note_model(tr, model)
     if tr is not None:
-        tr.optimizer = (record.get("optimizer") or {}).get("block_id", "") if optimizer else ""
-        for name, p in model.named_parameters():
-            tr.params[serial(p)] = name
-            tr.param_specs[name] = (p.shape, p.dtype)
-            tr.n_params += p.numel
-        tr.buffers = {serial(t): name for name, t in model.named_buffers()}
+        tr.optimizer = record["optimizer"].get("block_id", "")
     specs = concrete_inputs(record, b)
-    if mode == "inference":
-        model.eval()
-        with _phase(dev, "input"):
-            xs = [feed(dev, s, dt) for s, dt in specs.values()]
-        with no_grad(), _phase(dev, "forward"), working_copies(model, compute):
-            if tr is not None:
-                tr.inputs = {serial(x): n for x, n in zip(xs, specs)}
-            xs = to_compute(xs, compute)
-            with _blocks_labelled(model, dev, tr.block_shapes if tr else None):
-                out = model(*xs)
-        outs = out if isinstance(out, tuple) else (out,)
-        if tr is not None:
-            tr.outputs = [serial(o) for o in outs]
-            tr.output_views = [(o.shape, o.strides, o.offset) for o in outs]
-        mark(("mark", "end"))
-        return model, None
     model.train()
     clip = clipper(record.get("grad_clip"))
     target_of = _TARGETS.get(record["loss"].get("block_id", ""), lambda s, d: (s, d))

@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401  (register)
     attention,
+    dense,
     elementwise,
     indexing,
     linalg,

@@ -2,8 +2,11 @@
 
 Each ``<name>_update`` op reads one flat gradient and overwrites, in one pass, the
 flat parameter buffer and the optimizer's flat state buffers (its *targets*, run
-through ``dispatch.apply_inplace``). A second input, a 0-d bool (the overflow guard's
-finite flag), gates it: where the flag is False the kernel writes nothing, so a
+through ``dispatch.apply_inplace``). With ``grads`` = k (the multi-tensor form, the
+``fast`` tier's) it reads k gradients instead, each where the backward left it, laid
+end to end over the targets: the gather into a flat gradient buffer and the update
+become one dispatch. An input after the gradient(s), a 0-d bool (the overflow
+guard's finite flag), gates it: where the flag is False the kernel writes nothing, so a
 skipped step leaves every target bitwise as it was without a copy to restore from.
 ``flat_gather`` copies many tensors into one flat target (the gradients of a parameter
 group into its gradient buffer).
@@ -139,30 +142,43 @@ def _float_dtype(specs) -> None:
             raise DTypeError(f"optimizer buffers differ in dtype: {dt} vs {s.dtype}")
 
 
-def is_gated(specs) -> bool:
+def grad_count(attrs: dict) -> int:
+    """How many gradient tensors an update reads: 1 (the flat gradient buffer), or, the
+    multi-tensor form (``grads`` = k), k gradients read where they lie, in parameter
+    order, their elements laid end to end over the flat targets."""
+    return int(attrs.get("grads", 1))
+
+
+def is_gated(specs, grads: int = 1) -> bool:
     """Whether an update's tensors (inputs, then targets) carry the gate: a 0-d bool
-    right after the gradient."""
-    return len(specs) > 1 and specs[1].dtype == bool_ and tuple(specs[1].shape) == ()
+    right after the gradient(s)."""
+    return len(specs) > grads and specs[grads].dtype == bool_ and tuple(specs[grads].shape) == ()
 
 
 def _update_infer(op: str):
     def infer(specs: list[Spec], attrs: dict) -> list[Spec]:
-        if is_gated(specs):
-            specs = [specs[0], *specs[2:]]
-        want = 2 + len(state_names(op, attrs))
-        if len(specs) != want:
+        k = grad_count(attrs)
+        grads = specs[:k]
+        targets = specs[k + 1 :] if is_gated(specs, k) else specs[k:]
+        want = 1 + len(state_names(op, attrs))
+        if k < 1 or len(targets) != want:
             raise ShapeError(
-                f"{op} takes a gradient (and optionally a 0-d bool gate), the parameters "
-                f"and {want - 2} state buffers; got {len(specs)} tensors"
+                f"{op} takes {k} gradient(s) (and optionally a 0-d bool gate), the parameters "
+                f"and {want - 1} state buffers; got {len(specs)} tensors"
             )
-        _float_dtype(specs)
-        for s in specs:
-            if len(s.shape) != 1 or s.shape != specs[0].shape:
+        _float_dtype(grads + targets)
+        for s in targets:
+            if len(s.shape) != 1 or s.shape != targets[0].shape:
                 raise ShapeError(
                     f"{op} works on flat buffers of one length, got "
-                    f"{[tuple(x.shape) for x in specs]}"
+                    f"{[tuple(x.shape) for x in targets]}"
                 )
-        return list(specs[1:])
+        total = sum(_numel(g.shape) for g in grads)
+        if (k == 1 and grads[0].shape != targets[0].shape) or total != targets[0].shape[0]:
+            raise ShapeError(
+                f"{op}: gradients of {total} elements for {targets[0].shape[0]} parameters"
+            )
+        return list(targets)
 
     return infer
 
@@ -207,9 +223,9 @@ for _op in UPDATE_OPS:
         OpDef(
             _op,
             "optim",
-            -1,  # the gradient, and optionally the gate
+            -1,  # the gradient(s), and optionally the gate
             _update_infer(_op),
-            attrs=_ATTRS[_op],
+            attrs=_ATTRS[_op] + ("grads",),
             doc="fused in-place optimizer step: grad -> params and state (targets)",
             tags=frozenset({"inplace"}),
         )

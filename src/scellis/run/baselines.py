@@ -3,7 +3,8 @@
 For a forecaster, the same metrics of two forecasts that need no model, on the same
 validation windows and in the data's own units: **persistence** (every horizon step
 repeats the window's last value) and **seasonal naive** (each step repeats the value
-one season earlier). The season comes from ``eval.season``, else from the dates (a
+one season earlier). The season comes from ``eval.season``, else from ``data.season``
+(a seasonal-difference record's own), else from the dates (a
 weekly series has 52, a monthly one 12: ``data.frequency``), else from the training
 split's autocorrelation (of its values, then of its changes, which a trend hides the
 cycle from). Each baseline also keeps its in-sample MAE (its one-step error over the
@@ -20,7 +21,11 @@ import math
 from collections import Counter
 
 from ..catalog.metrics import make_metric, short_name
-from ..data.season import detect_season, infer_season  # noqa: F401 (infer_season: its home once)
+from ..data.season import (  # noqa: F401 (infer_season: its home once)
+    detect_season,
+    infer_season,
+    naive_mae,
+)
 from ..data.text import TextDataset
 
 
@@ -63,14 +68,9 @@ def season_of(ds, season: int | None = None) -> int | None:
     """The season of ``ds``'s target (see the module note); None when none shows, or
     when the training rows do not hold one whole season to repeat."""
     train = (series_values(ds) or [])[: ds.cut]
+    season = season if season is not None else getattr(ds.config, "season", None)
     return season if season is not None and 1 < season < ds.cut else detect_season(
         train, getattr(ds, "times", None))  # fmt: skip
-
-
-def naive_mae(values: list[float], lag: int) -> float | None:
-    """The mean absolute error of repeating the value ``lag`` rows back, over ``values``."""
-    errs = [abs(b - a) for a, b in zip(values, values[lag:])]
-    return math.fsum(errs) / len(errs) if errs else None
 
 
 def _outside(train: list[float], later: list[float]) -> float | None:

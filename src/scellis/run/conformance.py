@@ -2,10 +2,11 @@
 
 ``train_steps`` trains a record from its first step on a device under a determinism
 tier and gives back the logged losses, every weight (flattened, by name), the time of
-the steady steps and of the validation passes. ``bench/conformance.py`` runs it over
-the example records, per tier and device, for the speed-and-divergence table; the
-tier tests run it on the reference device and WebGPU under ``prod`` and check the
-outcome against ``train.determinism.within``.
+each step and of each validation pass, and the dispatches of a replayed step.
+``bench/conformance.py`` runs it over the example records, per tier and device, for
+the speed-and-divergence table; the tier tests run it on the reference device and
+WebGPU under ``prod`` and ``fast`` and check the outcome against
+``train.determinism.within``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ class Outcome:
     losses: list[float]
     weights: dict[str, list[float]]
     step_seconds: list[float] = field(default_factory=list)  # each step's wall time
+    # each step's CPU time, every thread of the process: on a software adapter (lavapipe)
+    # the kernels' own work, which other jobs on a shared machine do not inflate
+    step_cpu_seconds: list[float] = field(default_factory=list)
     eval_seconds: list[float] = field(default_factory=list)  # each validation pass's
     val_losses: list[float] = field(default_factory=list)
+    dispatches: int | None = None  # per replayed step (None: the steps ran eagerly)
 
     def compared(self) -> dict[str, list[float]]:
         """The values a tier comparison reads: the losses and every weight."""
@@ -45,17 +50,20 @@ async def train_steps(
     prep.limit_validation(val_rows)
     out = Outcome([], {})
     validate = eval_every is not None
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     async for ev in prep.fit(max_steps=steps, log_every=1, validate=validate,
                              eval_every=eval_every):  # fmt: skip
-        now = time.perf_counter()
+        now, cpu_now = time.perf_counter(), time.process_time()
         if ev.kind == "log":
             out.losses.append(ev.loss)
             out.step_seconds.append(now - t)
+            out.step_cpu_seconds.append(cpu_now - cpu)
         elif ev.kind == "eval":
             out.val_losses.append(ev.val_loss)
             out.eval_seconds.append(now - t)
-        t = now
+        elif ev.kind == "end" and ev.replay:
+            out.dispatches = ev.replay["dispatches_per_step"]
+        t, cpu = now, cpu_now
     for name, p in prep.model.named_parameters():
         out.weights[name] = [float(v) for v in _flat(await p.read())]
     return out

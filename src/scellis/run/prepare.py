@@ -235,7 +235,10 @@ def metric_set(specs: list, dataset, split: str = "val") -> MetricSet | None:
     return MetricSet(specs, task="regression", to_units=to_units)
 
 
-def _in_units(dataset, rows, frame):
+def _in_units(dataset, rows, frame, step: int = 0):
+    """``rows`` (one window's outputs, or one of them: step ``step``) in the data's units."""
     if isinstance(rows, list):
-        return [_in_units(dataset, r, frame) for r in rows]
-    return dataset.denormalise(rows) if frame is None else dataset.denormalise(rows, frame=frame)
+        return [_in_units(dataset, r, frame, k) for k, r in enumerate(rows)]
+    if frame is None:
+        return dataset.denormalise(rows)
+    return dataset.denormalise(rows, frame=frame, step=step)

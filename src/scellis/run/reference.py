@@ -6,13 +6,14 @@ when the run evaluated, else the training loss), ``:last`` (the default) the lat
 ``open_run`` reads the record the run trained and the checkpoint's manifest;
 ``TrainedRun.model(device)`` builds that record's model with those weights (its
 fine-tuning adapters included), ready for evaluation, prediction or generation;
-``TrainedRun.dataset()`` loads the run's data, from the run's kept copy of its file.
+``TrainedRun.dataset()`` loads the run's data, from the run's kept copy of its file
+(once: the copy is content-addressed, so every later call gets the same dataset).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ScellisError, shown
@@ -43,6 +44,7 @@ class TrainedRun:
     record: dict
     config: dict
     label: str
+    _own_data: object = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def ref(self) -> str:
@@ -90,8 +92,13 @@ class TrainedRun:
         return local, folder
 
     def dataset(self, source: str | Path | None = None):
+        if source is None and self._own_data is not None:
+            return self._own_data
         data, base = self.data_record(source)
-        return load_data(data, base_dir=base)
+        ds = load_data(data, base_dir=base)
+        if source is None:
+            self._own_data = ds
+        return ds
 
 
 def parse_ref(ref: str) -> tuple[str, int | None, str]:

@@ -83,28 +83,35 @@ async def _forward(model, rows: list, fwd=None) -> list:
 
 
 async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="reference",
-                      batch: int = 256, tier: str | None = None) -> list[dict]:  # fmt: skip
+                      batch: int = 256, tier: str | None = None,
+                      since: int = 0) -> list[dict]:  # fmt: skip
     """Rows ``{date, actual, predicted, horizon}`` over the series (every window, one
-    per row step) and ``horizon`` recursive steps past its end (``actual`` None); under
-    ``tier`` (default: the run's own), fast's forward is the fused one."""
+    per row step; with ``since``, only the windows whose first predicted row is at or
+    after row ``since``) and ``horizon`` recursive steps past its end (``actual`` None);
+    under ``tier`` (default: the run's own), fast's forward is the fused one. Windows go
+    through the forward in equal chunks of at most ``batch``, a short last one padded:
+    one input shape, so a GPU compiles its kernels once (seconds on a software GPU)."""
     ds = run_dataset(run, data)
     if not isinstance(ds, SeriesDataset):
         raise ScellisError("predict is for series models; use generate for a text model")
     cfg = ds.config
     model = run.model(device)
     fwd = forward_for(run.record, model, tier)
-    starts = list(range(0, ds.rows - cfg.length + 1))
+    starts = list(range(max(since - cfg.length, 0), ds.rows - cfg.length + 1))
     rows_out: list[dict] = []
     write = time_writer(ds.times or [])
-    for lo in range(0, len(starts), batch):
-        chunk = starts[lo : lo + batch]
-        inputs, frames = _windows(ds, chunk)
-        preds = await _forward(model, inputs, fwd)
+    cut = _cut_windows(ds)
+    size = -(-len(starts) // -(-len(starts) // batch)) if starts else batch
+    for lo in range(0, len(starts), size):
+        chunk = starts[lo : lo + size]
+        inputs, frames = _windows(ds, chunk, cut)
+        # a short chunk repeats its last window up to the chunk size; those rows go unread
+        preds = await _forward(model, inputs + inputs[-1:] * (size - len(inputs)), fwd)
         for s, pred, frame in zip(chunk, preds, frames):
             for k, value in enumerate(pred):
                 t = s + cfg.length + k
                 if t < ds.rows:
-                    predicted = ds.denormalise(value, frame=frame)
+                    predicted = ds.denormalise(value, frame=frame, step=k)
                     rows_out.append(_row(ds, t, _actual(ds, t), predicted, k, write))
     if horizon > 0:
         forecast = _forecast_framed if ds.framed else _forecast
@@ -112,16 +119,31 @@ async def predict_run(run: TrainedRun, *, data=None, horizon: int = 0, device="r
     return rows_out
 
 
-def _windows(ds: SeriesDataset, starts: list[int]) -> tuple[list, list]:
+def _windows(ds: SeriesDataset, starts: list[int], cut: dict | None = None) -> tuple[list, list]:
     """The model's inputs of the windows at ``starts`` and each one's frame (None: the
-    global statistics), as training cut them."""
+    global statistics), as training cut them; ``cut`` (``_cut_windows``) holds those
+    the dataset already framed."""
     cfg = ds.config
     if not ds.framed:
         feats = _features(ds)
         return [feats[s : s + cfg.length] for s in starts], [None] * len(starts)
-    cut = [framed_window(ds.columns, cfg.features, cfg.target, s, cfg.length, 0,
-                         cfg.normalise, ds.stats) for s in starts]  # fmt: skip
-    return [c[0] for c in cut], [c[2] for c in cut]
+    cut = cut or {}
+    got = [cut.get(s) or framed_window(ds.columns, cfg.features, cfg.target, s, cfg.length, 0,
+                                       cfg.normalise, ds.stats, cfg.season)[::2]
+           for s in starts]  # fmt: skip
+    return [g[0] for g in got], [g[1] for g in got]
+
+
+def _cut_windows(ds: SeriesDataset) -> dict:
+    """``{start: (inputs, frame)}`` of the windows the dataset framed for training and
+    validation: a window's inputs and frame depend on its start alone, so predictions
+    over the series reuse them (in the browser, framing every window again in Python
+    took seconds) and frame only the few windows no split holds."""
+    if not ds.framed:
+        return {}
+    pairs = zip(ds.train_starts + ds.val_starts, ds.x_train + ds.x_val,
+                ds.train_frames + ds.val_frames)  # fmt: skip
+    return {s: (x, f) for s, x, f in pairs}
 
 
 def _actual(ds: SeriesDataset, t: int) -> float:
@@ -172,11 +194,12 @@ async def _forecast_framed(ds: SeriesDataset, model, horizon: int, fwd=None) -> 
     out: list[dict] = []
     while len(out) < horizon:
         x, _, frame = framed_window({cfg.target: past}, [cfg.target], cfg.target, 0,
-                                    cfg.length, 0, cfg.normalise, ds.stats)  # fmt: skip
+                                    cfg.length, 0, cfg.normalise, ds.stats,
+                                    cfg.season)  # fmt: skip
         (pred,) = await _forward(model, [x], fwd)
-        for value in pred[: horizon - len(out)]:
+        for step, value in enumerate(pred[: horizon - len(out)]):
             k = len(out) + 1
-            predicted = ds.denormalise(value, frame=frame)
+            predicted = ds.denormalise(value, frame=frame, step=step)
             out.append({"date": _future_date(ds, k), "actual": None,
                         "predicted": predicted, "horizon": k})  # fmt: skip
             past = past[1:] + [predicted]

@@ -32,10 +32,7 @@ def transfer(t: Tensor, device=None, dtype: DType | str | None = None) -> Tensor
 
 def host_bytes(t: Tensor) -> bytes:
     """``t``'s values in C order, in its dtype's host layout (one readback)."""
-    src = t.detach() if t.is_contiguous() else apply("copy", (t.detach(),))
-    raw = run_sync(src.device.read(src._buf))
-    at = src.offset * src.dtype.itemsize
-    return bytes(raw[at : at + src.numel * src.dtype.itemsize])
+    return run_sync(t.read_bytes())
 
 
 def rebind(t: Tensor, new: Tensor) -> None:

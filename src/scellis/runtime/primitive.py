@@ -16,6 +16,7 @@ from ..base.errors import DeviceError, DTypeError
 from ..base.shapes import contiguous_strides, numel
 from ..devices.base import Backend, View, get_device
 from ..ops.table import Spec, get_op
+from .kernel_choice import with_order
 
 _default = {"device": "reference"}
 
@@ -30,13 +31,35 @@ def default_device() -> Backend:
     return get_device(_default["device"])
 
 
-def _record(op: str, inputs: tuple, attrs: dict, out) -> None:
-    opdef = get_op(op)
+# op -> the input indices that can carry a gradient (None: every input), made once per op
+_DIFF: dict[str, frozenset | None] = {}
+
+
+def _diff_inputs(op: str, opdef) -> frozenset | None:
+    diff = _DIFF.get(op, False)
+    if diff is False:
+        diff = None if opdef.diff_inputs == (-1,) else frozenset(opdef.diff_inputs)
+        _DIFF[op] = diff
+    return diff
+
+
+def _record(op: str, inputs: tuple, attrs: dict, out, opdef=None) -> None:
+    for t in inputs:  # most ops of a step have no input that needs a gradient: ask first
+        if t is not None and t.requires_grad:
+            break
+    else:
+        return
+    opdef = opdef or get_op(op)
     if not opdef.diff_inputs or not is_grad_enabled():
         return
-    diff = set(range(len(inputs))) if opdef.diff_inputs == (-1,) else set(opdef.diff_inputs)
-    needs = tuple(i in diff and t is not None and t.requires_grad for i, t in enumerate(inputs))
-    if not any(needs):
+    diff = _diff_inputs(op, opdef)
+    if diff is None:
+        needs = tuple([t is not None and t.requires_grad for t in inputs])
+    else:
+        needs = tuple(
+            [i in diff and t is not None and t.requires_grad for i, t in enumerate(inputs)]
+        )
+    if True not in needs:
         return
     if not out.dtype.is_float:
         return
@@ -59,22 +82,70 @@ def _device_of(inputs) -> Backend:
     return dev
 
 
+# (op, input shapes and dtypes, attrs) -> (output Spec, its contiguous strides, its numel):
+# an op's shape rule is a pure function of these, and running it was a fair part of each
+# eager op's host time. Attrs that cannot be hashed (lists) skip the cache.
+_INFERRED: dict = {}
+_INFERRED_MAX = 8192
+
+
+def _out_geometry(opdef, op: str, inputs: tuple, attrs: dict) -> tuple:
+    # dtypes by name: a DType's own hash is Python code, a str's is cached
+    key = (op, tuple([(t.shape, t.dtype.name) for t in inputs]), tuple(attrs.items()))
+    try:
+        hit = _INFERRED.get(key)
+    except TypeError:  # an unhashable attr
+        key, hit = None, None
+    if hit is None:
+        (spec,) = opdef.infer([Spec(t.shape, t.dtype) for t in inputs], attrs)
+        hit = (spec, contiguous_strides(spec.shape), numel(spec.shape))
+        if key is not None:
+            if len(_INFERRED) >= _INFERRED_MAX:
+                _INFERRED.clear()
+            _INFERRED[key] = hit
+    return hit
+
+
+# (device, dtype name) -> whether the device holds that dtype
+_SUPPORTS: dict = {}
+
+
+def _supports(dev: Backend, dtype) -> bool:
+    key = (dev, dtype.name)
+    ok = _SUPPORTS.get(key)
+    if ok is None:
+        ok = _SUPPORTS[key] = bool(dev.supports(dtype))
+    return ok
+
+
 def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None, attrs: dict):
     """Run primitive ``op`` on ``inputs``; the result is an ``out_type`` tensor."""
     opdef = get_op(op)
-    specs = [Spec(t.shape, t.dtype) for t in inputs]
-    (spec,) = opdef.infer(specs, attrs)
-    dev = device or (_device_of(inputs) if inputs else default_device())
-    if not dev.supports(spec.dtype) or any(not dev.supports(s.dtype) for s in specs):
-        raise DTypeError(f"device {dev.name!r} does not support {spec.dtype}")
+    attrs = with_order(op, attrs)
+    spec, strides, n = _out_geometry(opdef, op, inputs, attrs)
+    shape, dtype = spec.shape, spec.dtype
+    if device is not None:
+        dev = device
+    elif inputs:
+        dev = inputs[0].device
+        for t in inputs:
+            if t.device is not dev:
+                _device_of(inputs)  # says which devices differ
+    else:
+        dev = default_device()
+    if not _supports(dev, dtype):
+        raise DTypeError(f"device {dev.name!r} does not support {dtype}")
+    for t in inputs:
+        if t.dtype is not dtype and not _supports(dev, t.dtype):
+            raise DTypeError(f"device {dev.name!r} does not support {t.dtype}")
     if opdef.is_view:
         raise DeviceError(f"{op} is a view op; use Tensor.{op}")
-    buf = dev.alloc(numel(spec.shape), spec.dtype)
-    strides = contiguous_strides(spec.shape)
-    out_view = View(buf, spec.shape, strides, 0, spec.dtype)
-    dev.run(op, [t.device_view for t in inputs], [out_view], attrs)
-    out = out_type(buf, spec.shape, strides, 0, spec.dtype, dev)
-    _record(op, tuple(inputs), attrs, out)
+    buf = dev.alloc(n, dtype)
+    out_view = View(buf, shape, strides, 0, dtype)
+    dev.run(op, [View(t._buf, t.shape, t.strides, t.offset, t.dtype) for t in inputs],
+            [out_view], attrs)  # fmt: skip
+    out = out_type(buf, shape, strides, 0, dtype, dev)
+    _record(op, tuple(inputs), attrs, out, opdef)
     return out
 
 
@@ -86,7 +157,8 @@ def apply_op(op: str, inputs: tuple, **attrs):
 def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     """Make a view of ``x`` with new geometry, recorded like any op."""
     out = type(x)(x._buf, tuple(geom_shape), tuple(geom_strides), offset, x.dtype, x.device)
-    (spec,) = get_op(op).infer([Spec(x.shape, x.dtype)], attrs)
+    opdef = get_op(op)
+    spec = _out_geometry(opdef, op, (x,), attrs)[0]
     assert spec.shape == out.shape, (op, spec.shape, out.shape)
-    _record(op, (x,), attrs, out)
+    _record(op, (x,), attrs, out, opdef)
     return out

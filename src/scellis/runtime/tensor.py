@@ -144,15 +144,24 @@ class Tensor(
     # -- host values --
     async def read(self):
         """The values as nested Python lists (a float/int/bool for a 0-d tensor)."""
-        t = self if self.is_contiguous() else self.contiguous()
-        data = await t.device.read(t._buf)
-        # a contiguous view may start inside its buffer (x[1], a slice of a concat grad)
-        start = t.offset * self.dtype.itemsize
-        flat = decode(data[start : start + self.numel * self.dtype.itemsize], self.dtype)
-        return nest(flat, self.shape)
+        return nest(decode(await self.read_bytes(), self.dtype), self.shape)
+
+    async def read_bytes(self) -> bytes:
+        """The values in C order in the dtype's host layout. Only the view's own elements
+        leave the device: a contiguous view (``x[1]``, ``x[:1, :1]``) is read as the range
+        it covers in its buffer, another is first copied into one on the device."""
+        t = self.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()
+        return await t.device.read(t._buf, t.offset, t.numel)
 
     def tolist(self):
         return run_sync(self.read())
+
+    def _host_bytes(self) -> bytes:
+        """``read_bytes`` from synchronous code, as ``tolist`` reads (the readback every
+        host has); an empty tensor reads nothing, even on the null device."""
+        return run_sync(self.read_bytes()) if self.numel else b""
 
     def item(self):
         if self.numel != 1:

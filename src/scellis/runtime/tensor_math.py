@@ -57,6 +57,8 @@ def pair(a, b):
 
 
 def broadcast(*ts):
+    if len(ts) == 2 and ts[0].shape == ts[1].shape:  # the common case: nothing to expand
+        return list(ts)
     shape = broadcast_shapes(*(t.shape for t in ts))
     return [t if t.shape == shape else t.expand(shape) for t in ts]
 

@@ -30,8 +30,10 @@ class TensorShape:
 
     # -- views --
     def permute(self, *dims):
-        perm = tuple(norm_axis(p, self.ndim) for p in _dims(dims))
-        n = self.ndim
+        n = len(self.shape)
+        perm = _dims(dims)
+        if not all(type(p) is int and 0 <= p < n for p in perm):  # else already normal
+            perm = tuple([norm_axis(p, n) for p in perm])
         if len(perm) != n:
             raise ShapeError(f"permute of a {n}-d tensor needs {n} dims, got {perm}")
         shape = [self.shape[p] for p in perm]
@@ -39,10 +41,11 @@ class TensorShape:
         return apply_view("permute", self, shape, strides, self.offset, perm=perm)
 
     def transpose(self, a=-2, b=-1):
-        perm = list(range(self.ndim))
-        a, b = norm_axis(a, self.ndim), norm_axis(b, self.ndim)
+        n = len(self.shape)
+        perm = list(range(n))
+        a, b = norm_axis(a, n), norm_axis(b, n)
         perm[a], perm[b] = perm[b], perm[a]
-        return self.permute(perm)
+        return self.permute(tuple(perm))
 
     @property
     def T(self):
@@ -54,10 +57,15 @@ class TensorShape:
 
     def expand(self, *shape):
         shape = _dims(shape)
-        lead = len(shape) - self.ndim
-        shape = tuple(self.shape[i - lead] if d == -1 else d for i, d in enumerate(shape))
         if shape == self.shape:
             return self
+        lead = len(shape) - len(self.shape)
+        if -1 in shape:
+            shape = tuple([self.shape[i - lead] if d == -1 else d for i, d in enumerate(shape)])
+            if shape == self.shape:
+                return self
+        else:
+            shape = tuple(shape)
         if lead < 0:
             raise ShapeError(f"cannot expand {self.shape} to {shape}")
         strides = [0] * lead

@@ -22,11 +22,12 @@ import array
 import struct
 import sys
 
-from ..autograd.mode import check_writable, is_grad_enabled
+from ..autograd.mode import is_grad_enabled
 from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import DeviceError, DTypeError, ScellisError
 from ..base.shapes import contiguous_strides
 from ..devices.base import View, get_device
+from .write_guard import guard_write
 
 
 class ElementCount(int):
@@ -77,12 +78,6 @@ class TorchLikeMethods:
     def cpu(self):
         """The tensor on the reference device (``self`` if it is there)."""
         return self.to("reference")
-
-    def _host_bytes(self) -> bytes:
-        """The values in C order in the dtype's host layout (read through ``tolist``,
-        the synchronous readback every host has)."""
-        values = self.detach().reshape(-1).tolist() if self.numel else []
-        return _encode(values, self.dtype)
 
     def _on(self, dev):
         """A copy on device ``dev``, through host bytes (not recorded on the tape)."""
@@ -299,14 +294,12 @@ class TorchLikeMethods:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
             self._node, self.requires_grad = new._node, True
             return self
-        check_writable(self, what)
+        guard_write(self, what)  # counts the write: a backward that saved this storage refuses
         new = new.detach().cast(self.dtype).prim("copy")  # fresh storage: never aliases self
         if self.dtype.is_float and self.is_contiguous() and self.numel:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
-            # every tensor over this storage changed: a backward that saved one refuses
-            self._buf.version = getattr(self._buf, "version", 0) + 1
         else:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self

@@ -41,10 +41,13 @@ class FieldInfo:
 
 
 class ShapeMismatch(ScellisError):
-    """Raised by a shape rule: input ``index`` has ``got`` where ``expected`` was needed."""
+    """Raised by a shape rule: input ``index`` has ``got`` where ``expected`` was needed;
+    ``field`` names the block's field that holds ``expected``, when one does (setting
+    it to ``got`` makes the block fit its input)."""
 
-    def __init__(self, what: str, expected, got, index: int = 0):
+    def __init__(self, what: str, expected, got, index: int = 0, field: str | None = None):
         self.what, self.expected, self.got, self.index = what, expected, got, index
+        self.field = field
         super().__init__(f"expects {what} {expected}, gets {got}")
 
 

@@ -72,7 +72,8 @@ DATA = {
     "target": str, "delimiter": str, "missing": ("error", "ffill", "mean", "drop"),
     "window": int, "horizon": int, "stride": int,
     "val_fraction": Num(0, 1, low_open=True, high_open=True),
-    "normalise": ("none", "standard", "minmax", "window", "change"), "context": int,
+    "normalise": ("none", "standard", "minmax", "window", "change", "season"),
+    "season": int, "context": int,
     "tokenizer": str, "max_chars": int, "sha256": str, "augment": dict,
 }  # fmt: skip
 # training-batch augmentation (train/augment.py): jitter's sd, each window's scale spread

@@ -248,7 +248,12 @@ def _shape(doc, reg, name, fields, refs, in_shapes, out):
     except ShapeMismatch as e:
         src = refs[min(e.index, len(refs) - 1)]
         msg = f"shape mismatch: {name!r} expects {e.what} {e.expected}, {src!r} gives {e.got}"
-        out.append(doc.diag(path, msg))
+        # a width the block reads from another block (or an input): it can follow it
+        follows = e.field is not None and isinstance(e.got, int) and not isinstance(e.got, bool)
+        d = doc.diag(path, msg, f"set {name}.{e.field}: {e.got}" if follows else None)
+        if follows:
+            d.sets = {f"blocks.{name}.{e.field}": e.got}
+        out.append(d)
     except ScellisError as e:
         out.append(doc.diag(path, f"block {name!r}: {e}"))
     return None

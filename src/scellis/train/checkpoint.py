@@ -32,10 +32,7 @@ _NAMES = {v: k for k, v in _CODES.items()}
 
 async def tensor_bytes(t: Tensor) -> bytes:
     """The tensor's elements in host (little-endian, C order) layout."""
-    c = t if t.is_contiguous() else t.contiguous()
-    data = await c.device.read(c._buf)
-    start = c.offset * c.dtype.itemsize
-    return bytes(data[start : start + c.numel * c.dtype.itemsize])
+    return await t.read_bytes()
 
 
 async def _pack(tree, prefix: str, out: dict):

@@ -11,11 +11,21 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   loosest of them bounds the run (``tolerance_for``). ``within`` is the one check,
   used by the tier tests (tests/train/test_prod_tolerance.py) and by
   ``bench/conformance.py``.
-* ``fast``: the training step is prod's, and every inference forward of the run
-  (validation passes) and of a trained run (evaluate, predict, forecast, generate)
-  is the compiled forward with fused elementwise chains and matmul epilogues
-  (``ir.compiled``); fused values stay in f32 registers, so they may differ from an
-  unfused forward in the last bits, within ``FAST_FORWARD_TOLERANCE``.
+* ``fast``: prod's reordered kernels plus fused training kernels: a dense layer's
+  matmul, bias and activation in one kernel that keeps the pre-activation for a fused
+  backward, and one optimizer dispatch reading every gradient where it lies (no gather
+  into a flat buffer first); within prod's tolerance of the reference. Every
+  inference forward of the run (validation passes) and of a trained run (evaluate,
+  predict, forecast, generate) is the compiled forward with fused elementwise chains
+  and matmul epilogues (``ir.compiled``); fused values stay in f32 registers, so they
+  may differ from an unfused forward in the last bits, within
+  ``FAST_FORWARD_TOLERANCE``.
+
+Which kernels a tier's training step uses is decided here, once: ``KERNELS`` maps a
+tier to its ``runtime.kernel_choice.KernelChoice``, which the train loop sets around
+each step. ``prod``'s reordered kernel is the split-K matmul of a tall-K product (a
+weight gradient summed over many tokens): its K is cut into parts summed one after
+the other, where ``debug`` sums every k in one fixed sequence.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..base.errors import ScellisError
+from ..runtime.kernel_choice import FIXED, KernelChoice
 
 TIERS = ("debug", "prod", "fast")
 
@@ -47,6 +58,13 @@ PROD_TOLERANCE = {
         "recurrent": {"rtol": 3e-2, "atol": 2e-3},
         "attention": {"rtol": 3e-2, "atol": 2e-3},
     },
+}
+
+# the training kernels each tier may use (runtime.kernel_choice)
+KERNELS = {
+    "debug": FIXED,
+    "prod": KernelChoice(reordered=True),
+    "fast": KernelChoice(reordered=True, fused_training=True),
 }
 
 # the fused inference forward against the eager one, relative to the largest output
@@ -133,6 +151,11 @@ class Tier:
     note: str = ""
     fused_forward: bool = False  # inference forwards run compiled and fused
 
+    @property
+    def kernels(self) -> KernelChoice:
+        """The training kernels this tier's steps use."""
+        return KERNELS[self.effective]
+
     def record(self) -> dict:
         return asdict(self)
 
@@ -150,12 +173,15 @@ def resolve_tier(tier) -> Tier:
         return Tier("debug", "debug", "bitwise identical losses and weights on one device")
     if tier == "prod":
         return Tier(
-            "prod", "prod", "agrees with the reference device within tolerance", PROD_TOLERANCE
+            "prod",
+            "prod",
+            "agrees with the reference device within tolerance (reordered kernels)",
+            PROD_TOLERANCE,
         )
     return Tier(
         "fast",
         "fast",
-        "training within prod's tolerance; inference forwards fused, within "
+        "fused training kernels within prod's tolerance; inference forwards fused, within "
         f"{FAST_FORWARD_TOLERANCE['rtol']:g} of the eager forward",
         PROD_TOLERANCE,
         fused_forward=True,

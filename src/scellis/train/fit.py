@@ -10,9 +10,9 @@ import asyncio
 import time
 
 from ..base.errors import ScellisError
-from .augment import Augment
 from .data import epoch_batches
 from .events import EarlyStop, Epoch, Info, RunWarning
+from .fit_config import FitConfig
 from .loop import _Run
 from .state import TrainState
 
@@ -23,84 +23,69 @@ async def fit(
     optimizer,
     data,
     *,
-    epochs: int,
-    determinism_tier=None,
-    seed: int = 0,
     scheduler=None,
-    val_data=None,
-    eval_every: int | None = None,
-    log_every: int = 10,
-    grad_clip=None,
-    precision=None,
-    early_stopping=None,
-    plateau_metric: str | None = None,
-    skip_nonfinite: bool = True,
-    max_steps: int | None = None,
     state: TrainState | None = None,
     resume: dict | None = None,
-    replay: bool | None = None,
     should_stop=None,
-    metrics=None,
-    forward=None,
-    augment=None,
+    **options,
 ):
-    """Train ``model`` on ``data`` for ``epochs`` epochs, yielding events (train/events.py).
+    """Train ``model`` on ``data``, yielding events (train/events.py): ``fit_loop`` with
+    a ``FitConfig`` made from the keyword ``options`` (its fields: ``epochs`` is
+    required, ``determinism_tier`` too). Bad options raise when the stream is first
+    iterated, as any other error of the run does."""
+    events = fit_loop(
+        model, loss, optimizer, data, FitConfig(**options),
+        scheduler=scheduler, state=state, resume=resume, should_stop=should_stop,
+    )  # fmt: skip
+    try:
+        async for ev in events:
+            yield ev
+    finally:
+        await events.aclose()
 
-    ``determinism_tier`` (debug | prod | fast) is required. ``eval_every`` N evaluates on
-    ``val_data`` every N steps (without it, at each epoch's end when ``val_data`` is
-    given). ``early_stopping`` is an ``EarlyStopping`` or its fields as a dict. A
-    ``ReduceOnPlateau`` scheduler is fed ``plateau_metric`` (default: val_loss when
-    there is val_data, else the training loss at log points); any other scheduler steps
-    once per step. ``state`` continues a live ``TrainState``; ``resume`` loads a
-    ``TrainState.state_dict()`` first. ``max_steps`` caps the total steps.
+
+async def fit_loop(
+    model,
+    loss,
+    optimizer,
+    data,
+    config: FitConfig,
+    *,
+    scheduler=None,
+    state: TrainState | None = None,
+    resume: dict | None = None,
+    should_stop=None,
+):
+    """Train ``model`` on ``data`` as ``config`` says, yielding events (train/events.py).
+
+    ``config.eval_every`` N evaluates on ``val_data`` every N steps (without it, at each
+    epoch's end when ``val_data`` is given). A ``ReduceOnPlateau`` scheduler is fed
+    ``config.plateau_metric``; any other scheduler steps once per step. ``state``
+    continues a live ``TrainState``; ``resume`` loads a ``TrainState.state_dict()``
+    first. ``config.max_steps`` caps the total steps.
     Steps run as a recorded dispatch schedule where the device and the step allow it
     (train/replay.py; bitwise the eager steps): by default on a device with a dispatch
     list, ``replay=True`` on any (one without says why), ``replay=False`` never. Each
     reason a step ran eagerly instead is told once, in an ``info`` event; the ``end``
     event's ``replay`` says how many steps replayed and why any did not.
     ``should_stop()`` is asked after every step (once its log point and validation,
-    when it has them, are done): when it answers true
-    the run ends there, with a last log of the partial window, and ``end`` says
-    ``stopped_by_user``. ``metrics`` (a
-    ``train.evaluation.MetricSet``) are computed at every validation pass, and early
-    stopping or reduce_on_plateau may watch them (``val_mae``...). ``forward(x)``, when
-    given, runs the validation passes' forward (the fast tier's fused one,
-    ``ir.compiled.forward_for``). A run with
-    ``val_data`` always ends with a validation pass of its last step (unless stopped).
-    ``augment`` (a ``train.augment.Augment`` or the record's ``data.augment`` mapping)
-    transforms each training batch's ``x`` from the Philox ``augment`` stream at the
-    step's counter; validation batches are never augmented.
+    when it has them, are done): when it answers true the run ends there, with a last
+    log of the partial window, and ``end`` says ``stopped_by_user``. ``config.metrics``
+    are computed at every validation pass, and early stopping or reduce_on_plateau may
+    watch them (``val_mae``...). A run with ``val_data`` always ends with a validation
+    pass of its last step (unless stopped). ``config.augment`` transforms each training
+    batch's ``x`` from the Philox ``augment`` stream at the step's counter; validation
+    batches are never augmented.
     """
-    if log_every < 1 or (eval_every is not None and eval_every < 1):
-        raise ScellisError("log_every and eval_every must be >= 1")
-    if eval_every is not None and val_data is None:
-        raise ScellisError("eval_every needs val_data")
-    ts = state if state is not None else TrainState(model, optimizer, scheduler, seed=seed)
+    c = config
+    ts = state if state is not None else TrainState(model, optimizer, scheduler, seed=c.seed)
     if ts.model is not model or ts.optimizer is not optimizer:
         raise ScellisError("state= belongs to another model or optimizer")
     if scheduler is not None and ts.scheduler is not scheduler:
         raise ScellisError("state= holds another scheduler than scheduler=")
     if resume is not None:
         ts.load_state_dict(resume)
-    opts = dict(
-        epochs=epochs,
-        determinism_tier=determinism_tier,
-        val_data=val_data,
-        eval_every=eval_every,
-        log_every=log_every,
-        grad_clip=grad_clip,
-        precision=precision,
-        early_stopping=early_stopping,
-        skip_nonfinite=skip_nonfinite,
-        replay=replay,
-        metrics=metrics,
-        forward=forward,
-        plateau_metric=plateau_metric or ("val_loss" if val_data is not None else "loss"),
-    )
-    aug = Augment.of(augment)
-    r = _Run(ts, loss, data, opts)
-    if r.early is not None and r.early.metric.startswith("val_") and val_data is None:
-        raise ScellisError(f"early stopping on {r.early.metric} needs val_data")
+    r = _Run(ts, loss, data, c)
     t0 = time.perf_counter()
     yield r.start_event()
     if r.prec.fallback:
@@ -115,10 +100,10 @@ async def fit(
         user_stop = user_stop or bool(should_stop is not None and should_stop())
         return user_stop
 
-    while ts.epoch < epochs and not stop:
+    while ts.epoch < c.epochs and not stop:
         for x, y in epoch_batches(data, ts.epoch, ts.seed, ts.batch):
-            if aug is not None:  # keyed by (seed, step): a resumed run draws the same
-                x = aug.apply(x, ts.seed, ts.step)
+            if c.augment is not None:  # keyed by (seed, step): a resumed run draws the same
+                x = c.augment.apply(x, ts.seed, ts.step)
             r.step(x, y)
             # the batch goes before the next is made (and before a validation pass): two
             # batches are never co-resident, as the memory plan counts them
@@ -129,16 +114,16 @@ async def fit(
             ts.batch += 1
             if r.scheduler is not None and not r.plateau:
                 r.scheduler.step()
-            if ts.step % log_every == 0:
+            if ts.step % c.log_every == 0:
                 ev = await r.log()
                 stop = r.feed("loss", ev["loss"], ev)
                 yield ev
-            if not stop and eval_every is not None and ts.step % eval_every == 0:
+            if not stop and c.eval_every is not None and ts.step % c.eval_every == 0:
                 ev = await r.evaluate()
                 stop = r.feed_eval(ev)
                 yield ev
             stop = asked() or stop  # after this step's log and validation, if it has them
-            if max_steps is not None and ts.step >= max_steps and not stop:
+            if c.max_steps is not None and ts.step >= c.max_steps and not stop:
                 stop, r.stop_reason = True, ""
                 break
             if stop:
@@ -146,7 +131,7 @@ async def fit(
         else:
             ts.epoch, ts.batch = ts.epoch + 1, 0
             yield Epoch(epoch=ts.epoch, step=ts.step)
-            if eval_every is None and val_data is not None:
+            if c.eval_every is None and c.val_data is not None:
                 ev = await r.evaluate()
                 stop = r.feed_eval(ev)
                 yield ev
@@ -155,11 +140,11 @@ async def fit(
             yield EarlyStop(
                 step=ts.step, epoch=ts.epoch, reason=r.stop_reason, best=ts.early.get("best")
             )
-        if max_steps is not None and ts.step >= max_steps:
+        if c.max_steps is not None and ts.step >= c.max_steps:
             break
     if r.window["steps"]:
         yield await r.log()
-    if val_data is not None and r.last_eval_step != ts.step and not user_stop:
+    if c.val_data is not None and r.last_eval_step != ts.step and not user_stop:
         ev = await r.evaluate()  # the run's last state is always validated
         r.feed_eval(ev)
         yield ev

@@ -24,33 +24,34 @@ from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
+from ..runtime.kernel_choice import choosing
 from ..runtime.tensor import Tensor
 from .data import batch_rows
 from .determinism import resolve_tier
 from .evaluation import validation_pass
 from .events import End, Eval, Log, Start
+from .fit_config import FitConfig
 from .guard import loop_update
 from .precision import resolve_precision
 from .replay import TrainReplay, replays
 from .state import TrainState
 from .step import train_step
-from .stopping import EarlyStopping
 
 
 class _Run:
     """One fit call's context: the state, the policy and the device-side accumulators."""
 
-    def __init__(self, ts: TrainState, loss, data, opts: dict):
-        self.ts, self.loss, self.data, self.o = ts, loss, data, opts
+    def __init__(self, ts: TrainState, loss, data, config: FitConfig):
+        self.ts, self.loss, self.data, self.config = ts, loss, data, config
         self.model, self.optimizer, self.scheduler = ts.model, ts.optimizer, ts.scheduler
         self.device = ts.device
-        self.tier = resolve_tier(opts["determinism_tier"])
-        self.prec = resolve_precision(opts["precision"], self.device)
+        self.tier = resolve_tier(config.determinism_tier)
+        self.prec = resolve_precision(config.precision, self.device)
         ts.scaler.configure(self.prec, self.device)
-        self.clip = clipper(opts["grad_clip"])
-        self.early = EarlyStopping.of(opts["early_stopping"])
+        self.clip = clipper(config.grad_clip)
+        self.early = config.early_stopping
         self.plateau = isinstance(self.scheduler, ReduceOnPlateau)
-        self.guard = opts["skip_nonfinite"] or ts.scaler.dynamic
+        self.guard = config.skip_nonfinite or ts.scaler.dynamic
         self.readbacks = 0
         self.last_eval_step = None  # the step of the last validation pass
         self.acc = None  # device tensors: loss sum, good steps, skipped total
@@ -60,14 +61,16 @@ class _Run:
         self.step_lr = self.optimizer.param_groups[0]["lr"]  # the rate the last step used
         # steps as a recorded schedule (train/replay.py): where the device can record
         # (None) or as asked (True: a device that cannot says so in the end event)
-        self.replay = TrainReplay(self) if replays(opts.get("replay"), self.device) else None
+        self.replay = TrainReplay(self) if replays(config.replay, self.device) else None
 
     # -- the step: device work only --
     def step(self, x, y) -> None:
-        if self.replay is not None:
-            self.replay.step(self, x, y)  # the recorded schedule, or this eager step
-            return
-        self.eager_step(x, y)
+        # the tier's kernels (train.determinism.KERNELS); a recorded step keeps them
+        with choosing(self.tier.kernels):
+            if self.replay is not None:
+                self.replay.step(self, x, y)  # the recorded schedule, or this eager step
+                return
+            self.eager_step(x, y)
 
     def host_enter(self) -> None:
         self.step_lr = self.optimizer.param_groups[0]["lr"]
@@ -145,8 +148,8 @@ class _Run:
     async def evaluate(self) -> Eval:
         ts = self.ts
         val, metrics = await validation_pass(
-            self.model, self.loss, self.o["val_data"], seed=ts.seed, compute=self.prec.compute,
-            metrics=self.o.get("metrics"), read=self._read, forward=self.o.get("forward"),
+            self.model, self.loss, self.config.val_data, seed=ts.seed, compute=self.prec.compute,
+            metrics=self.config.metrics, read=self._read, forward=self.config.forward,
         )  # fmt: skip
         ts.metrics["val_loss"] = val
         self.last_eval_step = ts.step
@@ -166,7 +169,7 @@ class _Run:
         """Give ``value`` to reduce_on_plateau and early stopping; True: stop the run."""
         if value is None:  # a window of skipped steps has no loss to judge
             return False
-        if self.plateau and metric == self.o["plateau_metric"]:
+        if self.plateau and metric == self.config.plateau_metric:
             before = self.optimizer.param_groups[0]["lr"]
             self.scheduler.step(value)
             ev.lr = self.optimizer.param_groups[0]["lr"]
@@ -188,7 +191,7 @@ class _Run:
             device=self.device.name,
             tier=self.tier.record(),
             precision=self.prec.record(),
-            epochs=self.o["epochs"],
+            epochs=self.config.epochs,
             steps_per_epoch=len(data) if hasattr(data, "__len__") else None,
             step=self.ts.step,
             epoch=self.ts.epoch,

@@ -4,7 +4,7 @@
 the precision policy's working copies, the loss in f32, the backward of the
 (optionally scaled) loss, then the caller's optimizer phase under ``no_grad``. The
 train loop calls it with its guarded update and loss scale; the memory planner's
-tracer (``ir.trace.run_program``, a layer above) calls it on the recording null
+tracer (``ir.trace.run_training``, a layer above) calls it on the recording null
 device with the update ``loop_update_for`` gives for the record, labelling each
 phase. Because both run this function, the plan cannot count a different step than
 the one that runs.

@@ -1,11 +1,11 @@
 """Everything the worker may call (webapp layer): ``dispatch(cmd, args_json)`` and friends.
 
-The worker sends ``{id, cmd, args}``; ``dispatch`` calls the public function ``cmd``
-of ``run_api``, ``runs_api``, ``model_api``, ``import_api``, ``bench_api``, ``use_api``,
-``kept_data``, ``share_api`` or ``extension_api``
-with the JSON arguments as keywords and returns its value or async generator. A
-ScellisError is remembered for ``last_error`` so the page gets its message and located
-diagnostics rather than a Python traceback.
+The worker sends ``{id, cmd, args}``; ``dispatch`` calls the command ``cmd`` of the
+registry (``webapp.commands``: the functions of ``run_api``, ``runs_api``, ``model_api``,
+``import_api``, ``use_api``, ``kept_data``, ``share_api`` and ``extension_api`` registered with
+``@command``) with the JSON arguments as keywords and returns its value or async
+generator. A ScellisError is remembered for ``last_error`` so the page gets its message
+and located diagnostics rather than a Python traceback.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import random
 from ..base.errors import Diagnostic, ScellisError
 from ..devices.base import get_device
 from ..version import __version__
-from . import (
-    bench_api,
+from . import commands as registry
+from . import (  # noqa: F401 - imported for their @command registrations
     extension_api,
     import_api,
     kept_data,
@@ -32,24 +32,6 @@ from . import (
 from .run_api import control, plan, train  # noqa: F401
 
 _last_error: dict | None = None
-_COMMANDS = {
-    name: getattr(mod, name)
-    for mod in (
-        run_api,
-        runs_api,
-        model_api,
-        import_api,
-        bench_api,
-        use_api,
-        kept_data,
-        share_api,
-        extension_api,
-    )  # fmt: skip
-    for name in dir(mod)
-    if not name.startswith("_")
-    and callable(getattr(mod, name))
-    and getattr(getattr(mod, name), "__module__", "") == mod.__name__
-}
 
 
 def _remember(e: ScellisError) -> None:
@@ -90,15 +72,15 @@ async def _guarded_call(coro):
 
 
 def commands() -> list[str]:
-    return sorted(_COMMANDS)
+    return registry.names()
 
 
 def dispatch(cmd: str, args_json: str = "{}"):
-    fn = _COMMANDS.get(cmd)
-    if fn is None:
-        e = ScellisError(f"unknown command {cmd!r}; known: {', '.join(commands())}")
+    try:
+        fn = registry.lookup(cmd).fn
+    except ScellisError as e:
         _remember(e)
-        raise e
+        raise
     kwargs = json.loads(args_json)
     try:
         inspect.signature(fn).bind(**kwargs)
@@ -141,4 +123,6 @@ def hello() -> dict:
         if info
         else None,
         "commands": commands(),
+        # the worker writes the persistent folder back after any other command
+        "read_only": registry.read_only(),
     }

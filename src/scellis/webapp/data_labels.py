@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..base.errors import ScellisError
 from ..data.record import source_path
+from ..run.effective import follow_data
 from ..sml import parse
 from . import dataset_api
 
@@ -113,10 +114,13 @@ def with_counts(labels: dict | None, data: dict | None) -> dict | None:
     return {**labels, "window": data.get("window"), "horizon": data.get("horizon")}
 
 
-def follow_comments(text: str, old: dict | None, new: dict | None) -> str:
+def follow_comments(
+    text: str, old: dict | None, new: dict | None, only: set[str] | None = None
+) -> str:
     """``text`` with the comments that name ``old``'s data (its target, its unit of time,
     its window and horizon: see ``with_counts``) naming ``new``'s instead; the SML itself
-    is left as it is."""
+    is left as it is. With ``only``, a comment is followed only when it is one of those
+    (the others are the user's own words, written with the edit)."""
     if not old or not new or old.get("kind") != "csv" or new.get("kind") != "csv":
         return text
     words = {**_words(old, new), **_spans(old, new)}
@@ -132,8 +136,46 @@ def follow_comments(text: str, old: dict | None, new: dict | None) -> str:
     lines = []
     for line in text.split("\n"):
         hash_at = re.search(r"(^|\s)#", line)
-        if hash_at:
+        if hash_at and (only is None or line[hash_at.end() :] in only):
             cut = hash_at.end()
             line = line[:cut] + word.sub(swap, line[cut:])
         lines.append(line)
     return "\n".join(lines)
+
+
+def _comments(text: str) -> set[str]:
+    """Each line's comment (what follows its ``#``), as ``follow_comments`` cuts it."""
+    out = set()
+    for line in text.split("\n"):
+        hash_at = re.search(r"(^|\s)#", line)
+        if hash_at:
+            out.add(line[hash_at.end() :])
+    return out
+
+
+def _counted(text: str) -> dict | None:
+    return with_counts(record_labels(text), dataset_api.data_section(text))
+
+
+def follow_edit(before: str, text: str) -> dict:
+    """After an edit of the record's data section in Model View (``before`` -> ``text``):
+    the record that follows it, as a data-panel change does. A new window or horizon
+    carries the inputs and the output head with it (``run.effective.follow_data``), and
+    the comments that counted or named the old data name the new (``follow_comments``),
+    save those the edit itself wrote or changed (the user's own words). Returns ``{text,
+    settled}``: ``settled`` when the new window and horizon are whole numbers, so the
+    next edit is followed from this text (a half-typed count is followed from ``before``)."""
+    try:
+        doc = parse(text, "model.sml")
+    except ScellisError:
+        return {"text": text, "settled": False}
+    data = doc.data.get("data")
+    counts = [data.get(k, 1) for k in ("window", "horizon")] if isinstance(data, dict) else []
+    settled = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in counts)
+    if not settled:
+        return {"text": text, "settled": False}
+    old = dataset_api.data_section(before)
+    follow_data(doc, old)
+    dataset_api.rehash(doc)  # the data options are part of a pinned file's version
+    out = follow_comments(doc.text, _counted(before), _counted(text), only=_comments(before))
+    return {"text": out, "settled": True}

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..base.errors import ScellisError
 from ..base.files import read_file
 from ..data.advice import advise
-from ..data.csvsource import dataset_digest, load_csv
+from ..data.csvsource import CSVConfig, dataset_digest, load_csv
 from ..data.frequency import frequency
 from ..data.record import CSV_KEYS, TEXT_KEYS, csv_config, source_path
 from ..data.table import MISSING, parse_time, read_table
@@ -180,8 +180,8 @@ _OPTIONS = {
         "horizon": (lambda v: isinstance(v, int) and v >= 1, "a whole number of rows, 1 or more"),
         "val_fraction": (lambda v: isinstance(v, (int, float)) and 0 < v < 1, "between 0 and 1"),
         "normalise": (
-            lambda v: v in ("standard", "zscore", "minmax", "none", "window", "change"),
-            "standard, minmax, none, window or change",
+            lambda v: v in ("standard", "zscore", "minmax", "none", "window", "change", "season"),
+            "standard, minmax, none, window, change or season",
         ),
     },  # fmt: skip
     "text": {
@@ -254,6 +254,10 @@ def dataset_from(
         advice = _advice(data, updates, path, column)
         if advice and advice["applied"]:
             updates["normalise"] = advice["normalise"]
+            if advice["normalise"] == "season":
+                updates["season"] = advice["season"]
+        if updates.get("normalise") == "season" and "season" not in data:
+            updates["season"] = _season_for(data, updates, path, column)
         digest, info = _csv_digest({**data, **updates}, path)
         if advice:
             info["advice"] = advice
@@ -281,11 +285,35 @@ def _advice(data: dict, updates: dict, path: Path, column: str) -> dict | None:
     if "normalise" in updates or data.get("source") == updates["source"]:
         return None
     try:
-        horizon = data.get("horizon", 1)
-        got = advise(path, column, horizon if isinstance(horizon, int) and horizon > 0 else 1)
+        got = advise(path, column, _horizon(data), window=_window(data, updates))
     except ScellisError:
         return None
     return {**_told(got), "applied": "normalise" not in data}
+
+
+def _horizon(data: dict) -> int:
+    horizon = data.get("horizon", 1)
+    return horizon if isinstance(horizon, int) and horizon > 0 else 1
+
+
+def _window(data: dict, updates: dict) -> int:
+    """The input window the pinned record will have (the reader's default if none)."""
+    window = updates.get("window", data.get("window", CSVConfig.length))
+    return window if isinstance(window, int) else CSVConfig.length
+
+
+def _season_for(data: dict, updates: dict, path: Path, column: str) -> int:
+    """The season the data panel's ``normalise: season`` differences by: the series' own."""
+    try:
+        season = advise(path, column, _horizon(data))["season"]
+    except ScellisError:
+        season = None
+    window = _window(data, updates)
+    if season is None or season >= window:
+        shown = "no season shows in this series" if season is None else (
+            f"its season ({season} rows) does not fit in the window ({window} rows)")  # fmt: skip
+        raise ScellisError(f"normalise season differences by one season, but {shown}")
+    return season
 
 
 def _told(got: dict) -> dict:

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..base.errors import ScellisError
 from ..catalog.extensions import load_extensions
 from ..catalog.registry import entries
+from .commands import command
 
 # a plain file name: no folder, no way out of the tab's extension folder
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,79}\.py$")
@@ -33,6 +34,7 @@ def _folder() -> Path:
     return _FOLDER[0]
 
 
+@command(writes_store=False)
 def load_extension(name: str, text: str) -> dict:
     """Load the user's file ``name`` (its ``text``) as a catalog extension: ``{name,
     registered: [{id, kind}]}``, the entries it added. A failure inside the file is one

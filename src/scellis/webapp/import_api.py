@@ -27,6 +27,7 @@ from ..devices.base import get_device
 from ..runtime.creation import tensor
 from ..sml import parse
 from . import tab_store
+from .commands import command
 
 # the files that make a folder one model: its codec reads the folder, not one file
 FOLDER_MARKERS = ("config.json", "model.json")
@@ -89,6 +90,7 @@ def _pipeline(record: dict) -> list[str]:
     return added
 
 
+@command(writes_store=True)
 def import_model(folder: str, record_text: str | None = None,
                  store: str = tab_store.ROOT) -> dict:  # fmt: skip
     """Import what the worker wrote under ``folder``; ``record_text`` (the record the page
@@ -149,6 +151,7 @@ def _nest(flat: list, dims: list[int]) -> list:
     return [_nest(flat[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])]
 
 
+@command(writes_store=False)
 async def forward(record_text: str, inputs: dict | None = None, device: str = "webgpu",
                   store: str = tab_store.ROOT, seed: int = 0,
                   full: bool = False) -> dict:  # fmt: skip

@@ -14,6 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from .commands import command
+
 KEPT = "/scellis/datasets"  # inside the worker's persistent mount
 FOLDER = "datasets"  # where the data panel saves a pinned file (dataset_api)
 
@@ -29,6 +31,7 @@ def keep(path: str | Path, kept: str = KEPT) -> bool:
     return True
 
 
+@command(writes_store=False)
 def restore_data(kept: str = KEPT, folder: str = FOLDER) -> list[str]:
     """Write every kept file back under ``folder`` where it is missing or differs; the
     names written, for the page's log."""

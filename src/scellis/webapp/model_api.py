@@ -24,10 +24,11 @@ from ..data.record import BUNDLED
 from ..run.effective import set_path
 from ..sml import TIERS, Document, parse, to_form, to_graph, validate
 from . import data_labels, dataset_api, finetune_edit, kept_data
+from .commands import command
 from .dataset_api import rehash
 
-__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "labels", "load_table", "load_text",
-           "project", "record_data"]  # fmt: skip
+__all__ = ["catalog", "dataset_from", "edit", "bundled_files", "follow", "labels", "load_table",
+           "load_text", "project", "record_data"]  # fmt: skip
 
 FILE = "model.sml"
 # The worker edits one record at a time: the Document of the last text it returned is
@@ -89,7 +90,10 @@ _REGISTRY = _Schemas()
 
 
 def _diag_json(d: Diagnostic) -> dict:
-    return {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+    out = {"file": d.file, "line": d.line, "col": d.col, "message": d.message, "fix": d.fix}
+    if getattr(d, "sets", None):  # a certain mend: the page offers it as one click
+        out["sets"] = d.sets
+    return out
 
 
 # the record's top-level training scalars the form offers besides the catalog entries
@@ -150,6 +154,7 @@ def _out(result: dict, t0: float, encoded: bool):
     return json.dumps(result) if encoded else result
 
 
+@command(writes_store=False)
 def project(text: str, file: str = FILE, encoded: bool = False) -> dict | str:
     """``{ok, parsed, text, graph, form, diagnostics, py_ms}`` of one SML text.
 
@@ -220,6 +225,7 @@ EDITS = {
 }
 
 
+@command(writes_store=False)
 def edit(text: str, edit: dict, file: str = FILE, encoded: bool = False) -> dict | str:
     """Apply one edit (``{kind, ...}``, kinds in ``EDITS``) and project the new text.
 
@@ -239,6 +245,7 @@ def edit(text: str, edit: dict, file: str = FILE, encoded: bool = False) -> dict
     return _out(out, t0, encoded)
 
 
+@command(writes_store=False)
 def catalog(kind: str = "block") -> list[dict]:
     """The entries of one kind, ``[{id, doc, fields}]``, for the add-block menu."""
     reg = _REGISTRY
@@ -253,6 +260,7 @@ def bundled_files() -> list[str]:
     return sorted(p.name for p in BUNDLED.iterdir() if p.suffix != ".md")
 
 
+@command(writes_store=False)
 def load_table(name: str, text: str, column: str | None = None) -> dict:
     """A CSV's columns, their kinds, a preview and a plot series (see dataset_api), with
     ``advice``: the normalisation and season its series suggests, and why."""
@@ -261,21 +269,25 @@ def load_table(name: str, text: str, column: str | None = None) -> dict:
     return info
 
 
+@command(writes_store=False)
 def data_section(record: str) -> dict:
     """The record's data section (see dataset_api)."""
     return dataset_api.data_section(record)
 
 
+@command(writes_store=False)
 def record_data(record: str) -> dict | None:
     """A preview of the record's own data file (see dataset_api)."""
     return dataset_api.record_data(record)
 
 
+@command(writes_store=False)
 def load_text(name: str, text: str) -> dict:
     """A text file's size, vocabulary and preview (see dataset_api)."""
     return dataset_api.load_text(name, text)
 
 
+@command(writes_store=True)
 def dataset_from(
     record: str,
     name: str,
@@ -302,6 +314,14 @@ def dataset_from(
     return {"record": text, "dataset": dataset, "project": project(text)}
 
 
+@command(writes_store=False)
+def follow(before: str, text: str) -> dict:
+    """The record after a Model View edit of its data section, made to follow it as a
+    data-panel change is: ``{text, settled}`` (see ``data_labels.follow_edit``)."""
+    return data_labels.follow_edit(before, text)
+
+
+@command(writes_store=False)
 def labels(record: str) -> dict | None:
     """What the tab calls the record's data: target, frequency, file (see data_labels),
     and its window and horizon (the sample chart's title counts them)."""

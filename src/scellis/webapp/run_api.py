@@ -29,6 +29,7 @@ from ..store.query import RunQuery
 from ..store.records import Records
 from ..train import events as E
 from . import tab_store
+from .commands import command
 
 # the session the page's Pause and Stop act on (one run at a time in a tab)
 _control = RunControl()
@@ -37,6 +38,7 @@ _generation = {"stop": False}
 MAX_NEW_CAP = 2000  # tokens one generation may ask for: each is one forward pass
 
 
+@command(writes_store=False)
 def control(message) -> dict:
     """Apply a control message (a dict or its JSON): {"pause": bool}, {"stop": true} (the
     run), {"stop_generation": true} (the generation in progress)."""
@@ -50,11 +52,13 @@ def control(message) -> dict:
     return {"paused": _control.paused, "stop": _control.stopping}
 
 
+@command(writes_store=False)
 def event_schema() -> dict:
     """The JSON schema of every event kind the page may receive."""
     return E.schema()
 
 
+@command(writes_store=False)
 def plan(record_text: str, device: str = "webgpu", replay: bool = True,
          validate: bool = True) -> dict:  # fmt: skip
     """The memory plan of ``record_text``'s training step on ``device``'s limits,
@@ -64,6 +68,7 @@ def plan(record_text: str, device: str = "webgpu", replay: bool = True,
                       validate=validate).to_dict()  # fmt: skip
 
 
+@command(writes_store=False)
 async def check_kernel(code: str, device: str = "webgpu") -> dict:
     """Compile one WGSL compute shader (entry ``main``) on ``device`` and wait for the
     verdict: {"ok": true} or DeviceError with the compiler's message and the source.
@@ -88,6 +93,7 @@ def _fresh_control() -> RunControl:
     return _control
 
 
+@command(writes_store=True)
 async def train(record_text: str, device: str = "webgpu", tier: str | None = None,
                 store: str | None = None, **opts):  # fmt: skip
     """Train ``record_text`` in this process, yielding events. ``opts`` are run options
@@ -106,6 +112,7 @@ async def train(record_text: str, device: str = "webgpu", tier: str | None = Non
         yield ev
 
 
+@command(writes_store=True)
 async def resume(run: str, store: str = tab_store.ROOT, device: str = "webgpu",
                  step: int | None = None, **opts):  # fmt: skip
     """Continue run ``run`` of ``store`` from its latest checkpoint that loads (or the
@@ -128,12 +135,14 @@ async def _forward(session: RunSession):
             yield ev.to_dict()
 
 
+@command(writes_store=False)
 def store_taken() -> dict:
     """Said by the worker once it has taken the store over from another window."""
     tab_store.opened()
     return {"ok": True}
 
 
+@command(writes_store=False)
 def runs(store: str = tab_store.ROOT, dataset: str | None = None, record: str | None = None,
          model: str | None = None, where: str | None = None) -> list[dict]:  # fmt: skip
     """The runs of the tab's store with their status (``interrupted`` for a dead tab's);
@@ -144,6 +153,7 @@ def runs(store: str = tab_store.ROOT, dataset: str | None = None, record: str | 
     return tab_store.list_runs(store, query)
 
 
+@command(writes_store=False)
 def export_run(run: str, store: str = tab_store.ROOT) -> str:
     """Run ``run``'s bundle (``store.bundle``), base64-encoded for the trip to the page."""
     objects, records = ObjectStore(store), Records(store)
@@ -153,6 +163,7 @@ def export_run(run: str, store: str = tab_store.ROOT) -> str:
         records.close()
 
 
+@command(writes_store=True)
 def import_run(data: str, store: str = tab_store.ROOT) -> str:
     """Add a bundle (base64 of its bytes) to the tab's store; returns the run id."""
     try:
@@ -166,6 +177,7 @@ def import_run(data: str, store: str = tab_store.ROOT) -> str:
         records.close()
 
 
+@command(writes_store=False)
 async def generate(run: str, prompt: str, store: str = tab_store.ROOT, device: str = "webgpu",
                    max_new: int = 200, temperature: float = 1.0, top_k: int | None = None,
                    top_p: float | None = None, seed: int = 0):  # fmt: skip

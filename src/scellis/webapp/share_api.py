@@ -19,16 +19,19 @@ from ..base.errors import ScellisError
 from ..run.reproduce import pinned_text, place_data, plain_source, run_options
 from ..run.share import DEFAULT_STEPS, link_of, match_of, read_link, shared_of
 from . import tab_store
+from .commands import command
 
 MAX_DATA = 64 * 2**20  # a picked data file, as base64 through the worker's message
 
 
+@command(writes_store=False)
 def share_link(run: str, site: str, store: str = tab_store.ROOT,
                steps: int = DEFAULT_STEPS) -> str:  # fmt: skip
     """The link that reproduces run ``run`` of the tab's store, opening ``site``."""
     return link_of(shared_of(store, run, steps), site)
 
 
+@command(writes_store=False)
 def open_link(link: str) -> dict:
     """What a link holds, as the page shows it before reproducing: the record to train
     (``record_text``), its ``tier``, the run ``options``, the data ``file`` to ask for
@@ -43,6 +46,7 @@ def open_link(link: str) -> dict:
     }  # fmt: skip
 
 
+@command(writes_store=False)
 def link_data(link: str, data: str, folder: str = ".") -> dict:
     """Write the picked file (``data``: base64) where the link's record reads it, under
     ``folder`` (the worker's working folder), and check it is the link's dataset."""
@@ -57,6 +61,7 @@ def link_data(link: str, data: str, folder: str = ".") -> dict:
     return {"file": str(plain_source(shared)), "dataset": shared.dataset, "bytes": len(content)}
 
 
+@command(writes_store=False)
 def link_match(link: str, losses: list) -> dict:
     """The page's losses (``[[step, loss], ...]`` from the run's log events) against the
     link's: ``bitwise``, ``first_difference``, ``max_relative_difference``."""

@@ -3,7 +3,10 @@ forecaster's predictions and forecast, by the CLI's own functions (``run.use``).
 
 ``predict`` returns the rows ``scellis predict RUN --horizon N`` computes, their CSV
 text (the bytes ``--out`` writes) and what the page's chart draws: the validation range
-(one step ahead) and the forecast past the series' end, in the data's own units.
+(one step ahead) and the forecast past the series' end, in the data's own units. The
+chart alone (``span="chart"``) predicts only from the validation range on: every
+window's forward is the cost of a long series on a software GPU (SwiftShader: about
+a millisecond or more per window of the starter), and the chart shows the last 20%.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from ..run.generate import lm_context
 from ..run.reference import open_run
 from ..run.use import csv_text, predict_run
 from . import tab_store
+from .commands import command
 
 HORIZON_CAP = 1000  # steps past the end: each is one forward pass of the model
 
 
+@command(writes_store=False)
 def use_info(run: str, store: str = tab_store.ROOT) -> dict:
     """Run ``run``'s checkpoint and what the page may do with it: ``series`` (predict,
     forecast) or ``text`` (generate)."""
@@ -37,21 +42,26 @@ def use_info(run: str, store: str = tab_store.ROOT) -> dict:
     return {**out, "kind": "text", "context": context, "prompt": prompt}
 
 
+@command(writes_store=False)
 async def predict(run: str, store: str = tab_store.ROOT, horizon: int = 0,
-                  device: str = "webgpu") -> dict:  # fmt: skip
+                  device: str = "webgpu", span: str = "all") -> dict:  # fmt: skip
     """``scellis predict``'s rows of ``run`` with ``horizon`` steps forecast (see the module
-    note): {run, step, target, datetime, rows, csv, plot}."""
+    note): {run, step, target, datetime, span, rows, csv, plot}; ``span`` ``chart``: the
+    rows from the validation range on, and no CSV."""
     if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0:
         raise ScellisError(f"horizon must be a whole number >= 0, got {horizon!r}")
+    if span not in ("all", "chart"):
+        raise ScellisError(f"span must be all or chart, got {span!r}")
     if horizon > HORIZON_CAP:
         raise ScellisError(f"horizon {horizon} is over the tab's cap of {HORIZON_CAP} steps")
     trained = open_run(store, run)
     ds = trained.dataset()
-    rows = await predict_run(trained, horizon=horizon, device=device)
+    since = ds.cut if span == "chart" else 0
+    rows = await predict_run(trained, horizon=horizon, device=device, since=since)
     cfg = ds.config
     return {"run": trained.rid, "step": trained.step, "target": cfg.target,
-            "datetime": cfg.datetime, "frequency": frequency(ds.times or []),
-            "rows": rows, "csv": csv_text(rows),
+            "datetime": cfg.datetime, "frequency": frequency(ds.times or []), "span": span,
+            "rows": rows, "csv": csv_text(rows) if span == "all" else None,
             "plot": _plot_series(ds, rows)}  # fmt: skip
 
 

@@ -49,6 +49,7 @@ const TEMPLATE = `
           <option value="standard">standard (z-score)</option><option value="minmax">min–max</option>
           <option value="window">window (each window's own mean and spread)</option>
           <option value="change">change (from each window's last value)</option>
+          <option value="season">season (change from one season back)</option>
           <option value="none">none</option></select></label>
       </div>
       <div class="muted dp-advice dp-csv-only" role="status" hidden></div>

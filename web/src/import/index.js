@@ -130,6 +130,14 @@ export function mount(slot, client, app, dropTargets = []) {
     }, true);
   }
   state.importFiles = importFiles;
+  // a model with its weights from elsewhere (a past run reopened): shown as an import is,
+  // so its fine-tune choice and its draft follow
+  state.openModel = (name, record) => {
+    app.recordName = `imported:${name}`;
+    app.record = record;
+    app.emit("record", record);
+    markPicker(name);
+  };
   // an imported model restored at load (drafts.js) is named in the picker as after its import
   if (app.recordName.startsWith("imported:")) markPicker(app.recordName.slice("imported:".length));
 }

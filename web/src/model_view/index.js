@@ -59,6 +59,14 @@ function fillPainted(entry, local) {
   if (entry.agreed) entry.painted_ms = local.painted_ms;
 }
 
+// one block field is a form edit (worked out on the UI thread too); more is set_paths
+function fixEdit(sets) {
+  const paths = Object.keys(sets);
+  const parts = paths.length === 1 ? paths[0].split(".") : [];
+  if (parts.length === 3 && parts[0] === "blocks") return { kind: "set_field", block: parts[1], field: parts[2], value: sets[paths[0]] };
+  return { kind: "set_paths", set: sets };
+}
+
 function percentile(xs, p) {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -141,6 +149,8 @@ export function mount(el, client, app) {
   }
 
   let shownProblems = "";
+  let announced = null; // the last record text any panel announced (a "record" event)
+  app.on("record", (text) => { announced = text; });
   function show(v, local = false) {
     // put one view (a projection or a local answer) in all three views; a full layout is
     // forced at the end, so the time measured after it includes the page's own layout work.
@@ -150,7 +160,11 @@ export function mount(el, client, app) {
     const lap = (k) => { const n = performance.now(); parts[k] = n - t; t = n; };
     state.view = v;
     if (v.text !== code.text) code.setText(v.text);
-    if (app.record !== v.text) { app.record = v.text; app.emit("record", v.text); }
+    // every text the views show is announced once, typed code included (the code view
+    // sets app.record as the user types, before any projection): the memory plan, the
+    // data labels and Train's validity follow each edit, whichever view made it. Typed
+    // code is announced once the worker has projected it, not at each key
+    if (app.record !== v.text || (!local && announced !== v.text)) { app.record = v.text; app.emit("record", v.text); }
     const key = JSON.stringify(v.diagnostics);
     if (key !== shownProblems) code.showDiagnostics(v.diagnostics);
     lap("code");
@@ -177,8 +191,10 @@ export function mount(el, client, app) {
         const li = document.createElement("li");
         li.innerHTML = `<a href="#"><b></b> <span></span></a>`;
         li.querySelector("b").textContent = `${d.line}:${d.col}`;
-        li.querySelector("span").textContent = d.message + (d.fix ? ` (${d.fix})` : "");
+        // a mend offered as a button is not also said in words
+        li.querySelector("span").textContent = d.message + (d.fix && !d.sets ? ` (${d.fix})` : "");
         li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); showTab("code"); code.goto(d.line, d.col); });
+        if (d.sets) li.appendChild(fixButton(d));
         list.appendChild(li);
       }
     }
@@ -188,9 +204,21 @@ export function mount(el, client, app) {
     return parts;
   }
 
+  // a problem with a certain mend (a block that reads a width another block sets):
+  // one click applies it, as the form would
+  function fixButton(d) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "mv-fix";
+    b.textContent = `Fix: ${d.fix}`;
+    b.title = "apply this edit to the record";
+    b.addEventListener("click", () => send(fixEdit(d.sets), "fix"));
+    return b;
+  }
+
   function showLatency() {
     // loading a record (the first one waits for the engine to start) is not an edit
-    const xs = state.latencies.filter((x) => x.kind !== "load");
+    const xs = state.latencies.filter((x) => x.kind !== "load" && x.kind !== "follow");
     if (!xs.length) return;
     const all = xs.map((x) => x.ms), conf = xs.map((x) => x.confirmed_ms);
     $(".mv-latency").dataset.latency = `${xs[xs.length - 1].ms.toFixed(1)} ms (p50 ${percentile(all, 50).toFixed(1)}, p95 ${percentile(all, 95).toFixed(1)};`
@@ -227,6 +255,28 @@ export function mount(el, client, app) {
       showLatency();
     }
     app.emit("model-view", r);
+    followData(r, kind);
+  }
+
+  // an edit here of the record's data counts (window, horizon): the inputs, the head and
+  // the comments follow, as a data-panel change makes them (model_api.follow). base: the
+  // last text in step with its counts; a half-typed count waits for the rest
+  let followBase = null;
+  const dataPart = (text) => (text.match(/^data:.*(?:\n(?:[ \t#].*|))*/m) || [""])[0];
+  async function followData(r, kind) {
+    if (!r.parsed) return;
+    if (kind === "load" || kind === "follow" || followBase === null) { followBase = r.text; return; }
+    if (dataPart(r.text) === dataPart(followBase)) { followBase = r.text; return; }
+    const base = followBase;
+    let out;
+    try { out = await client.call("follow", { before: base, text: r.text }); } catch (e) { return; }
+    // typing went on meanwhile: the next projection follows from the same base
+    if (code.text !== r.text || followBase !== base || !out.settled) return;
+    followBase = out.text;
+    if (out.text === r.text) return;
+    code.setText(out.text);
+    app.record = out.text;
+    project(out.text, "follow");
   }
 
   async function run(cmd, args, kind, t0, local) {

@@ -63,8 +63,12 @@ function reproject(view, file) {
       } catch (e) {
         if (!(e instanceof ShapeMismatch)) return false;
         const src = refs[Math.min(e.index, refs.length - 1)];
-        diags.push({ file, line: entry.in_at[0], col: entry.in_at[1], fix: null,
-          message: `${SHAPE}${pyRepr(n.id)} expects ${e.what} ${e.expected}, ${pyRepr(src)} gives ${e.got}` });
+        // a width read from another block: the same one-click mend as the worker's
+        const follows = e.field !== null && Number.isInteger(e.got);
+        const d = { file, line: entry.in_at[0], col: entry.in_at[1], fix: follows ? `set ${n.id}.${e.field}: ${e.got}` : null,
+          message: `${SHAPE}${pyRepr(n.id)} expects ${e.what} ${e.expected}, ${pyRepr(src)} gives ${e.got}` };
+        if (follows) d.sets = { [`blocks.${n.id}.${e.field}`]: e.got };
+        diags.push(d);
         shape = null;
       }
     }

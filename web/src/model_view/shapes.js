@@ -5,26 +5,28 @@
 // against the Python ones on random fields and shapes.
 
 export class ShapeMismatch extends Error {
-  constructor(what, expected, got, index = 0) {
+  // field: the block's field that holds `expected`, when one does (setting it to `got`
+  // makes the block fit its input)
+  constructor(what, expected, got, index = 0, field = null) {
     super(`expects ${what} ${expected}, gets ${got}`);
-    Object.assign(this, { what, expected, got, index });
+    Object.assign(this, { what, expected, got, index, field });
   }
 }
 
 const isInt = (d) => Number.isInteger(d);
 
-function last(shape, want, minRank = 1, rank = null) {
+function last(shape, f, key, minRank = 1, rank = null) {
   if (rank !== null && shape.length !== rank) throw new ShapeMismatch("rank", rank, shape.length);
   if (shape.length < minRank) throw new ShapeMismatch("rank at least", minRank, shape.length);
-  const got = shape[shape.length - 1];
-  if (isInt(got) && isInt(want) && got !== want) throw new ShapeMismatch("last dim", want, got);
+  const got = shape[shape.length - 1], want = f[key];
+  if (isInt(got) && isInt(want) && got !== want) throw new ShapeMismatch("last dim", want, got, 0, key);
 }
 
-const feature = (key, outKey) => (f, xs) => { last(xs[0], f[key]); return [...xs[0].slice(0, -1), f[outKey]]; };
-const same = (key) => (f, xs) => { last(xs[0], f[key]); return [...xs[0]]; };
+const feature = (key, outKey) => (f, xs) => { last(xs[0], f, key); return [...xs[0].slice(0, -1), f[outKey]]; };
+const same = (key) => (f, xs) => { last(xs[0], f, key); return [...xs[0]]; };
 
 function recurrent(f, xs) {
-  last(xs[0], f.input_size, 1, 3);
+  last(xs[0], f, "input_size", 1, 3);
   const x = xs[0];
   const h = f.bidirectional && isInt(f.hidden_size) ? 2 * f.hidden_size : f.hidden_size;
   return f.output === "last" ? [x[0], h] : [x[0], x[1], h];
@@ -39,7 +41,7 @@ function steps(t, span, stride, lo, hi) {
 }
 
 function conv1d(f, xs) {
-  last(xs[0], f.in_channels, 1, 3);
+  last(xs[0], f, "in_channels", 1, 3);
   const k = f.kernel_size, d = f.dilation, pad = f.padding;
   const x = xs[0];
   if (![k, d].every(isInt)) return [x[0], x[1], f.out_channels];
@@ -68,25 +70,25 @@ function globalPool(f, xs) {
 }
 
 function tcn(f, xs) {
-  last(xs[0], f.in_channels, 1, 3);
+  last(xs[0], f, "in_channels", 1, 3);
   return [...xs[0].slice(0, -1), f.channels];
 }
 
 const head = (nKey) => (f, xs) => {
   const x = xs[0];
-  last(x, f.in_features, f.pool !== "none" ? 3 : 1);
+  last(x, f, "in_features", f.pool !== "none" ? 3 : 1);
   return [...(f.pool !== "none" ? x.slice(0, -2) : x.slice(0, -1)), f[nKey]];
 };
 
 function mlp(f, xs) {
-  last(xs[0], f.in_features);
+  last(xs[0], f, "in_features");
   // Python's `out_features or in_features`: 0 and None both fall back
   return [...xs[0].slice(0, -1), f.out_features || f.in_features];
 }
 
 function position(f, xs) {
   const x = xs[0];
-  last(x, f.dim, 2);
+  last(x, f, "dim", 2);
   const t = x[x.length - 2];
   if (isInt(t) && t > f.max_len) throw new ShapeMismatch("a sequence of at most", f.max_len, t);
   return [...x];

@@ -83,6 +83,7 @@ const CSS = `
 .mv-problems:empty { display: none; }
 .mv-problems a { color: inherit; text-decoration: none; }
 .mv-problems a:hover { text-decoration: underline; }
+.mv-fix { margin-left: .5rem; font-size: .78rem; padding: .05rem .45rem; border: 1px solid #2563eb; color: #1d4ed8; background: #eff6ff; border-radius: 4px; cursor: pointer; }
 .mv-stale .mv-graph, .mv-stale .mv-form { opacity: .45; }
 .mv.mv-full { position: fixed; inset: 0; z-index: 50; border-radius: 0; padding: .75rem 1rem; background: #fff; }
 .mv.mv-full .mv-tabs { display: none; }

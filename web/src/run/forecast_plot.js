@@ -124,13 +124,15 @@ function draw(svg, plot, labels, width) {
   yAxis(g, f, labels.y);
   xAxis(g, f, labels.x);
   lines(svg, f, plot);
-  legend(svg);
+  legend(svg, plot);
 }
 
-function legend(svg) {
+// the series drawn, named (a chart of the validation range alone has no forecast)
+function legend(svg, plot) {
   const g = el(svg, "g", { class: "fc-legend", "font-size": 12, fill: "#111827" });
   let x = M.l;
   for (const [name, s] of Object.entries(SERIES)) {
+    if (name === "forecast" && !plot.future.length) continue;
     el(g, "line", { x1: x, x2: x + 22, y1: 14, y2: 14, stroke: s.color, "stroke-width": 2.5, "stroke-dasharray": s.dash });
     el(g, "text", { x: x + 27, y: 18 }, name);
     x += 27 + 8 * name.length + 18;

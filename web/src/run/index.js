@@ -29,6 +29,7 @@ const TEMPLATE = `
     <button id="run-train" disabled>Train</button>
     <button id="run-pause" disabled>Pause</button>
     <button id="run-stop" disabled>Stop</button>
+    <span id="run-blocked" class="run-blocked" role="status" hidden></span>
     <span id="run-hint" class="muted" role="status">a quick run: clear “max steps” for the record's full length</span>
     <button id="run-wakelock" title="keep the screen on while training (asks first)">Keep screen on</button>
     <button id="run-detach" title="open the run in its own window">Detach</button>
@@ -138,9 +139,27 @@ export function mount(el, client, app) {
     app.emit("record", app.record);
   } else loadExample($("run-example").value);
 
+  // Train waits for a record that validates: the first problem is said beside it and
+  // on hover (Model View's projection, whichever view made the edit, says which)
+  state.invalid = null;
+  function refreshTrain() {
+    const b = $("run-train");
+    b.disabled = state.running || state.away || !state.engineUp || state.invalid !== null;
+    b.title = state.invalid ? `fix the record first: ${state.invalid}` : "";
+    const why = $("run-blocked");
+    why.hidden = state.invalid === null;
+    why.textContent = state.invalid ? `Train waits for a valid record: ${state.invalid}` : "";
+  }
+  app.on("model-view", (r) => {
+    const d = r.diagnostics && r.diagnostics[0];
+    state.invalid = r.ok || !d ? null
+      : `${d.line}:${d.col}: ${d.message}${r.diagnostics.length > 1 ? ` (and ${r.diagnostics.length - 1} more)` : ""}`;
+    refreshTrain();
+  });
+
   function setRunning(on) {
     state.running = on;
-    $("run-train").disabled = on || state.away;
+    refreshTrain();
     $("run-pause").disabled = !on;
     $("run-stop").disabled = !on;
     $("run-state").textContent = on ? "training" : state.away ? "in the detached window" : "idle";
@@ -150,7 +169,7 @@ export function mount(el, client, app) {
   // while the run lives in a detached window this tab has no store: nothing to train into
   function setAway(on) {
     state.away = on;
-    $("run-train").disabled = on || state.running;
+    refreshTrain();
     $("run-detach").disabled = on;
     if (state.running) return;
     $("run-state").textContent = on ? "in the detached window" : "idle";
@@ -210,6 +229,7 @@ export function mount(el, client, app) {
     state.runRecord = args.record_text ?? null; // a resume trains its stored record
     nameData(cmd, args);
     setRunning(true);
+    app.emit("run-started", cmd);
     const job = client.stream(cmd, args, onEvent);
     state.current = job;
     try {
@@ -267,7 +287,7 @@ export function mount(el, client, app) {
   // the replay and validate boxes too
   for (const id of ["run-replay", "run-validate"]) $(id).addEventListener("change", () => plan.soon());
 
-  // a quick run not sized yet times two steps first (quick_run.js)
+  // a quick run not sized yet times a few steps first (quick_run.js)
   async function trainSized() {
     if (state.running || quick.state.busy) return null;
     $("run-train").disabled = true;
@@ -290,6 +310,7 @@ export function mount(el, client, app) {
     // the rate counts steps from the resume on: the paused seconds are no training time
     if (!state.paused) {
       state.marks = [];
+      state.lastLog = null; // the paused seconds are no step's time
       state.t0 = performance.now();
       state.step0 = Number($("run-step").textContent) || state.step0;
     }
@@ -314,7 +335,8 @@ export function mount(el, client, app) {
     $("run-detach").addEventListener("click", () => detacher.detach());
     watchVisibility(state, $("run-wakelock"), detacher.detach, log);
     app.on("engine", () => {
-      $("run-train").disabled = state.away;
+      state.engineUp = true;
+      refreshTrain();
       runs.refresh();
       share.open().catch((e) => log(`the link did not open: ${e.message}`));
     });

@@ -62,7 +62,8 @@ function optionsList(config) {
 }
 
 // the box under the run list; returns {open(id), compare(a, b), close(), data}
-export function mountPast(box, client, store) {
+// onEdit(id): the run's record and weights into Model View, to edit and train on
+export function mountPast(box, client, store, onEdit = null) {
   const state = { shown: null, data: null, plot: null };
 
   function close() {
@@ -92,6 +93,13 @@ export function mountPast(box, client, store) {
     const about = [`${r.status} at step ${r.step}`, r.model_id || "", r.device || ""];
     box.append(el("p", { class: "muted past-about" }, about.filter(Boolean).join(" · ")));
     if (r.parent) box.append(el("p", { class: "past-parent", text: `branch of ${r.parent}` }));
+    if (onEdit && r.checkpoints && r.checkpoints.length) {
+      const b = el("button", { type: "button", class: "past-edit primary",
+        title: "show this run's model, with its trained weights, in Model View: edit it and press Train to fine-tune it" },
+      "Edit and fine-tune in Model View");
+      b.addEventListener("click", () => onEdit(r.id));
+      box.append(el("p", {}, b));
+    }
     box.append(el("p", { class: "past-final", text: `final: ${finals(r)}` }));
     const plotBox = el("div", { class: "past-plot" });
     box.append(plotBox);

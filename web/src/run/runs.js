@@ -38,7 +38,22 @@ export function mountRuns(el, client, app, resume, share = null) {
     <div id="runs-past" class="runs-past" aria-live="polite"></div>`;
   const body = el.querySelector("tbody");
   const state = { list: [], picked: [] };
-  const past = mountPast(el.querySelector("#runs-past"), client, STORE);
+  // a run opened below the list goes to Model View as a model to edit and train further
+  async function editRun(id) {
+    try {
+      const got = await client.call("run_record", { run: id, store: STORE });
+      app.importer.openModel(got.name, got.record);
+      const said = `run ${id} is in Model View with its weights from step ${got.step}: edit it, then Train fine-tunes it`;
+      message(said, "ok");
+      // once another model is shown, the line is about a model no longer there
+      const off = app.on("record", () => {
+        if (app.recordName === `imported:${got.name}`) return;
+        off();
+        if (el.querySelector("#runs-message").textContent === said) message("");
+      });
+    } catch (e) { message(e.message, "error"); }
+  }
+  const past = mountPast(el.querySelector("#runs-past"), client, STORE, editRun);
   state.past = past;
 
   // the two runs ticked last are the ones compared

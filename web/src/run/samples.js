@@ -1,6 +1,7 @@
 // Evaluation samples: forecast vs actual (a small SVG line chart, named after the run's
 // data: labels from data/labels.js) or generated text.
-import { stepUnit } from "../data/labels.js";
+import { plural, stepUnit } from "../data/labels.js";
+import { renderForecast } from "./forecast_plot.js";
 const TEXT_ROWS = 4; // prompts shown; the event carries one row per prompt of a batch
 
 // what the chart plots: the first step of each validation window's forecast, counted
@@ -34,18 +35,14 @@ export function renderSample(el, ev, labels = null) {
     }
     return;
   }
-  const w = 640, h = 180, pad = 24;
-  const all = [...ev.actual, ...ev.predicted];
-  const lo = Math.min(...all), hi = Math.max(...all);
-  const n = ev.actual.length;
-  const x = (i) => pad + ((w - 2 * pad) * i) / Math.max(n - 1, 1);
-  const y = (v) => h - pad - ((h - 2 * pad) * (v - lo)) / Math.max(hi - lo, 1e-9);
-  const path = (vs) => vs.map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join("");
+  // on the forecast chart's axes: x the series' own steps (the row each forecast is
+  // of, counted from the first row, in the data's unit), y the target in its units
+  const unit = stepUnit(labels);
+  const ahead = labels && Number.isInteger(labels.window) ? labels.window : 0;
+  const at = (i) => (ev.starts ? ev.starts[i] + ahead : i);
+  const plot = { past: ev.actual.map((a, i) => [at(i), a, ev.predicted[i]]), future: [] };
   const what = labels && labels.target ? `${labels.target}: ` : "";
-  el.innerHTML = `<h3>${what}forecast vs actual (${sampleSpan(labels)})</h3>
-    <svg class="sample-plot" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}">
-      <path d="${path(ev.actual)}" fill="none" stroke="#111827" stroke-width="2"/>
-      <path d="${path(ev.predicted)}" fill="none" stroke="#f59e0b" stroke-width="2" stroke-dasharray="5 3"/>
-      <text x="${pad}" y="14" font-size="12">actual (black) vs forecast (orange)</text>
-    </svg>`;
+  el.innerHTML = `<h3>${what}forecast vs actual (${sampleSpan(labels)})</h3><div class="sample-plot"></div>`;
+  const x = unit === "row" ? "row of the series" : `${plural(unit)} since the series' first row`;
+  renderForecast(el.querySelector(".sample-plot"), plot, { x, y: (labels && labels.target) || "value" });
 }

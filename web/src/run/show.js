@@ -3,6 +3,7 @@
 // that every kind the schema lists has a handler here and that each one runs.
 // ctx: { $ (element by id), state, curves, log, renderSample }.
 import { metricUnit } from "../data/labels.js";
+import { median } from "./quick_run.js";
 
 // whole seconds first, so 1979.6 s reads 33m00s and never 32m60s
 export function fmtTime(s) {
@@ -110,6 +111,8 @@ export function showPlan(box, ev, onFix = null) {
   box.appendChild(row);
 }
 
+const STEP_WINDOW = 15; // the steps the pace is the median of
+
 export const HANDLERS = {
   plan(ctx, ev) {
     showPlan(ctx.$("run-plan"), ev, ctx.applyFix);
@@ -126,19 +129,27 @@ export const HANDLERS = {
     state.t0 = performance.now();
     state.step0 = ev.step;
     state.marks = [];
+    state.stepTimes = [];
+    state.lastLog = null;
     ctx.log(`start on ${ev.device}, tier ${ev.tier.name}, ${ev.parameters} parameters`);
   },
   log(ctx, ev) {
-    // step/s over the last few log points: the first steps pay for shader compiles
+    // the time a step takes: the median over the last steps between log points, so a
+    // validation or a slow step moves it little; the first step (shader compiles) and
+    // a pause are left out. The ETA is the steps left at that pace
     const { state } = ctx;
     const now = performance.now();
     state.marks.push([ev.step, now]);
     if (state.marks.length > 6) state.marks.shift();
-    const [s0, t0] = state.marks.length > 1 ? state.marks[0] : [state.step0, state.t0];
-    const rate = (ev.step - s0) / Math.max((now - t0) / 1000, 1e-9);
+    state.stepTimes = state.stepTimes || [];
+    const prev = state.lastLog;
+    if (prev && ev.step > prev[0]) state.stepTimes.push((now - prev[1]) / 1000 / (ev.step - prev[0]));
+    if (state.stepTimes.length > STEP_WINDOW) state.stepTimes.shift();
+    state.lastLog = [ev.step, now];
+    const per = median(state.stepTimes);
     ctx.$("run-step").textContent = ev.step;
-    ctx.$("run-rate").textContent = rate.toFixed(2);
-    ctx.$("run-eta").textContent = fmtTime((state.total - ev.step) / rate);
+    ctx.$("run-rate").textContent = per ? (1 / per).toFixed(2) : "–";
+    ctx.$("run-eta").textContent = per ? fmtTime((state.total - ev.step) * per) : "–";
     if (ev.loss != null) ctx.$("run-loss").textContent = ev.loss.toFixed(4);
     ctx.$("run-progress-bar").style.width = `${(100 * ev.step) / Math.max(state.total, 1)}%`;
     ctx.curves.add("loss", ev.step, ev.loss);

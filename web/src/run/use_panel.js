@@ -128,18 +128,20 @@ export function mountUse(el, client, app) {
   }
 
   // the engine's predictions (cached per run and horizon: Predict after Show forecast
-  // downloads what is drawn)
+  // downloads what is drawn). The chart needs only the validation range's predictions
+  // (span "chart"): on a long series every window's forward costs, so Show forecast asks
+  // for those alone and Predict for every row; a full answer serves both.
   // Only the latest request is shown: an older one (a long horizon, an automatic forecast)
   // that answers later must not replace what the user asked for since.
   let latest = 0;
-  async function predict() {
+  async function predict(span = "chart") {
     const h = horizon();
     const r = state.result;
-    if (r && r.run === state.run && r.horizon === h) return r;
+    if (r && r.run === state.run && r.horizon === h && (r.span === "all" || span === "chart")) return r;
     const ticket = ++latest;
     const run = state.run;
     message(`predicting with run ${run}…`);
-    const out = await client.call("predict", { run, store: STORE, horizon: h });
+    const out = await client.call("predict", { run, store: STORE, horizon: h, span });
     if (ticket !== latest || run !== state.run) return null;
     state.result = { ...out, run, horizon: h };
     message("");
@@ -159,16 +161,17 @@ export function mountUse(el, client, app) {
     }
   }
 
-  const show = () => act(async () => {
-    const r = await predict();
+  const draw = async (span) => {
+    const r = await predict(span);
     if (!r) return null; // a newer request answers instead
     const labels = { x: timeLabel(r), y: r.target };
     renderForecast($("use-plot"), r.plot, labels);
     app.emit("use-plot", r);
     return r;
-  });
+  };
+  const show = () => act(() => draw("chart"));
   const download = () => act(async () => {
-    const r = await show();
+    const r = await draw("all");
     if (!r) return null;
     downloadText(`predictions-${r.run}.csv`, r.csv);
     message(`${r.rows.length} rows (${r.horizon} past the end) saved as predictions-${r.run}.csv`, "ok");

@@ -15,6 +15,7 @@ from ...base.rng import Generator
 from ...devices.base import get_device
 from ...runtime.creation import full, generator, rand, randn
 from ...runtime.dispatch import default_device
+from ...runtime.kernel_choice import current as kernel_choice
 from ...runtime.tensor import Tensor
 from ..module import Module
 from ..registry import check_config
@@ -83,3 +84,16 @@ ACTIVATIONS = {
     "silu": lambda x: x.silu(),
     "tanh": lambda x: x.tanh(),
 }
+
+
+def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
+    """``ACTIVATIONS[activation](dense(x, weight, bias))``. Where the step's kernel
+    choice fuses training kernels (the ``fast`` tier) and the layer is f32 with a bias,
+    it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward that
+    keeps the pre-activation, and a fused backward."""
+    fused = kernel_choice().fused_training and bias is not None
+    if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
+        return ACTIVATIONS[activation](dense(x, weight, bias))
+    lead = x.shape[:-1]
+    packed = x.reshape(-1, x.shape[-1]).prim("dense_act", weight, bias, act=activation)
+    return packed[0].reshape(*lead, weight.shape[0])

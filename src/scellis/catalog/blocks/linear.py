@@ -13,8 +13,9 @@ from ...base.errors import ScellisError
 from ...ops.composites import take
 from ...runtime.creation import arange
 from ...runtime.functional import dropout
+from ..module_precision import autocast_applies
 from ..registry import field, register
-from .common import ACTIVATIONS, Block, dense
+from .common import ACTIVATIONS, Block, dense, dense_act
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,17 @@ class Linear(Block):
 
     def forward(self, x):
         return dense(x, self.weight, self.bias)
+
+
+def activated(layer, x, activation: str):
+    """``ACTIVATIONS[activation](layer(x))``; through ``common.dense_act`` (fused on the
+    ``fast`` tier) where ``layer`` is a plain Linear: an adapter's subclass, a hook or
+    autocast keeps the layer's own call."""
+    hooks = layer.__dict__.get("_hooks") or {}
+    plain = type(layer) is Linear and not any(hooks.values()) and not autocast_applies()
+    if plain:
+        return dense_act(x, layer.weight, layer.bias, activation)
+    return ACTIVATIONS[activation](layer(x))
 
 
 @dataclass(frozen=True)
@@ -124,7 +136,7 @@ class MLP(Block):
         self.fc2 = Linear(LinearConfig(cfg.hidden_features, out, cfg.bias), **self.ctx)
 
     def forward(self, x):
-        h = ACTIVATIONS[self.config.activation](self.fc1(x))
+        h = activated(self.fc1, x, self.config.activation)
         h = dropout(h, self.config.dropout, self.training)
         return self.fc2(h)
 
@@ -155,7 +167,7 @@ class GatedMLP(Block):
         self.down = Linear(LinearConfig(cfg.hidden_features, out, cfg.bias), **self.ctx)
 
     def forward(self, x):
-        h = ACTIVATIONS[self.config.activation](self.gate(x)) * self.up(x)
+        h = activated(self.gate, x, self.config.activation) * self.up(x)
         return self.down(dropout(h, self.config.dropout, self.training))
 
 

@@ -12,10 +12,13 @@ that agree.
 Dispatches per group and step on WebGPU, in the usual case (every parameter has a
 contiguous gradient): ``ceil(N / (maxStorageBuffersPerShaderStage - 2))`` gathers for
 N parameters (one for N <= 30 on a 32-binding adapter) plus one update; a
-non-contiguous gradient adds one copy. The gather disappears once the tape
-accumulates each leaf's gradient straight into its span of the group's flat
-gradient buffer (the gradient "home" this driver already recognises), leaving one
-dispatch per group and step.
+non-contiguous gradient adds one copy. Where the step's kernel choice fuses training
+kernels (the ``fast`` tier, ``runtime.kernel_choice``), the update reads the gradients
+where they lie instead (the multi-tensor form of the update op): one dispatch per
+group for up to about 27 gradients (AdamW) on such an adapter, and no gather. On the
+other tiers the gather disappears once the tape accumulates each leaf's gradient
+straight into its span of the group's flat gradient buffer (the gradient "home" this
+driver already recognises), leaving one dispatch per group and step.
 
 The parameter objects stay the caller's: each is pointed at its span of the flat
 buffer, so the module, the caller and the optimizer hold the same objects, and a
@@ -39,6 +42,7 @@ from ...runtime.creation import tensor as _tensor
 from ...runtime.creation import zeros
 from ...runtime.dispatch import apply, apply_inplace
 from ...runtime.inplace import transfer
+from ...runtime.kernel_choice import current as kernel_choice
 from ...runtime.tensor import Tensor
 from ..host_steps import noted
 from ..registry import check_config
@@ -54,6 +58,9 @@ class _Group:
         self.steps = [0] * len(params)
         self.state: dict[str, Tensor] = {}
         self.grad_flat: Tensor | None = None
+        # run [i, j) -> its gradient count where the last step updated it in the
+        # multi-tensor form (a replayed step's attrs must say so too)
+        self.multi: dict[tuple[int, int], int] = {}
 
     def buffer(self, name: str) -> Tensor:
         if name not in self.state:
@@ -192,13 +199,17 @@ class Optimizer:
         noted(self)
         for opts, grp in zip(self.param_groups, self._groups):
             grp.rehome()
+            grp.multi = {}
             for i, j in grp.runs():
                 a, b = grp.starts[i], grp.stop(j)
                 attrs = self.attrs(opts, grp.steps[i] + 1)
-                grad = self._gather(grp, i, j)
+                grads = self._gradients(grp, i, j)
                 targets = [span(grp.flat, a, b)]
                 targets += [span(grp.buffer(s), a, b) for s in state_names(self.op, attrs)]
-                inputs = (grad,) if gate is None else (grad, gate)
+                if len(grads) > 1:
+                    attrs["grads"] = len(grads)
+                    grp.multi[(i, j)] = len(grads)
+                inputs = grads if gate is None else (*grads, gate)
                 apply_inplace(self.op, inputs, tuple(targets), **attrs)
                 for k in range(i, j):
                     grp.steps[k] += 1
@@ -218,13 +229,26 @@ class Optimizer:
         out = []
         for opts, grp in zip(self.param_groups, self._groups):
             for i, j in grp.runs():
-                out.append(self.attrs(opts, grp.steps[i] + 1))
+                attrs = self.attrs(opts, grp.steps[i] + 1)
+                if (i, j) in grp.multi:  # as the recorded step ran it
+                    attrs["grads"] = grp.multi[(i, j)]
+                out.append(attrs)
                 for k in range(i, j):
                     grp.steps[k] += 1
         self.step_count += 1
         return out
 
-    def _gather(self, grp: _Group, i: int, j: int) -> Tensor:
+    def _gradients(self, grp: _Group, i: int, j: int) -> tuple[Tensor, ...]:
+        """What the update of run [i, j) reads: one flat gradient (gathered, or already
+        one flat range), or, where the step's kernel choice fuses training kernels
+        (the ``fast`` tier), every gradient where it lies, for the multi-tensor update."""
+        if j - i > 1 and kernel_choice().fused_training:
+            grads = self._checked(grp, i, j)
+            if flat_view(grads) is None:
+                return tuple(g if g.is_contiguous() else apply("copy", (g,)) for g in grads)
+        return (self._gather(grp, i, j),)
+
+    def _checked(self, grp: _Group, i: int, j: int) -> list[Tensor]:
         grads = [grp.params[k].grad for k in range(i, j)]
         for k, g in zip(range(i, j), grads):
             if tuple(g.shape) != tuple(grp.params[k].shape) or g.dtype != grp.flat.dtype:
@@ -232,6 +256,10 @@ class Optimizer:
                     f"the gradient of {grp.names[k]!r} has shape {g.shape} "
                     f"{g.dtype}; the parameter is {grp.params[k].shape}"
                 )
+        return grads
+
+    def _gather(self, grp: _Group, i: int, j: int) -> Tensor:
+        grads = self._checked(grp, i, j)
         already = flat_view(grads)
         if already is not None and already._buf is not grp.flat._buf:
             return already  # gradients that are one flat range need no gather

@@ -11,6 +11,8 @@ distributed stack; nothing here runs torch.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...base.errors import ScellisError
 from ...catalog.blocks.recurrent import keras_variant
@@ -189,63 +191,106 @@ def _lm_head(v) -> str:
     return f"nn.Linear({v['d_model']}, {v['vocab_size']}, bias={v('bias')})"
 
 
-# block id -> the torch constructor of its child, from its fields (defaults: the Config's)
-_INIT = {
-    "nn/linear": lambda v: f"nn.Linear({v['in_features']}, {v['out_features']}, bias={v('bias')})",
-    "nn/regression_head": _head,
-    "nn/classification_head": _head,
-    "nn/layer_norm": lambda v: (
+def _keras_gates(spec: dict) -> str | None:
+    variant = keras_variant(spec)
+    return f"{variant} has no torch export" if variant else None
+
+
+def _attention_variant(spec: dict) -> str | None:
+    if spec.get("rotary"):
+        return "rotary attention has no torch export yet"
+    # the Llama/BERT variants: export --to hf writes those families
+    odd = [k for k, plain in _PLAIN.items() if k in spec and spec[k] != plain]
+    if odd:
+        return (
+            f"{', '.join(odd)} have no torch export yet "
+            "(export --to hf writes GPT-2, Llama, Qwen2 and BERT layouts)"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class _Export:
+    """How one block kind becomes a child of the torch ``Model``."""
+
+    # the constructor expression from the block's fields (defaults: its Config's), None
+    # for a block with no child; absent: the kind has no export, for the reason ``why``
+    make: Callable | None = None
+    why: str = ""
+    # the refusal of some of the kind's field values (a reason), else None
+    variant: Callable[[dict], str | None] | None = None
+
+
+def _no(why: str) -> _Export:
+    return _Export(why=why)
+
+
+# one entry per block kind of the catalog (a test holds the two lists equal)
+_EXPORTS = {
+    "nn/linear": _Export(
+        lambda v: f"nn.Linear({v['in_features']}, {v['out_features']}, bias={v('bias')})"
+    ),
+    "nn/regression_head": _Export(_head),
+    "nn/classification_head": _Export(_head),
+    "nn/layer_norm": _Export(lambda v: (
         f"nn.LayerNorm({v['normalized_shape']}, eps={v('eps')!r}, "
         f"elementwise_affine={v('elementwise_affine')}, bias={v('bias')})"
-    ),
-    "nn/rms_norm": lambda v: (
+    )),
+    "nn/rms_norm": _Export(lambda v: (
         f"nn.RMSNorm({v['normalized_shape']}, eps={v('eps')!r}, "
         f"elementwise_affine={v('elementwise_affine')})"
-    ),
-    "nn/lstm": _recurrent,
-    "nn/gru": _recurrent,
-    "nn/embedding": lambda v: (
+    )),
+    "nn/lstm": _Export(_recurrent, variant=_keras_gates),
+    "nn/gru": _Export(_recurrent, variant=_keras_gates),
+    "nn/embedding": _Export(lambda v: (
         f"nn.Embedding({v['num_embeddings']}, {v['embedding_dim']}, "
         f"padding_idx={v('padding_idx')!r})"
+    )),
+    "nn/learned_position": _Export(lambda v: f"LearnedPosition({v['max_len']}, {v['dim']})"),
+    "nn/sinusoidal_position": _Export(
+        lambda v: f"SinusoidalPosition({v['dim']}, {float(v('base'))!r})"
     ),
-    "nn/learned_position": lambda v: f"LearnedPosition({v['max_len']}, {v['dim']})",
-    "nn/sinusoidal_position": lambda v: f"SinusoidalPosition({v['dim']}, {float(v('base'))!r})",
-    "nn/dropout": lambda v: f"nn.Dropout({float(v('p'))!r})",
-    "nn/mlp": lambda v: (
+    "nn/dropout": _Export(lambda v: f"nn.Dropout({float(v('p'))!r})"),
+    "nn/mlp": _Export(lambda v: (
         f"MLP({v['in_features']}, {v['hidden_features']}, "
         f"{v('out_features') or v['in_features']}, {v('activation')!r}, {v('bias')}, "
         f"{float(v('dropout'))!r})"
-    ),
-    "nn/attention": lambda v: (
+    )),
+    "nn/attention": _Export(lambda v: (
         f"Attention({v['embed_dim']}, {v['num_heads']}, {v('bias')}, {v('causal')}, "
         f"{float(v('dropout'))!r})"
-    ),
-    "nn/transformer": _transformer,
-    "nn/transformer_block": _transformer,
-    "nn/lm_head": _lm_head,
-    "nn/activation": lambda v: None,  # a function of the forward, no child
-}
+    ), variant=_attention_variant),
+    "nn/transformer": _Export(_transformer, variant=_attention_variant),
+    "nn/transformer_block": _Export(_transformer, variant=_attention_variant),
+    "nn/lm_head": _Export(_lm_head),
+    "nn/activation": _Export(lambda v: None),  # a function of the forward, no child
+    "nn/conv1d": _no("not written yet"),
+    "nn/avg_pool1d": _no("not written yet"),
+    "nn/max_pool1d": _no("not written yet"),
+    "nn/global_pool1d": _no("not written yet"),
+    "nn/tcn": _no("not written yet"),
+    "nn/scaled_dot_product_attention": _no("not written yet"),
+    "nn/residual": _no("a container of blocks: not written yet"),
+    "nn/sequential": _no("a container of blocks: not written yet"),
+    "nn/batch_norm1d": _no("its running statistics are buffers, which the export does not carry"),
+    "nn/gated_mlp": _no("not written yet; export --to hf writes the Llama layout"),
+    "nn/token_type": _no("not written yet; export --to hf writes the BERT layout"),
+    "onnx/op": _no("an imported ONNX operator: export --to onnx keeps it"),
+}  # fmt: skip
 
 
 def _init(name: str, spec: dict) -> str | None:
     """The constructor expression of a block's child (None: no child)."""
     b = spec["block_id"]
-    make = _INIT.get(b)
-    if make is None:
+    entry = _EXPORTS.get(b)
+    if entry is None:  # a user's own block kind
         raise ScellisError(f"block {name!r}: {b} has no torch export")
-    if b in ("nn/lstm", "nn/gru") and keras_variant(spec):
-        raise ScellisError(f"block {name!r}: {keras_variant(spec)} has no torch export")
-    if b in ("nn/transformer", "nn/transformer_block", "nn/attention"):
-        if spec.get("rotary"):
-            raise ScellisError(f"block {name!r}: rotary attention has no torch export yet")
-        # the Llama/BERT variants: export --to hf writes those families
-        odd = [k for k, plain in _PLAIN.items() if k in spec and spec[k] != plain]
-        if odd:
-            raise ScellisError(
-                f"block {name!r}: {', '.join(odd)} have no torch export yet "
-                "(export --to hf writes GPT-2, Llama, Qwen2 and BERT layouts)"
-            )
-    return make(_Fields(spec))
+    if entry.make is None:
+        raise ScellisError(f"block {name!r}: {b} has no torch export ({entry.why})")
+    why = entry.variant(spec) if entry.variant is not None else None
+    if why is not None:
+        raise ScellisError(f"block {name!r}: {why}")
+    return entry.make(_Fields(spec))
 
 
 def _call(name: str, spec: dict, args: list[str]) -> str:

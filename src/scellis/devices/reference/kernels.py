@@ -303,7 +303,7 @@ KERNELS = {
 # -- optimizer updates (ops/optim.py): in place, so the backend passes the targets' current
 # values after the inputs (``reads_targets``); the op order follows torch's single-tensor
 # loops, with the host-side scalars of ``ops.optim.scalars`` --
-from ...ops.optim import scalars  # noqa: E402  (the ops layer sits below devices)
+from ...ops.optim import grad_count, scalars  # noqa: E402  (the ops layer sits below devices)
 
 
 def _inplace(fn):
@@ -313,6 +313,9 @@ def _inplace(fn):
 
 def _optim(op):
     def run(xs, attrs, out):
+        n = grad_count(attrs)
+        if n > 1:  # the multi-tensor form: its gradients laid end to end
+            xs = [np.concatenate([g.reshape(-1) for g in xs[:n]]), *xs[n:]]
         if len(xs) > 1 and xs[1].ndim == 0 and xs[1].dtype == np.bool_:  # gated
             if not xs[1]:
                 return [x.copy() for x in xs[2:]]  # a skipped step writes nothing
@@ -421,3 +424,37 @@ _OPTIM_BODIES = {
 }
 KERNELS.update({op: _optim(op) for op in _OPTIM_BODIES})
 KERNELS["flat_gather"] = _flat_gather
+
+
+# -- the fused dense layer (ops/dense.py) --
+_DENSE_ACT = {
+    "gelu": _gelu_erf,
+    "gelu_tanh": _gelu_tanh,
+    "relu": lambda x: np.maximum(x, 0),
+    "silu": lambda x: x * _sigmoid(x),
+    "tanh": np.tanh,
+}
+# the derivative times g, from the pre-activation x and the activation y
+_DENSE_ACT_GRAD = {
+    "gelu": lambda x, y, g: _gelu_erf_grad(x, g),
+    "gelu_tanh": lambda x, y, g: _gelu_tanh_grad(x, g),
+    "relu": lambda x, y, g: np.where(x > 0, g, 0).astype(x.dtype),
+    "silu": lambda x, y, g: _silu_grad(x, g),
+    "tanh": lambda x, y, g: g * (1.0 - y * y),
+}
+
+
+def _dense_act(xs, attrs, out):
+    x, w, b = xs
+    pre = np.matmul(x, w.T) + b
+    return np.stack([_DENSE_ACT[attrs["act"]](pre), pre])
+
+
+def _dense_act_backward(xs, attrs, out):
+    g, y = xs
+    d = _DENSE_ACT_GRAD[attrs["act"]](y[1], y[0], g[0])
+    return np.concatenate([d.reshape(-1), d.sum(0)])
+
+
+KERNELS["dense_act"] = _dense_act
+KERNELS["dense_act_backward"] = _dense_act_backward

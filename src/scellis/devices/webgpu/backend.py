@@ -15,10 +15,12 @@ from collections import OrderedDict
 from ...base.dtypes import DType, f32
 from ...base.errors import DeviceError, LimitError
 from ..base import Buffer, OneInstance, View
+from .encoded import EncodeCache, signature
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
 from .kernels.workgroup_memory import workgroup_bytes
+from .plans import LaunchPlans
 
 
 def size_class(nbytes: int) -> int:
@@ -72,13 +74,16 @@ class WebGPUBackend(OneInstance):
         self._scratch_buf: Buffer | None = None
         self._pipelines: dict[str, object] = {}
         self._meta: OrderedDict[bytes, object] = OrderedDict()
+        self._encoded = EncodeCache()
+        self._plans = LaunchPlans()
         self.live_bytes = 0
         self.peak_bytes = 0
         self.pooled_bytes = 0
         # the pool's own high-water mark: storages in use plus the free ones it keeps
         # (what the device really holds; above ``peak_bytes`` by the pool's fragmentation)
         self.held_peak_bytes = 0
-        self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0, "reuses": 0}
+        self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0, "reuses": 0,
+                      "read_bytes": 0}  # fmt: skip
         # a replay.Trace while a step is being recorded: it sees every run, launch,
         # upload and readback (devices/webgpu/replay.py)
         self.recorder = None
@@ -192,27 +197,34 @@ class WebGPUBackend(OneInstance):
             self.gpu.write_buffer(c, 0, part)
             at += len(part)
 
-    async def read(self, buf: Buffer) -> bytes:
+    async def read(self, buf: Buffer, start: int = 0, count: int | None = None) -> bytes:
         if self.recorder is not None:
             self.recorder.on_read(buf)
-        data = await self._read(buf)
+        count = buf.numel - start if count is None else count
+        data = await self._read(buf, start, count) if count > 0 else b""
         if "first_result_s" not in self.stats:
             # from opening the device to the first values on the host: adapter, pipeline
             # compiles and the first dispatches all count
             self.stats["first_result_s"] = time.perf_counter() - self._opened
         return data
 
-    async def _read(self, buf: Buffer) -> bytes:
+    async def _read(self, buf: Buffer, start: int, count: int) -> bytes:
+        """Elements ``[start, start + count)``: one copy and one mapping per chunk the
+        range touches, each only as long as its part of the range."""
         st: Storage = buf.handle
-        n = buf.numel * storage_itemsize(buf.dtype)
-        parts, at = [], 0
-        for c in st.chunks:
-            size = min(st.chunk_bytes, n - at)
-            if size <= 0:
-                break
-            parts.append(await self.gpu.read_buffer(c, 0, size))
-            at += size
-        data = b"".join(parts)
+        item = storage_itemsize(buf.dtype)
+        lo, hi = start * item, (start + count) * item
+        # copies move whole 4-byte words (COPY_BUFFER_ALIGNMENT): widen the range to
+        # them, then cut the extra bytes off; storage sizes and chunk bounds are words too
+        first, end = lo // 4 * 4, -(-hi // 4) * 4
+        parts = []
+        for k, c in enumerate(st.chunks):
+            at = k * st.chunk_bytes
+            a, b = max(first, at), min(end, at + st.chunk_bytes)
+            if a < b:
+                parts.append(await self.gpu.read_buffer(c, a - at, b - a))
+        self.stats["read_bytes"] += end - first
+        data = b"".join(parts)[lo - first : hi - first]
         if buf.dtype.name == "bool":
             words = array.array("I")
             words.frombytes(data)
@@ -220,20 +232,38 @@ class WebGPUBackend(OneInstance):
         return data
 
     def run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
-        if any(o.buf.numel == 0 for o in outputs):
-            return
+        for o in outputs:
+            if o.buf.numel == 0:
+                return
         t0 = time.perf_counter() if self.host_times is not None else 0.0
-        launches = self.encode(op, inputs, outputs, attrs)
-        if self.recorder is not None:
-            self.recorder.on_run(op, inputs, outputs, attrs)
         self.gpu.label = op  # what a dispatch timer calls the next launches
-        for one_src, grid in launches:
-            self.launch(one_src, grid)
+        if self.recorder is not None or not self._plans.run(self, op, inputs, outputs, attrs):
+            launches = self.encode(op, inputs, outputs, attrs)
+            if self.recorder is not None:
+                self.recorder.on_run(op, inputs, outputs, attrs)
+            for one_src, grid in launches:
+                self.launch(one_src, grid)
         if self.host_times is not None:
             self.host_times.append((op, time.perf_counter() - t0))
 
     def encode(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
-        """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched."""
+        """The launches ``run`` would make, as [(Source, grid), ...]; nothing is dispatched.
+        Built once per signature (``encoded.py``), then bound to each call's buffers."""
+        views = [*inputs, *outputs]
+        key = signature(op, views, attrs, self.limits)
+        if key is None:
+            return self._build(op, inputs, outputs, attrs)
+        storages = [v.buf.handle for v in views]
+        launches = self._encoded.get(key, storages, self._scratch_storage())
+        if launches is None:
+            launches = self._build(op, inputs, outputs, attrs)
+            self._encoded.put(key, launches, storages, self._scratch_storage())
+        return launches
+
+    def _scratch_storage(self) -> Storage | None:
+        return self._scratch_buf.handle if self._scratch_buf is not None else None
+
+    def _build(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> list:
         builder = KERNELS.get(op)
         if builder is None:
             raise DeviceError(f"the WebGPU backend has no kernel for {op!r}")
@@ -286,7 +316,10 @@ class WebGPUBackend(OneInstance):
         return p
 
     def _meta_buffer(self, words: list[int]):
-        data = array.array("I", words or [0]).tobytes()
+        return self.meta_buffer_of(array.array("I", words or [0]).tobytes())
+
+    def meta_buffer_of(self, data: bytes):
+        """The GPU buffer holding the meta words ``data``, made once and reused."""
         buf = self._meta.get(data)
         if buf is None:
             buf = self.gpu.create_buffer(len(data), data=data)

@@ -95,7 +95,7 @@ class BindGroupCache:
         self._groups: OrderedDict = OrderedDict()
 
     def dispatch(self, pipeline, bindings, grid) -> None:
-        key = (id(pipeline), *((id(b), o, s) for b, o, s in bindings))
+        key = (id(pipeline), *[(id(b), o, s) for b, o, s in bindings])
         hit = self._groups.get(key)
         if hit is None:
             group = self.bind_group(pipeline, bindings)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import array
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ...base.errors import DeviceError
 from ..base import Buffer, View
@@ -100,7 +100,7 @@ class Trace:
         if stand_in is None:
             # no backend: a stand-in's end releases nothing
             stand_in = self._made[buf] = Buffer(None, buf.handle, buf.numel, buf.dtype)
-        return replace(view, buf=stand_in)
+        return View(stand_in, view.shape, view.strides, view.offset, view.dtype)
 
     def on_run(self, op, ins, outs, attrs) -> None:
         ins, outs = [self._recorded(v) for v in ins], [self._recorded(v) for v in outs]

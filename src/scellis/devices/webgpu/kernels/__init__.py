@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     attention,
+    dense,
     elementwise,
     index,
     layout,
@@ -18,6 +19,7 @@ from . import (  # noqa: F401
 KERNELS: dict = {}
 for _mod in (
     attention,
+    dense,
     elementwise,
     random,
     reduce,

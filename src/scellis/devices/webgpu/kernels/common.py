@@ -78,6 +78,9 @@ class Source:
     scratch: object = None
     # a CPU-emulated adapter: kernels with a variant per kind of device pick theirs by it
     software: bool = False
+    # the text of a finished kernel, kept (with_bindings): one string object, whose hash
+    # the pipeline cache computes once
+    kept_text: str | None = None
 
     def _bind(
         self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
@@ -160,6 +163,8 @@ class Source:
         return at
 
     def text(self) -> str:
+        if self.kept_text is not None:
+            return self.kept_text
         enable = "enable f16;\n" if self.has_f16 and any("f16" in d for d in self.decls) else ""
         meta_b = len(self.bindings)
         return (
@@ -170,6 +175,12 @@ class Source:
             + "\n"
             + self.body
         )
+
+    def with_bindings(self, bindings: list) -> Source:
+        """The same kernel (text, meta) bound to ``bindings``: a kept encoding reused
+        (``webgpu/encoded.py``). The lists are shared: a built kernel is not changed."""
+        return Source(self.limits, self.has_f16, self.decls, self.fns, bindings, self.meta,
+                      self.body, None, self.software, self.text())  # fmt: skip
 
     def check_bindings(self) -> None:
         limit = self.limits["max_storage_buffers_per_shader_stage"]

@@ -34,7 +34,11 @@ whose output has too few tiles for its K (a weight gradient: 384 x 8192 x 1152) 
 along K (``choose_split``): the parts run as one batched product of views of A and B into
 scratch storage, on smaller tiles (``SPLIT_TILES``), then a second launch sums the parts
 in order. Smaller products keep the ``TILES`` kernel, so their results (and the small
-models' losses) are unchanged.
+models' losses) are unchanged. Where the caller allows another order
+(``attrs["_order"] == "split_k"``: the prod and fast tiers' training steps, see
+``runtime.kernel_choice``), a tall-K product of the ``TILES`` sizes is split the same
+way (``choose_reordered_split``): more, shorter sums in flight, other rounding than
+the one sequential sum ``debug`` keeps.
 
 Accuracy (the bound the tests check): each output of the ``TILES`` kernel is one f32 dot
 product accumulated in a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and
@@ -486,6 +490,31 @@ def choose_split(m: int, n: int, k: int, batch: int, limits: dict) -> tuple[int,
     return best
 
 
+# the reordered K split (``attrs["_order"] == "split_k"``, the prod and fast tiers): a
+# tall-K product below the REGS sizes (a small model's weight gradient, K = tokens)
+# whose output has few TILES workgroups is cut into parts of at least REORDER_MIN_K
+ORDER_SPLIT_MIN_K = 128  # K at least this long, and at least 4x the output's sides
+REORDER_MIN_K = 64
+REORDER_WORKGROUPS = 64  # workgroups over all parts the split aims at
+
+
+def choose_reordered_split(m: int, n: int, k: int, limits: dict, software=False) -> int:
+    """Parts of the reordered K split of an ``m`` x ``n`` x ``k`` product (1: none): the
+    smallest power of two that gives REORDER_WORKGROUPS workgroups of the tile the parts
+    take, each part's K a multiple of 4 and at least REORDER_MIN_K long. None on a
+    software adapter (lavapipe): its parallelism is a few CPU cores, which the unsplit
+    kernel already fills, and the split's second launch made those steps slower."""
+    if software or k < ORDER_SPLIT_MIN_K or k < 4 * max(m, n):
+        return 1
+    parts = 1
+    while parts < SPLIT_MAX and k % (8 * parts) == 0 and k // (2 * parts) >= REORDER_MIN_K:
+        bm = TILES[choose_tile(m, n, 2 * parts, limits)].bm
+        if _cdiv(m, bm) * _cdiv(n, bm) * parts >= REORDER_WORKGROUPS:
+            break
+        parts *= 2
+    return parts
+
+
 def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
     """C = sum over p of A[:, Kp] @ B[Kp, :]: the parts as one batched product (views of
     A and B, no copy) into scratch [parts, M, N], then a sum over the parts in order
@@ -498,7 +527,7 @@ def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
     pb = View(b.buf, (parts, kc, n), (kc * sb_k, sb_k, sb_n), b.offset, b.dtype)
     flat = src.scratch(parts * m * n)
     part = View(flat.buf, (parts, m, n), (m * n, n, 1), 0, flat.dtype)
-    sub = {key: v for key, v in attrs.items() if key != "_split"}
+    sub = {key: v for key, v in attrs.items() if key not in ("_split", "_order")}
     grid = matmul_kernel(src, "matmul", [pa, pb], [part], sub)
     red = Source(src.limits, src.has_f16)
     return [(src, grid), (red, reduce_kernel(red, "sum", [part], [out], {"axes": (0,)}))]
@@ -655,6 +684,8 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
         parts, tile_name = attrs.get("_split"), attrs.get("_tile")
         if not parts and tile_name is None:
             parts, tile_name = choose_split(m, n, k, 1, src.limits)
+        if parts in (None, 1) and tile_name is None and attrs.get("_order") == "split_k":
+            parts = choose_reordered_split(m, n, k, src.limits, src.software)
         if parts and parts > 1 and k % (4 * parts) == 0:
             sub = attrs | ({"_tile": tile_name} if tile_name else {})
             return _split(src, a, b, out, parts, sub)

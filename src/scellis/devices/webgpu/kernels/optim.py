@@ -7,6 +7,14 @@ included, is an f32 word in meta (``ops.optim.scalars``, computed in double on t
 host), so a changing lr reuses one pipeline; only the flags that add a state
 buffer or a term (momentum, nesterov, amsgrad, centered) pick a kernel variant.
 
+The multi-tensor form (``attrs["grads"]`` = k, the ``fast`` tier's): the k gradients
+are bound as they lie, as many per launch as the binding limit allows, and each
+invocation picks its element's gradient by the ranges in meta: one launch updates
+every parameter of a group where flat_gather + update took two or more. Each element
+reads the very gradient value the gather would have copied, so the update's bits are
+the same. Where a target needs several binding windows (a flat buffer past 128 MiB)
+each gradient gets its own update of its span instead, still without a gather.
+
 ``flat_gather``: copies many contiguous tensors into consecutive ranges of one
 flat target, packing as many inputs per dispatch as the binding limit allows.
 """
@@ -15,7 +23,8 @@ from __future__ import annotations
 
 from ....base.errors import ShapeError
 from ....base.shapes import numel
-from ....ops.optim import scalars, state_names
+from ....ops.optim import grad_count, scalars, state_names
+from ...base import View
 from .common import Source, _contiguous, f32_bits, grid_1d, main_1d, storage_itemsize
 
 
@@ -123,6 +132,15 @@ _BODIES = {
 
 
 def update(src: Source, op: str, ins, outs, attrs):
+    """The update over ``ins`` (the gradient(s), then the gate) and ``outs`` (params and
+    state); the multi-tensor form when ``attrs["grads"]`` > 1."""
+    k = grad_count(attrs)
+    if k > 1:
+        return _multi_update(src, op, ins[:k], ins[k] if len(ins) > k else None, outs, attrs)
+    return _flat_update(src, op, ins, outs, attrs)
+
+
+def _flat_update(src: Source, op: str, ins, outs, attrs):
     """One launch over all n elements; or, where the operands' binding windows together
     pass maxStorageBuffersPerShaderStage (a large flat parameter buffer under the WebGPU
     spec's 128 MiB bindings), one launch per stretch of elements that stays inside one
@@ -193,6 +211,86 @@ def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows
 
 def _bindings(view) -> int:
     return len(view.buf.handle.windows())
+
+
+def _span(view, start: int, n: int):
+    return View(view.buf, (n,), (1,), view.offset + start, view.dtype)
+
+
+def _multi_update(src: Source, op: str, grads, gate, targets, attrs):
+    for g in grads:
+        if not _contiguous(g):
+            raise ShapeError(f"{op} reads contiguous gradients; call .contiguous() first")
+    single = {key: v for key, v in attrs.items() if key != "grads"}
+    if any(_bindings(v) > 1 for v in (*grads, *targets)):
+        return _per_gradient(src, op, grads, gate, targets, single)
+    budget = src.limits["max_storage_buffers_per_shader_stage"] - len(targets) - 1
+    budget -= gate is not None
+    launches, pack, at = [], [], 0
+    for g in grads:
+        if len(pack) == budget:
+            launches.append(_multi_launch(src, launches, op, pack, gate, targets, single))
+            pack = []
+        pack.append((g, at))
+        at += numel(g.shape)
+    launches.append(_multi_launch(src, launches, op, pack, gate, targets, single))
+    return launches
+
+
+def _per_gradient(src: Source, op: str, grads, gate, targets, attrs) -> list:
+    """One single-gradient update per gradient over its span of the targets."""
+    launches, at = [], 0
+    for g in grads:
+        n = numel(g.shape)
+        flat = View(g.buf, (n,), (1,), g.offset, g.dtype)
+        views = [_span(t, at, n) for t in targets]
+        s = src if not launches else Source(src.limits, src.has_f16)
+        got = _flat_update(s, op, [flat] + ([gate] if gate is not None else []), views, attrs)
+        launches += got if isinstance(got, list) else [(s, got)]
+        at += n
+    return launches
+
+
+def _multi_launch(src: Source, launches, op: str, pack, gate, targets, attrs):
+    """One launch over the target elements of the gradients in ``pack`` ((view, start)
+    pairs, consecutive); element i reads its gradient from the range it falls in."""
+    s = src if not launches else Source(src.limits, src.has_f16)
+    start = pack[0][1]
+    total = pack[-1][1] + numel(pack[-1][0].shape) - start
+    s.add_meta(total)
+    param, *state = targets
+    s.operand("p", param, write=True)
+    for name, view in zip(state_names(op, attrs), state):
+        s.operand(name, view, write=True)
+    offs = s.add_meta(*(v.offset + start for v in targets))
+    lines = []
+    if gate is not None:
+        s.operand("ok", gate)
+        at = s.add_meta(gate.offset)
+        lines.append(f"  if (ld_ok(mt[{at}u]) == 0u) {{ return; }}")
+    lines.append(f"  let ep = mt[{offs}u] + i;")
+    lines += [f"  let e{k + 1} = mt[{offs + 1 + k}u] + i;" for k in range(len(state))]
+    lines.append("  var graw = 0.0;")
+    last = len(pack) - 1
+    for j, (g, at) in enumerate(pack):
+        s.operand(f"g{j}", g)
+        lo = s.add_meta(at - start, at - start + numel(g.shape), g.offset)
+        read = f"{{ graw = ld_g{j}(mt[{lo + 2}u] + i - mt[{lo}u]); }}"
+        if last == 0:
+            lines.append(f"  {read}")
+        elif j == 0:
+            lines.append(f"  if (i < mt[{lo + 1}u]) {read}")
+        else:
+            lines.append(f"  {'else' if j == last else f'else if (i < mt[{lo + 1}u])'} {read}")
+    for name, value in scalars(op, attrs).items():
+        at = s.add_meta(f32_bits(value))
+        lines.append(f"  let {name} = bitcast<f32>(mt[{at}u]);")
+    lines.append("  let p = ld_p(ep);")
+    wd = " + wd * p" if "wd" in scalars(op, attrs) else ""
+    lines.append(f"  let g = graw * gsign{wd};")
+    lines.append(_BODIES[op](attrs))
+    s.body = main_1d("\n".join(lines))
+    return s, grid_1d(total, s.limits)
 
 
 def flat_gather(src: Source, op: str, ins, outs, attrs):

@@ -23,6 +23,12 @@ is one strided walk. Two shapes of kernel, picked from R (the reduced count) alo
 Every sequential fold above reads READ_AHEAD elements before it folds them, in the
 same order (``_in_order``): the loads overlap, the sums keep their bits.
 
+The one-pass order (``attrs["_order"] == "one_pass"``: the prod and fast tiers' training
+steps, ``runtime.kernel_choice``), for a float sum of at most ONE_PASS_MAX_R terms per
+output: the column path in a single chunk (each lane folds every COL_Y-th row, then the
+lane tree: no partials, no second launch), and the long path where the split path would
+take two launches. One dispatch instead of two, in another order than debug's.
+
 All orders depend only on R and the shape, never on timing: no atomics, so the
 ``debug`` tier's bitwise repeatability holds. Floats accumulate in f32 (f16 widens
 and rounds once on store), integers in i32/u32 with wrap-around (as the reference's
@@ -67,6 +73,8 @@ def column_chunks(r: int) -> tuple[int, int]:
     c = max(1, min(SHORT_R, math.ceil(r / COL_CHUNK)))
     return c, math.ceil(r / c)
 
+
+ONE_PASS_MAX_R = 1 << 16  # past this, one pass leaves too few workgroups busy
 
 SPLIT_OUTPUTS = 128  # at most this many outputs: one workgroup each would idle the GPU
 SPLIT_PER_THREAD = 16  # elements each thread of a chunk folds, at least
@@ -273,11 +281,12 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
     acc = _acc_type(x.dtype)
     src.add_meta(m, r, x.offset, _init_bits(op, acc))
     src.operand("x", x)
+    one_pass = attrs.get("_order") == "one_pass" and r <= ONE_PASS_MAX_R
     column = r > SHORT_R and _column_fits(src, op, x, kept, m, r)
-    split = r > SHORT_R and not column and _split_fits(src, op, x, m, r)
+    split = r > SHORT_R and not column and not one_pass and _split_fits(src, op, x, m, r)
     part = out
     if column:
-        c = column_chunks(r)[0]
+        c = 1 if one_pass else column_chunks(r)[0]
         part = _partials(src, out, c, (c, m))
     elif split:
         c = split_chunks(r)[0]
@@ -291,7 +300,7 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
         src.body = main_1d(_short_body(op, acc, load, out))
         return grid_1d(m, src.limits)
     if column:
-        return _column(src, part, out, m, r, load)
+        return _column(src, part, out, m, r, load, one_pass)
     if split:
         return _split(src, part, out, m, r, load)
     src.body = _long_main(op, acc, load, out)
@@ -357,10 +366,10 @@ def _fold_chunks(src: Source, part, out, axis: int) -> tuple:
     return fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (axis,)})
 
 
-def _column(src: Source, part, out, m: int, r: int, load: str) -> list:
+def _column(src: Source, part, out, m: int, r: int, load: str, one_pass=False) -> list:
     """The column path's launches: chunk partials, then (C > 1) their sum in chunk
-    order, the short path over axis 0 of [C, m]."""
-    c, ch = column_chunks(r)
+    order, the short path over axis 0 of [C, m]; ``one_pass``: one chunk of all R rows."""
+    c, ch = (1, r) if one_pass else column_chunks(r)
     at = src.add_meta(ch)
     src.body = _column_main(load, "f16(acc)" if part.dtype.name == "f16" else "acc", at)
     launches = [(src, (-(-m // COL_X), c, 1))]

@@ -1,4 +1,4 @@
-"""The models the tab's train-step benchmark builds (webapp layer), by name.
+"""The models the tab's train-step benchmark builds (bench harness, not shipped), by name.
 
 Each entry is a config dict with a ``kind``: ``lstm`` (LSTMForecaster, MSE on a
 regression target) or ``tf`` (CharTransformer: pre-norm causal decoder, GELU 4x MLP,
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import random
 
-from ..base.errors import ScellisError
-from ..base.rng import Generator
-from ..catalog.losses import CrossEntropyLoss, MSELoss
-from ..model.zoo import CharTransformer, LSTMForecaster
-from ..runtime.creation import tensor
+from scellis.base.errors import ScellisError
+from scellis.base.rng import Generator
+from scellis.catalog.losses import CrossEntropyLoss, MSELoss
+from scellis.model.zoo import CharTransformer, LSTMForecaster
+from scellis.runtime.creation import tensor
 
 LSTM, TF = "lstm", "tf"
 CONFIGS = {

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tabbench import models as bench_models
 
 from scellis.base.errors import ScellisError
 from scellis.devices.base import get_device
 from scellis.devices.webgpu.gpu import LIMIT_NAMES
-from scellis.webapp import bench_models
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,8 +1,11 @@
-"""Train-step timing inside the tab (webapp layer): the Scellis side of
+"""Train-step timing inside the tab (bench harness, not shipped): the Scellis side of
 bench/browser_train_step.py, the same models and method as its tf.js side.
 
+A site built with ``--extra-package bench/tab/tabbench`` imports this module in the worker
+at boot, so its ``@command`` functions are worker commands there.
+
 One step = forward + loss (MSE for the LSTMs, cross-entropy for the Transformers; see
-bench_models) + backward + Adam on the worker's WebGPU device; after
+tabbench.models) + backward + Adam on the worker's WebGPU device; after
 ``warmup`` steps (at least 3), ``steps`` steps then one loss readback, median of
 ``repeats`` blocks; ``host_ms_per_step`` is the median time of the step call itself, the
 host's encoding with nothing awaited. ``first_step_ms`` runs
@@ -26,18 +29,22 @@ import statistics
 import time
 from pathlib import Path
 
-from ..base.errors import ScellisError
-from ..catalog.optim import Adam
-from ..catalog.peft import apply_finetune
-from ..catalog.peft.quantize import quantized_bytes
-from ..codecs.convert import header_weights
-from ..codecs.pretrained import pretrained_model
-from ..devices.base import get_device
-from ..run.prepare import check_record
-from ..runtime.replay import StepReplay
-from . import bench_models, tab_store
+from scellis.base.errors import ScellisError
+from scellis.catalog.optim import Adam
+from scellis.catalog.peft import apply_finetune
+from scellis.catalog.peft.quantize import quantized_bytes
+from scellis.codecs.convert import header_weights
+from scellis.codecs.pretrained import pretrained_model
+from scellis.devices.base import get_device
+from scellis.run.prepare import check_record
+from scellis.runtime.replay import StepReplay
+from scellis.webapp import tab_store
+from scellis.webapp.commands import command
+
+from . import models as bench_models
 
 
+@command(writes_store=False)
 async def bench_train_step(
     model: str = "seed_lstm", steps: int = 20, repeats: int = 3, warmup: int = 2,
     replay: bool = False, shape: dict | None = None,
@@ -172,6 +179,7 @@ async def _settle(model) -> None:
     await last.reshape(-1)[:1].read()
 
 
+@command(writes_store=False)
 async def bench_quantize(record_text: str, store: str = tab_store.ROOT) -> dict:
     """Seconds to build ``record_text``'s model on this tab's WebGPU with its header's
     weights (``load_s``: the stored object read, every tensor uploaded) and to quantise

@@ -1,0 +1,162 @@
+"""The reference device beside torch CPU on the torch-style tutorial scripts, one thread each.
+
+Each model is a script in ``tests/torchlike/scripts/`` written for torch: an MLP with
+DataLoader, AdamW and StepLR (``mlp_adamw``); an LSTM forecaster with clipping
+(``lstm_forecast``); a character LM with hand-written causal attention
+(``char_attention``) and a classifier over TransformerEncoderLayer (``encoder_layer``);
+a Conv1d / BatchNorm / GRU classifier (``conv_gru``). Each runs as written with torch
+and with scellis behind its imports on the reference device (the differential suite's
+swap), from the same weights, in the same process.
+
+Method: torch gets ``torch.set_num_threads(1)``; NumPy's BLAS is held to one thread by
+``OMP_NUM_THREADS``/``MKL_NUM_THREADS``/``OPENBLAS_NUM_THREADS`` = 1, set before NumPy
+loads. One warm-up call of the script's ``train`` each, then ``--repeats`` timed calls
+alternating the two libraries; a call's time over the number of training steps it made is the
+ms per step (the script's whole loop: data, forward, backward, optimizer, ``.item()``);
+the median is reported, of the wall time and of the calling thread's CPU time (which
+leaves out what other processes on a shared machine take; both libraries compute on
+the calling thread here). ``ratio`` = scellis / torch. ``agree``: both libraries' losses
+match within the differential suite's tolerance (rtol 1e-4, atol 2e-5).
+
+    PYTHONPATH=src python3 bench/reference_cpu.py --out bench/out/reference_cpu.json
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = "1"  # before NumPy loads: its BLAS reads them once
+
+import argparse  # noqa: E402
+import builtins  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import scellis  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "tests" / "torchlike" / "scripts"
+SWAP = {"torch.utils.data": "scellis.data", "torch": "scellis"}
+MODELS = {  # script: training steps asked for per call
+    "mlp_adamw": 12,
+    "lstm_forecast": 8,
+    "char_attention": 10,
+    "encoder_layer": 10,
+    "conv_gru": 10,
+}
+# script: the training steps a call made, from the losses its ``train`` returns (each
+# script appends its own evaluations; the LSTM's early stopping may end it sooner)
+STEPS_MADE = {
+    "mlp_adamw": lambda losses: len(losses) - 1,
+    "lstm_forecast": lambda losses: (len(losses) - 1) // 2,
+    "char_attention": lambda losses: len(losses) - 1,
+    "encoder_layer": len,
+    "conv_gru": lambda losses: len(losses) - 2,
+}
+
+
+def _swapped_import(name, globals=None, locals=None, fromlist=(), level=0):
+    for theirs, ours in SWAP.items():
+        if name == theirs or name.startswith(theirs + "."):
+            name = ours + name[len(theirs) :]
+            break
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def load(name: str, swapped: bool) -> dict:
+    path = SCRIPTS / f"{name}.py"
+    ns: dict = {"__name__": f"bench_{name}", "__file__": str(path)}
+    if swapped:
+        ns["__builtins__"] = {**vars(builtins), "__import__": _swapped_import}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    return ns
+
+
+def data(name: str) -> dict:
+    """The differential suite's inputs, made bigger where a step would be only overhead."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((64, 6)).astype(np.float32)
+    t = np.sin(np.linspace(0, 24, 80)).astype(np.float32) + 0.1 * rng.standard_normal(80)
+    labels = np.arange(16) % (4 if name == "encoder_layer" else 3)
+    return {
+        "x": x,
+        "y": (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64),
+        "series": t.astype(np.float32),
+        "tokens": rng.integers(0, 11, 256).astype(np.int64),
+        "seq": rng.standard_normal((16, 8, 3)).astype(np.float32),
+        "wave": rng.standard_normal((16, 2, 24)).astype(np.float32),
+        "label": labels,
+    }
+
+
+def bench_model(name: str, steps: int, repeats: int, tmp: Path) -> dict:
+    theirs_ns, ours_ns = load(name, False), load(name, True)
+    torch.manual_seed(0)
+    theirs = theirs_ns["build"]()
+    state = {k: v.clone() for k, v in theirs.state_dict().items()}
+    inputs = data(name)
+    extra = {"path": str(tmp / f"{name}.pt")} if name == "lstm_forecast" else {}
+
+    def run(ns, lib_state):
+        model = ns["build"]()
+        model.load_state_dict(lib_state)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        losses = ns["train"](model, inputs, steps, **extra)
+        made = STEPS_MADE[name](losses)
+        return (time.perf_counter() - t0) / made, (time.thread_time() - c0) / made, losses
+
+    wall = {"torch": [], "scellis": []}
+    cpu = {"torch": [], "scellis": []}
+    losses = {}
+    for k in range(repeats + 1):
+        for lib, ns in (("torch", theirs_ns), ("scellis", ours_ns)):
+            s, c, losses[lib] = run(ns, state)
+            if k:  # the first call warms caches
+                wall[lib].append(s * 1e3)
+                cpu[lib].append(c * 1e3)
+    row = {f"{lib}_ms": statistics.median(wall[lib]) for lib in wall}
+    row.update({f"{lib}_cpu_ms": statistics.median(cpu[lib]) for lib in cpu})
+    row["ratio"] = row["scellis_ms"] / row["torch_ms"]
+    row["cpu_ratio"] = row["scellis_cpu_ms"] / row["torch_cpu_ms"]
+    row["agree"] = len(losses["torch"]) == len(losses["scellis"]) and bool(
+        np.allclose(losses["scellis"], losses["torch"], rtol=1e-4, atol=2e-5)
+    )
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--out", default="bench/out/reference_cpu.json")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    scellis.set_default_device("reference")
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            r = rows[name] = bench_model(name, MODELS[name], args.repeats, Path(tmp))
+            print(
+                f"{name:>15}: scellis {r['scellis_ms']:7.2f} ms/step  torch {r['torch_ms']:6.2f}"
+                f"  ratio {r['ratio']:5.2f} | thread CPU: scellis {r['scellis_cpu_ms']:7.2f}"
+                f"  torch {r['torch_cpu_ms']:6.2f}  ratio {r['cpu_ratio']:5.2f}"
+                f" | agree {r['agree']}",
+                flush=True,
+            )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"args": vars(args), "results": rows}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""The fused dense layer in WGSL (devices layer): ``dense_act`` and its backward core.
+
+``dense_act``: the matmul kernel (``matmul.matmul_kernel``, x times w read transposed
+through its strides, no copy) whose store adds the bias and applies the activation to
+each accumulator, writing the activation to slot 0 and the pre-activation to slot 1
+of the packed [2, M, N] result: one launch where the unfused layer takes a matmul, a
+bias add and an activation. Never split along K: the epilogue needs the whole sum.
+
+``dense_act_backward``: one invocation per column n walks the rows m = 0..M-1 in
+order, writes d = g * act'(pre) and adds it to the column's sum, the bias gradient:
+one launch where the unfused backward takes an activation gradient and a column sum.
+The order is fixed by the shape (no atomics), so repeated runs are bitwise equal. One
+invocation per column suits a software adapter and layers of many columns; a GPU with
+a narrow layer over very many rows would want the rows split too (not done yet).
+"""
+
+from __future__ import annotations
+
+from ....base.dtypes import f32
+from ...base import View
+from .common import Source, grid_1d, main_1d
+from .elementwise import expression
+from .mathlib import helpers_for
+from .matmul import matmul_kernel
+
+# the activation's elementwise op (elementwise.py's expression of ``a``)
+_FORWARD = {
+    "gelu": "gelu_erf",
+    "gelu_tanh": "gelu_tanh",
+    "relu": "relu",
+    "silu": "silu",
+    "tanh": "tanh",
+}
+# the derivative times the cotangent, b, at the pre-activation, a: elementwise.py's
+# gradient ops where it has one, else inline (y = the activation)
+_BACKWARD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
+_BACKWARD_INLINE = {
+    "relu": "select(0.0, b, a > 0.0)",
+    "tanh": "b * (1.0 - y * y)",  # from the activation, as tanh's own VJP takes it
+}
+# matmul.py's meta words: M, N and the output's offset
+_M, _N, _OC = 0, 1, 12
+
+
+class _D:
+    """What elementwise.expression reads of an operand: its dtype."""
+
+    dtype = f32
+
+
+def _act_fn(src: Source, act: str) -> None:
+    expr = expression(src, _FORWARD[act], [_D()], _D(), {})
+    src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
+    src.fns.append(f"fn sc_act(a: f32) -> f32 {{ return {expr}; }}")
+
+
+def dense_act(src: Source, op: str, ins, outs, attrs):
+    x, w, b = ins
+    out = outs[0]
+    m, n = out.shape[1:]
+    wt = View(w.buf, (w.shape[1], n), (w.strides[1], w.strides[0]), w.offset, w.dtype)
+    act_out = View(out.buf, (m, n), (n, 1), out.offset, out.dtype)
+    scratch, src.scratch = src.scratch, None  # no K split: the store needs the whole sum
+    grid = matmul_kernel(src, "matmul", [x, wt], [act_out], {})
+    src.scratch = scratch
+    for i, fn in enumerate(src.fns):
+        if fn.startswith("fn st_o("):
+            src.fns[i] = "fn st_mm(" + fn[len("fn st_o(") :]
+    src.operand("bias", b)
+    bo = src.add_meta(b.offset)
+    _act_fn(src, attrs["act"])
+    col = f"(e - mt[{_OC}u]) % mt[{_N}u]"
+    slot = f"mt[{_M}u] * mt[{_N}u]"
+    if n % 4 == 0 and out.offset % 4 == 0:  # the matmul stores vec4 (matmul_kernel's rule)
+        src.fns.append(
+            "fn st_o(e: u32, acc: vec4<f32>) {\n"
+            f"  let c = (e * 4u - mt[{_OC}u]) % mt[{_N}u];\n"
+            "  var pre = acc; var y = acc;\n"
+            "  for (var l = 0u; l < 4u; l++) {\n"
+            f"    pre[l] = acc[l] + ld_bias(mt[{bo}u] + c + l); y[l] = sc_act(pre[l]);\n"
+            "  }\n"
+            f"  st_mm(e, y); st_mm(e + {slot} / 4u, pre);\n}}"
+        )
+    else:
+        src.fns.append(
+            "fn st_o(e: u32, acc: f32) {\n"
+            f"  let pre = acc + ld_bias(mt[{bo}u] + {col});\n"
+            f"  st_mm(e, sc_act(pre)); st_mm(e + {slot}, pre);\n}}"
+        )
+    return grid
+
+
+def dense_act_backward(src: Source, op: str, ins, outs, attrs):
+    g, y = ins
+    out = outs[0]
+    m, n = y.shape[1:]
+    src.add_meta(n)
+    src.operand("g", g)
+    src.operand("y", y)
+    src.operand("o", out, write=True)
+    at = src.add_meta(m, n, g.offset, y.offset, out.offset)
+    act = attrs["act"]
+    expr = _BACKWARD_INLINE.get(act) or expression(src, _BACKWARD_OPS[act], [_D(), _D()], _D(), {})
+    src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
+    src.fns.append(f"fn sc_dact(a: f32, b: f32, y: f32) -> f32 {{ return {expr}; }}")
+    body = f"""  let M = mt[{at}u]; let N = mt[{at + 1}u]; let mn = M * N;
+  let og = mt[{at + 2}u]; let oy = mt[{at + 3}u]; let oo = mt[{at + 4}u];
+  var s = 0.0;
+  for (var r = 0u; r < M; r++) {{
+    let e = r * N + i;
+    let d = sc_dact(ld_y(oy + mn + e), ld_g(og + e), ld_y(oy + e));
+    st_o(oo + e, d);
+    s += d;
+  }}
+  st_o(oo + mn + i, s);"""
+    src.body = main_1d(body)
+    return grid_1d(n, src.limits)
+
+
+KERNELS = {"dense_act": dense_act, "dense_act_backward": dense_act_backward}

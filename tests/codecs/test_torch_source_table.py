@@ -1,0 +1,87 @@
+"""``export --to torch``'s table: one entry per block kind of the catalog, each either a
+torch child built from the record's fields and the Config's defaults, or a refusal that
+says why.
+
+Oracle for a mapped kind: torch itself. The written ``Model`` is run through Python
+and its state dict must have exactly the parameter names and shapes the Scellis model
+of the same one-block record has (what ``load_state_dict(strict=True)`` needs), with
+only the kind's required fields given, so every default comes from the Config.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scellis.base.errors import ScellisError
+from scellis.catalog.registry import entries
+from scellis.codecs.torch.source import _EXPORTS, module_source
+from scellis.model.build import RecordModel
+
+torch = pytest.importorskip("torch")
+
+SEQ = {"shape": ["batch", 5, 3], "dtype": "f32"}
+ROW = {"shape": ["batch", 3], "dtype": "f32"}
+IDS = {"shape": ["batch", 5], "dtype": "i32"}
+# a mapped kind's required fields and its input: the rest is the Config's
+SPECS = {
+    "nn/linear": ({"in_features": 3, "out_features": 2}, ROW),
+    "nn/regression_head": ({"in_features": 3}, ROW),
+    "nn/classification_head": ({"in_features": 3, "n_classes": 4}, ROW),
+    "nn/layer_norm": ({"normalized_shape": 3}, SEQ),
+    "nn/rms_norm": ({"normalized_shape": 3}, SEQ),
+    "nn/lstm": ({"input_size": 3, "hidden_size": 4}, SEQ),
+    "nn/gru": ({"input_size": 3, "hidden_size": 4}, SEQ),
+    "nn/embedding": ({"num_embeddings": 7, "embedding_dim": 3}, IDS),
+    "nn/learned_position": ({"max_len": 8, "dim": 3}, SEQ),
+    "nn/sinusoidal_position": ({"dim": 4}, {"shape": ["batch", 5, 4], "dtype": "f32"}),
+    "nn/dropout": ({}, SEQ),
+    "nn/mlp": ({"in_features": 3, "hidden_features": 5}, SEQ),
+    "nn/attention": ({"embed_dim": 4, "num_heads": 2}, {"shape": ["batch", 5, 4], "dtype": "f32"}),
+    "nn/transformer": (
+        {"d_model": 4, "num_heads": 2, "num_layers": 2},
+        {"shape": ["batch", 5, 4], "dtype": "f32"},
+    ),
+    "nn/transformer_block": (
+        {"d_model": 4, "num_heads": 2},
+        {"shape": ["batch", 5, 4], "dtype": "f32"},
+    ),
+    "nn/lm_head": ({"d_model": 4, "vocab_size": 7}, {"shape": ["batch", 5, 4], "dtype": "f32"}),
+    "nn/activation": ({}, SEQ),
+}
+
+
+def _record(kind: str, fields: dict, x: dict) -> dict:
+    return {
+        "model": "test/one_block@1",
+        "inputs": {"x": x},
+        "blocks": {"b": {"block_id": kind, "in": "x", **fields}},
+        "outputs": ["b"],
+    }
+
+
+def _builtin_kinds() -> set[str]:
+    return {e.id for e in entries("block") if e.builtin}
+
+
+def test_every_block_kind_of_the_catalog_has_one_entry():
+    assert set(_EXPORTS) == _builtin_kinds()
+    assert set(SPECS) == {k for k, e in _EXPORTS.items() if e.make is not None}
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, e in _EXPORTS.items() if e.make is None))
+def test_a_refused_kind_says_which_block_and_why(kind):
+    record = _record(kind, {}, SEQ)
+    message = rf"^block 'b': {kind} has no torch export \({_EXPORTS[kind].why}\)$"
+    with pytest.raises(ScellisError, match=message):
+        module_source(record, ["b"], {"b": ["x"]})
+
+
+@pytest.mark.parametrize("kind", sorted(SPECS))
+def test_a_mapped_kind_is_the_torch_child_with_the_records_parameters(kind):
+    record = _record(kind, *SPECS[kind])
+    ours = RecordModel(record, device="null")
+    namespace: dict = {}
+    exec(module_source(record, ours.order, ours.wiring), namespace)  # noqa: S102 - our text
+    theirs = namespace["Model"]().state_dict()
+    want = {name: tuple(p.shape) for name, p in ours.named_parameters()}
+    assert {name: tuple(t.shape) for name, t in theirs.items()} == want
