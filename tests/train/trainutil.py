@@ -53,9 +53,9 @@ def count_reads(device):
     inner = dev.read
     calls = []
 
-    async def spy(buf):
-        calls.append(buf.numel)
-        return await inner(buf)
+    async def spy(buf, start=0, count=None):
+        calls.append(buf.numel if count is None else count)
+        return await inner(buf, start, count)
 
     dev.read = spy
     try:
