@@ -5,7 +5,8 @@ end) of an example record on a fresh lavapipe backend, eager and replayed. What 
 pool held at its high-water mark (storages in use plus the free ones it keeps for their
 size class, and the scratch storage) must lie within ``BOUND`` of the plan's peak: never
 more than 1% over it, never more than 10% under. A plan that left out a category (the
-pool's free storages, the evaluation forward, the schedule's residency) falls outside.
+pool's free storages, the validation batch's loss, the schedule's residency) falls
+outside.
 """
 
 from __future__ import annotations
@@ -47,10 +48,13 @@ CASES = [
     ("lstm_forecaster.sml", ["batch_size=8", "eval.batch_size=16"], False),
     ("lstm_forecaster.sml", ["batch_size=8", "eval.batch_size=16"], True),
     ("char_transformer.sml", ["batch_size=2", "eval.batch_size=4", "data.max_chars=3000"], False),
+    ("char_transformer.sml", ["batch_size=2", "eval.batch_size=4", "data.max_chars=3000"], True),
 ]
 
 
-@pytest.mark.parametrize("name,edits,replay", CASES, ids=["lstm", "lstm-replay", "transformer"])
+@pytest.mark.parametrize(
+    "name,edits,replay", CASES, ids=["lstm", "lstm-replay", "transformer", "transformer-replay"]
+)
 def test_the_pool_holds_what_the_plan_says(name, edits, replay):
     held, planned, kinds = _held_and_planned(name, edits, replay)
     if replay:

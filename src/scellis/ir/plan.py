@@ -289,7 +289,8 @@ def make_plan(
         # evaluation runs between steps, on the model already built (the training
         # model's ``kept`` stands for its parameters): its forward shares the device with
         # everything a step leaves behind, and draws on the storages left in the pool
-        ev_tr = trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev)
+        ev_tr = trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev,
+                      with_loss=True)  # fmt: skip
         eval_peak = profile(ev_tr, dev, pool=prof.pool.copy(), built=True).peak + kept
     problems, warnings, largest, packed, kernels = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
