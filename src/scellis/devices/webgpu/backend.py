@@ -80,6 +80,9 @@ class WebGPUBackend(OneInstance):
         self.live_bytes = 0
         self.peak_bytes = 0
         self.pooled_bytes = 0
+        # the pool's own high-water mark: storages in use plus the free ones it keeps
+        # (what the device really holds; above ``peak_bytes`` by the pool's fragmentation)
+        self.held_peak_bytes = 0
         self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0, "reuses": 0,
                       "read_bytes": 0}  # fmt: skip
         # a replay.Trace while a step is being recorded: it sees every run, launch,
@@ -116,6 +119,7 @@ class WebGPUBackend(OneInstance):
             st = self._pooled_or_new(key)
             self.live_bytes += key
             self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            self.held_peak_bytes = max(self.held_peak_bytes, self.live_bytes + self.pooled_bytes)
             if self.recorder is not None:
                 self.recorder.claim(st)
         st.nbytes = nbytes
@@ -345,12 +349,14 @@ class WebGPUBackend(OneInstance):
             "live_bytes": self.live_bytes,
             "peak_bytes": self.peak_bytes,
             "pooled_bytes": self.pooled_bytes,
+            "held_peak_bytes": self.held_peak_bytes,
             # kernels' temporaries (outside the pool, kept once grown)
             "scratch_bytes": self._scratch_buf.handle.nbytes if self._scratch_buf else 0,
         }
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.live_bytes
+        self.held_peak_bytes = self.live_bytes + self.pooled_bytes
 
 
 def _native_gpu():
