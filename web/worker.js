@@ -195,7 +195,8 @@ async function openGpu() {
   mark("gpu:adapter");
   const requiredLimits = {};
   for (const k of DEVICE_LIMITS) if (adapter.limits[k] !== undefined) requiredLimits[k] = adapter.limits[k];
-  const requiredFeatures = adapter.features.has("shader-f16") ? ["shader-f16"] : [];
+  // each feature only where the adapter has it: asking for an absent one fails the request
+  const requiredFeatures = ["shader-f16", "subgroups"].filter((f) => adapter.features.has(f));
   try {
     const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
     mark("gpu:device");

@@ -1,8 +1,9 @@
 """The plan box's fixes and the graph's double click, in headless Chromium.
 
 A red memory plan shows each fix the planner planned (a record edit or a run option
-whose verdict is not red) as a button; pressing it applies the edit through the worker,
-the plan is made again for the edited record and shows the verdict the fix promised.
+whose verdict is not red) as a button; pressing it applies the edit through the worker
+(or sets the run option in the options box), the plan is made again and shows the
+verdict the fix promised.
 Double-clicking a node of the graph opens Model View full screen, selecting no text.
 """
 
@@ -85,6 +86,37 @@ def test_a_plan_fix_button_applies_its_edit_and_the_plan_follows(page):
     assert "memory plan is red" not in page.inner_text("#banner")  # nothing stale on screen
     screenshot(page, "plan_fix_applied")
     set_record(page, EXAMPLE)  # the next test's record is the example's own
+
+
+def test_a_run_option_fix_sets_the_option_and_the_plan_follows(page):
+    # the step fits; the validation forward at a huge evaluation batch does not: one fix
+    # is a run option (no validation pass), not an edit of the record
+    text = EXAMPLE.replace("batch_size: 64", "batch_size: 262144")
+    assert text != EXAMPLE
+    set_record(page, text)
+    button = "#run-plan .plan-fix[data-kind='no_validation']"
+    page.wait_for_selector(button, timeout=120_000)
+    assert plan_shown(page) == "red" and page.is_checked("#run-validate")
+    verdict = page.get_attribute(button, "data-verdict")
+    assert verdict in ("green", "yellow")
+    page.click(button)
+    page.wait_for_function(
+        "v => document.querySelector('#run-plan').dataset.verdict === v", arg=verdict,
+        timeout=120_000,
+    )  # fmt: skip
+    assert not page.is_checked("#run-validate") and page.is_visible("#run-validate")
+    assert page.evaluate("window.scellisApp.record") == text  # the record is as it was
+    # the engine's own plan of the run without validation is the one the fix promised
+    plan = page.evaluate(
+        "t => window.scellisClient.call('plan', { record_text: t, validate: false })", text
+    )
+    assert plan["verdict"] == verdict and plan["eval_peak"] == 0
+    screenshot(page, "plan_fix_option")
+    # the options box as it was, for the tests after this one
+    page.eval_on_selector(
+        "#run-validate", "b => { b.checked = true; b.dispatchEvent(new Event('change')); }"
+    )
+    set_record(page, EXAMPLE)
 
 
 def test_double_click_on_a_node_opens_model_view(page):

@@ -90,4 +90,6 @@ def test_memory_plan_counts_state_for_trainable_parameters_only():
     # Adam: two moments, each one flat buffer over the trainable parameters
     assert lora.classes["optimizer_state"] == 2 * size_class(4 * trained)
     assert full.classes["optimizer_state"] == 2 * size_class(4 * (everything - trained))
-    assert lora.classes["gradients"] < full.classes["gradients"] / 4
+    # the most gradient bytes live at once: the adapters' are several times fewer (the
+    # breakdown at the peak instant moves with what the WebGPU pool keeps free)
+    assert lora.class_peaks["gradients"] < full.class_peaks["gradients"] / 3

@@ -215,11 +215,14 @@ def test_replay_over_budget_falls_back_to_eager_steps_and_says_why(capsys, tmp_p
     # a recorded schedule keeps the step's storages (and copies of its inputs) resident:
     # between its peak and the eager peak the run takes eager steps, and the plan names
     # both peaks
-    _, rep = plan_json(capsys, LM, "--device", "webgpu", "--budget", "8GiB")
-    _, eager = plan_json(capsys, LM, "--device", "webgpu", "--budget", "8GiB", "--no-replay")
-    assert eager["peak"] * 1.1 < rep["peak"] < eager["peak"] * 2
-    budget = f"{(eager['peak'] + rep['peak']) // 2 // 2**20}MiB"
-    rc, p = plan_json(capsys, LM, "--device", "webgpu", "--budget", budget)
+    # planned as the run below runs: without a validation pass
+    _, rep = plan_json(capsys, LM, "--device", "webgpu", "--budget", "8GiB", "--no-validate")
+    _, eager = plan_json(capsys, LM, "--device", "webgpu", "--budget", "8GiB", "--no-replay",
+                         "--no-validate")  # fmt: skip
+    # the eager steps' pool keeps about what the schedule holds: the gap is small
+    assert eager["peak"] < rep["peak"] < eager["peak"] * 2
+    budget = str((eager["peak"] + rep["peak"]) // 2)  # bytes
+    rc, p = plan_json(capsys, LM, "--device", "webgpu", "--budget", budget, "--no-validate")
     assert rc == 0 and p["verdict"] == "yellow" and p["peak"] == eager["peak"]
     assert any("replayed steps would hold" in w and "eager steps" in w for w in p["warnings"])
     rc = main(["train", LM, "--device", "webgpu", "--budget", budget, "--max-steps", "2",

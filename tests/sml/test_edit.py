@@ -132,3 +132,28 @@ def test_values_shared_through_an_alias_are_not_edited_behind_the_users_back():
     with pytest.raises(ScellisError, match="alias"):
         doc.set(("b",), 3)
     assert emit(doc) == "a: &s {lr: 0.1}\nb: *s\n"
+
+
+@pytest.mark.parametrize("name", ["lstm_forecaster.sml", "char_transformer.sml"])
+def test_remove_key_deletes_one_key_in_block_and_flow_mappings(name):
+    """Every key of a block section and of a flow one, removed in turn: the document
+    reads as before less that key, its other lines and comments untouched."""
+    from pathlib import Path
+
+    from scellis.sml import parse
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / name).read_text()
+    for section in ("data", "optimizer"):  # a block mapping and a flow one
+        for key in list(parse(text, name).data[section]):
+            doc = parse(text, name)
+            doc.remove_key((section, key))
+            again = parse(doc.text, name)
+            want = {k: v for k, v in parse(text, name).data[section].items() if k != key}
+            assert again.data[section] == want
+            others = {k: v for k, v in again.data.items() if k != section}
+            assert others == {k: v for k, v in parse(text, name).data.items() if k != section}
+            kept = [ln for ln in text.splitlines() if ln.lstrip().startswith("#")]
+            assert all(ln in doc.text for ln in kept if key not in ln)
+    doc = parse(text, name)
+    doc.remove_key(("data", "no_such_key"))
+    assert doc.text == text

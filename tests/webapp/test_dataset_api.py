@@ -6,6 +6,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import random
 from pathlib import Path
 
@@ -199,3 +200,25 @@ def test_record_data_previews_the_records_own_file(tmp_path, monkeypatch):
     (tmp_path / "datasets" / "levels.csv").unlink()
     assert model_api.record_data(pinned) is None
     assert model_api.record_data("not: [a record") is None
+
+
+def test_leaving_the_season_mode_drops_its_season(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random()
+    period = rng.choice([4, 6, 12])
+    rows = ["date,level"] + [
+        f"{1800 + i}-01-01,{50 + 10 * math.sin(2 * math.pi * i / period) + rng.gauss(0, 1):.3f}"
+        for i in range(160)
+    ]
+    text = "\n".join(rows) + "\n"
+    opts = {"window": 2 * period + 1, "normalise": "season"}
+    seasonal = dataset_api.dataset_from(LSTM, "s.csv", text, "level", "date", options=opts)
+    assert check_record(seasonal["record"])["data"]["season"] >= 2
+    other = rng.choice(["window", "change", "minmax"])
+    out = dataset_api.dataset_from(seasonal["record"], "s.csv", text, "level", "date",
+                                   options={"normalise": other})  # fmt: skip
+    record = check_record(out["record"])
+    assert "season" not in record["data"] and record["data"]["normalise"] == other
+    assert record["data"]["window"] == opts["window"]  # the rest of the section is kept
+    pipe = prepare_run(record, "reference", epochs=1)
+    assert pipe.dataset.digest == record["data"]["sha256"] == out["dataset"]["hash"]

@@ -166,7 +166,8 @@ def _refusal(items: list) -> str:
     names = ", ".join(shown(Path(x).name or x, 30) for x in items[:2] if isinstance(x, str))
     more = f" +{len(items) - 2}" if len(items) > 2 else ""
     return (
-        f"--extensions PATH is needed to trust the code this record names ({names}{more}): "
+        f"--extensions PATH (in the tab: Load extension…) is needed to trust the code this "
+        f"record names ({names}{more}): "
         "Scellis never runs code that comes inside a run, checkpoint, bundle or import"
     )
 

@@ -63,9 +63,15 @@ def target_for(device: str, budget: str | None):
     show_default=True,
     help="plan the run as train does by default (replayed steps on WebGPU) or with eager steps",
 )
+@click.option(
+    "--validate/--no-validate",
+    default=True,
+    show_default=True,
+    help="plan the run's validation forward beside the step, as train does by default",
+)
 @extensions_option
 @click.option("--json", "json_", is_flag=True, help="the plan as one JSON object")
-def command(file, device, budget, batch, mode, precision, replay, json_, extensions):
+def command(file, device, budget, batch, mode, precision, replay, validate, json_, extensions):
     load_cli_extensions(extensions)
     record = load_record(file)
     data_note = check_data(file, record)
@@ -74,7 +80,7 @@ def command(file, device, budget, batch, mode, precision, replay, json_, extensi
     # remediations are planned from the record this plan is of
     record = apply_edits(record, overrides(batch, precision))
     # the loop's own update and evaluation batch, as ``scellis train`` and the tab plan
-    plan, _ = plan_steps(record, target, mode=mode, replay=replay)
+    plan, _ = plan_steps(record, target, mode=mode, replay=replay, validate=validate)
     if json_:
         print(json.dumps(plan.record()))
     else:

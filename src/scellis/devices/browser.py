@@ -32,7 +32,7 @@ from pyodide.ffi import JsException, to_js
 from ..base.errors import DeviceError
 from .base import register_device
 from .webgpu.backend import WebGPUBackend
-from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache
+from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache, subgroup_features
 
 NO_WEBGPU = (
     "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). "
@@ -445,9 +445,10 @@ def _adapter_info(adapter) -> AdapterInfo:
 
 
 def device_descriptor(info: AdapterInfo):
-    """What the device is asked for: shader-f16 where the adapter has it, and the adapter's
-    limits (the worker asks for the same before Python starts, see web/worker.js)."""
-    feats = [f for f in ("shader-f16",) if f in info.features]
+    """What the device is asked for: shader-f16 and subgroups where the adapter has them,
+    and the adapter's limits (the worker asks for the same before Python starts, see
+    web/worker.js)."""
+    feats = [f for f in ("shader-f16", *subgroup_features(info.features)) if f in info.features]
     limits = {
         _camel(k): v for k, v in info.limits.items() if k != "min_storage_buffer_offset_alignment"
     }
@@ -467,6 +468,7 @@ async def open_gpu(adapter=None, device=None) -> BrowserGPU:
     info = _adapter_info(adapter)
     if _absent(device):
         device = await adapter.requestDevice(device_descriptor(info))
+    info.device_features = sorted(str(f) for f in js.Array.from_(device.features).to_py())
     out = BrowserGPU(adapter, device, info)
 
     def lost(reason):

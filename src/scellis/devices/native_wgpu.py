@@ -14,7 +14,7 @@ from wgpu.backends.wgpu_native import _api as _native
 
 from ..base.errors import DeviceError
 from .gpu_timing import DispatchTimer
-from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache
+from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache, subgroup_features
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -103,22 +103,37 @@ def _trusted_module(device, code: str):
     return _native.GPUShaderModule("", handle, device)
 
 
+def device_features(info: AdapterInfo) -> list[str]:
+    """The features a device on ``info``'s adapter is asked for, each only where the
+    adapter has it: shader-f16 (f16 tensors), subgroups (the prod and fast tiers'
+    reductions) and timestamp queries (they only serve `scellis profile` and change no
+    result)."""
+    wanted = ("shader-f16", *subgroup_features(info.features), "timestamp-query")
+    return [f for f in wanted if f in info.features]
+
+
+def for_naga(code: str) -> str:
+    """WGSL as this wgpu's shader compiler takes it: naga accepts the subgroup builtins
+    once the device has the feature, but refuses the standard ``enable subgroups;``
+    that WebGPU (the browser) requires, so the directive is dropped here."""
+    return code.replace("enable subgroups;\n", "", 1)
+
+
 class NativeGPU(BindGroupCache):
     """A device opened on one adapter, with one open command encoder for batching."""
 
     def __init__(self, adapter: str | None = None):
         self._adapter = choose_adapter(adapter)
         self.info = _info(self._adapter)
-        # timestamp queries only serve `scellis profile`; asking for them changes no result
-        feats = [f for f in ("shader-f16", "timestamp-query") if f in self.info.features]
         self._device = self._adapter.request_device_sync(
-            required_features=feats,
+            required_features=device_features(self.info),
             required_limits={
                 k.replace("_", "-"): v
                 for k, v in self.info.limits.items()
                 if k != "min_storage_buffer_offset_alignment"
             },
         )
+        self.info.device_features = sorted(str(f) for f in self._device.features)
         self.limits = dict(self.info.limits)
         self._queue = self._device.queue
         self._encoder = None
@@ -171,6 +186,7 @@ class NativeGPU(BindGroupCache):
 
     # -- pipelines and dispatch --
     def create_pipeline(self, code: str, entry: str = "main"):
+        code = for_naga(code)
         try:
             module = (
                 _trusted_module(self._device, code)

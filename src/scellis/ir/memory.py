@@ -9,6 +9,11 @@ co-resident; the peak is the largest sum over time, and the breakdown at that in
 says what it is made of. On WebGPU the backend's scratch storage (temporaries passed
 between one op's launches, such as the attention backward's score chunk) counts as
 working memory from the first op that needs it on, at its largest request.
+
+The WebGPU pool keeps a released storage for a later buffer of its size class and never
+lends it to another class: what it holds free is device memory as much as what is in
+use. The simulation keeps the same free lists (``Pool``), so the peak counts the
+storages kept free at that instant (``pooled``), not only the live ones.
 """
 
 from __future__ import annotations
@@ -29,7 +34,31 @@ CLASSES = (
     "working_copies_f16",
     "working",
     "loop_state",
+    "pooled",
 )
+
+
+@dataclass
+class Pool:
+    """The free storages a WebGPU pool keeps, by size class, and their bytes."""
+
+    free: dict[int, int] = field(default_factory=dict)
+    bytes: int = 0
+
+    def take(self, nbytes: int) -> int:
+        """Bytes a buffer of ``nbytes`` took from the free lists (0: a new storage)."""
+        if not self.free.get(nbytes):
+            return 0
+        self.free[nbytes] -= 1
+        self.bytes -= nbytes
+        return nbytes
+
+    def give(self, nbytes: int) -> None:
+        self.free[nbytes] = self.free.get(nbytes, 0) + 1
+        self.bytes += nbytes
+
+    def copy(self) -> Pool:
+        return Pool(dict(self.free), self.bytes)
 
 
 def cost_fn(device: str):
@@ -50,6 +79,7 @@ class MemoryProfile:
     # the peak once the model is built (its construction's temporaries, such as the f32
     # weights a quantised base replaces, are gone before anything runs on it)
     run_peak: int = 0
+    pool: Pool = field(default_factory=Pool)  # the free storages kept at the end
 
 
 def classify(tr: Trace) -> dict[int, str]:
@@ -78,14 +108,26 @@ def classify(tr: Trace) -> dict[int, str]:
     return cls
 
 
-def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryProfile:
-    """``loop_scalars`` 0-d f32 tensors are live throughout (the train loop's own)."""
+def profile(
+    tr: Trace,
+    device: str = "webgpu",
+    loop_scalars: int = 0,
+    pool: Pool | None = None,
+    built: bool = False,
+) -> MemoryProfile:
+    """``loop_scalars`` 0-d f32 tensors are live throughout (the train loop's own);
+    ``pool``: the free storages a WebGPU pool starts with (used up in place; none off
+    WebGPU, where nothing is kept); ``built``: the model already exists, so the trace's
+    construction (its ``params`` phase) is left out."""
     cost = cost_fn(device)
     cls = classify(tr)
+    pool = pool if pool is not None else Pool()
+    pooling = device == "webgpu"
     live = {c: 0 for c in CLASSES}
     live["loop_state"] = loop_scalars * cost(1, f32)
+    live["pooled"] = pool.bytes
     sizes: dict[int, tuple[int, str]] = {}
-    total = peak = live["loop_state"]
+    total = peak = live["loop_state"] + pool.bytes
     at_peak = dict(live)
     class_peaks = dict(live)
     phase = peak_phase = ""
@@ -94,20 +136,29 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
     for e in tr.events:
         if e[0] == "alloc":
             s, numel, dtype, phase = e[1], e[2], e[3], e[4]
+            if built and phase == "params":
+                continue
             nbytes = cost(numel, dtype)
             c = cls[s]
             sizes[s] = (nbytes, c)
+            reused = pool.take(nbytes) if pooling else 0
+            live["pooled"] -= reused
             live[c] += nbytes
-            total += nbytes
+            total += nbytes - reused
             class_peaks[c] = max(class_peaks[c], live[c])
             if total > peak:
                 peak, at_peak, peak_phase = total, dict(live), phase
             if phase != "params":
                 run_peak = max(run_peak, total)
-        elif e[0] == "release":
+        elif e[0] == "release" and e[1] in sizes:
             nbytes, c = sizes.pop(e[1])
             live[c] -= nbytes
-            total -= nbytes
+            if pooling:  # kept for a later buffer of its size class
+                pool.give(nbytes)
+                live["pooled"] += nbytes
+                class_peaks["pooled"] = max(class_peaks["pooled"], live["pooled"])
+            else:
+                total -= nbytes
         elif e[0] == "run" and device == "webgpu":
             # the backend's scratch storage grows to the largest request and stays
             floats = scratch_floats(e[1], e[2], e[4])
@@ -127,7 +178,7 @@ def profile(tr: Trace, device: str = "webgpu", loop_scalars: int = 0) -> MemoryP
         reverse=True,
     )[:5]
     return MemoryProfile(peak, at_peak, class_peaks, peak_phase, at_end, largest,
-                         run_peak=run_peak)  # fmt: skip
+                         run_peak=run_peak, pool=pool)  # fmt: skip
 
 
 def scratch_bytes(tr: Trace, device: str = "webgpu") -> int:

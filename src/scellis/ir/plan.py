@@ -4,7 +4,8 @@ Before the first step: trace the record's step on the null device, replay its bu
 lifetimes through the target's allocator rounding (``ir.memory``), then check
 
 - the peak (parameters + gradients + optimizer state + saved activations + inputs +
-  f16 working copies + working memory, summed where co-resident) against the budget;
+  f16 working copies + working memory, summed where co-resident, and on WebGPU the
+  storages the pool keeps free for their size class) against the budget;
   with replay (a training step replayed as a recorded schedule, WebGPU), what the
   schedule keeps resident: every buffer of the recorded step in its own storage, with
   an evaluation forward on top;
@@ -35,7 +36,7 @@ from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
 from .graph import op_graph
 from .kernels import lower
 from .limits import Target, human
-from .memory import CLASSES, cost_fn, profile, scratch_bytes
+from .memory import CLASSES, Pool, cost_fn, profile, scratch_bytes
 from .remedies import HEADROOM_WARN, TOO_LARGE, Remediation, apply_edits
 from .remedies import remediations as remediations_of
 from .schedule import schedule
@@ -282,26 +283,27 @@ def make_plan(
     tr = trace(record, mode=mode, batch=batch, precision=precision, update=update, device=dev)
     prof = profile(tr, target.device, loop_scalars if mode == "training" else 0)
     eval_peak = 0
+    kept = sum(prof.at_end[c] for c in PERSISTENT)
+    ev_tr = None
     if mode == "training" and eval_batch:
-        # evaluation runs between steps: its forward shares the device with everything
-        # a step leaves behind (parameters, gradients, optimizer state, loop scalars)
-        ev = profile(
-            trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev),
-            dev,
-        )
-        kept = sum(prof.at_end[c] for c in PERSISTENT)
-        # the forward's own peak: the model is built (its parameters, replaced by the
-        # training model's ``kept``) before evaluation runs
-        eval_peak = ev.run_peak - ev.at_end["parameters"] + kept
+        # evaluation runs between steps, on the model already built (the training
+        # model's ``kept`` stands for its parameters): its forward shares the device with
+        # everything a step leaves behind, and draws on the storages left in the pool
+        ev_tr = trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev,
+                      with_loss=True)  # fmt: skip
+        eval_peak = profile(ev_tr, dev, pool=prof.pool.copy(), built=True).peak + kept
     problems, warnings, largest, packed, kernels = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     resident = 0
-    if replay and mode == "training" and dev == "webgpu":
-        resident = replay_resident(tr, dev, loop_scalars)
-        kept = sum(prof.at_end[c] for c in PERSISTENT)
-        # an evaluation forward runs beside the schedule's buffers
-        peak = max(peak, resident + max(0, eval_peak - kept))
+    if replay and mode == "training" and dev == "webgpu" and steps_repeat(tr):
+        resident, pool = replay_resident(tr, dev, loop_scalars)
+        peak = max(peak, resident)
+        if ev_tr is not None:
+            # an evaluation forward runs beside the schedule's buffers, drawing on the
+            # pool's free storages (counted in ``resident``)
+            extra = profile(ev_tr, dev, pool=pool.copy(), built=True).peak - pool.bytes
+            peak = max(peak, resident + extra)
     if peak > target.budget:
         problems.insert(
             0,
@@ -357,6 +359,8 @@ def replanner(record: dict, target: Target, kwargs: dict):
 
     def replan(edits: dict, options: dict) -> Plan:
         kw = {**kwargs, **options, "remediate": False}
+        if not kw.pop("validate", True):  # no validation pass: no evaluation forward
+            kw["eval_batch"] = None
         if "batch_size" in edits:
             kw["batch"] = None
         if "eval.batch_size" in edits and kw.get("eval_batch"):
@@ -381,7 +385,24 @@ def quantized_base(record: dict, tr: Trace) -> dict:
     return {"format": fmt, "weights": weights, "bytes": size}
 
 
-def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:
+def steps_repeat(tr: Trace) -> bool:
+    """Whether the traced steps' forward, loss and backward repeat op for op with the
+    same attributes, as a step must to replay (dropout's Philox draw, for one, changes
+    each step: such a run takes eager steps). The update is left out (the replay patches
+    the optimizer's per-step values), and so are constants (the first step makes the
+    ones later steps find cached)."""
+    steps: dict[str, list] = {}
+    at = None
+    for e in tr.events:
+        if e[0] == "mark":
+            at = e[1] if e[1].startswith("step ") else None
+        elif e[0] == "run" and at is not None and e[5] != "optimizer" and e[1] != "full":
+            steps.setdefault(at, []).append((e[1], e[4]))
+    runs = list(steps.values())
+    return all(r == runs[0] for r in runs[1:])
+
+
+def replay_resident(tr: Trace, device: str, loop_scalars: int) -> tuple[int, Pool]:
     """The device memory replayed steps hold, at its peak: the recorded step keeps the
     storages it allocates (reusing its own released ones by size class, as it ran
     eagerly) beside everything that lives through it, so the traced steady step is
@@ -397,29 +418,30 @@ def replay_resident(tr: Trace, device: str, loop_scalars: int) -> int:
     last = steps[-1] if steps else None
     live = peak = inputs = 0
     counted: dict[int, tuple[int, bool]] = {}  # serial -> (bytes, made in the last step)
-    free: dict[int, int] = {}  # size class -> the last step's storages no buffer holds
+    own = Pool()  # the last step's storages no buffer holds: the schedule's, kept
+    pool = Pool()  # the device pool's free storages, which a recorded step draws on
     in_step = False
     for e in tr.events:
         if e[0] == "mark":
             in_step = e[1] == last
         elif e[0] == "alloc" and e[1] not in replaced:
             nbytes = cost(e[2], e[3])
-            if in_step and free.get(nbytes):
-                free[nbytes] -= 1
-            else:
+            if not (in_step and own.take(nbytes)):
+                pool.take(nbytes)
                 live += nbytes
             counted[e[1]] = (nbytes, in_step)
             if in_step and allocs[e[1]][2] == "input":
                 inputs += nbytes
         elif e[0] == "release" and e[1] in counted:
             nbytes, mine = counted.pop(e[1])
-            if mine:
-                free[nbytes] = free.get(nbytes, 0) + 1
-            else:
+            (own if mine else pool).give(nbytes)
+            if not mine:
                 live -= nbytes
         if in_step:
-            peak = max(peak, live)
-    return peak + scratch_bytes(tr, device) + 2 * inputs + 2 * loop_scalars * cost(1, f32)
+            # the pool's free storages are held beside the schedule's
+            peak = max(peak, live + pool.bytes)
+    extra = scratch_bytes(tr, device) + 2 * inputs + 2 * loop_scalars * cost(1, f32)
+    return peak + extra, pool
 
 
 def _quantised_away(tr: Trace) -> set[int]:

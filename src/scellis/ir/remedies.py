@@ -45,8 +45,8 @@ Replan = Callable[[dict, dict], "Plan"]
 class Remediation:
     """One fix of a plan: what it is, the edit that applies it, what it gives."""
 
-    kind: str  # batch_size | eager_steps | activation_checkpointing | precision | peft |
-    #            quantize_base | combined | narrower_layers | sharded
+    kind: str  # batch_size | eager_steps | no_validation | activation_checkpointing |
+    #            precision | peft | quantize_base | combined | narrower_layers | sharded
     fix: str  # in a few words, for a line of text or a button
     saving: int  # bytes off the plan's peak: planned, or (advice) an estimate
     detail: str
@@ -156,6 +156,11 @@ def _candidates(record: dict, plan: Plan) -> list[tuple]:
             )
         )
     training = plan.mode == "training"
+    if training and plan.eval_peak > plan.step_peak:
+        # the validation forward (at its own batch) is what sets the peak
+        out.append(("no_validation", "no validation pass (--no-validate)", {},
+                    {"validate": False}, "the run trains without evaluating on the "
+                    "validation split"))  # fmt: skip
     if training and plan.classes.get("activations") and not record.get("activation_checkpointing"):
         out.append(("activation_checkpointing",
                     "activation checkpointing (activation_checkpointing: true)",

@@ -182,18 +182,22 @@ def trace(
     supports_f16: bool = True,
     update=None,
     device: str = "webgpu",
+    with_loss: bool = False,
 ) -> Trace:
     """Trace ``record``'s model: one inference forward, or ``steps`` training steps.
 
     ``device`` is the name the traced code sees: a block that picks its path by device
-    (attention takes flash on webgpu) then takes the path it will take there."""
+    (attention takes flash on webgpu) then takes the path it will take there.
+    ``with_loss``: the inference forward is a validation batch's, its loss computed on
+    the targets as the loop's validation pass does."""
     if mode not in ("inference", "training"):
         raise ScellisError(f"trace mode is inference or training, not {mode!r}")
     dev = TracingBackend(supports_f16=supports_f16, name=device)
     b = batch_size(record, batch)
     tr = Trace(record, b, mode, _precision(record, precision), dev.events)
     if mode == "inference":
-        tr.keep = run_inference(record, dev, batch=b, precision=tr.precision, tr=tr)
+        tr.keep = run_inference(record, dev, batch=b, precision=tr.precision, tr=tr,
+                                with_loss=with_loss)  # fmt: skip
     else:
         tr.keep = run_training(
             record, dev, batch=b, precision=tr.precision, steps=steps, tr=tr, update=update
@@ -241,11 +245,13 @@ def run_inference(
     precision: str | None = None,
     feed=None,
     tr: Trace | None = None,
+    with_loss: bool = False,
 ):
     """Build ``record``'s model on ``dev`` and run one inference forward (what an
-    inference ``trace`` traces). On a real device ``feed(dev, shape, dtype)`` makes each
-    input (it must allocate exactly one buffer, as a batch upload does); on the tracing
-    device ``tr`` collects the bookkeeping. Returns (model, None)."""
+    inference ``trace`` traces), and its loss on targets when ``with_loss``. On a real
+    device ``feed(dev, shape, dtype)`` makes each input (it must allocate exactly one
+    buffer, as a batch upload does); on the tracing device ``tr`` collects the
+    bookkeeping. Returns (model, None)."""
     b = batch_size(record, batch)
     compute = _compute_dtype(record, precision)
     feed = feed or _input
@@ -262,12 +268,26 @@ def run_inference(
         xs = to_compute(xs, compute)
         with _blocks_labelled(model, dev, tr.block_shapes if tr else None):
             out = model(*xs)
+        if with_loss and record.get("loss") and not isinstance(out, tuple):
+            _validation_loss(record, dev, out, b, feed)
     outs = out if isinstance(out, tuple) else (out,)
     if tr is not None:
         tr.outputs = [serial(o) for o in outs]
         tr.output_views = [(o.shape, o.strides, o.offset) for o in outs]
     _marker(dev, tr)(("mark", "end"))
     return model, None
+
+
+def _validation_loss(record: dict, dev, pred, rows: int, feed) -> None:
+    """The validation pass's loss of one batch (train/evaluation.py): the targets
+    uploaded, the loss in f32, scaled by the batch's rows."""
+    loss = entry_object(record["loss"], "loss")
+    target_of = _TARGETS.get(record["loss"].get("block_id", ""), lambda s, d: (s, d))
+    with _phase(dev, "input"):
+        y = feed(dev, *target_of(pred.shape, pred.dtype))
+    if pred.dtype == f16:
+        pred = pred.cast("f32")
+    loss(pred, y) * float(rows)
 
 
 def run_training(

@@ -40,25 +40,33 @@ def plan_run(record: dict, target=None, *, device=None, budget: str | None = Non
 
 
 def plan_steps(record: dict, target=None, *, device=None, budget: str | None = None,
-               replay: bool = True, remediate: bool = True,
+               replay: bool = True, validate: bool = True, remediate: bool = True,
                **kwargs) -> tuple[Plan, bool]:  # fmt: skip
     """(plan, replay): the plan of the step the run will take. Replayed steps when asked
     for and they fit; when only their residency is over the budget and eager steps fit,
-    the eager plan, made yellow, with a warning naming both peaks. ``kwargs``: ``mode``
-    (a record edit is the way to plan another batch size or precision)."""
+    the eager plan, made yellow, with a warning naming both peaks. ``validate``: the run
+    evaluates on the validation split (its forward is planned beside the step's state).
+    ``kwargs``: ``mode`` (a record edit is the way to plan another batch size or
+    precision)."""
     if target is None:
         target = target_of_device(device, budget)
-    plan, settled = _settled(record, target, replay, kwargs)
+    plan, settled = _settled(record, target, replay, _validating(kwargs, validate))
     if remediate and plan.verdict != "green":
 
         def replan(edits: dict, options: dict) -> Plan:
             # the replay the run asks for, not the one it settled on: an edited record
             # may replay again, as its run would
             edited = apply_edits(record, edits)
-            return _settled(edited, target, options.get("replay", replay), kwargs)[0]
+            kw = _validating(kwargs, options.get("validate", validate))
+            return _settled(edited, target, options.get("replay", replay), kw)[0]
 
         plan.remediations = remediations(record, plan, replan)
     return plan, settled
+
+
+def _validating(kwargs: dict, validate: bool) -> dict:
+    """``kwargs`` with no evaluation forward planned when the run does not validate."""
+    return kwargs if validate else {**kwargs, "eval_batch": 0}
 
 
 def _settled(record: dict, target, replay: bool, kwargs: dict) -> tuple[Plan, bool]:

@@ -238,15 +238,17 @@ class Cadence:
 
 def _plan_or_refuse(record: dict, dev, budget, o: RunOptions) -> tuple[E.Plan, RunOptions]:
     """The run's plan, and its options with replay off where only eager steps fit."""
-    plan, replay = plan_steps(record, device=dev, budget=budget, replay=o.replay)
+    plan, replay = plan_steps(record, device=dev, budget=budget, replay=o.replay,
+                              validate=o.validate)  # fmt: skip
     if plan.verdict == "red":
         raise PlanRefused(plan)  # before anything is allocated on the device
     return E.Plan(**plan.record()), replace(o, replay=replay)
 
 
-def plan_event(record: dict, device, replay: bool = True) -> E.Plan:
+def plan_event(record: dict, device, replay: bool = True, validate: bool = True) -> E.Plan:
     """The memory plan of ``record`` on ``device``, whatever its verdict."""
-    return E.Plan(**plan_steps(record, device=get_device(device), replay=replay)[0].record())
+    plan = plan_steps(record, device=get_device(device), replay=replay, validate=validate)[0]
+    return E.Plan(**plan.record())
 
 
 def start_run(raw: bytes, label: str = "record.sml", *, options: RunOptions | None = None,

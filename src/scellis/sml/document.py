@@ -246,6 +246,29 @@ class Document:
                 return
         self._splice([(node.start_mark.index, node.end_mark.index, new)])
 
+    def remove_key(self, path: tuple) -> None:
+        """Delete the key at ``path`` and its value (nothing when it is absent): its lines
+        in a block mapping, its entry in a flow one (that mapping is written again)."""
+        path = tuple(path)
+        parent = self.node(path[:-1])
+        if not isinstance(parent, MappingNode) or self.node(path) is None:
+            return
+        if parent.flow_style:
+            kept = {k: v for k, v in self._value(path[:-1]).items() if k != path[-1]}
+            self._splice([(parent.start_mark.index, parent.end_mark.index, render(kept))])
+            return
+        for k, v in parent.value:
+            if k.value == path[-1]:
+                start = self.text.rfind("\n", 0, k.start_mark.index) + 1
+                self._splice([(start, self._line_end(_last_end(v)), "")])
+                return
+
+    def _value(self, path: tuple):
+        value = self.data
+        for key in path:
+            value = value[key]
+        return value
+
     def _block_path(self, block: str) -> tuple:
         if block in SECTIONS:
             return (block,)

@@ -105,6 +105,9 @@ async def fit_loop(
             if c.augment is not None:  # keyed by (seed, step): a resumed run draws the same
                 x = c.augment.apply(x, ts.seed, ts.step)
             r.step(x, y)
+            # the batch goes before the next is made (and before a validation pass): two
+            # batches are never co-resident, as the memory plan counts them
+            del x, y
             ts.step += 1
             for why in r.replay.untold() if r.replay is not None else ():
                 yield Info(message=f"replay: step {ts.step} ran eagerly: {why}", step=ts.step)

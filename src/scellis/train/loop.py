@@ -17,6 +17,7 @@ including the device time since the last readback), ``eval``, ``epoch``,
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from functools import partial
 
 from ..autograd import no_grad
@@ -36,6 +37,21 @@ from .precision import resolve_precision
 from .replay import TrainReplay, replays
 from .state import TrainState
 from .step import train_step
+
+
+@contextmanager
+def kernels_for(device, tier: str):
+    """Inside, ``device`` picks its kernel variants for ``tier`` (a device whose kernels
+    have none ignores it); the device's earlier tier comes back after, so eager work
+    outside a run keeps the debug kernels."""
+    if not hasattr(device, "tier"):
+        yield
+        return
+    before, device.tier = device.tier, tier
+    try:
+        yield
+    finally:
+        device.tier = before
 
 
 class _Run:
@@ -65,8 +81,9 @@ class _Run:
 
     # -- the step: device work only --
     def step(self, x, y) -> None:
-        # the tier's kernels (train.determinism.KERNELS); a recorded step keeps them
-        with choosing(self.tier.kernels):
+        # the tier's kernels (train.determinism.KERNELS; the device's variants by tier);
+        # a recorded step keeps them
+        with choosing(self.tier.kernels), kernels_for(self.device, self.tier.effective):
             if self.replay is not None:
                 self.replay.step(self, x, y)  # the recorded schedule, or this eager step
                 return
@@ -147,10 +164,12 @@ class _Run:
 
     async def evaluate(self) -> Eval:
         ts = self.ts
-        val, metrics = await validation_pass(
-            self.model, self.loss, self.config.val_data, seed=ts.seed, compute=self.prec.compute,
-            metrics=self.config.metrics, read=self._read, forward=self.config.forward,
-        )  # fmt: skip
+        with kernels_for(self.device, self.tier.effective):
+            val, metrics = await validation_pass(
+                self.model, self.loss, self.config.val_data, seed=ts.seed,
+                compute=self.prec.compute, metrics=self.config.metrics, read=self._read,
+                forward=self.config.forward,
+            )  # fmt: skip
         ts.metrics["val_loss"] = val
         self.last_eval_step = ts.step
         ev = Eval(step=ts.step, epoch=ts.epoch, val_loss=val, metrics=metrics)

@@ -2,7 +2,7 @@
 
 The worker sends ``{id, cmd, args}``; ``dispatch`` calls the command ``cmd`` of the
 registry (``webapp.commands``: the functions of ``run_api``, ``runs_api``, ``model_api``,
-``import_api``, ``use_api``, ``kept_data`` and ``share_api`` registered with
+``import_api``, ``use_api``, ``kept_data``, ``share_api`` and ``extension_api`` registered with
 ``@command``) with the JSON arguments as keywords and returns its value or async
 generator. A ScellisError is remembered for ``last_error`` so the page gets its message
 and located diagnostics rather than a Python traceback.
@@ -19,6 +19,7 @@ from ..devices.base import get_device
 from ..version import __version__
 from . import commands as registry
 from . import (  # noqa: F401 - imported for their @command registrations
+    extension_api,
     import_api,
     kept_data,
     model_api,
@@ -118,6 +119,7 @@ def hello() -> dict:
             "vendor": info.vendor,
             "backend": info.backend,
             "features": info.features,
+            "device_features": info.device_features,  # those the device was opened with
         }
         if info
         else None,

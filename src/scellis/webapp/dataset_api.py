@@ -233,6 +233,7 @@ def dataset_from(
             f"a {'CSV' if fmt == 'csv' else 'text'} file needs a record made for it"
         )
     path = _save(folder, name, text)
+    leaves_season = False
     updates: dict = {"source": str(path), "format": fmt, **_checked_options(fmt, options)}
     if fmt == "csv":
         if "features" in data or "target" in data:
@@ -258,6 +259,12 @@ def dataset_from(
                 updates["season"] = advice["season"]
         if updates.get("normalise") == "season" and "season" not in data:
             updates["season"] = _season_for(data, updates, path, column)
+        # the season belongs to the season mode alone: leaving that mode drops it
+        leaves_season = (
+            "season" in data and updates.get("normalise", data.get("normalise")) != "season"
+        )
+        if leaves_season:
+            data = {k: v for k, v in data.items() if k != "season"}
         digest, info = _csv_digest({**data, **updates}, path)
         if advice:
             info["advice"] = advice
@@ -268,6 +275,8 @@ def dataset_from(
     if "data" not in doc.data:
         doc.set(("data",), updates)
     else:
+        if leaves_season:
+            doc.remove_key(("data", "season"))
         for k, v in updates.items():
             doc.set(("data", k), v)
     follow_data(doc, before)  # a new window or horizon: the inputs and the head follow

@@ -59,11 +59,13 @@ def event_schema() -> dict:
 
 
 @command(writes_store=False)
-def plan(record_text: str, device: str = "webgpu", replay: bool = True) -> dict:
+def plan(record_text: str, device: str = "webgpu", replay: bool = True,
+         validate: bool = True) -> dict:  # fmt: skip
     """The memory plan of ``record_text``'s training step on ``device``'s limits,
     before anything runs (the ir layer's planner, tracing on the null device), with
-    the run's ``replay`` option as the run would take it."""
-    return plan_event(check_record(record_text), device, replay=replay).to_dict()
+    the run's ``replay`` and ``validate`` options as the run would take them."""
+    return plan_event(check_record(record_text), device, replay=replay,
+                      validate=validate).to_dict()  # fmt: skip
 
 
 @command(writes_store=False)

@@ -83,7 +83,24 @@ function addBlockRow(form, catalog, onEdit) {
   return row;
 }
 
-export function createForm(root, { onEdit, onError, catalog }) {
+// The optimizer card's picker: every registered optimizer (a user's loaded extension's
+// too); a pick replaces the section, keeping lr where the new one takes it.
+function optimizerPick(entry, choices, onEdit) {
+  const pick = el("select", "mv-block-id mv-pick");
+  pick.setAttribute("aria-label", "optimizer");
+  for (const c of choices) { const o = el("option", "", c.id); o.value = c.id; o.title = c.doc; pick.appendChild(o); }
+  pick.value = entry.block_id;
+  pick.addEventListener("change", () => {
+    const next = { block_id: pick.value };
+    const lr = entry.fields.find((f) => f.name === "lr");
+    const takes = choices.find((c) => c.id === pick.value)?.fields.some((f) => f.name === "lr");
+    if (lr && lr.value != null && takes) next.lr = lr.value;
+    onEdit({ kind: "set_paths", set: { optimizer: next } });
+  });
+  return pick;
+}
+
+export function createForm(root, { onEdit, onError, catalog, optimizers = () => null }) {
   let signature = "";
   const inputs = new Map(); // "block/field" -> {input, msg, f}
   const reading = new Map(); // block -> its "in:" line (updated in place: a rewire keeps the cards)
@@ -146,7 +163,9 @@ export function createForm(root, { onEdit, onError, catalog }) {
       });
       head.appendChild(name);
     } else head.appendChild(el("span", "mv-card-title", title));
-    head.appendChild(el("span", "mv-block-id", entry.block_id || kindLabel));
+    const choices = kindLabel === "optimizer" ? optimizers() : null;
+    if (choices && choices.some((c) => c.id === entry.block_id)) head.appendChild(optimizerPick(entry, choices, onEdit));
+    else head.appendChild(el("span", "mv-block-id", entry.block_id || kindLabel));
     if (removable) {
       const rm = el("button", "mv-remove", "✕");
       rm.title = `remove block ${block}`;
@@ -170,7 +189,8 @@ export function createForm(root, { onEdit, onError, catalog }) {
   function sig(form) {
     const b = Object.entries(form.blocks).map(([n, e]) => [n, e.block_id, e.fields.map((f) => f.name), "in" in e]);
     const p = Object.entries(form.pipeline).map(([n, e]) => [n, e.block_id, e.fields.map((f) => f.name)]);
-    return JSON.stringify([b, p, form.settings.map((s) => s.name)]);
+    const picks = (optimizers() || []).map((c) => c.id);
+    return JSON.stringify([b, p, form.settings.map((s) => s.name), picks]);
   }
 
   function build(form) {

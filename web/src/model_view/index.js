@@ -98,12 +98,21 @@ export function mount(el, client, app) {
     onEdit: (edit) => send(edit, edit.kind),
     onError: (msg) => setStatus(msg, "bad"),
     catalog: () => state.catalog,
+    optimizers: () => state.optimizers,
   });
   state.catalog = null;
-  client.call("catalog", { kind: "block" }).then((c) => {
-    state.catalog = c;
+  state.optimizers = null;
+  const fetchCatalog = () => Promise.all([
+    client.call("catalog", { kind: "block" }), client.call("catalog", { kind: "optimizer" }),
+  ]).then(([blocks, optimizers]) => {
+    state.catalog = blocks;
+    state.optimizers = optimizers;
     if (state.view && state.view.parsed) { form.rebuild(); form.render(state.view.form, state.view.diagnostics); }
   }, () => {});
+  fetchCatalog();
+  // a user's extension loaded (run/extension_load.js): new entries to pick, and the
+  // record checked again against them
+  app.on("catalog", () => fetchCatalog().then(() => { if (app.record) project(app.record, "load"); }));
   let codeTimer = null;
   const code = createCode($(".mv-code"), {
     onChange: (text) => {

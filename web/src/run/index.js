@@ -5,6 +5,7 @@ import { renderSample } from "./samples.js";
 import { showEvent, showPlan } from "./show.js";
 import { watchPlan } from "./live_plan.js";
 import { createFixer } from "./plan_fix.js";
+import { mountExtensionLoader } from "./extension_load.js";
 import { createQuickRun } from "./quick_run.js";
 import { optionsHtml, readOptions } from "./options.js";
 import OPTIONS from "./options.schema.json";
@@ -36,6 +37,7 @@ const TEMPLATE = `
   <div id="run-options-main" class="run-options-fields"></div>
   <details id="run-options" class="run-options"><summary>more run options</summary>
     <div id="run-options-fields" class="run-options-fields"></div></details>
+  <div id="run-extensions" class="run-extensions"></div>
   <div id="run-share" class="run-share" role="status" aria-live="polite" hidden></div>
   <div id="run-plan" class="plan plan-none" role="status">memory plan: not computed yet</div>
   <div class="progress"><div id="run-progress-bar"></div></div>
@@ -83,6 +85,7 @@ export function mount(el, client, app) {
     app.emit("run-log", text);
   };
   state.log = log;
+  mountExtensionLoader($("run-extensions"), { client, app, log });
 
   // what the last run showed: gone once another run starts or another example is picked
   function clearRunView() {
@@ -276,12 +279,13 @@ export function mount(el, client, app) {
   const plan = watchPlan({
     client, app, state, box: $("run-plan"),
     show: (box, ev) => { showPlan(box, ev, view.applyFix); fixed(ev); },
-    options: () => ({ replay: panelOptions().replay }),
+    options: () => { const o = panelOptions(); return { replay: o.replay, validate: o.validate }; },
   });
   state.plan = plan;
   view.applyFix = createFixer({ client, app, $, replan: () => plan.soon(), log });
-  // the plan counts replayed steps' residency: it follows the replay box too
-  $("run-replay").addEventListener("change", () => plan.soon());
+  // the plan counts replayed steps' residency and the validation forward: it follows
+  // the replay and validate boxes too
+  for (const id of ["run-replay", "run-validate"]) $(id).addEventListener("change", () => plan.soon());
 
   // a quick run not sized yet times a few steps first (quick_run.js)
   async function trainSized() {

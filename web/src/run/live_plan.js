@@ -1,7 +1,8 @@
 // The memory plan, kept in step with the record: each change of the record marks the
 // shown verdict as out of date at once, and a `plan` call a moment after the last
 // change (typing sends many) replaces it. A reply for an older record is dropped.
-// options(): the run options the plan depends on (replay), as the run would take them.
+// options(): the run options the plan depends on (replay, validate), as the run would
+// take them.
 const DEBOUNCE_MS = 600;
 
 export function watchPlan({ client, app, state, box, show, options = () => ({}) }) {

@@ -12,6 +12,9 @@ export function createFixer({ client, app, $, replan, log }) {
     if (!input) throw new Error(`the run options have no ${name}`);
     if (input.type === "checkbox") input.checked = Boolean(value);
     else input.value = value == null ? "" : String(value);
+    // an option among "more run options" is shown changed, not changed out of sight
+    const folded = input.closest("details");
+    if (folded) folded.open = true;
   }
 
   async function editRecord(set) {

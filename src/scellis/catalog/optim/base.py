@@ -218,7 +218,14 @@ class Optimizer:
     def host_step(self) -> list[dict]:
         """The host half of ``step()``, for a replayed step (runtime.replay): the attrs
         of each run's update in dispatch order, with the step counts advanced as
-        ``step()`` advances them. No device work."""
+        ``step()`` advances them. No device work. An optimizer whose own ``step`` writes
+        its update with ordinary ops (a user's, through the catalog API) has no fused op
+        to patch: its update was recorded with the step and replays as it ran (a host
+        value that changes each step makes the traces differ, so it never replays), and
+        only its step count advances here."""
+        if type(self).attrs is Optimizer.attrs:
+            self.step_count += 1
+            return []
         out = []
         for opts, grp in zip(self.param_groups, self._groups):
             for i, j in grp.runs():

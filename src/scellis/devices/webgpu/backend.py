@@ -19,6 +19,7 @@ from ..base import Buffer, OneInstance, View
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
+from .kernels.variants import subgroup_reductions
 from .kernels.workgroup_memory import workgroup_bytes
 from .launch_cache import LaunchCache, Limits, bind, signature
 
@@ -79,6 +80,9 @@ class WebGPUBackend(OneInstance):
         self.live_bytes = 0
         self.peak_bytes = 0
         self.pooled_bytes = 0
+        # the pool's own high-water mark: storages in use plus the free ones it keeps
+        # (what the device really holds; above ``peak_bytes`` by the pool's fragmentation)
+        self.held_peak_bytes = 0
         self.stats = {"pipelines": 0, "compile_s": 0.0, "dispatches": 0, "allocs": 0, "reuses": 0,
                       "read_bytes": 0}  # fmt: skip
         # a replay.Trace while a step is being recorded: it sees every run, launch,
@@ -86,6 +90,10 @@ class WebGPUBackend(OneInstance):
         self.recorder = None
         # (op, host seconds to encode and launch it) while a profile collects them
         self.host_times: list | None = None
+        # the determinism tier of the run whose step or validation pass is being encoded
+        # (None: no run's, and the kernels are debug's); it picks kernel variants
+        # (kernels/variants.py)
+        self.tier: str | None = None
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -111,6 +119,7 @@ class WebGPUBackend(OneInstance):
             st = self._pooled_or_new(key)
             self.live_bytes += key
             self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            self.held_peak_bytes = max(self.held_peak_bytes, self.live_bytes + self.pooled_bytes)
             if self.recorder is not None:
                 self.recorder.claim(st)
         st.nbytes = nbytes
@@ -300,7 +309,10 @@ class WebGPUBackend(OneInstance):
         return self._source()
 
     def _source(self) -> Source:
-        return Source(self.limits, self.info.has_f16, software=self.info.software)
+        return Source(
+            self.limits, self.info.has_f16, software=self.info.software,
+            subgroups=subgroup_reductions(self.info.subgroups_on, self.tier),
+        )  # fmt: skip
 
     def _scratch(self, numel: int) -> View:
         """``numel`` f32 of scratch storage, for results passed between the launches of one
@@ -363,12 +375,14 @@ class WebGPUBackend(OneInstance):
             "live_bytes": self.live_bytes,
             "peak_bytes": self.peak_bytes,
             "pooled_bytes": self.pooled_bytes,
+            "held_peak_bytes": self.held_peak_bytes,
             # kernels' temporaries (outside the pool, kept once grown)
             "scratch_bytes": self._scratch_buf.handle.nbytes if self._scratch_buf else 0,
         }
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.live_bytes
+        self.held_peak_bytes = self.live_bytes + self.pooled_bytes
 
 
 def _native_gpu():

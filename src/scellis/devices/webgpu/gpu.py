@@ -35,6 +35,9 @@ class AdapterInfo:
     features: list[str]
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # the features the opened device was given (a subset of ``features``); empty until
+    # a device is opened on the adapter
+    device_features: list[str] = field(default_factory=list)
 
     @property
     def has_f16(self) -> bool:
@@ -50,7 +53,23 @@ class AdapterInfo:
 
     @property
     def has_subgroups(self) -> bool:
-        return "subgroup" in self.features or "subgroups" in self.features
+        return bool(subgroup_features(self.features))
+
+    @property
+    def subgroups_on(self) -> bool:
+        """Whether the opened device has subgroup operations enabled."""
+        return bool(subgroup_features(self.device_features))
+
+
+# WebGPU names the feature ``subgroups``; wgpu-native calls it ``subgroup``
+SUBGROUP_NAMES = ("subgroups", "subgroup")
+
+
+def subgroup_features(features) -> list[str]:
+    """The subgroup feature among ``features``, by the name its host gives it: what a
+    device request lists so that kernels may use subgroup operations (none when the
+    adapter lacks them: asking for an absent feature fails the request)."""
+    return [f for f in SUBGROUP_NAMES if f in features]
 
 
 class GPU(Protocol):

@@ -27,7 +27,7 @@ def new_source(
     accessors taking and returning whole vectors); returns the meta positions per view
     name."""
     check(base, views["q"].dtype.name, [*views.values(), out])
-    src = Source(base.limits, base.has_f16)
+    src = Source(base.limits, base.has_f16, subgroups=base.subgroups)
     scale = attention_scale(attrs, d)
     src.add_meta(b, h, t, s, 1 if attrs.get("causal") else 0, f32_bits(scale))
     at = {}

@@ -16,7 +16,9 @@ several multiply-adds:
   shared among the invocations as SR x SC register micro-tiles: per step of 4 columns
   an invocation reads SR + SC vectors and does 4 * SR * SC multiply-adds.
 - The softmax of a score block runs in workgroup memory, TPR invocations per row
-  reducing through it; each row's running max and sum live in those invocations.
+  reducing through it (on prod and fast, through subgroup shuffles where the device
+  has them: ``attention_subgroups``); each row's running max and sum live in those
+  invocations.
 - Products with the probabilities (P v, dS k, Pᵀ dO, dSᵀ q) give each invocation RT
   rows x one vec4 column group of the result, held in registers across all tiles.
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import attention_subgroups
 from .attention_common import addr, grid, head, new_source
 from .common import Source
 
@@ -401,9 +404,36 @@ def _store(p: Plan, rows: int, name: str, index: str, limit: str, factor: str) -
     return "\n".join(out) + "\n"
 
 
-def _row_stats(p: Plan, base: str, at: dict) -> str:
+def _row_stats(p: Plan, base: str, at: dict, sub: bool = False) -> str:
     """Stage each tile row's logsumexp and delta = dO . O - g_lse (rows at or past T: 0),
-    TPR invocations per row summing strided columns, then one finishing each row."""
+    TPR invocations per row summing strided columns, then one finishing each row (or,
+    ``sub``, where the rows' lanes form subgroup runs, a butterfly and a barrier)."""
+    if not sub:
+        return _row_stats_tree(p, base, at)
+    row = f"""      let ri = lid / {p.tpr}u; let part = lid - ri * {p.tpr}u; let i = {base} + ri;
+      let mine = lid < {p.bq * p.tpr}u;
+      var pd = 0.0;
+      if (mine && i < T) {{
+        for (var c = part; c < {p.d}u; c += {p.tpr}u) {{
+          pd += ld_gy({addr(at["gy"], "i", "c")}) * ld_y({addr(at["y"], "i", "c")});
+        }}
+      }}
+"""
+    finish = f"""      if (mine && part == 0u) {{
+        var dl = 0.0; var ls = 0.0;
+        if (i < T) {{
+          dl = pd - ld_gy({addr(at["gy"], "i", f"{p.d}u")});
+          ls = ld_y({addr(at["y"], "i", f"{p.d}u")});
+        }}
+        lse[ri] = ls; dlt[ri] = dl;
+      }}
+      workgroupBarrier();
+"""
+    sub_text = row + attention_subgroups.butterfly("pd", p.tpr, "+", "      ") + finish
+    return attention_subgroups.either(sub_text, _row_stats_tree(p, base, at))
+
+
+def _row_stats_tree(p: Plan, base: str, at: dict) -> str:
     return f"""    if (lid < {p.bq * p.tpr}u) {{
       let ri = lid / {p.tpr}u; let part = lid - ri * {p.tpr}u; let i = {base} + ri;
       var pd = 0.0;
@@ -462,6 +492,9 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     _decl(src, "red", "f32", p.bq * p.tpr)  # partial maxima
     _decl(src, "rsum", "f32", p.bq * p.tpr)  # partial sums
     _decl(src, "corr", "f32", p.bq)  # each row's rescale this tile; at the end, its sum
+    sub = attention_subgroups.applies(src, p.tpr, _floats(p, "forward"))
+    if sub:
+        attention_subgroups.declare(src)
     out_at = src.add_meta(outs[0].offset)  # a fresh contiguous [B, H, T, D+1]
     keys = Staging(p, p.bk, "S", _operands(at, vec, [("ks", "k"), ("vs", "v")]))
     score = f"""        let i = r0 + li; let j = j0 + lj;
@@ -471,6 +504,7 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
         head(p.wg, p.bq)
         + _load(p, p.bq, "r0", "T", _operands(at, vec, [("qs", "q")]))
         + _accumulators(p, ["o"], p.bq)
+        + (attention_subgroups.check(p.tpr) if sub else "")
         + f"""  // the softmax lanes: TPR per row, each keeping the row's running max and sum
   let srow = lid / {p.tpr}u; let part = lid - srow * {p.tpr}u;
   let soft = lid < {p.bq * p.tpr}u;
@@ -487,8 +521,70 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
         + "    workgroupBarrier();\n"
         + _prefetch(keys.fetch, "j0", p.bk, "kend")
         + _scores(p, [("qs", "ks")], score)
-        + f"""    workgroupBarrier();
-    if (soft) {{
+        + "    workgroupBarrier();\n"
+        + _softmax(p, sub)
+        + _rescale(p)
+        + _product(p, p.bq, bk4, [("o", "ss", "vs")])
+        + """    workgroupBarrier();
+  }
+"""
+        + f"""  let ob = mt[{out_at}u] + (b * H + h) * T * {d + 1}u;
+  if (soft && part == 0u) {{
+    corr[srow] = l;
+    if (r0 + srow < T) {{ st_o(ob + (r0 + srow) * {d + 1}u + {d}u, m + sc_log(l)); }}
+  }}
+  workgroupBarrier();
+"""
+        + _store(p, p.bq, "o", f"ob + i * {d + 1}u + c", "T", "1.0 / corr[li]")
+        + "}\n"
+    )
+    return [(src, grid(src, -(-t // p.bq), b * h))]
+
+
+def _softmax(p: Plan, sub: bool) -> str:
+    """One key tile's softmax step on the staged scores: each row's new max, its
+    exponentials (in place) and their sum into l, its rescale factor into corr."""
+    if not sub:
+        return _softmax_tree(p)
+    return attention_subgroups.either(_softmax_butterfly(p), _softmax_tree(p))
+
+
+def _softmax_butterfly(p: Plan) -> str:
+    """``_softmax_tree`` with the row's lanes meeting through subgroup shuffles: no
+    workgroup memory between them, one barrier (before the rescale reads corr)."""
+    fold = attention_subgroups.butterfly
+    return (
+        f"""      var pm = {MASKED};
+      if (soft) {{
+        for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{ pm = max(pm, ss[srow][j / 4u][j & 3u]); }}
+      }}
+"""
+        + fold("pm", p.tpr, "max", "      ")
+        + f"""      let mn = max(m, pm);
+      var ps = 0.0;
+      if (soft) {{
+        for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
+          let e = sc_exp(ss[srow][j / 4u][j & 3u] - mn);
+          ss[srow][j / 4u][j & 3u] = e;
+          ps += e;
+        }}
+      }}
+"""
+        + fold("ps", p.tpr, "+", "      ")
+        + """      if (soft) {
+        let cr = sc_exp(m - mn);
+        if (part == 0u) { corr[srow] = cr; }
+        l = l * cr + ps;
+        m = mn;
+      }
+      workgroupBarrier();
+"""
+    )
+
+
+def _softmax_tree(p: Plan) -> str:
+    """``_softmax`` with the row's lanes meeting in workgroup memory (red, rsum)."""
+    return f"""    if (soft) {{
       var pm = {MASKED};
       for (var j = part; j < {p.bk}u; j += {p.tpr}u) {{
         pm = max(pm, ss[srow][j / 4u][j & 3u]);
@@ -514,22 +610,6 @@ def forward(base: Source, ins, outs, attrs, cap: Cap):
     workgroupBarrier();
     if (soft) {{ for (var u = 0u; u < {p.tpr}u; u++) {{ l += rsum[srow * {p.tpr}u + u]; }} }}
 """
-        + _rescale(p)
-        + _product(p, p.bq, bk4, [("o", "ss", "vs")])
-        + """    workgroupBarrier();
-  }
-"""
-        + f"""  let ob = mt[{out_at}u] + (b * H + h) * T * {d + 1}u;
-  if (soft && part == 0u) {{
-    corr[srow] = l;
-    if (r0 + srow < T) {{ st_o(ob + (r0 + srow) * {d + 1}u + {d}u, m + sc_log(l)); }}
-  }}
-  workgroupBarrier();
-"""
-        + _store(p, p.bq, "o", f"ob + i * {d + 1}u + c", "T", "1.0 / corr[li]")
-        + "}\n"
-    )
-    return [(src, grid(src, -(-t // p.bq), b * h))]
 
 
 def _rescale(p: Plan) -> str:
@@ -560,6 +640,15 @@ def _backward_source(base: Source, ins, out, attrs, p: Plan):
     return src, at, vec
 
 
+def _stats_subgroups(src: Source, p: Plan, kind: str) -> bool:
+    """Whether a backward kernel that sums dO . O itself takes the butterfly (and then
+    declares its check's flag)."""
+    sub = attention_subgroups.applies(src, p.tpr, _floats(p, kind))
+    if sub:
+        attention_subgroups.declare(src)
+    return sub
+
+
 def _prob(i: str, j: str) -> str:
     """WGSL: p and ds of one score (s0 = q . k, s1 = dO . v) of query row li."""
     return f"""        let keep = {i} < T && {j} < S && (!causal || {j} <= {i});
@@ -571,6 +660,7 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
     b, h, t, d = ins[0].shape
     p = _plan(base, d, DQ_TILES, cap, "dq")
     src, at, vec = _backward_source(base, ins, out, attrs, p)
+    sub = _stats_subgroups(src, p, "dq")
     keep = ""
     if delta is not None:  # each row's delta, for the dk/dv pass (``backward``)
         src.operand("s", delta, write=True)
@@ -585,7 +675,8 @@ def _dq(base: Source, ins, out, attrs, cap: Cap, delta=None):
     src.body = (
         head(p.wg, p.bq)
         + _load(p, p.bq, "r0", "T", _operands(at, vec, rows))
-        + _row_stats(p, "r0", at)
+        + (attention_subgroups.check(p.tpr) if sub else "")
+        + _row_stats(p, "r0", at, sub)
         + keep
         + _accumulators(p, ["q"], p.bq)
         + f"""  var kend = S;
@@ -625,7 +716,9 @@ def _dkv(base: Source, ins, out, attrs, cap: Cap, delta=None):
 
         decl += _STATS_DECL
     else:
-        stats = _row_stats(p, "q0", at)
+        sub = _stats_subgroups(src, p, "dkv")
+        stats = _row_stats(p, "q0", at, sub)
+        decl = (attention_subgroups.check(p.tpr) if sub else "") + decl
     bq4 = p.bq // 4
     sst = _padded(bq4)
     _decl_rows(src, "pt", p.bk, sst)  # probabilities, [key][query]

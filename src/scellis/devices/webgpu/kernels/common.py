@@ -81,6 +81,8 @@ class Source:
     # the text of a finished kernel, kept (with_bindings): one string object, whose hash
     # the pipeline cache computes once
     kept_text: str | None = None
+    # row reductions may fold through subgroup operations (kernels/variants.py decides)
+    subgroups: bool = False
 
     def _bind(
         self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
@@ -166,6 +168,8 @@ class Source:
         if self.kept_text is not None:
             return self.kept_text
         enable = "enable f16;\n" if self.has_f16 and any("f16" in d for d in self.decls) else ""
+        if self.subgroups and "subgroup" in self.body + "".join(self.fns):
+            enable += "enable subgroups;\n"
         meta_b = len(self.bindings)
         return (
             enable

@@ -7,7 +7,8 @@ registers (up to CACHE elements each; past that it reads them again from memory,
 the same order). Every row sum is the same fixed order: each invocation adds its
 elements sequentially, then a binary tree in workgroup memory folds slot t with slot
 t + s for s = L/2, ..., 1. No atomics, no order that depends on timing: the ``debug``
-tier's bitwise repeatability holds.
+tier's bitwise repeatability holds. (On prod and fast, where the device has subgroups,
+the tree is ``subgroups.norm_folds``' instead: kernels/variants.py.)
 
 Forward, per row: the mean (layer norm only), then the variance about it (two
 passes, so no cancellation between E[x^2] and mean^2; RMS: the mean square of x), then
@@ -38,6 +39,7 @@ import math
 
 from .common import Source, f32_bits, grid_1d
 from .reduce import _tree, coalesce, offset_fn
+from .subgroups import norm_folds
 
 MAX_LANES = 256  # invocations per row at most (the default workgroup size limit)
 MIN_LANES = 32  # at least one subgroup's worth, even for narrow rows
@@ -85,6 +87,12 @@ def _folds(lanes: int, pairs: bool) -> str:
         f"  sa[lid] = a; sb[lid] = b;\n  workgroupBarrier();\n{two}\n"
         "  let r = vec2<f32>(sa[0], sb[0]);\n  workgroupBarrier();\n  return r;\n}\n"
     )
+
+
+def _row_folds(src: Source, lanes: int, pairs: bool) -> str:
+    """The row sums: subgroup folds where ``src`` allows them (prod and fast), else the
+    fixed trees."""
+    return norm_folds(lanes, pairs) if src.subgroups else _folds(lanes, pairs)
 
 
 class _Row:
@@ -175,7 +183,7 @@ def forward(src: Source, op: str, ins, outs, attrs):
     shift = f" + {_vector_operand(src, 'b', next(params))}" if attrs.get("bias") else ""
     src.operand("o", out, write=True, widen=True)
     out_at = src.add_meta(out.offset)
-    src.fns.append(_folds(lanes, pairs=False))
+    src.fns.append(_row_folds(src, lanes, pairs=False))
     load_x = f"ld_x(xb + c * mt[{xs_at}u])"
     body = (
         f"    let xb = mt[{x_at}u] + x_row(o);\n"
@@ -197,7 +205,7 @@ def backward(src: Source, op: str, ins, outs, attrs):
     scale = f" * {_vector_operand(src, 'w', ins[2])}" if attrs.get("weight") else ""
     src.operand("o", out, write=True, widen=True)
     out_at = src.add_meta(out.offset, rows * d)
-    src.fns.append(_folds(lanes, pairs=True))
+    src.fns.append(_row_folds(src, lanes, pairs=True))
     load_x = f"ld_x(xb + c * mt[{xs_at}u])"
     load_g = f"ld_g(gb + c * mt[{gs_at}u])"
     centred = "" if attrs.get("rms") else " - m.x"

@@ -34,6 +34,13 @@ All orders depend only on R and the shape, never on timing: no atomics, so the
 and rounds once on store), integers in i32/u32 with wrap-around (as the reference's
 cast back to 32 bits gives).
 
+On the prod and fast tiers, where the device has subgroups (kernels/variants.py), the
+long and split paths fold their 256 lanes' float sums, maxima and minima through
+``subgroups.fold_fn`` instead of the tree: one barrier, then each subgroup of n
+invocations sums 256/n slots per invocation and folds those by one subgroup operation,
+whose order is the hardware's. A sum then takes at most ceil(R/256) - 1 + 256/n - 1 +
+n - 1 roundings (``sum_error_bound`` is the trees'); prod's tolerance bounds it.
+
 Error bound of an f32 sum of R terms (u = 2^-24, gamma_k = k u / (1 - k u)): every
 term passes through at most k roundings, so |sum_gpu - sum_exact| <= gamma_k * sum|x|
 with k = R - 1 on the short path, k = ceil(R / 256) + 7 on the long path
@@ -55,6 +62,7 @@ from ....base.errors import ShapeError
 from ....base.shapes import numel
 from ...base import View
 from .common import Source, grid_1d, main_1d
+from .subgroups import fold_fn
 
 SHORT_R = 64  # at most this many reduced elements: one invocation per output
 READ_AHEAD = 8  # elements an invocation reads before it folds them (see _in_order)
@@ -239,7 +247,17 @@ def _tree(lanes: int, lane: str, fold, indent: str) -> str:
     return "\n".join(levels)
 
 
-def _long_main(op: str, acc: str, load: str, out) -> str:
+def _subgroup_fold(src: Source, op: str, acc: str) -> bool:
+    """Whether the long and split paths fold their lanes through subgroups (the variant
+    of prod and fast, kernels/variants.py: float sum, max and min; argmax and integers
+    keep the tree); when they do, ``wg_fold`` is declared."""
+    if not (src.subgroups and op in ("sum", "max", "min") and acc == "f32"):
+        return False
+    src.fns.append(fold_fn("wg_fold", WG_R, op))
+    return True
+
+
+def _long_main(op: str, acc: str, load: str, out, sub: bool = False) -> str:
     arg = op == "argmax"  # argmax carries the index of each slot's value alongside it
     if arg:
         tree_s = _tree(WG_R, "lid", lambda s: (
@@ -249,9 +267,18 @@ def _long_main(op: str, acc: str, load: str, out) -> str:
         tree_s = _tree(WG_R, "lid", lambda s: f"sv[lid] = cmb(sv[lid], sv[lid + {s}u]);", "    ")
     final = "acc = sv[0]; ai = si[0];" if arg else "acc = sv[0];"
     si_decl = f"var<workgroup> si: array<u32, {WG_R}>;\n" if arg else ""
+    lanes = (
+        f"    sv[lid] = acc;{' si[lid] = ai;' if arg else ''}\n    workgroupBarrier();\n"
+        f"{tree_s}\n"
+        f"    if (lid == 0u) {{ {final} st_o(o, {_store(op, out)}); }}\n"
+        "    workgroupBarrier();\n"
+    )
+    if sub:
+        lanes = (
+            f"    acc = wg_fold(lid, acc);\n    if (lid == 0u) {{ st_o(o, {_store(op, out)}); }}\n"
+        )
     return (
-        f"var<workgroup> sv: array<{acc}, {WG_R}>;\n"
-        f"{si_decl}"
+        ("" if sub else f"var<workgroup> sv: array<{acc}, {WG_R}>;\n") + f"{si_decl}"
         f"@compute @workgroup_size({WG_R})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(num_workgroups) nwg: vec3<u32>, "
@@ -261,10 +288,8 @@ def _long_main(op: str, acc: str, load: str, out) -> str:
         "    let b = mt[2] + base_of(o);\n"
         f"    var acc = bitcast<{acc}>(mt[3]);\n    var ai = 0u;\n"
         + _in_order("lid", "mt[1]", WG_R, _reader(load), lambda v, r: _step(op, v, r), "    ")
-        + f"    sv[lid] = acc;{' si[lid] = ai;' if arg else ''}\n    workgroupBarrier();\n"
-        f"{tree_s}\n"
-        f"    if (lid == 0u) {{ {final} st_o(o, {_store(op, out)}); }}\n"
-        "    workgroupBarrier();\n  }\n}\n"
+        + lanes
+        + "  }\n}\n"
     )
 
 
@@ -303,7 +328,7 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
         return _column(src, part, out, m, r, load, one_pass)
     if split:
         return _split(src, part, out, m, r, load)
-    src.body = _long_main(op, acc, load, out)
+    src.body = _long_main(op, acc, load, out, _subgroup_fold(src, op, acc))
     cap = src.limits["max_compute_workgroups_per_dimension"]
     return grid_1d(min(m, cap * cap), src.limits, wg=1)
 
@@ -342,9 +367,17 @@ def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
     the long one past SHORT_R chunks)."""
     c, ch = split_chunks(r)
     at = src.add_meta(ch, c)
+    lanes = (
+        "  sv[lid] = acc;\n  workgroupBarrier();\n"
+        + _tree(WG_R, "lid", lambda s: f"sv[lid] += sv[lid + {s}u];", "  ")
+        + "\n  if (lid == 0u) { st_o(o * C + wid.x, sv[0]); }\n"
+    )
+    sub = _subgroup_fold(src, "sum", "f32")
+    if sub:
+        lanes = "  acc = wg_fold(lid, acc);\n  if (lid == 0u) { st_o(o * C + wid.x, acc); }\n"
     src.body = (
-        f"var<workgroup> sv: array<f32, {WG_R}>;\n"
-        f"@compute @workgroup_size({WG_R})\n"
+        ("" if sub else f"var<workgroup> sv: array<f32, {WG_R}>;\n")
+        + f"@compute @workgroup_size({WG_R})\n"
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, "
         "@builtin(local_invocation_index) lid: u32) {\n"
         f"  let o = wid.y; let CH = mt[{at}u]; let C = mt[{at + 1}u];\n"
@@ -352,9 +385,8 @@ def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
         "  let b = mt[2] + base_of(o);\n"
         "  var acc = 0.0;\n"
         + _in_order("r0 + lid", "r1", WG_R, _reader(load), _add, "  ")
-        + "  sv[lid] = acc;\n  workgroupBarrier();\n"
-        + _tree(WG_R, "lid", lambda s: f"sv[lid] += sv[lid + {s}u];", "  ")
-        + "\n  if (lid == 0u) { st_o(o * C + wid.x, sv[0]); }\n}\n"
+        + lanes
+        + "}\n"
     )
     return [(src, (c, m, 1)), _fold_chunks(src, part, out, axis=1)]
 
