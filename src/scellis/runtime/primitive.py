@@ -15,8 +15,8 @@ from ..autograd.tape import Node
 from ..base.errors import DeviceError, DTypeError
 from ..base.shapes import contiguous_strides, numel
 from ..devices.base import Backend, View, get_device
-from ..ops.table import Spec, get_op
-from .kernel_choice import with_order
+from ..ops.table import OPS, Spec, get_op
+from .kernel_choice import REORDERABLE, with_order
 
 _default = {"device": "reference"}
 
@@ -120,8 +120,9 @@ def _supports(dev: Backend, dtype) -> bool:
 
 def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None, attrs: dict):
     """Run primitive ``op`` on ``inputs``; the result is an ``out_type`` tensor."""
-    opdef = get_op(op)
-    attrs = with_order(op, attrs)
+    opdef = OPS.get(op) or get_op(op)  # get_op says what is wrong with an unknown name
+    if op in REORDERABLE:
+        attrs = with_order(op, attrs)
     spec, strides, n = _out_geometry(opdef, op, inputs, attrs)
     shape, dtype = spec.shape, spec.dtype
     if device is not None:
@@ -133,7 +134,7 @@ def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None
                 _device_of(inputs)  # says which devices differ
     else:
         dev = default_device()
-    if not _supports(dev, dtype):
+    if not _SUPPORTS.get((dev, dtype.name)) and not _supports(dev, dtype):
         raise DTypeError(f"device {dev.name!r} does not support {dtype}")
     for t in inputs:
         if t.dtype is not dtype and not _supports(dev, t.dtype):
