@@ -9,7 +9,7 @@ the device only runs. View ops never reach a device.
 
 from __future__ import annotations
 
-from ..autograd.mode import is_grad_enabled
+from ..autograd.mode import is_grad_enabled, no_grad
 from ..autograd.rules import SAVES_OUTPUT, reads
 from ..autograd.tape import Node
 from ..base.errors import DeviceError, DTypeError
@@ -165,4 +165,24 @@ def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     spec = _out_geometry(opdef, op, (x,), attrs)[0]
     assert spec.shape == out.shape, (op, spec.shape, out.shape)
     _record(op, (x,), attrs, out, opdef)
+    return out
+
+
+def apply_with_vjp(name: str, x, forward, rule, attrs: dict):
+    """``forward(x, **attrs)`` as one node on the tape whose VJP is ``rule(node, g)``
+    (``node.saved["out"]`` the result, ``node.attrs`` the attrs): the forward's own ops
+    record nothing, so backward runs the rule's few ops instead of a VJP for each of
+    them. The node reads no input value; a change in place to the result is refused
+    in backward, as for any saved result."""
+    if not (x.requires_grad and is_grad_enabled()):
+        return forward(x, **attrs)
+    with no_grad():
+        out = forward(x, **attrs)
+    if out.dtype.is_float:
+        node = Node(name, (x,), attrs, (True,), out.shape, out.dtype, (False,))
+        node.rule = rule
+        node.saved["out"] = out.detach()
+        node.out_version = out._version
+        out._node = node
+        out.requires_grad = True
     return out

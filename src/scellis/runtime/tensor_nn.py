@@ -13,7 +13,7 @@ from ..base.dtypes import as_dtype, bool_
 from ..base.errors import ShapeError
 from ..base.shapes import broadcast_shapes, norm_axes, reduction_axes
 from ..ops import composites as C
-from .primitive import apply_op, run_primitive
+from .primitive import apply_op, apply_with_vjp, run_primitive
 from .tensor_math import pair
 
 
@@ -147,6 +147,12 @@ class TensorNN:
     # -- autograd and raw primitives --
     def backward(self, gradient=None, retain_graph=False):
         _run_backward(self, gradient, retain_graph=retain_graph, rules=VJP)
+
+    def with_vjp(self, name, forward, rule, **attrs):
+        """``forward(self, **attrs)`` recorded as one tape node with VJP ``rule``, for
+        composites whose gradient has a shorter form than their ops' (``primitive.
+        apply_with_vjp``)."""
+        return apply_with_vjp(name, self, forward, rule, attrs)
 
     def prim(self, op, *others, **attrs):
         """Any primitive by name, for rules and blocks that use fused ops."""
