@@ -144,22 +144,22 @@ class ReferenceBackend(OneInstance):
 
     def run_new(self, op: str, inputs, attrs: dict, shape: tuple, numel: int, dtype: DType):
         """``run`` for the runtime's usual case, one fresh contiguous output: the result
-        in a new buffer, or None where ``run`` must serve it (an in-place kernel, an empty
-        result, a profile collecting times, a ``run`` replaced on this instance by a
-        test's spy). ``inputs`` are anything with ``_buf``, ``shape``, ``strides`` and
-        ``offset`` (the runtime's tensors): no View is built for them or for the output,
-        and a result that owns its memory becomes the buffer as it is, not copied into
-        one allocated first. The kernel and what it reads are ``run``'s, so the values
-        are bitwise the same."""
+        in a new buffer, or None where ``run`` must serve it (an in-place kernel, an
+        empty result, a ``run`` replaced on this instance by a test's spy). A profile
+        collects its time as ``run``'s. ``inputs`` are anything with ``_buf``,
+        ``shape``, ``strides`` and ``offset`` (the runtime's tensors): no View is built
+        for them or for the output, and a result that owns its memory becomes the
+        buffer as it is, not copied into one allocated first. The kernel and what it
+        reads are ``run``'s, so the values are bitwise the same."""
         kernel = KERNELS.get(op)
         if (
             kernel is None
             or not numel
-            or self.host_times is not None
             or "run" in self.__dict__
             or getattr(kernel, "reads_targets", False)
         ):
             return None
+        t0 = None if self.host_times is None else time.perf_counter()
         np_dtype = NP_DTYPES[dtype.name]
         arrays = [_window(t._buf.handle, t.shape, t.strides, t.offset) for t in inputs]
         r = kernel(arrays, attrs, [np_dtype])
@@ -173,6 +173,8 @@ class ReferenceBackend(OneInstance):
             if r.shape != shape:
                 r = np.broadcast_to(r, shape)
             handle.reshape(shape)[...] = r  # cast on assignment, as ``_write`` does
+        if t0 is not None:
+            self.host_times.append((op, time.perf_counter() - t0))
         self.allocs += 1
         self.live_bytes += handle.nbytes
         if self.live_bytes > self.peak_bytes:
