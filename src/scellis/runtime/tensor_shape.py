@@ -42,6 +42,10 @@ def _reshaped(shape: tuple, strides: tuple, dims: tuple) -> tuple:
     return hit
 
 
+# ndim -> the permutation that swaps the last two axes (``mT``, every matmul's VJP)
+_SWAP_LAST: dict[int, tuple] = {}
+
+
 class TensorShape:
     """View, layout and indexing methods."""
 
@@ -77,7 +81,17 @@ class TensorShape:
 
     @property
     def mT(self):
-        return self.transpose(-2, -1)
+        n = len(self.shape)
+        if n < 2:
+            return self.transpose(-2, -1)  # says what is wrong
+        perm = _SWAP_LAST.get(n)
+        if perm is None:
+            perm = _SWAP_LAST[n] = (*range(n - 2), n - 1, n - 2)
+        shape, strides = self.shape, self.strides
+        return apply_view(
+            "permute", self, (*shape[:-2], shape[-1], shape[-2]),
+            (*strides[:-2], strides[-1], strides[-2]), self.offset, perm=perm,
+        )  # fmt: skip
 
     def expand(self, *shape):
         shape = _dims(shape)
