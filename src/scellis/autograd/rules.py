@@ -206,7 +206,7 @@ def _rsqrt(node, g):
 
 VJP = {
     "add": lambda n, g: (g, g),
-    "sub": lambda n, g: (g, -g),
+    "sub": lambda n, g: (g, -g if n.needs[1] else None),  # a detached shift: no negation
     "mul": lambda n, g: (
         g * _x(n, 1).detach() if n.needs[0] else None,
         g * _x(n, 0).detach() if n.needs[1] else None,
@@ -240,7 +240,7 @@ VJP = {
     "where": lambda n, g: (
         None,
         g.where(_x(n, 0), 0.0) if n.needs[1] else None,
-        g.where(_x(n, 0).logical_not(), 0.0) if n.needs[2] else None,
+        g.masked_fill(_x(n, 0), 0.0) if n.needs[2] else None,  # one select, no negation
     ),
     "sum": _sum,
     "max": _max_reduce,

@@ -54,9 +54,10 @@ def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
 
 
 def norm_axis(axis: int, ndim: int) -> int:
-    if not -max(ndim, 1) <= axis < max(ndim, 1):
+    n = ndim if ndim > 1 else 1  # a 0-d tensor takes axis 0 and -1, as torch's does
+    if not -n <= axis < n:
         raise ShapeError(f"axis {axis} is out of range for a tensor of {ndim} dims")
-    return axis % max(ndim, 1)
+    return axis % n
 
 
 def norm_axes(axes: int | Iterable[int] | None, ndim: int) -> tuple[int, ...]:

@@ -2,7 +2,10 @@
 
 A backend owns buffers and runs primitives: ``alloc``, ``upload``, async ``read`` and
 ``run(op, inputs, outputs, attrs)``, where inputs are strided views and outputs are
-fresh contiguous views. Nothing above this layer knows how a backend stores data.
+fresh contiguous views. A backend may also offer ``run_new(op, inputs, attrs, shape,
+numel, dtype)``: the one-output case with the result in a new buffer it makes, or None
+to be served by ``alloc`` and ``run`` (the reference backend's shorter path). Nothing
+above this layer knows how a backend stores data.
 Host data crosses the boundary as bytes in the dtype's host layout (bool: one byte).
 """
 

@@ -29,9 +29,21 @@ def var(x, axis=None, keepdim=False, correction=1):
 
 
 def softmax(x, axis=-1):
+    """exp(x - max) / sum(exp(x - max)) over ``axis``. Its backward is torch's,
+    y * (g - sum(g * y)): four ops from one tape node, where the VJPs of the forward's
+    five ops would take about ten (attention takes one softmax per layer)."""
+    return x.with_vjp("softmax", _softmax, _softmax_vjp, axis=axis)
+
+
+def _softmax(x, axis):
     # the shift by the (constant) max changes no gradient, so it is detached
     e = (x - x.amax(axis, keepdim=True).detach()).exp()
     return e / e.sum(axis, keepdim=True)
+
+
+def _softmax_vjp(node, g):
+    y, axis = node.saved["out"], node.attrs["axis"]
+    return (y * (g - (g * y).sum(axis, keepdim=True)),)
 
 
 def log_softmax(x, axis=-1):

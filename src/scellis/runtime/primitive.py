@@ -9,14 +9,14 @@ the device only runs. View ops never reach a device.
 
 from __future__ import annotations
 
-from ..autograd.mode import is_grad_enabled
+from ..autograd.mode import is_grad_enabled, no_grad
 from ..autograd.rules import SAVES_OUTPUT, reads
 from ..autograd.tape import Node
 from ..base.errors import DeviceError, DTypeError
 from ..base.shapes import contiguous_strides, numel
 from ..devices.base import Backend, View, get_device
-from ..ops.table import Spec, get_op
-from .kernel_choice import with_order
+from ..ops.table import OPS, Spec, get_op
+from .kernel_choice import REORDERABLE, with_order
 
 _default = {"device": "reference"}
 
@@ -120,8 +120,9 @@ def _supports(dev: Backend, dtype) -> bool:
 
 def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None, attrs: dict):
     """Run primitive ``op`` on ``inputs``; the result is an ``out_type`` tensor."""
-    opdef = get_op(op)
-    attrs = with_order(op, attrs)
+    opdef = OPS.get(op) or get_op(op)  # get_op says what is wrong with an unknown name
+    if op in REORDERABLE:
+        attrs = with_order(op, attrs)
     spec, strides, n = _out_geometry(opdef, op, inputs, attrs)
     shape, dtype = spec.shape, spec.dtype
     if device is not None:
@@ -133,17 +134,20 @@ def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None
                 _device_of(inputs)  # says which devices differ
     else:
         dev = default_device()
-    if not _supports(dev, dtype):
+    if not _SUPPORTS.get((dev, dtype.name)) and not _supports(dev, dtype):
         raise DTypeError(f"device {dev.name!r} does not support {dtype}")
     for t in inputs:
         if t.dtype is not dtype and not _supports(dev, t.dtype):
             raise DTypeError(f"device {dev.name!r} does not support {t.dtype}")
     if opdef.is_view:
         raise DeviceError(f"{op} is a view op; use Tensor.{op}")
-    buf = dev.alloc(n, dtype)
-    out_view = View(buf, shape, strides, 0, dtype)
-    dev.run(op, [View(t._buf, t.shape, t.strides, t.offset, t.dtype) for t in inputs],
-            [out_view], attrs)  # fmt: skip
+    run_new = getattr(dev, "run_new", None)  # a backend's shorter path (the reference's)
+    buf = None if run_new is None else run_new(op, inputs, attrs, shape, n, dtype)
+    if buf is None:
+        buf = dev.alloc(n, dtype)
+        out_view = View(buf, shape, strides, 0, dtype)
+        dev.run(op, [View(t._buf, t.shape, t.strides, t.offset, t.dtype) for t in inputs],
+                [out_view], attrs)  # fmt: skip
     out = out_type(buf, shape, strides, 0, dtype, dev)
     _record(op, tuple(inputs), attrs, out, opdef)
     return out
@@ -161,4 +165,24 @@ def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     spec = _out_geometry(opdef, op, (x,), attrs)[0]
     assert spec.shape == out.shape, (op, spec.shape, out.shape)
     _record(op, (x,), attrs, out, opdef)
+    return out
+
+
+def apply_with_vjp(name: str, x, forward, rule, attrs: dict):
+    """``forward(x, **attrs)`` as one node on the tape whose VJP is ``rule(node, g)``
+    (``node.saved["out"]`` the result, ``node.attrs`` the attrs): the forward's own ops
+    record nothing, so backward runs the rule's few ops instead of a VJP for each of
+    them. The node reads no input value; a change in place to the result is refused
+    in backward, as for any saved result."""
+    if not (x.requires_grad and is_grad_enabled()):
+        return forward(x, **attrs)
+    with no_grad():
+        out = forward(x, **attrs)
+    if out.dtype.is_float:
+        node = Node(name, (x,), attrs, (True,), out.shape, out.dtype, (False,))
+        node.rule = rule
+        node.saved["out"] = out.detach()
+        node.out_version = out._version
+        out._node = node
+        out.requires_grad = True
     return out

@@ -36,6 +36,11 @@ def _const(value, dtype: DType, like):
     return t
 
 
+def constant(value, like):
+    """``value`` as the cached 0-d constant of ``like``'s dtype, on its device."""
+    return _const(value, like.dtype, like)
+
+
 def _scalar_dtype(value, like: DType) -> DType:
     if isinstance(value, bool):
         return like if like != bool_ else bool_

@@ -13,7 +13,7 @@ from ..base.dtypes import as_dtype, bool_
 from ..base.errors import ShapeError
 from ..base.shapes import broadcast_shapes, norm_axes, reduction_axes
 from ..ops import composites as C
-from .primitive import apply_op, run_primitive
+from .primitive import apply_op, apply_with_vjp, run_primitive
 from .tensor_math import pair
 
 
@@ -24,23 +24,25 @@ def _reduce(op: str, x, axis, keepdim):
 def _matmul(a, b):
     if not isinstance(b, TensorNN) or not isinstance(a, TensorNN):
         raise ShapeError("matmul needs two tensors")
-    if a.ndim == 0 or b.ndim == 0:
+    an, bn = len(a.shape), len(b.shape)
+    if an == 0 or bn == 0:
         raise ShapeError("matmul does not take 0-d tensors; use *")
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    a2 = a.unsqueeze(0) if an == 1 else a
+    b2 = b.unsqueeze(-1) if bn == 1 else b
     if a2.dtype != b2.dtype:
         a2, b2 = pair(a2, b2)
-    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    a2 = a2.expand(batch + a2.shape[-2:])
-    b2 = b2.expand(batch + b2.shape[-2:])
+    if a2.shape[:-2] != b2.shape[:-2]:  # else the batch dims agree already
+        batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        a2 = a2.expand(batch + a2.shape[-2:])
+        b2 = b2.expand(batch + b2.shape[-2:])
     if a2.shape[-1] != b2.shape[-2]:
         raise ShapeError(
             f"matmul: shapes {a.shape} and {b.shape} do not align ({a.shape[-1]} != {b2.shape[-2]})"
         )
     y = apply_op("matmul", (a2, b2))
-    if a.ndim == 1:
+    if an == 1:
         y = y.squeeze(-2)
-    if b.ndim == 1:
+    if bn == 1:
         y = y.squeeze(-1)
     return y
 
@@ -147,6 +149,12 @@ class TensorNN:
     # -- autograd and raw primitives --
     def backward(self, gradient=None, retain_graph=False):
         _run_backward(self, gradient, retain_graph=retain_graph, rules=VJP)
+
+    def with_vjp(self, name, forward, rule, **attrs):
+        """``forward(self, **attrs)`` recorded as one tape node with VJP ``rule``, for
+        composites whose gradient has a shorter form than their ops' (``primitive.
+        apply_with_vjp``)."""
+        return apply_with_vjp(name, self, forward, rule, attrs)
 
     def prim(self, op, *others, **attrs):
         """Any primitive by name, for rules and blocks that use fused ops."""

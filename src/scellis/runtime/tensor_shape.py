@@ -20,6 +20,32 @@ def _dims(args: tuple) -> tuple:
     return tuple(args[0]) if len(args) == 1 and not isinstance(args[0], int) else args
 
 
+# (shape, strides, asked dims) -> (the new shape, strides that view it without a copy or
+# None): a reshape's arithmetic, the same for every step of a training loop
+_RESHAPED: dict = {}
+_RESHAPED_MAX = 4096
+
+
+def _reshaped(shape: tuple, strides: tuple, dims: tuple) -> tuple:
+    key = (shape, strides, dims)
+    try:
+        hit = _RESHAPED.get(key)
+    except TypeError:  # an unhashable dim: worked out, not kept
+        key, hit = None, None
+    if hit is None:
+        new = infer_reshape(shape, dims)  # raises on a bad request: nothing is kept
+        hit = (new, view_strides(shape, strides, new))
+        if key is not None:
+            if len(_RESHAPED) >= _RESHAPED_MAX:
+                _RESHAPED.clear()
+            _RESHAPED[key] = hit
+    return hit
+
+
+# ndim -> the permutation that swaps the last two axes (``mT``, every matmul's VJP)
+_SWAP_LAST: dict[int, tuple] = {}
+
+
 class TensorShape:
     """View, layout and indexing methods."""
 
@@ -32,8 +58,10 @@ class TensorShape:
     def permute(self, *dims):
         n = len(self.shape)
         perm = _dims(dims)
-        if not all(type(p) is int and 0 <= p < n for p in perm):  # else already normal
-            perm = tuple([norm_axis(p, n) for p in perm])
+        for p in perm:
+            if type(p) is not int or not 0 <= p < n:  # else already normal
+                perm = tuple([norm_axis(p, n) for p in perm])
+                break
         if len(perm) != n:
             raise ShapeError(f"permute of a {n}-d tensor needs {n} dims, got {perm}")
         shape = [self.shape[p] for p in perm]
@@ -53,7 +81,17 @@ class TensorShape:
 
     @property
     def mT(self):
-        return self.transpose(-2, -1)
+        n = len(self.shape)
+        if n < 2:
+            return self.transpose(-2, -1)  # says what is wrong
+        perm = _SWAP_LAST.get(n)
+        if perm is None:
+            perm = _SWAP_LAST[n] = (*range(n - 2), n - 1, n - 2)
+        shape, strides = self.shape, self.strides
+        return apply_view(
+            "permute", self, (*shape[:-2], shape[-1], shape[-2]),
+            (*strides[:-2], strides[-1], strides[-2]), self.offset, perm=perm,
+        )  # fmt: skip
 
     def expand(self, *shape):
         shape = _dims(shape)
@@ -76,11 +114,10 @@ class TensorShape:
         return apply_view("expand", self, shape, strides, self.offset, shape=shape)
 
     def reshape(self, *shape):
-        shape = infer_reshape(self.shape, _dims(shape))
+        shape, strides = _reshaped(self.shape, self.strides, _dims(shape))
         if shape == self.shape:
             return self
         x = self
-        strides = view_strides(x.shape, x.strides, shape)
         if strides is None:
             x = apply_op("copy", (x,))
             strides = contiguous_strides(shape)

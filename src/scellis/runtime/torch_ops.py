@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..ops import selection as S
 from .primitive import apply_op
+from .tensor_math import constant
 
 
 class ValuesIndices(NamedTuple):
@@ -51,7 +52,8 @@ class TorchOpsMethods:
 
     def masked_fill(self, mask, value):
         """``value`` where ``mask`` holds (broadcast), else ``self``."""
-        fill = value.cast(self.dtype) if hasattr(value, "_buf") else self.full_like(value)
+        # a Python value is the cached 0-d constant, broadcast by the select itself
+        fill = value.cast(self.dtype) if hasattr(value, "_buf") else constant(value, self)
         return fill.where(mask, self)
 
     def masked_fill_(self, mask, value):

@@ -35,16 +35,33 @@ NP_DTYPES = {
 
 
 def as_array(v: View) -> np.ndarray:
-    """The read-only NumPy view a strided View describes (no copy).
+    """The read-only NumPy view a strided View describes (no copy)."""
+    return _window(v.buf.handle, v.shape, v.strides, v.offset)
+
+
+def _window(base: np.ndarray, shape, strides, offset: int) -> np.ndarray:
+    """The read-only strided window of ``base`` (in elements), without a copy.
 
     ``np.ndarray`` over the buffer is the cheapest way to make it (a tenth of
     ``as_strided``'s time, which every op pays once per input), and it checks that the
     window lies inside the buffer."""
-    base = v.buf.handle
     item = base.itemsize
-    arr = np.ndarray(v.shape, base.dtype, base, v.offset * item, [s * item for s in v.strides])
+    arr = np.ndarray(shape, base.dtype, base, offset * item, [s * item for s in strides])
     arr.flags.writeable = False
     return arr
+
+
+def _owns_whole(r: np.ndarray, shape, np_dtype) -> bool:
+    """Whether the kernel's result ``r`` can become a new buffer of ``shape`` as it is:
+    the right shape and dtype, C-contiguous, writable memory of its own."""
+    flags = r.flags
+    return (
+        r.shape == shape
+        and r.dtype == np_dtype
+        and flags.owndata
+        and flags.c_contiguous
+        and flags.writeable
+    )
 
 
 def _write(o: View, r, dtype, taken: set) -> None:
@@ -124,6 +141,45 @@ class ReferenceBackend(OneInstance):
         t0 = time.perf_counter()  # a profile collects each op's time
         self._run(op, inputs, outputs, attrs)
         self.host_times.append((op, time.perf_counter() - t0))
+
+    def run_new(self, op: str, inputs, attrs: dict, shape: tuple, numel: int, dtype: DType):
+        """``run`` for the runtime's usual case, one fresh contiguous output: the result
+        in a new buffer, or None where ``run`` must serve it (an in-place kernel, an
+        empty result, a ``run`` replaced on this instance by a test's spy). A profile
+        collects its time as ``run``'s. ``inputs`` are anything with ``_buf``,
+        ``shape``, ``strides`` and ``offset`` (the runtime's tensors): no View is built
+        for them or for the output, and a result that owns its memory becomes the
+        buffer as it is, not copied into one allocated first. The kernel and what it
+        reads are ``run``'s, so the values are bitwise the same."""
+        kernel = KERNELS.get(op)
+        if (
+            kernel is None
+            or not numel
+            or "run" in self.__dict__
+            or getattr(kernel, "reads_targets", False)
+        ):
+            return None
+        t0 = None if self.host_times is None else time.perf_counter()
+        np_dtype = NP_DTYPES[dtype.name]
+        arrays = [_window(t._buf.handle, t.shape, t.strides, t.offset) for t in inputs]
+        r = kernel(arrays, attrs, [np_dtype])
+        if isinstance(r, (list, tuple)):
+            (r,) = r
+        r = np.asarray(r)
+        if _owns_whole(r, shape, np_dtype):
+            handle = r.reshape(-1)
+        else:
+            handle = np.empty(numel, dtype=np_dtype)
+            if r.shape != shape:
+                r = np.broadcast_to(r, shape)
+            handle.reshape(shape)[...] = r  # cast on assignment, as ``_write`` does
+        if t0 is not None:
+            self.host_times.append((op, time.perf_counter() - t0))
+        self.allocs += 1
+        self.live_bytes += handle.nbytes
+        if self.live_bytes > self.peak_bytes:
+            self.peak_bytes = self.live_bytes
+        return Buffer(self, handle, numel, dtype)
 
     def _run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:
         kernel = KERNELS.get(op)
