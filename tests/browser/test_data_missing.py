@@ -15,7 +15,7 @@ from scellis.data import load_data
 from scellis.sml import parse
 
 from .conftest import screenshot
-from .ui import set_record, ui_page
+from .ui import pick_example, ui_page
 
 pytestmark = pytest.mark.browser
 
@@ -35,7 +35,7 @@ def gappy_csv() -> str:
 @pytest.fixture
 def page(engine_page):
     page = ui_page(engine_page, False)
-    set_record(page, LSTM)
+    assert pick_example(page, "lstm_forecaster") == LSTM
     return page
 
 
@@ -47,9 +47,10 @@ def test_missing_cells_are_named_and_the_policy_is_offered(page, tmp_path):
     note = page.inner_text(".dp-missing")
     assert "3 of 120 values" in note and "5, 17, 40" in note, note
     # the plot keeps every present value, with no NaN in its geometry
-    assert page.get_attribute(".dp-plot", "data-points") == str(120 - len(GAPS))
-    assert "NaN" not in page.inner_html(".dp-plot")
-    assert page.locator(".dp-table td.dp-na").count() == 1  # row 5 is in the preview
+    assert page.is_hidden(".dp-own")  # the example's own preview gives way to the file
+    assert page.get_attribute(".dp-loaded .dp-plot", "data-points") == str(120 - len(GAPS))
+    assert "NaN" not in page.inner_html(".dp-loaded .dp-plot")
+    assert page.locator(".dp-loaded .dp-table td.dp-na").count() == 1  # row 5 is in the preview
     assert "gappy.csv is loaded" in page.inner_text(".dp-current")
     page.select_option(".dp-missing-policy", "mean")
     page.click(".dp-use")

@@ -20,7 +20,7 @@ from scellis.train import PROD_TOLERANCE
 from scellis.webapp import api
 
 from .conftest import finish_training, screenshot, start_training
-from .ui import set_record, ui_page
+from .ui import pick_example, set_record, ui_page
 
 pytestmark = pytest.mark.browser
 
@@ -36,6 +36,9 @@ def native_losses(record: str, opts: dict) -> list[float]:
     # in a thread: Playwright's sync API owns this thread's event loop
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, go()).result()
+
+
+VALUE_HEAD = ".dp-loaded .dp-table th.dp-value"  # the picked file's value column
 
 
 def make_csv(seed: int, n: int = 160) -> tuple[str, list[float]]:
@@ -54,7 +57,8 @@ def page(engine_page):
 
 
 def reset(page) -> None:
-    set_record(page, LSTM)
+    """The LSTM example as picked, whatever earlier tests left in the shared page."""
+    assert pick_example(page, "lstm_forecaster") == LSTM
 
 
 def test_csv_by_picker_columns_preview_and_pin(page, tmp_path):
@@ -64,27 +68,32 @@ def test_csv_by_picker_columns_preview_and_pin(page, tmp_path):
     f.write_text(text)
     page.set_input_files(".dp-file", str(f))
     page.wait_for_selector(".dp-loaded:not([hidden])")
+    assert page.is_hidden(".dp-own")  # the example's own preview gives way to the file
     assert page.text_content(".dp-size") == f"{len(level)} rows × 4 columns"
     values = page.eval_on_selector_all(".dp-value option", "os => os.map(o => o.value)")
     assert values == ["flow", "temp"]  # the numeric columns; site is text, month a date
     times = page.eval_on_selector_all(".dp-time option", "os => os.map(o => o.value)")
     assert times == ["", "month"] and page.input_value(".dp-time") == "month"
-    headers = page.eval_on_selector_all(".dp-table th", "ts => ts.map(t => t.textContent)")
+    headers = page.eval_on_selector_all(
+        ".dp-loaded .dp-table th", "ts => ts.map(t => t.textContent)"
+    )
     assert headers == ["month", "flow", "temp", "site"]
     first = page.eval_on_selector_all(
-        ".dp-table tbody tr:first-child td", "t => t.map(c => c.textContent)"
+        ".dp-loaded .dp-table tbody tr:first-child td", "t => t.map(c => c.textContent)"
     )
     assert first == text.splitlines()[1].split(",")
     # the plot draws every row of the chosen series, scaled between its min and max
-    assert page.get_attribute(".dp-plot", "data-points") == str(len(level))
-    labels = page.eval_on_selector_all(".dp-plot text", "ts => ts.map(t => t.textContent)")
+    assert page.get_attribute(".dp-loaded .dp-plot", "data-points") == str(len(level))
+    labels = page.eval_on_selector_all(
+        ".dp-loaded .dp-plot text", "ts => ts.map(t => t.textContent)"
+    )
     assert f"{max(level):.3g}" in labels or str(round(max(level))) in labels
     rows = text.splitlines()
     assert rows[1].split(",")[0] in labels and rows[-1].split(",")[0] in labels  # the time axis
     page.select_option(".dp-value", "temp")
-    page.wait_for_function("document.querySelector('.dp-table th.dp-value').textContent === 'temp'")
+    page.wait_for_function(f"document.querySelector('{VALUE_HEAD}').textContent === 'temp'")
     page.select_option(".dp-value", "flow")
-    page.wait_for_function("document.querySelector('.dp-table th.dp-value').textContent === 'flow'")
+    page.wait_for_function(f"document.querySelector('{VALUE_HEAD}').textContent === 'flow'")
     page.click(".dp-use")
     page.wait_for_selector(".dp-hash")
     record = page.evaluate("window.scellisApp.record")
@@ -117,13 +126,15 @@ def test_drop_a_text_file(page):
         }""",
         text,
     )
-    page.wait_for_selector(".dp-text:not([hidden])")
+    page.wait_for_selector(".dp-loaded .dp-text:not([hidden])")
+    assert page.is_hidden(".dp-own")
     assert page.text_content(".dp-size") == f"2,000 characters, {len(set(text))} distinct"
-    assert page.is_hidden(".dp-plot")
-    char = (ROOT / "examples" / "char_transformer.sml").read_text()
-    set_record(page, char)
+    assert page.is_hidden(".dp-loaded .dp-plot")
+    # pinned on the forecaster shown, the text trains the char Transformer, which the
+    # panel brings in itself
     page.click(".dp-use")
     page.wait_for_selector(".dp-hash")
+    assert page.evaluate("window.scellisApp.recordName") == "char_transformer"
     data = parse(page.evaluate("window.scellisApp.record")).data["data"]
     assert data["format"] == "text" and data["source"] == "datasets/notes.txt"
     assert text_dataset(text, 32, 16, 0.1).digest == data["sha256"]

@@ -95,10 +95,16 @@ def test_onnx_file_and_hf_folder_import_as_natively(engine_page, tmp_path):
     page = engine_page
     full_screen(page, False)
     page.set_viewport_size({"width": 1440, "height": 900})
+    # a file loaded for the model shown before, not pinned: the import leaves none of it
+    rows = "\n".join(f"{2000 + i},{(i * 37) % 11 + 0.5 * i:.2f}" for i in range(40))
+    (tmp_path / "earlier.csv").write_text(f"year,level\n{rows}\n")
+    page.set_input_files(".dp-file", str(tmp_path / "earlier.csv"))
+    page.wait_for_function("document.querySelector('.dp-name').textContent === 'earlier.csv'")
     torch.manual_seed(11)
     onnx = onnx_file(mlp(), torch.randn(2, 4), tmp_path / "mlp.onnx")
     tab = _import(page, ".import-files-input", [str(onnx)])
     assert tab["error"] is None, tab["error"]
+    assert page.is_hidden("#data-panel .dp-loaded")
     assert "Imported mlp.onnx (ONNX): 3 blocks, 131 parameters" in tab["status"]
     assert "runs on your GPU: output [1, 3]" in tab["status"]
     (tmp_path / "one").mkdir()

@@ -134,6 +134,8 @@ export function mount(el, client, app) {
 
   function showInfo() {
     const info = state.info;
+    // one preview at a time: the record's own may have landed while this file was read
+    $(".dp-own").hidden = true;
     $(".dp-loaded").hidden = false;
     $(".dp-name").textContent = info.name;
     $(".dp-pinned").textContent = "";
@@ -424,8 +426,9 @@ export function mount(el, client, app) {
   }
   app.on("engine", () => { engineUp = true; if (!state.info) showOwn(); });
 
-  // another example picked: what the panel showed of an earlier file goes, and the new
-  // example's own data shows (keep: the panel picked it itself, for the file it holds)
+  // another example picked, or a model imported: what the panel showed of an earlier
+  // file goes, its prompt about the earlier model with it, and the new record's own data
+  // shows (keep: the panel picked the example itself, for the file it holds)
   app.on("example", ({ keep } = {}) => {
     if (keep) return;
     state.file = null;

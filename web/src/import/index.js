@@ -54,6 +54,18 @@ export function mount(slot, client, app, dropTargets = []) {
     opt.selected = true;
   }
 
+  // the model replaces the one shown: as on an example pick, the data panel drops a file
+  // loaded for the earlier model, and its prompt about that model; a state dict mapped
+  // onto the record shown keeps the record's pinned file (app.dataset stays), and the
+  // panel keeps showing it
+  function show(name, record) {
+    app.recordName = `imported:${name}`;
+    app.record = record;
+    app.emit("record", record);
+    app.emit("example", { name: app.recordName, keep: Boolean(app.dataset) });
+    markPicker(name);
+  }
+
   async function importFiles(files) {
     if (!files.length || state.busy) return;
     state.busy = true;
@@ -69,10 +81,7 @@ export function mount(slot, client, app, dropTargets = []) {
       const got = await client.call("import_files", { files: payload, record_text: app.record || null });
       state.error = null;
       state.last = got;
-      app.recordName = `imported:${got.name}`;
-      app.record = got.record;
-      app.emit("record", app.record);
-      markPicker(got.name);
+      show(got.name, got.record);
       const kind = got.codec.replace("codec/", "").toUpperCase().replace("HF", "Hugging Face").replace("TFJS", "TF.js");
       const parts = [`Imported ${got.name} (${kind}): ${got.blocks.length} blocks, ${got.parameters.toLocaleString()} parameters, shown in Model View`];
       if (got.added) parts.push("an optimizer and a loss were added (edit them in the Form)");
@@ -132,12 +141,7 @@ export function mount(slot, client, app, dropTargets = []) {
   state.importFiles = importFiles;
   // a model with its weights from elsewhere (a past run reopened): shown as an import is,
   // so its fine-tune choice and its draft follow
-  state.openModel = (name, record) => {
-    app.recordName = `imported:${name}`;
-    app.record = record;
-    app.emit("record", record);
-    markPicker(name);
-  };
+  state.openModel = (name, record) => show(name, record);
   // an imported model restored at load (drafts.js) is named in the picker as after its import
   if (app.recordName.startsWith("imported:")) markPicker(app.recordName.slice("imported:".length));
 }
