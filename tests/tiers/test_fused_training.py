@@ -178,3 +178,22 @@ def test_replayed_steps_run_the_tier_kernels_bitwise(gpu, tier):
         assert replayed[2]["dispatches_per_step"] < debug[2]["dispatches_per_step"]
     for k in eager[1]:  # other orders and fusions round otherwise, a little
         assert np.allclose(replayed[1][k], debug[1][k], rtol=1e-4, atol=1e-6), k
+
+
+def test_the_fused_dense_layer_stays_on_devices_whose_column_walk_suits_them(gpu):
+    """The fused backward walks every row per column: kept on the reference device and
+    CPU-emulated adapters, left out on a real GPU's adapter (same info, a discrete GPU)."""
+    import dataclasses
+
+    from scellis.catalog.blocks.common import _walks_well
+    from scellis.devices import get_device
+
+    assert gpu.info.software and _walks_well(gpu)
+    assert _walks_well(get_device("reference"))
+    real = dataclasses.replace(gpu.info, name="NVIDIA H100 80GB HBM3", vendor="nvidia",
+                               description="", adapter_type="DiscreteGPU")  # fmt: skip
+
+    class _OnRealGPU:
+        info = real
+
+    assert not real.software and not _walks_well(_OnRealGPU())
