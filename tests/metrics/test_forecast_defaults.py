@@ -58,7 +58,8 @@ def _target_oracle(v, how, floor, season, horizon):
 @pytest.mark.parametrize("how", ["change", "window", "season"])
 def test_windows_are_framed_by_their_own_inputs_and_map_back(tmp_path, how):
     rng = np.random.default_rng()
-    n, length = int(rng.integers(60, 90)), int(rng.integers(4, 9))
+    # the validation fifth must hold a window and a horizon of up to 8 + 9 rows
+    n, length = int(rng.integers(90, 120)), int(rng.integers(4, 9))
     season = int(rng.integers(2, length)) if how == "season" else None
     horizon = season + 2 if season else 3  # past one season: the last season repeats
     t = np.arange(n)
