@@ -13,8 +13,9 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   ``bench/conformance.py``.
 * ``fast``: prod's reordered kernels plus fused training kernels: a dense layer's
   matmul, bias and activation in one kernel that keeps the pre-activation for a fused
-  backward, and one optimizer dispatch reading every gradient where it lies (no gather
-  into a flat buffer first); within prod's tolerance of the reference. Every
+  backward (on the reference device and CPU-emulated adapters: the blocks' own choice,
+  ``catalog.blocks.common``), and one optimizer dispatch reading every gradient where
+  it lies (no gather into a flat buffer first); within prod's tolerance of the reference. Every
   inference forward of the run (validation passes) and of a trained run (evaluate,
   predict, forecast, generate) is the compiled forward with fused elementwise chains
   and matmul epilogues (``ir.compiled``); fused values stay in f32 registers, so they
