@@ -29,7 +29,6 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_var] = "1"  # before NumPy loads: its BLAS reads them once
 
 import argparse  # noqa: E402
-import builtins  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -43,8 +42,9 @@ import torch  # noqa: E402
 import scellis  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "tests" / "torchlike" / "scripts"
-SWAP = {"torch.utils.data": "scellis.data", "torch": "scellis"}
+sys.path.insert(0, str(ROOT / "tests" / "torchlike"))
+from swapped import load_script  # noqa: E402 - the differential suite's loader
+
 MODELS = {  # script: training steps asked for per call
     "mlp_adamw": 12,
     "lstm_forecast": 8,
@@ -61,23 +61,6 @@ STEPS_MADE = {
     "encoder_layer": len,
     "conv_gru": lambda losses: len(losses) - 2,
 }
-
-
-def _swapped_import(name, globals=None, locals=None, fromlist=(), level=0):
-    for theirs, ours in SWAP.items():
-        if name == theirs or name.startswith(theirs + "."):
-            name = ours + name[len(theirs) :]
-            break
-    return builtins.__import__(name, globals, locals, fromlist, level)
-
-
-def load(name: str, swapped: bool) -> dict:
-    path = SCRIPTS / f"{name}.py"
-    ns: dict = {"__name__": f"bench_{name}", "__file__": str(path)}
-    if swapped:
-        ns["__builtins__"] = {**vars(builtins), "__import__": _swapped_import}
-    exec(compile(path.read_text(), str(path), "exec"), ns)
-    return ns
 
 
 def data(name: str) -> dict:
@@ -98,7 +81,7 @@ def data(name: str) -> dict:
 
 
 def bench_model(name: str, steps: int, repeats: int, tmp: Path) -> dict:
-    theirs_ns, ours_ns = load(name, False), load(name, True)
+    theirs_ns, ours_ns = load_script(name, False, "bench"), load_script(name, True, "bench")
     torch.manual_seed(0)
     theirs = theirs_ns["build"]()
     state = {k: v.clone() for k, v in theirs.state_dict().items()}

@@ -9,37 +9,14 @@ scellis model starts from the torch model's weights (``load_state_dict`` of its
 
 from __future__ import annotations
 
-import builtins
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from swapped import load_script  # the only change: where the imports come from
 
 import scellis
 
 pytestmark = pytest.mark.torch
-
-SCRIPTS = Path(__file__).parent / "scripts"
-# the only change a user makes: where the imports come from
-SWAP = {"torch.utils.data": "scellis.data", "torch": "scellis"}
-
-
-def _swapped_import(name, globals=None, locals=None, fromlist=(), level=0):
-    for theirs, ours in SWAP.items():
-        if name == theirs or name.startswith(theirs + "."):
-            name = ours + name[len(theirs) :]
-            break
-    return builtins.__import__(name, globals, locals, fromlist, level)
-
-
-def _load(name: str, swapped: bool) -> dict:
-    path = SCRIPTS / f"{name}.py"
-    ns: dict = {"__name__": f"script_{name}", "__file__": str(path)}
-    if swapped:
-        ns["__builtins__"] = {**vars(builtins), "__import__": _swapped_import}
-    exec(compile(path.read_text(), str(path), "exec"), ns)
-    return ns
 
 
 def _data() -> dict:
@@ -74,7 +51,7 @@ def test_script_matches_torch_step_for_step(name, tmp_path):
     data = _data()
     if name == "encoder_layer":
         data["label"] = np.array([0, 1, 2, 3, 1, 0])
-    theirs_ns, ours_ns = _load(name, False), _load(name, True)
+    theirs_ns, ours_ns = load_script(name, False), load_script(name, True)
     assert ours_ns["torch"] is scellis  # the same source, scellis behind its imports
     torch.manual_seed(0)
     theirs = theirs_ns["build"]()

@@ -25,31 +25,10 @@ from scellis.base.errors import ScellisError
 from scellis.cli.main import main
 from scellis.store.records import Records
 from scellis.webapp import api, commands, kept_data
+from webapp.test_use_api import SERIES
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = (ROOT / "src/scellis/data/bundled/sunspots_yearly.csv").read_text()
-SERIES = """\
-model: test/yearly@1
-inputs:
-  window: { shape: [batch, 6, 1], dtype: f32 }
-blocks:
-  lstm: { block_id: nn/lstm, in: window, input_size: 1, hidden_size: 4, output: last }
-  head: { block_id: nn/regression_head, in: lstm, in_features: 4, n_outputs: 1 }
-outputs: [head]
-optimizer: { block_id: training/optimizer/adam, lr: 0.02 }
-loss: { block_id: training/loss/mse }
-epochs: 1
-batch_size: 16
-determinism_tier: debug
-seed: 4
-data:
-  source: bundled:sunspots_yearly.csv
-  column: sunspots
-  datetime: year
-  datetime_format: year
-  window: 6
-  val_fraction: 0.2
-"""
 KERNEL = "@compute @workgroup_size(1) fn main() {}"
 # commands the worker answers itself before (or instead of) the engine's
 WORKER_ONLY = {"import_files", "release_store", "take_store"}
