@@ -198,13 +198,19 @@ def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows
         lines.append(f"  if (ld_ok(mt[{at}u]) == 0u) {{ return; }}")
     lines += [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
     lines += [f"  let e{k + 1} = mt[{offs + 2 + k}u] + i;" for k in range(len(state))]
+    _update_tail(src, op, attrs, lines, "ld_g(eg)")
+
+
+def _update_tail(src, op: str, attrs: dict, lines: list, grad: str) -> None:
+    """The update's scalars as meta words, the parameter, the gradient ``grad`` (maximize
+    flips it; L2 weight decay adds wd * p, 0 for the decoupled forms), then the op's body:
+    the end every update kernel shares, one tensor at a time or many at once."""
     for name, value in scalars(op, attrs).items():
         at = src.add_meta(f32_bits(value))
         lines.append(f"  let {name} = bitcast<f32>(mt[{at}u]);")
     lines.append("  let p = ld_p(ep);")
-    # maximize flips the gradient; L2 weight decay adds wd * p (0 for the decoupled forms)
     wd = " + wd * p" if "wd" in scalars(op, attrs) else ""
-    lines.append(f"  let g = ld_g(eg) * gsign{wd};")
+    lines.append(f"  let g = {grad} * gsign{wd};")
     lines.append(_BODIES[op](attrs))
     src.body = main_1d("\n".join(lines))
 
@@ -282,14 +288,7 @@ def _multi_launch(src: Source, launches, op: str, pack, gate, targets, attrs):
             lines.append(f"  if (i < mt[{lo + 1}u]) {read}")
         else:
             lines.append(f"  {'else' if j == last else f'else if (i < mt[{lo + 1}u])'} {read}")
-    for name, value in scalars(op, attrs).items():
-        at = s.add_meta(f32_bits(value))
-        lines.append(f"  let {name} = bitcast<f32>(mt[{at}u]);")
-    lines.append("  let p = ld_p(ep);")
-    wd = " + wd * p" if "wd" in scalars(op, attrs) else ""
-    lines.append(f"  let g = graw * gsign{wd};")
-    lines.append(_BODIES[op](attrs))
-    s.body = main_1d("\n".join(lines))
+    _update_tail(s, op, attrs, lines, "graw")
     return s, grid_1d(total, s.limits)
 
 
