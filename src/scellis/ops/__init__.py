@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (register)
     attention,
     dense,
     elementwise,
+    fused_step,
     indexing,
     linalg,
     movement,

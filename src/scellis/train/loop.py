@@ -25,6 +25,7 @@ from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
+from ..runtime.dispatch import apply_inplace
 from ..runtime.kernel_choice import choosing
 from ..runtime.tensor import Tensor
 from .data import batch_rows
@@ -32,7 +33,7 @@ from .determinism import resolve_tier
 from .evaluation import validation_pass
 from .events import End, Eval, Log, Start
 from .fit_config import FitConfig
-from .guard import loop_update
+from .guard import StepStats, loop_update
 from .precision import resolve_precision
 from .replay import TrainReplay, replays
 from .state import TrainState
@@ -118,6 +119,9 @@ class _Run:
             self.acc = [zeros((), value.dtype, self.device) for _ in range(2)]
             self.acc.append(full((), done, value.dtype, self.device))
         total, good, skipped = self.acc
+        if isinstance(ok, StepStats):  # the fused phase: one in-place op, no new tensors
+            apply_inplace("step_tally", (value, ok.stats), tuple(self.acc))
+            return
         if ok is None:
             self.acc = [total + value, good + 1.0, skipped]
         else:

@@ -131,6 +131,7 @@ class Optimizer:
         self.param_groups: list[dict] = []
         self._groups: list[_Group] = []
         self.step_count = 0
+        self._stats = False  # the last update read grad_stats' result (step_with)
         if hasattr(params, "named_parameters") and hasattr(params, "set_parameter"):
             self._add(_trainable(params), {})
             return
@@ -190,13 +191,20 @@ class Optimizer:
         The host's step counts advance either way (the host never learns the flag)."""
         self._update(ok)
 
+    def step_with(self, stats: Tensor) -> None:
+        """``step()`` reading ``grad_stats``' result (ops.fused_step): nothing is written
+        where its finite flag is 0, and each gradient element is scaled by its clip
+        factor as the update reads it (the ``fast`` tier's optimizer phase)."""
+        self._update(stats, stats=True)
+
     def rate_stepped(self, scheduler) -> None:
         """A scheduler of this optimizer stepped (see ``catalog.host_steps``)."""
         noted(scheduler)
 
     @no_grad()
-    def _update(self, gate: Tensor | None = None) -> None:
+    def _update(self, gate: Tensor | None = None, stats: bool = False) -> None:
         noted(self)
+        self._stats = stats  # as the recorded step ran it (host_step's attrs say so too)
         for opts, grp in zip(self.param_groups, self._groups):
             grp.rehome()
             grp.multi = {}
@@ -209,6 +217,8 @@ class Optimizer:
                 if len(grads) > 1:
                     attrs["grads"] = len(grads)
                     grp.multi[(i, j)] = len(grads)
+                if stats:
+                    attrs["stats"] = True
                 inputs = grads if gate is None else (*grads, gate)
                 apply_inplace(self.op, inputs, tuple(targets), **attrs)
                 for k in range(i, j):
@@ -232,6 +242,8 @@ class Optimizer:
                 attrs = self.attrs(opts, grp.steps[i] + 1)
                 if (i, j) in grp.multi:  # as the recorded step ran it
                     attrs["grads"] = grp.multi[(i, j)]
+                if self._stats:
+                    attrs["stats"] = True
                 out.append(attrs)
                 for k in range(i, j):
                     grp.steps[k] += 1

@@ -303,7 +303,8 @@ KERNELS = {
 # -- optimizer updates (ops/optim.py): in place, so the backend passes the targets' current
 # values after the inputs (``reads_targets``); the op order follows torch's single-tensor
 # loops, with the host-side scalars of ``ops.optim.scalars`` --
-from ...ops.optim import grad_count, scalars  # noqa: E402  (the ops layer sits below devices)
+from ...ops.fused_step import CLIP_EPS, FACTOR, FINITE  # noqa: E402
+from ...ops.optim import grad_count, reads_stats, scalars  # noqa: E402  (ops sit below devices)
 
 
 def _inplace(fn):
@@ -320,6 +321,11 @@ def _optim(op):
             if not xs[1]:
                 return [x.copy() for x in xs[2:]]  # a skipped step writes nothing
             xs = [xs[0], *xs[2:]]
+        elif reads_stats(attrs):  # grad_stats' result: the finite flag and the clip factor
+            st = xs[1]
+            if not st[FINITE]:
+                return [x.copy() for x in xs[2:]]
+            xs = [xs[0] * st[FACTOR], *xs[2:]]
         k = {n: xs[0].dtype.type(v) for n, v in scalars(op, attrs).items()}
         return _OPTIM_BODIES[op](xs, attrs, k)
 
@@ -424,6 +430,25 @@ _OPTIM_BODIES = {
 }
 KERNELS.update({op: _optim(op) for op in _OPTIM_BODIES})
 KERNELS["flat_gather"] = _flat_gather
+
+
+def _grad_stats(xs, attrs, out):
+    """ops.fused_step: the joint norm, the clip factor and the finite flag."""
+    flat = np.concatenate([g.reshape(-1) for g in xs])
+    norm = np.sqrt(np.sum(flat * flat))
+    limit = float(attrs.get("max_norm", 0.0))
+    factor = min(limit / (norm + CLIP_EPS), 1.0) if limit else 1.0
+    return np.array([norm, factor, float(np.isfinite(flat).all())], dtype=out[0])
+
+
+def _step_tally(xs, attrs, out):
+    loss, st, total, good, skipped = xs
+    ok = loss.dtype.type(st[FINITE])
+    return [total + np.where(ok, loss, 0), good + ok, skipped + (1 - ok)]
+
+
+KERNELS["grad_stats"] = _grad_stats
+KERNELS["step_tally"] = _inplace(_step_tally)
 
 
 # -- the fused dense layer (ops/dense.py) --
