@@ -14,11 +14,11 @@ from scellis.catalog.blocks.common import dense_act
 from scellis.catalog.blocks.linear import MLP, MLPConfig
 from scellis.catalog.losses import MSELoss
 from scellis.catalog.optim import AdamW
+from scellis.devices.kernel_choice import choosing
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ops.dense import DENSE_ACTIVATIONS
 from scellis.ops.optim import state_names
 from scellis.runtime.dispatch import apply_inplace
-from scellis.runtime.kernel_choice import choosing
 from scellis.train import Batches, run
 from scellis.train.determinism import KERNELS
 

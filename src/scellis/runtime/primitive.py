@@ -15,8 +15,8 @@ from ..autograd.tape import Node
 from ..base.errors import DeviceError, DTypeError
 from ..base.shapes import contiguous_strides, numel
 from ..devices.base import Backend, View, get_device
+from ..devices.kernel_choice import REORDERABLE, with_order
 from ..ops.table import OPS, Spec, get_op
-from .kernel_choice import REORDERABLE, with_order
 
 _default = {"device": "reference"}
 

@@ -22,10 +22,10 @@ from ..autograd import no_grad
 from ..base.dtypes import f32
 from ..catalog.clip import NormClip, reduce_gradients
 from ..catalog.optim import Optimizer, flat_view
+from ..devices.kernel_choice import current as kernel_choice
 from ..ops.fused_step import FINITE, STATS
 from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
-from ..runtime.kernel_choice import current as kernel_choice
 from ..runtime.tensor import Tensor
 
 

@@ -13,9 +13,9 @@ from ...autograd import no_grad
 from ...base.dtypes import DType, as_dtype, f32
 from ...base.rng import Generator
 from ...devices.base import get_device
+from ...devices.kernel_choice import current as kernel_choice
 from ...runtime.creation import full, generator, rand, randn
 from ...runtime.dispatch import default_device
-from ...runtime.kernel_choice import current as kernel_choice
 from ...runtime.tensor import Tensor
 from ..module import Module
 from ..registry import check_config

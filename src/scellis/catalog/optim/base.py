@@ -13,7 +13,7 @@ Dispatches per group and step on WebGPU, in the usual case (every parameter has 
 contiguous gradient): ``ceil(N / (maxStorageBuffersPerShaderStage - 2))`` gathers for
 N parameters (one for N <= 30 on a 32-binding adapter) plus one update; a
 non-contiguous gradient adds one copy. Where the step's kernel choice fuses training
-kernels (the ``fast`` tier, ``runtime.kernel_choice``), the update reads the gradients
+kernels (the ``fast`` tier, ``devices.kernel_choice``), the update reads the gradients
 where they lie instead (the multi-tensor form of the update op): one dispatch per
 group for up to about 27 gradients (AdamW) on such an adapter, and no gather. On the
 other tiers the gather disappears once the tape accumulates each leaf's gradient
@@ -37,12 +37,12 @@ import dataclasses
 
 from ...autograd import enable_grad, no_grad
 from ...base.errors import ScellisError
+from ...devices.kernel_choice import current as kernel_choice
 from ...ops.optim import state_names
 from ...runtime.creation import tensor as _tensor
 from ...runtime.creation import zeros
 from ...runtime.dispatch import apply, apply_inplace
 from ...runtime.inplace import transfer
-from ...runtime.kernel_choice import current as kernel_choice
 from ...runtime.tensor import Tensor
 from ..host_steps import noted
 from ..registry import check_config

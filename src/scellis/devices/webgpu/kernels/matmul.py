@@ -36,7 +36,7 @@ scratch storage, on smaller tiles (``SPLIT_TILES``), then a second launch sums t
 in order. Smaller products keep the ``TILES`` kernel, so their results (and the small
 models' losses) are unchanged. Where the caller allows another order
 (``attrs["_order"] == "split_k"``: the prod and fast tiers' training steps, see
-``runtime.kernel_choice``), a tall-K product of the ``TILES`` sizes is split the same
+``devices.kernel_choice``), a tall-K product of the ``TILES`` sizes is split the same
 way (``choose_reordered_split``): more, shorter sums in flight, other rounding than
 the one sequential sum ``debug`` keeps.
 
