@@ -13,8 +13,8 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   ``bench/conformance.py``.
 * ``fast``: prod's reordered kernels plus fused training kernels: a dense layer's
   matmul, bias and activation in one kernel that keeps the pre-activation for a fused
-  backward (on the reference device and CPU-emulated adapters: the blocks' own choice,
-  ``catalog.blocks.common``), one optimizer dispatch reading every gradient where
+  backward (``catalog.blocks.common.dense_act``), one optimizer dispatch reading every
+  gradient where
   it lies (no gather into a flat buffer first), and the optimizer phase's overflow
   guard, gradient clipping and the loop's tally fused (``ops.fused_step``, one
   gradient-statistics op the update reads); within prod's tolerance of the reference. Every

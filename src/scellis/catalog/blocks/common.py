@@ -86,21 +86,12 @@ ACTIVATIONS = {
 }
 
 
-def _walks_well(device) -> bool:
-    """Whether the fused backward's one invocation per column, walking every row, suits
-    ``device``: on the reference device and CPU-emulated adapters it saves a launch; on a
-    real GPU the walk leaves most of the chip idle (on an H100 the char Transformer's
-    fast step ran 1.7x slower than prod's with it), so there the layer stays unfused."""
-    info = getattr(device, "info", None)
-    return info is None or bool(getattr(info, "software", False))
-
-
 def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
     """``ACTIVATIONS[activation](dense(x, weight, bias))``. Where the step's kernel
     choice fuses training kernels (the ``fast`` tier) and the layer is f32 with a bias,
     it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward that
     keeps the pre-activation, and a fused backward."""
-    fused = kernel_choice().fused_training and bias is not None and _walks_well(x.device)
+    fused = kernel_choice().fused_training and bias is not None
     if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
         return ACTIVATIONS[activation](dense(x, weight, bias))
     lead = x.shape[:-1]
