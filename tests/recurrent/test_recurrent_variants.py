@@ -113,3 +113,34 @@ def test_each_variant_builds_its_own_kernels(gpu, monkeypatch):
         assert len(bwd) == (3 if variant == "step" else 6)
         texts[variant] = fwd[0][0].text()
     assert len(set(texts.values())) == len(VARIANTS)
+
+
+# (B, T, H): one (b, k) per invocation at most, several per invocation (a stride of the
+# workgroup), and a layer past SEQUENCE_MAX that keeps its per-step launches
+SEQUENCE_SHAPES = [(1, 3, 5), (9, 4, 37), (20, 3, 260)]
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("shape", SEQUENCE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_whole_sequence_launch_is_the_step_variant_bit_for_bit(gpu, monkeypatch, kind, shape):
+    """On the fast tier a small layer's steps run in one launch each way
+    (recurrent_sequence.py): the step kernels' values, bit for bit, and the reference's."""
+    from scellis.devices.kernel_choice import choosing
+    from scellis.devices.webgpu.kernels.recurrent_sequence import SEQUENCE_MAX
+    from scellis.train.determinism import KERNELS
+
+    monkeypatch.setenv(VARIANT_ENV, "step")
+    arrays = _inputs(kind, *shape, seed=3 + sum(shape))
+    b, t, h = shape
+    counts = {}
+    outs = {}
+    for tier in ("debug", "fast"):
+        before = gpu.stats["dispatches"]
+        with choosing(KERNELS[tier]):
+            outs[tier] = _run(kind, arrays, gpu, "f32")
+        counts[tier] = gpu.stats["dispatches"] - before
+    for got, want in zip(outs["fast"], outs["debug"]):
+        assert np.array_equal(got, want)
+    saved = 2 * (t - 1) if b * h <= SEQUENCE_MAX else 0  # T launches each way become one
+    assert counts["debug"] - counts["fast"] == saved
+    _check(outs["fast"], _run(kind, arrays, "reference", "f64"), 4 * t * (4 * h + 10) * 2.0**-24)
