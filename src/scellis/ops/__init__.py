@@ -14,5 +14,6 @@ from . import (  # noqa: F401  (register)
     random,
     recurrent,
     reduce,
+    xent,
 )
 from .table import OPS, OpDef, Spec, get_op  # noqa: F401

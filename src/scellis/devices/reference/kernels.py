@@ -448,6 +448,28 @@ def _step_tally(xs, attrs, out):
 
 
 KERNELS["grad_stats"] = _grad_stats
+
+
+def _softmax_xent(xs, attrs, out):
+    """ops/xent.py: the gradient basis, the row losses and valid flags, the mean, 1/count."""
+    x, t = xs
+    r, c = x.shape
+    e = float(attrs.get("label_smoothing", 0.0))
+    valid = t != int(attrs.get("ignore_index", -100))
+    safe = np.where(valid, t, 0).astype(np.int64)
+    top = x.max(axis=1, keepdims=True)
+    lse = top + np.log(np.exp(x - top).sum(axis=1, keepdims=True))
+    logp = x - lse
+    rows = -(1 - e) * logp[np.arange(r), safe] - e * logp.mean(axis=1)
+    rows = np.where(valid, rows, 0)
+    target = (1 - e) * np.eye(c, dtype=x.dtype)[safe] + e / c
+    basis = np.where(valid[:, None], np.exp(logp) - target, 0)
+    count = valid.sum(dtype=x.dtype)
+    tail = [rows.sum() / count, 1 / count]
+    return np.concatenate([basis.reshape(-1), rows, valid.astype(x.dtype), tail]).astype(out[0])
+
+
+KERNELS["softmax_xent"] = _softmax_xent
 KERNELS["step_tally"] = _inplace(_step_tally)
 
 

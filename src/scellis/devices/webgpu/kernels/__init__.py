@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     random,
     recurrent,
     reduce,
+    xent,
 )
 
 KERNELS: dict = {}
@@ -33,5 +34,6 @@ for _mod in (
     optim,
     recurrent,
     norm,
+    xent,
 ):
     KERNELS.update(_mod.KERNELS)
