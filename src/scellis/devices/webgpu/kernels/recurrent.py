@@ -228,15 +228,18 @@ def variant(limits: dict, gates: int, software: bool = False) -> str:
     return "step"
 
 
-def _whole_sequence(outputs_per_step: int) -> bool:
+def _whole_sequence(src: Source, outputs_per_step: int) -> bool:
     """Whether the steps run as one launch (recurrent_sequence.py): on a step whose
-    kernel choice fuses training kernels, for a layer small enough for one workgroup."""
-    return kernel_choice().fused_training and sequence.fits(outputs_per_step)
+    kernel choice fuses training kernels, for a layer small enough for one workgroup,
+    on a GPU. A software adapter runs a workgroup on one CPU thread, so there the
+    per-step launches, spread over every core, are faster (lavapipe: the LSTM
+    forecaster's fast step took 1.34x prod's CPU time in one launch)."""
+    return kernel_choice().fused_training and not src.software and sequence.fits(outputs_per_step)
 
 
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
     b, h = ins[0].shape[0], ins[0].shape[2] // gates
-    if _whole_sequence(b * h):
+    if _whole_sequence(src, b * h):
         s, _ = per_step(src, ins, out, 0)
         return [(sequence.sequence(s, steps, reverse=False, carry=None), (1, 1, 1))]
     name = variant(src.limits, gates, src.software)
@@ -250,7 +253,7 @@ def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step, car
     """``carries``: the carried values per (b, k) (LSTM: dh and dc; GRU: dh)."""
     steps, b = ins[1].shape[0], ins[1].shape[1]
     h = ins[3].shape[-1]  # W_hh [gates * H, H]
-    if _whole_sequence(b * h):
+    if _whole_sequence(src, b * h):
         s, _ = per_step(src, ins, out, steps - 1)
         first = steps * b * 4 * h  # the carry slots follow the gate gradients
         carry = (first, carries * b * h)

@@ -9,7 +9,8 @@ inside one workgroup that walks the time steps itself, with a storage and workgr
 barrier between steps (each step reads what the previous one stored). Every (b, k)
 computes exactly what its step kernel computes, in the same order, so the results are
 the ``step`` variant's bit for bit; only the launches are gone. Larger layers keep
-their per-step launches, whose many workgroups fill a GPU.
+their per-step launches, whose many workgroups fill a GPU, and so does a software
+adapter, which runs one workgroup on one CPU thread (``recurrent._whole_sequence``).
 """
 
 from __future__ import annotations
