@@ -5,6 +5,7 @@ Usage::
     PYTHONPATH=src python3 bench/dispatch_census.py                       # the corpus, prod
     PYTHONPATH=src python3 bench/dispatch_census.py --tiers prod,fast --records char_transformer
     PYTHONPATH=src python3 bench/dispatch_census.py --detail              # every launch in order
+    PYTHONPATH=src python3 bench/dispatch_census.py --as-gpu --tiers prod,fast   # a GPU's kernels
 
 Trains each record of the conformance corpus a few steps under each tier on WebGPU,
 takes the schedule its replayed steps run, and counts the launches of one step by op
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -26,6 +28,7 @@ from pathlib import Path
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 from scellis.devices import get_device  # noqa: E402
+from scellis.devices.webgpu import WebGPUBackend  # noqa: E402
 from scellis.devices.webgpu import replay as webgpu_replay  # noqa: E402
 from scellis.ir.record import load_record  # noqa: E402
 from scellis.run.conformance import load_dataset, train_steps  # noqa: E402
@@ -87,8 +90,14 @@ def main(argv=None) -> int:
     p.add_argument("--tiers", default="prod")
     p.add_argument("--steps", type=int, default=5, help="enough for the schedule to record")
     p.add_argument("--detail", action="store_true", help="every launch in step order")
+    p.add_argument("--as-gpu", action="store_true",
+                   help="a software adapter takes a GPU's kernels (count only: not timed)")  # fmt: skip
     a = p.parse_args(argv)
     dev = get_device("webgpu")
+    if a.as_gpu:  # the kernels a discrete GPU gets: split-K matmuls, one-launch sequences
+        dev = WebGPUBackend()
+        dev.info = dataclasses.replace(dev.info, adapter_type="DiscreteGPU", name="as a GPU",
+                                       vendor="", description="")  # fmt: skip
     made = _recorded_schedules()
     for name in a.records.split(","):
         for tier in a.tiers.split(","):
