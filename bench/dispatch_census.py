@@ -90,8 +90,9 @@ def main(argv=None) -> int:
     p.add_argument("--tiers", default="prod")
     p.add_argument("--steps", type=int, default=5, help="enough for the schedule to record")
     p.add_argument("--detail", action="store_true", help="every launch in step order")
-    p.add_argument("--as-gpu", action="store_true",
-                   help="a software adapter takes a GPU's kernels (count only: not timed)")  # fmt: skip
+    p.add_argument(
+        "--as-gpu", action="store_true", help="a software adapter counts a GPU's kernels"
+    )
     a = p.parse_args(argv)
     dev = get_device("webgpu")
     if a.as_gpu:  # the kernels a discrete GPU gets: split-K matmuls, one-launch sequences
