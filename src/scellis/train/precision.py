@@ -24,6 +24,16 @@ from ..runtime.dispatch import apply
 from ..runtime.tensor import Tensor
 
 POLICIES = ("f32", "mixed_f16")
+
+# How far a mixed_f16 run's logged losses may sit from the same run in f32 over its first
+# few tens of steps, with no step skipped for overflow in either (a skipped step leaves
+# the runs different updates): |mixed - f32| <= atol + rtol * |f32| per step. Storing
+# weights, activations and gradients in f16 rounds each value to 11 bits, and the
+# roundings reach the loss through every layer. Measured on lavapipe over 8 steps: the
+# LSTM forecaster 5.4e-5, the char Transformer 2.5e-5 (relative, worst step); the bound
+# leaves room for deeper models and longer sums (the d384 Transformer's K = 8192 weight
+# gradients). bench/step_time.py prints the gap of each pair it times.
+MIXED_F16_LOSS_TOLERANCE = {"rtol": 5e-3, "atol": 1e-4}
 _KEYS = {
     "policy",
     "master_weights",
@@ -120,6 +130,23 @@ def resolve_precision(spec, device) -> Precision:
         else ""
     )
     return Precision("mixed_f16", "mixed_f16", note=note, **kw)
+
+
+def losses_follow_f32(mixed, f32) -> list[str]:
+    """The steps whose mixed_f16 loss leaves ``MIXED_F16_LOSS_TOLERANCE`` around the f32
+    run's, one line each (empty when all agree); a step either run skipped (None) must be
+    skipped by both."""
+    tol, out = MIXED_F16_LOSS_TOLERANCE, []
+    if len(mixed) != len(f32):
+        return [f"{len(mixed)} mixed_f16 losses against {len(f32)} f32 ones"]
+    for i, (m, f) in enumerate(zip(mixed, f32)):
+        if m is None or f is None:
+            if (m is None) != (f is None):
+                out.append(f"step {i}: skipped in one run only (mixed {m}, f32 {f})")
+            continue
+        if not abs(m - f) <= tol["atol"] + tol["rtol"] * abs(f):
+            out.append(f"step {i}: mixed_f16 loss {m:.6g} against f32 {f:.6g}")
+    return out
 
 
 class LossScaler:
