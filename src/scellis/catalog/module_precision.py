@@ -22,10 +22,14 @@ from ..runtime.tensor import Tensor
 
 
 @contextlib.contextmanager
-def working_copies(model, dtype):
+def working_copies(model, dtype, *, grads_as_copies: bool = False):
     """Within the block, every float parameter attribute of ``model`` is its cast to
     ``dtype`` (recorded, so gradients reach the master); restored on exit. A module's
-    ``full_precision`` names stay as they are (a quantised weight's scales)."""
+    ``full_precision`` names stay as they are (a quantised weight's scales).
+
+    ``grads_as_copies``: a master's gradient arrives in ``dtype``, as its copy's did,
+    instead of through a cast per parameter; the caller widens them (the training step
+    does, all in one cast: ``train.precision.widen_gradients``)."""
     if dtype == f32:
         yield
         return
@@ -39,12 +43,19 @@ def working_copies(model, dtype):
             swapped.append((mod, name, p))
     copies = cast_together([p for _, _, p in swapped], dtype)
     for (mod, name, _), copy in zip(swapped, copies):
+        if grads_as_copies and copy._node is not None:
+            copy._node.rule = _gradient_as_is
         object.__setattr__(mod, name, copy)
     try:
         yield
     finally:
         for mod, name, p in swapped:
             object.__setattr__(mod, name, p)
+
+
+def _gradient_as_is(node, g):
+    """The VJP of a working copy whose master takes its gradient in the copy's dtype."""
+    return (g,)
 
 
 def cast_together(params: list[Tensor], dtype) -> list[Tensor]:
