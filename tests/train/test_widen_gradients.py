@@ -1,7 +1,7 @@
-"""A mixed_f16 step's gradients: the masters' f16 gradients widened to f32 together (one
-concat, one cast), laid end to end so that the loss scale, the clipping and the finite
-flag each run once over them instead of once per parameter; values checked against
-NumPy and torch's clip_grad_norm_, dispatches counted on WebGPU."""
+"""A mixed_f16 step's gradients: the masters' f16 gradients widened to f32 together
+(one gather that widens as it copies), laid end to end so that the loss scale, the
+clipping and the finite flag each run once over them instead of once per parameter;
+values checked against NumPy and torch's clip_grad_norm_, dispatches counted on WebGPU."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import scellis as sc
-from scellis.base.dtypes import f32
+from scellis.base.dtypes import f16, f32
+from scellis.base.errors import DTypeError
 from scellis.base.rng import Generator
 from scellis.catalog.clip import clip_grad_norm_, scale_gradients
 from scellis.catalog.optim.flat import flat_view, flatten_parameters
@@ -21,6 +22,8 @@ from scellis.ir.graph import op_graph
 from scellis.ir.record import load_record
 from scellis.ir.trace import trace
 from scellis.model.build import RecordModel
+from scellis.runtime.creation import zeros
+from scellis.runtime.dispatch import apply_inplace
 from scellis.train.precision import widen_gradients
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -63,11 +66,19 @@ def test_f16_gradients_widen_together_into_one_flat_range(gpu, rng):
         widen_gradients(params)
     finally:
         del gpu.run
-    assert sorted(ran) == ["cast", "concat"]
+    assert sorted(ran) == ["flat_gather", "full"]  # the cast folded into the gather
     assert flat_view([p.grad for p in params]) is not None
     for p, g in zip(params, grads):
         assert p.grad.dtype == f32
         np.testing.assert_array_equal(p.grad.numpy(), g.astype(np.float32))
+
+
+@pytest.mark.webgpu
+def test_the_gather_widens_into_f32_only(gpu, rng):
+    _, grads = _params_with_f16_grads(gpu, rng)
+    parts = tuple(sc.tensor(g, device=gpu) for g in grads)
+    with pytest.raises(DTypeError):
+        apply_inplace("flat_gather", parts, (zeros((sum(g.size for g in grads),), f16, gpu),))
 
 
 @pytest.mark.webgpu

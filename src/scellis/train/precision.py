@@ -24,8 +24,8 @@ from ..autograd import no_grad
 from ..base.dtypes import f16, f32
 from ..base.errors import ScellisError
 from ..base.shapes import contiguous_strides
-from ..runtime.creation import full
-from ..runtime.dispatch import apply
+from ..runtime.creation import full, zeros
+from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.tensor import Tensor
 
 POLICIES = ("f32", "mixed_f16")
@@ -157,18 +157,21 @@ def losses_follow_f32(mixed, f32) -> list[str]:
 @no_grad()
 def widen_gradients(params) -> None:
     """Gradients that arrived in another float dtype than their parameter's (f16 for an
-    f32 master, ``working_copies(..., grads_as_copies=True)``) cast to the parameter's:
-    laid end to end in one buffer (one ``concat``) and cast there once, each ``.grad``
-    then a view of the result, in parameter order. The optimizer finds them one flat
-    range (no gather of its own) and the loss scale divides them in one ``mul``; a
-    cast per parameter took a dispatch each (100-odd a step for the d384 Transformer)."""
+    f32 master, ``working_copies(..., grads_as_copies=True)``) widened to the
+    parameter's by one ``flat_gather`` into a flat buffer (f16 read, f32 written: the
+    cast folded into the copy), each ``.grad`` then a view of it, in parameter order.
+    The optimizer finds them one flat range (no gather of its own), and the loss scale
+    and clipping scale them in one ``mul``; a cast per parameter took a dispatch each
+    (100-odd a step for the d384 Transformer)."""
     narrow = [p for p in params if p.grad is not None and p.grad.dtype != p.dtype]
     if len(narrow) < 2 or len({p.dtype for p in narrow}) != 1:
         for p in narrow:
             p.grad = p.grad.cast(p.dtype)
         return
-    parts = tuple(p.grad.reshape((-1,)) for p in narrow)
-    wide = apply("concat", parts, axis=0).cast(narrow[0].dtype)
+    first = narrow[0]
+    wide = zeros((sum(p.numel for p in narrow),), first.dtype, first.device)
+    parts = tuple(p.grad if p.grad.is_contiguous() else apply("copy", (p.grad,)) for p in narrow)
+    apply_inplace("flat_gather", parts, (wide,))
     at = 0
     for p in narrow:
         shape = tuple(p.shape)
