@@ -461,7 +461,7 @@ def main(argv=None) -> int:
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     if not args.skip_native:
         report["native"] = native_report(args)
-    report["browser"] = browser_report(args)
+    report["browser"] = browser_report(args, err_over_bound)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

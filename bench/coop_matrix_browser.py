@@ -14,8 +14,8 @@ The page asks for a high-performance adapter, records ``adapter.features`` and
 ``adapter.info.subgroupMatrixConfigs``, and where the feature is there, for each float
 configuration: a (4M x 8K) @ (8K x 4N) product, one workgroup of ``subgroupMaxSize``
 invocations per M x N block, on inputs that are multiples of 1/256 (exact in f16); the
-inputs and the result come back and are checked here against NumPy (err/bound <= 1 with
-the result type's unit roundoff). Then a rough speed: 10 dispatches of a 2048^3 product
+inputs and the result come back and are checked against NumPy with bench/coop_matrix.py's
+bound (err/bound <= 1). Then a rough speed: 10 dispatches of a 2048^3 product
 (2 x 2 blocks a workgroup) between two ``onSubmittedWorkDone`` (wall time, launches
 included).
 """
@@ -47,24 +47,17 @@ PAGE_HTML = (
 )
 
 
-def err_over_bound(run: dict) -> float:
-    """max |c - a@b| / bound of the page's product, from the values it sent back."""
-    m, k, n = run["shape"]
-    a = np.array(run["a"], dtype=np.float64).reshape(m, k)
-    b = np.array(run["b"], dtype=np.float64).reshape(k, n)
-    c = np.array(run["c"], dtype=np.float64).reshape(m, n)
-    want = a @ b
-    u = 2.0**-10 if run["config"]["resultComponentType"] == "f16" else 2.0**-23
-    bound = k * u * (np.abs(a) @ np.abs(b)) + 2 * u * np.abs(want)
-    return float(np.max(np.abs(c - want) / np.maximum(bound, 1e-30)))
-
-
-def checked(visit: dict) -> dict:
-    """The visit with each run's arrays replaced by its err/bound."""
+def checked(visit: dict, err_over_bound) -> dict:
+    """The visit with each run's arrays replaced by ``err_over_bound(c, a, b, result type)``
+    (bench/coop_matrix.py's check, against NumPy)."""
     for run in visit.get("runs", []):
         if "c" in run:
-            run["err_over_bound"] = err_over_bound(run)
-            run["values_nonzero"] = int(np.count_nonzero(run["a"]))
+            m, k, n = run["shape"]
+            a = np.array(run["a"], dtype=np.float64).reshape(m, k)
+            b = np.array(run["b"], dtype=np.float64).reshape(k, n)
+            c = np.array(run["c"], dtype=np.float64).reshape(m, n)
+            run["err_over_bound"] = err_over_bound(c, a, b, run["config"]["resultComponentType"])
+            run["inputs_nonzero"] = int(np.count_nonzero(a))
             for key in ("a", "b", "c"):
                 del run[key]
     return visit
@@ -100,7 +93,7 @@ def _launcher(args, log):
     return None
 
 
-def browser_report(args) -> dict:
+def browser_report(args, err_over_bound) -> dict:
     log_path = Path(args.out).with_suffix(".chrome_log.txt")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
@@ -117,9 +110,9 @@ def browser_report(args) -> dict:
                 for extra, flags in EXTRAS.items():
                     r = browser.visit(f"{url}/coop.html", browser_gpu.FLAG_SETS[name] + flags,
                                       args.browser_timeout, f"coop {name} {extra}")  # fmt: skip
-                    visits.append(checked({"flag_set": name, "extra": extra,
-                                           "flags": browser_gpu.COMMON + browser_gpu.FLAG_SETS[name]
-                                           + flags, **r}))  # fmt: skip
+                    every = browser_gpu.COMMON + browser_gpu.FLAG_SETS[name] + flags
+                    visit = {"flag_set": name, "extra": extra, "flags": every, **r}
+                    visits.append(checked(visit, err_over_bound))
         finally:
             httpd.shutdown()
     return {"browser": _version(browser.chrome, browser.env), "chrome_log": str(log_path),
