@@ -373,7 +373,7 @@ def timings(device, kernels: dict, args) -> list[dict]:
             coop_rows(device, kernels, shape, dtype, a, b, row, args)
         rows.append(row)
         print(f"  {row['shape']}: " + ", ".join(
-            f"{k} {v:.1f}" for k, v in row["tflops"].items()) + " TFLOP/s", flush=True)  # fmt: skip
+            f"{k} {v:.3g}" for k, v in row["tflops"].items()) + " TFLOP/s", flush=True)  # fmt: skip
     return rows
 
 
@@ -403,8 +403,8 @@ def coop_rows(device, kernels, shape, dtype, a, b, row, args) -> None:
 def native_summary(r: dict) -> list[str]:
     lines = [f"native: {r['chosen']['name']} ({r['chosen']['backend']}): {r['verdict']}"]
     for d in r["vulkan"].get("devices", []):
-        shapes = sorted({f"{c['M']}x{c['N']}x{c['K']} {c['A']}->{c['result']} ({c['scope']})"
-                         for c in d.get("configs", [])})  # fmt: skip
+        shapes = sorted({f"{c['M']}x{c['N']}x{c['K']} {c['A']}*{c['B']}+{c['C']}->{c['result']}"
+                         f" ({c['scope']})" for c in d.get("configs", [])})  # fmt: skip
         ext = "yes" if d["has_extension"] else "no"
         listing = f"; {len(shapes)} configs: " + "; ".join(shapes) if shapes else ""
         lines.append(f"  Vulkan {d['name']} (driver {d['driver_version']}): "
@@ -412,8 +412,21 @@ def native_summary(r: dict) -> list[str]:
     if "error" in r["vulkan"]:
         lines.append(f"  Vulkan: {r['vulkan']['error']}")
     for name, k in r.get("kernels", {}).items():
-        lines.append(f"  kernel {name}: " + json.dumps(k)[:300])
+        lines.append(f"  kernel {name}: {_kernel_line(k)}")
+    for row in r.get("timings", []):
+        cells = ", ".join(f"{key} {v:.3g}" for key, v in row["tflops"].items())
+        lines.append(f"  {row['shape']} TFLOP/s: {cells}")
     return lines
+
+
+def _kernel_line(k: dict) -> str:
+    if "skipped" in k:
+        return f"skipped ({k['skipped']})"
+    cells = []
+    for layout, r in k["check"].items():
+        got = f"err/bound {r['err_over_bound']:.3g}" if "err_over_bound" in r else r["error"]
+        cells.append(f"{layout}: {got[:200]}")
+    return "; ".join(cells)
 
 
 def frag_list(text: str) -> list[tuple[int, int]]:
