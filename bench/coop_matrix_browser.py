@@ -126,7 +126,7 @@ def _config(c: dict) -> str:
 def browser_summary(r: dict) -> list[str]:
     if "skipped" in r:
         return [f"browser: skipped ({r['skipped']})"]
-    lines = []
+    lines = [f"browser: {r['browser']}"]
     for v in r["visits"]:
         a = v.get("adapter") or {}
         head = f"browser [{v['flag_set']}, {v['extra']}]: {a.get('vendor')} {a.get('architecture')}"
