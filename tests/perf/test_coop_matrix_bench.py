@@ -97,8 +97,9 @@ def test_listing_decides_which_kernels_run_and_what_is_missing():
 
 
 def test_kernel_text_walks_k_once_per_tile_for_every_fragment():
-    code = cm.coop_wgsl(16, "f16", "f32", (2, 3), (64, 96, 96), "row-major (coopLoadT)", 32)
+    code = cm.coop_wgsl(16, "f16", "f32", (2, 3), (64, 96, 96), "coopLoadT, C loaded", 32)
     assert code.startswith("enable f16;\nenable wgpu_cooperative_matrix;")
     assert code.count("coopMultiplyAdd(") == 6 and code.count("coopStoreT(") == 6
     assert code.count("coopLoadT<TA>") == 2 and code.count("coopLoadT<TB>") == 3
+    assert code.count("coopLoadT<TC>(&c[") == 6 and "TC()" not in code
     assert "kk < 96u; kk += 16u" in code and "let col0 = wid.x * 48u;" in code
