@@ -310,6 +310,8 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
     out = []
     for item in filter(None, text.split(",")):
         d = [int(x) for x in item.lower().split("x")]
+        if len(d) not in (1, 3) or min(d) < 1:
+            raise ValueError(item)
         out.append((d[0],) * 3 if len(d) == 1 else tuple(d))
     return out
 
@@ -443,7 +445,10 @@ def _kernel_line(k: dict) -> str:
 
 
 def frag_list(text: str) -> list[tuple[int, int]]:
-    return [tuple(int(x) for x in f.split("x")) for f in text.split(",") if f]
+    frags = [tuple(int(x) for x in f.split("x")) for f in text.split(",") if f]
+    if not frags or any(len(f) != 2 or min(f) < 1 for f in frags):
+        raise ValueError(text)
+    return frags
 
 
 def main(argv=None) -> int:
@@ -475,7 +480,8 @@ def main(argv=None) -> int:
         args.sizes, args.frags = parse_sizes(args.sizes), frag_list(args.frags)
     except ValueError:
         print(
-            "error: --sizes takes N or MxKxN items and --frags MxN items, e.g. 2x2", file=sys.stderr
+            "error: --sizes takes N or MxKxN items (4096,8192x384x1536), --frags MxN items (2x2)",
+            file=sys.stderr,
         )
         return 2
     unknown = [f for f in (args.flag_sets or "").split(",") if f and f not in FLAG_SETS]
