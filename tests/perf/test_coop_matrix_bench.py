@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
+if str(BENCH) not in sys.path:  # after everything else: bench/ holds generic names (matmul.py)
+    sys.path.append(str(BENCH))
 
 import coop_matrix as cm  # noqa: E402
 
