@@ -55,7 +55,7 @@ def pair(a, b):
         a = _const(a, _scalar_dtype(a, b.dtype), b)
     if not isinstance(b, TensorMath):
         b = _const(b, _scalar_dtype(b, a.dtype), a)
-    if a.dtype != b.dtype:
+    if a.dtype is not b.dtype and a.dtype != b.dtype:  # one object: the common case, no call
         dt = promote(a.dtype, b.dtype)
         a, b = a.cast(dt), b.cast(dt)
     return a, b
