@@ -69,8 +69,11 @@ def broadcast(*ts):
 
 
 def _binary(op: str, a, b):
-    a, b = broadcast(*pair(a, b))
-    return apply_op(op, (a, b))
+    a, b = pair(a, b)
+    if a.shape != b.shape:
+        a, b = broadcast(a, b)
+    # run_primitive itself: every operator comes here, and apply_op's keywords cost a dict
+    return run_primitive(type(a), op, (a, b), None, {})
 
 
 def _truediv(a, b):
