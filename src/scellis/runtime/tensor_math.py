@@ -55,7 +55,7 @@ def pair(a, b):
         a = _const(a, _scalar_dtype(a, b.dtype), b)
     if not isinstance(b, TensorMath):
         b = _const(b, _scalar_dtype(b, a.dtype), a)
-    if a.dtype != b.dtype:
+    if a.dtype is not b.dtype and a.dtype != b.dtype:  # one object: the common case, no call
         dt = promote(a.dtype, b.dtype)
         a, b = a.cast(dt), b.cast(dt)
     return a, b
@@ -69,8 +69,11 @@ def broadcast(*ts):
 
 
 def _binary(op: str, a, b):
-    a, b = broadcast(*pair(a, b))
-    return apply_op(op, (a, b))
+    a, b = pair(a, b)
+    if a.shape != b.shape:
+        a, b = broadcast(a, b)
+    # run_primitive itself: every operator comes here, and apply_op's keywords cost a dict
+    return run_primitive(type(a), op, (a, b), None, {})
 
 
 def _truediv(a, b):
