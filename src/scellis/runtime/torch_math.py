@@ -75,6 +75,25 @@ def _expm1(v):
     return ((u - 1.0) * (v / lg.where(ok, 1.0))).where(ok, (u - 1.0).where(u != 1.0, v))
 
 
+def _atan_values(v):
+    """atan by two reductions (1/x beyond 1, then the half-angle step to |t| <= tan(pi/8))
+    and the odd Taylor series there, exact to f32 rounding."""
+    big = v.abs() > 1.0
+    r = (1.0 / v.where(big, 1.0)).where(big, v)
+    t = r / ((r * r + 1.0).sqrt() + 1.0)
+    t2, term, total = t * t, t, t
+    for k in range(1, 10):  # |t| <= 0.415: the 19th power is below f32's resolution
+        term = term * t2 * -1.0
+        total = total + term * (1.0 / (2 * k + 1))
+    near = total * 2.0
+    return (v.sign() * (math.pi / 2) - near).where(big, near)
+
+
+def _atan_grad(node, g):
+    x = node.inputs[0].detach()
+    return (g / (x * x + 1.0),)
+
+
 def _float(x):
     return x if x.dtype.is_float else x.cast("f32")
 
@@ -133,6 +152,32 @@ class TorchMathMethods:
     def tan(self):
         x = _float(self)
         return x.sin() / x.cos()
+
+    def atan(self):
+        return _float(self).with_vjp("atan", _atan_values, _atan_grad)
+
+    arctan = atan
+
+    def atan2(self, other):
+        """The angle of (other, self) in (-pi, pi]: atan(self / other) moved to the
+        quadrant of the point."""
+        y, x = pair(_float(self), other)
+        base = (y / x).atan()
+        turn = (y.sign().where(y != 0.0, 1.0)) * math.pi
+        return (base + turn).where(x < 0.0, base)
+
+    arctan2 = atan2
+
+    def asin(self):
+        x = _float(self)
+        return (x / (1.0 - x * x).sqrt()).atan()
+
+    arcsin = asin
+
+    def acos(self):
+        return self.asin() * -1.0 + math.pi / 2
+
+    arccos = acos
 
     def reciprocal(self):
         return 1.0 / _float(self)
