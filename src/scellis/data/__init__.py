@@ -3,7 +3,16 @@ loaders (``TensorDataset``, ``DataLoader``), pure Python."""
 
 from .csvsource import CSVConfig, SeriesDataset, load_csv  # noqa: F401
 from .loader import (  # noqa: F401
+    BatchSampler,
+    ConcatDataset,
     DataLoader,
+    IterableDataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+    get_worker_info,
     Dataset,
     Subset,
     TensorDataset,
