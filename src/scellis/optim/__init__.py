@@ -5,6 +5,7 @@ for SML runs and Python code). Browser-safe: pure Python, no NumPy.
 """
 
 from . import lr_scheduler  # noqa: F401
+from .elementwise import Adadelta, Adamax  # noqa: F401
 from .optimizers import (  # noqa: F401
     SGD,
     Adagrad,
