@@ -231,8 +231,7 @@ def meshgrid(*tensors, indexing="ij"):
     shape = tuple(t.shape[0] for t in ts)
     k = len(ts)
     out = [t.reshape([-1 if i == j else 1 for i in range(k)]).expand(shape) for j, t in enumerate(ts)]
-    if indexing == "xy" and len(ts) >= 2:
-        out = [o.transpose(0, 1) for o in out]
+    if indexing == "xy" and len(ts) >= 2:  # the grids of the swapped pair, swapped back
         out[0], out[1] = out[1], out[0]
     return out
 
