@@ -97,8 +97,7 @@ def __getattr__(name: str):
         from .settings import UnsupportedName
 
         raise UnsupportedName(
-            f"scellis has no {name} (WebGPU kernels have no such type); use "
-            f"{_MISSING_DTYPES[name]}"
+            f"scellis has no {name} (WebGPU kernels have no such type); use {_MISSING_DTYPES[name]}"
         )
     elif name == "__all__":
         value = sorted({*_PUBLIC, *_LAZY, *_torch_function_names()})

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .base.dtypes import as_dtype, f32
 from .base.errors import ScellisError
 
+
 class UnsupportedName(ScellisError, AttributeError):
     """A torch name with no counterpart here: a ScellisError that says what to use
     instead, and an AttributeError, so ``hasattr(scellis, name)`` is False."""

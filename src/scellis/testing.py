@@ -60,7 +60,8 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False,
             worst = max(worst, (diff, i))
     if bad:
         raise AssertionError(
-            msg or f"Tensor-likes are not close! Mismatched elements: {bad} / {len(a)}; "
+            msg
+            or f"Tensor-likes are not close! Mismatched elements: {bad} / {len(a)}; "
             f"greatest absolute difference {worst[0]} at flat index {worst[1]} "
             f"(rtol={rtol}, atol={atol})"
         )

@@ -23,7 +23,10 @@ def test_normal_log_prob_entropy_kl_and_rsample_gradient():
     s, t = sc.distributions.Normal(sl, ss), torch.distributions.Normal(tl, ts)
     close(s.log_prob(sv), t.log_prob(tv))
     close(s.entropy(), t.entropy())
-    q_s, q_t = sc.distributions.Normal(sl * 0.5, ss * 2), torch.distributions.Normal(tl * 0.5, ts * 2)
+    q_s, q_t = (
+        sc.distributions.Normal(sl * 0.5, ss * 2),
+        torch.distributions.Normal(tl * 0.5, ts * 2),
+    )
     close(sc.distributions.kl_divergence(s, q_s), torch.distributions.kl_divergence(t, q_t))
     draw = s.rsample((2,))
     assert tuple(draw.shape) == (2, 3, 4)
@@ -44,7 +47,9 @@ def test_categorical_and_bernoulli_match_torch(use_logits):
     draws = s.sample((200,))
     assert tuple(draws.shape) == (200, 5) and 0 <= draws.min().item() and draws.max().item() <= 3
     b_s = sc.distributions.Bernoulli(**({"logits": sx} if use_logits else {"probs": sx.sigmoid()}))
-    b_t = torch.distributions.Bernoulli(**({"logits": tx} if use_logits else {"probs": tx.sigmoid()}))
+    b_t = torch.distributions.Bernoulli(
+        **({"logits": tx} if use_logits else {"probs": tx.sigmoid()})
+    )
     v = (sx > 0).float()
     close(b_s.log_prob(v), b_t.log_prob((tx > 0).float()))
     close(b_s.entropy(), b_t.entropy())
@@ -81,7 +86,7 @@ def test_optimizer_steps_match_torch(name):
     sp, tp = pair(3, 4, seed=5, grad=True)
     so, to = getattr(sc.optim, cls)([sp], **kw), getattr(torch.optim, cls)([tp], **kw)
     for step in range(4):
-        for p, o, lib in ((sp, so, sc), (tp, to, torch)):
+        for p, o in ((sp, so), (tp, to)):
             o.zero_grad()
             (p * p * p).sum().backward() if step % 2 else (p.sin() * 3).sum().backward()
             o.step()
@@ -109,8 +114,9 @@ SCHEDULERS = {
     "PolynomialLR": dict(total_iters=6, power=2.0),
     "CosineAnnealingWarmRestarts": dict(T_0=3, T_mult=2, eta_min=0.01),
     "CyclicLR": dict(base_lr=0.01, max_lr=0.1, step_size_up=3, mode="triangular2"),
-    "CyclicLR_exp": dict(base_lr=0.01, max_lr=0.1, step_size_up=2, step_size_down=3,
-                         mode="exp_range", gamma=0.9),  # fmt: skip
+    "CyclicLR_exp": dict(
+        base_lr=0.01, max_lr=0.1, step_size_up=2, step_size_down=3, mode="exp_range", gamma=0.9
+    ),  # fmt: skip
     "ConstantLR": dict(factor=0.5, total_iters=3),
     "StepLR": dict(step_size=2, gamma=0.3),
 }
@@ -177,7 +183,11 @@ def test_random_split_samplers_and_iterable_datasets():
         def __iter__(self):
             return iter(range(7))
 
-    assert [b.tolist() for b in SD.DataLoader(Stream(), batch_size=3)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [b.tolist() for b in SD.DataLoader(Stream(), batch_size=3)] == [
+        [0, 1, 2],
+        [3, 4, 5],
+        [6],
+    ]
     assert SD.get_worker_info() is None and sc.utils.data.DataLoader is sc.data.DataLoader
 
 
@@ -199,7 +209,9 @@ def test_checkpoint_gives_the_plain_call_values_and_gradients():
 
     sx, tx = pair(2, 3, seed=10, grad=True)
     sy = checkpoint(lambda a: (a * 2).tanh().square(), sx, use_reentrant=False)
-    ty = torch.utils.checkpoint.checkpoint(lambda a: (a * 2).tanh().square(), tx, use_reentrant=False)
+    ty = torch.utils.checkpoint.checkpoint(
+        lambda a: (a * 2).tanh().square(), tx, use_reentrant=False
+    )
     close(sy, ty)
     sy.sum().backward(), ty.sum().backward()
     close(sx.grad, tx.grad)

@@ -153,8 +153,8 @@ def test_counting_and_searching_functions():
 
 def test_meshgrid_median_and_integer_division():
     a, b = sc.arange(3), sc.arange(4)
-    for ours, theirs in zip(sc.meshgrid(a, b, indexing="xy"),
-                            torch.meshgrid(torch.arange(3), torch.arange(4), indexing="xy")):  # fmt: skip
+    theirs_all = torch.meshgrid(torch.arange(3), torch.arange(4), indexing="xy")
+    for ours, theirs in zip(sc.meshgrid(a, b, indexing="xy"), theirs_all):
         assert ours.tolist() == theirs.tolist()
     sx, tx = pair(3, 5, seed=5)
     close(sx.median(), tx.median())

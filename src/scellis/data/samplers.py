@@ -122,7 +122,9 @@ class WeightedRandomSampler(Sampler):
         w = weights.tolist() if hasattr(weights, "tolist") else list(weights)
         self.weights, self.num_samples = [float(v) for v in w], int(num_samples)
         if not replacement and self.num_samples > len(self.weights):
-            raise ScellisError("WeightedRandomSampler: more samples than weights without replacement")
+            raise ScellisError(
+                "WeightedRandomSampler: more samples than weights without replacement"
+            )
         self.replacement, self.seed, self.epoch = bool(replacement), _seed(generator), 0
 
     def __len__(self) -> int:
@@ -130,10 +132,15 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self):
         key = stream_key(self.seed, "sampler")
-        u = [d / 4294967296.0 for d in raw_u32(key, len(self.weights) + self.num_samples, 0, self.epoch)]
+        u = [
+            d / 4294967296.0
+            for d in raw_u32(key, len(self.weights) + self.num_samples, 0, self.epoch)
+        ]
         self.epoch += 1
         if not self.replacement:  # an exponential race: the smallest -log(u)/w win
-            keys = [(-math.log(1.0 - x) / w if w > 0 else math.inf) for x, w in zip(u, self.weights)]
+            keys = [
+                (-math.log(1.0 - x) / w if w > 0 else math.inf) for x, w in zip(u, self.weights)
+            ]
             return iter(sorted(range(len(keys)), key=keys.__getitem__)[: self.num_samples])
         cdf, total = [], 0.0
         for w in self.weights:

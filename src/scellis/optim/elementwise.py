@@ -111,7 +111,8 @@ class Adadelta(ElementwiseOptimizer):
 
 class Adamax(ElementwiseOptimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 foreach=None, *, maximize=False, differentiable=False, capturable=False):  # fmt: skip
+                 foreach=None, *, maximize=False, differentiable=False,
+                 capturable=False):  # fmt: skip
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, maximize=maximize))  # fmt: skip
 

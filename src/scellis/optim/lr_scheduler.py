@@ -82,10 +82,13 @@ class CyclicLR(S.Scheduler):
 
     def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
                  mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
-                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):  # fmt: skip
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9,
+                 last_epoch=-1):  # fmt: skip
         _fresh(last_epoch)
         if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
-            raise ScellisError(f"CyclicLR: mode is triangular, triangular2 or exp_range, not {mode!r}")
+            raise ScellisError(
+                f"CyclicLR: mode is triangular, triangular2 or exp_range, not {mode!r}"
+            )
         n = len(optimizer.param_groups)
         self.max_lrs = _per_group(max_lr, n)
         up = float(step_size_up)
@@ -95,7 +98,9 @@ class CyclicLR(S.Scheduler):
         self.scale_mode = scale_mode if scale_fn is not None else (
             "iterations" if mode == "exp_range" else "cycle")  # fmt: skip
         self.cycle_momentum = bool(cycle_momentum)
-        if cycle_momentum and not all("momentum" in g or "betas" in g for g in optimizer.param_groups):
+        if cycle_momentum and not all(
+            "momentum" in g or "betas" in g for g in optimizer.param_groups
+        ):
             raise ScellisError("CyclicLR: cycle_momentum needs an optimizer with momentum or betas")
         self.base_moms, self.max_moms = _per_group(base_momentum, n), _per_group(max_momentum, n)
         for g, lr in zip(optimizer.param_groups, _per_group(base_lr, n)):

@@ -223,14 +223,20 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
 
 
 def meshgrid(*tensors, indexing="ij"):
-    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    ts = (
+        list(tensors[0])
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple))
+        else list(tensors)
+    )
     if indexing not in ("ij", "xy"):
         raise ScellisError(f"meshgrid: indexing is 'ij' or 'xy', not {indexing!r}")
     if indexing == "xy" and len(ts) >= 2:
         ts[0], ts[1] = ts[1], ts[0]
     shape = tuple(t.shape[0] for t in ts)
     k = len(ts)
-    out = [t.reshape([-1 if i == j else 1 for i in range(k)]).expand(shape) for j, t in enumerate(ts)]
+    out = [
+        t.reshape([-1 if i == j else 1 for i in range(k)]).expand(shape) for j, t in enumerate(ts)
+    ]
     if indexing == "xy" and len(ts) >= 2:  # the grids of the swapped pair, swapped back
         out[0], out[1] = out[1], out[0]
     return out
@@ -242,7 +248,11 @@ def broadcast_to(input, size):  # noqa: A002
 
 def tile(input, dims):  # noqa: A002
     dims = tuple(dims)
-    x = input.reshape((1,) * (len(dims) - input.ndim) + input.shape) if len(dims) > input.ndim else input
+    x = (
+        input.reshape((1,) * (len(dims) - input.ndim) + input.shape)
+        if len(dims) > input.ndim
+        else input
+    )
     dims = (1,) * (x.ndim - len(dims)) + dims
     return x.repeat(*dims)
 

@@ -14,8 +14,8 @@ from ..base.errors import ShapeError
 from ..ops.einsum import einsum  # noqa: F401 (re-exported as scellis.einsum)
 from . import creation as C
 from . import torch_free as F
-from .torch_free import *  # noqa: F403 (re-exported as scellis.<name>)
 from .tensor import Tensor
+from .torch_free import *  # noqa: F403 (re-exported as scellis.<name>)
 
 
 def _method(name: str):

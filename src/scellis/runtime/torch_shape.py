@@ -36,8 +36,10 @@ _TYPE_NAMES = {
     "torch.FloatTensor": "f32", "torch.DoubleTensor": "f64", "torch.HalfTensor": "f16",
     "torch.IntTensor": "i32", "torch.LongTensor": "i32", "torch.BoolTensor": "bool",
 }  # fmt: skip
-_NAME_OF = {"f32": "torch.FloatTensor", "f64": "torch.DoubleTensor", "f16": "torch.HalfTensor",
-            "i32": "torch.IntTensor", "u32": "torch.IntTensor", "bool": "torch.BoolTensor"}  # fmt: skip
+_NAME_OF = {
+    "f32": "torch.FloatTensor", "f64": "torch.DoubleTensor", "f16": "torch.HalfTensor",
+    "i32": "torch.IntTensor", "u32": "torch.IntTensor", "bool": "torch.BoolTensor",
+}  # fmt: skip
 
 
 class TorchShapeMethods:
