@@ -63,6 +63,10 @@ _LAZY = {
         "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
         "get_float32_matmul_precision")},
     "finfo": (".dtype_info", "finfo"),
+    "dtype": (".base.dtypes", "DType"),
+    **{name: (".compat", name) for name in (
+        "Size", "FloatTensor", "DoubleTensor", "HalfTensor", "IntTensor", "LongTensor",
+        "BoolTensor", "initial_seed", "seed", "get_rng_state", "set_rng_state", "jit")},
     "iinfo": (".dtype_info", "iinfo"),
 }  # fmt: skip
 
@@ -72,6 +76,11 @@ _NARROWED = ("int64", "long", "int16", "short", "int8", "uint8")
 _MISSING_DTYPES = {
     "bfloat16": "float16 (or float32)", "complex64": "two float32 tensors",
     "complex128": "two float64 tensors", "cfloat": "two float32 tensors",
+    **dict.fromkeys(("lgamma", "digamma", "polygamma", "erfinv", "special"),
+                    "the host's math module over t.tolist() (no kernel for it here)"),
+    "fft": "no FFT kernels: a real matmul by a DFT matrix, or NumPy on t.numpy()",
+    "sparse": "dense tensors (no sparse layouts here)",
+    "complex": "two real tensors (no complex dtypes here)",
 }  # fmt: skip
 
 # torch's free functions (``scellis.exp(x)``...): the names that module exports
@@ -97,7 +106,8 @@ def __getattr__(name: str):
         from .settings import UnsupportedName
 
         raise UnsupportedName(
-            f"scellis has no {name} (WebGPU kernels have no such type); use {_MISSING_DTYPES[name]}"
+            f"scellis has no {name} (no such type or op in its kernels); "
+            f"use {_MISSING_DTYPES[name]}"
         )
     elif name == "__all__":
         value = sorted({*_PUBLIC, *_LAZY, *_torch_function_names()})

@@ -11,6 +11,7 @@ seed but are not torch's numbers.
 from __future__ import annotations
 
 import math
+import sys
 
 from .autograd import no_grad
 from .base.errors import ScellisError
@@ -220,5 +221,8 @@ def kl_divergence(p, q):
         "Normal, Bernoulli and Categorical pairs of one family are"
     )
 
+
+# torch's submodule paths (``torch.distributions.normal.Normal``) name the same classes
+normal = uniform = bernoulli = categorical = kl = sys.modules[__name__]
 
 __all__ = ["Distribution", "Normal", "Uniform", "Bernoulli", "Categorical", "kl_divergence"]

@@ -232,3 +232,26 @@ def test_settings_and_backends_flags(tmp_path):
     sc.save({"w": sc.ones(2), "epoch": 3}, path)
     back = sc.load(path, map_location="cpu", weights_only=True)
     assert back["epoch"] == 3 and back["w"].tolist() == [1.0, 1.0]
+
+
+def test_rprop_and_a_custom_scheduler_match_torch():
+    sp, tp = pair(3, 4, seed=14, grad=True)
+    so, to = sc.optim.Rprop([sp], lr=0.05), torch.optim.Rprop([tp], lr=0.05)
+
+    def halving(base):
+        class Halving(base):
+            def get_lr(self):
+                return [b * 0.5 ** (self.last_epoch // 2) for b in self.base_lrs]
+
+        return Halving
+
+    ss = halving(sc.optim.lr_scheduler.LRScheduler)(so)
+    ts = halving(torch.optim.lr_scheduler.LRScheduler)(to)
+    for step in range(6):
+        for p, o in ((sp, so), (tp, to)):
+            o.zero_grad()
+            ((p - 0.3 * step).square() * p.sin()).sum().backward()
+            o.step()
+        ss.step(), ts.step()
+        assert ss.get_last_lr() == pytest.approx(ts.get_last_lr())
+    close(sp, tp, atol=1e-5)

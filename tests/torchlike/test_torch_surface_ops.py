@@ -208,3 +208,68 @@ def test_compositions_run_on_webgpu(gpu, name):
     sx, tx = pair(2, 4, 6, seed=3)
     got = fn(sc, sx.to("webgpu"))
     close(got.to("cpu"), fn(torch, tx), atol=2e-5)
+
+
+MORE_FREE = {
+    "tensordot": lambda m, x: m.tensordot(x, x[0].T.contiguous(), dims=1),
+    "tensordot_lists": lambda m, x: m.tensordot(x, x, dims=([1, 2], [1, 2])),
+    "kron": lambda m, x: m.kron(x[0, :2, :3], x[1, :3, :2]),
+    "block_diag": lambda m, x: m.block_diag(x[0, :2, :3], x[1, :1, :2]),
+    "cummax": lambda m, x: m.cummax(x, 2).values * 1 + m.cummin(x, 1).values,
+    "logcumsumexp": lambda m, x: m.logcumsumexp(x, 1),
+    "int_exp_sqrt": lambda m, x: m.exp(m.tensor([1, 2])) + m.sqrt(m.tensor([4, 9])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_FREE))
+def test_more_free_functions_match_torch(name):
+    fn = MORE_FREE[name]
+    sx, tx = pair(2, 4, 6, seed=11, grad=True)
+    s_out, t_out = fn(sc, sx), fn(torch, tx)
+    close(s_out, t_out, atol=1e-4)
+    if t_out.requires_grad:
+        _grads_match(s_out, t_out, sx, tx, atol=2e-4)
+
+
+def test_index_grids_counts_and_draws():
+    for f in ("triu_indices", "tril_indices"):
+        for offset in (-1, 0, 2):
+            assert getattr(sc, f)(3, 4, offset).tolist() == getattr(torch, f)(3, 4, offset).tolist()
+    ints = [0, 3, 1, 1, 3, 5]
+    assert sc.bincount(sc.tensor(ints)).tolist() == torch.bincount(torch.tensor(ints)).tolist()
+    w = [0.5, 1.0, 2.0, 0.25, 1.5, 3.0]
+    close(sc.bincount(sc.tensor(ints), sc.tensor(w), minlength=8),
+          torch.bincount(torch.tensor(ints), torch.tensor(w), minlength=8))  # fmt: skip
+    sx, tx = pair(50, seed=12)
+    close(sc.histc(sx, bins=5, min=-1, max=1), torch.histc(tx, bins=5, min=-1, max=1))
+    close(sc.logspace(0, 2, 5), torch.logspace(0, 2, 5), atol=1e-4)
+    sv, tv = pair(3, 4, seed=13)
+    assert sc.cummax(sv, 1).indices.tolist() == torch.cummax(tv, 1).indices.tolist()
+    for ours, theirs in zip(sc.where(sv > 0), torch.where(tv > 0)):
+        assert ours.tolist() == theirs.tolist()
+    sc.manual_seed(2)
+    z = sc.normal(sc.full((2000,), 3.0), 0.5)
+    assert abs(z.mean().item() - 3.0) < 0.05 and abs(z.std().item() - 0.5) < 0.03
+    b = sc.bernoulli(sc.full((2000,), 0.25))
+    assert abs(b.mean().item() - 0.25) < 0.04 and set(b.tolist()) == {0.0, 1.0}
+
+
+def test_process_level_names():
+    x = sc.randn(2, 3)
+    assert x.size() == sc.Size([2, 3]) == torch.Size([2, 3]) and sc.Size([2, 3]).numel() == 6
+    assert sc.FloatTensor([1, 2]).dtype == sc.f32 and sc.LongTensor(2, 3).shape == (2, 3)
+    assert x.nelement() == 6 and x.ndimension() == 2 and x.get_device() == -1
+    assert x.data_ptr() == x.view(6).data_ptr() != x[1].data_ptr()
+    assert x.grad_fn is None and (x.requires_grad_() * 2).grad_fn is not None
+    assert sc.tensor([1.0, 2.0]).apply_(lambda v: v * 3).tolist() == [3.0, 6.0]
+    assert sc.jit.script(abs) is abs and sc.is_floating_point(x) and sc.dtype is type(sc.f32)
+    sc.manual_seed(5)
+    state = sc.get_rng_state()
+    first = sc.rand(3).tolist()
+    sc.set_rng_state(state)
+    assert sc.rand(3).tolist() == first and sc.initial_seed() == 5
+    for name in ("lgamma", "fft"):
+        with pytest.raises(sc.ScellisError, match="use"):
+            getattr(sc, name)
+    with pytest.raises(sc.ScellisError, match="Adam"):
+        sc.optim.LBFGS  # noqa: B018

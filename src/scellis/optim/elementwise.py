@@ -1,4 +1,4 @@
-"""Adadelta and Adamax (optim layer): torch.optim's updates written with tensor ops.
+"""Adadelta, Adamax and Rprop (optim layer): torch.optim's updates written with tensor ops.
 
 The catalog optimizers run one fused kernel per group; these two run the update as
 a few elementwise ops per parameter under ``no_grad``, term for term as torch's
@@ -124,3 +124,27 @@ class Adamax(ElementwiseOptimizer):
         state["exp_avg"], state["exp_inf"] = m, u
         clr = group["lr"] / (1 - b1 ** state["step"])
         return m / u * clr
+
+
+class Rprop(ElementwiseOptimizer):
+    """Resilient backprop: each element's step grows by ``etas[1]`` while its gradient
+    keeps its sign and shrinks by ``etas[0]`` when it flips (that step is then skipped)."""
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):  # fmt: skip
+        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes),
+                                      maximize=maximize))  # fmt: skip
+
+    def update(self, p, g, state, group):
+        minus, plus = group["etas"]
+        lo, hi = group["step_sizes"]
+        prev = state.get("prev", p.zeros_like())
+        size = state.get("step_size", p.full_like(group["lr"]))
+        same = g * prev
+        factor = same.full_like(plus).where(
+            same > 0.0, same.full_like(minus).where(same < 0.0, 1.0)
+        )
+        size = (size * factor).clamp(lo, hi)
+        g = g.where(same >= 0.0, 0.0)  # a flipped sign: no step, and no memory of it
+        state["prev"], state["step_size"] = g, size
+        return g.sign() * size

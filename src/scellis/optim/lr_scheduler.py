@@ -171,6 +171,26 @@ class ReduceLROnPlateau(S.ReduceOnPlateau):
                          cooldown=int(cooldown), min_lr=float(min_lr), eps=float(eps))  # fmt: skip
 
 
+class LRScheduler(S.Scheduler):
+    """torch's base for a scheduler of one's own: subclass it and define ``get_lr()``,
+    which reads ``self.last_epoch``, ``self.base_lrs`` and the groups' current rates."""
+
+    config = S.ConstantConfig  # no options of its own: Constant's defaults are inert
+
+    def __init__(self, optimizer, last_epoch=-1):
+        _fresh(last_epoch)
+        super().__init__(optimizer)
+
+    def get_lr(self) -> list[float]:
+        raise NotImplementedError("a scheduler subclass defines get_lr()")
+
+    def lrs_at(self, step: int) -> list[float]:
+        return [float(v) for v in self.get_lr()]
+
+
+_LRScheduler = LRScheduler  # torch's older name
+
+
 class LambdaLR(S.Scheduler):
     """torch's LambdaLR: the rate at step t is ``base_lr * lr_lambda(t)`` (one function,
     or one per param group)."""

@@ -14,8 +14,10 @@ from ..base.errors import ShapeError
 from ..ops.einsum import einsum  # noqa: F401 (re-exported as scellis.einsum)
 from . import creation as C
 from . import torch_free as F
+from . import torch_more as M
 from .tensor import Tensor
 from .torch_free import *  # noqa: F403 (re-exported as scellis.<name>)
+from .torch_more import *  # noqa: F403
 
 
 def _method(name: str):
@@ -50,12 +52,12 @@ _SAME_AS_METHOD = (
     "roll", "flip", "fliplr", "flipud", "narrow", "select", "unbind", "unflatten",
     "movedim", "moveaxis", "swapaxes", "swapdims", "index_select", "masked_select",
     "nonzero", "argwhere", "diagonal", "diag", "trace", "scatter", "scatter_add",
-    "index_add", "index_fill", "ravel", "t", "split", "chunk", "repeat", "bernoulli",
+    "index_add", "index_fill", "ravel", "t", "split", "chunk", "repeat", "is_floating_point",
 )  # fmt: skip
 globals().update({n: _method(n) for n in _SAME_AS_METHOD})
 greater, less = _method("gt"), _method("lt")
 __all__ = [*_SAME_AS_METHOD, "clip", "bmm", "einsum", "Generator", "randperm", "multinomial",
-           "numel", "is_tensor", "greater", "less", *F.__all__]  # fmt: skip
+           "numel", "is_tensor", "greater", "less", *F.__all__, *M.__all__]  # fmt: skip
 clip = _method("clamp")
 
 

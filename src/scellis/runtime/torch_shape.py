@@ -10,7 +10,7 @@ index tensor comes first.
 
 from __future__ import annotations
 
-from ..base.dtypes import as_dtype
+from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import ScellisError, ShapeError
 from ..base.shapes import norm_axis
 from ..ops import composites as C
@@ -61,10 +61,48 @@ class TorchShapeMethods:
     def bool(self):
         return self.cast("bool")
 
+    def byte(self):
+        return self.cast(narrowed_int("uint8"))
+
+    def char(self):
+        return self.cast(narrowed_int("int8"))
+
+    def short(self):
+        return self.cast(narrowed_int("int16"))
+
     @property
     def is_cuda(self) -> bool:
         """False: tensors live on the engine's devices, never on CUDA."""
         return False
+
+    def get_device(self) -> int:
+        """-1, torch's answer for a tensor off CUDA."""
+        return -1
+
+    def nelement(self) -> int:
+        return int(self.numel)
+
+    def ndimension(self) -> int:
+        return self.ndim
+
+    def data_ptr(self) -> int:
+        """An identity of the storage and offset (equal for views of one place), not an
+        address: device memory has none to give."""
+        return id(self._buf) * 64 + self.offset * self.dtype.itemsize
+
+    @property
+    def grad_fn(self):
+        """The tape node that made this tensor (None for a leaf or outside autograd)."""
+        return self._node
+
+    def apply_(self, callable):  # noqa: A002 (torch's name)
+        """Each element replaced by ``callable(element)``, on the host (as torch's, which
+        runs on CPU tensors only)."""
+        from .creation import tensor
+
+        flat = [callable(v) for v in self.reshape((-1,)).tolist()]
+        new = tensor(flat, device=self.device, dtype=self.dtype).reshape(self.shape)
+        return self._assign(new, "apply_")
 
     # -- views --
     def reshape_as(self, other):
