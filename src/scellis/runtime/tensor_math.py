@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..base.dtypes import DType, as_dtype, bool_, f32, i32, promote
-from ..base.errors import DTypeError
 from ..base.shapes import broadcast_shapes
 from .primitive import apply_op, run_primitive
 
@@ -82,13 +81,11 @@ def _truediv(a, b):
 
 
 def _floordiv(a, b):
-    """``a // b`` on integers: division rounded towards minus infinity (torch, numpy)."""
+    """``a // b``: division rounded towards minus infinity (torch, numpy); the integer
+    div primitive floors, a float quotient is floored after (``Tensor.floor``)."""
     a, b = pair(a, b)
     if a.dtype.is_float:
-        raise DTypeError(
-            f"// of {a.dtype} tensors is not supported (there is no floor primitive); "
-            "divide with / and cast, or use integer tensors"
-        )
+        return _binary("div", a, b).floor()
     return _binary("div", a, b)
 
 
