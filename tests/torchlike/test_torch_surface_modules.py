@@ -75,6 +75,10 @@ OPTIMIZERS = {
     "SGD": dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01),
     "SGD_nesterov": dict(lr=0.1, momentum=0.9, nesterov=True),
     "Adam": dict(lr=0.01, amsgrad=True),
+    "Adam_max": dict(lr=0.01, maximize=True, weight_decay=0.1),
+    "SGD_max": dict(lr=0.05, momentum=0.5, maximize=True),
+    "Adadelta_max": dict(maximize=True),
+    "RMSprop_plain": dict(lr=0.01, alpha=0.9, weight_decay=0.05),
     "NAdam": dict(lr=0.01),
     "RAdam": dict(lr=0.01),
 }
@@ -255,3 +259,18 @@ def test_rprop_and_a_custom_scheduler_match_torch():
         ss.step(), ts.step()
         assert ss.get_last_lr() == pytest.approx(ts.get_last_lr())
     close(sp, tp, atol=1e-5)
+
+
+def test_elementwise_optimizers_and_distributions_run_on_webgpu(gpu):
+    sp, tp = pair(3, 4, seed=15, grad=True)
+    gp = sp.detach().to("webgpu").requires_grad_()
+    for p, o in ((gp, sc.optim.Adadelta([gp], lr=0.5)), (tp, torch.optim.Adadelta([tp], lr=0.5))):
+        for _ in range(3):
+            o.zero_grad()
+            (p.sin() * p).sum().backward()
+            o.step()
+    close(gp.to("cpu"), tp, atol=1e-5)
+    (sl, tl), (sv, tv) = pair(5, seed=16), pair(5, seed=17)
+    s = sc.distributions.Normal(sl.to("webgpu"), sl.abs().to("webgpu") + 0.5)
+    t = torch.distributions.Normal(tl, tl.abs() + 0.5)
+    close(s.log_prob(sv.to("webgpu")).to("cpu"), t.log_prob(tv))
