@@ -274,3 +274,44 @@ def test_elementwise_optimizers_and_distributions_run_on_webgpu(gpu):
     s = sc.distributions.Normal(sl.to("webgpu"), sl.abs().to("webgpu") + 0.5)
     t = torch.distributions.Normal(tl, tl.abs() + 0.5)
     close(s.log_prob(sv.to("webgpu")).to("cpu"), t.log_prob(tv))
+
+
+def _bn_models():
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(
+        torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1)
+    )
+    ours = sc.nn.Sequential(sc.nn.Linear(3, 4), sc.nn.BatchNorm1d(4), sc.nn.Linear(4, 1))
+    ours.load_state_dict(theirs.state_dict())
+    return ours, theirs
+
+
+@pytest.mark.parametrize("ema", [False, True])
+def test_swa_averaging_rates_and_batch_norm_refresh_match_torch(ema):
+    ours, theirs = _bn_models()
+    kw_s = {"multi_avg_fn": sc.optim.swa_utils.get_ema_multi_avg_fn(0.9)} if ema else {}
+    kw_t = {"multi_avg_fn": torch.optim.swa_utils.get_ema_multi_avg_fn(0.9)} if ema else {}
+    s_avg = sc.optim.swa_utils.AveragedModel(ours, **kw_s)
+    t_avg = torch.optim.swa_utils.AveragedModel(theirs, **kw_t)
+    so, to = sc.optim.SGD(ours.parameters(), lr=0.1), torch.optim.SGD(theirs.parameters(), lr=0.1)
+    ss = sc.optim.swa_utils.SWALR(so, swa_lr=0.02, anneal_epochs=3)
+    ts = torch.optim.swa_utils.SWALR(to, swa_lr=0.02, anneal_epochs=3)
+    (sx, tx), (sy, ty) = pair(8, 3, seed=18), pair(8, 1, seed=19)
+    for _ in range(5):
+        for m, o, x, y in ((ours, so, sx, sy), (theirs, to, tx, ty)):
+            o.zero_grad()
+            (m(x) - y).square().mean().backward()
+            o.step()
+        s_avg.update_parameters(ours), t_avg.update_parameters(theirs)
+        ss.step(), ts.step()
+        assert ss.get_last_lr() == pytest.approx(ts.get_last_lr())
+    theirs_sd = t_avg.module.state_dict()
+    for name, value in s_avg.module.state_dict().items():
+        close(value, theirs_sd[name], atol=1e-5)
+    batches = [sx[:4], sx[4:]]
+    sc.optim.swa_utils.update_bn(batches, s_avg)
+    torch.optim.swa_utils.update_bn([tx[:4], tx[4:]], t_avg)
+    close(s_avg.module[1].running_mean, t_avg.module[1].running_mean)
+    close(s_avg.module[1].running_var, t_avg.module[1].running_var)
+    s_avg.eval(), t_avg.eval()
+    close(s_avg(sx), t_avg(tx), atol=1e-5)

@@ -5,7 +5,7 @@ for SML runs and Python code). Browser-safe: pure Python, no NumPy.
 """
 
 from ..settings import UnsupportedName
-from . import lr_scheduler  # noqa: F401
+from . import lr_scheduler, swa_utils  # noqa: F401
 from .elementwise import Adadelta, Adamax, Rprop  # noqa: F401
 from .optimizers import (  # noqa: F401
     SGD,
