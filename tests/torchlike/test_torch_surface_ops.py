@@ -273,3 +273,12 @@ def test_process_level_names():
             getattr(sc, name)
     with pytest.raises(sc.ScellisError, match="Adam"):
         sc.optim.LBFGS  # noqa: B018
+
+
+@pytest.mark.parametrize("p", [2, 3, "fro"])
+def test_norm_of_a_zero_row_has_torch_zero_gradient(p):
+    a = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]], np.float32)
+    sx, tx = sc.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    s_out, t_out = sx.norm(p=p, dim=1), tx.norm(p=p, dim=1)
+    close(s_out, t_out)
+    _grads_match(s_out, t_out, sx, tx)

@@ -45,6 +45,13 @@ def _scan_product(x):
     return x
 
 
+def _root(total, power):
+    """``total ** power`` with torch's zero gradient where ``total`` is 0 (the root's
+    slope is infinite there; the sum's own slope is 0, so the chain would give NaN)."""
+    pos = total > 0.0
+    return total.where(pos, 1.0).pow(power).where(pos, 0.0)
+
+
 def _bool_as_int(x):
     return x.cast("i32") if x.dtype.kind == "b" else x
 
@@ -75,7 +82,7 @@ class TorchReduceMethods:
         if not x.dtype.is_float:
             raise ScellisError("norm: a float tensor is needed (cast with .float())")
         if p in ("fro", 2, 2.0):
-            return x.square().sum(dim, keepdim).sqrt()
+            return _root(x.square().sum(dim, keepdim), 0.5)
         if p == "nuc":
             raise ScellisError("norm(p='nuc') is not supported (it needs an SVD)")
         a = x.abs()
@@ -87,7 +94,7 @@ class TorchReduceMethods:
             return (a != 0.0).cast(x.dtype).sum(dim, keepdim)
         if p == 1:
             return a.sum(dim, keepdim)
-        return a.pow(float(p)).sum(dim, keepdim).pow(1.0 / float(p))
+        return _root(a.pow(float(p)).sum(dim, keepdim), 1.0 / float(p))
 
     def all(self, dim=None, keepdim=False):
         """Whether every element (along ``dim``) is non-zero; bool."""
