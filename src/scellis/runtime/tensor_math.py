@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..base.dtypes import DType, as_dtype, bool_, f32, i32, promote
-from ..base.errors import DTypeError
 from ..base.shapes import broadcast_shapes
 from .primitive import apply_op, run_primitive
 
@@ -85,14 +84,17 @@ def _truediv(a, b):
 
 
 def _floordiv(a, b):
-    """``a // b`` on integers: division rounded towards minus infinity (torch, numpy)."""
+    """``a // b``: division rounded towards minus infinity (torch, numpy); the integer
+    div primitive floors, a float quotient is floored after (``Tensor.floor``)."""
     a, b = pair(a, b)
     if a.dtype.is_float:
-        raise DTypeError(
-            f"// of {a.dtype} tensors is not supported (there is no floor primitive); "
-            "divide with / and cast, or use integer tensors"
-        )
+        return _binary("div", a, b).floor()
     return _binary("div", a, b)
+
+
+def _as_float(x):
+    """An integer or bool input of a float-only op as f32 (torch's int-to-float promotion)."""
+    return x if x.dtype.is_float else x.cast(f32)
 
 
 class TensorMath:
@@ -102,22 +104,22 @@ class TensorMath:
 
     # -- unary, float inputs --
     def exp(self):
-        return apply_op("exp", (self,))
+        return apply_op("exp", (_as_float(self),))
 
     def log(self):
-        return apply_op("log", (self,))
+        return apply_op("log", (_as_float(self),))
 
     def sqrt(self):
-        return apply_op("sqrt", (self,))
+        return apply_op("sqrt", (_as_float(self),))
 
     def rsqrt(self):
-        return apply_op("rsqrt", (self,))
+        return apply_op("rsqrt", (_as_float(self),))
 
     def tanh(self):
-        return apply_op("tanh", (self,))
+        return apply_op("tanh", (_as_float(self),))
 
     def sigmoid(self):
-        return apply_op("sigmoid", (self,))
+        return apply_op("sigmoid", (_as_float(self),))
 
     def gelu_tanh(self):
         return apply_op("gelu_tanh", (self,))
@@ -132,13 +134,13 @@ class TensorMath:
         return apply_op("softplus", (self,))
 
     def erf(self):
-        return apply_op("erf", (self,))
+        return apply_op("erf", (_as_float(self),))
 
     def sin(self):
-        return apply_op("sin", (self,))
+        return apply_op("sin", (_as_float(self),))
 
     def cos(self):
-        return apply_op("cos", (self,))
+        return apply_op("cos", (_as_float(self),))
 
     # -- unary, any dtype --
     def neg(self):
