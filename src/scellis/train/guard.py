@@ -20,7 +20,7 @@ import weakref
 
 from ..autograd import no_grad
 from ..base.dtypes import f32
-from ..catalog.clip import NormClip, reduce_gradients
+from ..catalog.clip import NormClip, reduce_gradients, scale_gradients
 from ..catalog.optim import Optimizer, flat_view
 from ..devices.kernel_choice import current as kernel_choice
 from ..ops.fused_step import FINITE, STATS
@@ -38,14 +38,6 @@ def finite_flag(params) -> Tensor | None:
     if not grads:
         return None
     return reduce_gradients(grads, lambda f: (f * 0.0).sum()) == 0.0
-
-
-@no_grad()
-def scale_grads(params, factor: Tensor) -> None:
-    """``p.grad *= factor`` (a 0-d device tensor) for every parameter with a gradient."""
-    for p in params:
-        if p.grad is not None:
-            p.grad = p.grad * factor.cast(p.grad.dtype)
 
 
 def _live_buffers(optimizer) -> dict:
@@ -140,7 +132,7 @@ def loop_update(params, optimizer, clip, *, scale=None, guard: bool = True, scal
     loss ``scaler``'s update from the flag. Returns the flag (None unguarded), or, on
     the ``fast`` tier's fused phase (``fused_update``), its ``StepStats``."""
     if scale is not None:
-        scale_grads(params, 1.0 / scale)
+        scale_gradients(params, 1.0 / scale)
     params = list(params)
     grads = _fusable(params, optimizer, clip, guard)
     if grads is not None:
