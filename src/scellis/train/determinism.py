@@ -15,9 +15,13 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   matmul, bias and activation in one kernel that keeps the pre-activation for a fused
   backward (``catalog.blocks.common.dense_act``), one optimizer dispatch reading every
   gradient where
-  it lies (no gather into a flat buffer first), and the optimizer phase's overflow
+  it lies (no gather into a flat buffer first), the optimizer phase's overflow
   guard, gradient clipping and the loop's tally fused (``ops.fused_step``, one
-  gradient-statistics op the update reads); within prod's tolerance of the reference. Every
+  gradient-statistics op the update reads), the mean cross-entropy as one primitive
+  (``ops.xent``), and, on a GPU, a small recurrent layer's sequence in one launch each
+  way (``webgpu/kernels/recurrent_sequence.py``): fewer launches per step, which is
+  what a replayed step's time is on a real GPU; within prod's tolerance of the
+  reference. Every
   inference forward of the run (validation passes) and of a trained run (evaluate,
   predict, forecast, generate) is the compiled forward with fused elementwise chains
   and matmul epilogues (``ir.compiled``); fused values stay in f32 registers, so they
