@@ -120,3 +120,20 @@ def test_step_tally_adds_the_step_in_place(gpu, finite):
         want = [f32(total) + (f32(loss) if finite else f32(0)), f32(good) + f32(finite),
                 f32(skipped) + (f32(1) - f32(finite))]  # fmt: skip
         assert got == [float(w) for w in want], dev
+
+
+def test_grad_stats_without_scratch_chains_one_group_launches(gpu):
+    """Where a build has no scratch storage, each binding pack is one workgroup's launch
+    that carries the sum and flag on to the next through the result."""
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal(s).astype(np.float32) for s in LARGE + SMALL[:4]]
+    dev = WebGPUBackend(limits={"max_storage_buffers_per_shader_stage": 6})
+    dev._scratch = None  # the builder then sees no scratch
+    got, launches = _stats(dev, grads, 1.5)
+    assert launches == -(-len(grads) // 3)
+    norm, factor, _ = _want(grads, 1.5)
+    n = sum(g.size for g in grads)
+    assert abs(got[0] - norm) <= 8 * np.sqrt(n) * 2.0**-24 * norm
+    assert abs(got[1] - factor) <= 1e-6 * factor and got[2] == 1.0
+    grads[0].reshape(-1)[7] = np.nan  # in the first launch: carried to the last
+    assert _stats(dev, grads, 1.5)[0][2] == 0.0
