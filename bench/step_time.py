@@ -81,25 +81,26 @@ def _batches(cfg: dict, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _opts(replay: bool, precision: str) -> FitConfig:
+def _opts(replay: bool, precision: str, tier: str = "debug") -> FitConfig:
     if precision == "mixed_f16":  # a first scale the warm-up steps do not overflow, so
         # no step is skipped and the first losses compare with f32's step by step
         precision = {"policy": "mixed_f16", "init_scale": 256.0}
     return FitConfig(
-        epochs=1, determinism_tier="debug", val_data=None, eval_every=None,
+        epochs=1, determinism_tier=tier, val_data=None, eval_every=None,
         log_every=10**9, grad_clip=None, precision=precision, early_stopping=None,
         skip_nonfinite=True, replay=replay, plateau_metric="loss",
     )  # fmt: skip
 
 
-def scellis_run(cfg, dev, replay, attention, precision, a) -> dict:
+def scellis_run(cfg, dev, replay, attention, precision, a, tier: str = "debug") -> dict:
     model, loss = bench_models.build(cfg, dev, attention)
     dtypes = ("f32", "f32") if cfg["kind"] == LSTM else ("i32", "i32")
     batches = [
         (sc.tensor(x, device=dev, dtype=dtypes[0]), sc.tensor(y, device=dev, dtype=dtypes[1]))
         for x, y in _batches(cfg)
     ]
-    run = _Run(TrainState(model, Adam(model, lr=cfg["lr"])), loss, None, _opts(replay, precision))
+    state = TrainState(model, Adam(model, lr=cfg["lr"]))
+    run = _Run(state, loss, None, _opts(replay, precision, tier))
     model.train()
     k, first = 0, []
     for _ in range(a.warmup):
@@ -209,6 +210,11 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--modes", default="eager,replay", help="Scellis modes to time")
+    p.add_argument(
+        "--tiers",
+        default="debug",
+        help="determinism tiers to time Scellis under (debug,prod,fast): each row in each",
+    )
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--torch-cpu", action="store_true", help="torch on the CPU when no CUDA")
     p.add_argument("--peers", default="eager", help="torch columns: eager,graph,compile")
@@ -231,19 +237,20 @@ def main(argv=None) -> int:
         cfg = CONFIGS[name]
         peer = {k: torch_run(cfg, tdev, a, k) for k in peers}
         paths = a.attention.split(",") if cfg["kind"] == TF else ["-"]
-        for path in paths:
+        for path, tier in ((p_, t_) for p_ in paths for t_ in a.tiers.split(",")):
+            label = path if tier == "debug" else f"{path}:{tier}"
             rows = {}
             for prec in precisions:
                 eager = rep = None
                 if "eager" in a.modes:
-                    eager = scellis_run(cfg, dev, False, path, prec, a)
+                    eager = scellis_run(cfg, dev, False, path, prec, a, tier)
                 if "replay" in a.modes:
-                    rep = scellis_run(cfg, dev, True, path, prec, a)
+                    rep = scellis_run(cfg, dev, True, path, prec, a, tier)
                 eager, rep = eager or rep, rep or eager
-                rows[prec] = _row(name, path, prec, eager, rep, peer)
-                results[_key(name, path, prec, precisions)] = rows[prec]
+                rows[prec] = _row(name, label, prec, eager, rep, peer)
+                results[_key(name, label, prec, precisions)] = rows[prec]
             if len(rows) == 2:
-                results[f"{name}/{path}/f32_over_mixed_f16"] = _speedup(rows)
+                results[f"{name}/{label}/f32_over_mixed_f16"] = _speedup(rows)
     out = {"device": a.device, "adapter": adapter, "torch_device": tdev,
            "precision": precisions, "method": __doc__, "results": results}  # fmt: skip
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
