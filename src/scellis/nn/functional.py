@@ -14,6 +14,63 @@ from ..catalog.blocks.conv import time_padding
 from ..ops import composites as C
 from ..runtime import functional as RF
 from ..runtime.tensor import Tensor
+from ._activations import (  # noqa: F401
+    celu,
+    elu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    log_softmax,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softmax,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    tanhshrink,
+)
+from ._losses import (  # noqa: F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cosine_similarity,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    legacy_reduction,
+    margin_ranking_loss,
+    mse_loss,
+    multilabel_soft_margin_loss,
+    nll_loss,
+    pairwise_distance,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
+from ._vision import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool2d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    max_pool2d,
+    pixel_shuffle,
+    unfold,
+)
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -34,18 +91,6 @@ def tanh(x: Tensor) -> Tensor:
 
 def sigmoid(x: Tensor) -> Tensor:
     return x.sigmoid()
-
-
-def softplus(x: Tensor) -> Tensor:
-    return x.softplus()
-
-
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return C.softmax(x, dim)
-
-
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return C.log_softmax(x, dim)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -94,32 +139,14 @@ def _classes_last(x: Tensor) -> Tensor:
     return x if x.ndim <= 2 else x.permute(0, *range(2, x.ndim), 1)
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction="mean",
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
+                  reduce=None, reduction="mean",
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
     logits = _classes_last(input)
     if weight is None:
         return C.cross_entropy(logits, target, label_smoothing, ignore_index, reduction)
     return weighted_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
-
-
-def nll_loss(input, target, ignore_index: int = -100, reduction="mean") -> Tensor:
-    return C.nll_loss(_classes_last(input), target, ignore_index, reduction)
-
-
-def mse_loss(input, target, reduction="mean") -> Tensor:
-    return C.mse(input, target, reduction)
-
-
-def l1_loss(input, target, reduction="mean") -> Tensor:
-    return C.l1(input, target, reduction)
-
-
-def huber_loss(input, target, reduction="mean", delta: float = 1.0) -> Tensor:
-    return C.huber(input, target, delta, reduction)
-
-
-def binary_cross_entropy_with_logits(input, target, reduction="mean") -> Tensor:
-    return C.bce_with_logits(input, target, reduction)
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -137,9 +164,10 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
 
 def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
     """torch's F.pad: ``pad`` lists (before, after) pairs from the last dim backwards;
-    constant padding only."""
-    if mode != "constant":
-        raise ScellisError(f"F.pad: only mode='constant' is supported, got {mode!r}")
+    modes 'constant', 'reflect', 'replicate' and 'circular'."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ScellisError(f"F.pad: mode {mode!r} is not one of constant, reflect, replicate, "
+                           "circular")  # fmt: skip
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ScellisError(f"F.pad: pad needs (before, after) pairs for at most {input.ndim} dims")
     lo, hi = [0] * input.ndim, [0] * input.ndim
@@ -147,6 +175,8 @@ def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
         lo[input.ndim - 1 - i], hi[input.ndim - 1 - i] = int(pad[2 * i]), int(pad[2 * i + 1])
     if min(lo + hi) < 0:
         raise ScellisError("F.pad: negative padding (cropping) is not supported; slice instead")
+    if mode != "constant":
+        return pad_by_index(input, lo, hi, mode)
     return input.pad(lo, hi, None, 0.0 if value is None else value)
 
 
