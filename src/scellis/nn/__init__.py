@@ -8,12 +8,34 @@ Browser-safe: pure Python, no NumPy.
 
 from ..catalog.module import Module, ModuleList  # noqa: F401
 from . import functional, init, utils  # noqa: F401
+from .activation import (  # noqa: F401
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU6,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+)
 from .attention import (  # noqa: F401
     MultiheadAttention,
     Transformer,
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .cells import RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 from .containers import ModuleDict, Sequential  # noqa: F401
 from .conv import (  # noqa: F401
     AdaptiveAvgPool1d,
@@ -39,5 +61,46 @@ from .layers import (  # noqa: F401
     SiLU,
     Tanh,
 )
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss  # noqa: F401
+from .loss import (  # noqa: F401
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    MultiLabelSoftMarginLoss,
+    NLLLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
+from .norms import (  # noqa: F401
+    BatchNorm2d,
+    BatchNorm3d,
+    Dropout1d,
+    Dropout2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+)
+from .params import ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .recurrent import GRU, LSTM  # noqa: F401
+from .vision import (  # noqa: F401
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool2d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    MaxPool2d,
+    PixelShuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)

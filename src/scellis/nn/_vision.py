@@ -26,6 +26,11 @@ def pair(v, what: str = "size") -> tuple[int, int]:
     return int(v), int(v)
 
 
+def no_indices(where: str) -> ScellisError:
+    return ScellisError(f"{where}: return_indices=True is not supported (nor MaxUnpool2d); "
+                        "use the pooled values alone")  # fmt: skip
+
+
 def batched(fn, x: Tensor, spatial: int = 2) -> Tensor:
     """``fn`` on a batched input; an unbatched one gets a batch of one and loses it again."""
     if x.ndim == spatial + 1:
@@ -226,8 +231,7 @@ def _pool_geometry(H, W, kernel_size, stride, padding, dilation, ceil_mode):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False) -> Tensor:  # fmt: skip
     if return_indices:
-        raise ScellisError("max_pool2d: return_indices is not supported (MaxUnpool2d is not "
-                           "provided); use the values alone")  # fmt: skip
+        raise no_indices("max_pool2d")
 
     def run(x):
         k, s, p, d, hi = _pool_geometry(*x.shape[2:], kernel_size, stride, padding, dilation,
@@ -299,7 +303,7 @@ def _adaptive_sizes(x, output_size, spatial: int):
 
 def _adaptive(x, output_size, spatial, mode, return_indices=False):
     if return_indices:
-        raise ScellisError("adaptive max pooling: return_indices is not supported")
+        raise no_indices("adaptive max pooling")
     y = x
     for i, size in enumerate(_adaptive_sizes(x, output_size, spatial)):
         y = adaptive_pool(y, x.ndim - spatial + i, size, mode)

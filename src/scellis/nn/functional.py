@@ -71,6 +71,7 @@ from ._vision import (  # noqa: F401
     pixel_shuffle,
     unfold,
 )
+from .norms import batch_norm, dropout1d, dropout2d, group_norm, instance_norm  # noqa: F401
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:

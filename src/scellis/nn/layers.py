@@ -8,6 +8,7 @@ parameter names (torch's: ``weight``, ``bias``).
 
 from __future__ import annotations
 
+from ..base.errors import ScellisError
 from ..catalog import blocks as B
 from ..catalog.blocks.activation import Activation, ActivationConfig
 from ..catalog.module import Module
@@ -36,6 +37,22 @@ class Embedding(B.Embedding):
             raise unsupported("scale_grad_by_freq and sparse gradients", "Embedding")
         cfg = B.EmbeddingConfig(int(num_embeddings), int(embedding_dim), padding_idx)
         super().__init__(cfg, **block_args(device, dtype, generator))
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False,
+                        sparse=False) -> Embedding:  # fmt: skip
+        """torch's: the rows of ``embeddings`` [N, D] as they are (the padding row too,
+        which still takes no gradient); ``freeze`` stops training them."""
+        if embeddings.ndim != 2:
+            raise ScellisError(f"from_pretrained takes a 2-d [N, D] tensor, got {embeddings.shape}")
+        n, d = embeddings.shape
+        m = cls(n, d, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                device=embeddings.device.name, dtype=embeddings.dtype.name)  # fmt: skip
+        m.weight = embeddings.detach().clone().requires_grad_(not freeze)
+        if freeze:  # a frozen tensor is no longer registered by assignment; keep it a parameter
+            m._params["weight"] = m.weight
+        return m
 
 
 class LayerNorm(B.LayerNorm):
