@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 import scellis as sc
+from scellis.catalog.module_state import exported
 
 
 def rng_for(name: str) -> np.random.Generator:
@@ -62,12 +63,18 @@ def compare(ours, theirs, inputs, name: str, call=None, grad_map=None):
     for i, (x, tx) in enumerate(pairs):
         if tx.requires_grad:
             torch.testing.assert_close(th(x.grad), tx.grad, msg=lambda m, i=i: f"input {i}: {m}")
-    ours_named = dict(ours.named_parameters())
+    ours_named = _our_grads(ours)
     for tname, tp in theirs.named_parameters():
         get = (grad_map or {}).get(tname)
-        g = get(ours) if get else ours_named[tname].grad
+        g = get(ours) if get else ours_named[tname]
         torch.testing.assert_close(th(g), tp.grad, msg=lambda m, n=tname: f"{n}: {m}")
     return out
+
+
+def _our_grads(ours) -> dict:
+    """Our gradients under torch's names: the module's own export renames (and packs
+    torch's fused attention projections) as it does for the weights."""
+    return exported(ours, {n: p.grad for n, p in ours.named_parameters()})
 
 
 class Fixed:

@@ -31,7 +31,6 @@ from .activation import (  # noqa: F401
 )
 from .attention import (  # noqa: F401
     MultiheadAttention,
-    Transformer,
     TransformerEncoder,
     TransformerEncoderLayer,
 )
@@ -45,6 +44,7 @@ from .conv import (  # noqa: F401
     Conv1d,
     MaxPool1d,
 )
+from .decoder import Transformer, TransformerDecoder, TransformerDecoderLayer  # noqa: F401
 from .layers import (  # noqa: F401
     GELU,
     Dropout,

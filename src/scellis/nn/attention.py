@@ -160,16 +160,6 @@ def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
     return zero.where(rows >= cols, float("-inf"))
 
 
-class Transformer:
-    """Only torch's ``Transformer.generate_square_subsequent_mask``: the encoder-decoder
-    model itself is not provided (stack ``TransformerEncoderLayer``s)."""
-
-    generate_square_subsequent_mask = staticmethod(generate_square_subsequent_mask)
-
-    def __init__(self, *args, **kwargs):
-        raise unsupported("the encoder-decoder model", "Transformer")
-
-
 def _with_causal(cfg, causal: bool):
     """torch chooses causal attention per call; the block reads it from its config."""
     return dataclasses.replace(cfg, causal=bool(causal))
