@@ -46,7 +46,8 @@ def test_conv_pool_and_transpose_families(gpu):
           lambda a, b: TF.max_pool2d(TF.conv2d(a, b, padding=1, stride=(1, 2)), 2),
           [x, w], "conv")  # fmt: skip
     check(lambda a: F.adaptive_avg_pool2d(F.avg_pool2d(a, 3, 1, 1), (4, 3)),
-          lambda a: TF.adaptive_avg_pool2d(TF.avg_pool2d(a, 3, 1, 1), (4, 3)), [x], "pools")  # fmt: skip
+          lambda a: TF.adaptive_avg_pool2d(TF.avg_pool2d(a, 3, 1, 1), (4, 3)),
+          [x], "pools")  # fmt: skip
     wt = normal("g:wt", 3, 2, 3, 3) * 0.3
     check(lambda a, b: F.conv_transpose2d(a, b, stride=2, padding=1, output_padding=1),
           lambda a, b: TF.conv_transpose2d(a, b, stride=2, padding=1, output_padding=1),
