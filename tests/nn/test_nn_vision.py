@@ -96,6 +96,8 @@ def test_pool_modules_unbatched_and_adaptive_to_one():
     compare(nn.AvgPool2d(3, 1, 1), torch.nn.AvgPool2d(3, 1, 1), [x], "avgmod")
     compare(nn.AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1), [x], "aap1")
     compare(nn.AdaptiveMaxPool2d((2, 3)), torch.nn.AdaptiveMaxPool2d((2, 3)), [x], "amp")
+    compare(nn.AdaptiveAvgPool1d(4), torch.nn.AdaptiveAvgPool1d(4), [x[:, :, 0]], "aap1d")
+    compare(nn.AdaptiveMaxPool1d(5), torch.nn.AdaptiveMaxPool1d(5), [x[0]], "amp1d")
 
 
 INTERP = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..catalog import blocks as B
 from ._home import block_args, unsupported
+from ._vision import adaptive_pool
 
 
 def _one(v, what: str, layer: str) -> int:
@@ -98,15 +99,19 @@ class AvgPool1d(B.AvgPool1d):
 
 
 class _AdaptivePool1d(B.GlobalPool1d):
+    """Pooling to one step is the catalog's global pool; other sizes take torch's
+    adaptive windows (``nn.functional``'s)."""
+
     mode = "avg"
 
     def __init__(self, output_size):
         name = f"Adaptive{self.mode.capitalize()}Pool1d"
-        if _one(output_size, "output_size", name) != 1:
-            raise unsupported("an output_size other than 1", name)
         super().__init__(B.GlobalPool1dConfig(self.mode))
+        object.__setattr__(self, "output_size", _one(output_size, "output_size", name))
 
-    def forward(self, x):  # [B, C, T] -> [B, C, 1], as torch keeps the pooled axis
+    def forward(self, x):  # [B, C, T] -> [B, C, output_size], as torch keeps the pooled axis
+        if self.output_size != 1:
+            return adaptive_pool(x, x.ndim - 1, self.output_size, self.mode)
         unbatched = x.ndim == 2
         xb = x.unsqueeze(0) if unbatched else x
         y = super().forward(xb.permute(0, 2, 1)).unsqueeze(-1)
@@ -114,13 +119,13 @@ class _AdaptivePool1d(B.GlobalPool1d):
 
 
 class AdaptiveAvgPool1d(_AdaptivePool1d):
-    """torch.nn.AdaptiveAvgPool1d(1): the mean over time, [B, C, T] to [B, C, 1]."""
+    """torch.nn.AdaptiveAvgPool1d(output_size) on [B, C, T] or [C, T]."""
 
     mode = "avg"
 
 
 class AdaptiveMaxPool1d(_AdaptivePool1d):
-    """torch.nn.AdaptiveMaxPool1d(1): the max over time, [B, C, T] to [B, C, 1]."""
+    """torch.nn.AdaptiveMaxPool1d(output_size) on [B, C, T] or [C, T]."""
 
     mode = "max"
 
