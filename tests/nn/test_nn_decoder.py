@@ -8,7 +8,9 @@ import pytest
 import torch
 from nnutil import compare, pair, rng_for
 
+import scellis as sc
 from scellis import nn
+from scellis.base.errors import ScellisError
 
 
 def normal(name, *shape):
@@ -65,3 +67,24 @@ def test_decoder_stack_starts_from_copies_of_its_layer():
                                          norm=torch.nn.LayerNorm(8))  # fmt: skip
     assert list(stack.state_dict()) == list(theirs.state_dict())
     compare(stack, theirs, [normal("ds:t", 3, 2, 8), normal("ds:m", 4, 2, 8)], "ds")
+
+
+def test_encoder_reads_an_unflagged_mask_and_takes_only_the_causal_one():
+    kw = dict(KW, batch_first=True)
+    ours = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), 1)
+    theirs = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(**kw), 1,
+                                         enable_nested_tensor=False)  # fmt: skip
+    mask_s = nn.Transformer.generate_square_subsequent_mask(4)
+    mask_t = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    call = lambda m, a: m(a, mask_s if m is ours else mask_t)  # noqa: E731
+    compare(ours, theirs, [normal("enc:x", 2, 4, 8)], "enc", call=call)
+    other = sc.tensor(normal("enc:m", 4, 4))
+    with pytest.raises(ScellisError, match="causal"):
+        ours(sc.tensor(normal("enc:x", 2, 4, 8)), other)
+
+
+def test_next_of_parameters_gives_the_first_as_torch():
+    m = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+    params = m.parameters()
+    assert next(params) is m[0].weight and next(params) is m[0].bias
+    assert len(list(params)) == 4  # still a whole list to hand an optimizer
