@@ -266,3 +266,30 @@ def test_weighted_and_three_input_loss_modules():
         got = getattr(nn, name)(**kw)(*[sc.tensor(v) for v in args])
         want = getattr(torch.nn, name)(**kw)(*[torch.from_numpy(v) for v in args])
         torch.testing.assert_close(th(got), want, msg=name)
+
+
+def test_two_input_layers():
+    a, b = normal("two:a", 3, 4), normal("two:b", 3, 5)
+    compare(nn.Bilinear(4, 5, 2), torch.nn.Bilinear(4, 5, 2), [a, b], "bilinear")
+    c = normal("two:c", 3, 4)
+    compare(nn.CosineSimilarity(1), torch.nn.CosineSimilarity(1), [a, c], "cossim")
+    compare(nn.PairwiseDistance(1.5), torch.nn.PairwiseDistance(1.5), [a, c], "pdist")
+
+
+def test_more_initialisers():
+    w = sc.zeros(6, 4)
+    nn.init.orthogonal_(w, gain=2.0)
+    q = arr(w)
+    np.testing.assert_allclose(q.T @ q, 4.0 * np.eye(4), atol=1e-4)
+    wide = sc.zeros(3, 2, 4)
+    q = arr(nn.init.orthogonal_(wide)).reshape(3, 8)
+    np.testing.assert_allclose(q @ q.T, np.eye(3), atol=1e-5)
+    t = sc.zeros(4000)
+    v = arr(nn.init.trunc_normal_(t, mean=0.5, std=1.0, a=-0.5, b=1.0))
+    assert v.min() >= -0.5 and v.max() <= 1.0
+    want = torch.nn.init.trunc_normal_(torch.empty(200000), mean=0.5, std=1.0, a=-0.5, b=1.0)
+    assert abs(v.mean() - float(want.mean())) < 0.03 and abs(v.std() - float(want.std())) < 0.03
+    np.testing.assert_array_equal(arr(nn.init.eye_(sc.zeros(3, 5))), np.eye(3, 5))
+    for shape, groups in (((4, 2, 3, 3), 2), ((3, 5, 3), 1)):
+        want = torch.nn.init.dirac_(torch.empty(shape), groups).numpy()
+        np.testing.assert_array_equal(arr(nn.init.dirac_(sc.zeros(*shape), groups)), want)

@@ -89,6 +89,7 @@ from .norms import (  # noqa: F401
     InstanceNorm1d,
     InstanceNorm2d,
 )
+from .pairwise import Bilinear, CosineSimilarity, PairwiseDistance  # noqa: F401
 from .params import ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .recurrent import GRU, LSTM  # noqa: F401
 from .vision import (  # noqa: F401

@@ -72,6 +72,7 @@ from ._vision import (  # noqa: F401
     unfold,
 )
 from .norms import batch_norm, dropout1d, dropout2d, group_norm, instance_norm  # noqa: F401
+from .pairwise import bilinear  # noqa: F401
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
