@@ -142,3 +142,26 @@ def test_unfold_and_fold():
     blocks = normal("fold", *cols.shape)
     compare_fn(lambda a: F.fold(a, (6, 7), **kw), lambda a: TF.fold(a, (6, 7), **kw),
                [blocks], "fold")  # fmt: skip
+
+
+SAMPLING = [("bilinear", "zeros"), ("bilinear", "border"), ("nearest", "zeros")]
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize(("mode", "padding_mode"), SAMPLING)
+def test_affine_grid_and_grid_sample(align_corners, mode, padding_mode):
+    # away from positions on whole (or, rounding, half) pixels: kinks and ties there
+    theta = np.float32(
+        [[[0.93, -0.31, 0.17], [0.23, 1.07, -0.13]], [[1.21, 0.11, -0.27], [0.03, 0.83, 0.41]]]
+    )
+    x = normal("gs:x", 2, 3, 5, 6)
+
+    def ours(t, a):
+        grid = F.affine_grid(t, (2, 3, 4, 7), align_corners=align_corners)
+        return F.grid_sample(a, grid, mode, padding_mode, align_corners)
+
+    def theirs(t, a):
+        grid = TF.affine_grid(t, (2, 3, 4, 7), align_corners=align_corners)
+        return TF.grid_sample(a, grid, mode, padding_mode, align_corners)
+
+    compare_fn(ours, theirs, [theta, x], f"gs{mode}{padding_mode}{align_corners}")

@@ -57,6 +57,7 @@ from ._losses import (  # noqa: F401
     triplet_margin_loss,
 )
 from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
+from ._sampling import affine_grid, grid_sample  # noqa: F401
 from ._vision import (  # noqa: F401
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
