@@ -293,3 +293,40 @@ def test_more_initialisers():
     for shape, groups in (((4, 2, 3, 3), 2), ((3, 5, 3), 1)):
         want = torch.nn.init.dirac_(torch.empty(shape), groups).numpy()
         np.testing.assert_array_equal(arr(nn.init.dirac_(sc.zeros(*shape), groups)), want)
+
+
+PADS = [
+    ("ZeroPad2d", ((1, 2, 0, 3),)), ("ConstantPad1d", (2, 0.5)), ("ConstantPad2d", (1, -1.0)),
+    ("ReflectionPad1d", ((2, 1),)), ("ReflectionPad2d", (2,)), ("ReplicationPad1d", (3,)),
+    ("ReplicationPad2d", ((0, 1, 2, 3),)), ("CircularPad2d", (1,)), ("ZeroPad1d", (2,)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "args"), PADS)
+def test_padding_layers(name, args):
+    x = normal(name, 2, 3, 4) if name.endswith("1d") else normal(name, 2, 3, 4, 5)
+    compare(getattr(nn, name)(*args), getattr(torch.nn, name)(*args), [x], name)
+
+
+def test_fold_unfold_shuffle_threshold_softmax2d_modules():
+    x = normal("mods", 2, 4, 4, 6)
+    compare(nn.Unfold(2, stride=2), torch.nn.Unfold(2, stride=2), [x], "unfoldm")
+    cols = normal("foldm", 2, 8, 6)
+    compare(nn.Fold((4, 6), 2, stride=2), torch.nn.Fold((4, 6), 2, stride=2), [cols], "foldm")
+    compare(nn.PixelUnshuffle(2), torch.nn.PixelUnshuffle(2), [x], "unshuffle")
+    compare(nn.Threshold(0.1, -2.0), torch.nn.Threshold(0.1, -2.0), [x], "threshold")
+    compare(nn.Softmax2d(), torch.nn.Softmax2d(), [x], "softmax2d")
+
+
+@pytest.mark.parametrize(("p", "weighted"), [(1, False), (2, True)])
+def test_multi_margin_loss(p, weighted):
+    x, y = normal("mm", 5, 4), np.array([0, 3, 1, 1, 2])
+    w = np.float32([0.5, 1.0, 2.0, 1.5])
+    xs, xt = pair(x)
+    kw_s = {"weight": sc.tensor(w)} if weighted else {}
+    kw_t = {"weight": torch.from_numpy(w)} if weighted else {}
+    got = nn.MultiMarginLoss(p=p, margin=0.7, **kw_s)(xs, sc.tensor(y, dtype="i32"))
+    want = torch.nn.MultiMarginLoss(p=p, margin=0.7, **kw_t)(xt, torch.from_numpy(y))
+    torch.testing.assert_close(th(got), want.detach())
+    got.backward(), want.backward()
+    torch.testing.assert_close(th(xs.grad), xt.grad)

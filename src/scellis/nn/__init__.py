@@ -23,11 +23,13 @@ from .activation import (  # noqa: F401
     PReLU,
     ReLU6,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
     Softsign,
     Tanhshrink,
+    Threshold,
 )
 from .attention import (  # noqa: F401
     MultiheadAttention,
@@ -74,6 +76,7 @@ from .loss import (  # noqa: F401
     MarginRankingLoss,
     MSELoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
@@ -89,6 +92,18 @@ from .norms import (  # noqa: F401
     InstanceNorm1d,
     InstanceNorm2d,
 )
+from .padding import (  # noqa: F401
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from .pairwise import Bilinear, CosineSimilarity, PairwiseDistance  # noqa: F401
 from .params import ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .recurrent import GRU, LSTM  # noqa: F401
@@ -99,8 +114,11 @@ from .vision import (  # noqa: F401
     Conv2d,
     ConvTranspose1d,
     ConvTranspose2d,
+    Fold,
     MaxPool2d,
     PixelShuffle,
+    PixelUnshuffle,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,

@@ -113,3 +113,7 @@ def softmin(x: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
 
 def log_softmax(x: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     return C.log_softmax(_cast(x, dtype), _softmax_dim(x.ndim) if dim is None else dim)
+
+
+def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    return x.where(x > threshold, x * 0.0 + value)

@@ -221,3 +221,24 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean") ->
 
 def huber_loss(input, target, reduction="mean", delta: float = 1.0) -> Tensor:
     return C.huber(input, target, delta, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,
+                      size_average=None, reduce=None, reduction="mean") -> Tensor:  # fmt: skip
+    """sum over j != y of max(0, margin - x_y + x_j)^p / C, scaled by weight[y]."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ScellisError(f"multi_margin_loss: p must be 1 or 2, got {p}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    t = target.reshape((x.shape[0],)).cast("i32")
+    picked = x.gather(t.unsqueeze(-1), 1)
+    hinge = (x - picked + margin).relu()
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight.take(t, 0).unsqueeze(-1)
+    own = t.unsqueeze(-1) == x.arange_like(x.shape[1]).cast("i32")
+    loss = hinge.where(own.logical_not(), 0.0).sum(1) * (1.0 / x.shape[1])
+    if input.ndim == 1:
+        loss = loss.reshape(())
+    return apply_reduction(loss, reduction)

@@ -337,3 +337,12 @@ def pixel_shuffle(input, upscale_factor: int) -> Tensor:
 
 def index_tensor(values: list[int], like: Tensor) -> Tensor:
     return as_tensor(values, dtype="i32", device=like.device.name)
+
+
+def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise ShapeError(f"pixel_unshuffle: {h}x{w} is not divisible by {r}")
+    x = input.reshape(-1, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(*lead, c * r * r, h // r, w // r)

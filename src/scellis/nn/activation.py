@@ -154,3 +154,18 @@ class PReLU(Module):
 
     def forward(self, x):
         return A.prelu(x, self.weight)
+
+
+class Threshold(_Elementwise):
+    """torch.nn.Threshold(threshold, value): x where x > threshold, else value."""
+
+    fn = staticmethod(A.threshold)
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__(threshold=float(threshold), value=float(value))
+
+
+class Softmax2d(_Elementwise):
+    """Softmax over the channels of [B, C, H, W] (or [C, H, W])."""
+
+    fn = staticmethod(lambda x: A.softmax(x, -3))

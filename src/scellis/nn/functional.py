@@ -34,6 +34,7 @@ from ._activations import (  # noqa: F401
     softshrink,
     softsign,
     tanhshrink,
+    threshold,
 )
 from ._losses import (  # noqa: F401
     binary_cross_entropy,
@@ -48,6 +49,7 @@ from ._losses import (  # noqa: F401
     legacy_reduction,
     margin_ranking_loss,
     mse_loss,
+    multi_margin_loss,
     multilabel_soft_margin_loss,
     nll_loss,
     pairwise_distance,
@@ -70,6 +72,7 @@ from ._vision import (  # noqa: F401
     fold,
     max_pool2d,
     pixel_shuffle,
+    pixel_unshuffle,
     unfold,
 )
 from .norms import batch_norm, dropout1d, dropout2d, group_norm, instance_norm  # noqa: F401

@@ -64,6 +64,7 @@ from .losses_more import (  # noqa: E402, F401  (torch's other losses)
     KLDivLoss,
     MarginRankingLoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,

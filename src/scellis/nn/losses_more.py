@@ -129,3 +129,14 @@ class GaussianNLLLoss(_Loss):
 
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(None, None, reduction, full=bool(full), eps=float(eps))
+
+
+class MultiMarginLoss(_Weighted):
+    """torch.nn.MultiMarginLoss(p=1, margin=1.0, weight=None, size_average=None,
+    reduce=None, reduction='mean')."""
+
+    fn = staticmethod(LF.multi_margin_loss)
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                 reduction="mean"):  # fmt: skip
+        super().__init__(weight, size_average, reduce, reduction, p=int(p), margin=float(margin))

@@ -228,3 +228,36 @@ class PixelShuffle(Module):
 
     def forward(self, x):
         return V.pixel_shuffle(x, self.upscale_factor)
+
+
+class Unfold(Module):
+    """torch.nn.Unfold(kernel_size, dilation=1, padding=0, stride=1): im2col."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = (
+            kernel_size, dilation, padding, stride)  # fmt: skip
+
+    def forward(self, x):
+        return V.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(Unfold):
+    """torch.nn.Fold(output_size, kernel_size, dilation=1, padding=0, stride=1)."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, x):
+        return V.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)  # fmt: skip
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = int(downscale_factor)
+
+    def forward(self, x):
+        return V.pixel_unshuffle(x, self.downscale_factor)
