@@ -330,3 +330,15 @@ def test_multi_margin_loss(p, weighted):
     torch.testing.assert_close(th(got), want.detach())
     got.backward(), want.backward()
     torch.testing.assert_close(th(xs.grad), xt.grad)
+
+
+def test_torch_names_not_provided_say_what_to_use():
+    import scellis.nn.functional as F
+
+    with pytest.raises(ScellisError, match=r"nn\.CTCLoss is not provided: train with"):
+        nn.CTCLoss  # noqa: B018
+    with pytest.raises(ScellisError, match=r"nn\.functional\.conv3d is not provided: fold"):
+        F.conv3d  # noqa: B018
+    assert not hasattr(nn, "Conv3d") and getattr(nn, "EmbeddingBag", None) is None
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchLayer'"):
+        nn.NoSuchLayer  # noqa: B018

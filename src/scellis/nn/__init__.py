@@ -8,6 +8,7 @@ Browser-safe: pure Python, no NumPy.
 
 from ..catalog.module import Module, ModuleList  # noqa: F401
 from . import functional, init, utils  # noqa: F401
+from ._missing import LAYERS, refuse
 from .activation import (  # noqa: F401
     CELU,
     ELU,
@@ -123,3 +124,8 @@ from .vision import (  # noqa: F401
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
+
+
+def __getattr__(name: str):
+    """A torch.nn name not provided here: one clear error naming what to use instead."""
+    raise refuse("nn", name, LAYERS)

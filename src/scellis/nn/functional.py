@@ -58,6 +58,7 @@ from ._losses import (  # noqa: F401
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ._missing import FUNCTIONS, refuse
 from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
 from ._sampling import affine_grid, grid_sample  # noqa: F401
 from ._vision import (  # noqa: F401
@@ -240,3 +241,8 @@ def weighted_cross_entropy(logits, target, weight, ignore_index=-100, reduction=
     if reduction == "none":
         return loss
     raise ScellisError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def __getattr__(name: str):
+    """A torch.nn.functional name not provided here: one clear error naming the way."""
+    raise refuse("nn.functional", name, FUNCTIONS)
