@@ -201,10 +201,27 @@ def test_parameter_vectors_and_refused_parametrizations():
     np.testing.assert_array_equal(arr(v), want)
     nn.utils.vector_to_parameters(v * 2.0, m.parameters())
     np.testing.assert_allclose(np.concatenate([arr(p).ravel() for p in m.parameters()]), 2 * want)
-    with pytest.raises(ScellisError, match="weight_norm"):
-        nn.utils.parametrizations.weight_norm(m)
-    with pytest.raises(ScellisError, match="weight_norm"):
-        nn.utils.weight_norm(m)
+    with pytest.raises(ScellisError, match="spectral_norm"):
+        nn.utils.parametrizations.spectral_norm(m)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_weight_norm_matches_torch(legacy):
+    ours_wn = nn.utils.weight_norm if legacy else nn.utils.parametrizations.weight_norm
+    theirs_wn = (
+        torch.nn.utils.weight_norm if legacy else torch.nn.utils.parametrizations.weight_norm
+    )
+    ours, theirs = ours_wn(nn.Conv2d(2, 3, 3)), theirs_wn(torch.nn.Conv2d(2, 3, 3))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    with torch.no_grad():  # a scale apart from the direction's norm
+        g = theirs.weight_g if legacy else theirs.parametrizations.weight.original0
+        g.mul_(torch.linspace(0.5, 1.5, 3).reshape(3, 1, 1, 1))
+    compare(ours, theirs, [normal("wn", 2, 2, 5, 5)], f"wn{legacy}")
+    plain = nn.Linear(4, 3)
+    before = arr(plain.weight)
+    nn.utils.parametrizations.weight_norm(plain, dim=1)
+    np.testing.assert_allclose(arr(plain.weight), before, rtol=1e-6)
+    assert not isinstance(nn.Linear(4, 3).weight, property)  # other instances untouched
 
 
 LOSS_MODULES = [
