@@ -165,3 +165,33 @@ def test_affine_grid_and_grid_sample(align_corners, mode, padding_mode):
         return TF.grid_sample(a, grid, mode, padding_mode, align_corners)
 
     compare_fn(ours, theirs, [theta, x], f"gs{mode}{padding_mode}{align_corners}")
+
+
+POOLS_1D = {
+    "max_dil_ceil": ("MaxPool1d", (3,), {"stride": 2, "dilation": 2, "ceil_mode": True}),
+    "max_pad": ("MaxPool1d", (3,), {"stride": 2, "padding": 1}),
+    "avg_ceil_nopad": ("AvgPool1d", (3,), {"stride": 2, "padding": 1, "ceil_mode": True,
+                                            "count_include_pad": False}),
+    "avg": ("AvgPool1d", (2,), {}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(POOLS_1D))
+def test_pool1d_options(case):
+    name, args, kw = POOLS_1D[case]
+    x = normal(f"p1:{case}", 2, 3, 10)
+    compare(getattr(nn, name)(*args, **kw), getattr(torch.nn, name)(*args, **kw), [x], case)
+    fn = "max_pool1d" if name.startswith("Max") else "avg_pool1d"
+    compare_fn(lambda a: getattr(F, fn)(a, *args, **kw), lambda a: getattr(TF, fn)(a, *args, **kw),
+               [x], "f" + case)  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_conv1d_padding_modes_and_embedding_padding(mode):
+    kw = dict(padding=2, padding_mode=mode, dilation=2)
+    compare(nn.Conv1d(2, 3, 3, **kw), torch.nn.Conv1d(2, 3, 3, **kw), [normal(mode, 2, 2, 9)],
+            f"c1{mode}")  # fmt: skip
+    ids = np.array([[0, 2, 1], [2, 2, 3]])
+    w = normal("emb:w", 4, 3)
+    compare_fn(lambda i, a: F.embedding(i, a, padding_idx=2),
+               lambda i, a: TF.embedding(i, a, padding_idx=2), [ids, w], "emb")  # fmt: skip

@@ -104,8 +104,19 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return dense(x, weight, bias)
 
 
-def embedding(idx: Tensor, weight: Tensor) -> Tensor:
-    return C.take(weight, idx, 0)
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:  # fmt: skip
+    """Rows of ``weight``; the ``padding_idx`` row reads its value but passes no gradient
+    back (torch's rule)."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise ScellisError("F.embedding: max_norm, scale_grad_by_freq and sparse are not "
+                           "supported")  # fmt: skip
+    out = C.take(weight, input, 0)
+    if padding_idx is None:
+        return out
+    pad = padding_idx % weight.shape[0]
+    return out.where((input != pad).unsqueeze(-1), C.take(weight.detach(), input, 0))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
@@ -132,14 +143,38 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     return _over_time(lambda x: C.conv1d(x, weight, bias, stride, lo, hi, dilation, groups), input)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0) -> Tensor:
-    s = stride or kernel_size
-    return _over_time(lambda x: C.max_pool1d(x, kernel_size, s, padding, padding), input)
+def _one(v) -> int:
+    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0) -> Tensor:
-    s = stride or kernel_size
-    return _over_time(lambda x: C.avg_pool1d(x, kernel_size, s, padding, padding), input)
+def _as_2d(fn, input, kernel_size, stride, padding, **options):
+    """A 1-d pool as the 2-d one over a height of 1 (dilation, ceil_mode and the
+    other options the time-major composites do not take)."""
+    stride = kernel_size if stride in (None, ()) else stride
+    y = fn(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
+           **options)  # fmt: skip
+    return y.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False) -> Tensor:  # fmt: skip
+    if _one(dilation) != 1 or ceil_mode or return_indices:
+        return _as_2d(max_pool2d, input, kernel_size, stride, padding,
+                      dilation=(1, _one(dilation)), ceil_mode=ceil_mode,
+                      return_indices=return_indices)  # fmt: skip
+    k, p = _one(kernel_size), _one(padding)
+    s = _one(stride) if stride not in (None, ()) else k
+    return _over_time(lambda x: C.max_pool1d(x, k, s, p, p), input)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True) -> Tensor:  # fmt: skip
+    if ceil_mode or not count_include_pad:
+        return _as_2d(avg_pool2d, input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                      count_include_pad=count_include_pad)  # fmt: skip
+    k, p = _one(kernel_size), _one(padding)
+    s = _one(stride) if stride not in (None, ()) else k
+    return _over_time(lambda x: C.avg_pool1d(x, k, s, p, p), input)
 
 
 def _classes_last(x: Tensor) -> Tensor:
