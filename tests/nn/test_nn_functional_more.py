@@ -130,3 +130,17 @@ def test_loss(case):
     theirs_kw = {k: (torch.from_numpy(pw) if v == "pw" else v) for k, v in kw.items()}
     compare_fn(lambda *a: getattr(F, name)(*a, **ours_kw),
                lambda *a: getattr(TF, name)(*a, **theirs_kw), inputs, case)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"label_smoothing": 0.2, "reduction": "sum"}, {"weight": "w", "reduction": "none"}]
+)
+def test_cross_entropy_with_class_probabilities(kw):
+    x = normal("soft:x", 4, 3, 2)
+    q = np.exp(normal("soft:q", 4, 3, 2))
+    q = (q / q.sum(1, keepdims=True)).astype(np.float32)
+    w = uniform("soft:w", 3, lo=0.5, hi=2.0)
+    ours_kw = {k: (sc.tensor(w) if v == "w" else v) for k, v in kw.items()}
+    theirs_kw = {k: (torch.from_numpy(w) if v == "w" else v) for k, v in kw.items()}
+    compare_fn(lambda a, b: F.cross_entropy(a, b, **ours_kw),
+               lambda a, b: TF.cross_entropy(a, b, **theirs_kw), [x, q], f"soft{kw}")  # fmt: skip

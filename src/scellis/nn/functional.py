@@ -186,6 +186,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
     reduction = legacy_reduction(size_average, reduce, reduction)
     logits = _classes_last(input)
+    if target.dtype.kind == "f" and tuple(target.shape) == tuple(input.shape):
+        return soft_cross_entropy(logits, _classes_last(target), weight, reduction,
+                                  label_smoothing)  # fmt: skip
     if weight is None:
         return C.cross_entropy(logits, target, label_smoothing, ignore_index, reduction)
     return weighted_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
@@ -253,6 +256,26 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if dropout_p > 0.0:
         w = RF.dropout(w, dropout_p, True)
     return w @ value
+
+
+def soft_cross_entropy(logits, probs, weight=None, reduction="mean",
+                       label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    """torch's cross entropy against class probabilities (classes last): -sum_c w_c p_c
+    log q_c per row, the mean over rows (not divided by the weights, as torch)."""
+    n_cls = logits.shape[-1]
+    if label_smoothing:
+        probs = probs * (1.0 - label_smoothing) + label_smoothing / n_cls
+    terms = C.log_softmax(logits, -1) * probs
+    if weight is not None:
+        terms = terms * weight
+    loss = -terms.sum(-1)
+    if reduction == "mean":
+        return loss.sum() * (1.0 / max(loss.numel, 1))
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ScellisError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
 def weighted_cross_entropy(logits, target, weight, ignore_index=-100, reduction="mean",
