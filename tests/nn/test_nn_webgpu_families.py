@@ -101,3 +101,14 @@ def test_composed_losses_on_webgpu(gpu):
           + TF.smooth_l1_loss(a, b, beta=0.5) + TF.cosine_similarity(a, b).sum()
           + TF.binary_cross_entropy_with_logits(a, b.sigmoid(), pos_weight=b[0].abs().detach()),
           [x, t], "losses")  # fmt: skip
+
+
+def test_grid_sample_on_webgpu(gpu):
+    theta = np.float32([[[0.93, -0.31, 0.17], [0.23, 1.07, -0.13]]])
+    x = normal("g:gs", 1, 2, 4, 5)
+
+    def run(lib_f, t, a):
+        return lib_f.grid_sample(a, lib_f.affine_grid(t, (1, 2, 3, 6), align_corners=False),
+                                 align_corners=False)  # fmt: skip
+
+    check(lambda t, a: run(F, t, a), lambda t, a: run(TF, t, a), [theta, x], "gs")
