@@ -359,3 +359,28 @@ def test_torch_names_not_provided_say_what_to_use():
     assert not hasattr(nn, "Conv3d") and getattr(nn, "EmbeddingBag", None) is None
     with pytest.raises(AttributeError, match="no attribute 'NoSuchLayer'"):
         nn.NoSuchLayer  # noqa: B018
+
+
+def test_layer_norm_over_several_trailing_axes():
+    x = normal("lnm", 2, 3, 4, 5)
+    ours, theirs = nn.LayerNorm((4, 5)), torch.nn.LayerNorm((4, 5))
+    with torch.no_grad():
+        theirs.weight.uniform_(0.5, 1.5), theirs.bias.uniform_(-0.5, 0.5)
+    assert tuple(ours.weight.shape) == (4, 5)
+    compare(ours, theirs, [x], "lnm")
+    import scellis.nn.functional as F
+
+    w, b = normal("lnm:w", 3, 4, 5), normal("lnm:b", 3, 4, 5)
+    xs, ws, bs = sc.tensor(x), sc.tensor(w), sc.tensor(b)
+    got = F.layer_norm(xs, (3, 4, 5), ws, bs)
+    want = torch.nn.functional.layer_norm(*(torch.from_numpy(a) for a in (x,)), (3, 4, 5),
+                                          torch.from_numpy(w), torch.from_numpy(b))  # fmt: skip
+    torch.testing.assert_close(th(got), want)
+
+
+def test_dropout3d_and_flatten_parameters():
+    y = arr(nn.Dropout3d(0.5)(sc.tensor(normal("d3", 2, 6, 2, 2, 2) + 9.0)))
+    per_channel = (y == 0).reshape(12, 8)
+    assert np.all(per_channel.all(-1) | ~per_channel.any(-1)) and per_channel.any()
+    for m in (nn.LSTM(2, 3), nn.GRU(2, 3), nn.RNN(2, 3)):
+        m.flatten_parameters()

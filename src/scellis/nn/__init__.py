@@ -89,6 +89,7 @@ from .norms import (  # noqa: F401
     BatchNorm3d,
     Dropout1d,
     Dropout2d,
+    Dropout3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,

@@ -117,6 +117,9 @@ class RNN(Module):
     def forward(self, x, hx=None):
         return run_torch_style(self, f"rnn_{self.nonlinearity}", x, hx, self.batch_first)
 
+    def flatten_parameters(self) -> None:
+        """torch's cuDNN weight compaction: nothing to do here."""
+
 
 def run_torch_style(module, kind, x, hx, batch_first):
     """torch's calling convention around ``steps.run_layers``: batch-first or not,

@@ -76,7 +76,14 @@ from ._vision import (  # noqa: F401
     pixel_unshuffle,
     unfold,
 )
-from .norms import batch_norm, dropout1d, dropout2d, group_norm, instance_norm  # noqa: F401
+from .norms import (  # noqa: F401
+    batch_norm,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    group_norm,
+    instance_norm,
+)
 from .pairwise import bilinear  # noqa: F401
 
 
@@ -120,8 +127,19 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
-    n = normalized_shape if isinstance(normalized_shape, int) else tuple(normalized_shape)[-1]
-    return C.layer_norm(x, n, weight, bias, eps)
+    """Normalised over the trailing axes ``normalized_shape`` names (seen as one axis)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) == 1:
+        return C.layer_norm(x, shape[0], weight, bias, eps)
+    if tuple(x.shape[x.ndim - len(shape) :]) != tuple(shape):
+        raise ScellisError(f"layer_norm over {shape}: the input's trailing axes are {x.shape}")
+    n = 1
+    for d in shape:
+        n *= d
+    flat = x.reshape(*x.shape[: x.ndim - len(shape)], n)
+    w = weight.reshape(n) if weight is not None else None
+    b = bias.reshape(n) if bias is not None else None
+    return C.layer_norm(flat, n, w, b, eps).reshape(x.shape)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

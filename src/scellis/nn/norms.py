@@ -223,3 +223,11 @@ class Dropout1d(Module):
 
 class Dropout2d(Dropout1d):
     spatial = 2
+
+
+class Dropout3d(Dropout1d):
+    spatial = 3
+
+
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    return channel_dropout(input, p, training, 3)

@@ -31,6 +31,9 @@ class _TorchRecurrent:
     batch_first = False
     kind = "lstm"
 
+    def flatten_parameters(self) -> None:
+        """torch's cuDNN weight compaction: nothing to do here."""
+
     def _call(self, x, state):
         if isinstance(x, PackedSequence):  # step by step, each sequence to its own length
             return run_torch_style(self, self.kind, x, state, self.batch_first)
