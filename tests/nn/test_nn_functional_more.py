@@ -89,6 +89,12 @@ def _loss_cases():
         "bcel_w": ("binary_cross_entropy_with_logits", [x, y, Fixed(w)], {"reduction": "none"}),
         "nll": ("nll_loss", [logp, cls], {}),
         "nll_w_ignore": ("nll_loss", [logp, cls, Fixed(w)], {"ignore_index": 1}),
+        "nll_spatial": (
+            "nll_loss",
+            [logp.reshape(2, 3, 2), np.array([[0, 2], [1, 1]])],
+            {"reduction": "sum"},
+        ),
+        "nll_unbatched": ("nll_loss", [logp[0], np.array(2)], {}),
         "kl_batchmean": ("kl_div", [logp, q.astype(np.float32)], {"reduction": "batchmean"}),
         "kl_logt": (
             "kl_div",

@@ -109,6 +109,7 @@ INTERP = {
     "bilinear_frac": ({"scale_factor": 1.5, "mode": "bilinear"}, 4),
     "linear": ({"size": 9, "mode": "linear"}, 3),
     "nearest_1d": ({"scale_factor": 3}, 3),
+    "area": ({"size": (3, 2), "mode": "area"}, 4),
 }
 
 

@@ -13,8 +13,9 @@ import math
 from ..base.errors import ScellisError
 from ..runtime.factories import as_tensor
 from ..runtime.tensor import Tensor
+from ._vision import adaptive_pool
 
-MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")
+MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
 _LINEAR_RANK = {"linear": 1, "bilinear": 2, "trilinear": 3}
 
 
@@ -81,6 +82,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if align_corners is not None and not linear:
         raise ScellisError("interpolate: align_corners only applies to the linear modes")
     out, scales = _sizes(input, size, scale_factor, spatial, bool(recompute_scale_factor))
+    if mode == "area":  # torch's area mode is adaptive average pooling to the size
+        for a in range(spatial):
+            input = adaptive_pool(input, a + 2, out[a], "avg")
+        return input
     y = input
     for a in range(spatial):
         if linear:
