@@ -4,6 +4,7 @@ Usage::
 
     PYTHONPATH=src python3 bench/dispatch.py                 # 1000 x (x = x + one), 16 elements
     PYTHONPATH=src python3 bench/dispatch.py --device reference   # the NumPy reference device
+    PYTHONPATH=src python3 bench/dispatch.py --profile 2000   # + cProfile of 2,000 Tensor adds
 
 Each sample runs a chain of ``--chain`` dependent elementwise adds on a 16-element f32
 tensor (``x = x + one``, ``one`` made once up front, so every step is exactly one
@@ -24,14 +25,18 @@ On the reference device each kernel runs as it is issued (NumPy, on this thread)
 
 The ``raw`` rows repeat this through ``backend.run`` on preallocated views (no Tensor,
 no dispatch-table lookups, no allocation), which separates the engine's Python cost
-from the backend's. Writes JSON to ``--out``.
+from the backend's. ``--profile N`` then prints where the Tensor path's host time goes:
+cProfile over ``N`` more adds, the functions by their own time (the profiler's own cost
+inflates every call, so read it as shares, not microseconds). Writes JSON to ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -103,6 +108,20 @@ def measure(dev, chain, n: int, size: int, warmup: int, repeats: int) -> dict:
     }
 
 
+def profile_tensor(dev, n: int, size: int, top: int = 15) -> None:
+    """cProfile over ``n`` Tensor adds (after one warm chain), top functions by own time."""
+    chain_tensor(dev, n, size)[-1]()
+    x = sc.tensor([0.0] * size, device=dev)
+    one = sc.tensor([1.0] * size, device=dev)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        x = x + one
+    prof.disable()
+    x.tolist()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--chain", type=int, default=1000)
@@ -112,6 +131,13 @@ def main(argv=None) -> int:
     p.add_argument("--adapter", default=None)
     p.add_argument("--device", choices=("webgpu", "reference"), default="webgpu")
     p.add_argument("--out", default="bench/out/dispatch.json")
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then profile N Tensor adds (cProfile, by own time)",
+    )
     args = p.parse_args(argv)
     if args.device == "reference":
         dev = get_device("reference")
@@ -132,6 +158,8 @@ def main(argv=None) -> int:
         )
     if rows["tensor"]["dispatches_per_chain"] != args.chain:
         print("warning: the Tensor chain did not make exactly one dispatch per add")
+    if args.profile:
+        profile_tensor(dev, args.profile, args.size)
     info = getattr(dev, "info", None)
     report = {
         "device": args.device,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
@@ -43,3 +44,13 @@ def write_record(folder: Path, seed: int = 11, lr: float = 0.02) -> Path:
     path = folder / "tiny.sml"
     path.write_text(RECORD.replace("@SEED@", str(seed)).replace("@LR@", repr(lr)))
     return path
+
+
+def train_steps(prep, steps: int) -> list:
+    """Train a prepared run ``steps`` steps (a loss logged at each, no validation); its
+    events."""
+
+    async def events():
+        return [ev async for ev in prep.fit(max_steps=steps, log_every=1, validate=False)]
+
+    return asyncio.run(events())

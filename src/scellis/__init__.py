@@ -25,7 +25,12 @@ from .version import __version__  # noqa: F401
 _SUBMODULES = (
     "amp", "autograd", "base", "catalog", "codecs", "cuda", "data", "devices", "ir", "model",
     "nn", "ops", "optim", "rng", "run", "runtime", "sml", "store", "train",
+    "backends", "distributions", "linalg", "testing", "utils",
 )  # fmt: skip
+
+# torch's numeric constants (``torch.inf``, ``torch.pi``...)
+inf, nan, pi, e = 1e999, 1e999 - 1e999, 3.141592653589793, 2.718281828459045
+newaxis = None
 
 # name -> (module, attribute there); an empty attribute is the module itself
 _LAZY = {
@@ -51,6 +56,31 @@ _LAZY = {
         "zeros_like")},
     **{name: (".runtime.functional", name) for name in ("cat", "stack", "where")},
     "compile": (".train.compiled", "compile"),  # torch's name
+    **{name: (".settings", name) for name in (
+        "set_num_threads", "get_num_threads", "set_num_interop_threads",
+        "get_num_interop_threads", "get_default_dtype", "set_default_dtype",
+        "set_printoptions", "use_deterministic_algorithms",
+        "are_deterministic_algorithms_enabled", "set_float32_matmul_precision",
+        "get_float32_matmul_precision")},
+    "finfo": (".dtype_info", "finfo"),
+    "dtype": (".base.dtypes", "DType"),
+    **{name: (".compat", name) for name in (
+        "Size", "FloatTensor", "DoubleTensor", "HalfTensor", "IntTensor", "LongTensor",
+        "BoolTensor", "initial_seed", "seed", "get_rng_state", "set_rng_state", "jit")},
+    "iinfo": (".dtype_info", "iinfo"),
+}  # fmt: skip
+
+# torch's integer dtypes the engine lacks: each is i32 here (said once, as for int64)
+_NARROWED = ("int64", "long", "int16", "short", "int8", "uint8")
+# torch's dtypes with no stand-in: naming one says what to use instead
+_MISSING_DTYPES = {
+    "bfloat16": "float16 (or float32)", "complex64": "two float32 tensors",
+    "complex128": "two float64 tensors", "cfloat": "two float32 tensors",
+    **dict.fromkeys(("lgamma", "digamma", "polygamma", "erfinv", "special"),
+                    "the host's math module over t.tolist() (no kernel for it here)"),
+    "fft": "no FFT kernels: a real matmul by a DFT matrix, or NumPy on t.numpy()",
+    "sparse": "dense tensors (no sparse layouts here)",
+    "complex": "two real tensors (no complex dtypes here)",
 }  # fmt: skip
 
 # torch's free functions (``scellis.exp(x)``...): the names that module exports
@@ -68,10 +98,17 @@ def __getattr__(name: str):
         module, attr = _LAZY[name]
         value = import_module(module, __name__)
         value = getattr(value, attr) if attr else value
-    elif name in ("int64", "long"):
+    elif name in _NARROWED:
         from .base.dtypes import narrowed_int
 
         return narrowed_int(name)
+    elif name in _MISSING_DTYPES:
+        from .settings import UnsupportedName
+
+        raise UnsupportedName(
+            f"scellis has no {name} (no such type or op in its kernels); "
+            f"use {_MISSING_DTYPES[name]}"
+        )
     elif name == "__all__":
         value = sorted({*_PUBLIC, *_LAZY, *_torch_function_names()})
     elif not name.startswith("__") and name in _torch_function_names():

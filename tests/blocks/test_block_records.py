@@ -19,7 +19,7 @@ from scellis.sml import parse, validate
 from scellis.store.objects import ObjectStore
 from scellis.store.safetensors import loads
 from scellis.train import checkpoint as ckpt
-from scellis.train import run as run_training
+from storeutil import train_steps
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tcn_forecaster.sml"
 
@@ -95,8 +95,7 @@ def test_batch_norm_running_stats_are_checkpointed(tmp_path):
     rec = tmp_path / "conv.sml"
     rec.write_text(CONV_RECORD)
     s = start_run(rec.read_bytes(), str(rec), base_dir=tmp_path, device="reference").prep
-    run_training(s.ts.model, s.loss, s.ts.optimizer, s.train, epochs=1, max_steps=3,
-                 state=s.ts, log_every=1, **s.fit_kwargs)  # fmt: skip
+    train_steps(s, 3)
     live = s.ts.model.state_dict()
     assert {"bn.running_mean", "bn.running_var"} <= set(live)
     assert any(v != 0 for v in live["bn.running_mean"].tolist())  # three updates moved it

@@ -5,16 +5,21 @@ says why.
 Oracle for a mapped kind: torch itself. The written ``Model`` is run through Python
 and its state dict must have exactly the parameter names and shapes the Scellis model
 of the same one-block record has (what ``load_state_dict(strict=True)`` needs), with
-only the kind's required fields given, so every default comes from the Config.
+only the kind's required fields given, so every default comes from the Config; given
+the Scellis model's (random) weights, its forward must give the Scellis outputs.
 """
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
 import pytest
 
+import scellis as sc
 from scellis.base.errors import ScellisError
 from scellis.catalog.registry import entries
-from scellis.codecs.torch.source import _EXPORTS, module_source
+from scellis.codecs.torch.source import _EXPORTS, _call, module_source
 from scellis.model.build import RecordModel
 
 torch = pytest.importorskip("torch")
@@ -85,3 +90,39 @@ def test_a_mapped_kind_is_the_torch_child_with_the_records_parameters(kind):
     theirs = namespace["Model"]().state_dict()
     want = {name: tuple(p.shape) for name, p in ours.named_parameters()}
     assert {name: tuple(t.shape) for name, t in theirs.items()} == want
+
+
+def _torch_model(record: dict, ours: RecordModel):
+    namespace: dict = {}
+    exec(module_source(record, ours.order, ours.wiring), namespace)  # noqa: S102 - our text
+    return namespace["Model"]()
+
+
+def _draw(x: dict, rng) -> np.ndarray:
+    shape = [2 if d == "batch" else d for d in x["shape"]]
+    if x["dtype"] == "i32":
+        return rng.integers(0, 7, shape).astype(np.int32)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", sorted(SPECS))
+def test_a_mapped_kinds_forward_is_the_scellis_forward(kind):
+    record = _record(kind, *SPECS[kind])
+    rng = np.random.default_rng(random.randrange(1 << 30))
+    ours = RecordModel(record, device="reference").eval()
+    state = {}
+    for path, p in list(ours.named_parameters()):
+        state[path] = (rng.standard_normal(p.shape) * 0.5).astype(np.float32)
+        ours.set_parameter(path, sc.tensor(state[path], device="reference"))
+    theirs = _torch_model(record, ours).eval()
+    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=True)
+    x = _draw(SPECS[kind][1], rng)
+    want = np.asarray(ours(sc.tensor(x, device="reference")).tolist(), dtype=np.float32)
+    with torch.no_grad():
+        got = theirs(torch.from_numpy(x).long() if x.dtype == np.int32 else torch.from_numpy(x))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_kind_outside_the_table_is_refused_in_the_forward_too():
+    with pytest.raises(ScellisError, match=r"^block 'b': my/block has no torch export$"):
+        _call("b", {"block_id": "my/block", "in": "x"}, ["v_x"])

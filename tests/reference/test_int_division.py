@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import scellis as sc
+from scellis.runtime.tensor_math import TensorMath  # the engine's div primitive
 
 pytestmark = pytest.mark.torch
 DEVICES = ["reference", pytest.param("webgpu", marks=pytest.mark.webgpu)]
@@ -46,21 +47,21 @@ def test_int_floordiv_floors_like_torch(device):
         (a // b, _torch(A) // _torch(B)),
         (a // 3, _torch(A) // 3),
         (-7 // b, -7 // _torch(B)),
-        (a.div(b), torch.div(_torch(A), _torch(B), rounding_mode="floor")),  # the primitive
+        (TensorMath.div(a, b), _torch(A) // _torch(B)),  # the primitive floors integers
+        (a.div(b, rounding_mode="floor"), _torch(A) // _torch(B)),
     ]:
         assert got.dtype == sc.i32
         assert got.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_float_division_unchanged_and_float_floordiv_refused(device):
+def test_float_division_unchanged_and_float_floordiv_floors(device):
     x = sc.tensor(np.array([1.5, -3.0, 7.0], np.float32), device=device)
     y = sc.tensor(np.array([2.0, 4.0, -0.5], np.float32), device=device)
     assert (x / y).tolist() == [0.75, -0.75, -14.0]
     assert (x / 2).tolist() == [0.75, -1.5, 3.5]
     assert (_t(np.array([3], np.int32), device) / 2.0).tolist() == [1.5]
-    with pytest.raises(sc.ScellisError, match="//"):
-        x // y
+    assert (x // y).tolist() == (torch.tensor(x.tolist()) // torch.tensor(y.tolist())).tolist()
 
 
 def test_int_truediv_has_a_float_gradient_path():

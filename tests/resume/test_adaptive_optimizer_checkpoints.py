@@ -11,8 +11,7 @@ from scellis.run.session import start_run
 from scellis.runtime.tensor import Tensor
 from scellis.store.objects import ObjectStore
 from scellis.train import checkpoint as ckpt
-from scellis.train import run as run_training
-from storeutil import write_record
+from storeutil import train_steps, write_record
 
 OPTIMIZERS = {
     "adagrad": "{ block_id: training/optimizer/adagrad, lr: 0.05, initial_accumulator_value: 0.1 }",
@@ -44,8 +43,7 @@ def _setup(folder, name):
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
 def test_optimizer_state_survives_a_checkpoint(tmp_path, name):
     s = _setup(tmp_path, name)
-    run_training(s.ts.model, s.loss, s.ts.optimizer, s.train, epochs=1, max_steps=6,
-                 state=s.ts, log_every=1, **s.fit_kwargs)  # fmt: skip
+    train_steps(s, 6)
     state = s.ts.optimizer.state_dict()["param_groups"][0]
     assert state["steps"][0] == 6 and state["state"]  # the moments exist and are saved
     objs = ObjectStore(tmp_path / "store")

@@ -11,8 +11,7 @@ from scellis.runtime.tensor import Tensor
 from scellis.store.objects import ObjectStore
 from scellis.store.safetensors import loads
 from scellis.train import checkpoint as ckpt
-from scellis.train import run as run_training
-from storeutil import write_record
+from storeutil import train_steps, write_record
 
 
 def _plain(tree):
@@ -32,8 +31,7 @@ def _setup(folder: Path):
 
 def test_save_then_load_restores_every_leaf(tmp_path):
     s = _setup(tmp_path)
-    run_training(s.ts.model, s.loss, s.ts.optimizer, s.train, epochs=1, max_steps=5,
-                 state=s.ts, log_every=1, **s.fit_kwargs)  # fmt: skip
+    train_steps(s, 5)
     s.ts.metrics["odd"] = float("nan")  # JSON has no NaN: the manifest must still hold it
     objs = ObjectStore(tmp_path / "store")
     record = objs.put((tmp_path / "tiny.sml").read_bytes())

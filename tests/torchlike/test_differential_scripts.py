@@ -43,6 +43,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "char_attention": (6, {}),
     "encoder_layer": (6, {}),
     "conv_gru": (6, {}),
+    "habits_mix": (8, {}),
     "cifar_cnn": (6, {}),
 }
 

@@ -193,3 +193,35 @@ def test_kernels_without_runtime_checks_give_the_same_bits(gpu, monkeypatch):
     checked = WebGPUBackend(gpu=NativeGPU())
     assert not checked.gpu.trusted_shaders
     assert _matmul_and_attention(checked) == _matmul_and_attention(gpu)
+
+
+def test_an_over_limit_size_is_refused_every_time(gpu):
+    # alloc keeps the sizes it has checked: a refused one must not be among them
+    tiny = WebGPUBackend(
+        gpu=gpu.gpu,
+        limits={"max_storage_buffer_binding_size": 1024, "max_storage_buffers_per_shader_stage": 4},
+    )
+    for _ in range(2):
+        with pytest.raises(LimitError, match="maxStorageBuffersPerShaderStage"):
+            tiny.alloc(10_000, sc.f32)
+    assert tiny.live_bytes == 0
+
+
+def test_pool_accounting_follows_the_size_classes(gpu):
+    from scellis.devices.webgpu.backend import size_class, storage_bytes
+
+    dev = WebGPUBackend(gpu=gpu.gpu)
+    rng = np.random.default_rng()
+    kinds = [(int(n), dt) for n in rng.integers(1, 5000, 6) for dt in (sc.f32, sc.bool_, sc.i32)]
+    live, peak = [], 0
+    for step in range(60):
+        n, dt = kinds[int(rng.integers(len(kinds)))]
+        if live and rng.random() < 0.4:
+            live.pop(int(rng.integers(len(live))))  # its buffer goes back to the pool
+        else:
+            live.append(dev.alloc(n, dt))
+        want = sum(size_class(storage_bytes(b.numel, b.dtype)) for b in live)
+        peak = max(peak, want)
+        assert (dev.live_bytes, dev.peak_bytes) == (want, peak), step
+        assert dev.pooled_bytes == sum(k * len(v) for k, v in dev._pool.items())
+        assert all(b.handle.nbytes == storage_bytes(b.numel, b.dtype) for b in live)

@@ -25,6 +25,7 @@ from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.functional import stack
 from ..runtime.tensor import Tensor
+from .optim.flat import flat_view, view_of
 
 
 def _params(parameters) -> list[Tensor]:
@@ -57,6 +58,9 @@ def _flat(run: list[Tensor]) -> Tensor:
     view, else a gathered copy."""
     if len(run) == 1 and run[0].is_contiguous():
         return run[0].reshape((run[0].numel,))
+    whole = flat_view(run)  # already laid end to end (train.precision.widen_gradients)
+    if whole is not None:
+        return whole
     first = run[0]
     flat = zeros((sum(g.numel for g in run),), first.dtype, first.device)
     parts = [g if g.is_contiguous() else apply("copy", (g,)) for g in run]
@@ -98,10 +102,26 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tens
     else:
         raise ScellisError(f"norm_type must be > 0 or inf, got {norm_type}")
     coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
-    for p in params:
-        if p.grad is not None:
-            p.grad = p.grad * coef
+    scale_gradients(params, coef)
     return total
+
+
+@no_grad()
+def scale_gradients(params, factor: Tensor) -> None:
+    """``p.grad = p.grad * factor`` (a 0-d device tensor) for every parameter with a
+    gradient; gradients that are one flat range, in order, in one ``mul`` over it, each
+    ``.grad`` then a view of the product."""
+    held = [p for p in params if p.grad is not None]
+    flat = flat_view([p.grad for p in held]) if len(held) > 1 else None
+    if flat is None:
+        for p in held:
+            p.grad = p.grad * factor.cast(p.grad.dtype)
+        return
+    scaled = flat * factor.cast(flat.dtype)
+    at = 0
+    for p in held:
+        p.grad = view_of(scaled, at, p.grad.shape)
+        at += p.grad.numel
 
 
 @no_grad()

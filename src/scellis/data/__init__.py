@@ -3,11 +3,20 @@ loaders (``TensorDataset``, ``DataLoader``), pure Python."""
 
 from .csvsource import CSVConfig, SeriesDataset, load_csv  # noqa: F401
 from .loader import (  # noqa: F401
+    BatchSampler,
+    ConcatDataset,
     DataLoader,
     Dataset,
+    IterableDataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
     Subset,
+    SubsetRandomSampler,
     TensorDataset,
+    WeightedRandomSampler,
     default_collate,
+    get_worker_info,
     random_split,
 )
 from .record import load_data  # noqa: F401

@@ -20,6 +20,17 @@ from ..ops.composites import stack, take
 from ..runtime.creation import generator as eager_stream
 from ..runtime.creation import tensor
 from ..runtime.tensor import Tensor
+from .samplers import (  # noqa: F401 (torch.utils.data's names, re-exported)
+    BatchSampler,
+    ConcatDataset,
+    IterableDataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+    get_worker_info,
+)
 from .shuffle import shuffled_order
 
 
@@ -31,6 +42,9 @@ class Dataset:
 
     def __getitem__(self, i):
         raise NotImplementedError
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -75,9 +89,27 @@ class Subset(Dataset):
         return self.dataset[self.indices[i]]
 
 
-def random_split(dataset, lengths, seed: int = 0) -> list[Subset]:
-    """Disjoint subsets of the given lengths from one Philox permutation of ``seed``."""
-    lengths = [int(n) for n in lengths]
+def _split_lengths(lengths, n: int) -> list[int]:
+    """torch's lengths: counts, or fractions summing to 1 (the remainder dealt one by one
+    to the first subsets)."""
+    lengths = list(lengths)
+    if lengths and all(isinstance(v, float) and 0 <= v <= 1 for v in lengths):
+        if abs(sum(lengths) - 1) > 1e-6:
+            raise ScellisError(f"random_split: fractions sum to {sum(lengths)}, not 1")
+        counts = [int(n * f) for f in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        return counts
+    return [int(v) for v in lengths]
+
+
+def random_split(dataset, lengths, generator: Generator | None = None, *,
+                 seed: int | None = None) -> list[Subset]:  # fmt: skip
+    """Disjoint subsets of the given lengths (or fractions) from one Philox permutation
+    of ``seed`` (``generator``'s seed, else 0)."""
+    if seed is None:
+        seed = generator.seed if generator is not None else 0
+    lengths = _split_lengths(lengths, len(dataset))
     if sum(lengths) != len(dataset):
         raise ScellisError(f"random_split: lengths sum to {sum(lengths)}, not {len(dataset)}")
     order = shuffled_order(len(dataset), seed, 0)
@@ -95,6 +127,10 @@ def default_collate(items: list):
         return stack(items, 0)
     if isinstance(first, (bool, int, float)):
         return tensor(list(items))
+    if isinstance(first, (str, bytes)):
+        return list(items)
+    if hasattr(first, "dtype") and hasattr(first, "shape") and hasattr(first, "tolist"):
+        return stack([tensor(a) for a in items], 0)  # NumPy arrays and scalars
     if isinstance(first, Mapping):
         return {k: default_collate([it[k] for it in items]) for k in first}
     if isinstance(first, (tuple, list)):
@@ -112,19 +148,30 @@ class DataLoader:
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, *,
                  drop_last: bool = False, generator: Generator | None = None,
                  seed: int | None = None, collate_fn: Callable | None = None,
-                 num_workers: int = 0, pin_memory: bool = False,
-                 persistent_workers: bool = False):  # fmt: skip
-        if batch_size < 1:
+                 sampler=None, batch_sampler=None, num_workers: int = 0,
+                 pin_memory: bool = False, persistent_workers: bool = False,
+                 prefetch_factor=None, worker_init_fn=None, timeout=0):  # fmt: skip
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ScellisError("batch_sampler excludes batch_size, shuffle, sampler, drop_last")
+            batch_size = max(1, getattr(batch_sampler, "batch_size", 1))
+        if shuffle and sampler is not None:
+            raise ScellisError("DataLoader: give shuffle=True or a sampler, not both")
+        if batch_size is None or batch_size < 1:
             raise ScellisError(f"batch_size must be >= 1, got {batch_size}")
         if seed is None:
             seed = (generator or eager_stream("shuffle")).seed
         self.dataset, self.batch_size = dataset, int(batch_size)
         self.shuffle, self.drop_last, self.seed = bool(shuffle), bool(drop_last), int(seed)
         self.collate_fn = collate_fn
+        self.sampler, self.batch_sampler = sampler, batch_sampler
         self.epoch = 0
 
     def __len__(self) -> int:
-        full, rest = divmod(len(self.dataset), self.batch_size)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        full, rest = divmod(n, self.batch_size)
         return full if self.drop_last or not rest else full + 1
 
     def set_epoch(self, epoch: int) -> None:
@@ -136,10 +183,28 @@ class DataLoader:
         return shuffled_order(n, self.seed, epoch) if self.shuffle else list(range(n))
 
     def __iter__(self):
-        order = self.order(self.epoch)
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._stream()
+            return
+        if self.batch_sampler is not None:
+            for rows in self.batch_sampler:
+                yield self._batch(list(rows))
+            return
+        order = list(self.sampler) if self.sampler is not None else self.order(self.epoch)
         self.epoch += 1
         for k in range(len(self)):
             yield self._batch(order[k * self.batch_size : (k + 1) * self.batch_size])
+
+    def _stream(self):
+        """Batches of an iterable dataset, in its own order."""
+        collate, batch = self.collate_fn or default_collate, []
+        for item in self.dataset:
+            batch.append(item)
+            if len(batch) == self.batch_size:
+                yield collate(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield collate(batch)
 
     def _batch(self, rows: list[int]):
         if self.collate_fn is None and isinstance(self.dataset, TensorDataset):

@@ -185,7 +185,8 @@ def _update_infer(op: str):
 
 def _gather_infer(specs: list[Spec], attrs: dict) -> list[Spec]:
     *ins, out = specs
-    _float_dtype(specs)
+    # f16 inputs widen into the f32 target as they are copied: a mixed step's gradients
+    _float_dtype([out, *(s for s in ins if s.dtype.name != "f16")])
     total = sum(_numel(s.shape) for s in ins)
     if len(out.shape) != 1 or out.shape[0] != total:
         raise ShapeError(f"flat_gather of {total} elements into a target of shape {out.shape}")

@@ -4,7 +4,9 @@ Thin constructors over the catalog optimizers and schedulers (one implementation
 for SML runs and Python code). Browser-safe: pure Python, no NumPy.
 """
 
-from . import lr_scheduler  # noqa: F401
+from ..settings import UnsupportedName
+from . import lr_scheduler, swa_utils  # noqa: F401
+from .elementwise import Adadelta, Adamax, Rprop  # noqa: F401
 from .optimizers import (  # noqa: F401
     SGD,
     Adagrad,
@@ -15,3 +17,16 @@ from .optimizers import (  # noqa: F401
     RAdam,
     RMSprop,
 )
+
+# torch optimizers with no counterpart here, and what to use instead
+_MISSING = {
+    "LBFGS": "Adam or SGD (line-search optimizers are not supported)",
+    "ASGD": "SGD with a scheduler, or an average of the weights kept by hand",
+    "SparseAdam": "Adam (there are no sparse gradients here)",
+}
+
+
+def __getattr__(name: str):
+    if name in _MISSING:
+        raise UnsupportedName(f"scellis.optim has no {name}; use {_MISSING[name]}")
+    raise AttributeError(f"module 'scellis.optim' has no attribute {name!r}")

@@ -64,8 +64,17 @@ class TrainedModel:
         return run_until_done(lm.text(prompt, **kw))
 
 
-def load(ref, device=None, store=".scellis"):
-    """A file saved with ``scellis.save``, or the trained run ``ref`` names in ``store``."""
+def load(ref, device=None, store=".scellis", *, map_location=None, weights_only=None,
+         mmap=None, **pickle_load_args):  # fmt: skip
+    """A file saved with ``scellis.save``, or the trained run ``ref`` names in ``store``.
+
+    torch's ``map_location`` names the device (a name, a ``device``, or ``"cpu"`` for
+    the reference device; a function or mapping keeps the default); ``weights_only`` is
+    taken as it is: these files hold tensors and plain values only, never code."""
+    if device is None and isinstance(map_location, str):
+        device = map_location
+    elif device is None and hasattr(map_location, "type") and not callable(map_location):
+        device = str(map_location.type)
     path = Path(ref) if isinstance(ref, (str, Path)) else None
     if path is not None and path.is_file():
         return state_file.load(path, device=device)

@@ -11,7 +11,7 @@ own stays with it: the CLI's terminal output and argv, the tab's events and samp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import Diagnostic, ScellisError
@@ -29,7 +29,8 @@ from ..train.augment import Augment
 from ..train.data import Batches
 from ..train.determinism import resolve_tier
 from ..train.evaluation import MetricSet
-from ..train.fit import fit
+from ..train.fit import fit_loop
+from ..train.fit_config import FitConfig
 from ..train.state import TrainState
 from .checks import param_group_problems
 from .planning import eval_batch_of
@@ -86,9 +87,10 @@ class Prepared:
     tier: str  # the determinism tier's name, as runs and checkpoints record it
     label: str = "record.sml"
     why: str = ""  # how the device was chosen, when it was picked for the caller
-    # what ``fit`` takes besides the pieces: determinism_tier, seed, scheduler, grad_clip,
-    # precision, the record's metrics and early stopping, and replay (None: where it applies)
-    fit_kwargs: dict = field(default_factory=dict)
+    metrics: MetricSet | None = None  # the record's eval.metrics, for this dataset
+    augment: Augment | None = None  # the record's data.augment
+    # steps as a recorded dispatch schedule: None where the device can, False never
+    replay: bool | None = None
     eval_every: int | None = None  # the record's eval.every
 
     @property
@@ -119,21 +121,55 @@ class Prepared:
     def set_tier(self, tier: str | None) -> None:
         """Run under ``tier`` instead of the record's determinism tier."""
         self.tier = resolve_tier(tier).name
-        self.fit_kwargs["determinism_tier"] = self.tier
 
-    def fit(self, *, max_steps: int | None = None, log_every: int = 10, validate: bool = True,
-            eval_every: int | None = None, should_stop=None):  # fmt: skip
-        """``fit``'s event stream for this run, continuing ``ts``: evaluation on ``val``
-        (every ``eval_every`` steps, else at each epoch's end) unless not ``validate``."""
+    def fit_config(self, *, max_steps: int | None = None, log_every: int = 10,
+                   validate: bool = True, eval_every: int | None = None) -> FitConfig:  # fmt: skip
+        """How ``fit`` trains this run: the record's options (tier, seed, clipping,
+        precision, metrics, early stopping, augmentation) with the run's own."""
         validate = validate and self.val is not None
-        return fit(
-            self.model, self.loss, self.optimizer, self.train, epochs=self.epochs,
-            val_data=self.val if validate else None, max_steps=max_steps,
-            eval_every=eval_every if validate else None, log_every=log_every, state=self.ts,
-            should_stop=should_stop,
+        ev = self.record.get("eval") or {}
+        return FitConfig(
+            epochs=self.epochs,
+            determinism_tier=self.tier,
+            seed=self.seed,
+            val_data=self.val if validate else None,
+            eval_every=eval_every if validate else None,
+            log_every=log_every,
+            grad_clip=self.record.get("grad_clip"),
+            precision=self.record.get("precision"),
+            early_stopping=ev.get("early_stopping"),
+            plateau_metric=ev.get("plateau_metric"),
+            max_steps=max_steps,
+            replay=self.replay,
+            metrics=self.metrics,
             forward=forward_for(self.record, self.model, self.tier),
-            **self.fit_kwargs,
+            augment=self.augment,
+        )
+
+    async def fit(
+        self,
+        *,
+        max_steps: int | None = None,
+        log_every: int = 10,
+        validate: bool = True,
+        eval_every: int | None = None,
+        should_stop=None,
+    ):
+        """``fit_loop``'s event stream for this run, continuing ``ts``: evaluation on
+        ``val`` (every ``eval_every`` steps, else at each epoch's end) unless not
+        ``validate``. Bad options raise when the stream is first iterated, inside the
+        caller's handling of the run's errors."""
+        config = self.fit_config(max_steps=max_steps, log_every=log_every, validate=validate,
+                                 eval_every=eval_every)  # fmt: skip
+        events = fit_loop(
+            self.model, self.loss, self.optimizer, self.train, config,
+            scheduler=self.scheduler, state=self.ts, should_stop=should_stop,
         )  # fmt: skip
+        try:
+            async for ev in events:
+                yield ev
+        finally:
+            await events.aclose()
 
     def limit_validation(self, rows: int | None) -> None:
         """Validate on the first ``rows`` validation rows only (None: all of them)."""
@@ -193,17 +229,8 @@ def prepare_run(
         epochs=n_epochs,
         tier=resolve_tier(record.get("determinism_tier")).name,
         label=label,
-        fit_kwargs=dict(
-            determinism_tier=record.get("determinism_tier"),
-            seed=seed,
-            scheduler=scheduler,
-            grad_clip=record.get("grad_clip"),
-            precision=record.get("precision"),
-            metrics=metric_set(ev.get("metrics") or [], dataset, ev.get("split") or "val"),
-            early_stopping=ev.get("early_stopping"),
-            plateau_metric=ev.get("plateau_metric"),
-            augment=augment_of(record, dataset),
-        ),
+        metrics=metric_set(ev.get("metrics") or [], dataset, ev.get("split") or "val"),
+        augment=augment_of(record, dataset),
         eval_every=ev.get("every"),
     )
 

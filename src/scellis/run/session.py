@@ -308,7 +308,7 @@ def _apply_options(prep, o: RunOptions, why: str) -> None:
     if not o.validate:
         prep.val = None
     # bitwise equal to eager, where the device can record a step (falls back per step)
-    prep.fit_kwargs["replay"] = None if o.replay else False
+    prep.replay = None if o.replay else False
 
 
 def _register(s: RunSession, text: bytes, raw: bytes, base_dir, argv) -> tuple[str, str]:

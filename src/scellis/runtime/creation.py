@@ -132,6 +132,16 @@ def manual_seed(seed: int) -> None:
     _generators["seed"] = Generator(int(seed), "default")
 
 
+def stream_state() -> dict:
+    """The eager streams' seeds and positions (a copy), for ``set_stream_state``."""
+    return {k: Generator(g.seed, g.name, g.step, g.draw) for k, g in _generators.items()}
+
+
+def set_stream_state(state: dict) -> None:
+    _generators.clear()
+    _generators.update({k: Generator(g.seed, g.name, g.step, g.draw) for k, g in state.items()})
+
+
 def generator(name: str = "default") -> Generator:
     base = _generators.setdefault("seed", Generator(0, "default"))
     if name not in _generators:

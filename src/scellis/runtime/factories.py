@@ -97,6 +97,8 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None)
     """Integers uniform in ``[low, high)`` (``randint(high, size)`` starts at 0)."""
     if high is None:
         low, high = 0, low
+    elif not isinstance(high, int) and not size:  # torch's randint(high, size)
+        low, high, size = 0, low, high
     u = C.rand(tuple(size), device, f32, generator)
     # the product is >= 0, where the cast's truncation is the floor
     t = (u * float(high - low)).cast(i32) + low

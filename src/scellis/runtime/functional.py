@@ -27,7 +27,11 @@ binary_cross_entropy_with_logits = C.bce_with_logits
 mean, var = C.mean, C.var
 
 
-def where(cond: Tensor, a, b) -> Tensor:
+def where(cond: Tensor, a=None, b=None) -> Tensor:
+    """``a`` where ``cond`` holds, else ``b``; with ``cond`` alone, torch's
+    ``nonzero(as_tuple=True)``: one index tensor per dim."""
+    if a is None and b is None:
+        return cond.nonzero(as_tuple=True)
     if isinstance(a, Tensor):
         return a.where(cond, b)
     if isinstance(b, Tensor):

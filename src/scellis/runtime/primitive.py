@@ -89,9 +89,25 @@ _INFERRED: dict = {}
 _INFERRED_MAX = 8192
 
 
+def _geometry_key(op: str, inputs: tuple, attrs: dict) -> tuple:
+    """The cache key of an op's output geometry. One and two inputs are spelt out: a
+    comprehension costs more than the rest of the key, and they are nearly every op.
+    Dtypes by name: a DType's own hash is Python code, a str's is cached. The three
+    forms differ in length or first item, so no two collide."""
+    n = len(inputs)
+    if n == 2:
+        a, b = inputs
+        key = (op, a.shape, a.dtype.name, b.shape, b.dtype.name)
+    elif n == 1:
+        a = inputs[0]
+        key = (op, a.shape, a.dtype.name)
+    else:
+        key = (op, tuple([(t.shape, t.dtype.name) for t in inputs]))
+    return (key, tuple(attrs.items())) if attrs else key
+
+
 def _out_geometry(opdef, op: str, inputs: tuple, attrs: dict) -> tuple:
-    # dtypes by name: a DType's own hash is Python code, a str's is cached
-    key = (op, tuple([(t.shape, t.dtype.name) for t in inputs]), tuple(attrs.items()))
+    key = _geometry_key(op, inputs, attrs)
     try:
         hit = _INFERRED.get(key)
     except TypeError:  # an unhashable attr
@@ -116,6 +132,16 @@ def _supports(dev: Backend, dtype) -> bool:
     if ok is None:
         ok = _SUPPORTS[key] = bool(dev.supports(dtype))
     return ok
+
+
+def _views(inputs: tuple) -> list:
+    """The device's views of ``inputs`` (two spelt out: the common case, and a
+    comprehension costs about as much as one more view)."""
+    if len(inputs) == 2:
+        a, b = inputs
+        return [View(a._buf, a.shape, a.strides, a.offset, a.dtype),
+                View(b._buf, b.shape, b.strides, b.offset, b.dtype)]  # fmt: skip
+    return [View(t._buf, t.shape, t.strides, t.offset, t.dtype) for t in inputs]
 
 
 def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None, attrs: dict):
@@ -146,8 +172,7 @@ def run_primitive(out_type: type, op: str, inputs: tuple, device: Backend | None
     if buf is None:
         buf = dev.alloc(n, dtype)
         out_view = View(buf, shape, strides, 0, dtype)
-        dev.run(op, [View(t._buf, t.shape, t.strides, t.offset, t.dtype) for t in inputs],
-                [out_view], attrs)  # fmt: skip
+        dev.run(op, _views(inputs), [out_view], attrs)
     out = out_type(buf, shape, strides, 0, dtype, dev)
     _record(op, tuple(inputs), attrs, out, opdef)
     return out

@@ -20,7 +20,11 @@ from .tensor_math import TensorMath
 from .tensor_nn import TensorNN
 from .tensor_shape import TensorShape
 from .torch_index import TorchIndexMethods
+from .torch_inplace import TorchInPlaceMethods
+from .torch_math import TorchMathMethods
 from .torch_ops import TorchOpsMethods
+from .torch_reduce import TorchReduceMethods
+from .torch_shape import TorchShapeMethods
 from .torchlike import ElementCount, TorchLikeMethods
 
 _loop: list = []
@@ -64,7 +68,16 @@ def nest(flat: list, shape: tuple[int, ...]):
 
 
 class Tensor(
-    TorchLikeMethods, TorchIndexMethods, TorchOpsMethods, TensorMath, TensorShape, TensorNN
+    TorchInPlaceMethods,
+    TorchMathMethods,
+    TorchShapeMethods,
+    TorchReduceMethods,
+    TorchLikeMethods,
+    TorchIndexMethods,
+    TorchOpsMethods,
+    TensorMath,
+    TensorShape,
+    TensorNN,
 ):
     __slots__ = (
         "_buf",

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..base.dtypes import DType, as_dtype, bool_, f32, i32, promote
-from ..base.errors import DTypeError
 from ..base.shapes import broadcast_shapes
 from .primitive import apply_op, run_primitive
 
@@ -55,7 +54,7 @@ def pair(a, b):
         a = _const(a, _scalar_dtype(a, b.dtype), b)
     if not isinstance(b, TensorMath):
         b = _const(b, _scalar_dtype(b, a.dtype), a)
-    if a.dtype != b.dtype:
+    if a.dtype is not b.dtype and a.dtype != b.dtype:  # one object: the common case, no call
         dt = promote(a.dtype, b.dtype)
         a, b = a.cast(dt), b.cast(dt)
     return a, b
@@ -69,8 +68,11 @@ def broadcast(*ts):
 
 
 def _binary(op: str, a, b):
-    a, b = broadcast(*pair(a, b))
-    return apply_op(op, (a, b))
+    a, b = pair(a, b)
+    if a.shape != b.shape:
+        a, b = broadcast(a, b)
+    # run_primitive itself: every operator comes here, and apply_op's keywords cost a dict
+    return run_primitive(type(a), op, (a, b), None, {})
 
 
 def _truediv(a, b):
@@ -82,14 +84,17 @@ def _truediv(a, b):
 
 
 def _floordiv(a, b):
-    """``a // b`` on integers: division rounded towards minus infinity (torch, numpy)."""
+    """``a // b``: division rounded towards minus infinity (torch, numpy); the integer
+    div primitive floors, a float quotient is floored after (``Tensor.floor``)."""
     a, b = pair(a, b)
     if a.dtype.is_float:
-        raise DTypeError(
-            f"// of {a.dtype} tensors is not supported (there is no floor primitive); "
-            "divide with / and cast, or use integer tensors"
-        )
+        return _binary("div", a, b).floor()
     return _binary("div", a, b)
+
+
+def _as_float(x):
+    """An integer or bool input of a float-only op as f32 (torch's int-to-float promotion)."""
+    return x if x.dtype.is_float else x.cast(f32)
 
 
 class TensorMath:
@@ -99,22 +104,22 @@ class TensorMath:
 
     # -- unary, float inputs --
     def exp(self):
-        return apply_op("exp", (self,))
+        return apply_op("exp", (_as_float(self),))
 
     def log(self):
-        return apply_op("log", (self,))
+        return apply_op("log", (_as_float(self),))
 
     def sqrt(self):
-        return apply_op("sqrt", (self,))
+        return apply_op("sqrt", (_as_float(self),))
 
     def rsqrt(self):
-        return apply_op("rsqrt", (self,))
+        return apply_op("rsqrt", (_as_float(self),))
 
     def tanh(self):
-        return apply_op("tanh", (self,))
+        return apply_op("tanh", (_as_float(self),))
 
     def sigmoid(self):
-        return apply_op("sigmoid", (self,))
+        return apply_op("sigmoid", (_as_float(self),))
 
     def gelu_tanh(self):
         return apply_op("gelu_tanh", (self,))
@@ -129,13 +134,13 @@ class TensorMath:
         return apply_op("softplus", (self,))
 
     def erf(self):
-        return apply_op("erf", (self,))
+        return apply_op("erf", (_as_float(self),))
 
     def sin(self):
-        return apply_op("sin", (self,))
+        return apply_op("sin", (_as_float(self),))
 
     def cos(self):
-        return apply_op("cos", (self,))
+        return apply_op("cos", (_as_float(self),))
 
     # -- unary, any dtype --
     def neg(self):

@@ -13,7 +13,11 @@ from ..base.dtypes import as_dtype
 from ..base.errors import ShapeError
 from ..ops.einsum import einsum  # noqa: F401 (re-exported as scellis.einsum)
 from . import creation as C
+from . import torch_free as F
+from . import torch_more as M
 from .tensor import Tensor
+from .torch_free import *  # noqa: F403 (re-exported as scellis.<name>)
+from .torch_more import *  # noqa: F403
 
 
 def _method(name: str):
@@ -32,10 +36,28 @@ _SAME_AS_METHOD = (
     "max", "mean", "min", "permute", "relu", "reshape", "sigmoid", "sin", "softmax",
     "sort", "sqrt", "squeeze", "std", "sum", "tanh", "topk", "transpose", "tril", "triu",
     "unsqueeze", "var", "amax", "amin", "rsqrt", "square", "sign", "neg", "erf",
+    # elementwise beyond the primitives (``torch_math``)
+    "floor", "ceil", "round", "trunc", "fix", "frac", "log1p", "expm1", "log2", "log10",
+    "exp2", "sinh", "cosh", "tan", "atan", "arctan", "atan2", "arctan2", "asin", "arcsin",
+    "acos", "arccos", "reciprocal", "xlogy", "isnan", "isinf", "isfinite",
+    "nan_to_num", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod",
+    "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "heaviside",
+    "add", "sub", "subtract", "mul", "multiply", "maximum", "minimum", "eq", "ne", "lt",
+    "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+    "logical_xor", "bitwise_not",
+    # reductions and scans (``torch_reduce``)
+    "prod", "cumprod", "norm", "all", "any", "count_nonzero", "nansum", "nanmean",
+    "aminmax", "median",
+    # movement, selection, scatter (``torch_shape``)
+    "roll", "flip", "fliplr", "flipud", "narrow", "select", "unbind", "unflatten",
+    "movedim", "moveaxis", "swapaxes", "swapdims", "index_select", "masked_select",
+    "nonzero", "argwhere", "diagonal", "diag", "trace", "scatter", "scatter_add",
+    "index_add", "index_fill", "ravel", "t", "split", "chunk", "repeat", "is_floating_point",
 )  # fmt: skip
 globals().update({n: _method(n) for n in _SAME_AS_METHOD})
+greater, less = _method("gt"), _method("lt")
 __all__ = [*_SAME_AS_METHOD, "clip", "bmm", "einsum", "Generator", "randperm", "multinomial",
-           "numel", "is_tensor"]  # fmt: skip
+           "numel", "is_tensor", "greater", "less", *F.__all__, *M.__all__]  # fmt: skip
 clip = _method("clamp")
 
 

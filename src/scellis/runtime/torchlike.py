@@ -246,11 +246,13 @@ class TorchLikeMethods:
     def logsumexp(self, dim=None, keepdim=False, *, axis=None):
         return super().logsumexp(_axis(dim, axis, -1), keepdim)
 
-    def softmax(self, dim=None, *, axis=None):
-        return super().softmax(_axis(dim, axis, -1))
+    def softmax(self, dim=None, *, axis=None, dtype=None):
+        x = self.cast(dtype) if dtype is not None else self
+        return super(TorchLikeMethods, x).softmax(_axis(dim, axis, -1))
 
-    def log_softmax(self, dim=None, *, axis=None):
-        return super().log_softmax(_axis(dim, axis, -1))
+    def log_softmax(self, dim=None, *, axis=None, dtype=None):
+        x = self.cast(dtype) if dtype is not None else self
+        return super(TorchLikeMethods, x).log_softmax(_axis(dim, axis, -1))
 
     def unsqueeze(self, dim=None, *, axis=None):
         return super().unsqueeze(_axis(dim, axis))

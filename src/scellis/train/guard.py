@@ -17,7 +17,7 @@ skipped.
 from __future__ import annotations
 
 from ..autograd import no_grad
-from ..catalog.clip import reduce_gradients
+from ..catalog.clip import reduce_gradients, scale_gradients
 from ..catalog.optim import Optimizer, flat_view
 from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.tensor import Tensor
@@ -32,14 +32,6 @@ def finite_flag(params) -> Tensor | None:
     if not grads:
         return None
     return reduce_gradients(grads, lambda f: (f * 0.0).sum()) == 0.0
-
-
-@no_grad()
-def scale_grads(params, factor: Tensor) -> None:
-    """``p.grad *= factor`` (a 0-d device tensor) for every parameter with a gradient."""
-    for p in params:
-        if p.grad is not None:
-            p.grad = p.grad * factor.cast(p.grad.dtype)
 
 
 def _live_buffers(optimizer) -> dict:
@@ -88,7 +80,7 @@ def loop_update(params, optimizer, clip, *, scale=None, guard: bool = True, scal
     scaling), the finite flag (with ``guard``), clipping, the guarded step, then the
     loss ``scaler``'s update from the flag. Returns the flag (None unguarded)."""
     if scale is not None:
-        scale_grads(params, 1.0 / scale)
+        scale_gradients(params, 1.0 / scale)
     ok = finite_flag(params) if guard else None
     if clip is not None:
         clip(params)

@@ -209,9 +209,38 @@ def _attention_variant(spec: dict) -> str | None:
     return None
 
 
+def _child(name: str, v, x: str) -> str:
+    return f"self.{name}({x})"
+
+
+def _activation_call(name: str, v, x: str) -> str:
+    return f"ACTS[{v('function')!r}]({x})"
+
+
+def _recurrent_call(name: str, v, x: str) -> str:
+    last = v("output") == "last"
+    if last and v("bidirectional"):
+        # the forward direction's last step beside the backward's first (torch's h_n)
+        H = v["hidden_size"]
+        return (f"torch.cat([(y_{name} := self.{name}({x})[0])[:, -1, :{H}], "
+                f"y_{name}[:, 0, {H}:]], -1)")  # fmt: skip
+    return f"self.{name}({x})[0]" + ("[:, -1]" if last else "")
+
+
+def _head_call(name: str, v, x: str) -> str:
+    return f"self.{name}(pool({x}, {v('pool')!r}))"
+
+
+def _lm_head_call(name: str, v, x: str) -> str:
+    if v("tie_to"):
+        return f"self.{name}({x}, self.{v('tie_to')}.weight)"
+    return _child(name, v, x)
+
+
 @dataclass(frozen=True)
 class _Export:
-    """How one block kind becomes a child of the torch ``Model``."""
+    """How one block kind becomes a child of the torch ``Model``, and how ``forward``
+    calls it."""
 
     # the constructor expression from the block's fields (defaults: its Config's), None
     # for a block with no child; absent: the kind has no export, for the reason ``why``
@@ -219,6 +248,8 @@ class _Export:
     why: str = ""
     # the refusal of some of the kind's field values (a reason), else None
     variant: Callable[[dict], str | None] | None = None
+    # the forward's expression: call(block name, its fields, the inputs joined by commas)
+    call: Callable[[str, _Fields, str], str] = _child
 
 
 def _no(why: str) -> _Export:
@@ -230,8 +261,8 @@ _EXPORTS = {
     "nn/linear": _Export(
         lambda v: f"nn.Linear({v['in_features']}, {v['out_features']}, bias={v('bias')})"
     ),
-    "nn/regression_head": _Export(_head),
-    "nn/classification_head": _Export(_head),
+    "nn/regression_head": _Export(_head, call=_head_call),
+    "nn/classification_head": _Export(_head, call=_head_call),
     "nn/layer_norm": _Export(lambda v: (
         f"nn.LayerNorm({v['normalized_shape']}, eps={v('eps')!r}, "
         f"elementwise_affine={v('elementwise_affine')}, bias={v('bias')})"
@@ -240,8 +271,8 @@ _EXPORTS = {
         f"nn.RMSNorm({v['normalized_shape']}, eps={v('eps')!r}, "
         f"elementwise_affine={v('elementwise_affine')})"
     )),
-    "nn/lstm": _Export(_recurrent, variant=_keras_gates),
-    "nn/gru": _Export(_recurrent, variant=_keras_gates),
+    "nn/lstm": _Export(_recurrent, variant=_keras_gates, call=_recurrent_call),
+    "nn/gru": _Export(_recurrent, variant=_keras_gates, call=_recurrent_call),
     "nn/embedding": _Export(lambda v: (
         f"nn.Embedding({v['num_embeddings']}, {v['embedding_dim']}, "
         f"padding_idx={v('padding_idx')!r})"
@@ -262,8 +293,9 @@ _EXPORTS = {
     ), variant=_attention_variant),
     "nn/transformer": _Export(_transformer, variant=_attention_variant),
     "nn/transformer_block": _Export(_transformer, variant=_attention_variant),
-    "nn/lm_head": _Export(_lm_head),
-    "nn/activation": _Export(lambda v: None),  # a function of the forward, no child
+    "nn/lm_head": _Export(_lm_head, call=_lm_head_call),
+    # a function of the forward, no child
+    "nn/activation": _Export(lambda v: None, call=_activation_call),
     "nn/conv1d": _no("not written yet"),
     "nn/avg_pool1d": _no("not written yet"),
     "nn/max_pool1d": _no("not written yet"),
@@ -279,8 +311,8 @@ _EXPORTS = {
 }  # fmt: skip
 
 
-def _init(name: str, spec: dict) -> str | None:
-    """The constructor expression of a block's child (None: no child)."""
+def _export(name: str, spec: dict) -> _Export:
+    """The table's entry for a block; ScellisError for a kind it cannot write."""
     b = spec["block_id"]
     entry = _EXPORTS.get(b)
     if entry is None:  # a user's own block kind
@@ -290,27 +322,17 @@ def _init(name: str, spec: dict) -> str | None:
     why = entry.variant(spec) if entry.variant is not None else None
     if why is not None:
         raise ScellisError(f"block {name!r}: {why}")
-    return entry.make(_Fields(spec))
+    return entry
+
+
+def _init(name: str, spec: dict) -> str | None:
+    """The constructor expression of a block's child (None: no child)."""
+    return _export(name, spec).make(_Fields(spec))
 
 
 def _call(name: str, spec: dict, args: list[str]) -> str:
-    b = spec["block_id"]
-    x = ", ".join(args)
-    if b == "nn/activation":
-        return f"ACTS[{spec.get('function', 'relu')!r}]({x})"
-    if b in ("nn/lstm", "nn/gru"):
-        if spec.get("output") == "last" and spec.get("bidirectional"):
-            # the forward direction's last step beside the backward's first (torch's h_n)
-            H = spec["hidden_size"]
-            return (f"torch.cat([(y_{name} := self.{name}({x})[0])[:, -1, :{H}], "
-                    f"y_{name}[:, 0, {H}:]], -1)")  # fmt: skip
-        tail = "[:, -1]" if spec.get("output") == "last" else ""
-        return f"self.{name}({x})[0]{tail}"
-    if b in ("nn/regression_head", "nn/classification_head"):
-        return f"self.{name}(pool({x}, {spec.get('pool', 'none')!r}))"
-    if b == "nn/lm_head" and spec.get("tie_to"):
-        return f"self.{name}({x}, self.{spec['tie_to']}.weight)"
-    return f"self.{name}({x})"
+    """The forward's expression of a block on its inputs ``args``."""
+    return _export(name, spec).call(name, _Fields(spec), ", ".join(args))
 
 
 def module_source(record: dict, order: list[str], wiring: dict[str, list[str]]) -> str:

@@ -23,6 +23,9 @@ from .kernels.variants import subgroup_reductions
 from .kernels.workgroup_memory import workgroup_bytes
 from .launch_cache import LaunchCache, Limits, bind, signature
 
+# the (numel, dtype) sizes alloc keeps checked, at most (a run uses a few hundred)
+_SIZES_KEPT = 4096
+
 
 def size_class(nbytes: int) -> int:
     """Pool bucket: powers of two from 256 B, then 1/8 steps above 1 MiB; what ``alloc``
@@ -72,6 +75,7 @@ class WebGPUBackend(OneInstance):
             self.limits[k] = int(v)
         self.window_bytes, self.chunk_bytes = binding_geometry(self.limits)
         self._pool: dict[int, list[Storage]] = {}
+        self._sizes: dict[tuple[int, str], tuple[int, int]] = {}  # alloc's checked sizes
         self._scratch_buf: Buffer | None = None
         self._scratch_storage: Storage | None = None  # its storage, read on every eager op
         self._pipelines: dict[str, object] = {}
@@ -102,6 +106,34 @@ class WebGPUBackend(OneInstance):
         return dtype.name != "f16" or self.info.has_f16
 
     def alloc(self, numel: int, dtype: DType) -> Buffer:
+        # every eager op allocates its output: the checked sizes are kept per (numel,
+        # dtype), and the pool's accounting is written out rather than called
+        sized = self._sizes.get((numel, dtype.name))
+        if sized is None:
+            sized = self._checked_size(numel, dtype)
+        nbytes, key = sized
+        st = self.recorder.reuse(key) if self.recorder is not None else None
+        if st is None:
+            free = self._pool.get(key)
+            if free:
+                self.pooled_bytes -= key
+                self.stats["reuses"] += 1
+                st = free.pop()
+            else:
+                st = self._new_storage(key)
+            live = self.live_bytes = self.live_bytes + key
+            if live > self.peak_bytes:
+                self.peak_bytes = live
+            if live + self.pooled_bytes > self.held_peak_bytes:
+                self.held_peak_bytes = live + self.pooled_bytes
+            if self.recorder is not None:
+                self.recorder.claim(st)
+        st.nbytes = nbytes
+        return Buffer(self, st, numel, dtype)
+
+    def _checked_size(self, numel: int, dtype: DType) -> tuple[int, int]:
+        """(bytes, pool size class) of a buffer of ``numel`` ``dtype`` elements; an error
+        for a dtype the adapter lacks, or a size over the binding limits."""
         if not self.supports(dtype):
             raise DeviceError(f"WebGPU on {self.info.name} has no {dtype}")
         nbytes = storage_bytes(numel, dtype)
@@ -114,24 +146,10 @@ class WebGPUBackend(OneInstance):
                 f", over maxStorageBuffersPerShaderStage="
                 f"{self.limits['max_storage_buffers_per_shader_stage']}"
             )
-        st = self.recorder.reuse(key) if self.recorder is not None else None
-        if st is None:
-            st = self._pooled_or_new(key)
-            self.live_bytes += key
-            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
-            self.held_peak_bytes = max(self.held_peak_bytes, self.live_bytes + self.pooled_bytes)
-            if self.recorder is not None:
-                self.recorder.claim(st)
-        st.nbytes = nbytes
-        return Buffer(self, st, numel, dtype)
-
-    def _pooled_or_new(self, key: int) -> Storage:
-        free = self._pool.get(key)
-        if free:
-            self.pooled_bytes -= key
-            self.stats["reuses"] += 1
-            return free.pop()
-        return self._new_storage(key)
+        if len(self._sizes) >= _SIZES_KEPT:
+            self._sizes.clear()
+        self._sizes[(numel, dtype.name)] = (nbytes, key)
+        return nbytes, key
 
     def _new_storage(self, size: int) -> Storage:
         chunks, left = [], size
@@ -154,9 +172,13 @@ class WebGPUBackend(OneInstance):
         self._to_pool(st)
 
     def _to_pool(self, st: Storage) -> None:
-        self.live_bytes -= st.pool_key
-        self._pool.setdefault(st.pool_key, []).append(st)
-        self.pooled_bytes += st.pool_key
+        key = st.pool_key
+        self.live_bytes -= key
+        free = self._pool.get(key)
+        if free is None:
+            free = self._pool[key] = []
+        free.append(st)
+        self.pooled_bytes += key
 
     def disown(self, trace) -> None:
         """Hand a recorded step's storages back: those its buffers still hold return to

@@ -324,7 +324,7 @@ def _gather_launch(src: Source, launches, pack, out):
     lines = [f"  let eo = mt[{base}u] + i;"]
     last = len(pack) - 1
     for j, (x, at) in enumerate(pack):
-        s.operand(f"x{j}", x)
+        s.operand(f"x{j}", x, widen=True)  # an f16 input widens into the f32 target
         lo = s.add_meta(at - start, at - start + numel(x.shape), x.offset)
         hi, off = lo + 1, lo + 2
         stmt = f"{{ st_o(eo, ld_x{j}(mt[{off}u] + i - mt[{lo}u])); }}"
