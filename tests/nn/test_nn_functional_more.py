@@ -150,3 +150,27 @@ def test_cross_entropy_with_class_probabilities(kw):
     theirs_kw = {k: (torch.from_numpy(w) if v == "w" else v) for k, v in kw.items()}
     compare_fn(lambda a, b: F.cross_entropy(a, b, **ours_kw),
                lambda a, b: TF.cross_entropy(a, b, **theirs_kw), [x, q], f"soft{kw}")  # fmt: skip
+
+
+def test_gumbel_softmax_samples_the_softmax_distribution():
+    logits = np.float32([0.5, -1.0, 1.5])
+    x = sc.tensor(np.tile(logits, (20000, 1)), requires_grad=True)
+    soft = np.asarray(F.gumbel_softmax(x, tau=0.7).tolist())
+    np.testing.assert_allclose(soft.sum(1), 1.0, rtol=1e-5)
+    freq = np.bincount(soft.argmax(1), minlength=3) / len(soft)  # the Gumbel-max trick
+    np.testing.assert_allclose(freq, torch.softmax(torch.from_numpy(logits), 0).numpy(), atol=0.015)
+    hard = F.gumbel_softmax(x, hard=True)
+    h = np.asarray(hard.tolist())
+    assert set(np.unique(h)) == {0.0, 1.0} and np.all(h.sum(1) == 1)
+    (hard * sc.tensor(normal("gs:r", 20000, 3))).sum().backward()
+    assert np.isfinite(np.asarray(x.grad.tolist())).all()
+
+
+def test_gains_match_torch():
+    import scellis.nn as nn
+
+    for name in ("linear", "conv2d", "conv_transpose1d", "sigmoid", "tanh", "relu", "selu"):
+        assert nn.init.calculate_gain(name) == pytest.approx(torch.nn.init.calculate_gain(name))
+    assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(
+        torch.nn.init.calculate_gain("leaky_relu", 0.2)
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..base.errors import ScellisError
 from ..ops import composites as C
+from ..runtime.creation import generator, rand
 from ..runtime.tensor import Tensor
 
 # torch's SELU constants (Klambauer et al. 2017)
@@ -117,3 +118,22 @@ def log_softmax(x: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     return x.where(x > threshold, x * 0.0 + value)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:  # fmt: skip
+    """softmax((logits + g) / tau) with Gumbel(0, 1) noise g = -log(E), E ~ Exp(1) from
+    the Philox ``default`` stream; ``hard``: the one-hot argmax in the forward with the
+    soft sample's gradient (straight through), as torch's."""
+    u = rand(logits.shape, logits.device, logits.dtype, generator("default"))
+    gumbels = -((-(1.0 - u).log()).log())
+    y = C.softmax((logits + gumbels) * (1.0 / tau), dim)
+    if not hard:
+        return y
+    d = dim % y.ndim
+    idx = y.argmax(d, keepdim=True)
+    classes = y.arange_like(y.shape[d]).reshape(
+        tuple(y.shape[d] if a == d else 1 for a in range(y.ndim))
+    )
+    one_hot = (classes == idx).cast(y.dtype)
+    return one_hot - y.detach() + y

@@ -52,7 +52,6 @@ FUNCTIONS = {
     "local_response_norm": LAYERS["LocalResponseNorm"],
     "lp_pool1d": LAYERS["LPPool1d"], "lp_pool2d": LAYERS["LPPool2d"],
     "fractional_max_pool2d": LAYERS["FractionalMaxPool2d"],
-    "gumbel_softmax": "add -log(-log(U)) noise to the logits and take softmax(x / tau)",
 }  # fmt: skip
 
 

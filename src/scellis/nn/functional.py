@@ -18,6 +18,7 @@ from ._activations import (  # noqa: F401
     celu,
     elu,
     glu,
+    gumbel_softmax,
     hardshrink,
     hardsigmoid,
     hardswish,

@@ -17,7 +17,9 @@ from ..runtime.factories import as_tensor
 from ..runtime.inplace import write_into
 from ..runtime.tensor import Tensor
 
-_GAINS = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0)}
+_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "sigmoid")  # fmt: skip
+_GAINS = {**dict.fromkeys(_LINEAR, 1.0), "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
