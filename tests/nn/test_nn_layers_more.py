@@ -187,6 +187,9 @@ def test_pad_sequence_and_pack_sequence():
         got = srnn.pad_sequence([sc.tensor(s) for s in seqs], **kw)
         want = trnn.pad_sequence([torch.from_numpy(s) for s in seqs], **kw)
         torch.testing.assert_close(th(got), want)
+    back = srnn.unpad_sequence(srnn.pad_sequence([sc.tensor(s) for s in seqs]), [3, 1, 4])
+    for b, s in zip(back, seqs, strict=True):
+        np.testing.assert_array_equal(arr(b), s)
     got = srnn.pack_sequence([sc.tensor(s) for s in seqs], enforce_sorted=False)
     want = trnn.pack_sequence([torch.from_numpy(s) for s in seqs], enforce_sorted=False)
     torch.testing.assert_close(th(got.data), want.data)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from ..base.errors import ScellisError, ShapeError
 from ..catalog.blocks.common import MASKED
 from ..ops import composites as C
-from ..runtime.factories import as_tensor
 from ..runtime.tensor import Tensor
 
 
@@ -333,10 +332,6 @@ def pixel_shuffle(input, upscale_factor: int) -> Tensor:
         raise ShapeError(f"pixel_shuffle: {c} channels are not divisible by {r}^2")
     x = input.reshape(-1, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
     return x.reshape(*lead, c // (r * r), h * r, w * r)
-
-
-def index_tensor(values: list[int], like: Tensor) -> Tensor:
-    return as_tensor(values, dtype="i32", device=like.device.name)
 
 
 def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
