@@ -1,9 +1,12 @@
 """torch.nn's shape over the catalog (nn layer): ``scellis.nn.Linear(3, 2)`` and friends.
 
-Every layer is a catalog block built from torch's constructor arguments: one
-implementation serves SML records and Python code alike, with torch's parameter
-names, so ``load_state_dict(torch_module.state_dict())`` works for the layers here.
-Browser-safe: pure Python, no NumPy.
+The layers an SML record can also name (Linear, Conv1d, LSTM, the transformer
+blocks ...) are catalog blocks built from torch's constructor arguments: one
+implementation serves records and Python code alike. The others (Conv2d and the image
+layers, BatchNorm2d, the cells, RNN, the decoder, most losses) are modules composed
+of differentiable ops. Either way parameters carry torch's names and layouts, so
+``load_state_dict(torch_module.state_dict())`` works. A torch name not provided here
+raises one error that says what to use instead. Browser-safe: pure Python, no NumPy.
 """
 
 from ..catalog.module import Module, ModuleList  # noqa: F401
