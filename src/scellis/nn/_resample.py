@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 
 from ..base.errors import ScellisError
+from ..catalog.blocks.image_ops import adaptive_pool
 from ..runtime.factories import as_tensor
 from ..runtime.tensor import Tensor
-from ._vision import adaptive_pool
 
 MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
 _LINEAR_RANK = {"linear": 1, "bilinear": 2, "trilinear": 3}

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..catalog import blocks as B
 from ..catalog.blocks.conv import time_padding
+from ..catalog.blocks.image_ops import adaptive_pool
 from ._home import block_args, unsupported
 from ._resample import pad_by_index
-from ._vision import adaptive_pool
 from .functional import avg_pool1d, max_pool1d
 
 

@@ -11,6 +11,21 @@ import math
 from ..base.errors import ScellisError
 from ..catalog.blocks.common import dense
 from ..catalog.blocks.conv import time_padding
+from ..catalog.blocks.image_ops import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool2d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    max_pool2d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+)
 from ..ops import composites as C
 from ..runtime import functional as RF
 from ..runtime.tensor import Tensor
@@ -62,21 +77,6 @@ from ._losses import (  # noqa: F401
 from ._missing import FUNCTIONS, refuse
 from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
 from ._sampling import affine_grid, grid_sample  # noqa: F401
-from ._vision import (  # noqa: F401
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    avg_pool2d,
-    conv2d,
-    conv_transpose1d,
-    conv_transpose2d,
-    fold,
-    max_pool2d,
-    pixel_shuffle,
-    pixel_unshuffle,
-    unfold,
-)
 from .norms import (  # noqa: F401
     batch_norm,
     dropout1d,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 from ..base.errors import ScellisError
+from ..catalog.blocks import image_ops as V
 from ..catalog.module import Module
-from . import _vision as V
 from ._home import uniform_param
 from ._resample import interpolate, pad_by_index
 

@@ -1,4 +1,4 @@
-"""torch.nn.functional's image ops on [B, C, H, W] (nn layer): conv2d, its transpose,
+"""torch.nn.functional's image ops on [B, C, H, W] (catalog layer): conv2d, its transpose,
 pooling (windowed and adaptive), unfold/fold, interpolate and pixel shuffle.
 
 All are compositions of differentiable ops, so autograd and every device come for free:
@@ -10,10 +10,10 @@ where torch accepts them.
 
 from __future__ import annotations
 
-from ..base.errors import ScellisError, ShapeError
-from ..catalog.blocks.common import MASKED
-from ..ops import composites as C
-from ..runtime.tensor import Tensor
+from ...base.errors import ScellisError, ShapeError
+from ...ops import composites as C
+from ...runtime.tensor import Tensor
+from .common import MASKED
 
 
 def pair(v, what: str = "size") -> tuple[int, int]:
