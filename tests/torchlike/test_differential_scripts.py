@@ -32,6 +32,7 @@ def _data() -> dict:
         "seq": rng.standard_normal((6, 5, 3)).astype(np.float32),
         "wave": rng.standard_normal((6, 2, 10)).astype(np.float32),
         "label": np.array([0, 1, 2, 3, 1, 0]) % 3,
+        "images": rng.standard_normal((6, 3, 8, 8)).astype(np.float32),
     }
 
 
@@ -43,6 +44,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "encoder_layer": (6, {}),
     "conv_gru": (6, {}),
     "habits_mix": (8, {}),
+    "cifar_cnn": (6, {}),
 }
 
 
