@@ -27,6 +27,7 @@ torch = pytest.importorskip("torch")
 SEQ = {"shape": ["batch", 5, 3], "dtype": "f32"}
 ROW = {"shape": ["batch", 3], "dtype": "f32"}
 IDS = {"shape": ["batch", 5], "dtype": "i32"}
+IMG = {"shape": ["batch", 2, 7, 6], "dtype": "f32"}
 # a mapped kind's required fields and its input: the rest is the Config's
 SPECS = {
     "nn/linear": ({"in_features": 3, "out_features": 2}, ROW),
@@ -52,6 +53,9 @@ SPECS = {
     ),
     "nn/lm_head": ({"d_model": 4, "vocab_size": 7}, {"shape": ["batch", 5, 4], "dtype": "f32"}),
     "nn/activation": ({}, SEQ),
+    "nn/conv2d": ({"in_channels": 2, "out_channels": 3, "kernel_size": [3, 2]}, IMG),
+    "nn/max_pool2d": ({"kernel_size": [2, 3]}, IMG),
+    "nn/avg_pool2d": ({"kernel_size": 2}, IMG),
 }
 
 

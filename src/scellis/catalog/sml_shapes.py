@@ -95,6 +95,70 @@ def _global_pool(f, xs):
     return [x[0], x[2]]
 
 
+def _pair(v):
+    """An image size field as (rows, columns): an int is both; None while it is not
+    a number or a pair of numbers (a field not filled in yet)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in v):
+            return (v[0], v[1])
+    return None
+
+
+def _image(x: list, f: dict, key: str | None) -> None:
+    """``x`` is [B, C, H, W] and, where ``key`` is given, C is that field."""
+    if len(x) != 4:
+        raise ShapeMismatch("rank", 4, len(x))
+    got, want = x[1], f[key] if key else None
+    if isinstance(got, int) and isinstance(want, int) and got != want:
+        raise ShapeMismatch("channels (axis 1)", want, got, field=key)
+
+
+def _windows(x: list, channels, k, s, d, lo, hi) -> list:
+    """[B, channels, H_out, W_out] of windows ``k`` (each size a pair, None: unknown)."""
+    if None in (k, s, d, lo, hi):
+        return [x[0], channels, x[2], x[3]]
+    hw = [_steps(x[2 + a], d[a] * (k[a] - 1) + 1, s[a], lo[a], hi[a]) for a in (0, 1)]
+    return [x[0], channels, *hw]
+
+
+def _conv2d(f, xs):
+    x = xs[0]
+    _image(x, f, "in_channels")
+    k, s, d, pad = _pair(f["kernel_size"]), _pair(f["stride"]), _pair(f["dilation"]), f["padding"]
+    if None in (k, d):
+        return [x[0], f["out_channels"], x[2], x[3]]
+    if pad == "valid":
+        lo = hi = (0, 0)
+    elif pad == "same":
+        if s != (1, 1):
+            raise ShapeMismatch("stride with padding 'same'", 1, f["stride"])
+        total = [d[a] * (k[a] - 1) for a in (0, 1)]
+        lo, hi = (
+            (total[0] // 2, total[1] // 2),
+            (total[0] - total[0] // 2, total[1] - total[1] // 2),
+        )
+    elif (lo := _pair(pad)) is not None:
+        hi = lo
+    else:
+        raise ShapeMismatch("padding", "an int, a pair, valid or same", pad)
+    return _windows(x, f["out_channels"], k, s, d, lo, hi)
+
+
+def _pool2d(f, xs):
+    x = xs[0]
+    _image(x, f, None)
+    k, p = _pair(f["kernel_size"]), _pair(f["padding"])
+    s = k if f["stride"] is None else _pair(f["stride"])
+    return _windows(x, x[1], k, s, (1, 1), p, p)
+
+
+def _batch_norm2d(f, xs):
+    _image(xs[0], f, "num_features")
+    return list(xs[0])
+
+
 def _tcn(f, xs):
     _last(xs[0], f, "in_channels", rank=3)
     return xs[0][:-1] + [f["channels"]]
@@ -139,6 +203,10 @@ RULES = {
     "nn/avg_pool1d": _pool1d,
     "nn/global_pool1d": _global_pool,
     "nn/batch_norm1d": _same("num_features"),
+    "nn/conv2d": _conv2d,
+    "nn/max_pool2d": _pool2d,
+    "nn/avg_pool2d": _pool2d,
+    "nn/batch_norm2d": _batch_norm2d,
     "nn/regression_head": _head("n_outputs"),
     "nn/classification_head": _head("n_classes"),
     "nn/mlp": _mlp,

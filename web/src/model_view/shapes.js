@@ -69,6 +69,58 @@ function globalPool(f, xs) {
   return [x[0], x[2]];
 }
 
+// an image size field as [rows, columns]: an int is both; null while it is not a number
+// or a pair of numbers (a field not filled in yet)
+function pair(v) {
+  if (isInt(v)) return [v, v];
+  if (Array.isArray(v) && v.length === 2 && v.every(isInt)) return [v[0], v[1]];
+  return null;
+}
+
+// x is [B, C, H, W] and, where `key` is given, C is that field
+function image(x, f, key) {
+  if (x.length !== 4) throw new ShapeMismatch("rank", 4, x.length);
+  const got = x[1], want = key ? f[key] : null;
+  if (isInt(got) && isInt(want) && got !== want) throw new ShapeMismatch("channels (axis 1)", want, got, 0, key);
+}
+
+// [B, channels, H_out, W_out] of windows k (each size a pair, null: unknown)
+function windows(x, channels, k, s, d, lo, hi) {
+  if ([k, s, d, lo, hi].includes(null)) return [x[0], channels, x[2], x[3]];
+  const hw = [0, 1].map((a) => steps(x[2 + a], d[a] * (k[a] - 1) + 1, s[a], lo[a], hi[a]));
+  return [x[0], channels, ...hw];
+}
+
+function conv2d(f, xs) {
+  const x = xs[0];
+  image(x, f, "in_channels");
+  const k = pair(f.kernel_size), s = pair(f.stride), d = pair(f.dilation), pad = f.padding;
+  if (k === null || d === null) return [x[0], f.out_channels, x[2], x[3]];
+  let lo, hi;
+  if (pad === "valid") lo = hi = [0, 0];
+  else if (pad === "same") {
+    if (s === null || s[0] !== 1 || s[1] !== 1) throw new ShapeMismatch("stride with padding 'same'", 1, f.stride);
+    const total = [0, 1].map((a) => d[a] * (k[a] - 1));
+    lo = total.map((t) => Math.floor(t / 2));
+    hi = total.map((t) => t - Math.floor(t / 2));
+  } else if ((lo = pair(pad)) !== null) hi = lo;
+  else throw new ShapeMismatch("padding", "an int, a pair, valid or same", pad);
+  return windows(x, f.out_channels, k, s, d, lo, hi);
+}
+
+function pool2d(f, xs) {
+  const x = xs[0];
+  image(x, f, null);
+  const k = pair(f.kernel_size), p = pair(f.padding);
+  const s = f.stride === null || f.stride === undefined ? k : pair(f.stride);
+  return windows(x, x[1], k, s, [1, 1], p, p);
+}
+
+function batchNorm2d(f, xs) {
+  image(xs[0], f, "num_features");
+  return [...xs[0]];
+}
+
 function tcn(f, xs) {
   last(xs[0], f, "in_channels", 1, 3);
   return [...xs[0].slice(0, -1), f.channels];
@@ -108,6 +160,10 @@ export const RULES = {
   "nn/avg_pool1d": pool1d,
   "nn/global_pool1d": globalPool,
   "nn/batch_norm1d": same("num_features"),
+  "nn/conv2d": conv2d,
+  "nn/max_pool2d": pool2d,
+  "nn/avg_pool2d": pool2d,
+  "nn/batch_norm2d": batchNorm2d,
   "nn/regression_head": head("n_outputs"),
   "nn/classification_head": head("n_classes"),
   "nn/mlp": mlp,

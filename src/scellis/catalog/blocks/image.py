@@ -1,8 +1,8 @@
 """Image blocks on [B, C, H, W] (catalog layer): Conv2d, BatchNorm2d, MaxPool2d and
 AvgPool2d, as torch lays images out (channels first).
 
-Square kernels here (an int per size, as an SML field holds one); ``scellis.nn``'s
-torch-shaped layers take torch's pairs too and share the forwards of ``image_ops``.
+A size is an int (square) or a [height, width] pair, as torch takes it; ``scellis.nn``'s
+torch-shaped layers share the forwards of ``image_ops``.
 Parameters are torch's (``weight`` [C_out, C_in/groups, k, k], ``bias``;
 ``running_mean``, ``running_var``), drawn as torch draws them, so a record's block and
 a torch module exchange state dicts key for key.
@@ -26,25 +26,27 @@ class Conv2dConfig:
 
     in_channels: int = field(doc="channels of the input (C_in, axis 1)", min=1)
     out_channels: int = field(doc="channels of the output (C_out)", min=1)
-    kernel_size: int = field(doc="height and width of the kernel", min=1)
-    stride: int = field(1, doc="pixels between windows", min=1)
-    padding: int | str = field(0, doc="zero pixels on every side, or 'valid' or 'same'")
-    dilation: int = field(1, doc="pixels between the taps of a window", min=1)
+    kernel_size: int | tuple[int, int] = field(doc="kernel size, or [height, width]", min=1)
+    stride: int | tuple[int, int] = field(1, doc="pixels between windows (or a pair)", min=1)
+    padding: int | tuple[int, int] | str = field(
+        0, doc="zero pixels on each side (or [rows, columns]), or 'valid' or 'same'", min=0
+    )
+    dilation: int | tuple[int, int] = field(1, doc="pixels between a window's taps", min=1)
     groups: int = field(1, doc="channel groups convolved apart (divides both)", min=1)
     bias: bool = field(True, doc="learned bias per output channel")
 
 
 class Conv2d(Block):
-    """``weight`` [C_out, C_in/groups, k, k] and ``bias``, U(-1/sqrt(fan_in), ..)."""
+    """``weight`` [C_out, C_in/groups, kh, kw] and ``bias``, U(-1/sqrt(fan_in), ..)."""
 
     def __init__(self, cfg: Conv2dConfig, *, device=None, dtype=None, gen=None):
         super().__init__(cfg, device, dtype, gen)
-        g, k = cfg.groups, cfg.kernel_size
+        g, (kh, kw) = cfg.groups, V.pair(cfg.kernel_size, "kernel_size")
         if cfg.in_channels % g or cfg.out_channels % g:
             raise ScellisError(f"groups={g} must divide in_channels={cfg.in_channels} and "
                                f"out_channels={cfg.out_channels}")  # fmt: skip
-        bound = 1.0 / math.sqrt(cfg.in_channels // g * k * k)
-        self.weight = self.uniform((cfg.out_channels, cfg.in_channels // g, k, k), bound)
+        bound = 1.0 / math.sqrt(cfg.in_channels // g * kh * kw)
+        self.weight = self.uniform((cfg.out_channels, cfg.in_channels // g, kh, kw), bound)
         self.bias = self.uniform((cfg.out_channels,), bound) if cfg.bias else None
 
     def forward(self, x):
@@ -72,12 +74,16 @@ class BatchNorm2d(BatchNorm1d):
 
 @dataclass(frozen=True)
 class Pool2dConfig:
-    """Max or average pooling of square windows over [B, C, H, W] (torch's MaxPool2d /
+    """Max or average pooling of windows over [B, C, H, W] (torch's MaxPool2d /
     AvgPool2d; the average counts the zero padding, torch's default)."""
 
-    kernel_size: int = field(doc="height and width of a window", min=1)
-    stride: int | None = field(None, doc="pixels between windows; empty: kernel_size", min=1)
-    padding: int = field(0, doc="pixels of padding on every side (at most half a window)", min=0)
+    kernel_size: int | tuple[int, int] = field(doc="window size, or [height, width]", min=1)
+    stride: int | tuple[int, int] | None = field(
+        None, doc="pixels between windows (or a pair); empty: kernel_size", min=1
+    )
+    padding: int | tuple[int, int] = field(
+        0, doc="pixels of padding on each side (or a pair; at most half a window)", min=0
+    )
 
 
 class MaxPool2d(Block):

@@ -2,9 +2,10 @@
 
 Each block becomes the nodes torch.onnx.export would write for it (opset 17): MatMul
 + Add for dense layers and heads, Relu/Tanh/Sigmoid and the exact-GELU chain,
-LayerNormalization, LSTM/GRU between the transposes that turn batch-first sequences
-time-major and back (gates reordered from torch's to ONNX's), and the Transformer
-blocks (``transformer_writer``). The file reads back through the ONNX importer. Blocks
+LayerNormalization, Conv and the 2-d pools (``image_writer``), LSTM/GRU between the
+transposes that turn batch-first sequences time-major and back (gates reordered from
+torch's to ONNX's), and the Transformer blocks (``transformer_writer``). The file reads
+back through the ONNX importer (the image blocks' nodes excepted: it has no Conv yet). Blocks
 with no ONNX form here are refused by name.
 """
 
@@ -22,6 +23,7 @@ from ...runtime.creation import zeros
 from ..base import Codec
 from ..protobuf.writer import bytes_field, varint_field
 from ..raw import RawTensor, from_values
+from .image_writer import IMAGE_BLOCKS, image_block
 from .transformer_writer import TRANSFORMER_BLOCKS, transformer_block
 from .values import reorder_gates
 from .writer import IN_TYPE, Graph, activation, dense, value_info
@@ -96,6 +98,8 @@ def _block(g: Graph, x: list[str], name: str, spec: dict, w: dict) -> str:
         return _recurrent(g, x0, name, spec, w)
     if b in TRANSFORMER_BLOCKS:
         return transformer_block(g, x0, name, spec, w)
+    if b in IMAGE_BLOCKS:
+        return image_block(g, x0, name, spec, w)
     if b == "nn/embedding":
         return g.node("Gather", [g.init(f"{name}.weight", w[f"{name}.weight"]), x0], name)[0]
     raise ScellisError(f"block {name!r}: {b} has no ONNX export here")

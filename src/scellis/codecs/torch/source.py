@@ -191,6 +191,30 @@ def _lm_head(v) -> str:
     return f"nn.Linear({v['d_model']}, {v['vocab_size']}, bias={v('bias')})"
 
 
+def _size(v) -> str:
+    """An image size field as torch's argument: an int, or a (rows, columns) tuple."""
+    return repr(tuple(v) if isinstance(v, list) else v)
+
+
+def _conv2d(v) -> str:
+    return (
+        f"nn.Conv2d({v['in_channels']}, {v['out_channels']}, {_size(v['kernel_size'])}, "
+        f"stride={_size(v('stride'))}, padding={_size(v('padding'))}, "
+        f"dilation={_size(v('dilation'))}, groups={v('groups')}, bias={v('bias')})"
+    )
+
+
+def _pool2d(kind: str):
+    def make(v) -> str:
+        stride = v("stride")
+        return (
+            f"nn.{kind}({_size(v['kernel_size'])}, stride={_size(stride)}, "
+            f"padding={_size(v('padding'))})"
+        )
+
+    return make
+
+
 def _keras_gates(spec: dict) -> str | None:
     variant = keras_variant(spec)
     return f"{variant} has no torch export" if variant else None
@@ -306,9 +330,9 @@ _EXPORTS = {
     "nn/sequential": _no("a container of blocks: not written yet"),
     "nn/batch_norm1d": _no("its running statistics are buffers, which the export does not carry"),
     "nn/batch_norm2d": _no("its running statistics are buffers, which the export does not carry"),
-    "nn/conv2d": _no("not written yet"),
-    "nn/max_pool2d": _no("not written yet"),
-    "nn/avg_pool2d": _no("not written yet"),
+    "nn/conv2d": _Export(_conv2d),
+    "nn/max_pool2d": _Export(_pool2d("MaxPool2d")),
+    "nn/avg_pool2d": _Export(_pool2d("AvgPool2d")),
     "nn/gated_mlp": _no("not written yet; export --to hf writes the Llama layout"),
     "nn/token_type": _no("not written yet; export --to hf writes the BERT layout"),
     "onnx/op": _no("an imported ONNX operator: export --to onnx keeps it"),
