@@ -28,6 +28,8 @@ class Size(tuple):
 
 def _typed(dtype: str):
     def make(*data):
+        if not data:
+            return C.zeros((0,), dtype)  # torch's empty tensor
         if len(data) == 1 and not isinstance(data[0], int):
             return C.tensor(data[0], dtype=dtype)
         return C.zeros(tuple(data), dtype)

@@ -16,6 +16,7 @@ from ..base.dtypes import DType
 from ..base.errors import ScellisError
 from ..base.shapes import is_contiguous, numel
 from ..devices.base import Backend, Buffer, View
+from .legacy_hook import LEGACY
 from .tensor_math import TensorMath
 from .tensor_nn import TensorNN
 from .tensor_shape import TensorShape
@@ -93,7 +94,11 @@ class Tensor(
         "__weakref__",
     )
 
-    def __init__(self, buf: Buffer, shape, strides, offset: int, dtype: DType, device: Backend):
+    def __init__(self, buf: Buffer = None, shape=None, strides=None, offset: int = None,
+                 dtype: DType = None, device: Backend = None):  # fmt: skip
+        if buf.__class__ is not Buffer:  # torch's Tensor(2, 3) or Tensor([1., 2.])
+            LEGACY[0](self, (buf, shape, strides, offset, dtype), device)
+            return
         self._buf = buf
         self.shape = tuple(shape)
         self.strides = tuple(strides)
