@@ -19,6 +19,7 @@ import weakref
 from typing import Any
 
 from ..base.errors import AutogradError
+from .hooks import leaf_grad
 from .mode import no_grad
 
 
@@ -172,6 +173,7 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
             if node is None or t._retains_grad:
                 held = _tensor(t)  # an edge's tensor is gone: no one can read its .grad
                 if held is not None:
+                    g = leaf_grad(held, g) if node is None else g  # its hooks, if any
                     held.grad = g if held.grad is None else held.grad + g
             if node is None:
                 continue

@@ -19,6 +19,7 @@ from ..base.errors import DTypeError, ScellisError
 from ..devices.base import get_device
 from ..runtime.inplace import rebind, transfer
 from ..runtime.tensor import Tensor
+from .module_grad_hooks import add_grad_hook, call_with_grad_hooks, grad_hooks_apply
 from .module_hooks import add_hook, call_with_hooks
 from .module_precision import autocast_applies, call_autocast
 from .module_state import IncompatibleKeys, exported, load_state
@@ -258,6 +259,11 @@ class Module:
         return self._forward_with_hooks(*args, **kwargs)
 
     def _forward_with_hooks(self, *args, **kwargs):
+        if "_grad_hooks" in self.__dict__ and (grad_hooks := grad_hooks_apply(self)):
+            return call_with_grad_hooks(self, grad_hooks, self._forward_hooked, args, kwargs)
+        return self._forward_hooked(*args, **kwargs)
+
+    def _forward_hooked(self, *args, **kwargs):
         hooks = self.__dict__.get("_hooks")
         if not hooks or not (hooks["pre"] or hooks["post"]):
             return self.forward(*args, **kwargs)
@@ -272,6 +278,11 @@ class Module:
         """``hook(module, args)`` before each call; a value it returns replaces the
         positional arguments (a tuple, or one value)."""
         return add_hook(self, "pre", hook, with_kwargs)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` once the gradient of the call's
+        tensor argument is known; a tuple it returns replaces ``grad_input``."""
+        return add_grad_hook(self, hook)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError
