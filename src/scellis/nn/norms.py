@@ -148,12 +148,33 @@ class GroupNorm(Module):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):  # fmt: skip
-    """torch's F.instance_norm with the input's statistics: each (sample, channel)
-    normalised over its positions."""
-    if not use_input_stats or running_mean is not None:
-        raise ScellisError("instance_norm: running statistics are not supported "
-                           "(track_running_stats=False, torch's default)")  # fmt: skip
+    """torch's F.instance_norm: each (sample, channel) normalised over its positions;
+    given running buffers, they move toward the batch's average of those statistics
+    (unbiased variance), and ``use_input_stats=False`` normalises with them instead."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ScellisError("instance_norm: use_input_stats=False needs running_mean "
+                               "and running_var")  # fmt: skip
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is not None:
+        _update_per_instance(input, running_mean, running_var, momentum)
     return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def _update_per_instance(x, running_mean, running_var, momentum: float) -> None:
+    """torch's update: each instance's statistics as a batch norm of one would take them,
+    then averaged over the batch."""
+    with no_grad():
+        B, c = x.shape[0], x.shape[1]
+        rows = x.detach().reshape(B, c, -1)
+        n = rows.shape[2]
+        mu = C.mean(rows, 2, keepdim=True)
+        d = rows - mu
+        var = C.mean(d * d, 2) * (n / (n - 1) if n > 1 else 1.0)
+        new_mean = running_mean * (1.0 - momentum) + C.mean(mu.reshape(B, c), 0) * momentum
+        new_var = running_var * (1.0 - momentum) + C.mean(var, 0) * momentum
+        write_into(running_mean, new_mean)
+        write_into(running_var, new_var)
 
 
 class _InstanceNorm(Module):
@@ -162,18 +183,25 @@ class _InstanceNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None):  # fmt: skip
         super().__init__()
-        if track_running_stats:
-            raise ScellisError(f"{type(self).__name__}: track_running_stats=True is not "
-                               "supported; use BatchNorm or the default")  # fmt: skip
         self.num_features, self.eps, self.affine = int(num_features), float(eps), bool(affine)
+        self.momentum, self.track_running_stats = momentum, bool(track_running_stats)
         n = self.num_features
         self.weight = constant_param((n,), 1.0, device, dtype) if affine else None
         self.bias = constant_param((n,), 0.0, device, dtype) if affine else None
+        if self.track_running_stats:  # torch's buffers; the count stays 0, as in torch
+            self.register_buffer("running_mean", full((n,), 0.0, dtype, device))
+            self.register_buffer("running_var", full((n,), 1.0, dtype, device))
+            self.register_buffer("num_batches_tracked", full((), 0, "i32", device))
+        else:
+            self.running_mean = self.running_var = None
 
     def forward(self, x):
         unbatched = x.ndim == self.dims - 1
         xb = x.unsqueeze(0) if unbatched else x
-        y = group_norm(xb, xb.shape[1], self.weight, self.bias, self.eps)
+        momentum = 0.0 if self.momentum is None else self.momentum
+        use_input = self.training or not self.track_running_stats
+        y = instance_norm(xb, self.running_mean, self.running_var, self.weight, self.bias,
+                          use_input, momentum, self.eps)  # fmt: skip
         return y.squeeze(0) if unbatched else y
 
 
