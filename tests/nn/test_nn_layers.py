@@ -124,8 +124,6 @@ def test_unsupported_options_say_so():
         nn.LSTM(2, 3, proj_size=2)
     with pytest.raises(sc.ScellisError, match="not supported yet"):
         nn.Conv1d(2, 3, 3, padding_mode="mirror")
-    with pytest.raises(sc.ScellisError, match="not supported yet"):
-        nn.MaxPool1d(2, return_indices=True)
     with pytest.raises(sc.ScellisError, match="attn_mask of shape"):
         m = nn.MultiheadAttention(4, 2)
         x = sc.tensor(normal("u", 3, 1, 4))

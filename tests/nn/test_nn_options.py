@@ -8,7 +8,9 @@ import pytest
 import torch
 from nnutil import arr, compare, rng_for
 
+import scellis as sc
 import scellis.nn as nn
+import scellis.nn.functional as F
 
 
 @pytest.mark.parametrize("dims", [1, 2])
@@ -28,3 +30,39 @@ def test_instance_norm_tracking_running_stats_matches_torch(dims):
                                        rtol=1e-5, atol=1e-6)  # fmt: skip
     ours.eval(), theirs.eval()  # eval: the running statistics normalise
     compare(ours, theirs, [rng.standard_normal(shape)], f"instance{dims}:eval")
+
+
+POOLS = [  # (kernel, stride, padding, dilation, ceil_mode), input [2, 3, 7, 8]
+    (2, None, 0, 1, False),
+    ((3, 2), (2, 1), (1, 0), 1, False),
+    (3, 2, 1, (2, 1), True),
+]
+
+
+@pytest.mark.parametrize("k, s, p, d, ceil", POOLS)
+def test_max_pool2d_indices_and_unpool_match_torch(k, s, p, d, ceil):
+    x = rng_for(f"unpool{k}{s}").standard_normal((2, 3, 7, 8)).astype(np.float32)
+    xs, xt = sc.tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    ys, ids = nn.MaxPool2d(k, s, p, d, return_indices=True, ceil_mode=ceil)(xs)
+    yt, idt = torch.nn.MaxPool2d(k, s, p, d, return_indices=True, ceil_mode=ceil)(xt)
+    np.testing.assert_array_equal(arr(ys), yt.detach().numpy())
+    np.testing.assert_array_equal(np.asarray(ids.tolist()), idt.numpy())
+    if d == 1:  # torch's unpool assumes no dilation
+        size = x.shape[2:]
+        us = nn.MaxUnpool2d(k, s, p)(ys, ids, output_size=size)
+        ut = torch.nn.MaxUnpool2d(k, s, p)(yt, idt, output_size=size)
+        np.testing.assert_array_equal(arr(us), ut.detach().numpy())
+        w = rng_for("unpool:w").standard_normal(tuple(ut.shape)).astype(np.float32)
+        (us * sc.tensor(w)).sum().backward()
+        (ut * torch.from_numpy(w)).sum().backward()
+        np.testing.assert_allclose(arr(xs.grad), xt.grad.numpy(), atol=1e-6)
+
+
+def test_max_pool1d_indices_and_unpool1d_match_torch():
+    x = rng_for("unpool1d").standard_normal((2, 3, 9)).astype(np.float32)
+    ys, ids = nn.MaxPool1d(3, 2, 1, return_indices=True)(sc.tensor(x))
+    yt, idt = torch.nn.MaxPool1d(3, 2, 1, return_indices=True)(torch.from_numpy(x))
+    np.testing.assert_array_equal(np.asarray(ids.tolist()), idt.numpy())
+    us = F.max_unpool1d(ys, ids, 3, 2, 1)
+    ut = torch.nn.functional.max_unpool1d(yt, idt, 3, 2, 1)
+    np.testing.assert_array_equal(arr(us), ut.numpy())

@@ -112,6 +112,7 @@ from .padding import (  # noqa: F401
 from .pairwise import Bilinear, CosineSimilarity, PairwiseDistance  # noqa: F401
 from .params import ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .recurrent import GRU, LSTM  # noqa: F401
+from .unpool import MaxUnpool1d, MaxUnpool2d  # noqa: F401
 from .vision import (  # noqa: F401
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,

@@ -15,13 +15,12 @@ class NotProvided(ScellisError, AttributeError):
 
 
 _VOLUME = "fold the depth into the batch and use the 2-d layer"
-_INDICES = "(pooling indices) upsample with ConvTranspose2d or Upsample instead"
 _LAZY = "give the input size, e.g. Linear(in, out)"
 
 LAYERS = {
     **dict.fromkeys(["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
                      "AdaptiveMaxPool3d", "InstanceNorm3d", "Upsample3d"], _VOLUME),
-    **dict.fromkeys(["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"], _INDICES),
+    "MaxUnpool3d": _VOLUME,
     **dict.fromkeys(["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose2d",
                      "LazyBatchNorm1d", "LazyBatchNorm2d"], _LAZY),
     "CTCLoss": "train with per-step CrossEntropyLoss on aligned targets",
@@ -43,7 +42,7 @@ LAYERS = {
 FUNCTIONS = {
     **dict.fromkeys(["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d",
                      "adaptive_avg_pool3d", "adaptive_max_pool3d"], _VOLUME),
-    **dict.fromkeys(["max_unpool1d", "max_unpool2d", "max_unpool3d"], _INDICES),
+    "max_unpool3d": _VOLUME,
     "ctc_loss": LAYERS["CTCLoss"],
     "multilabel_margin_loss": LAYERS["MultiLabelMarginLoss"],
     "embedding_bag": LAYERS["EmbeddingBag"],

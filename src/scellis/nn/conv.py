@@ -88,12 +88,12 @@ class MaxPool1d(B.MaxPool1d):
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):  # fmt: skip
-        if return_indices:
-            raise unsupported("return_indices", "MaxPool1d")
         cfg = _pool_config(B.MaxPool1dConfig, "MaxPool1d", kernel_size, stride, padding)
         super().__init__(cfg)
-        extra = {"dilation": _one(dilation, "dilation", "MaxPool1d"), "ceil_mode": ceil_mode}
-        object.__setattr__(self, "extra", extra if extra["dilation"] != 1 or ceil_mode else None)
+        extra = {"dilation": _one(dilation, "dilation", "MaxPool1d"), "ceil_mode": ceil_mode,
+                 "return_indices": bool(return_indices)}  # fmt: skip
+        object.__setattr__(self, "extra", extra if extra["dilation"] != 1 or ceil_mode
+                           or return_indices else None)  # fmt: skip
 
     def forward(self, x):
         if self.extra:

@@ -86,6 +86,7 @@ from .norms import (  # noqa: F401
     instance_norm,
 )
 from .pairwise import bilinear  # noqa: F401
+from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -172,6 +173,8 @@ def _as_2d(fn, input, kernel_size, stride, padding, **options):
     stride = kernel_size if stride in (None, ()) else stride
     y = fn(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
            **options)  # fmt: skip
+    if isinstance(y, tuple):  # values and indices (an index over a height of 1 is in time)
+        return tuple(t.squeeze(-2) for t in y)
     return y.squeeze(-2)
 
 

@@ -145,14 +145,13 @@ class MaxPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):  # fmt: skip
         super().__init__()
-        if return_indices:
-            raise V.no_indices("MaxPool2d")
         self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.return_indices = bool(return_indices)
 
     def forward(self, x):
         return V.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)  # fmt: skip
+                            self.ceil_mode, self.return_indices)  # fmt: skip
 
 
 class AvgPool2d(Module):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...base.errors import ScellisError, ShapeError
 from ...ops import composites as C
+from ...runtime.creation import tensor
 from ...runtime.tensor import Tensor
 from .common import MASKED
 
@@ -228,17 +229,38 @@ def _pool_geometry(H, W, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False) -> Tensor:  # fmt: skip
-    if return_indices:
-        raise no_indices("max_pool2d")
+               return_indices=False):  # fmt: skip
+    """torch's F.max_pool2d; ``return_indices``: also where each maximum lies, as torch's
+    flat index into its (sample, channel) plane of the input (i32 here, int64 in torch)."""
 
     def run(x):
         k, s, p, d, hi = _pool_geometry(*x.shape[2:], kernel_size, stride, padding, dilation,
                                         ceil_mode)  # fmt: skip
-        taps, _, _ = windows(x, k, s, d, p, hi, MASKED)
-        return C.stack(taps, -1).amax(-1)
+        taps, ho, wo = windows(x, k, s, d, p, hi, MASKED)
+        stacked = C.stack(taps, -1)
+        out = stacked.amax(-1)
+        if not return_indices:
+            return out
+        return out, _max_positions(stacked, x.shape[3], k, s, d, p, ho, wo)
 
-    return batched(run, input)
+    if not return_indices:
+        return batched(run, input)
+    if input.ndim not in (3, 4):
+        raise ShapeError(f"expected [B, C, H, W] or unbatched, got {input.shape}")
+    unbatched = input.ndim == 3
+    out, idx = run(input.unsqueeze(0) if unbatched else input)
+    return (out.squeeze(0), idx.squeeze(0)) if unbatched else (out, idx)
+
+
+def _max_positions(stacked, width: int, k, s, d, p, ho: int, wo: int):
+    """The input position of each window's first maximum: tap t = (i, j) of output
+    (y, z) is row y*sh - ph + i*dh, column z*sw - pw + j*dw (exact in f32 below 2^24)."""
+    t = stacked.argmax(-1).float()
+    i = ((t + 0.5) * (1.0 / k[1])).floor()  # t // kw: half a step from every boundary
+    j = t - i * k[1]
+    rows = tensor([[y * s[0] - p[0]] for y in range(ho)], device=stacked.device, dtype="f32")
+    cols = tensor([[z * s[1] - p[1] for z in range(wo)]], device=stacked.device, dtype="f32")
+    return ((rows + i * d[0]) * width + cols + j * d[1]).int()
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
