@@ -66,3 +66,35 @@ def test_max_pool1d_indices_and_unpool1d_match_torch():
     us = F.max_unpool1d(ys, ids, 3, 2, 1)
     ut = torch.nn.functional.max_unpool1d(yt, idt, 3, 2, 1)
     np.testing.assert_array_equal(arr(us), ut.numpy())
+
+
+MHA = [  # constructor options, and whether the call gives weights per head
+    ({"kdim": 3, "vdim": 5}, True),
+    ({"add_bias_kv": True}, False),
+    ({"add_zero_attn": True, "bias": False}, True),
+    ({"add_bias_kv": True, "add_zero_attn": True, "kdim": 3, "vdim": 3}, False),
+]
+
+
+@pytest.mark.parametrize("options, per_head", MHA)
+def test_multihead_attention_options_match_torch(options, per_head):
+    ours = nn.MultiheadAttention(4, 2, batch_first=True, **options)
+    theirs = torch.nn.MultiheadAttention(4, 2, batch_first=True, **options)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    rng = rng_for(f"mha{sorted(options)}")
+    q = rng.standard_normal((2, 3, 4))
+    k = rng.standard_normal((2, 5, options.get("kdim", 4)))
+    v = rng.standard_normal((2, 5, options.get("vdim", 4)))
+    pad = np.zeros((2, 5), bool)
+    pad[1, 3:] = True  # the second sample's last two keys are padding
+
+    def call(m, q, k, v, pad):  # the output and its gradients; the weights below
+        return m(q, k, v, key_padding_mask=pad, average_attn_weights=not per_head)[0]
+
+    compare(ours, theirs, [q, k, v, pad], f"mha{sorted(options)}", call=call)
+    xs = [sc.tensor(a.astype(np.float32)) for a in (q, k, v)]
+    xt = [torch.from_numpy(a.astype(np.float32)) for a in (q, k, v)]
+    _, ws = ours(*xs, key_padding_mask=sc.tensor(pad), average_attn_weights=not per_head)
+    _, wt = theirs(*xt, key_padding_mask=torch.from_numpy(pad), average_attn_weights=not per_head)
+    np.testing.assert_allclose(arr(ws), wt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert ours(*xs, need_weights=False)[1] is None

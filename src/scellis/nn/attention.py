@@ -8,12 +8,13 @@ those keys, so ``load_state_dict(torch_layer.state_dict())`` works.
 ``state_dict()`` gives torch's names back (``export_state``), so checkpoints cross
 key for key in either direction.
 
-``MultiheadAttention`` with no mask, or the causal one (``is_causal=True``, with or
-without torch's ``attn_mask`` from ``generate_square_subsequent_mask``, which the flag
-declares causal, as torch's hint does), runs the catalog block (flash on WebGPU) and
-returns ``(output, None)``; any other ``attn_mask`` or distinct keys and values take
-torch's general path, which also returns the attention weights. The encoder layer
-takes the causal mask only.
+``MultiheadAttention`` called with ``need_weights=False`` and no mask, or the causal one
+(``is_causal=True``, with or without torch's ``attn_mask`` from
+``generate_square_subsequent_mask``, which the flag declares causal, as torch's hint
+does), runs the catalog block (flash on WebGPU) and returns ``(output, None)``; the
+weights (torch's default), any other ``attn_mask``, distinct keys and values and the
+options of ``attention_options`` take torch's general path, which returns the weights
+where asked. The encoder layer takes the causal mask only.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..catalog.module import Module, ModuleList
 from ..ops.composites import softmax
 from ..runtime.factories import arange, full
 from ..runtime.functional import cat, dropout
+from . import attention_options as O
 from ._home import block_args, unsupported
 
 
@@ -80,31 +82,45 @@ def _batch_major(x, batch_first: bool):
 
 class MultiheadAttention(B.MultiHeadAttention):
     """torch.nn.MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True,
-    batch_first=False): ``forward(query, key, value, key_padding_mask=None,
-    need_weights=True, attn_mask=None, is_causal=False)`` returns ``(output, None)``."""
+    add_bias_kv=False, add_zero_attn=False, kdim=None, vdim=None, batch_first=False):
+    ``forward(query, key, value, key_padding_mask=None, need_weights=True,
+    attn_mask=None, average_attn_weights=True, is_causal=False)``."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None, *, generator=None):  # fmt: skip
-        if add_bias_kv or add_zero_attn:
-            raise unsupported("add_bias_kv and add_zero_attn", "MultiheadAttention")
-        if kdim not in (None, embed_dim) or vdim not in (None, embed_dim):
-            raise unsupported("kdim/vdim other than embed_dim", "MultiheadAttention")
         cfg = B.AttentionConfig(int(embed_dim), int(num_heads), bool(bias), False, float(dropout))
         super().__init__(cfg, **block_args(device, dtype, generator))
+        kdim, vdim = int(kdim or embed_dim), int(vdim or embed_dim)
+        separate = (kdim, vdim) != (cfg.embed_dim, cfg.embed_dim)
+        if separate:
+            O.widen_kv(self, kdim, vdim)
+        if add_bias_kv:
+            O.add_bias_kv(self, device, dtype)
+        else:
+            self.bias_k = self.bias_v = None
         object.__setattr__(self, "batch_first", bool(batch_first))
+        object.__setattr__(self, "add_zero_attn", bool(add_zero_attn))
+        object.__setattr__(self, "_qkv_same_embed_dim", not separate)
+        object.__setattr__(self, "kdim", kdim)
+        object.__setattr__(self, "vdim", vdim)
 
     exports_torch_names = True
 
     def translate_state(self, state: dict) -> dict:
-        return unpack_in_proj(state)
+        return unpack_in_proj(O.unpack_separate(state))
 
     def export_state(self, state: dict) -> dict:
-        return pack_in_proj(state)
+        packed = pack_in_proj(state) if self._qkv_same_embed_dim else O.pack_separate(state)
+        return O.torch_order(packed, state)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
-        if (attn_mask is not None and not is_causal) or key is not value:
+        """torch's: (output, weights); the weights (averaged over heads unless
+        ``average_attn_weights=False``) where ``need_weights``, else None. Without
+        them, self-attention with no mask but the causal one runs the catalog block."""
+        general = need_weights or self.bias_k is not None or self.add_zero_attn
+        if general or (attn_mask is not None and not is_causal) or key is not value:
             return self._masked(query, key, value, key_padding_mask, attn_mask,
                                 need_weights, average_attn_weights)  # fmt: skip
         q = _batch_major(query, self.batch_first)
@@ -118,9 +134,17 @@ class MultiheadAttention(B.MultiHeadAttention):
         """torch's general path: any ``attn_mask`` ([T, S] or [B*H, T, S]; bool True
         masks, float is added), distinct keys and values; the weights come back too."""
         q_in, k_in, v_in = (_batch_major(t, self.batch_first) for t in (query, key, value))
-        B, T, S, H = q_in.shape[0], q_in.shape[1], k_in.shape[1], self.config.num_heads
-        q, k, v = self._heads(self.q(q_in), B, T), self._heads(self.k(k_in), B, S),\
-            self._heads(self.v(v_in), B, S)  # fmt: skip
+        B, T, H = q_in.shape[0], q_in.shape[1], self.config.num_heads
+        k, v = self.k(k_in), self.v(v_in)
+        if self.bias_k is not None:
+            k, v, attn_mask, key_padding_mask = O.append_bias(
+                k, v, self.bias_k, self.bias_v, attn_mask, key_padding_mask
+            )
+        S = k.shape[1]
+        q, k, v = self._heads(self.q(q_in), B, T), self._heads(k, B, S), self._heads(v, B, S)
+        if self.add_zero_attn:
+            k, v, attn_mask, key_padding_mask = O.append_zeros(k, v, attn_mask, key_padding_mask)
+            S += 1
         scores = (q @ k.mT) * (1.0 / math.sqrt(q.shape[-1]))  # [B, H, T, S]
         if attn_mask is not None:
             if tuple(attn_mask.shape) not in ((T, S), (B * H, T, S)):
