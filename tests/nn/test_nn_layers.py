@@ -120,8 +120,6 @@ def test_transformer_encoder_layer(norm_first):
 
 
 def test_unsupported_options_say_so():
-    with pytest.raises(sc.ScellisError, match="proj_size is not supported yet"):
-        nn.LSTM(2, 3, proj_size=2)
     with pytest.raises(sc.ScellisError, match="not supported yet"):
         nn.Conv1d(2, 3, 3, padding_mode="mirror")
     with pytest.raises(sc.ScellisError, match="attn_mask of shape"):

@@ -98,3 +98,23 @@ def test_multihead_attention_options_match_torch(options, per_head):
     _, wt = theirs(*xt, key_padding_mask=torch.from_numpy(pad), average_attn_weights=not per_head)
     np.testing.assert_allclose(arr(ws), wt.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert ours(*xs, need_weights=False)[1] is None
+
+
+@pytest.mark.parametrize("layers, bidirectional", [(1, False), (2, True)])
+def test_lstm_with_a_projection_matches_torch(layers, bidirectional):
+    ours = nn.LSTM(3, 5, layers, batch_first=True, bidirectional=bidirectional, proj_size=2)
+    theirs = torch.nn.LSTM(3, 5, layers, batch_first=True, bidirectional=bidirectional,
+                           proj_size=2)  # fmt: skip
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    rng = rng_for(f"lstmproj{layers}")
+    D = 2 if bidirectional else 1
+    h0, c0 = rng.standard_normal((layers * D, 2, 2)), rng.standard_normal((layers * D, 2, 5))
+
+    def call(m, x, h0, c0):
+        out, (h, c) = m(x, (h0, c0))
+        return out.sum(-1, keepdim=True) * 0.5 + (h.sum() + c.sum()).reshape(1, 1, 1)
+
+    compare(ours, theirs, [rng.standard_normal((2, 4, 3)), h0, c0], f"lp{layers}", call=call)
+    out, (h, c) = ours(sc.tensor(rng.standard_normal((2, 4, 3)).astype(np.float32)))
+    assert out.shape == (2, 4, 2 * D) and h.shape == (layers * D, 2, 2)
+    assert c.shape == (layers * D, 2, 5)

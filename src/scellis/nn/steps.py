@@ -43,9 +43,17 @@ def rnn_step(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity="tanh"):
     raise ScellisError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
 
 
+def lstm_proj_step(x, state, w_ih, w_hh, b_ih, b_hh, w_hr):
+    """torch's LSTM with ``proj_size``: the hidden state is ``W_hr`` times the plain one."""
+    h, c = lstm_step(x, state, w_ih, w_hh, b_ih, b_hh)
+    return dense(h, w_hr), c
+
+
 def _step(kind):
     if kind == "lstm":
         return lstm_step
+    if kind == "lstm_proj":
+        return lstm_proj_step
     if kind == "gru":
         return gru_step
     return lambda x, h, *w: rnn_step(x, h, *w, nonlinearity=kind[4:])
@@ -62,14 +70,15 @@ def _direction(kind, x, state, weights, keep, reverse):
     step, outs = _step(kind), [None] * T
     for t in reversed(range(T)) if reverse else range(T):
         new = step(x[t], state, *weights)
-        h_new = new[0] if kind == "lstm" else new
+        paired = kind.startswith("lstm")  # (h, c) states
+        h_new = new[0] if paired else new
         if keep is None:
             state = new
             outs[t] = h_new
         else:
             k = keep[t]
             state = tuple(_blend(n, o, k) for n, o in zip(new, state, strict=True)) if (
-                kind == "lstm") else _blend(new, state, k)  # fmt: skip
+                paired) else _blend(new, state, k)  # fmt: skip
             outs[t] = h_new * k
     return C.stack(outs, 0), state
 
@@ -82,9 +91,10 @@ def run_layers(module, kind, x, hx, lengths=None):
     spec = getattr(module, "config", module)  # a catalog block's Config, or the module
     L, H, p = spec.num_layers, spec.hidden_size, spec.dropout
     dirs = ("", "_reverse") if spec.bidirectional else ("",)
+    paired, P = kind.startswith("lstm"), getattr(module, "proj_size", 0) or H
     if hx is None:
         zero = x.new_zeros((L * len(dirs), B, H))
-        hx = (zero, zero) if kind == "lstm" else zero
+        hx = (x.new_zeros((L * len(dirs), B, P)), zero) if paired else zero
     keep = None
     if lengths is not None:
         keep = [as_tensor([[1.0 if t < n else 0.0] for n in lengths], dtype=x.dtype.name,
@@ -94,15 +104,16 @@ def run_layers(module, kind, x, hx, lengths=None):
         outs = []
         for d, sfx in enumerate(dirs):
             idx = k * len(dirs) + d
-            state = (hx[0][idx], hx[1][idx]) if kind == "lstm" else hx[idx]
-            weights = [getattr(module, f"{n}_l{k}{sfx}", None)
-                       for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]  # fmt: skip
+            state = (hx[0][idx], hx[1][idx]) if paired else hx[idx]
+            names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            names += ("weight_hr",) if kind == "lstm_proj" else ()
+            weights = [getattr(module, f"{n}_l{k}{sfx}", None) for n in names]
             out, final = _direction(kind, x, state, weights, keep, bool(d))
             outs.append(out)
             finals.append(final)
         x = outs[0].cat(outs[1:], -1) if len(outs) > 1 else outs[0]
         if p and module.training and k < L - 1:
             x = RF.dropout(x, p, True)
-    if kind == "lstm":
+    if paired:
         return x, (C.stack([f[0] for f in finals], 0), C.stack([f[1] for f in finals], 0))
     return x, C.stack(finals, 0)
