@@ -118,3 +118,18 @@ def test_lstm_with_a_projection_matches_torch(layers, bidirectional):
     out, (h, c) = ours(sc.tensor(rng.standard_normal((2, 4, 3)).astype(np.float32)))
     assert out.shape == (2, 4, 2 * D) and h.shape == (layers * D, 2, 2)
     assert c.shape == (layers * D, 2, 5)
+
+
+@pytest.mark.parametrize("size, scale, corners", [((9, 5), None, False), (None, 1.7, True),
+                                                  (None, (0.6, 2.0), False)])  # fmt: skip
+def test_bicubic_interpolate_matches_torch(size, scale, corners):
+    x = rng_for(f"cubic{size}{scale}").standard_normal((2, 3, 5, 6)).astype(np.float32)
+    xs, xt = sc.tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    ys = F.interpolate(xs, size=size, scale_factor=scale, mode="bicubic", align_corners=corners)
+    yt = torch.nn.functional.interpolate(xt, size=size, scale_factor=scale, mode="bicubic",
+                                         align_corners=corners)  # fmt: skip
+    np.testing.assert_allclose(arr(ys), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    w = rng_for("cubic:w").standard_normal(tuple(yt.shape)).astype(np.float32)
+    (ys * sc.tensor(w)).sum().backward()
+    (yt * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(arr(xs.grad), xt.grad.numpy(), rtol=1e-5, atol=1e-5)

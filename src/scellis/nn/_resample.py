@@ -1,9 +1,9 @@
-"""torch's F.interpolate (nearest, nearest-exact, linear, bilinear, trilinear) and
-F.pad's reflect / replicate / circular modes (nn layer).
+"""torch's F.interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear)
+and F.pad's reflect / replicate / circular modes (nn layer).
 
 Both gather along one axis at a time with positions computed here in Python (the
 sizes are static), so the gradient is the gather's scatter-add on every device. Linear
-modes are separable: one lerp per spatial axis.
+and cubic modes are separable: one lerp, or one four-tap sum, per spatial axis.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from ..catalog.blocks.image_ops import adaptive_pool
 from ..runtime.factories import as_tensor
 from ..runtime.tensor import Tensor
 
-MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
-_LINEAR_RANK = {"linear": 1, "bilinear": 2, "trilinear": 3}
+MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_LINEAR_RANK = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_CUBIC_A = -0.75  # torch's bicubic kernel parameter
 
 
 def _indices(values: list[int], like: Tensor) -> Tensor:
@@ -67,6 +68,43 @@ def _linear(x, axis, n_out, scale, align_corners):
     return a + (b - a) * w
 
 
+def _cubic_weights(t: float) -> list[float]:
+    """torch's four tap weights for a source ``t`` in [0, 1) past the second tap."""
+    A = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _cubic(x, axis, n_out, scale, align_corners):
+    """Four taps per output, clamped at the edges; unlike the linear modes, torch does
+    not clamp a source position below 0 here."""
+    n = x.shape[axis]
+    taps, weights = [[] for _ in range(4)], [[] for _ in range(4)]
+    for i in range(n_out):
+        if align_corners:
+            src = i * (n - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            src = (i + 0.5) * scale - 0.5
+        i0 = int(math.floor(src))
+        for k, w in enumerate(_cubic_weights(src - i0)):
+            taps[k].append(min(max(i0 - 1 + k, 0), n - 1))
+            weights[k].append(w)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    y = None
+    for pos, w in zip(taps, weights):
+        term = _along(x, axis, pos) * as_tensor(w, dtype=x.dtype.name,
+                                                device=x.device.name).reshape(shape)  # fmt: skip
+        y = term if y is None else y + term
+    return y
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:  # fmt: skip
     """torch's F.interpolate over the trailing spatial axes of [B, C, ...]."""
@@ -88,7 +126,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return input
     y = input
     for a in range(spatial):
-        if linear:
+        if mode == "bicubic":
+            y = _cubic(y, a + 2, out[a], scales[a], bool(align_corners))
+        elif linear:
             y = _linear(y, a + 2, out[a], scales[a], bool(align_corners))
         else:
             y = _nearest(y, a + 2, out[a], scales[a], mode == "nearest-exact")
