@@ -45,6 +45,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "conv_gru": (6, {}),
     "habits_mix": (8, {}),
     "cifar_cnn": (6, {}),
+    "custom_function": (8, {}),
 }
 
 
