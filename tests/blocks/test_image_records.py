@@ -29,7 +29,7 @@ CNN = {
                  "kernel_size": [3, 2], "stride": [1, 2], "padding": [1, 0]},
         "act": {"block_id": "nn/activation", "in": "conv", "function": "relu"},
         "pool": {"block_id": "nn/max_pool2d", "in": "act", "kernel_size": [2, 1],
-                 "stride": [2, 1]},
+                 "stride": [2, 1], "ceil_mode": True},
         "conv2": {"block_id": "nn/conv2d", "in": "pool", "in_channels": 4, "out_channels": 2,
                   "kernel_size": 3, "padding": "same", "dilation": [1, 2], "groups": 2},
         "avg": {"block_id": "nn/avg_pool2d", "in": "conv2", "kernel_size": 2,
@@ -54,7 +54,8 @@ def _random_block(rng) -> tuple[str, dict]:
     k = [rng.randint(2, 4), rng.randint(2, 4)]
     kind = rng.choice(["nn/max_pool2d", "nn/avg_pool2d"])
     return kind, {"kernel_size": k, "stride": rng.choice([None, _size(rng, 3)]),
-                  "padding": [rng.randint(0, k[0] // 2), rng.randint(0, k[1] // 2)]}  # fmt: skip
+                  "padding": [rng.randint(0, k[0] // 2), rng.randint(0, k[1] // 2)],
+                  "ceil_mode": rng.random() < 0.5}  # fmt: skip
 
 
 def _one_block(kind: str, fields: dict, shape: list) -> dict:

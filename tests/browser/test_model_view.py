@@ -404,6 +404,8 @@ def test_ui_thread_shape_rules_match_the_python_ones(page):
                     v = rng.choice([1, 2, 4, 8, 16]) if rng.random() < 0.8 else v
                 elif f.choices:
                     v = rng.choice(list(f.choices))
+                elif f.type == "bool":
+                    v = rng.random() < 0.5
                 fields[f.name] = v
             sizes = [v for v in fields.values() if isinstance(v, int) and not isinstance(v, bool)]
             rank = rng.randint(0, 4)

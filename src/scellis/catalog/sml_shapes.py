@@ -146,12 +146,26 @@ def _conv2d(f, xs):
     return _windows(x, f["out_channels"], k, s, d, lo, hi)
 
 
+def _ceil_steps(t, span: int, stride: int, pad: int):
+    """torch's ceil_mode count: one more window where the last one starts inside the
+    input (or its leading padding)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t, span, stride, pad)):
+        return t
+    n = -(-(t + 2 * pad - span) // stride) + 1
+    n = n - 1 if (n - 1) * stride >= t + pad else n
+    if n < 1:
+        raise ShapeMismatch("a sequence of at least", span - 2 * pad - stride + 1, t)
+    return n
+
+
 def _pool2d(f, xs):
     x = xs[0]
     _image(x, f, None)
     k, p = _pair(f["kernel_size"]), _pair(f["padding"])
     s = k if f["stride"] is None else _pair(f["stride"])
-    return _windows(x, x[1], k, s, (1, 1), p, p)
+    if not f.get("ceil_mode") or None in (k, s, p):
+        return _windows(x, x[1], k, s, (1, 1), p, p)
+    return [x[0], x[1], *(_ceil_steps(x[2 + a], k[a], s[a], p[a]) for a in (0, 1))]
 
 
 def _batch_norm2d(f, xs):

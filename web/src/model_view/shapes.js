@@ -108,12 +108,23 @@ function conv2d(f, xs) {
   return windows(x, f.out_channels, k, s, d, lo, hi);
 }
 
+// torch's ceil_mode count: one more window where the last one starts inside the input
+// (or its leading padding)
+function ceilSteps(t, span, stride, pad) {
+  if (![t, span, stride, pad].every(isInt)) return t;
+  let n = Math.ceil((t + 2 * pad - span) / stride) + 1;
+  if ((n - 1) * stride >= t + pad) n -= 1;
+  if (n < 1) throw new ShapeMismatch("a sequence of at least", span - 2 * pad - stride + 1, t);
+  return n;
+}
+
 function pool2d(f, xs) {
   const x = xs[0];
   image(x, f, null);
   const k = pair(f.kernel_size), p = pair(f.padding);
   const s = f.stride === null || f.stride === undefined ? k : pair(f.stride);
-  return windows(x, x[1], k, s, [1, 1], p, p);
+  if (!f.ceil_mode || [k, s, p].includes(null)) return windows(x, x[1], k, s, [1, 1], p, p);
+  return [x[0], x[1], ...[0, 1].map((a) => ceilSteps(x[2 + a], k[a], s[a], p[a]))];
 }
 
 function batchNorm2d(f, xs) {

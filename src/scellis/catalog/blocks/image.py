@@ -84,6 +84,8 @@ class Pool2dConfig:
     padding: int | tuple[int, int] = field(
         0, doc="pixels of padding on each side (or a pair; at most half a window)", min=0
     )
+    ceil_mode: bool = field(False, doc="a last window that starts inside the input but runs "
+                                       "past it counts (torch's ceil_mode)")  # fmt: skip
 
 
 class MaxPool2d(Block):
@@ -92,13 +94,13 @@ class MaxPool2d(Block):
 
     def forward(self, x):
         c = self.config
-        return V.max_pool2d(x, c.kernel_size, c.stride, c.padding)
+        return V.max_pool2d(x, c.kernel_size, c.stride, c.padding, ceil_mode=c.ceil_mode)
 
 
 class AvgPool2d(MaxPool2d):
     def forward(self, x):
         c = self.config
-        return V.avg_pool2d(x, c.kernel_size, c.stride, c.padding)
+        return V.avg_pool2d(x, c.kernel_size, c.stride, c.padding, ceil_mode=c.ceil_mode)
 
 
 register("nn/conv2d", "block", Conv2dConfig, Conv2d, builtin=True)

@@ -29,7 +29,8 @@ def _pool(g: Graph, x: str, name: str, spec: dict) -> str:
     k = pair(spec["kernel_size"])
     s = pair(spec["stride"]) if spec.get("stride") is not None else k
     p = pair(spec.get("padding", 0) or 0)
-    attrs = dict(kernel_shape=list(k), strides=list(s), pads=[*p, *p])
+    attrs = dict(kernel_shape=list(k), strides=list(s), pads=[*p, *p],
+                 ceil_mode=int(bool(spec.get("ceil_mode"))))  # fmt: skip
     if spec["block_id"] == "nn/max_pool2d":
         return g.node("MaxPool", [x], name, **attrs)[0]
     return g.node("AveragePool", [x], name, count_include_pad=1, **attrs)[0]

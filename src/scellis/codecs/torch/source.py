@@ -209,7 +209,7 @@ def _pool2d(kind: str):
         stride = v("stride")
         return (
             f"nn.{kind}({_size(v['kernel_size'])}, stride={_size(stride)}, "
-            f"padding={_size(v('padding'))})"
+            f"padding={_size(v('padding'))}, ceil_mode={bool(v('ceil_mode'))})"
         )
 
     return make
