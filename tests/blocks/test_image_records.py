@@ -123,3 +123,20 @@ def test_onnx_export_of_the_cnn_runs_in_onnxruntime(tmp_path):
     got = sess.run(None, {"img": x})[0]
     want = np.asarray(m(sc.tensor(x, device="reference")).tolist(), dtype=np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_onnx_export_of_a_ceil_mode_average_counts_as_scellis(tmp_path):
+    """The last window runs past the input: ONNX's divisor there is the block's."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    pool = {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}
+    record = _one_block("nn/avg_pool2d", pool, ["batch", 2, 8, 5])
+    m = RecordModel(record, device="reference")
+    path = tmp_path / "avg.onnx"
+    make("codec/onnx_export").write(path, state_of(m), record)
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    x = np.random.default_rng(8).standard_normal((2, 2, 8, 5)).astype(np.float32)
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    want = np.asarray(m(sc.tensor(x, device="reference")).tolist(), dtype=np.float32)
+    assert got[0].shape == want.shape == (2, 2, 5, 3)
+    np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-6)
