@@ -91,3 +91,21 @@ def test_a_full_backward_hook_on_a_call_of_two_tensors_is_refused():
     xs, _ = pair(1, 3, 4, seed=7, grad=True)
     with pytest.raises(ScellisError, match="one tensor argument"):
         mha(xs, xs, xs)
+
+
+def test_module_full_backward_pre_hook_replaces_the_output_gradient_as_torch():
+    twin = torch.nn.Linear(4, 3)
+    state = {k: v.detach().numpy() for k, v in twin.state_dict().items()}
+    grads = []
+    for lib, nn_ in ((sc, snn), (torch, torch.nn)):
+        layer = nn_.Linear(4, 3)
+        layer.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+        seen = []
+        layer.register_full_backward_pre_hook(lambda m, go: (go[0] * 2,))
+        layer.register_full_backward_hook(lambda m, gi, go, seen=seen: seen.append(go[0]))
+        x = lib.tensor(np.random.default_rng(8).standard_normal((2, 4)).astype(np.float32))
+        x.requires_grad_()
+        (layer(x).tanh() ** 2).sum().backward()
+        grads.append((x.grad, layer.weight.grad, seen[0]))
+    for ours, theirs in zip(*grads):
+        close(ours, theirs)

@@ -282,7 +282,12 @@ class Module:
     def register_full_backward_hook(self, hook, prepend=False):
         """``hook(module, grad_input, grad_output)`` once the gradient of the call's
         tensor argument is known; a tuple it returns replaces ``grad_input``."""
-        return add_grad_hook(self, hook)
+        return add_grad_hook(self, hook, "post")
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` as the gradient of the call's result arrives;
+        a tuple it returns replaces ``grad_output``."""
+        return add_grad_hook(self, hook, "pre")
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError

@@ -1,9 +1,12 @@
-"""Backward hooks of a module (catalog layer): torch's ``register_full_backward_hook``.
+"""Backward hooks of a module (catalog layer): torch's ``register_full_backward_hook``
+and ``register_full_backward_pre_hook``.
 
 ``hook(module, grad_input, grad_output)`` runs once per backward through a call of the
 module: ``grad_output`` the gradients of its tensor results (None for one no gradient
 reached), ``grad_input`` that of its tensor argument (``(None,)`` where it needs none),
-and a tuple it returns replaces ``grad_input``. As torch does, the call's argument and
+and a tuple it returns replaces ``grad_input``. A pre-hook ``hook(module, grad_output)``
+runs as the result's gradient arrives, and a tuple it returns replaces ``grad_output``
+(one differentiable result only here). As torch does, the call's argument and
 results pass through identity functions whose backward records what reaches them: the
 results' before the module's own VJPs run, the argument's after.
 
@@ -23,25 +26,37 @@ from .module_hooks import RemovableHandle
 _ids = itertools.count()
 
 
-def add_grad_hook(module, hook) -> RemovableHandle:
-    table = module.__dict__.setdefault("_grad_hooks", {})
+def add_grad_hook(module, hook, kind: str) -> RemovableHandle:
+    """``kind``: ``post`` (full backward hook) or ``pre`` (full backward pre-hook)."""
+    table = module.__dict__.setdefault("_grad_hooks", {"post": {}, "pre": {}})
     key = next(_ids)
-    table[key] = hook
-    return RemovableHandle(table, key)
+    table[kind][key] = hook
+    return RemovableHandle(table[kind], key)
 
 
-def grad_hooks_apply(module) -> list | None:
-    """The module's backward hooks where this call records a tape, else None."""
+def grad_hooks_apply(module) -> tuple[list, list] | None:
+    """The module's (backward hooks, pre-hooks) where this call records a tape."""
     table = module.__dict__.get("_grad_hooks")
-    return list(table.values()) if table and is_grad_enabled() else None
+    if not table or not is_grad_enabled() or not (table["post"] or table["pre"]):
+        return None
+    return list(table["post"].values()), list(table["pre"].values())
 
 
 class _Call:
     """One hooked call: the gradients of its results as they arrive."""
 
-    def __init__(self, module, hooks: list, n_out: int):
-        self.module, self.hooks = module, hooks
-        self.grad_output: list = [None] * n_out
+    def __init__(self, module, hooks: list, pre_hooks: list):
+        self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
+        self.grad_output: list = []
+
+    def arrive(self, k: int, g):
+        """Result ``k``'s gradient, after the pre-hooks."""
+        for hook in list(self.pre_hooks):
+            got = hook(self.module, (g,))
+            if got is not None:
+                g = tuple(got)[0]
+        self.grad_output[k] = g
+        return g
 
     def fire(self, grad_input: tuple) -> tuple:
         out = tuple(self.grad_output)
@@ -60,8 +75,7 @@ class _Result(Function):
 
     @staticmethod
     def backward(ctx, g):
-        ctx.call.grad_output[ctx.k] = g
-        return None, None, g
+        return None, None, ctx.call.arrive(ctx.k, g)
 
 
 class _Argument(Function):
@@ -86,13 +100,14 @@ class _Unreached(Function):
 
     @staticmethod
     def backward(ctx, g):
-        ctx.call.grad_output[ctx.k] = g
+        g = ctx.call.arrive(ctx.k, g)
         ctx.call.fire((None,))
         return None, None, g
 
 
-def call_with_grad_hooks(module, hooks: list, forward, args: tuple, kwargs: dict):
-    """``forward(*args, **kwargs)`` with the module's backward hooks around it."""
+def call_with_grad_hooks(module, hooks: tuple, forward, args: tuple, kwargs: dict):
+    """``forward(*args, **kwargs)`` with the module's backward hooks (and pre-hooks)
+    around it."""
     tensors = [a for a in args if isinstance(a, Tensor)]
     if len(tensors) != 1:
         raise ScellisError(
@@ -100,7 +115,7 @@ def call_with_grad_hooks(module, hooks: list, forward, args: tuple, kwargs: dict
             f"argument, got {len(tensors)}; hook the tensors instead (tensor.register_hook)"
         )
     x = tensors[0]
-    call = _Call(module, hooks, 0)
+    call = _Call(module, *hooks)
     if x.requires_grad:
         x = _Argument.apply(call, x)
     out = forward(*[x if isinstance(a, Tensor) else a for a in args], **kwargs)
@@ -108,6 +123,11 @@ def call_with_grad_hooks(module, hooks: list, forward, args: tuple, kwargs: dict
     outs = list(out) if many else [out]
     call.grad_output = [None] * len(outs)
     last = max((k for k, y in enumerate(outs) if _differentiable(y)), default=None)
+    if call.pre_hooks and sum(map(_differentiable, outs)) > 1:
+        raise ScellisError(
+            f"{type(module).__name__}: a full backward pre-hook needs a call with one "
+            "differentiable result; hook the results instead (tensor.register_hook)"
+        )
     for k, y in enumerate(outs):
         if _differentiable(y):
             mark = _Unreached if k == last and not x.requires_grad else _Result
