@@ -140,3 +140,22 @@ def test_onnx_export_of_a_ceil_mode_average_counts_as_scellis(tmp_path):
     want = np.asarray(m(sc.tensor(x, device="reference")).tolist(), dtype=np.float32)
     assert got[0].shape == want.shape == (2, 2, 5, 3)
     np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_size_that_is_not_an_int_or_a_pair_is_refused_at_its_line():
+    from scellis.catalog.sml_registry import catalog_registry
+    from scellis.sml import parse, validate
+
+    text = "\n".join([
+        "model: t/bad@1",
+        "inputs:",
+        "  x: { shape: [batch, 2, 6, 6], dtype: f32 }",
+        "blocks:",
+        "  c: { block_id: nn/conv2d, in: x, in_channels: 2, out_channels: 3,",
+        "       kernel_size: [3, 2, 1] }",
+        "outputs: [c]",
+    ])  # fmt: skip
+    found = [str(d) for d in validate(parse(text, "m.sml"), catalog_registry())]
+    assert any(
+        "m.sml:6:" in d and "kernel_size must be int | tuple[int, int]" in d for d in found
+    ), found

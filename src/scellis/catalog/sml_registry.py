@@ -36,10 +36,21 @@ def with_derived_steps(record: dict, total_steps: int) -> dict:
     return {**record, "scheduler": {**sched, **missing}} if missing else record
 
 
+def _top_level(inner: str) -> list[str]:
+    """``inner`` split at the commas outside brackets (``int, tuple[int, int]``)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            parts.append(inner[start:i].strip())
+            start = i + 1
+    return parts + [inner[start:].strip()]
+
+
 def _type(t: str) -> str:
     """The registry's type names (``UnionType[int, NoneType]``) as SML's (``int | None``)."""
     if t.startswith(("UnionType[", "Union[", "Optional[")):
-        inner = t[t.index("[") + 1 : -1].split(", ")
+        inner = _top_level(t[t.index("[") + 1 : -1])
         alts = ["None" if a == "NoneType" else a for a in inner]
         return " | ".join(alts + (["None"] if t.startswith("Optional") else []))
     return t
