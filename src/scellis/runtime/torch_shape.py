@@ -1,6 +1,6 @@
 """torch's movement, selection and scatter methods (runtime layer): a mixin of ``Tensor``.
 
-``roll``, ``flip``, ``narrow``, ``unflatten``, ``movedim``, ``select``, ``unbind``,
+``roll``, ``flip``, ``narrow``, ``unfold``, ``unflatten``, ``movedim``, ``select``, ``unbind``,
 ``index_select``, ``diag``/``diagonal``/``trace``, and torch's ``scatter``,
 ``scatter_add`` and ``index_add`` (``dim`` first), each over views, ``take``, ``gather``
 and the ``scatter_add`` primitive, so gradients flow as torch's do. The engine's own
@@ -118,6 +118,18 @@ class TorchShapeMethods:
         d = norm_axis(dim, self.ndim)
         start = int(start) + (self.shape[d] if int(start) < 0 else 0)
         return self[(slice(None),) * d + (slice(start, start + int(length)),)]
+
+    def unfold(self, dimension, size, step):
+        """Windows of ``size`` every ``step`` along ``dimension``: that axis becomes the
+        window count and the window runs along a new last axis, as torch's. A gather
+        rather than a view, so writes to it do not reach this tensor."""
+        d = norm_axis(dimension, self.ndim)
+        n, size, step = self.shape[d], int(size), int(step)
+        if size < 0 or size > n or step < 1:
+            raise ShapeError(f"unfold: size {size} step {step} on a dimension of {n}")
+        starts = range(0, n - size + 1, step)
+        grid = _tensor_like(self, [[s + k for k in range(size)] for s in starts])
+        return C.take(self, grid, d).movedim(d + 1, -1)
 
     def select(self, dim, index):
         d = norm_axis(dim, self.ndim)
