@@ -39,6 +39,37 @@ def test_forward_hooks_get_submodule_buffers_and_prefixes():
         m.get_submodule("0.nothing")
 
 
+def _counting_module(nn, m):
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+            self.register_buffer("mean", m.zeros(2))
+            self.register_buffer("seen", m.tensor(0))
+
+        def forward(self, x):
+            y = self.lin(x)
+            with m.no_grad():
+                self.seen += 1  # a new tensor assigned to the buffer's name
+                self.mean = 0.5 * self.mean + 0.5 * y.mean(0)
+            return y - self.mean
+
+    return Counting()
+
+
+def test_a_tensor_assigned_to_a_buffer_name_stays_a_buffer():
+    ours, theirs = _counting_module(sc.nn, sc), _counting_module(torch.nn, torch)
+    ours.load_state_dict(theirs.state_dict())
+    sx, tx = pair(4, 3, seed=2)
+    for _ in range(2):
+        close(ours(sx), theirs(tx))
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()]
+    got, want = ours.state_dict(), theirs.state_dict()
+    assert list(got) == list(want)
+    close(got["mean"], want["mean"])
+    assert got["seen"].item() == want["seen"].item() == 2
+
+
 def test_state_dicts_cross_key_for_key_both_ways(tmp_path):
     torch.manual_seed(0)
     th = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)

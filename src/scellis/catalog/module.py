@@ -24,6 +24,11 @@ from .module_precision import autocast_applies, call_autocast
 from .module_state import IncompatibleKeys, exported, load_state
 
 
+def _stays_buffer(value) -> bool:
+    """A tensor that is not a parameter: assigned to a buffer's name, it replaces it."""
+    return isinstance(value, Tensor) and not value.requires_grad
+
+
 class Module:
     """Base of every block: holds parameters, buffers (non-trained state) and children.
 
@@ -48,6 +53,12 @@ class Module:
         params, children = self.__dict__.get("_params"), self.__dict__.get("_children")
         if params is None:
             raise RuntimeError("call Module.__init__() before assigning attributes")
+        if name in self._buffers and _stays_buffer(value):
+            # torch keeps a registered buffer a buffer when a tensor is assigned to its
+            # name (``self.count += 1``, ``self.mean = new``): still in state_dict()
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+            return
         params.pop(name, None)
         children.pop(name, None)
         self._buffers.pop(name, None)
