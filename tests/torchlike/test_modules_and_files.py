@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -91,6 +93,24 @@ def test_state_dicts_cross_key_for_key_both_ways(tmp_path):
     fresh = sc.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
     fresh.load_state_dict(ck["model"])
     close(fresh(sx), th(tx), atol=1e-5)
+
+
+def test_save_and_load_through_file_objects_as_torch_does():
+    m = sc.nn.Linear(3, 2)
+    opt = sc.optim.Adam(m.parameters(), lr=0.1)
+    m(sc.randn(4, 3)).sum().backward()
+    opt.step()
+    buf = io.BytesIO()
+    sc.save({"model": m.state_dict(), "opt": opt.state_dict(), "epoch": 3}, buf)
+    buf.seek(0)
+    ck = sc.load(buf)
+    assert ck["epoch"] == 3 and list(ck["model"]) == ["weight", "bias"]
+    close(ck["model"]["weight"], torch.tensor(m.weight.tolist()))
+    assert ck["opt"]["param_groups"][0]["lr"] == 0.1
+    theirs = io.BytesIO()  # an archive torch wrote into memory
+    torch.save({"w": torch.arange(6.0).reshape(2, 3)}, theirs)
+    theirs.seek(0)
+    assert sc.load(theirs)["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
 
 
 def test_torch_save_of_a_tensor_and_lists_loads_as_torch_load_gives_it(tmp_path):
