@@ -292,3 +292,20 @@ def test_norm_of_a_zero_row_has_torch_zero_gradient(p):
     s_out, t_out = sx.norm(p=p, dim=1), tx.norm(p=p, dim=1)
     close(s_out, t_out)
     _grads_match(s_out, t_out, sx, tx)
+
+
+@pytest.mark.parametrize("which", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_over_a_dim_sends_the_gradient_to_its_index_among_ties(which, keepdim):
+    # ties (ReLU zeros, saturated values) are common; torch's amax shares, max(dim) does not
+    a = np.random.default_rng(5).integers(-2, 3, (3, 4, 5)).astype(np.float32)
+    got = []
+    for lib in (sc, torch):
+        x = lib.tensor(a, requires_grad=True)
+        values, indices = getattr(x, which)(dim=-2, keepdim=keepdim)
+        (values * lib.arange(1.0, 6.0)).sum().backward()
+        got.append((values, indices, x.grad))
+    (sv, si, sg), (tv, ti, tg) = got
+    close(sv, tv)
+    assert si.tolist() == ti.tolist()
+    close(sg, tg)

@@ -293,6 +293,7 @@ class TorchLikeMethods:
         if tracked and not (self.is_leaf and self.requires_grad):
             new = new.cast(self.dtype)
             new = new.prim("copy") if new._buf is self._buf else new
+            _keep_old_value(self, new)
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
             self._node, self.requires_grad = new._node, True
             return self
@@ -334,6 +335,30 @@ class TorchLikeMethods:
         return self._assign(src, "copy_")
 
 
+# how many nodes behind an in-place result are searched for the tensor it replaces:
+# the op's own few (a composite's), never the whole graph of a step
+_OWN_NODES = 16
+
+
+def _keep_old_value(t, new) -> None:
+    """The nodes that computed ``new`` from ``t`` read ``t`` as it was (``y.relu_()``,
+    ``y.mul_(w)``); ``t`` is about to become ``new``, its old storage left as it was, so
+    they are handed an alias of that storage instead, which their VJPs read as torch's
+    saved original. A node recorded before the in-place op and not behind ``new`` keeps
+    ``t`` itself and refuses in backward, as torch's version counter does."""
+    old = t.detach()
+    old._node, old.requires_grad = t._node, t.requires_grad
+    stack, seen = [new._node], set()
+    while stack and len(seen) < _OWN_NODES:
+        node = stack.pop()
+        if node is None or node is t._node or id(node) in seen or node.inputs is None:
+            continue
+        seen.add(id(node))
+        if any(x is t for x in node.inputs):
+            node.inputs = tuple(old if x is t else x for x in node.inputs)
+        stack.extend(x._node for x in node.inputs if x is not None)
+
+
 def _encode(values: list, dtype) -> bytes:
     """Host bytes of flat ``values`` in ``dtype`` (bool: one byte each; little-endian)."""
     if dtype.code == "e":
@@ -359,6 +384,10 @@ def _extreme(x, which: str, dim, keepdim, axis):
     if d is None or isinstance(d, (tuple, list)):
         return values
     where = x.argmax(d, keepdim) if which == "max" else x.argmin(d, keepdim)
+    if x.requires_grad:  # torch's gradient goes to the index only, not shared by ties
+        d = d % x.ndim
+        values = x.gather(d, where if keepdim else where.unsqueeze(d))
+        values = values if keepdim else values.squeeze(d)
     return ValuesIndices(values, where)
 
 
