@@ -1,5 +1,6 @@
 """Autograd (autograd layer): the tape as data and VJP rules keyed by op name."""
 
+from .function import Function, FunctionCtx  # noqa: F401
 from .grad import grad  # noqa: F401
 from .mode import (  # noqa: F401
     enable_grad,
