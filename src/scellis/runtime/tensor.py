@@ -12,6 +12,7 @@ import array
 import asyncio
 import struct
 
+from ..autograd.tape import add_grad_hook
 from ..base.dtypes import DType
 from ..base.errors import ScellisError
 from ..base.shapes import is_contiguous, numel
@@ -90,6 +91,7 @@ class Tensor(
         "grad",
         "_node",
         "_retains_grad",
+        "_grad_hooks",  # set by register_hook on a leaf only: read with getattr
         "__weakref__",
     )
 
@@ -153,6 +155,11 @@ class Tensor(
 
     def retain_grad(self) -> None:
         self._retains_grad = True
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when backward reaches this tensor; a tensor it returns
+        replaces the gradient (torch's); ``.remove()`` on the returned handle undoes it."""
+        return add_grad_hook(self, hook)
 
     # -- host values --
     async def read(self):
