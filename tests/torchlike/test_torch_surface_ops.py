@@ -309,3 +309,40 @@ def test_max_over_a_dim_sends_the_gradient_to_its_index_among_ties(which, keepdi
     close(sv, tv)
     assert si.tolist() == ti.tolist()
     close(sg, tg)
+
+
+PAIRED_WRITES = {
+    "one_hot_rows": lambda m, v: ((m.arange(2), m.tensor([3, 0])), 1.0),
+    "colon_then_index": lambda m, v: ((slice(None), m.tensor([0, 3])), v[:, :2, :] * 10),
+    "int_then_index": lambda m, v: ((1, m.tensor([1, -1])), v[0, :2] * 7),
+    "two_indices_rows": lambda m, v: ((m.tensor([0, 1]), m.tensor([2, 2])), v[0, :2] * 3),
+    "lists": lambda m, v: (([0, 1], [1, 3], [0, 5]), -2.0),
+    "colon_then_pair": lambda m, v: (
+        (slice(None), m.tensor([0, 1]), m.tensor([5, 0])),
+        v[:, 0, :2],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRED_WRITES))
+def test_assignment_through_several_indices_matches_torch(name):
+    got = []
+    for lib in (sc, torch):
+        x, v = pair(2, 4, 6, seed=8, grad=True)[lib is torch], pair(2, 4, 6, seed=9)[lib is torch]
+        y = x * 1.5
+        key, value = PAIRED_WRITES[name](lib, v)
+        y[key] = value
+        (y * y).sum().backward()
+        got.append((y, x.grad))
+    close(got[0][0], got[1][0])
+    close(got[0][1], got[1][1])
+
+
+def test_squeeze_of_a_dim_not_of_size_one_and_formatting_as_torchs():
+    sx, tx = pair(1, 3, 1, seed=2)
+    for dims in [0, 1, -1, (0, 1), (1, 2)]:
+        assert tuple(sx.squeeze(dims).shape) == tuple(tx.squeeze(dims).shape)
+    s, t = sx.sum(), tx.sum()
+    assert f"{s:.4f}" == f"{t:.4f}" and f"{s:>9.2e}" == f"{t:>9.2e}"
+    with pytest.raises(TypeError):
+        f"{sx:.2f}"

@@ -191,6 +191,13 @@ class Tensor(
             v = v[0]
         return v
 
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its value (``f"{loss:.4f}"``), as torch's; any other
+        as an object (an empty spec only)."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
         if self.device.name == "null" or self.numel > 64:

@@ -25,7 +25,7 @@ import sys
 from ..autograd.mode import is_grad_enabled
 from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import DeviceError, DTypeError, ScellisError
-from ..base.shapes import contiguous_strides
+from ..base.shapes import contiguous_strides, norm_axes
 from ..devices.base import View, get_device
 from .write_guard import guard_write
 
@@ -258,7 +258,12 @@ class TorchLikeMethods:
         return super().unsqueeze(_axis(dim, axis))
 
     def squeeze(self, dim=None, *, axis=None):
-        return super().squeeze(_axis(dim, axis))
+        """torch's: a named dim whose size is not 1 is left as it is (no error)."""
+        d = _axis(dim, axis)
+        if d is None or self.ndim == 0:
+            return super().squeeze(d if self.ndim else None)
+        dims = [d] if isinstance(d, int) else list(d)
+        return super().squeeze(tuple(a for a in norm_axes(dims, self.ndim) if self.shape[a] == 1))
 
     def flatten(self, start_dim=None, end_dim=None, *, start=None, end=None):
         return super().flatten(_axis(start_dim, start, 0), _axis(end_dim, end, -1))
