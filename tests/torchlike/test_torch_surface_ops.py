@@ -346,3 +346,19 @@ def test_squeeze_of_a_dim_not_of_size_one_and_formatting_as_torchs():
     assert f"{s:.4f}" == f"{t:.4f}" and f"{s:>9.2e}" == f"{t:>9.2e}"
     with pytest.raises(TypeError):
         f"{sx:.2f}"
+
+
+CATS = {
+    "from_an_empty_accumulator": lambda m: m.cat([m.tensor([]), m.ones(2, 3) * 2]),
+    "empty_float_then_ints": lambda m: m.cat([m.tensor([]), m.tensor([1, 2])]),
+    "ints_and_floats": lambda m: m.cat([m.tensor([1, 2]), m.tensor([0.5])]),
+    "ints_and_bools": lambda m: m.cat([m.tensor([3]), m.tensor([True, False])]),
+    "stack_int_and_float": lambda m: m.stack([m.tensor(1), m.tensor(2.5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATS))
+def test_cat_and_stack_promote_and_skip_empty_as_torch(name):
+    ours, theirs = CATS[name](sc), CATS[name](torch)
+    assert ours.tolist() == theirs.tolist()
+    assert ours.dtype.is_float == theirs.dtype.is_floating_point
