@@ -1,9 +1,26 @@
 # A hand-written module: nn.Parameter made from tensors, a registered buffer updated in
-# forward, parameter groups with their own learning rates, LambdaLR with one lambda per
-# group, and learning rates edited through optimizer.param_groups mid-training.
+# forward, a custom autograd.Function, an in-place relu_ on an intermediate, a gradient
+# hook on a parameter, parameter groups with their own learning rates, LambdaLR with one
+# lambda per group, and learning rates edited through optimizer.param_groups mid-training.
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+class SoftClip(torch.autograd.Function):
+    """tanh forward; the backward written by hand from the saved output."""
+
+    @staticmethod
+    def forward(ctx, x, limit):
+        y = torch.tanh(x / limit) * limit
+        ctx.save_for_backward(y)
+        ctx.limit = limit
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (1 - (y / ctx.limit) ** 2), None
 
 
 class ScaledNet(nn.Module):
@@ -23,7 +40,8 @@ class ScaledNet(nn.Module):
                 self.running.mul_(0.9).add_(h.mean(0), alpha=0.1)
                 self.steps += 1
         h = (h - self.running) * self.gain + self.shift
-        return torch.tanh(h) @ self.proj
+        h = SoftClip.apply(h, 2.0) + h.clone().relu_() * 0.1
+        return h @ self.proj
 
 
 def build():
@@ -32,6 +50,7 @@ def build():
 
 def train(model, data, steps):
     x, y = torch.from_numpy(data["x"]), torch.from_numpy(data["y"])
+    model.gain.register_hook(lambda g: g.clamp(-0.05, 0.05))
     decayed = [p for n, p in model.named_parameters() if n.endswith("weight") or n == "proj"]
     rest = [p for n, p in model.named_parameters() if not (n.endswith("weight") or n == "proj")]
     opt = torch.optim.AdamW(

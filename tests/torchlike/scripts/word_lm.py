@@ -1,6 +1,8 @@
 # A word-level language model as the classic example writes it: batchify into columns,
 # truncated backpropagation through time with the hidden state detached, gradient
-# clipping, a hand-written SGD update through p.data, and perplexity with math.exp.
+# clipping, a hand-written SGD update through p.data, perplexity with math.exp, and the
+# best model kept by torch.save into a file object and loaded back at the end.
+import io
 import math
 
 import torch
@@ -64,7 +66,7 @@ def train(model, data, steps):
     tokens = torch.from_numpy(data["tokens"])
     train_data, val_data = batchify(tokens[:48], 4), batchify(tokens[48:], 2)
     criterion = nn.CrossEntropyLoss()
-    lr, losses = 2.0, []
+    lr, losses, best_val, best = 2.0, [], None, io.BytesIO()
     while len(losses) < steps:
         model.train()
         hidden = model.init_hidden(4)
@@ -83,5 +85,13 @@ def train(model, data, steps):
                 break
         val_loss = evaluate(model, val_data, criterion, 2)
         losses.append(math.exp(val_loss))
-        lr /= 4.0
+        if best_val is None or val_loss < best_val:
+            best_val = val_loss
+            best.seek(0)
+            torch.save(model.state_dict(), best)
+        else:
+            lr /= 4.0
+    best.seek(0)
+    model.load_state_dict(torch.load(best))
+    losses.append(evaluate(model, val_data, criterion, 2))
     return losses
