@@ -228,6 +228,12 @@ MORE_FREE = {
     "cummax": lambda m, x: m.cummax(x, 2).values * 1 + m.cummin(x, 1).values,
     "logcumsumexp": lambda m, x: m.logcumsumexp(x, 1),
     "int_exp_sqrt": lambda m, x: m.exp(m.tensor([1, 2])) + m.sqrt(m.tensor([4, 9])),
+    "take_along_sorted": lambda m, x: m.take_along_dim(x, x.argsort(2), 2),
+    "take_along_broadcast": lambda m, x: m.take_along_dim(x, x.argmax(1, keepdim=True), 1),
+    "take_along_flat": lambda m, x: m.take_along_dim(x, m.tensor([5, 0, 47])),
+    "tensor_split_sections": lambda m, x: m.cat(m.tensor_split(x, 4, dim=2)[::-1], 2),
+    "tensor_split_indices": lambda m, x: m.tensor_split(x, [1, 3, 9], dim=1)[1] * 2,
+    "isin": lambda m, x: m.isin((x * 2).round(), m.tensor([0.0, 1.0, -2.0])).float(),
 }
 
 
