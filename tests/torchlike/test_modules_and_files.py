@@ -72,6 +72,24 @@ def test_a_tensor_assigned_to_a_buffer_name_stays_a_buffer():
     assert got["seen"].item() == want["seen"].item() == 2
 
 
+def test_state_dict_entries_are_detached_views_of_the_parameters_as_torchs():
+    got = []
+    for lib in (sc, torch):
+        w, bias = pair(2, 3, seed=6)[lib is torch], pair(2, seed=7)[lib is torch]
+        a, b = lib.nn.Linear(3, 2), lib.nn.Linear(3, 2)
+        a.load_state_dict({"weight": w, "bias": bias})
+        b.load_state_dict({k: v * 0.5 for k, v in a.state_dict().items()})
+        avg = {k: v.clone() for k, v in a.state_dict().items()}
+        for k, v in b.state_dict().items():
+            avg[k] += v  # a checkpoint average: no autograd error on the copies
+        a.state_dict()["bias"].mul_(2.0)  # reaches the parameter itself, as torch's
+        assert not any(v.requires_grad for v in a.state_dict().values())
+        assert a.state_dict(keep_vars=True)["weight"].requires_grad
+        got.append((avg["weight"], avg["bias"], a.bias))
+    for ours, theirs in zip(*got):
+        close(ours, theirs)
+
+
 def test_state_dicts_cross_key_for_key_both_ways(tmp_path):
     torch.manual_seed(0)
     th = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)

@@ -161,8 +161,12 @@ class Module:
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """Parameters and persistent buffers by dotted path, under torch's names where
         a torch-shaped layer packs or names them differently (``export_state``); the
-        live tensors wherever no packing is needed, so copy them to keep a snapshot."""
+        live storage wherever no packing is needed, so copy them to keep a snapshot.
+        Detached, as torch's (an in-place edit of an entry is no autograd error), unless
+        ``keep_vars``."""
         out = exported(self, self.live_state())
+        if not keep_vars:
+            out = {k: v.detach() if v.requires_grad else v for k, v in out.items()}
         if prefix:
             out = {prefix + k: v for k, v in out.items()}
         if destination is not None:
