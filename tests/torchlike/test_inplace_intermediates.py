@@ -66,3 +66,25 @@ def test_a_reader_recorded_before_the_write_still_refuses():
         y.mul_(3.0)
         with pytest.raises(error, match="changed by an in-place|modified by an inplace"):
             (z + y).sum().backward()
+
+
+VIEW_WRITES = {
+    "column_mul_": lambda m, x: x[:, 1].mul_(2.0),
+    "column_item_set": lambda m, x: x[:, 2].__setitem__(0, -5.0),
+    "transposed_add_": lambda m, x: x.t().add_(1.0),
+    "data_column_zero_": lambda m, x: x.data[:, 3].zero_(),
+    "narrow_copy_": lambda m, x: x.narrow(1, 1, 2).copy_(m.ones(3, 2)),
+    "chunk_mul_": lambda m, x: x.chunk(2, dim=1)[1].mul_(-1.0),
+    "every_other_fill_": lambda m, x: x[:, ::2].fill_(0.5),
+    "strided_masked_fill_": lambda m, x: x[1:, 1:3].masked_fill_(x[1:, 1:3] > 0, 9.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_WRITES))
+def test_a_write_through_a_strided_view_reaches_its_tensor(name):
+    got = []
+    for lib in (sc, torch):
+        x = pair(3, 4, seed=5)[lib is torch]
+        VIEW_WRITES[name](lib, x)
+        got.append(x)
+    close(*got)

@@ -308,6 +308,8 @@ class TorchLikeMethods:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
+        elif self.dtype.is_float and self.numel and all(s > 0 for s in self.strides):
+            _write_through_view(self, new)  # x[:, 0].mul_(2), x.t().add_(1): x sees it
         else:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self
@@ -338,6 +340,25 @@ class TorchLikeMethods:
         if not hasattr(src, "_buf"):
             raise ScellisError(f"copy_ takes a tensor, not {type(src).__name__}")
         return self._assign(src, "copy_")
+
+
+def _write_through_view(t, new) -> None:
+    """``new``'s values written into the places of strided view ``t`` in its storage:
+    the storage span the view covers is read, the view's places replaced (one scatter)
+    and the span written back whole, so the tensor ``t`` was taken from sees the write."""
+    pos = None  # each element's place in the storage, from the view's first element
+    for d, (n, stride) in enumerate(zip(t.shape, t.strides)):
+        step = t.arange_like(n).cast("i32").reshape([n if i == d else 1 for i in range(t.ndim)])
+        term = step * stride if stride != 1 else step
+        pos = term if pos is None else pos + term
+    pos = pos.expand(t.shape).reshape((-1,))
+    span = 1 + sum((n - 1) * stride for n, stride in zip(t.shape, t.strides))
+    whole = type(t)(t._buf, (span,), (1,), t.offset, t.dtype, t.device)
+    placed = new.reshape((-1,)).scatter_add(pos, 0, (span,))
+    hit = new.reshape((-1,)).ones_like().scatter_add(pos, 0, (span,)) > 0.5
+    merged = placed.where(hit, whole).prim("copy")  # fresh storage, then written back
+    flat = View(merged._buf, (span,), (1,), 0, t.dtype)
+    t.device.run("flat_gather", [flat], [View(t._buf, (span,), (1,), t.offset, t.dtype)], {})
 
 
 # how many nodes behind an in-place result are searched for the tensor it replaces:
