@@ -39,6 +39,9 @@ def test_forward_hooks_get_submodule_buffers_and_prefixes():
     ]
     with pytest.raises(sc.ScellisError, match="no submodule"):
         m.get_submodule("0.nothing")
+    assert m.get_parameter("2.bias") is m[2].bias and m.get_buffer("0.count") is not None
+    with pytest.raises(sc.ScellisError, match="no parameter"):
+        m.get_parameter("0.count")
 
 
 def _counting_module(nn, m):

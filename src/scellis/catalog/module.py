@@ -134,6 +134,22 @@ class Module:
             mod = child
         return mod
 
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at dotted path ``target``, as torch's."""
+        owner, _, name = target.rpartition(".")
+        found = self.get_submodule(owner)._params.get(name)
+        if found is None:
+            raise ScellisError(f"{type(self).__name__} has no parameter {target!r}")
+        return found
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target``, as torch's."""
+        owner, _, name = target.rpartition(".")
+        found = self.get_submodule(owner)._buffers.get(name)
+        if found is None:
+            raise ScellisError(f"{type(self).__name__} has no buffer {target!r}")
+        return found
+
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         yield prefix.rstrip("."), self
         for n, c in self._children.items():
