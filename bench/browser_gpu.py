@@ -24,7 +24,11 @@ row carries the tab's start-up marks (``boot_marks``, ms since navigation: Pyodi
 wheels, imports, WebGPU device) and ``first_step_done_ms``, navigation to the first
 finished training step.
 
-The QLoRA workloads (``--models qlora100m``; ``qlora-tiny`` is the same page at toy size,
+The QLoRA workloads (``--models qlora100m`` or ``qlora1b``, TinyLlama's shape; the
+folder is written into Pyodide's in-memory file system and imported there, in its 4 GiB
+address space, so ``qlora1b``'s 2.2 GB of float16 weights, held there with the copies the
+import makes, are expected to run out of that memory until the import streams tensor by
+tensor from the user's files; ``qlora-tiny`` is the same page at toy size,
 for a smoke run on SwiftShader with ``--allow-cpu``) time what a user does in the tab:
 ``run`` first writes a random-weight Hugging Face Llama folder (transformers'
 ``save_pretrained`` when transformers is installed, else the same layout written with
@@ -357,6 +361,14 @@ QLORA = {
         "llama": {**LLAMA, "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 4,
                   "num_hidden_layers": 2, "intermediate_size": 512, "vocab_size": 256},
         "context": 256, "batch": 4, "rank": 4,
+    },
+    # TinyLlama's shape (1.1B parameters): the folder is 2.2 GB in float16, which the page
+    # fetches and hands to the worker whole (see the module note for what that costs)
+    "qlora1b": {
+        "llama": {**LLAMA, "hidden_size": 2048, "num_attention_heads": 32,
+                  "num_key_value_heads": 4, "num_hidden_layers": 22, "intermediate_size": 5632,
+                  "vocab_size": 32000},
+        "context": 256, "batch": 1, "rank": 8,
     },
     "qlora-tiny": {
         "llama": {**LLAMA, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
