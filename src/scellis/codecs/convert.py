@@ -102,8 +102,8 @@ def import_file(
         tensors, unused = map_names(tensors, _shapes(rec), name_map, strict=strict)
     elif name_map:
         raise ScellisError("a name map needs a record to map onto (--record)")
-    blob = SafetensorsCodec(SafetensorsConfig()).dumps(tensors, rec)
-    sha = ObjectStore(store).put(blob)
+    # streamed into the store: a tensor still in the user's file is read at its turn
+    sha = ObjectStore(store).put_parts(SafetensorsCodec(SafetensorsConfig()).parts(tensors, rec))
     text = None
     if rec is not None:
         header = (

@@ -67,6 +67,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _abandon(fd: int | None, tmp: Path | None) -> None:
+    """Close and remove a temporary file that will not become an object."""
+    if fd is not None:
+        os.close(fd)
+    if tmp is not None:
+        tmp.unlink(missing_ok=True)
+
+
 def _is_hex(h: str) -> bool:
     return len(h) == 64 and all(c in "0123456789abcdef" for c in h)
 
@@ -128,6 +136,36 @@ class ObjectStore:
             tmp.unlink(missing_ok=True)
             raise
         _fsync_dir(folder)
+        return h
+
+    def put_parts(self, parts) -> str:
+        """Store the bytes of ``parts`` (an iterable of bytes, taken one at a time: the
+        whole object is never in memory) and return their sha256 hex. They are hashed as
+        they go to a temporary file, which is then renamed to the hash's name (over a copy
+        already there: the same bytes, now verified)."""
+        folder = self.base / "incoming"
+        digest, fd, tmp = hashlib.sha256(), None, None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            for part in parts:
+                digest.update(part)
+                self.writer.write(fd, part)
+            os.fsync(fd)
+            os.close(fd)
+            fd = None
+            h = digest.hexdigest()
+            final = self.path(h)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, final)
+        except OSError as e:
+            _abandon(fd, tmp)
+            raise self._error(e, digest.hexdigest()) from None
+        except BaseException:
+            _abandon(fd, tmp)
+            raise
+        _fsync_dir(final.parent)
         return h
 
     def _error(self, e: OSError, h: str) -> StoreError:

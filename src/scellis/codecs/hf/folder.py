@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 
 from ...base.errors import ScellisError, shown
-from ...base.files import inside, read_file
+from ...base.files import file_size, inside, read_file
 from ...base.jsontext import load_json
-from ...store.safetensors import loads
-from ..raw import RawTensor
+from ...store.safetensors import MAX_HEADER, header_size, index
+from ..raw import FileTensor, RawTensor
 
 INDEX = "model.safetensors.index.json"
 MAX_JSON = 16 << 20  # a 400-shard index of a 70B model is ~100 KB; configs are a few KB
@@ -99,26 +99,34 @@ def shard_files(folder: Path) -> list[Path]:
 
 
 def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
-    """Every tensor of the folder's shards by name; all shards together at most
-    ``max_bytes`` (each is refused before it is read when it would cross that)."""
+    """Every tensor of the folder's shards by name, its bytes left in its file until read
+    (``FileTensor``); all shards together at most ``max_bytes`` (each is refused before
+    it is read when it would cross that)."""
     out: dict[str, RawTensor] = {}
     left = max_bytes
     for path in shard_files(folder):
-        if left <= 0:
+        size = file_size(path)  # a FIFO or a device is refused, not opened
+        if size > left:
             raise ScellisError(f"{folder}: weights over the {max_bytes}-byte cap")
-        data = read_file(path, limit=left)  # a FIFO or a device is refused, not opened
-        left -= len(data)
+        left -= size
         try:
-            views, _ = loads(data)
+            spans, _ = index(_header_bytes(path, size), size)
         except ScellisError as e:
             raise ScellisError(f"{folder}/{path.name}: {e}") from None
-        for k, (d, s, v) in views.items():
+        for k, (d, s, begin, end) in spans.items():
             if k in out:
                 raise ScellisError(
                     f"{folder}/{path.name}: tensor {shown(k)!r} is also in another shard"
                 )
-            out[k] = RawTensor(d, tuple(s), bytes(v))
+            out[k] = FileTensor(d, s, path, begin, end)
     return out
+
+
+def _header_bytes(path: Path, size: int) -> bytes:
+    """A safetensors file's first bytes, as many as its header says it takes (at most
+    the header size limit and the file)."""
+    first = read_file(path, head=8)
+    return read_file(path, head=min(header_size(first), MAX_HEADER + 8, size))
 
 
 def tokenizer_file(folder: Path) -> Path | None:

@@ -14,7 +14,7 @@ from ...base.errors import ScellisError
 from ...base.files import write_file
 from ...catalog.registry import field, register
 from ...sml import parse
-from ...store.safetensors import dumps, loads
+from ...store.safetensors import dumps, layout, loads
 from ..base import Codec, Imported
 from ..raw import RawTensor
 from ..record import record_text
@@ -58,6 +58,15 @@ class SafetensorsCodec(Codec):
     def dumps(self, tensors: dict[str, RawTensor], record: dict | None) -> bytes:
         meta = {RECORD_KEY: record_text(record)} if record else None
         return dumps({k: (t.dtype, tuple(t.shape), t.data) for k, t in tensors.items()}, meta)
+
+    def parts(self, tensors: dict[str, RawTensor], record: dict | None):
+        """The bytes ``dumps`` makes, as its header then one tensor at a time (each read
+        only when its turn comes: a streamed write holds one tensor)."""
+        meta = {RECORD_KEY: record_text(record)} if record else None
+        prefix, order = layout({k: (t.dtype, t.shape) for k, t in tensors.items()}, meta)
+        yield prefix
+        for name in order:
+            yield tensors[name].data
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         body = self.dumps(tensors, record)
