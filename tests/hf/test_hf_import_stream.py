@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from hfmodels import save, torch, transformers
 
-from scellis.codecs.convert import import_file
-from scellis.store.objects import ObjectStore
+from scellis.base.errors import ScellisError
+from scellis.codecs.convert import header_weights, import_file
+from scellis.store.objects import CHUNK, ObjectStore
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -28,7 +29,7 @@ SAME = {
 
 def _model():
     cfg = transformers.LlamaConfig(
-        hidden_size=32, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+        hidden_size=32, intermediate_size=2048, num_hidden_layers=4, num_attention_heads=4,
         num_key_value_heads=2, vocab_size=1000, max_position_embeddings=64,
         tie_word_embeddings=False,
     )  # fmt: skip
@@ -39,7 +40,7 @@ def _model():
 @pytest.mark.parametrize("shards", [False, True])
 def test_an_import_holds_far_less_than_the_weights(tmp_path, shards):
     model = _model()
-    kw = {"max_shard_size": "200KB"} if shards else {}
+    kw = {"max_shard_size": "1MB"} if shards else {}
     folder = save(model, tmp_path / "hf", **kw)
     if shards:
         assert len(list(folder.glob("*.safetensors"))) > 1
@@ -61,3 +62,30 @@ def test_an_import_holds_far_less_than_the_weights(tmp_path, shards):
     for theirs, ours in SAME.items():
         np.testing.assert_array_equal(got[ours], state[theirs].numpy())
     assert len(got) == len(res.tensors) == sum(1 for _ in model.parameters())
+
+
+def test_a_run_reads_the_stored_weights_tensor_by_tensor(tmp_path):
+    model = _model()
+    folder = save(model, tmp_path / "hf")
+    res = import_file(folder, store=tmp_path / "store")
+    weights = sum(p.numel() * 4 for p in model.parameters())
+    tracemalloc.start()
+    try:
+        got = header_weights(res.text, tmp_path / "store")  # verified against its hash
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < CHUNK + weights / 8 < weights / 2  # the index and a read buffer
+
+    state = model.state_dict()
+    for theirs, ours in SAME.items():
+        values = np.frombuffer(got[ours].data, np.float32).reshape(got[ours].shape)
+        np.testing.assert_array_equal(values, state[theirs].numpy())
+    # a stored object changed on disk is caught before any tensor is read from it
+    stored = ObjectStore(tmp_path / "store").path(res.weights)
+    stored.chmod(0o644)
+    body = bytearray(stored.read_bytes())
+    body[-1] ^= 1
+    stored.write_bytes(bytes(body))
+    with pytest.raises(ScellisError, match="corrupt"):
+        header_weights(res.text, tmp_path / "store")

@@ -20,8 +20,8 @@ from pathlib import Path
 from ...base.errors import ScellisError, shown
 from ...base.files import file_size, inside, read_file
 from ...base.jsontext import load_json
-from ...store.safetensors import MAX_HEADER, header_size, index
-from ..raw import FileTensor, RawTensor
+from ..raw import RawTensor
+from ..safetensors.codec import file_tensors
 
 INDEX = "model.safetensors.index.json"
 MAX_JSON = 16 << 20  # a 400-shard index of a 70B model is ~100 KB; configs are a few KB
@@ -100,8 +100,8 @@ def shard_files(folder: Path) -> list[Path]:
 
 def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
     """Every tensor of the folder's shards by name, its bytes left in its file until read
-    (``FileTensor``); all shards together at most ``max_bytes`` (each is refused before
-    it is read when it would cross that)."""
+    (``codecs.raw.FileTensor``); all shards together at most ``max_bytes`` (each is
+    refused before it is read when it would cross that)."""
     out: dict[str, RawTensor] = {}
     left = max_bytes
     for path in shard_files(folder):
@@ -110,23 +110,16 @@ def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
             raise ScellisError(f"{folder}: weights over the {max_bytes}-byte cap")
         left -= size
         try:
-            spans, _ = index(_header_bytes(path, size), size)
+            tensors = file_tensors(path, size)
         except ScellisError as e:
             raise ScellisError(f"{folder}/{path.name}: {e}") from None
-        for k, (d, s, begin, end) in spans.items():
+        for k, t in tensors.items():
             if k in out:
                 raise ScellisError(
                     f"{folder}/{path.name}: tensor {shown(k)!r} is also in another shard"
                 )
-            out[k] = FileTensor(d, s, path, begin, end)
+            out[k] = t
     return out
-
-
-def _header_bytes(path: Path, size: int) -> bytes:
-    """A safetensors file's first bytes, as many as its header says it takes (at most
-    the header size limit and the file)."""
-    first = read_file(path, head=8)
-    return read_file(path, head=min(header_size(first), MAX_HEADER + 8, size))
 
 
 def tokenizer_file(folder: Path) -> Path | None:

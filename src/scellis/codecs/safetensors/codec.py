@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.errors import ScellisError
-from ...base.files import write_file
+from ...base.files import file_size, read_file, write_file
 from ...catalog.registry import field, register
 from ...sml import parse
-from ...store.safetensors import dumps, layout, loads
+from ...store.safetensors import MAX_HEADER, dumps, header_size, index, layout, loads
 from ..base import Codec, Imported
-from ..raw import RawTensor
+from ..raw import FileTensor, RawTensor
 from ..record import record_text
 
 RECORD_KEY = "scellis.record"
@@ -73,6 +73,16 @@ class SafetensorsCodec(Codec):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_file(path, body)
         return [path]
+
+
+def file_tensors(path: Path, size: int | None = None) -> dict[str, FileTensor]:
+    """The tensors of the safetensors file at ``path`` (of ``size`` bytes), read from its
+    header alone: each one's bytes stay in the file until read (``FileTensor``)."""
+    size = file_size(path) if size is None else size
+    first = read_file(path, head=8)
+    head = read_file(path, head=min(header_size(first), MAX_HEADER + 8, size))
+    spans, _ = index(head, size)
+    return {k: FileTensor(d, s, path, begin, end) for k, (d, s, begin, end) in spans.items()}
 
 
 register("codec/safetensors", "codec", SafetensorsConfig, SafetensorsCodec, builtin=True)
