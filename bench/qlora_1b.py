@@ -109,17 +109,19 @@ def scellis_runs(res: dict, record: Path, store: str, a) -> None:
             show.reset_memory(low)
     print(f"training on {a.device} ...", flush=True)
     res["scellis"] = show.stage(res, "training", show.train, record, store, "replay", a)
+    # the adapters' initial A matrices seed peft's; data, not results (kept out of the JSON)
+    a.initial_a = (res["scellis"] or {}).pop("initial_a", None)
+    (res.get("split") or {}).pop("initial_a", None)
 
 
 def peer(res: dict, folder: Path, record: Path, a) -> None:
     dev, why = show.peer_device(a.peer_device)
     res["peer_device"] = dev
     ours = res.get("scellis") or {}
-    if dev is None or not ours:
+    if dev is None or not a.initial_a:
         res["notes"].append(why or "no peer: the Scellis run failed (its A matrices seed peft's)")
         return
     a.peer_device = dev
-    a.initial_a = ours.pop("initial_a")
     a.torch_head = ["lm_head"] if any(p.startswith("head") for p in ours["adapted"]) else []
     batches = show.stage(res, "torch batches", show.torch_batches, record, a)
     if batches is not None:
