@@ -25,7 +25,8 @@ Stages, each through the path a user takes (bench/qlora_showcase.py's pieces):
 
 1. ``transformers.LlamaForCausalLM`` with seeded random weights, ``save_pretrained``.
 2. ``scellis import DIR --to base.sml --store STORE`` (a subprocess: wall time and the
-   process's peak resident memory, the ``import_rss`` column).
+   process's peak resident memory, ``peak_rss_mib``: the folder's weights are read
+   tensor by tensor, so it stays far below their size).
 3. The QLoRA record: the imported one with the context set, text data (made-up words,
    ``tokenizer: char``), ``finetune:`` LoRA rank 8 alpha 16 on every dense block
    (``target_modules: "*"``) and ``quantize_base: nf4``.
@@ -46,7 +47,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,10 +79,37 @@ SHAPES = {
 }  # fmt: skip
 
 
-def import_rss_mib() -> float:
-    """The largest resident memory of any child process so far (the import's, run first)."""
-    kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round(kib / 1024, 1)
+# ``scellis ARGS`` that reports, on its last stderr line, its own peak resident memory
+# (VmHWM: counted from the exec, unlike a child's rusage, which starts from the
+# parent's size at the fork)
+PEAK_CLI = """import runpy, sys
+sys.argv = ["scellis", *sys.argv[1:]]
+try:
+    runpy.run_module("scellis.cli.main", run_name="__main__")
+finally:
+    hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")]
+    print("VmHWM", hwm[0].split()[1] if hwm else "?", file=sys.stderr)
+"""
+
+
+def import_model(folder: Path, work: Path) -> dict:
+    """``scellis import`` (as qlora_showcase's ``import_model``) with its peak memory."""
+    to, store = work / "base.sml", work / "store"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(show.ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    cmd = [sys.executable, "-c", PEAK_CLI, "import", str(folder), "--to", str(to),
+           "--store", str(store), "--json"]  # fmt: skip
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=show.ROOT)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"scellis import failed (exit {p.returncode}): {p.stderr[-2000:]}")
+    kib = p.stderr.strip().splitlines()[-1].split()[-1]
+    return {"wall_s": round(wall, 2), "record": str(to), "store": str(store),
+            "peak_rss_mib": round(int(kib) / 1024, 1) if kib.isdigit() else None,
+            **json.loads(p.stdout.strip().splitlines()[-1])}  # fmt: skip
 
 
 def lowered_device(a):
@@ -180,7 +209,7 @@ def report(res: dict, out: Path) -> str:
         f"{a['context']}, lr {a['lr']}; {a['warmup']} warm-up + {a['steps']} timed steps; "
         f"folder {a['dtype']} {show.cell(res.get('folder_mib'))} MiB in "
         f"{show.cell(res.get('folder_s'))} s",
-        f"import: {imp.get('wall_s', '-')} s, peak RSS {show.cell(res.get('import_rss_mib'))} "
+        f"import: {imp.get('wall_s', '-')} s, peak RSS {show.cell(imp.get('peak_rss_mib'))} "
         f"MiB; plans (replayed, budget {a['budget']}): {plans_said}",
         "",
         table(res),
@@ -231,8 +260,7 @@ def run(res: dict, work: Path, a) -> None:
     res["folder_s"] = round(time.perf_counter() - t0, 1)
     res["folder_mib"] = round(sum(f.stat().st_size for f in folder.iterdir()) / 2**20, 1)
     print(f"folder: {res['hf_parameters']:,} parameters in {res['folder_s']} s", flush=True)
-    res["import"] = show.import_model(folder, work)
-    res["import_rss_mib"] = import_rss_mib()
+    res["import"] = import_model(folder, work)
     print(f"imported in {res['import']['wall_s']} s", flush=True)
     record = show.write_records(Path(res["import"]["record"]), work, a, ["qlora"])["qlora"]
     plans(res, record, a)
