@@ -137,7 +137,7 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
     # verified whole, then read tensor by tensor as the model takes them
     path = ObjectStore(store).checked_path(tag.group(1))
     try:
-        return file_tensors(path)
+        return file_tensors(path)[0]
     except ScellisError as e:
         raise ScellisError(f"sha256:{tag.group(1)}: {e}") from None
 

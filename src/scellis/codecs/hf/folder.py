@@ -110,7 +110,7 @@ def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
             raise ScellisError(f"{folder}: weights over the {max_bytes}-byte cap")
         left -= size
         try:
-            tensors = file_tensors(path, size)
+            tensors, _ = file_tensors(path, size)
         except ScellisError as e:
             raise ScellisError(f"{folder}/{path.name}: {e}") from None
         for k, t in tensors.items():

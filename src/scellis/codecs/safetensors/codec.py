@@ -39,8 +39,15 @@ class SafetensorsCodec(Codec):
         return len(head) > 8 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") > 1
 
     def read(self, path: Path) -> Imported:
-        data = self.read_bytes(path)
-        return self.loads(data, str(path))
+        """The file's tensors, their bytes left in it until read (``FileTensor``)."""
+        size = file_size(path)
+        if size > self.config.max_bytes:
+            raise ScellisError(f"{path}: {size} bytes is over the {self.config.max_bytes} cap")
+        try:
+            tensors, meta = file_tensors(path, size)
+        except ScellisError as e:
+            raise ScellisError(f"{path}: {e}") from None
+        return _imported(tensors, meta, str(path))
 
     def loads(self, data: bytes, where: str) -> Imported:
         """The tensors (and the record, when Scellis wrote it) of safetensors bytes."""
@@ -49,11 +56,7 @@ class SafetensorsCodec(Codec):
         except ScellisError as e:
             raise ScellisError(f"{where}: {e}") from None
         tensors = {k: RawTensor(d, tuple(s), bytes(v)) for k, (d, s, v) in views.items()}
-        meta = dict(meta or {})
-        record = None
-        if RECORD_KEY in meta:
-            record = parse(meta.pop(RECORD_KEY), f"{where}:{RECORD_KEY}").data
-        return Imported(tensors, record, meta)
+        return _imported(tensors, meta, where)
 
     def dumps(self, tensors: dict[str, RawTensor], record: dict | None) -> bytes:
         meta = {RECORD_KEY: record_text(record)} if record else None
@@ -75,14 +78,25 @@ class SafetensorsCodec(Codec):
         return [path]
 
 
-def file_tensors(path: Path, size: int | None = None) -> dict[str, FileTensor]:
-    """The tensors of the safetensors file at ``path`` (of ``size`` bytes), read from its
-    header alone: each one's bytes stay in the file until read (``FileTensor``)."""
+def _imported(tensors: dict[str, RawTensor], meta: dict, where: str) -> Imported:
+    """The tensors with the record Scellis wrote in the metadata, when it is there."""
+    meta = dict(meta or {})
+    record = None
+    if RECORD_KEY in meta:
+        record = parse(meta.pop(RECORD_KEY), f"{where}:{RECORD_KEY}").data
+    return Imported(tensors, record, meta)
+
+
+def file_tensors(path: Path, size: int | None = None) -> tuple[dict[str, FileTensor], dict]:
+    """The tensors of the safetensors file at ``path`` (of ``size`` bytes) and its
+    metadata, read from its header alone: each tensor's bytes stay in the file until
+    read (``FileTensor``)."""
     size = file_size(path) if size is None else size
     first = read_file(path, head=8)
     head = read_file(path, head=min(header_size(first), MAX_HEADER + 8, size))
-    spans, _ = index(head, size)
-    return {k: FileTensor(d, s, path, begin, end) for k, (d, s, begin, end) in spans.items()}
+    spans, meta = index(head, size)
+    tensors = {k: FileTensor(d, s, path, begin, end) for k, (d, s, begin, end) in spans.items()}
+    return tensors, meta
 
 
 register("codec/safetensors", "codec", SafetensorsConfig, SafetensorsCodec, builtin=True)
