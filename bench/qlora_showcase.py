@@ -202,9 +202,10 @@ PLANS = {f"plan_{where}_{mode}": (where, mode) for where in ("spec", "device")
          for mode in ("eager", "replay")}  # fmt: skip
 
 
-def plan(path: Path, device: str, budget: str | None, replay: bool) -> dict:
+def plan(path: Path, device: str, budget: str | None, replay: bool, validate: bool = True) -> dict:
     args = ["plan", str(path), "--device", device, "--json"]
     args += (["--budget", budget] if budget else []) + ([] if replay else ["--no-replay"])
+    args += [] if validate else ["--no-validate"]
     rc, out, err, wall = cli(*args)
     if rc not in (0, 2) or not out.strip():
         raise RuntimeError(f"scellis plan failed (exit {rc}): {err.strip()[-2000:]}")
