@@ -437,6 +437,8 @@ def replay_resident(tr: Trace, device: str, loop_scalars: int) -> tuple[int, Poo
             (own if mine else pool).give(nbytes)
             if not mine:
                 live -= nbytes
+        elif e[0] == "empty_pool":
+            pool.clear()
         if in_step:
             # the pool's free storages are held beside the schedule's
             peak = max(peak, live + pool.bytes)
