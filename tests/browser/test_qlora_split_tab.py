@@ -59,8 +59,8 @@ def test_split_tensors_train_in_the_tab_as_unsplit(engine_page):
     call = "(o) => window.scellisClient.call('bench_split_train', o)"
     got = engine_page.evaluate(call, {"record_text": text, "limits": LOW, "steps": STEPS})
     low, as_is = got["lowered"], got["as_is"]
-    assert low["verdict"] == "yellow", low
-    assert any("split into binding windows" in w for w in low["warnings"])
+    assert low["verdict"] == "green", low  # a split the kernels handle is no warning
+    assert low["split_tensors"] >= 1
     assert len(low["losses"]) == STEPS and low["losses"] == as_is["losses"]
     # in a thread: Playwright's sync API keeps an event loop running on this one
     with ThreadPoolExecutor(1) as pool:

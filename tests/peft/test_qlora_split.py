@@ -1,7 +1,7 @@
 """QLoRA past the binding limits: a Llama-shaped decoder whose embedding, f32 LM head
 weight and logits are wider than one storage binding, on a WebGPU device with
-``maxStorageBufferBindingSize`` lowered to 256 KiB. The planner lets
-the run start (split into binding windows, a warning, not a refusal), and the replayed
+``maxStorageBufferBindingSize`` lowered to 256 KiB. The planner lets the run start
+(split into binding windows: counted, neither a warning nor a refusal), and the replayed
 steps give the very losses of the unrestricted device, which follow the reference
 device's (float64) within f32 rounding. Once the base is quantised, the device's pool
 holds none of the f32 weights it replaced."""
@@ -76,8 +76,8 @@ def test_qlora_past_the_binding_limit_trains_as_the_unrestricted_device(gpu, tmp
     got, plan = _run(raw, tmp_path, low)
     want, _ = _run(raw, tmp_path, gpu)
     oracle, _ = _run(raw, tmp_path, "reference")
-    assert plan["verdict"] == "yellow"
-    assert any("split into binding windows" in w for w in plan["warnings"])
+    assert plan["verdict"] == "green"  # a split the kernels handle is no warning
+    assert plan["split_tensors"] >= 1 and not plan["warnings"]
     assert len(got) == STEPS and got == want  # the same kernels' maths, window by window
     np.testing.assert_allclose(got, oracle, rtol=1e-4)
     assert got[-1] < got[0]  # it learns

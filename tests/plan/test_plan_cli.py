@@ -103,13 +103,13 @@ def test_yellow_under_15_percent_headroom(capsys):
     assert any("headroom" in w for w in p["warnings"])
 
 
-def test_split_tensors_are_yellow_and_too_many_bindings_red(capsys):
+def test_split_tensors_are_counted_and_too_many_bindings_red(capsys):
     rc, p = plan_json(capsys, str(RECORDS / "wide12288.sml"), "--device", "browser",
                       "--budget", "100GiB")  # fmt: skip
-    assert rc == 0 and p["verdict"] == "yellow"
+    assert rc == 0 and p["verdict"] == "green"  # the kernels split it: no warning
     assert p["limits"]["max_storage_buffer_binding_size"] == 128 << 20
     assert "browser" in p["limits_source"]
-    assert any("split into binding windows" in w for w in p["warnings"])
+    assert p["split_tensors"] >= 1
     rc, p = plan_json(capsys, str(RECORDS / "wide16384.sml"), "--device", "browser",
                       "--budget", "100GiB")  # fmt: skip
     assert rc == 2 and p["verdict"] == "red"

@@ -216,7 +216,7 @@ async def bench_quantize(record_text: str, store: str = tab_store.ROOT) -> dict:
 async def bench_split_train(record_text: str, limits: dict, steps: int = 4) -> dict:
     """``record_text`` trained for ``steps`` replayed steps (not stored) on this tab's
     WebGPU with ``limits`` lowered (a second backend on the same device), then on the
-    device as it is: each run's losses and its plan's verdict and warnings. With low
+    device as it is: each run's losses and its plan's verdict, warnings and split tensors. With low
     binding limits, tensors wider than a binding are split into windows in the tab."""
     base = get_device("webgpu")
     lowered = type(base)(limits=limits)
@@ -231,7 +231,8 @@ async def bench_split_train(record_text: str, limits: dict, steps: int = 4) -> d
             elif ev.kind == "plan":
                 plan = ev.to_dict()
         out[name] = {"losses": losses, "verdict": plan.get("verdict"),
-                     "warnings": plan.get("warnings", [])}  # fmt: skip
+                     "warnings": plan.get("warnings", []),
+                     "split_tensors": plan.get("split_tensors") or 0}  # fmt: skip
     return out
 
 
