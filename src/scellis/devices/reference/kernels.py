@@ -214,7 +214,7 @@ def _concat(xs, attrs, out):
 
 def _check_index(idx, size: int, what: str) -> None:
     """A user's out-of-range index is a ShapeError naming the first bad entry."""
-    if not idx.size or (idx.min() >= 0 and idx.max() < size):
+    if not idx.size or (np.minimum.reduce(idx, None) >= 0 and np.maximum.reduce(idx, None) < size):
         return
     bad = (idx < 0) | (idx >= size)
     k = int(np.flatnonzero(bad.reshape(-1))[0])
@@ -256,8 +256,7 @@ def _scatter_add(xs, attrs, out):
         if d != axis and n > 1 and strides[d]:
             step = np.arange(n, dtype=np.intp) * strides[d]
             flat = flat + step.reshape((n,) + (1,) * (idx.ndim - d - 1))
-    flat = np.broadcast_to(flat, idx.shape)
-    np.add.at(y.reshape(-1), flat.reshape(-1), np.broadcast_to(src, idx.shape).reshape(-1))
+    np.add.at(y.reshape(-1), flat.reshape(-1), src.reshape(-1))  # src has idx's shape
     return y
 
 
