@@ -176,8 +176,9 @@ def _short_rows(x, axes) -> bool:
 
 def _row_extremum(ufunc, x, keepdim: bool):
     cols = np.ascontiguousarray(x.reshape(-1, x.shape[-1]).T)
-    r = ufunc.reduce(cols, axis=0)
-    return r.reshape(x.shape[:-1] + ((1,) if keepdim else ()))
+    r = np.empty(x.shape[:-1] + ((1,) if keepdim else ()), x.dtype)
+    ufunc.reduce(cols, axis=0, out=r.reshape(-1))  # into r: a result of its own memory
+    return r
 
 
 def _argmax(xs, attrs, out):
