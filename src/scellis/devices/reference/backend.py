@@ -48,7 +48,14 @@ def _window(base: np.ndarray, shape, strides, offset: int) -> np.ndarray:
     ``as_strided``'s time, which every op pays once per input), and it checks that the
     window lies inside the buffer."""
     item = base.itemsize
-    arr = np.ndarray(shape, base.dtype, base, offset * item, [s * item for s in strides])
+    try:
+        arr = np.ndarray(shape, base.dtype, base, offset * item, [s * item for s in strides])
+    except ValueError:
+        if 0 not in shape:
+            raise
+        # an empty view may sit past its buffer's end (a slice of nothing at an offset):
+        # no element is read, so any empty array of the shape serves
+        arr = np.empty(shape, base.dtype)
     arr.flags.writeable = False
     return arr
 
