@@ -40,7 +40,9 @@ def test_green_plan_json_has_every_class_and_the_sources(capsys):
 
 
 def test_red_plan_names_fixes_with_savings_and_exits_2(capsys):
-    rc, p = plan_json(capsys, LM, "--device", "reference", "--budget", "3MiB")
+    # the step alone: this model's validation forward peaks above its training step, and
+    # the step's remediations are what is asked of here
+    rc, p = plan_json(capsys, LM, "--device", "reference", "--budget", "3MiB", "--no-validate")
     assert rc == 2 and p["verdict"] == "red"
     fixes = {r["kind"]: r for r in p["remediations"]}
     kinds = {"batch_size", "activation_checkpointing", "precision", "peft", "quantize_base"}
