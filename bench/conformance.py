@@ -18,6 +18,7 @@ the first round's wall time, and the largest gap from ``debug`` (losses at their
 scale, weights at the model's largest weight, ``train.determinism.worst_gap``); and prod
 and fast on WebGPU against the reference device, beside the declared bound of the
 record's op family. Then the step time ratios prod/debug and fast/prod per record.
+``bench/dispatch_census.py`` lists the launches behind the dispatch counts, by op.
 """
 
 from __future__ import annotations

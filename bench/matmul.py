@@ -24,7 +24,8 @@ WebGPU figures: ``op`` is the whole ``matmul`` op per call (shape rules, kernel 
 output allocation, encoding, submission); ``kernel`` re-launches that op's encoded kernel
 (same pipeline, bindings and output) per call, which leaves out the Python op layer:
 the kernel's throughput in a stream, as torch's figure is cuBLAS's. TF32 is off in
-torch, so it is a true f32 GEMM. ``--dtype f16`` runs both in f16: scellis reads f16
+torch, so it is a true f32 GEMM. ``--dtype f16`` runs both in f16 (``--dtype f32,f16``: each shape
+in both, then a line of f16's speedup over f32 per column): scellis reads f16
 (shader-f16), accumulates in f32 and stores f16; torch's f16 GEMM uses the tensor cores,
 which WGSL cannot reach. TFLOP/s = 2*M*N*K / median time; ``ratio`` = WebGPU
 kernel / torch. ``--calls-per-submit N`` encodes N kernel calls per queue submission (a
@@ -242,6 +243,54 @@ def tflops(shape, seconds: float) -> float:
     return 2.0 * m * n * k / seconds / 1e12
 
 
+def bench_shape(dev, shape, dtype: str, tiles, cols, rng, args) -> dict:
+    """One printed row: ``shape`` in ``dtype`` on each WebGPU tile, NumPy and torch."""
+    m, k, n, _, _ = shape
+    a, b, *stored = operands(rng, shape, np.float16 if dtype == "f16" else np.float32)
+    row = {"shape": label(shape), "dtype": dtype, "tflops": {}, "median_ms": {}, "inner": {}}
+    worst = 0.0
+    for t in tiles:
+        op_stats, kernel_stats, y = bench_webgpu(dev, stored, shape, t, args)
+        worst = max(worst, check_rows(dev, y, a, b))
+        del y
+        for w, stats in (("kernel", kernel_stats), ("op", op_stats)):
+            row["tflops"][f"{w}[{t}]"] = tflops(shape, stats["median_s"])
+            row["median_ms"][f"{w}[{t}]"] = stats["median_s"] * 1e3
+            row["inner"][f"{w}[{t}]"] = stats["inner"]
+        if kernel_stats.get("gpu_us"):
+            row.setdefault("gpu_us", {})[t] = kernel_stats["gpu_us"]
+    for name in ("numpy", "torch"):
+        if name == "numpy":
+            stats = bench_numpy(a, b, args) if args.numpy else None
+        else:
+            stats = bench_torch(stored, shape, args)
+        if stats is not None:
+            row["tflops"][name] = tflops(shape, stats["median_s"])
+            row["median_ms"][name] = stats["median_s"] * 1e3
+    torch_tf = row["tflops"].get("torch")
+    row["ratio"] = row["tflops"][cols[0]] / torch_tf if torch_tf else None
+    row["auto_tile"] = auto_tile(m, k, n, dev.limits)
+    row["err_over_bound"] = worst
+    cells = " ".join(f"{row['tflops'].get(c, float('nan')):>13.2f}" for c in cols)
+    ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
+    line = f"{label(shape):>18} {dtype + ' ' + row['auto_tile']:>9} {cells} {ratio:>5} {worst:.3f}"
+    gpu_us = row.get("gpu_us", {})
+    line += "".join(
+        f"  gpu[{t}] " + "+".join(f"{u:.1f}" for u in us) + " us" for t, us in gpu_us.items()
+    )
+    print(line, flush=True)
+    return row
+
+
+def f16_speedup(f32_row: dict, f16_row: dict, cols) -> str:
+    """Per column, the f16 product's throughput over the f32 one's (above 1: f16 faster)."""
+    cells = []
+    for c in cols:
+        lo, hi = f32_row["tflops"].get(c), f16_row["tflops"].get(c)
+        cells.append(f"{hi / lo:>12.2f}x" if lo and hi else f"{'-':>13}")
+    return " ".join(cells)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=DEFAULT, help="N or MxKxN[:ta][:tb], comma separated")
@@ -261,54 +310,32 @@ def main(argv=None) -> int:
     p.add_argument(
         "--gpu-time", action="store_true", help="each launch's GPU time from timestamp queries"
     )
-    p.add_argument("--dtype", default="f32", choices=("f32", "f16"), help="f16: shader-f16")
+    p.add_argument(
+        "--dtype", default="f32", help="f32, f16 (shader-f16) or f32,f16: both, and f16's speedup"
+    )
     p.add_argument("--out", default="bench/out/matmul.json")
     args = p.parse_args(argv)
+    dtypes = args.dtype.split(",")
+    if (
+        not dtypes
+        or any(d not in ("f32", "f16") for d in dtypes)
+        or len(set(dtypes)) != len(dtypes)
+    ):
+        p.error(f"--dtype takes f32, f16 or f32,f16, not {args.dtype!r}")
 
     dev = WebGPUBackend(adapter=args.adapter)
     tiles = args.tiles.split(",")
     rng = np.random.default_rng(0)
     print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
     cols = [f"{w}[{t}]" for t in tiles for w in ("kernel", "op")] + ["numpy", "torch"]
-    print(f"{args.dtype} TFLOP/s; ratio = kernel[{tiles[0]}] / torch")
+    print(f"{args.dtype} TFLOP/s; ratio = kernel[{tiles[0]}] / torch (in the row's dtype)")
     print(f"{'M x K x N':>18} {'tile':>9} " + " ".join(f"{c:>13}" for c in cols) + " ratio err/bnd")
     results = []
     for shape in parse_shapes(args.sizes):
-        m, k, n, _, _ = shape
-        a, b, *stored = operands(rng, shape, np.float16 if args.dtype == "f16" else np.float32)
-        row = {"shape": label(shape), "tflops": {}, "median_ms": {}, "inner": {}}
-        worst = 0.0
-        for t in tiles:
-            op_stats, kernel_stats, y = bench_webgpu(dev, stored, shape, t, args)
-            worst = max(worst, check_rows(dev, y, a, b))
-            del y
-            for w, stats in (("kernel", kernel_stats), ("op", op_stats)):
-                row["tflops"][f"{w}[{t}]"] = tflops(shape, stats["median_s"])
-                row["median_ms"][f"{w}[{t}]"] = stats["median_s"] * 1e3
-                row["inner"][f"{w}[{t}]"] = stats["inner"]
-            if kernel_stats.get("gpu_us"):
-                row.setdefault("gpu_us", {})[t] = kernel_stats["gpu_us"]
-        for name in ("numpy", "torch"):
-            if name == "numpy":
-                stats = bench_numpy(a, b, args) if args.numpy else None
-            else:
-                stats = bench_torch(stored, shape, args)
-            if stats is not None:
-                row["tflops"][name] = tflops(shape, stats["median_s"])
-                row["median_ms"][name] = stats["median_s"] * 1e3
-        torch_tf = row["tflops"].get("torch")
-        row["ratio"] = row["tflops"][cols[0]] / torch_tf if torch_tf else None
-        row["auto_tile"] = auto_tile(m, k, n, dev.limits)
-        row["err_over_bound"] = worst
-        results.append(row)
-        cells = " ".join(f"{row['tflops'].get(c, float('nan')):>13.2f}" for c in cols)
-        ratio = f"{row['ratio']:.2f}" if row["ratio"] else "-"
-        line = f"{label(shape):>18} {row['auto_tile']:>9} {cells} {ratio:>5} {worst:.3f}"
-        gpu_us = row.get("gpu_us", {})
-        line += "".join(
-            f"  gpu[{t}] " + "+".join(f"{u:.1f}" for u in us) + " us" for t, us in gpu_us.items()
-        )
-        print(line, flush=True)
+        rows = {dt: bench_shape(dev, shape, dt, tiles, cols, rng, args) for dt in dtypes}
+        results.extend(rows.values())
+        if len(rows) == 2:
+            print(f"{'':>18} {'f16/f32':>9} " + f16_speedup(rows["f32"], rows["f16"], cols))
     report = {
         "adapter": {
             "name": dev.info.name,

@@ -38,10 +38,12 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import scellis as sc  # noqa: E402
 from scellis.devices import get_device  # noqa: E402
+from scellis.devices.kernel_choice import choosing  # noqa: E402
 from scellis.devices.webgpu import WebGPUBackend  # noqa: E402
 from scellis.ops.attention import flash_attention  # noqa: E402
 from scellis.ops.composites import layer_norm, softmax  # noqa: E402
 from scellis.runtime.tensor import run_sync  # noqa: E402
+from scellis.train.determinism import KERNELS  # noqa: E402
 
 OPS = {
     "sum": lambda x: x.sum(-1),
@@ -58,7 +60,6 @@ def backends(base) -> dict:
         dev = WebGPUBackend(gpu=base.gpu)
         if name == "tree":
             dev.info = dataclasses.replace(base.info, device_features=[])
-        dev.tier = "prod"
         out[name] = dev
     return out
 
@@ -165,12 +166,13 @@ def main(argv=None) -> int:
     devs = backends(base)
     rng = np.random.default_rng(0)
     rows = []
-    for rows_n, d in parse(args.sizes, 2):
-        x = (rng.standard_normal((rows_n, d)) * 3).astype(np.float32)
-        rows += [case(devs, op, (rows_n, d), [x], args) for op in ops]
-    for b, h, t, d in parse(args.attention, 4):
-        qkv = [rng.standard_normal((b, h, t, d)).astype(np.float32) for _ in range(3)]
-        rows.append(case(devs, "flash_attention", (b, h, t, d), qkv, args))
+    with choosing(KERNELS["prod"]):  # both variants on prod's kernels
+        for rows_n, d in parse(args.sizes, 2):
+            x = (rng.standard_normal((rows_n, d)) * 3).astype(np.float32)
+            rows += [case(devs, op, (rows_n, d), [x], args) for op in ops]
+        for b, h, t, d in parse(args.attention, 4):
+            qkv = [rng.standard_normal((b, h, t, d)).astype(np.float32) for _ in range(3)]
+            rows.append(case(devs, "flash_attention", (b, h, t, d), qkv, args))
     print(f"{base.info.name} ({base.info.backend}), prod tier, {args.repeats} calls per figure")
     print(table(rows))
     report = {

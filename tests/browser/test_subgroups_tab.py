@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 
 import scellis as sc
+from scellis.devices.kernel_choice import choosing
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ops.attention import flash_attention
 from scellis.ops.composites import layer_norm, rms_norm, softmax
+from scellis.train.determinism import KERNELS
 
 from .test_device_tab import CALL
 
@@ -34,17 +36,18 @@ def _subgroup_kernels(gpu) -> list[str]:
     if not gpu.info.subgroups_on:
         pytest.skip(f"{gpu.info.name} has no subgroups to generate the kernels with")
     dev = WebGPUBackend(gpu=gpu.gpu, limits=SPEC_LIMITS)
-    dev.tier = "prod"
     rng = np.random.default_rng(3)
-    x = sc.tensor(rng.standard_normal((9, 300)).astype(np.float32), device=dev, requires_grad=True)
-    for y in (x.sum(-1), x.amax(-1), x.sum(), softmax(x, -1), layer_norm(x, 300), rms_norm(x)):
-        y.backward(sc.tensor(rng.standard_normal(y.shape).astype(np.float32), device=dev))
-    qkv = [
-        sc.tensor(rng.standard_normal((1, 2, 40, 16)).astype(np.float32), device=dev,
-                  requires_grad=True)
-        for _ in range(3)
-    ]  # fmt: skip
-    flash_attention(*qkv, causal=True).sum().backward()
+    with choosing(KERNELS["prod"]):
+        x = sc.tensor(rng.standard_normal((9, 300)).astype(np.float32), device=dev,
+                      requires_grad=True)  # fmt: skip
+        for y in (x.sum(-1), x.amax(-1), x.sum(), softmax(x, -1), layer_norm(x, 300), rms_norm(x)):
+            y.backward(sc.tensor(rng.standard_normal(y.shape).astype(np.float32), device=dev))
+        qkv = [
+            sc.tensor(rng.standard_normal((1, 2, 40, 16)).astype(np.float32), device=dev,
+                      requires_grad=True)
+            for _ in range(3)
+        ]  # fmt: skip
+        flash_attention(*qkv, causal=True).sum().backward()
     return [code for code in dev._pipelines if "enable subgroups;" in code]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 import scellis as sc
+from scellis.catalog.module_state import exported
 
 
 def rng_for(name: str) -> np.random.Generator:
@@ -62,9 +63,43 @@ def compare(ours, theirs, inputs, name: str, call=None, grad_map=None):
     for i, (x, tx) in enumerate(pairs):
         if tx.requires_grad:
             torch.testing.assert_close(th(x.grad), tx.grad, msg=lambda m, i=i: f"input {i}: {m}")
-    ours_named = dict(ours.named_parameters())
+    ours_named = _our_grads(ours)
     for tname, tp in theirs.named_parameters():
         get = (grad_map or {}).get(tname)
-        g = get(ours) if get else ours_named[tname].grad
+        g = get(ours) if get else ours_named[tname]
         torch.testing.assert_close(th(g), tp.grad, msg=lambda m, n=tname: f"{n}: {m}")
+    return out
+
+
+def _our_grads(ours) -> dict:
+    """Our gradients under torch's names: the module's own export renames (and packs
+    torch's fused attention projections) as it does for the weights."""
+    return exported(ours, {n: p.grad for n, p in ours.named_parameters()})
+
+
+class Fixed:
+    """An input of ``compare_fn`` that takes no gradient (a class weight, a target)."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+
+
+def compare_fn(ours_fn, theirs_fn, inputs, name: str, atol=None):
+    """Run one function of each library on the same inputs (numpy arrays; float ones
+    take gradients unless wrapped in ``Fixed``) and compare the output and every
+    float input's gradient."""
+    pairs = [pair(a.a, grad=False) if isinstance(a, Fixed) else pair(np.asarray(a)) for a in inputs]
+    out = ours_fn(*[p[0] for p in pairs])
+    tout = theirs_fn(*[p[1] for p in pairs])
+    assert tuple(out.shape) == tuple(tout.shape), (out.shape, tout.shape)
+    tol = {} if atol is None else {"atol": atol, "rtol": atol}
+    torch.testing.assert_close(th(out), tout.detach(), **tol)
+    R = rng_for(name + ":cotangent").standard_normal(tuple(tout.shape)).astype(np.float32)
+    out.backward(sc.tensor(R))
+    tout.backward(torch.from_numpy(R))
+    for i, (x, tx) in enumerate(pairs):
+        if tx.requires_grad:
+            torch.testing.assert_close(
+                th(x.grad), tx.grad, msg=lambda m, i=i: f"input {i}: {m}", **tol
+            )
     return out

@@ -9,6 +9,7 @@ import torch.nn.functional as TF
 from helpers import Case
 from inputs import Away, Idx, N, Near, U
 from scellis import functional as F
+from scellis.catalog.losses import fused_cross_entropy
 from scellis.nn import functional as NF
 from scellis.ops.composites import flip
 from scellis.rng import Generator, bernoulli
@@ -142,6 +143,13 @@ for tag, kw in CE_VARIANTS:
     )
 
 CASES += [
+    # the fast tier's fused cross-entropy (ops/xent.py): the mean loss of its packed result
+    Case(
+        "softmax_xent_ignore_smooth",
+        lambda x, t: fused_cross_entropy(x, t, label_smoothing=0.2, ignore_index=3),
+        lambda x, t: CE(x, t, label_smoothing=0.2, ignore_index=3),
+        [N((2, 3, 4)), Idx((2, 3), 4, ignore=3)],
+    ),
     Case(
         "cross_entropy_ignore",
         lambda x, t: F.cross_entropy(x, t, ignore_index=-100),

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import scellis as sc
+from scellis.devices.kernel_choice import FIXED, choosing, current, with_order
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.devices.webgpu.kernels.matmul import choose_reordered_split
 from scellis.devices.webgpu.kernels.reduce import sum_error_bound
 from scellis.ir.record import load_record
 from scellis.run.conformance import load_dataset, train_steps
 from scellis.runtime.dispatch import apply
-from scellis.runtime.kernel_choice import FIXED, choosing, current, with_order
 from scellis.train.determinism import KERNELS, resolve_tier
 
 pytestmark = pytest.mark.webgpu

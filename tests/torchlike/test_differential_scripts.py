@@ -32,6 +32,7 @@ def _data() -> dict:
         "seq": rng.standard_normal((6, 5, 3)).astype(np.float32),
         "wave": rng.standard_normal((6, 2, 10)).astype(np.float32),
         "label": np.array([0, 1, 2, 3, 1, 0]) % 3,
+        "images": rng.standard_normal((6, 3, 8, 8)).astype(np.float32),
         # draws a script would make with torch.randn / randperm, made once here instead
         "noise": rng.standard_normal((8, 24, 3)).astype(np.float32),
         "perm": np.stack([rng.permutation(18) for _ in range(4)]),
@@ -54,6 +55,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "seq2seq_gru": (6, {}),
     "onecycle_windows": (8, {}),
     "grad_accum": (4, {}),
+    "cifar_cnn": (6, {}),
 }
 
 

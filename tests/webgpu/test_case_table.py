@@ -127,6 +127,8 @@ def accumulation_length(call: Call) -> int:
         return call.ins[0][-1] + 10
     if op == "dense_act_backward":  # y [2, M, N]: M rows summed per column
         return call.ins[1][1] + 10
+    if op == "softmax_xent":  # x [R, C]: C terms per row's sums, then R rows' mean
+        return call.ins[0][1] + call.ins[0][0] + 10
     if op in ("row_norm", "row_norm_backward"):  # x [..., D]: 2 (4) row sums, then products
         d = call.ins[0][-1]
         return 2 * d + 8 if op == "row_norm" else 4 * d + 10

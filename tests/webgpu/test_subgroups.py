@@ -14,6 +14,7 @@ import pytest
 import scellis as sc
 from scellis.catalog.losses import MSELoss
 from scellis.catalog.optim import Adam
+from scellis.devices.kernel_choice import FIXED, KernelChoice, choosing, current
 from scellis.devices.native_wgpu import device_features
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.devices.webgpu.gpu import AdapterInfo
@@ -22,7 +23,7 @@ from scellis.devices.webgpu.kernels.variants import subgroup_reductions
 from scellis.ops.attention import flash_attention
 from scellis.ops.composites import layer_norm, log_softmax, rms_norm, softmax
 from scellis.train import Batches, run
-from scellis.train.determinism import PROD_TOLERANCE
+from scellis.train.determinism import KERNELS, PROD_TOLERANCE
 
 pytestmark = pytest.mark.webgpu
 
@@ -40,14 +41,25 @@ OPS = {
 }
 
 
+# each backend made by ``_backend`` stands for a tier: its ops run under that tier's
+# kernel choice (``_on``); any other device runs outside a run's step (FIXED)
+_TIER_OF: dict[int, str] = {}
+
+
 def _backend(gpu, tier, subgroups=True) -> WebGPUBackend:
     """A backend on the test device's GPU for ``tier``, its subgroups turned off
     (as on an adapter without them) unless ``subgroups``."""
     dev = WebGPUBackend(gpu=gpu.gpu)
     if not subgroups:
         dev.info = dataclasses.replace(gpu.info, device_features=[])
-    dev.tier = tier
+    _TIER_OF[id(dev)] = tier
     return dev
+
+
+def _on(dev):
+    """The kernel choice ``dev``'s tier runs under."""
+    tier = _TIER_OF.get(id(dev))
+    return choosing(KERNELS[tier] if tier else FIXED)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +75,8 @@ def backends(gpu):
 
 
 def _run(f, x, device):
-    return f(sc.tensor(x, device=device)).numpy().astype(np.float64)
+    with _on(device):
+        return f(sc.tensor(x, device=device)).numpy().astype(np.float64)
 
 
 def _close(got, want, tol) -> None:
@@ -84,10 +97,10 @@ def test_features_are_asked_for_only_where_the_adapter_has_them(gpu):
 
 
 def test_the_tier_picks_the_variant():
-    assert [subgroup_reductions(True, t) for t in ("debug", "prod", "fast", None)] == [
-        False, True, True, False,
-    ]  # fmt: skip
-    assert not subgroup_reductions(False, "prod")
+    chosen = [KERNELS[t].subgroups for t in ("debug", "prod", "fast")] + [FIXED.subgroups]
+    assert [subgroup_reductions(True, c) for c in chosen] == [False, True, True, False]
+    assert not subgroup_reductions(False, KERNELS["prod"].subgroups)
+    assert KERNELS["prod"].for_inference() == KernelChoice(subgroups=True)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -114,11 +127,12 @@ def test_norm_gradients_with_subgroups(backends, rng, rms):
     w, g = rng.standard_normal(300), rng.standard_normal((5, 300))
 
     def grads(dev, dtype):
-        xt = sc.tensor(x.astype(dtype), device=dev, requires_grad=True)
-        wt = sc.tensor(w.astype(dtype), device=dev, requires_grad=True)
-        y = rms_norm(xt, wt) if rms else layer_norm(xt, 300, wt)
-        y.backward(sc.tensor(g.astype(dtype), device=dev))
-        return [t.grad.numpy().astype(np.float64) for t in (xt, wt)]
+        with _on(dev):
+            xt = sc.tensor(x.astype(dtype), device=dev, requires_grad=True)
+            wt = sc.tensor(w.astype(dtype), device=dev, requires_grad=True)
+            y = rms_norm(xt, wt) if rms else layer_norm(xt, 300, wt)
+            y.backward(sc.tensor(g.astype(dtype), device=dev))
+            return [t.grad.numpy().astype(np.float64) for t in (xt, wt)]
 
     for got, want in zip(grads(backends["prod"], np.float32), grads("reference", np.float64)):
         _close(got, want, tol)
@@ -149,10 +163,11 @@ def test_without_subgroups_the_trees_run_bit_for_bit(backends, rng, op):
 def _attention(dev, arrays, causal, dtype=np.float32):
     """The flash attention output and the gradients of q, k and v on ``dev``."""
     q, k, v, gy = (a.astype(dtype) for a in arrays)
-    ts = [sc.tensor(a, device=dev, requires_grad=True) for a in (q, k, v)]
-    y = flash_attention(*ts, causal=causal)
-    y.backward(sc.tensor(gy, device=dev))
-    return [y.detach().numpy()] + [t.grad.numpy().astype(np.float64) for t in ts]
+    with _on(dev):
+        ts = [sc.tensor(a, device=dev, requires_grad=True) for a in (q, k, v)]
+        y = flash_attention(*ts, causal=causal)
+        y.backward(sc.tensor(gy, device=dev))
+        return [y.detach().numpy()] + [t.grad.numpy().astype(np.float64) for t in ts]
 
 
 # (B, H, T, S, D): rows whose lanes split the keys of a tile, a partial last tile, T != S
@@ -200,10 +215,10 @@ def test_a_run_picks_its_tiers_kernels_and_gives_the_device_back(gpu, tier):
     rng = np.random.default_rng(5)
     xs, ys = rng.standard_normal((16, 2)).tolist(), rng.standard_normal((16, 1)).tolist()
     data = Batches(xs, ys, 8, device=gpu)
-    before, tier_before = set(gpu._pipelines), gpu.tier
+    before = set(gpu._pipelines)
     run(model, MSELoss(), Adam(model, lr=0.01), data, epochs=1, determinism_tier=tier,
         val_data=data)  # fmt: skip
     new = [code for code in gpu._pipelines if code not in before]
     assert any("fn fold(" in code for code in new)  # the norm's kernels were compiled
     assert any("enable subgroups;" in code for code in new) == (tier == "prod")
-    assert gpu.tier == tier_before
+    assert current() == FIXED  # outside the run, the kernels are debug's again

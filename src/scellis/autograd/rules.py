@@ -21,6 +21,9 @@ from .rules_attention import ATTENTION_VJP as _ATTENTION_VJP
 from .rules_dense import DENSE_READS as _DENSE_READS
 from .rules_dense import DENSE_SAVES as _DENSE_SAVES
 from .rules_dense import DENSE_VJP as _DENSE_VJP
+from .rules_loss import LOSS_READS as _LOSS_READS
+from .rules_loss import LOSS_SAVES as _LOSS_SAVES
+from .rules_loss import LOSS_VJP as _LOSS_VJP
 from .rules_norm import NORM_READS as _NORM_READS
 from .rules_norm import NORM_VJP as _NORM_VJP
 from .rules_recurrent import RECURRENT_READS as _RECURRENT_READS
@@ -303,8 +306,10 @@ VJP.update(_RECURRENT_VJP)
 VJP.update(_ATTENTION_VJP)
 VJP.update(_NORM_VJP)
 VJP.update(_DENSE_VJP)
+VJP.update(_LOSS_VJP)
 READS.update(_RECURRENT_READS)
 READS.update(_ATTENTION_READS)
 READS.update(_NORM_READS)
 READS.update(_DENSE_READS)
-SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES | _DENSE_SAVES
+READS.update(_LOSS_READS)
+SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES | _DENSE_SAVES | _LOSS_SAVES

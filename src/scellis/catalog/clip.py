@@ -25,6 +25,7 @@ from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.functional import stack
 from ..runtime.tensor import Tensor
+from .optim.flat import flat_view, view_of
 
 
 def _params(parameters) -> list[Tensor]:
@@ -57,6 +58,9 @@ def _flat(run: list[Tensor]) -> Tensor:
     view, else a gathered copy."""
     if len(run) == 1 and run[0].is_contiguous():
         return run[0].reshape((run[0].numel,))
+    whole = flat_view(run)  # already laid end to end (train.precision.widen_gradients)
+    if whole is not None:
+        return whole
     first = run[0]
     flat = zeros((sum(g.numel for g in run),), first.dtype, first.device)
     parts = [g if g.is_contiguous() else apply("copy", (g,)) for g in run]
@@ -98,10 +102,26 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tens
     else:
         raise ScellisError(f"norm_type must be > 0 or inf, got {norm_type}")
     coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
-    for p in params:
-        if p.grad is not None:
-            p.grad = p.grad * coef
+    scale_gradients(params, coef)
     return total
+
+
+@no_grad()
+def scale_gradients(params, factor: Tensor) -> None:
+    """``p.grad = p.grad * factor`` (a 0-d device tensor) for every parameter with a
+    gradient; gradients that are one flat range, in order, in one ``mul`` over it, each
+    ``.grad`` then a view of the product."""
+    held = [p for p in params if p.grad is not None]
+    flat = flat_view([p.grad for p in held]) if len(held) > 1 else None
+    if flat is None:
+        for p in held:
+            p.grad = p.grad * factor.cast(p.grad.dtype)
+        return
+    scaled = flat * factor.cast(flat.dtype)
+    at = 0
+    for p in held:
+        p.grad = view_of(scaled, at, p.grad.shape)
+        at += p.grad.numel
 
 
 @no_grad()
@@ -113,6 +133,18 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
             p.grad = p.grad.clamp(-v, v)
 
 
+class NormClip:
+    """Clipping by global norm, as a function of the parameters; its numbers stay
+    readable, so the ``fast`` tier's optimizer phase can fold a 2-norm clip into its
+    fused update (``train.guard``)."""
+
+    def __init__(self, max_norm: float, norm_type: float = 2.0):
+        self.max_norm, self.norm_type = max_norm, norm_type
+
+    def __call__(self, parameters) -> Tensor:
+        return clip_grad_norm_(parameters, self.max_norm, self.norm_type)
+
+
 def clipper(spec):
     """The record's ``grad_clip`` as a function of the parameters (None: no clipping).
     ``spec`` is a number (a max norm) or a mapping: max_norm (and norm_type), or max_value."""
@@ -120,8 +152,7 @@ def clipper(spec):
         return None
     spec = {"max_norm": spec} if isinstance(spec, (int, float)) else dict(spec)
     if "max_norm" in spec:
-        n, t = float(spec["max_norm"]), float(spec.get("norm_type", 2.0))
-        return lambda ps: clip_grad_norm_(ps, n, t)
+        return NormClip(float(spec["max_norm"]), float(spec.get("norm_type", 2.0)))
     if "max_value" in spec:
         v = float(spec["max_value"])
         return lambda ps: clip_grad_value_(ps, v)

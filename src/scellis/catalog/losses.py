@@ -10,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..base.dtypes import f32
+from ..devices.kernel_choice import current as kernel_choice
+from ..ops.xent import LOSS
 from ..runtime import functional as F
 from .registry import check_config, field, register
 
@@ -106,6 +109,8 @@ class CrossEntropyLoss(Loss):
 
     def forward(self, logits, target):
         c = self.cfg
+        if _fused_xent(logits, target, c):
+            return fused_cross_entropy(logits, target, c.label_smoothing, c.ignore_index)
         return F.cross_entropy(
             logits,
             target,
@@ -113,6 +118,29 @@ class CrossEntropyLoss(Loss):
             ignore_index=c.ignore_index,
             reduction=c.reduction,
         )
+
+
+def _fused_xent(logits, target, cfg) -> bool:
+    """Where the step's kernel choice fuses training kernels (the ``fast`` tier), a mean
+    cross-entropy of f32 logits is the fused primitive (ops/xent.py)."""
+    return (
+        kernel_choice().fused_training
+        and cfg.reduction == "mean"
+        and logits.dtype == f32
+        and not target.dtype.is_float
+        and len(logits.shape) >= 2
+    )
+
+
+def fused_cross_entropy(logits, target, label_smoothing=0.0, ignore_index=-100):
+    """The mean cross-entropy as one primitive over [rows, classes] (ops/xent.py)."""
+    c = logits.shape[-1]
+    x = logits.reshape(-1, c).contiguous()
+    t = target.reshape(-1).contiguous()
+    packed = x.prim("softmax_xent", t, label_smoothing=float(label_smoothing),
+                    ignore_index=int(ignore_index))  # fmt: skip
+    end = packed.shape[0]
+    return packed[end - LOSS : end - LOSS + 1].reshape(())
 
 
 class BCEWithLogitsLoss(Loss):

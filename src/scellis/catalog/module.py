@@ -29,6 +29,17 @@ def _stays_buffer(value) -> bool:
     return isinstance(value, Tensor) and not value.requires_grad
 
 
+class ParameterSeq(list):
+    """A list that ``next()`` also walks, for torch's ``next(model.parameters())``."""
+
+    def __next__(self):
+        at = self.__dict__.get("_next", 0)
+        if at >= len(self):
+            raise StopIteration
+        self._next = at + 1
+        return self[at]
+
+
 class Module:
     """Base of every block: holds parameters, buffers (non-trained state) and children.
 
@@ -104,8 +115,9 @@ class Module:
                 yield from c.named_parameters(f"{head}{n}.")
 
     def parameters(self, recurse: bool = True) -> list[Tensor]:
-        """A list (not a generator): it can be passed to an optimizer and read again."""
-        return [p for _, p in self.named_parameters(recurse=recurse)]
+        """A list (not a generator): it can be passed to an optimizer and read again;
+        ``next(m.parameters())`` still gives the first, as torch's generator does."""
+        return ParameterSeq(p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", persistent_only: bool = False):
         head = f"{prefix}." if prefix and not prefix.endswith(".") else prefix

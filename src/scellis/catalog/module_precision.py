@@ -3,21 +3,33 @@
 One place for what ``mixed_f16`` runs and what torch's ``autocast`` maps onto: every
 float parameter attribute swapped for its recorded cast (so gradients reach the f32
 master the optimizer owns) and float inputs cast, for the duration of a block.
+
+Parameters that are views of one buffer (an optimizer's flat parameter buffer) are cast
+in one dispatch: the span they cover is cast once and each working copy is a view of
+the result, recorded on the tape as that parameter's own ``cast`` (its VJP casts the
+gradient back to the master's dtype). A step of the d384 Transformer casts its 100-odd
+weights in one pass instead of one dispatch each.
 """
 
 from __future__ import annotations
 
 import contextlib
 
+from ..autograd import Node, is_grad_enabled, no_grad
 from ..base.dtypes import f32
+from ..base.shapes import contiguous_strides
 from ..runtime.tensor import Tensor
 
 
 @contextlib.contextmanager
-def working_copies(model, dtype):
+def working_copies(model, dtype, *, grads_as_copies: bool = False):
     """Within the block, every float parameter attribute of ``model`` is its cast to
     ``dtype`` (recorded, so gradients reach the master); restored on exit. A module's
-    ``full_precision`` names stay as they are (a quantised weight's scales)."""
+    ``full_precision`` names stay as they are (a quantised weight's scales).
+
+    ``grads_as_copies``: a master's gradient arrives in ``dtype``, as its copy's did,
+    instead of through a cast per parameter; the caller widens them (the training step
+    does, all in one cast: ``train.precision.widen_gradients``)."""
     if dtype == f32:
         yield
         return
@@ -29,12 +41,66 @@ def working_copies(model, dtype):
         keep = name in getattr(mod, "full_precision", ())
         if p.dtype.is_float and p.dtype != dtype and not keep:
             swapped.append((mod, name, p))
-            object.__setattr__(mod, name, p.cast(dtype))
+    copies = cast_together([p for _, _, p in swapped], dtype)
+    for (mod, name, _), copy in zip(swapped, copies):
+        if grads_as_copies and copy._node is not None:
+            copy._node.rule = _gradient_as_is
+        object.__setattr__(mod, name, copy)
     try:
         yield
     finally:
         for mod, name, p in swapped:
             object.__setattr__(mod, name, p)
+
+
+def _gradient_as_is(node, g):
+    """The VJP of a working copy whose master takes its gradient in the copy's dtype."""
+    return (g,)
+
+
+def cast_together(params: list[Tensor], dtype) -> list[Tensor]:
+    """Each of ``params`` cast to ``dtype``, as recorded casts; the contiguous ones that
+    share a buffer through one cast of the span they cover (``_cast_span``)."""
+    by_buf: dict[int, list[int]] = {}
+    for i, p in enumerate(params):
+        if p.is_contiguous():
+            by_buf.setdefault(id(p._buf), []).append(i)
+    out: list[Tensor | None] = [None] * len(params)
+    for idx in by_buf.values():
+        if len(idx) > 1 and _dense([params[i] for i in idx]):
+            for i, copy in zip(idx, _cast_span([params[i] for i in idx], dtype)):
+                out[i] = copy
+    return [p.cast(dtype) if c is None else c for p, c in zip(params, out)]
+
+
+def _dense(params: list[Tensor]) -> bool:
+    """Whether ``params`` fill at least half the span they cover: a cast of the span then
+    moves at most twice what casting each would."""
+    lo = min(p.offset for p in params)
+    hi = max(p.offset + p.numel for p in params)
+    return 2 * sum(p.numel for p in params) >= hi - lo
+
+
+def _cast_span(params: list[Tensor], dtype) -> list[Tensor]:
+    """Contiguous ``params`` of one buffer cast to ``dtype`` by one ``cast`` of the span
+    from the first to the last of them (elements between them are cast too, unread)."""
+    lo = min(p.offset for p in params)
+    hi = max(p.offset + p.numel for p in params)
+    first = params[0]
+    span = Tensor(first._buf, (hi - lo,), (1,), lo, first.dtype, first.device)
+    with no_grad():
+        half = span.cast(dtype)
+    record = is_grad_enabled()
+    copies = []
+    for p in params:
+        shape = tuple(p.shape)
+        c = Tensor(half._buf, shape, contiguous_strides(shape), half.offset + p.offset - lo,
+                   half.dtype, half.device)  # fmt: skip
+        if record and p.requires_grad:  # the tape sees ``p.cast(dtype)``: its VJP casts back
+            c._node = Node("cast", (p,), {"dtype": dtype.name}, (True,), shape, half.dtype)
+            c.requires_grad = True
+        copies.append(c)
+    return copies
 
 
 def to_compute(x, dtype):

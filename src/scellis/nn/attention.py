@@ -144,12 +144,31 @@ class MultiheadAttention(B.MultiHeadAttention):
 
 def causal_hint(mask, is_causal, where: str) -> bool:
     """Whether attention is causal: torch's ``is_causal`` declares a given mask to be the
-    causal mask (its hint), so the mask's values are not read; any other mask is refused."""
+    causal mask (its hint), so the mask's values are not read; without the hint a mask
+    is read once and taken if it is the causal one (as torch's own check does), and any
+    other mask is refused."""
     if mask is not None and not is_causal:
-        raise unsupported(
-            "an attention mask without is_causal=True (only the causal mask is supported)", where
-        )
+        if not _is_causal_mask(mask):
+            raise unsupported("an attention mask other than the causal one", where)
+        return True
     return bool(is_causal)
+
+
+def _is_causal_mask(mask) -> bool:
+    """Whether ``mask`` [T, T] hides exactly the future: -inf (or True) above the
+    diagonal, 0 (or False) on and below it."""
+    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+        return False
+    rows = mask.tolist()
+    boolean = mask.dtype.kind == "b"
+    for i, row in enumerate(rows):
+        for j, v in enumerate(row):
+            future = j > i
+            if boolean and bool(v) != future:
+                return False
+            if not boolean and (v != float("-inf") if future else v != 0.0):
+                return False
+    return True
 
 
 def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
@@ -158,16 +177,6 @@ def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
     cols = arange(int(sz), device=device).reshape((1, sz))
     zero = full((sz, sz), 0.0, dtype=dtype or "f32", device=device)
     return zero.where(rows >= cols, float("-inf"))
-
-
-class Transformer:
-    """Only torch's ``Transformer.generate_square_subsequent_mask``: the encoder-decoder
-    model itself is not provided (stack ``TransformerEncoderLayer``s)."""
-
-    generate_square_subsequent_mask = staticmethod(generate_square_subsequent_mask)
-
-    def __init__(self, *args, **kwargs):
-        raise unsupported("the encoder-decoder model", "Transformer")
 
 
 def _with_causal(cfg, causal: bool):

@@ -12,7 +12,11 @@ unbatched result.
 from __future__ import annotations
 
 from ..catalog import blocks as B
+from ..catalog.blocks.conv import time_padding
+from ..catalog.blocks.image_ops import adaptive_pool
 from ._home import block_args, unsupported
+from ._resample import pad_by_index
+from .functional import avg_pool1d, max_pool1d
 
 
 def _one(v, what: str, layer: str) -> int:
@@ -35,15 +39,21 @@ def _channels_last(block_forward, x):
 class Conv1d(B.Conv1d):
     """torch.nn.Conv1d(in_channels, out_channels, kernel_size, stride=1, padding=0,
     dilation=1, groups=1, bias=True, padding_mode='zeros') on [B, C, T]; ``padding``
-    may also be 'valid', 'same' or (not in torch) 'causal'."""
+    may also be 'valid', 'same' or (not in torch) 'causal'. Reflect, replicate and
+    circular padding are added before the block, which then pads no more."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None, *,
                  generator=None):  # fmt: skip
-        if padding_mode != "zeros":
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise unsupported(f"padding_mode={padding_mode!r}", "Conv1d")
         if not isinstance(padding, str):
             padding = _one(padding, "padding", "Conv1d")
+        k, d = _one(kernel_size, "kernel_size", "Conv1d"), _one(dilation, "dilation", "Conv1d")
+        edges = None
+        if padding_mode != "zeros":
+            edges = time_padding(padding, k, d, _one(stride, "stride", "Conv1d"))
+            padding = 0
         cfg = B.Conv1dConfig(
             int(in_channels),
             int(out_channels),
@@ -55,58 +65,75 @@ class Conv1d(B.Conv1d):
             bool(bias),
         )
         super().__init__(cfg, **block_args(device, dtype, generator))
+        object.__setattr__(self, "edges", (padding_mode, edges) if edges else None)
 
     def forward(self, x):
+        if self.edges:
+            mode, (lo, hi) = self.edges
+            lead = [0] * (x.ndim - 1)
+            x = pad_by_index(x, [*lead, lo], [*lead, hi], mode)
         return _channels_last(super().forward, x)
 
 
-def _pool_config(cls, layer, kernel_size, stride, padding, ceil_mode):
-    if ceil_mode:
-        raise unsupported("ceil_mode=True", layer)
+def _pool_config(cls, layer, kernel_size, stride, padding):
     k = _one(kernel_size, "kernel_size", layer)
     s = _one(stride, "stride", layer) if stride is not None else None
     return cls(k, s, _one(padding, "padding", layer))
 
 
 class MaxPool1d(B.MaxPool1d):
-    """torch.nn.MaxPool1d(kernel_size, stride=None, padding=0) on [B, C, T]."""
+    """torch.nn.MaxPool1d(kernel_size, stride=None, padding=0, dilation=1,
+    return_indices=False, ceil_mode=False) on [B, C, T]; dilation and ceil_mode take
+    ``nn.functional``'s path, the rest the catalog block."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):  # fmt: skip
-        if _one(dilation, "dilation", "MaxPool1d") != 1 or return_indices:
-            raise unsupported("dilation and return_indices", "MaxPool1d")
-        cfg = _pool_config(B.MaxPool1dConfig, "MaxPool1d", kernel_size, stride, padding, ceil_mode)
+        if return_indices:
+            raise unsupported("return_indices", "MaxPool1d")
+        cfg = _pool_config(B.MaxPool1dConfig, "MaxPool1d", kernel_size, stride, padding)
         super().__init__(cfg)
+        extra = {"dilation": _one(dilation, "dilation", "MaxPool1d"), "ceil_mode": ceil_mode}
+        object.__setattr__(self, "extra", extra if extra["dilation"] != 1 or ceil_mode else None)
 
     def forward(self, x):
+        if self.extra:
+            c = self.config
+            return max_pool1d(x, c.kernel_size, c.stride, c.padding, **self.extra)
         return _channels_last(super().forward, x)
 
 
 class AvgPool1d(B.AvgPool1d):
-    """torch.nn.AvgPool1d(kernel_size, stride=None, padding=0) on [B, C, T] (padding
-    counted in the mean, torch's default)."""
+    """torch.nn.AvgPool1d(kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True) on [B, C, T]."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):  # fmt: skip
-        if not count_include_pad:
-            raise unsupported("count_include_pad=False", "AvgPool1d")
-        cfg = _pool_config(B.AvgPool1dConfig, "AvgPool1d", kernel_size, stride, padding, ceil_mode)
+        cfg = _pool_config(B.AvgPool1dConfig, "AvgPool1d", kernel_size, stride, padding)
         super().__init__(cfg)
+        extra = {"ceil_mode": ceil_mode, "count_include_pad": count_include_pad}
+        object.__setattr__(self, "extra", extra if ceil_mode or not count_include_pad else None)
 
     def forward(self, x):
+        if self.extra:
+            c = self.config
+            return avg_pool1d(x, c.kernel_size, c.stride, c.padding, **self.extra)
         return _channels_last(super().forward, x)
 
 
 class _AdaptivePool1d(B.GlobalPool1d):
+    """Pooling to one step is the catalog's global pool; other sizes take torch's
+    adaptive windows (``nn.functional``'s)."""
+
     mode = "avg"
 
     def __init__(self, output_size):
         name = f"Adaptive{self.mode.capitalize()}Pool1d"
-        if _one(output_size, "output_size", name) != 1:
-            raise unsupported("an output_size other than 1", name)
         super().__init__(B.GlobalPool1dConfig(self.mode))
+        object.__setattr__(self, "output_size", _one(output_size, "output_size", name))
 
-    def forward(self, x):  # [B, C, T] -> [B, C, 1], as torch keeps the pooled axis
+    def forward(self, x):  # [B, C, T] -> [B, C, output_size], as torch keeps the pooled axis
+        if self.output_size != 1:
+            return adaptive_pool(x, x.ndim - 1, self.output_size, self.mode)
         unbatched = x.ndim == 2
         xb = x.unsqueeze(0) if unbatched else x
         y = super().forward(xb.permute(0, 2, 1)).unsqueeze(-1)
@@ -114,13 +141,13 @@ class _AdaptivePool1d(B.GlobalPool1d):
 
 
 class AdaptiveAvgPool1d(_AdaptivePool1d):
-    """torch.nn.AdaptiveAvgPool1d(1): the mean over time, [B, C, T] to [B, C, 1]."""
+    """torch.nn.AdaptiveAvgPool1d(output_size) on [B, C, T] or [C, T]."""
 
     mode = "avg"
 
 
 class AdaptiveMaxPool1d(_AdaptivePool1d):
-    """torch.nn.AdaptiveMaxPool1d(1): the max over time, [B, C, T] to [B, C, 1]."""
+    """torch.nn.AdaptiveMaxPool1d(output_size) on [B, C, T] or [C, T]."""
 
     mode = "max"
 

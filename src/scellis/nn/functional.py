@@ -11,9 +11,81 @@ import math
 from ..base.errors import ScellisError
 from ..catalog.blocks.common import dense
 from ..catalog.blocks.conv import time_padding
+from ..catalog.blocks.image_ops import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool2d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    max_pool2d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+)
 from ..ops import composites as C
 from ..runtime import functional as RF
 from ..runtime.tensor import Tensor
+from ._activations import (  # noqa: F401
+    celu,
+    elu,
+    glu,
+    gumbel_softmax,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    log_softmax,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softmax,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
+from ._losses import (  # noqa: F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cosine_similarity,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    legacy_reduction,
+    margin_ranking_loss,
+    mse_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
+    nll_loss,
+    pairwise_distance,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from ._missing import FUNCTIONS, refuse
+from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
+from ._sampling import affine_grid, grid_sample  # noqa: F401
+from .norms import (  # noqa: F401
+    batch_norm,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    group_norm,
+    instance_norm,
+)
+from .pairwise import bilinear  # noqa: F401
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -36,29 +108,39 @@ def sigmoid(x: Tensor) -> Tensor:
     return x.sigmoid()
 
 
-def softplus(x: Tensor) -> Tensor:
-    return x.softplus()
-
-
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return C.softmax(x, dim)
-
-
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return C.log_softmax(x, dim)
-
-
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return dense(x, weight, bias)
 
 
-def embedding(idx: Tensor, weight: Tensor) -> Tensor:
-    return C.take(weight, idx, 0)
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:  # fmt: skip
+    """Rows of ``weight``; the ``padding_idx`` row reads its value but passes no gradient
+    back (torch's rule)."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise ScellisError("F.embedding: max_norm, scale_grad_by_freq and sparse are not "
+                           "supported")  # fmt: skip
+    out = C.take(weight, input, 0)
+    if padding_idx is None:
+        return out
+    pad = padding_idx % weight.shape[0]
+    return out.where((input != pad).unsqueeze(-1), C.take(weight.detach(), input, 0))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
-    n = normalized_shape if isinstance(normalized_shape, int) else tuple(normalized_shape)[-1]
-    return C.layer_norm(x, n, weight, bias, eps)
+    """Normalised over the trailing axes ``normalized_shape`` names (seen as one axis)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) == 1:
+        return C.layer_norm(x, shape[0], weight, bias, eps)
+    if tuple(x.shape[x.ndim - len(shape) :]) != tuple(shape):
+        raise ScellisError(f"layer_norm over {shape}: the input's trailing axes are {x.shape}")
+    n = 1
+    for d in shape:
+        n *= d
+    flat = x.reshape(*x.shape[: x.ndim - len(shape)], n)
+    w = weight.reshape(n) if weight is not None else None
+    b = bias.reshape(n) if bias is not None else None
+    return C.layer_norm(flat, n, w, b, eps).reshape(x.shape)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -80,46 +162,55 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
     return _over_time(lambda x: C.conv1d(x, weight, bias, stride, lo, hi, dilation, groups), input)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0) -> Tensor:
-    s = stride or kernel_size
-    return _over_time(lambda x: C.max_pool1d(x, kernel_size, s, padding, padding), input)
+def _one(v) -> int:
+    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0) -> Tensor:
-    s = stride or kernel_size
-    return _over_time(lambda x: C.avg_pool1d(x, kernel_size, s, padding, padding), input)
+def _as_2d(fn, input, kernel_size, stride, padding, **options):
+    """A 1-d pool as the 2-d one over a height of 1 (dilation, ceil_mode and the
+    other options the time-major composites do not take)."""
+    stride = kernel_size if stride in (None, ()) else stride
+    y = fn(input.unsqueeze(-2), (1, _one(kernel_size)), (1, _one(stride)), (0, _one(padding)),
+           **options)  # fmt: skip
+    return y.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False) -> Tensor:  # fmt: skip
+    if _one(dilation) != 1 or ceil_mode or return_indices:
+        return _as_2d(max_pool2d, input, kernel_size, stride, padding,
+                      dilation=(1, _one(dilation)), ceil_mode=ceil_mode,
+                      return_indices=return_indices)  # fmt: skip
+    k, p = _one(kernel_size), _one(padding)
+    s = _one(stride) if stride not in (None, ()) else k
+    return _over_time(lambda x: C.max_pool1d(x, k, s, p, p), input)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True) -> Tensor:  # fmt: skip
+    if ceil_mode or not count_include_pad:
+        return _as_2d(avg_pool2d, input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                      count_include_pad=count_include_pad)  # fmt: skip
+    k, p = _one(kernel_size), _one(padding)
+    s = _one(stride) if stride not in (None, ()) else k
+    return _over_time(lambda x: C.avg_pool1d(x, k, s, p, p), input)
 
 
 def _classes_last(x: Tensor) -> Tensor:
     return x if x.ndim <= 2 else x.permute(0, *range(2, x.ndim), 1)
 
 
-def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction="mean",
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
+                  reduce=None, reduction="mean",
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
     logits = _classes_last(input)
+    if target.dtype.kind == "f" and tuple(target.shape) == tuple(input.shape):
+        return soft_cross_entropy(logits, _classes_last(target), weight, reduction,
+                                  label_smoothing)  # fmt: skip
     if weight is None:
         return C.cross_entropy(logits, target, label_smoothing, ignore_index, reduction)
     return weighted_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
-
-
-def nll_loss(input, target, ignore_index: int = -100, reduction="mean") -> Tensor:
-    return C.nll_loss(_classes_last(input), target, ignore_index, reduction)
-
-
-def mse_loss(input, target, reduction="mean") -> Tensor:
-    return C.mse(input, target, reduction)
-
-
-def l1_loss(input, target, reduction="mean") -> Tensor:
-    return C.l1(input, target, reduction)
-
-
-def huber_loss(input, target, reduction="mean", delta: float = 1.0) -> Tensor:
-    return C.huber(input, target, delta, reduction)
-
-
-def binary_cross_entropy_with_logits(input, target, reduction="mean") -> Tensor:
-    return C.bce_with_logits(input, target, reduction)
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -137,9 +228,10 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
 
 def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
     """torch's F.pad: ``pad`` lists (before, after) pairs from the last dim backwards;
-    constant padding only."""
-    if mode != "constant":
-        raise ScellisError(f"F.pad: only mode='constant' is supported, got {mode!r}")
+    modes 'constant', 'reflect', 'replicate' and 'circular'."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ScellisError(f"F.pad: mode {mode!r} is not one of constant, reflect, replicate, "
+                           "circular")  # fmt: skip
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ScellisError(f"F.pad: pad needs (before, after) pairs for at most {input.ndim} dims")
     lo, hi = [0] * input.ndim, [0] * input.ndim
@@ -147,6 +239,8 @@ def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
         lo[input.ndim - 1 - i], hi[input.ndim - 1 - i] = int(pad[2 * i]), int(pad[2 * i + 1])
     if min(lo + hi) < 0:
         raise ScellisError("F.pad: negative padding (cropping) is not supported; slice instead")
+    if mode != "constant":
+        return pad_by_index(input, lo, hi, mode)
     return input.pad(lo, hi, None, 0.0 if value is None else value)
 
 
@@ -183,6 +277,26 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     return w @ value
 
 
+def soft_cross_entropy(logits, probs, weight=None, reduction="mean",
+                       label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    """torch's cross entropy against class probabilities (classes last): -sum_c w_c p_c
+    log q_c per row, the mean over rows (not divided by the weights, as torch)."""
+    n_cls = logits.shape[-1]
+    if label_smoothing:
+        probs = probs * (1.0 - label_smoothing) + label_smoothing / n_cls
+    terms = C.log_softmax(logits, -1) * probs
+    if weight is not None:
+        terms = terms * weight
+    loss = -terms.sum(-1)
+    if reduction == "mean":
+        return loss.sum() * (1.0 / max(loss.numel, 1))
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ScellisError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
 def weighted_cross_entropy(logits, target, weight, ignore_index=-100, reduction="mean",
                            label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
     """torch's class-weighted cross entropy over classes last ([N, C] or [N, .., C]):
@@ -204,3 +318,8 @@ def weighted_cross_entropy(logits, target, weight, ignore_index=-100, reduction=
     if reduction == "none":
         return loss
     raise ScellisError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def __getattr__(name: str):
+    """A torch.nn.functional name not provided here: one clear error naming the way."""
+    raise refuse("nn.functional", name, FUNCTIONS)

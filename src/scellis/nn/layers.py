@@ -8,10 +8,12 @@ parameter names (torch's: ``weight``, ``bias``).
 
 from __future__ import annotations
 
+from ..base.errors import ScellisError, ShapeError
 from ..catalog import blocks as B
 from ..catalog.blocks.activation import Activation, ActivationConfig
 from ..catalog.module import Module
 from ..runtime.tensor import Tensor
+from . import functional as F
 from ._home import block_args, unsupported
 
 
@@ -37,20 +39,52 @@ class Embedding(B.Embedding):
         cfg = B.EmbeddingConfig(int(num_embeddings), int(embedding_dim), padding_idx)
         super().__init__(cfg, **block_args(device, dtype, generator))
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False,
+                        sparse=False) -> Embedding:  # fmt: skip
+        """torch's: the rows of ``embeddings`` [N, D] as they are (the padding row too,
+        which still takes no gradient); ``freeze`` stops training them."""
+        if embeddings.ndim != 2:
+            raise ScellisError(f"from_pretrained takes a 2-d [N, D] tensor, got {embeddings.shape}")
+        n, d = embeddings.shape
+        m = cls(n, d, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                device=embeddings.device.name, dtype=embeddings.dtype.name)  # fmt: skip
+        m.weight = embeddings.detach().clone().requires_grad_(not freeze)
+        if freeze:  # a frozen tensor is no longer registered by assignment; keep it a parameter
+            m._params["weight"] = m.weight
+        return m
+
 
 class LayerNorm(B.LayerNorm):
-    """torch.nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)
-    over one trailing axis (an int, or a tuple of one)."""
+    """torch.nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+    over the trailing axes ``normalized_shape`` names (an int or a tuple). Over several
+    axes, ``weight`` and ``bias`` keep torch's shape and the block sees the axes as one."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):  # fmt: skip
-        if not isinstance(normalized_shape, int):
-            shape = tuple(normalized_shape)
-            if len(shape) != 1:
-                raise unsupported("normalising over more than the last axis", "LayerNorm")
-            normalized_shape = shape[0]
-        cfg = B.LayerNormConfig(int(normalized_shape), float(eps), elementwise_affine, bias)
+        shape = (
+            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        )
+        n = 1
+        for d in shape:
+            n *= int(d)
+        cfg = B.LayerNormConfig(n, float(eps), elementwise_affine, bias)
         super().__init__(cfg, **block_args(device, dtype))
+        object.__setattr__(self, "normalized_shape", tuple(int(d) for d in shape))
+        if len(shape) > 1:
+            for name in ("weight", "bias"):
+                if getattr(self, name) is not None:
+                    setattr(self, name, self.constant(self.normalized_shape, 1.0 if name ==
+                                                      "weight" else 0.0))  # fmt: skip
+
+    def forward(self, x):
+        shape = self.normalized_shape
+        if len(shape) == 1:
+            return super().forward(x)
+        if tuple(x.shape[x.ndim - len(shape) :]) != shape:
+            raise ShapeError(f"LayerNorm{shape}: the input's trailing axes are {x.shape}")
+        return F.layer_norm(x, shape, self.weight, self.bias, self.config.eps)
 
 
 class RMSNorm(B.RMSNorm):

@@ -13,7 +13,22 @@ from . import functional as F
 MSELoss = L.MSELoss
 L1Loss = L.MAELoss
 HuberLoss = L.HuberLoss
-BCEWithLogitsLoss = L.BCEWithLogitsLoss
+
+
+class BCEWithLogitsLoss(L.BCEWithLogitsLoss):
+    """torch.nn.BCEWithLogitsLoss(weight=None, size_average=None, reduce=None,
+    reduction='mean', pos_weight=None): ``weight`` scales each element (broadcast),
+    ``pos_weight`` the positive term per class; both kept beside the Config."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
+                 pos_weight=None):  # fmt: skip
+        super().__init__(reduction=F.legacy_reduction(size_average, reduce, reduction))
+        self.weight, self.pos_weight = weight, pos_weight
+
+    def forward(self, logits, target):
+        return F.binary_cross_entropy_with_logits(
+            logits, target, self.weight, reduction=self.cfg.reduction, pos_weight=self.pos_weight
+        )
 
 
 class CrossEntropyLoss(L.CrossEntropyLoss):
@@ -41,4 +56,18 @@ class CrossEntropyLoss(L.CrossEntropyLoss):
         )
 
 
-__all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss", "MSELoss"]
+from .losses_more import (  # noqa: E402, F401  (torch's other losses)
+    BCELoss,
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    NLLLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from ..catalog import blocks as B
 from ._home import block_args, unsupported
+from .cells import run_torch_style
+from .utils.rnn import PackedSequence
 
 
 def _config(cls, name, input_size, hidden_size, num_layers, bias, dropout, bidirectional,
@@ -27,8 +29,14 @@ class _TorchRecurrent:
     """torch's calling convention around ``run`` (batch-first [B, T, F] underneath)."""
 
     batch_first = False
+    kind = "lstm"
+
+    def flatten_parameters(self) -> None:
+        """torch's cuDNN weight compaction: nothing to do here."""
 
     def _call(self, x, state):
+        if isinstance(x, PackedSequence):  # step by step, each sequence to its own length
+            return run_torch_style(self, self.kind, x, state, self.batch_first)
         unbatched = x.ndim == 2
         if unbatched:
             x = x.unsqueeze(0 if self.batch_first else 1)
@@ -73,6 +81,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
 class GRU(_TorchRecurrent, B.GRU):
     """torch.nn.GRU(input_size, hidden_size, num_layers=1, bias=True,
     batch_first=False, dropout=0.0): ``forward(x, h0=None)`` returns ``(output, h_n)``."""
+
+    kind = "gru"
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None, *,

@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (register)
     attention,
     dense,
     elementwise,
+    fused_step,
     indexing,
     linalg,
     movement,
@@ -13,5 +14,6 @@ from . import (  # noqa: F401  (register)
     random,
     recurrent,
     reduce,
+    xent,
 )
 from .table import OPS, OpDef, Spec, get_op  # noqa: F401

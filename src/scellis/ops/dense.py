@@ -2,7 +2,7 @@
 
 ``dense_act(x [M, K], w [N, K], b [N], act=...)`` is ``act(x @ w^T + b)`` in one
 kernel, the ``fast`` tier's training form of a dense layer followed by its activation
-(``runtime.kernel_choice``). Its result packs two [M, N] slots: 0 the activation, 1
+(``devices.kernel_choice``). Its result packs two [M, N] slots: 0 the activation, 1
 the pre-activation, which the backward reads instead of recomputing it; callers take
 slot 0. ``dense_act_backward(g, y)`` (g: the packed result's cotangent, y: the packed
 result) gives, in one flat buffer, the pre-activation's gradient [M, N] and then the

@@ -155,11 +155,21 @@ def is_gated(specs, grads: int = 1) -> bool:
     return len(specs) > grads and specs[grads].dtype == bool_ and tuple(specs[grads].shape) == ()
 
 
+def reads_stats(attrs: dict) -> bool:
+    """Whether the input after the gradient(s) is ``grad_stats``' f32 [3] result
+    (``ops.fused_step``) instead of a gate: the update then writes nothing where its
+    finite flag is 0 and scales each gradient element by its clip factor."""
+    return bool(attrs.get("stats"))
+
+
 def _update_infer(op: str):
     def infer(specs: list[Spec], attrs: dict) -> list[Spec]:
         k = grad_count(attrs)
         grads = specs[:k]
-        targets = specs[k + 1 :] if is_gated(specs, k) else specs[k:]
+        if reads_stats(attrs) and (len(specs) <= k or tuple(specs[k].shape) != (3,)):
+            raise ShapeError(f"{op} with stats reads grad_stats' [3] result after the gradients")
+        extra = reads_stats(attrs) or is_gated(specs, k)
+        targets = specs[k + 1 :] if extra else specs[k:]
         want = 1 + len(state_names(op, attrs))
         if k < 1 or len(targets) != want:
             raise ShapeError(
@@ -185,7 +195,8 @@ def _update_infer(op: str):
 
 def _gather_infer(specs: list[Spec], attrs: dict) -> list[Spec]:
     *ins, out = specs
-    _float_dtype(specs)
+    # f16 inputs widen into the f32 target as they are copied: a mixed step's gradients
+    _float_dtype([out, *(s for s in ins if s.dtype.name != "f16")])
     total = sum(_numel(s.shape) for s in ins)
     if len(out.shape) != 1 or out.shape[0] != total:
         raise ShapeError(f"flat_gather of {total} elements into a target of shape {out.shape}")
@@ -225,7 +236,7 @@ for _op in UPDATE_OPS:
             "optim",
             -1,  # the gradient(s), and optionally the gate
             _update_infer(_op),
-            attrs=_ATTRS[_op] + ("grads",),
+            attrs=_ATTRS[_op] + ("grads", "stats"),
             doc="fused in-place optimizer step: grad -> params and state (targets)",
             tags=frozenset({"inplace"}),
         )

@@ -154,7 +154,7 @@ class TensorNN:
         """``forward(self, **attrs)`` recorded as one tape node with VJP ``rule``, for
         composites whose gradient has a shorter form than their ops' (``primitive.
         apply_with_vjp``)."""
-        return apply_with_vjp(name, self, forward, rule, attrs)
+        return apply_with_vjp(name, (self,), forward, rule, attrs)
 
     def prim(self, op, *others, **attrs):
         """Any primitive by name, for rules and blocks that use fused ops."""

@@ -13,9 +13,15 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   ``bench/conformance.py``.
 * ``fast``: prod's reordered kernels plus fused training kernels: a dense layer's
   matmul, bias and activation in one kernel that keeps the pre-activation for a fused
-  backward (on the reference device and CPU-emulated adapters: the blocks' own choice,
-  ``catalog.blocks.common``), and one optimizer dispatch reading every gradient where
-  it lies (no gather into a flat buffer first); within prod's tolerance of the reference. Every
+  backward (``catalog.blocks.common.dense_act``), one optimizer dispatch reading every
+  gradient where
+  it lies (no gather into a flat buffer first), the optimizer phase's overflow
+  guard, gradient clipping and the loop's tally fused (``ops.fused_step``, one
+  gradient-statistics op the update reads), the mean cross-entropy as one primitive
+  (``ops.xent``), and, on a GPU, a small recurrent layer's sequence in one launch each
+  way (``webgpu/kernels/recurrent_sequence.py``): fewer launches per step, which is
+  what a replayed step's time is on a real GPU; within prod's tolerance of the
+  reference. Every
   inference forward of the run (validation passes) and of a trained run (evaluate,
   predict, forecast, generate) is the compiled forward with fused elementwise chains
   and matmul epilogues (``ir.compiled``); fused values stay in f32 registers, so they
@@ -23,10 +29,12 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   ``FAST_FORWARD_TOLERANCE``.
 
 Which kernels a tier's training step uses is decided here, once: ``KERNELS`` maps a
-tier to its ``runtime.kernel_choice.KernelChoice``, which the train loop sets around
-each step. ``prod``'s reordered kernel is the split-K matmul of a tall-K product (a
-weight gradient summed over many tokens): its K is cut into parts summed one after
-the other, where ``debug`` sums every k in one fixed sequence.
+tier to its ``devices.kernel_choice.KernelChoice`` (reordered sums, fused training
+kernels, subgroup reductions), which the train loop sets around each step and, for
+its reduction variants alone, around each validation pass. ``prod``'s reordered
+kernel is the split-K matmul of a tall-K product (a weight gradient summed over many
+tokens): its K is cut into parts summed one after the other, where ``debug`` sums
+every k in one fixed sequence.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..base.errors import ScellisError
-from ..runtime.kernel_choice import FIXED, KernelChoice
+from ..devices.kernel_choice import FIXED, KernelChoice
 
 TIERS = ("debug", "prod", "fast")
 
@@ -61,11 +69,11 @@ PROD_TOLERANCE = {
     },
 }
 
-# the training kernels each tier may use (runtime.kernel_choice)
+# the training kernels each tier may use (devices.kernel_choice)
 KERNELS = {
     "debug": FIXED,
-    "prod": KernelChoice(reordered=True),
-    "fast": KernelChoice(reordered=True, fused_training=True),
+    "prod": KernelChoice(reordered=True, subgroups=True),
+    "fast": KernelChoice(reordered=True, fused_training=True, subgroups=True),
 }
 
 # the fused inference forward against the eager one, relative to the largest output

@@ -16,9 +16,15 @@ skipped.
 
 from __future__ import annotations
 
+import weakref
+
 from ..autograd import no_grad
-from ..catalog.clip import reduce_gradients
+from ..base.dtypes import f32
+from ..catalog.clip import NormClip, reduce_gradients, scale_gradients
 from ..catalog.optim import Optimizer, flat_view
+from ..devices.kernel_choice import current as kernel_choice
+from ..ops.fused_step import FINITE, STATS
+from ..runtime.creation import zeros
 from ..runtime.dispatch import apply, apply_inplace
 from ..runtime.tensor import Tensor
 
@@ -32,14 +38,6 @@ def finite_flag(params) -> Tensor | None:
     if not grads:
         return None
     return reduce_gradients(grads, lambda f: (f * 0.0).sum()) == 0.0
-
-
-@no_grad()
-def scale_grads(params, factor: Tensor) -> None:
-    """``p.grad *= factor`` (a 0-d device tensor) for every parameter with a gradient."""
-    for p in params:
-        if p.grad is not None:
-            p.grad = p.grad * factor.cast(p.grad.dtype)
 
 
 def _live_buffers(optimizer) -> dict:
@@ -82,13 +80,66 @@ def _fused_step(optimizer) -> bool:
     )
 
 
+class StepStats:
+    """The fused optimizer phase's verdict: ``grad_stats``' result (ops.fused_step: the
+    norm, the clip factor and the finite flag), what the loop's tally reads in place
+    of the flag; ``flag()`` gives the flag as a 0-d bool where something needs one."""
+
+    def __init__(self, stats: Tensor):
+        self.stats = stats
+
+    def flag(self) -> Tensor:
+        return self.stats[FINITE] != 0.0
+
+
+# each optimizer's grad_stats target, made once: a buffer made before a recorded step
+# and the same in every step, so a replayed step writes it in place
+_STATS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fusable(params, optimizer, clip, guard: bool) -> list[Tensor] | None:
+    """The gradients the fused phase reads, or None where it does not apply: only on a
+    tier that fuses training kernels, with the overflow guard on (the fused update
+    skips a non-finite step), a catalog optimizer's fused update, a 2-norm clip or
+    none, and f32 gradients on one device."""
+    if not (guard and kernel_choice().fused_training and _fused_step(optimizer)):
+        return None
+    if clip is not None and not (isinstance(clip, NormClip) and clip.norm_type == 2.0):
+        return None
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads or any(g.dtype != f32 or g.device is not grads[0].device for g in grads):
+        return None
+    return [g if g.is_contiguous() else apply("copy", (g,)) for g in grads]
+
+
+@no_grad()
+def fused_update(grads, optimizer, clip) -> StepStats:
+    """The guard, the clip and the step as two ops: ``grad_stats`` over every gradient
+    where it lies, then the update reading its result."""
+    stats = _STATS.get(optimizer)
+    if stats is None or stats.device is not grads[0].device:
+        stats = _STATS[optimizer] = zeros((STATS,), f32, grads[0].device)
+    limit = clip.max_norm if clip is not None else 0.0
+    apply_inplace("grad_stats", tuple(grads), (stats,), max_norm=limit)
+    optimizer.step_with(stats)
+    return StepStats(stats)
+
+
 def loop_update(params, optimizer, clip, *, scale=None, guard: bool = True, scaler=None):
     """The train loop's optimizer phase (``train.step.train_step``'s ``update``), in its
     order: gradients divided by the loss ``scale`` (a 0-d device tensor, under loss
     scaling), the finite flag (with ``guard``), clipping, the guarded step, then the
-    loss ``scaler``'s update from the flag. Returns the flag (None unguarded)."""
+    loss ``scaler``'s update from the flag. Returns the flag (None unguarded), or, on
+    the ``fast`` tier's fused phase (``fused_update``), its ``StepStats``."""
     if scale is not None:
-        scale_grads(params, 1.0 / scale)
+        scale_gradients(params, 1.0 / scale)
+    params = list(params)
+    grads = _fusable(params, optimizer, clip, guard)
+    if grads is not None:
+        done = fused_update(grads, optimizer, clip)
+        if scaler is not None and scaler.dynamic:
+            scaler.update(done.flag())
+        return done
     ok = finite_flag(params) if guard else None
     if clip is not None:
         clip(params)

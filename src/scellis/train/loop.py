@@ -17,41 +17,26 @@ including the device time since the last readback), ``eval``, ``epoch``,
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from functools import partial
 
 from ..autograd import no_grad
 from ..catalog.clip import clipper
 from ..catalog.sched import ReduceOnPlateau
+from ..devices.kernel_choice import choosing
 from ..ops.composites import stack
 from ..runtime.creation import full, zeros
-from ..runtime.kernel_choice import choosing
+from ..runtime.dispatch import apply_inplace
 from ..runtime.tensor import Tensor
 from .data import batch_rows
 from .determinism import resolve_tier
 from .evaluation import validation_pass
 from .events import End, Eval, Log, Start
 from .fit_config import FitConfig
-from .guard import loop_update
+from .guard import StepStats, loop_update
 from .precision import resolve_precision
 from .replay import TrainReplay, replays
 from .state import TrainState
 from .step import train_step
-
-
-@contextmanager
-def kernels_for(device, tier: str):
-    """Inside, ``device`` picks its kernel variants for ``tier`` (a device whose kernels
-    have none ignores it); the device's earlier tier comes back after, so eager work
-    outside a run keeps the debug kernels."""
-    if not hasattr(device, "tier"):
-        yield
-        return
-    before, device.tier = device.tier, tier
-    try:
-        yield
-    finally:
-        device.tier = before
 
 
 class _Run:
@@ -81,9 +66,9 @@ class _Run:
 
     # -- the step: device work only --
     def step(self, x, y) -> None:
-        # the tier's kernels (train.determinism.KERNELS; the device's variants by tier);
-        # a recorded step keeps them
-        with choosing(self.tier.kernels), kernels_for(self.device, self.tier.effective):
+        # the tier's kernels (train.determinism.KERNELS, devices.kernel_choice: reordered,
+        # fused and subgroup variants alike); a recorded step keeps them
+        with choosing(self.tier.kernels):
             if self.replay is not None:
                 self.replay.step(self, x, y)  # the recorded schedule, or this eager step
                 return
@@ -118,6 +103,9 @@ class _Run:
             self.acc = [zeros((), value.dtype, self.device) for _ in range(2)]
             self.acc.append(full((), done, value.dtype, self.device))
         total, good, skipped = self.acc
+        if isinstance(ok, StepStats):  # the fused phase: one in-place op, no new tensors
+            apply_inplace("step_tally", (value, ok.stats), tuple(self.acc))
+            return
         if ok is None:
             self.acc = [total + value, good + 1.0, skipped]
         else:
@@ -164,7 +152,8 @@ class _Run:
 
     async def evaluate(self) -> Eval:
         ts = self.ts
-        with kernels_for(self.device, self.tier.effective):
+        # the tier's reduction variants; its training kernels are the steps' alone
+        with choosing(self.tier.kernels.for_inference()):
             val, metrics = await validation_pass(
                 self.model, self.loss, self.config.val_data, seed=ts.seed,
                 compute=self.prec.compute, metrics=self.config.metrics, read=self._read,

@@ -20,6 +20,7 @@ from ..catalog.module_precision import to_compute, working_copies  # noqa: F401 
 from ..runtime.creation import full
 from ..runtime.tensor import Tensor
 from .guard import loop_update
+from .precision import widen_gradients
 
 
 def unlabelled(name: str):
@@ -82,7 +83,8 @@ def train_step(
     the prediction, the target and the loss before backward (the tracer reads the tape there)."""
     with phase("forward"):
         optimizer.zero_grad()
-        with working_copies(model, compute):
+        # the masters' gradients arrive in the compute dtype and are widened together
+        with working_copies(model, compute, grads_as_copies=True):
             pred = model(*to_compute(tuple(inputs), compute))
     with phase("loss"):
         if isinstance(pred, Tensor) and pred.dtype == f16:
@@ -94,6 +96,7 @@ def train_step(
         observe(pred, y, value)
     with phase("backward"):
         (value * scale if scale is not None else value).backward()
+        widen_gradients(model.parameters())
     with no_grad(), phase("optimizer"):
         done = update(model.parameters(), optimizer, clip)
     return value, done

@@ -1,8 +1,8 @@
 """The built-in blocks (catalog layer): importing this package registers every ``nn/*`` id.
 
 Each family lives in its own module: dense (linear), recurrent, convolution over time
-(conv), pooling (pool), attention, transformer, position, norm, compose and heads. All
-forwards are written with tensor methods and composites only, so they run on every
+(conv), images (image), pooling (pool), attention, transformer, position, norm, compose
+and heads. All forwards are written with tensor methods and composites only, so they run on every
 device and in the browser.
 """
 
@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     compose,
     conv,
     heads,
+    image,
     linear,
     norm,
     onnx_op,
@@ -32,6 +33,15 @@ from .heads import (  # noqa: F401
     LMHeadConfig,
     RegressionHead,
     RegressionHeadConfig,
+)
+from .image import (  # noqa: F401
+    AvgPool2d,
+    BatchNorm2d,
+    BatchNorm2dConfig,
+    Conv2d,
+    Conv2dConfig,
+    MaxPool2d,
+    Pool2dConfig,
 )
 from .linear import (  # noqa: F401
     MLP,

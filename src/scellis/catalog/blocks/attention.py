@@ -244,8 +244,10 @@ class MultiHeadAttention(Block):
         k, v = self.share(k, v)
         if self._flash(mask, x.device, B * c.num_heads, T, S):
             scale = 1.0 / math.sqrt(head_size(c))
-            y = flash_attention(q, k, v, c.causal, scale).cast(v.dtype)
-            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, head_size(c) * c.num_heads))
+            # cast after the permute: the cast's output is the [B, T, H, D] layout the
+            # reshape reads, so an f16 step makes no copy of it
+            y = flash_attention(q, k, v, c.causal, scale).permute(0, 2, 1, 3).cast(v.dtype)
+            return self.o(y.reshape(B, T, head_size(c) * c.num_heads))
         q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(mask, T, S, x.device), c.dropout, self.training)
         return self.o(y)
@@ -268,8 +270,8 @@ class MultiHeadAttention(Block):
         S = k.shape[2]
         if self._flash(None, x.device, B * c.num_heads, T, S) and (at == 0 or T == 1):
             scale = 1.0 / math.sqrt(head_size(c))
-            y = flash_attention(q, k, v, T > 1, scale).cast(v.dtype)
-            return self.o(y.permute(0, 2, 1, 3).reshape(B, T, head_size(c) * c.num_heads))
+            y = flash_attention(q, k, v, T > 1, scale).permute(0, 2, 1, 3).cast(v.dtype)
+            return self.o(y.reshape(B, T, head_size(c) * c.num_heads))
         q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(None, T, S, x.device, at), 0.0, False)
         return self.o(y)

@@ -13,9 +13,10 @@ from ...autograd import no_grad
 from ...base.dtypes import DType, as_dtype, f32
 from ...base.rng import Generator
 from ...devices.base import get_device
+from ...devices.kernel_choice import current as kernel_choice
 from ...runtime.creation import full, generator, rand, randn
 from ...runtime.dispatch import default_device
-from ...runtime.kernel_choice import current as kernel_choice
+from ...runtime.primitive import apply_with_vjp
 from ...runtime.tensor import Tensor
 from ..module import Module
 from ..registry import check_config
@@ -69,12 +70,37 @@ class Block(Module):
 
 
 def dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ weight.T + bias`` over the last axis (torch's F.linear) as one 2-d matmul."""
+    """``x @ weight.T + bias`` over the last axis (torch's F.linear) as one 2-d matmul.
+
+    On the tape it is one node: its VJP is the two matmuls and the bias's column sum
+    that the forward's ops' own VJPs come to, without the nodes of its reshapes,
+    transposed view and broadcast (a Linear layer's backward was six nodes, most of a
+    small layer's host time)."""
+    inputs = (x, weight) if bias is None else (x, weight, bias)
+    return apply_with_vjp("dense", inputs, _dense, _dense_vjp, {}, _dense_reads(inputs))
+
+
+def _dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     lead = x.shape[:-1]
     y = x.reshape(-1, x.shape[-1]) @ weight.mT
     if bias is not None:
         y = y + bias
     return y.reshape(*lead, weight.shape[0])
+
+
+def _dense_reads(inputs: tuple) -> tuple:
+    # the input's gradient reads the weight, the weight's reads the input
+    return (inputs[1].requires_grad, inputs[0].requires_grad) + (False,) * (len(inputs) - 2)
+
+
+def _dense_vjp(node, g):
+    x, weight = node.inputs[0], node.inputs[1]
+    needs = node.needs
+    g2 = g.reshape(-1, g.shape[-1])
+    gx = (g2 @ weight.detach()).reshape(x.shape) if needs[0] else None
+    gw = g2.mT @ x.detach().reshape(-1, x.shape[-1]) if needs[1] else None
+    gb = g2.sum(0) if len(needs) > 2 and needs[2] else None
+    return gx, gw, gb
 
 
 ACTIVATIONS = {
@@ -86,21 +112,12 @@ ACTIVATIONS = {
 }
 
 
-def _walks_well(device) -> bool:
-    """Whether the fused backward's one invocation per column, walking every row, suits
-    ``device``: on the reference device and CPU-emulated adapters it saves a launch; on a
-    real GPU the walk leaves most of the chip idle (on an H100 the char Transformer's
-    fast step ran 1.7x slower than prod's with it), so there the layer stays unfused."""
-    info = getattr(device, "info", None)
-    return info is None or bool(getattr(info, "software", False))
-
-
 def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
     """``ACTIVATIONS[activation](dense(x, weight, bias))``. Where the step's kernel
     choice fuses training kernels (the ``fast`` tier) and the layer is f32 with a bias,
     it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward that
     keeps the pre-activation, and a fused backward."""
-    fused = kernel_choice().fused_training and bias is not None and _walks_well(x.device)
+    fused = kernel_choice().fused_training and bias is not None
     if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
         return ACTIVATIONS[activation](dense(x, weight, bias))
     lead = x.shape[:-1]

@@ -13,7 +13,7 @@ Dispatches per group and step on WebGPU, in the usual case (every parameter has 
 contiguous gradient): ``ceil(N / (maxStorageBuffersPerShaderStage - 2))`` gathers for
 N parameters (one for N <= 30 on a 32-binding adapter) plus one update; a
 non-contiguous gradient adds one copy. Where the step's kernel choice fuses training
-kernels (the ``fast`` tier, ``runtime.kernel_choice``), the update reads the gradients
+kernels (the ``fast`` tier, ``devices.kernel_choice``), the update reads the gradients
 where they lie instead (the multi-tensor form of the update op): one dispatch per
 group for up to about 27 gradients (AdamW) on such an adapter, and no gather. On the
 other tiers the gather disappears once the tape accumulates each leaf's gradient
@@ -37,12 +37,12 @@ import dataclasses
 
 from ...autograd import enable_grad, no_grad
 from ...base.errors import ScellisError
+from ...devices.kernel_choice import current as kernel_choice
 from ...ops.optim import state_names
 from ...runtime.creation import tensor as _tensor
 from ...runtime.creation import zeros
 from ...runtime.dispatch import apply, apply_inplace
 from ...runtime.inplace import transfer
-from ...runtime.kernel_choice import current as kernel_choice
 from ...runtime.tensor import Tensor
 from ..host_steps import noted
 from ..registry import check_config
@@ -131,6 +131,7 @@ class Optimizer:
         self.param_groups: list[dict] = []
         self._groups: list[_Group] = []
         self.step_count = 0
+        self._stats = False  # the last update read grad_stats' result (step_with)
         if hasattr(params, "named_parameters") and hasattr(params, "set_parameter"):
             self._add(_trainable(params), {})
             return
@@ -190,13 +191,20 @@ class Optimizer:
         The host's step counts advance either way (the host never learns the flag)."""
         self._update(ok)
 
+    def step_with(self, stats: Tensor) -> None:
+        """``step()`` reading ``grad_stats``' result (ops.fused_step): nothing is written
+        where its finite flag is 0, and each gradient element is scaled by its clip
+        factor as the update reads it (the ``fast`` tier's optimizer phase)."""
+        self._update(stats, stats=True)
+
     def rate_stepped(self, scheduler) -> None:
         """A scheduler of this optimizer stepped (see ``catalog.host_steps``)."""
         noted(scheduler)
 
     @no_grad()
-    def _update(self, gate: Tensor | None = None) -> None:
+    def _update(self, gate: Tensor | None = None, stats: bool = False) -> None:
         noted(self)
+        self._stats = stats  # as the recorded step ran it (host_step's attrs say so too)
         for opts, grp in zip(self.param_groups, self._groups):
             grp.rehome()
             grp.multi = {}
@@ -209,6 +217,8 @@ class Optimizer:
                 if len(grads) > 1:
                     attrs["grads"] = len(grads)
                     grp.multi[(i, j)] = len(grads)
+                if stats:
+                    attrs["stats"] = True
                 inputs = grads if gate is None else (*grads, gate)
                 apply_inplace(self.op, inputs, tuple(targets), **attrs)
                 for k in range(i, j):
@@ -232,6 +242,8 @@ class Optimizer:
                 attrs = self.attrs(opts, grp.steps[i] + 1)
                 if (i, j) in grp.multi:  # as the recorded step ran it
                     attrs["grads"] = grp.multi[(i, j)]
+                if self._stats:
+                    attrs["stats"] = True
                 out.append(attrs)
                 for k in range(i, j):
                     grp.steps[k] += 1

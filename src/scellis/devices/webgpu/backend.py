@@ -16,6 +16,7 @@ from collections import OrderedDict
 from ...base.dtypes import DType, f32
 from ...base.errors import DeviceError, LimitError
 from ..base import Buffer, OneInstance, View
+from ..kernel_choice import current as kernel_choice
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
@@ -94,10 +95,6 @@ class WebGPUBackend(OneInstance):
         self.recorder = None
         # (op, host seconds to encode and launch it) while a profile collects them
         self.host_times: list | None = None
-        # the determinism tier of the run whose step or validation pass is being encoded
-        # (None: no run's, and the kernels are debug's); it picks kernel variants
-        # (kernels/variants.py)
-        self.tier: str | None = None
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -198,6 +195,10 @@ class WebGPUBackend(OneInstance):
         free.clear()
 
     def empty_pool(self) -> None:
+        """Destroy the free storages the pool keeps (queued work that binds one is
+        submitted first)."""
+        if self._pool:
+            self.gpu.flush()
         for lst in self._pool.values():
             for st in lst:
                 for c in st.chunks:
@@ -333,7 +334,7 @@ class WebGPUBackend(OneInstance):
     def _source(self) -> Source:
         return Source(
             self.limits, self.info.has_f16, software=self.info.software,
-            subgroups=subgroup_reductions(self.info.subgroups_on, self.tier),
+            subgroups=subgroup_reductions(self.info.subgroups_on, kernel_choice().subgroups),
         )  # fmt: skip
 
     def _scratch(self, numel: int) -> View:

@@ -30,7 +30,7 @@ MAX_ENTRIES = 4096  # signatures kept; the oldest beyond this are built again
 # tiles, scratch budgets) that tuning runs and tests change while a backend is open,
 # which no signature sees; and ops whose attrs change every call (the optimizers' step
 # counts, random draws) would only fill the cache. None of these three reads the
-# Source's ``subgroups`` variant (set by the backend's tier), which the key leaves out.
+# Source's ``subgroups`` variant (the kernel choice's), which the key leaves out.
 CACHED_BUILDERS = frozenset([elementwise, fill, matmul_kernel])
 _NOT_KEPT = ()  # the entry of a signature whose launches bind a buffer no slot names
 

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     attention,
     dense,
     elementwise,
+    fused_step,
     index,
     layout,
     matmul,
@@ -14,6 +15,7 @@ from . import (  # noqa: F401
     random,
     recurrent,
     reduce,
+    xent,
 )
 
 KERNELS: dict = {}
@@ -21,6 +23,7 @@ for _mod in (
     attention,
     dense,
     elementwise,
+    fused_step,
     random,
     reduce,
     layout,
@@ -31,5 +34,6 @@ for _mod in (
     optim,
     recurrent,
     norm,
+    xent,
 ):
     KERNELS.update(_mod.KERNELS)

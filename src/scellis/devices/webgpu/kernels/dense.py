@@ -6,19 +6,21 @@ each accumulator, writing the activation to slot 0 and the pre-activation to slo
 of the packed [2, M, N] result: one launch where the unfused layer takes a matmul, a
 bias add and an activation. Never split along K: the epilogue needs the whole sum.
 
-``dense_act_backward``: one invocation per column n walks the rows m = 0..M-1 in
-order, writes d = g * act'(pre) and adds it to the column's sum, the bias gradient:
-one launch where the unfused backward takes an activation gradient and a column sum.
-The order is fixed by the shape (no atomics), so repeated runs are bitwise equal. One
-invocation per column suits a software adapter and layers of many columns; a GPU with
-a narrow layer over very many rows would want the rows split too (not done yet).
+``dense_act_backward``: one launch. Each workgroup owns ``BACK_COLUMNS`` adjacent
+columns and splits their rows among ``BACK_LANES`` row lanes: the invocation at
+(lane, column) walks rows lane, lane + BACK_LANES, ..., writes d = g * act'(pre) and
+sums its d; then the workgroup adds its lanes' sums in lane order, the bias gradient.
+One launch where the unfused backward takes an activation gradient and a column sum,
+with 16x the invocations of one walk per column (which left a GPU mostly idle on a
+narrow layer over many rows). The order is fixed by the shape (no atomics), so
+repeated runs are bitwise equal.
 """
 
 from __future__ import annotations
 
 from ....base.dtypes import f32
 from ...base import View
-from .common import Source, grid_1d, main_1d
+from .common import Source, grid_1d
 from .elementwise import expression
 from .mathlib import helpers_for
 from .matmul import matmul_kernel
@@ -38,6 +40,9 @@ _BACKWARD_INLINE = {
     "relu": "select(0.0, b, a > 0.0)",
     "tanh": "b * (1.0 - y * y)",  # from the activation, as tanh's own VJP takes it
 }
+# the backward's workgroup: adjacent columns (consecutive addresses in a row), and the
+# row lanes that split each column's rows
+BACK_COLUMNS, BACK_LANES = 16, 16
 # matmul.py's meta words: M, N and the output's offset
 _M, _N, _OC = 0, 1, 12
 
@@ -103,18 +108,33 @@ def dense_act_backward(src: Source, op: str, ins, outs, attrs):
     expr = _BACKWARD_INLINE.get(act) or expression(src, _BACKWARD_OPS[act], [_D(), _D()], _D(), {})
     src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
     src.fns.append(f"fn sc_dact(a: f32, b: f32, y: f32) -> f32 {{ return {expr}; }}")
-    body = f"""  let M = mt[{at}u]; let N = mt[{at + 1}u]; let mn = M * N;
+    src.decls.append(f"var<workgroup> lane_sums: array<f32, {BACK_COLUMNS * BACK_LANES}>;")
+    src.body = f"""@compute @workgroup_size({BACK_COLUMNS * BACK_LANES})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {{
+  let M = mt[{at}u]; let N = mt[{at + 1}u]; let mn = M * N;
   let og = mt[{at + 2}u]; let oy = mt[{at + 3}u]; let oo = mt[{at + 4}u];
+  let c = lid % {BACK_COLUMNS}u; let lane = lid / {BACK_COLUMNS}u;
+  let i = (wid.x + wid.y * nwg.x) * {BACK_COLUMNS}u + c;
   var s = 0.0;
-  for (var r = 0u; r < M; r++) {{
-    let e = r * N + i;
-    let d = sc_dact(ld_y(oy + mn + e), ld_g(og + e), ld_y(oy + e));
-    st_o(oo + e, d);
-    s += d;
+  if (i < N) {{
+    for (var r = lane; r < M; r += {BACK_LANES}u) {{
+      let e = r * N + i;
+      let d = sc_dact(ld_y(oy + mn + e), ld_g(og + e), ld_y(oy + e));
+      st_o(oo + e, d);
+      s += d;
+    }}
   }}
-  st_o(oo + mn + i, s);"""
-    src.body = main_1d(body)
-    return grid_1d(n, src.limits)
+  lane_sums[lid] = s;
+  workgroupBarrier();
+  if (lane == 0u && i < N) {{
+    var t = 0.0;
+    for (var k = 0u; k < {BACK_LANES}u; k++) {{ t += lane_sums[k * {BACK_COLUMNS}u + c]; }}
+    st_o(oo + mn + i, t);
+  }}
+}}
+"""
+    return grid_1d(n, src.limits, BACK_COLUMNS)
 
 
 KERNELS = {"dense_act": dense_act, "dense_act_backward": dense_act_backward}

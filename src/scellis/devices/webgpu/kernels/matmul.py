@@ -36,7 +36,7 @@ scratch storage, on smaller tiles (``SPLIT_TILES``), then a second launch sums t
 in order. Smaller products keep the ``TILES`` kernel, so their results (and the small
 models' losses) are unchanged. Where the caller allows another order
 (``attrs["_order"] == "split_k"``: the prod and fast tiers' training steps, see
-``runtime.kernel_choice``), a tall-K product of the ``TILES`` sizes is split the same
+``devices.kernel_choice``), a tall-K product of the ``TILES`` sizes is split the same
 way (``choose_reordered_split``): more, shorter sums in flight, other rounding than
 the one sequential sum ``debug`` keeps.
 
@@ -390,6 +390,9 @@ class Reg:
     bk: int
     unroll: int = 1  # k steps per iteration of the inner loop
     ks: int = 1  # K-split groups inside the workgroup
+    # f16 operands stay f16 in registers and workgroup memory, widened to f32 as the
+    # inner loop reads them (``ks`` = 1 only); f32 operands run as without it
+    half_shared: bool = False
 
     @property
     def wgx(self) -> int:
@@ -434,6 +437,11 @@ REGS = {
     # where 8 x 8 leaves the adapter short of invocations; benchmarks only until measured
     "r64t4": Reg(64, 64, 4, 8, 16, unroll=4),
     "r32x64t4": Reg(32, 64, 4, 8, 16, unroll=4),
+    # f16 operands staged as f16 (half the workgroup memory traffic, a widening per read
+    # in the inner loop): benchmarks only until measured faster than their f32-staged twins
+    "r128h": Reg(128, 128, 8, 8, 16, unroll=8, half_shared=True),
+    "r128x64h": Reg(128, 64, 8, 8, 16, unroll=8, half_shared=True),
+    "r64h": Reg(64, 64, 8, 8, 16, unroll=4, half_shared=True),
 }
 # products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
 REG_MIN_WORK = 1 << 27
@@ -533,9 +541,10 @@ def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
     return [(src, grid), (red, reduce_kernel(red, "sum", [part], [out], {"axes": (0,)}))]
 
 
-def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
+def _rload(name: str, r: Reg, side: Side, widen: str, reg: str = "f32") -> tuple[str, str, str]:
     """(setup, fetch, stash) of one operand for the REGS kernel (see ``_load``); the
-    stash writes the buffer at vec4 offset ``sw``, transposing a read along K."""
+    stash writes the buffer at vec4 offset ``sw``, transposing a read along K. ``reg``:
+    the type the fetched values are held and stashed in (f16: as stored, no ``widen``)."""
     st, sk = (f"mt[{i}u]" for i in ((_SA_T, _SA_K) if name == "a" else (_SB_T, _SB_K)))
     size, t0, bt = ("M", "m0", r.bm) if name == "a" else ("N", "n0", r.bn)
     bt4, bk4 = bt // 4, r.bk // 4
@@ -548,9 +557,9 @@ def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
         else:
             setup.append(f"  let {v}l = {idx} / {bk4}u; let {v}k = ({idx} % {bk4}u) * 4u;")
             setup.append(f"  let {v}t = {t0} + {v}l;")
-        setup.append(f"  let {v}e = o{name} + {v}t * {name}st; var {v}v = vec4<f32>(0.0);")
+        setup.append(f"  let {v}e = o{name} + {v}t * {name}st; var {v}v = vec4<{reg}>(0.0);")
         gk = f"(kf + {v}k)"
-        body.append(f"    {v}v = vec4<f32>(0.0);")
+        body.append(f"    {v}v = vec4<{reg}>(0.0);")
         if side.vec:
             body.append(
                 f"    if (({v}t < {size}) & ({gk} < K)) {{"
@@ -562,7 +571,7 @@ def _rload(name: str, r: Reg, side: Side, widen: str) -> tuple[str, str, str]:
                 e = f"{v}e + {j}u * {name}st + {gk} * {name}sk"
             else:
                 ok, e = f"({v}t < {size}) & ({gk} + {j}u < K)", f"{v}e + ({gk} + {j}u) * {name}sk"
-            body.append(f"    if ({ok}) {{ {v}v[{j}] = f32(ld_{name}({e})); }}")
+            body.append(f"    if ({ok}) {{ {v}v[{j}] = {reg}(ld_{name}({e})); }}")
         if side.along == "t":
             stash.append(f"    sh_{name}[sw * {bt4}u + {v}k * {bt4}u + {v}l] = {v}v;")
         else:
@@ -588,19 +597,26 @@ def _rmain(
     """``b_load``: (setup, fetch, stash) of a B operand that is not a plain tensor (a
     quantised weight, decoded as it is fetched); it stashes as ``_rload`` does. ``band``:
     see ``BANDS``."""
-    widen = "vec4<f32>" if half else ""
-    a_setup, a_fetch, a_stash = _rload("a", r, a, widen)
-    b_setup, b_fetch, b_stash = b_load or _rload("b", r, b, widen)
+    staged = "f16" if half and r.half_shared and r.ks == 1 and b_load is None else "f32"
+    widen = "vec4<f32>" if half and staged == "f32" else ""
+    a_setup, a_fetch, a_stash = _rload("a", r, a, widen, staged)
+    b_setup, b_fetch, b_stash = b_load or _rload("b", r, b, widen, staged)
+
+    def read(e: str) -> str:  # the inner loop widens what an f16 stage holds
+        return f"vec4<f32>({e})" if staged == "f16" else e
+
     qm, qn, bm4, bn4 = r.tm // 4, r.tn // 4, r.bm // 4, r.bn // 4
     accs = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(r.tm) for j in range(qn))
     dot = []
     for u in range(r.unroll):  # fragments a<i>_<u> / b<j>_<u> of k = kk + u
         row = f"(sr + kk + {u}u)" if u else "(sr + kk)"
         dot += [
-            f"      let a{i}_{u} = sh_a[{row} * {bm4}u + {i * r.wgy}u + ty];" for i in range(qm)
+            f"      let a{i}_{u} = {read(f'sh_a[{row} * {bm4}u + {i * r.wgy}u + ty]')};"
+            for i in range(qm)
         ]
         dot += [
-            f"      let b{j}_{u} = sh_b[{row} * {bn4}u + {j * r.wgx}u + tx];" for j in range(qn)
+            f"      let b{j}_{u} = {read(f'sh_b[{row} * {bn4}u + {j * r.wgx}u + tx]')};"
+            for j in range(qn)
         ]
         for i in range(qm):
             for ii in range(4):
@@ -641,8 +657,8 @@ def _rmain(
             parts.append(f"  workgroupBarrier();\n  if (kg == 0u) {{ {add} }}")
         reduce = "\n".join(parts)
         store_s = f"  if (kg == 0u) {{\n{store_s}\n  }}"
-    return f"""var<workgroup> sh_a: array<vec4<f32>, {2 * r.ks * r.bk * bm4}>;
-var<workgroup> sh_b: array<vec4<f32>, {2 * r.ks * r.bk * bn4}>;
+    return f"""var<workgroup> sh_a: array<vec4<{staged}>, {2 * r.ks * r.bk * bm4}>;
+var<workgroup> sh_b: array<vec4<{staged}>, {2 * r.ks * r.bk * bn4}>;
 @compute @workgroup_size({r.wgx}, {r.wgy}, {r.ks})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) l3: vec3<u32>,

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from ....base.errors import ShapeError
 from ....base.shapes import numel
-from ....ops.optim import grad_count, scalars, state_names
+from ....ops.fused_step import FACTOR, FINITE
+from ....ops.optim import grad_count, reads_stats, scalars, state_names
 from ...base import View
 from .common import Source, _contiguous, f32_bits, grid_1d, main_1d, storage_itemsize
 
@@ -182,6 +183,23 @@ def _window_of(views, lo: int) -> list[int]:
     return [(v.offset + lo) // _window_elems(v) for v in views]
 
 
+def _gate_lines(src: Source, gate, attrs) -> tuple[list, str]:
+    """The early return of a gated update and the factor every gradient element takes:
+    the gate (a 0-d bool), or grad_stats' result (its finite flag and clip factor)."""
+    if gate is None:
+        return [], ""
+    if reads_stats(attrs):
+        src.operand("gs", gate)
+        at = src.add_meta(gate.offset)
+        return [
+            f"  if (ld_gs(mt[{at}u] + {FINITE}u) == 0.0) {{ return; }}",
+            f"  let clip = ld_gs(mt[{at}u] + {FACTOR}u);",
+        ], " * clip"
+    src.operand("ok", gate)
+    at = src.add_meta(gate.offset)
+    return [f"  if (ld_ok(mt[{at}u]) == 0u) {{ return; }}"], ""
+
+
 def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows, gate=None):
     grad, param, *state = views
     win = windows or [None] * len(views)
@@ -191,14 +209,10 @@ def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows
     for k, (name, view) in enumerate(zip(state_names(op, attrs), state)):
         src.operand(name, view, write=True, window=win[2 + k])
     offs = src.add_meta(*(v.offset + lo for v in views))
-    lines = []
-    if gate is not None:
-        src.operand("ok", gate)
-        at = src.add_meta(gate.offset)
-        lines.append(f"  if (ld_ok(mt[{at}u]) == 0u) {{ return; }}")
+    lines, factor = _gate_lines(src, gate, attrs)
     lines += [f"  let eg = mt[{offs}u] + i;", f"  let ep = mt[{offs + 1}u] + i;"]
     lines += [f"  let e{k + 1} = mt[{offs + 2 + k}u] + i;" for k in range(len(state))]
-    _update_tail(src, op, attrs, lines, "ld_g(eg)")
+    _update_tail(src, op, attrs, lines, f"(ld_g(eg){factor})" if factor else "ld_g(eg)")
 
 
 def _update_tail(src, op: str, attrs: dict, lines: list, grad: str) -> None:
@@ -269,11 +283,7 @@ def _multi_launch(src: Source, launches, op: str, pack, gate, targets, attrs):
     for name, view in zip(state_names(op, attrs), state):
         s.operand(name, view, write=True)
     offs = s.add_meta(*(v.offset + start for v in targets))
-    lines = []
-    if gate is not None:
-        s.operand("ok", gate)
-        at = s.add_meta(gate.offset)
-        lines.append(f"  if (ld_ok(mt[{at}u]) == 0u) {{ return; }}")
+    lines, factor = _gate_lines(s, gate, attrs)
     lines.append(f"  let ep = mt[{offs}u] + i;")
     lines += [f"  let e{k + 1} = mt[{offs + 1 + k}u] + i;" for k in range(len(state))]
     lines.append("  var graw = 0.0;")
@@ -288,7 +298,7 @@ def _multi_launch(src: Source, launches, op: str, pack, gate, targets, attrs):
             lines.append(f"  if (i < mt[{lo + 1}u]) {read}")
         else:
             lines.append(f"  {'else' if j == last else f'else if (i < mt[{lo + 1}u])'} {read}")
-    _update_tail(s, op, attrs, lines, "graw")
+    _update_tail(s, op, attrs, lines, f"(graw{factor})" if factor else "graw")
     return s, grid_1d(total, s.limits)
 
 
@@ -324,7 +334,7 @@ def _gather_launch(src: Source, launches, pack, out):
     lines = [f"  let eo = mt[{base}u] + i;"]
     last = len(pack) - 1
     for j, (x, at) in enumerate(pack):
-        s.operand(f"x{j}", x)
+        s.operand(f"x{j}", x, widen=True)  # an f16 input widens into the f32 target
         lo = s.add_meta(at - start, at - start + numel(x.shape), x.offset)
         hi, off = lo + 1, lo + 2
         stmt = f"{{ st_o(eo, ld_x{j}(mt[{off}u] + i - mt[{lo}u])); }}"

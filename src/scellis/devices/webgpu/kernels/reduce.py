@@ -24,7 +24,7 @@ Every sequential fold above reads READ_AHEAD elements before it folds them, in t
 same order (``_in_order``): the loads overlap, the sums keep their bits.
 
 The one-pass order (``attrs["_order"] == "one_pass"``: the prod and fast tiers' training
-steps, ``runtime.kernel_choice``), for a float sum of at most ONE_PASS_MAX_R terms per
+steps, ``devices.kernel_choice``), for a float sum of at most ONE_PASS_MAX_R terms per
 output: the column path in a single chunk (each lane folds every COL_Y-th row, then the
 lane tree: no partials, no second launch), and the long path where the split path would
 take two launches. One dispatch instead of two, in another order than debug's.

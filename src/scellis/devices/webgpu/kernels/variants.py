@@ -2,19 +2,18 @@
 
 Subgroup reductions: where the device was opened with subgroup operations, the row
 reductions (sums, maxima and minima of ``reduce``, layer and RMS norm statistics) fold
-their per-invocation partials through subgroup operations on the ``prod`` and ``fast``
-tiers (``kernels/subgroups.py``). ``debug`` keeps the workgroup-memory trees: their
-order is written in the kernel, while a subgroup operation's order is the hardware's,
-fixed for one subgroup size but neither documented nor the same on another device.
-A device without the feature, and a backend no run has named a tier to, runs the
-trees too, bit for bit as before.
+their per-invocation partials through subgroup operations when the step's kernel
+choice allows it (``devices.kernel_choice``: the ``prod`` and ``fast`` tiers).
+``debug`` keeps the workgroup-memory trees: their order is written in the kernel,
+while a subgroup operation's order is the hardware's, fixed for one subgroup size but
+neither documented nor the same on another device. A device without the feature, and
+work outside any run's step, run the trees too, bit for bit as before.
 """
 
 from __future__ import annotations
 
-SUBGROUP_TIERS = ("prod", "fast")
 
-
-def subgroup_reductions(device_has_subgroups: bool, tier: str | None) -> bool:
-    """Whether reductions fold through subgroup operations on such a device and tier."""
-    return device_has_subgroups and tier in SUBGROUP_TIERS
+def subgroup_reductions(device_has_subgroups: bool, chosen: bool) -> bool:
+    """Whether reductions fold through subgroup operations on such a device, where the
+    kernel choice allows them."""
+    return device_has_subgroups and chosen

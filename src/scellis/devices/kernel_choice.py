@@ -1,0 +1,76 @@
+"""Which kernels a step may use (devices layer): the determinism tier's kernel choice.
+
+This is the one place a tier becomes kernels. A tier (``train.determinism``) names a
+``KernelChoice``; the train loop sets it around each step it runs or records, and
+around its validation passes (``choosing``), and every place that has a second
+kernel reads it (``current``): ``runtime.primitive`` marks the ops that may run in a
+reordered form (``REORDERABLE``: a split-K matmul, a one-pass sum) with the ``_order``
+attr, the dense block picks the fused dense + activation op, the optimizer its
+multi-tensor update and the loop its fused optimizer phase (``train.guard``), and the
+WebGPU backend its subgroup reductions (``webgpu/kernels/variants.py``). It sits in
+the devices layer, below the runtime, so that a backend reads the same choice the
+ops do: the subgroup variant used to be a second mechanism (a tier attribute set on
+the device), which a step could disagree with. Outside a run's step (and on
+``debug``) the choice is ``FIXED``: every kernel sums in the one fixed order that
+makes a run bitwise repeatable, and nothing is fused.
+
+A recorded step keeps the kernels that ran while it was recorded, so a replayed step
+runs the tier's kernels without asking again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    # other summation orders than debug's: K split into parts summed after (matmul), a
+    # sum's terms folded in one launch instead of chunks and their sum (reduce)
+    reordered: bool = False
+    # fused training kernels: dense + bias + activation with its fused backward, one
+    # optimizer dispatch that reads every parameter's gradient where it lies, and the
+    # optimizer phase's guard, clip and tally fused (ops.fused_step)
+    fused_training: bool = False
+    # row reductions may fold their partials through subgroup operations, where the
+    # device has them (webgpu/kernels/variants.py): an order the hardware fixes
+    subgroups: bool = False
+
+    def for_inference(self) -> KernelChoice:
+        """The choice of a validation pass: the same reduction variants, no training
+        kernels (its forward is the tier's own: eager, or compiled and fused)."""
+        return KernelChoice(subgroups=self.subgroups)
+
+
+FIXED = KernelChoice()
+
+# ops whose kernel has a reordered form, and the ``_order`` value that asks for it
+REORDERABLE = {"matmul": "split_k", "sum": "one_pass"}
+
+_current: ContextVar[KernelChoice] = ContextVar("kernel_choice", default=FIXED)
+
+
+def current() -> KernelChoice:
+    return _current.get()
+
+
+@contextlib.contextmanager
+def choosing(choice: KernelChoice):
+    """Run the block's device work under ``choice``. An ``await`` inside is fine (the
+    choice is the task's own), a ``yield`` of an async generator is not: the consumer
+    would run under the choice until the generator resumed."""
+    token = _current.set(choice)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def with_order(op: str, attrs: dict) -> dict:
+    """``attrs`` with the reordered form asked for where the current choice allows it."""
+    order = REORDERABLE.get(op)
+    if order is None or not _current.get().reordered or "_order" in attrs:
+        return attrs
+    return {**attrs, "_order": order}
