@@ -1,7 +1,7 @@
-# A multi-label classifier: BCEWithLogitsLoss per element, weighted by hand toward the
-# rare positives, sigmoid thresholds, accuracies from bool tensors, BatchNorm switching
-# with model.train() / model.eval(), evaluation under the torch.no_grad() decorator,
-# predictions gathered batch by batch into a tensor that starts as torch.tensor([]).
+# A multi-label classifier: BCEWithLogitsLoss with a positive weight per label, sigmoid
+# thresholds, accuracies from bool tensors, BatchNorm switching with model.train() /
+# model.eval(), evaluation under the torch.no_grad() decorator, and predictions gathered
+# batch by batch into a tensor that starts as torch.tensor([]).
 import torch
 import torch.nn as nn
 
@@ -41,7 +41,7 @@ def train(model, data, steps):
     y = torch.stack([x[:, 0] > 0, x[:, 1] + x[:, 2] > 0.5, x[:, 3] < -0.3], dim=1).float()
     y[torch.arange(len(y)), x[:, 4:].abs().argmax(1)] = 1.0  # one more tag per row
     pos_weight = (len(y) - y.sum(0)) / y.sum(0).clamp(min=1)
-    criterion = nn.BCEWithLogitsLoss(reduction="none")
+    criterion = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.7)
     losses = []
@@ -51,7 +51,7 @@ def train(model, data, steps):
             x[(step % 2) * 12 : (step % 2) * 12 + 12],
             y[(step % 2) * 12 : (step % 2) * 12 + 12],
         )
-        loss = (criterion(model(xb), yb) * torch.where(yb > 0, pos_weight, 1.0)).mean()
+        loss = criterion(model(xb), yb)
         opt.zero_grad()
         loss.backward()
         opt.step()

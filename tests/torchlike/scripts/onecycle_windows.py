@@ -1,5 +1,5 @@
 # A time-series regressor: sliding windows made with unfold and with stack of slices,
-# functional losses (Huber at two deltas, MSE, L1), SGD with momentum driven by OneCycleLR
+# functional losses (smooth L1, Huber, MSE, L1), SGD with momentum driven by OneCycleLR
 # (cycled momentum too), and the schedule's learning rate read back every step.
 import torch
 import torch.nn as nn
@@ -27,7 +27,7 @@ def train(model, data, steps):
     for step in range(steps):
         xb, yb = xs[step % 3 :: 3], ys[step % 3 :: 3]
         pred = model(xb)
-        loss = F.huber_loss(pred, yb, delta=0.5) + 0.5 * F.huber_loss(pred, yb, delta=0.3)
+        loss = F.smooth_l1_loss(pred, yb, beta=0.5) + 0.5 * F.huber_loss(pred, yb, delta=0.3)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -1,5 +1,4 @@
-# A small VAE: reparameterisation, a KL term, binary cross-entropy on sigmoid outputs
-# written out with logs clamped at -100 (what torch's binary_cross_entropy does).
+# A small VAE: reparameterisation, a KL term, binary cross-entropy on sigmoid outputs.
 # The noise of each step comes in from NumPy (random draws differ between libraries);
 # torch.randn_like is still called where a tutorial samples from the prior.
 import torch
@@ -36,8 +35,7 @@ class VAE(nn.Module):
 
 
 def loss_function(recon, x, mu, logvar):
-    log_p, log_q = torch.log(recon).clamp(min=-100), torch.log1p(-recon).clamp(min=-100)
-    bce = -(x * log_p + (1 - x) * log_q).sum()
+    bce = F.binary_cross_entropy(recon, x, reduction="sum")
     kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
     return bce + kld
 

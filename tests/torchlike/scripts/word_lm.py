@@ -22,7 +22,7 @@ class RNNModel(nn.Module):
         return self.decoder(output).view(-1, self.ntoken), hidden
 
     def init_hidden(self, bsz):
-        weight = self.decoder.weight
+        weight = next(self.parameters())
         return (
             weight.new_zeros(self.nlayers, bsz, self.nhid),
             weight.new_zeros(self.nlayers, bsz, self.nhid),
