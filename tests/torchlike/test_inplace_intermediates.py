@@ -88,3 +88,30 @@ def test_a_write_through_a_strided_view_reaches_its_tensor(name):
         VIEW_WRITES[name](lib, x)
         got.append(x)
     close(*got)
+
+
+TRACKED_VIEW_WRITES = {
+    "column_mul_": lambda h, w: h[:, 1].mul_(w[:, 0]),
+    "row_add_": lambda h, w: h[2].add_(w[1]),
+    "transposed_row_sub_": lambda h, w: h.t()[3].sub_(1.0),
+    "narrowed_relu_": lambda h, w: h.narrow(1, 1, 2).relu_(),
+    "augmented_column": lambda h, w: h[:, 0].__imul__(2.0),
+    "row_of_a_row": lambda h, w: h[1][1:3].mul_(w[0, 1:3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACKED_VIEW_WRITES))
+def test_a_recorded_write_through_a_view_reaches_its_tensor_and_gradients(name):
+    got = []
+    for lib in (sc, torch):
+        x, w = (pair(3, 4, seed=s, grad=True)[lib is torch] for s in (3, 4))
+        h = x * 1.5
+        TRACKED_VIEW_WRITES[name](h, w)
+        (h * h).sum().backward()
+        got.append((h, x.grad, w.grad))
+    (sh, sg, swg), (th, tg, twg) = got
+    close(sh, th)
+    close(sg, tg)
+    assert (swg is None) == (twg is None)
+    if twg is not None:
+        close(swg, twg)

@@ -298,6 +298,9 @@ class TorchLikeMethods:
         if tracked and not (self.is_leaf and self.requires_grad):
             new = new.cast(self.dtype)
             new = new.prim("copy") if new._buf is self._buf else new
+            base = _view_base(self)
+            if base is not None:  # h[:, 0].mul_(2): h takes the write, as torch's
+                return _write_into_base(self, base, new, what)
             _keep_old_value(self, new)
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
             self._node, self.requires_grad = new._node, True
@@ -342,16 +345,60 @@ class TorchLikeMethods:
         return self._assign(src, "copy_")
 
 
-def _write_through_view(t, new) -> None:
-    """``new``'s values written into the places of strided view ``t`` in its storage:
-    the storage span the view covers is read, the view's places replaced (one scatter)
-    and the span written back whole, so the tensor ``t`` was taken from sees the write."""
-    pos = None  # each element's place in the storage, from the view's first element
+# ops whose result is a view of their input's storage (what ``x[...]``, ``.t()``,
+# ``.view()``, ``.narrow()`` record)
+_VIEW_OPS = frozenset({"reshape", "permute", "slice"})
+
+
+def _view_base(t):
+    """The outermost live tensor whose storage the view ``t`` shares (through view ops
+    only), if it is contiguous; else None."""
+    base, node = None, t._node
+    while node is not None and node.op in _VIEW_OPS and node.inputs:
+        x = node.inputs[0]
+        held = _held_tensor(x)
+        if held is not None and held._buf is t._buf:
+            base = held
+        node = x._node
+    return base if base is not None and base.is_contiguous() else None
+
+
+def _held_tensor(x):
+    """The tensor a node holds as an input (an edge's, while someone keeps it)."""
+    return x.tensor() if hasattr(x, "tensor") and not hasattr(x, "_buf") else x
+
+
+def _write_into_base(t, base, new, what: str):
+    """``new`` written into view ``t``'s places of ``base`` as a recorded op (the
+    gradient reaches both), ``base`` updated in place and ``t`` made its view again."""
+    _keep_old_value(t, new)
+    rel = t.offset - base.offset
+    pos = _positions(t) + rel if rel else _positions(t)
+    flat = new.reshape((-1,))
+    placed = flat.scatter_add(pos, 0, (base.numel,))
+    hit = flat.detach().ones_like().scatter_add(pos, 0, (base.numel,)) > 0.5
+    base._assign(placed.where(hit, base.reshape((-1,))).reshape(base.shape), what)
+    t._buf, t.offset = base._buf, base.offset + rel
+    t._node, t.requires_grad = new._node, True
+    return t
+
+
+def _positions(t):
+    """Each element of strided view ``t``'s place in its storage, counted from its first
+    element (i32, flat)."""
+    pos = None
     for d, (n, stride) in enumerate(zip(t.shape, t.strides)):
         step = t.arange_like(n).cast("i32").reshape([n if i == d else 1 for i in range(t.ndim)])
         term = step * stride if stride != 1 else step
         pos = term if pos is None else pos + term
-    pos = pos.expand(t.shape).reshape((-1,))
+    return pos.expand(t.shape).reshape((-1,))
+
+
+def _write_through_view(t, new) -> None:
+    """``new``'s values written into the places of strided view ``t`` in its storage:
+    the storage span the view covers is read, the view's places replaced (one scatter)
+    and the span written back whole, so the tensor ``t`` was taken from sees the write."""
+    pos = _positions(t)
     span = 1 + sum((n - 1) * stride for n, stride in zip(t.shape, t.strides))
     whole = type(t)(t._buf, (span,), (1,), t.offset, t.dtype, t.device)
     placed = new.reshape((-1,)).scatter_add(pos, 0, (span,))
