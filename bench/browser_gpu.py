@@ -24,7 +24,10 @@ row carries the tab's start-up marks (``boot_marks``, ms since navigation: Pyodi
 wheels, imports, WebGPU device) and ``first_step_done_ms``, navigation to the first
 finished training step.
 
-The QLoRA workloads (``--models qlora100m``; ``qlora-tiny`` is the same page at toy size,
+The QLoRA workloads (``--models qlora100m`` or ``qlora1b``, TinyLlama's shape: 2.2 GB
+of float16 weights, which the worker mounts as Blobs and the import reads tensor by
+tensor into the store, so the engine's 4 GiB address space holds the stored object once,
+not the folder too; ``qlora-tiny`` is the same page at toy size,
 for a smoke run on SwiftShader with ``--allow-cpu``) time what a user does in the tab:
 ``run`` first writes a random-weight Hugging Face Llama folder (transformers'
 ``save_pretrained`` when transformers is installed, else the same layout written with
@@ -230,11 +233,12 @@ async function __qlora(client, engineMs) {
   const names = await (await fetch(`/__files?dir=hf/${model}`)).json();
   const files = [];
   for (const name of names) {
-    const bytes = await (await fetch(`/hf/${model}/${name}`)).arrayBuffer();
+    // a Blob, as a picked file is: the worker mounts it and reads it where the import asks
+    const bytes = await (await fetch(`/hf/${model}/${name}`)).blob();
     files.push({path: `${model}/${name}`, bytes});
   }
   out.fetch_s = (tick() - t) / 1e3;
-  out.folder_mib = files.reduce((n, f) => n + f.bytes.byteLength, 0) / 2 ** 20;
+  out.folder_mib = files.reduce((n, f) => n + f.bytes.size, 0) / 2 ** 20;
   note(`fetched ${out.folder_mib.toFixed(1)} MiB in ${out.fetch_s.toFixed(1)} s; importing`);
   t = tick();
   const got = await client.call("import_files", {files, record_text: null});
@@ -357,6 +361,13 @@ QLORA = {
         "llama": {**LLAMA, "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 4,
                   "num_hidden_layers": 2, "intermediate_size": 512, "vocab_size": 256},
         "context": 256, "batch": 4, "rank": 4,
+    },
+    # TinyLlama's shape (1.1B parameters): the folder is 2.2 GB in float16
+    "qlora1b": {
+        "llama": {**LLAMA, "hidden_size": 2048, "num_attention_heads": 32,
+                  "num_key_value_heads": 4, "num_hidden_layers": 22, "intermediate_size": 5632,
+                  "vocab_size": 32000},
+        "context": 256, "batch": 1, "rank": 8,
     },
     "qlora-tiny": {
         "llama": {**LLAMA, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,

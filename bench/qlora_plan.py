@@ -36,7 +36,7 @@ import scellis as sc  # noqa: E402
 from scellis.base.quant import QuantSpec, dequantize, quantize  # noqa: E402
 from scellis.codecs.hf import llama  # noqa: E402
 from scellis.ir.limits import human, resolve  # noqa: E402
-from scellis.ir.plan import QUANTIZE_FIX  # noqa: E402
+from scellis.ir.remedies import QUANTIZE_FIX  # noqa: E402
 from scellis.run.planning import plan_steps  # noqa: E402
 
 CONFIG = {

@@ -110,14 +110,21 @@ TORCH_DENSE = [name.split(".")[-1] for name in DENSE.values()]
 # -- 1. the model --
 
 
-def build_hf(folder: Path, tiny: bool, seed: int) -> int:
-    """A seeded random Llama saved as a Hugging Face folder; its parameter count."""
+def build_hf(folder: Path, shape: dict, seed: int, dtype: str = "float32") -> int:
+    """A seeded random Llama of ``shape`` saved as a Hugging Face folder in ``dtype``
+    (float32 | bfloat16: made in that dtype, so a 1B model never exists in f32 on the
+    host); its parameter count."""
     import torch
     import transformers
 
-    cfg = transformers.LlamaConfig(**(TINY if tiny else CONFIG), **COMMON)
+    cfg = transformers.LlamaConfig(**shape, **COMMON)
     torch.manual_seed(seed)
-    model = transformers.LlamaForCausalLM(cfg)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))
+    try:
+        model = transformers.LlamaForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(before)
     model.save_pretrained(folder, safe_serialization=True)
     return sum(p.numel() for p in model.parameters())
 
@@ -164,8 +171,9 @@ def make_text(path: Path, chars: int, seed: int) -> None:
     path.write_text("".join(out))
 
 
-def write_records(base: Path, work: Path, a) -> dict[str, Path]:
-    """The three runs' records beside the imported one (same folder: the data path)."""
+def write_records(base: Path, work: Path, a, names=tuple(FINETUNE)) -> dict[str, Path]:
+    """The runs' records (``names`` of FINETUNE) beside the imported one (same folder:
+    the data path)."""
     text = base.read_text()
     text, n = re.subn(r"(shape: \[batch, )\d+(\])", rf"\g<1>{a.context}\g<2>", text, count=1)
     if n != 1:
@@ -179,9 +187,9 @@ def write_records(base: Path, work: Path, a) -> dict[str, Path]:
         f"stride: {a.context}, val_fraction: 0.1}}\n"
     )
     out = {}
-    for name, finetune in FINETUNE.items():
+    for name in names:
         path = work / f"{name}.sml"
-        path.write_text(text.rstrip("\n") + "\n\n" + pipeline + finetune)
+        path.write_text(text.rstrip("\n") + "\n\n" + pipeline + FINETUNE[name])
         out[name] = path
     return out
 
@@ -194,9 +202,10 @@ PLANS = {f"plan_{where}_{mode}": (where, mode) for where in ("spec", "device")
          for mode in ("eager", "replay")}  # fmt: skip
 
 
-def plan(path: Path, device: str, budget: str | None, replay: bool) -> dict:
+def plan(path: Path, device: str, budget: str | None, replay: bool, validate: bool = True) -> dict:
     args = ["plan", str(path), "--device", device, "--json"]
     args += (["--budget", budget] if budget else []) + ([] if replay else ["--no-replay"])
+    args += [] if validate else ["--no-validate"]
     rc, out, err, wall = cli(*args)
     if rc not in (0, 2) or not out.strip():
         raise RuntimeError(f"scellis plan failed (exit {rc}): {err.strip()[-2000:]}")
@@ -235,13 +244,15 @@ def reset_memory(backend) -> int:
     return backend.memory()["live_bytes"] if hasattr(backend, "memory") else 0
 
 
-def train(path: Path, store: str, mode: str, a) -> dict:
-    backend = get_device(a.device)
+def train(path: Path, store: str, mode: str, a, backend=None) -> dict:
+    """One run of the record at ``path``; ``backend``: an opened device to run on (e.g.
+    one with lowered limits), else ``--device``."""
+    backend = backend or get_device(a.device)
     baseline = reset_memory(backend)
     options = RunOptions(max_steps=a.warmup + a.steps, log_every=1, validate=False, lr=a.lr,
                          replay=mode == "replay", checkpoint_minutes=1e6)  # fmt: skip
     t0 = time.perf_counter()
-    s = start_run(path.read_bytes(), path.name, options=options, device=a.device,
+    s = start_run(path.read_bytes(), path.name, options=options, device=backend,
                   base_dir=path.parent, store=store, budget=a.device_budget,
                   argv=["bench/qlora_showcase.py"])  # fmt: skip
     ready = time.perf_counter() - t0
@@ -282,6 +293,7 @@ def train(path: Path, store: str, mode: str, a) -> dict:
         "ms_steps": [round(x * 1e3, 2) for x in timed],
         "first_loss": losses[0] if losses else None,
         "last_loss": losses[-1] if losses else None,
+        "losses": losses,
         "steps": len(losses),
         "device_peak": mem.get("peak_bytes", 0) - baseline if mem else None,
         "baseline_live": baseline,
@@ -356,6 +368,7 @@ def torch_run(folder: Path, batches: list, kind: str, a) -> dict:
         "ms_steps": [round(t * 1e3, 2) for t in timed],
         "first_loss": losses[0],
         "last_loss": losses[-1],
+        "losses": losses,
         "steps": len(losses),
         "device_peak": torch.cuda.max_memory_allocated() if dev.type == "cuda" else None,
     }
@@ -643,7 +656,7 @@ def main(argv=None) -> int:
         folder = work / "hf"
         try:
             res["adapter"] = adapter_name(a.device)
-            res["hf_parameters"] = build_hf(folder, a.tiny, a.seed)
+            res["hf_parameters"] = build_hf(folder, TINY if a.tiny else CONFIG, a.seed)
             res["import"] = import_model(folder, work)
             records = write_records(Path(res["import"]["record"]), work, a)
             scellis_side(res, records, res["import"]["store"], a)

@@ -19,6 +19,12 @@ the calling thread here). ``ratio`` = scellis / torch. ``agree``: both libraries
 match within the differential suite's tolerance (rtol 1e-4, atol 2e-5).
 
     PYTHONPATH=src python3 bench/reference_cpu.py --out bench/out/reference_cpu.json
+
+``--ops`` adds, per model, where the reference device's time went in one more call of
+the script: the share of the step spent inside the backend (``host_times``: each
+kernel with its input windows and result buffer) and the ops that took most of it;
+the rest of the step is Python above the device (dispatch, the tape, views, the
+blocks' and the script's own code).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_var] = "1"  # before NumPy loads: its BLAS reads them once
 
 import argparse  # noqa: E402
+import collections  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -40,6 +47,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import scellis  # noqa: E402
+from scellis.devices import get_device  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "torchlike"))
@@ -115,11 +123,42 @@ def bench_model(name: str, steps: int, repeats: int, tmp: Path) -> dict:
     return row
 
 
+def device_share(name: str, steps: int, tmp: Path, top: int = 6) -> dict:
+    """One more call of the script on the reference device with its backend timing each
+    op: the share of the step inside the backend and the ops that took most of it."""
+    ns, theirs = load_script(name, True, "bench"), load_script(name, False, "bench")
+    torch.manual_seed(0)
+    model = ns["build"]()
+    model.load_state_dict({k: v.clone() for k, v in theirs["build"]().state_dict().items()})
+    extra = {"path": str(tmp / f"{name}.pt")} if name == "lstm_forecast" else {}
+    dev = get_device("reference")
+    dev.host_times = []
+    try:
+        c0 = time.thread_time()
+        made = STEPS_MADE[name](ns["train"](model, data(name), steps, **extra))
+        total = (time.thread_time() - c0) / made
+        times = dev.host_times
+    finally:
+        dev.host_times = None
+    per_op, calls = collections.defaultdict(float), collections.Counter()
+    for op, seconds in times:
+        per_op[op] += seconds / made
+        calls[op] += 1
+    ranked = sorted(per_op.items(), key=lambda kv: -kv[1])[:top]
+    return {
+        "step_ms": total * 1e3,
+        "device_share": sum(per_op.values()) / total,
+        "ops_per_step": len(times) / made,
+        "top": [(op, ms * 1e3, calls[op] / made) for op, ms in ranked],
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default="bench/out/reference_cpu.json")
+    p.add_argument("--ops", action="store_true", help="also the device's share and top ops")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     scellis.set_default_device("reference")
@@ -134,6 +173,14 @@ def main(argv=None) -> int:
                 f" | agree {r['agree']}",
                 flush=True,
             )
+            if args.ops:
+                d = r["ops"] = device_share(name, MODELS[name], Path(tmp))
+                top = ", ".join(f"{op} {ms:.2f} ms ({n:.3g}x)" for op, ms, n in d["top"])
+                print(
+                    f"{'':>15}  in the backend {100 * d['device_share']:.0f}% of"
+                    f" {d['step_ms']:.2f} ms, {d['ops_per_step']:.0f} ops/step: {top}",
+                    flush=True,
+                )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": vars(args), "results": rows}, indent=2))

@@ -136,17 +136,29 @@ async function takeStore() {
 const IMPORTS = "/tmp/import";
 let imports = 0;
 
+let mountedImport = null;
+
+// The picked files, mounted read-only under a fresh folder: each is a Blob (the page's
+// File itself, or its bytes wrapped), read on demand where the engine reads it, so a
+// model of gigabytes is never copied whole into the engine's 4 GiB of memory.
 function writeImport(files) {
+  const FS = pyodide.FS;
+  if (mountedImport) {
+    FS.unmount(mountedImport);
+    mountedImport = null;
+  }
   wipe(IMPORTS);
   const root = `${IMPORTS}/${++imports}`;
+  const blobs = [];
   for (const f of files) {
     // a relative path from the picker: no way out of the folder, whatever it says
     const parts = String(f.path).split("/").filter((p) => p && p !== "." && p !== "..");
     if (!parts.length) continue;
-    pyodide.FS.mkdirTree([root, ...parts.slice(0, -1)].join("/"));
-    pyodide.FS.writeFile([root, ...parts].join("/"), new Uint8Array(f.bytes));
+    blobs.push({ name: parts.join("/"), data: f.bytes instanceof Blob ? f.bytes : new Blob([f.bytes]) });
   }
-  pyodide.FS.mkdirTree(root);
+  FS.mkdirTree(root);
+  FS.mount(FS.filesystems.WORKERFS, { blobs }, root);
+  mountedImport = root;
   return root;
 }
 

@@ -123,3 +123,12 @@ def test_view_chain_gradient_is_a_scatter_of_ones(chain):
     (t * 1.0).sum().backward()
     want = np.bincount(idx.reshape(-1), minlength=x.numel)
     np.testing.assert_array_equal(np.array(x.grad.tolist()).reshape(-1), want)
+
+
+def test_an_empty_view_past_its_buffer_end_reads_nothing():
+    # a slice of nothing at an offset lies past the end of a one-element buffer
+    x = sc.tensor(np.random.default_rng(2).standard_normal(1), requires_grad=True)
+    t = x[0:0].reshape(0, 3)[0:0, 2:2]
+    assert t.shape == (0, 0) and t.offset >= x.numel
+    (t * 1.0).sum().backward()
+    assert x.grad.tolist() == [0.0]

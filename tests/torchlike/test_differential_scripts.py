@@ -33,6 +33,9 @@ def _data() -> dict:
         "wave": rng.standard_normal((6, 2, 10)).astype(np.float32),
         "label": np.array([0, 1, 2, 3, 1, 0]) % 3,
         "images": rng.standard_normal((6, 3, 8, 8)).astype(np.float32),
+        # draws a script would make with torch.randn / randperm, made once here instead
+        "noise": rng.standard_normal((8, 24, 3)).astype(np.float32),
+        "perm": np.stack([rng.permutation(18) for _ in range(4)]),
     }
 
 
@@ -44,6 +47,14 @@ CASES = {  # script: (steps, extra keyword arguments)
     "encoder_layer": (6, {}),
     "conv_gru": (6, {}),
     "habits_mix": (8, {}),
+    "vae": (6, {}),
+    "word_lm": (6, {}),
+    "plateau_regression": (5, {}),
+    "multilabel": (6, {}),
+    "param_groups": (6, {}),
+    "seq2seq_gru": (6, {}),
+    "onecycle_windows": (8, {}),
+    "grad_accum": (4, {}),
     "cifar_cnn": (6, {}),
     "custom_function": (8, {}),
 }

@@ -34,14 +34,10 @@ def test_tensor_hooks_see_and_replace_gradients_as_in_torch():
     close(grad_s, grad_t)
 
 
-def test_a_hook_on_a_tensor_without_grad_or_of_the_wrong_shape_is_refused():
+def test_a_hook_on_a_tensor_without_grad_is_refused():
     xs, _ = pair(3, seed=3)
     with pytest.raises(AutogradError, match="does not require grad"):
         xs.register_hook(lambda g: g)
-    ys, _ = pair(3, seed=4, grad=True)
-    ys.register_hook(lambda g: g.sum())
-    with pytest.raises(AutogradError, match="returned shape"):
-        (ys * ys).sum().backward()
 
 
 def _hooked_model(lib, nn, state):

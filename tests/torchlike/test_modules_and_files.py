@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -37,6 +39,58 @@ def test_forward_hooks_get_submodule_buffers_and_prefixes():
     ]
     with pytest.raises(sc.ScellisError, match="no submodule"):
         m.get_submodule("0.nothing")
+    assert m.get_parameter("2.bias") is m[2].bias and m.get_buffer("0.count") is not None
+    with pytest.raises(sc.ScellisError, match="no parameter"):
+        m.get_parameter("0.count")
+
+
+def _counting_module(nn, m):
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+            self.register_buffer("mean", m.zeros(2))
+            self.register_buffer("seen", m.tensor(0))
+
+        def forward(self, x):
+            y = self.lin(x)
+            with m.no_grad():
+                self.seen += 1  # a new tensor assigned to the buffer's name
+                self.mean = 0.5 * self.mean + 0.5 * y.mean(0)
+            return y - self.mean
+
+    return Counting()
+
+
+def test_a_tensor_assigned_to_a_buffer_name_stays_a_buffer():
+    ours, theirs = _counting_module(sc.nn, sc), _counting_module(torch.nn, torch)
+    ours.load_state_dict(theirs.state_dict())
+    sx, tx = pair(4, 3, seed=2)
+    for _ in range(2):
+        close(ours(sx), theirs(tx))
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()]
+    got, want = ours.state_dict(), theirs.state_dict()
+    assert list(got) == list(want)
+    close(got["mean"], want["mean"])
+    assert got["seen"].item() == want["seen"].item() == 2
+
+
+def test_state_dict_entries_are_detached_views_of_the_parameters_as_torchs():
+    got = []
+    for lib in (sc, torch):
+        w, bias = pair(2, 3, seed=6)[lib is torch], pair(2, seed=7)[lib is torch]
+        a, b = lib.nn.Linear(3, 2), lib.nn.Linear(3, 2)
+        a.load_state_dict({"weight": w, "bias": bias})
+        b.load_state_dict({k: v * 0.5 for k, v in a.state_dict().items()})
+        avg = {k: v.clone() for k, v in a.state_dict().items()}
+        for k, v in b.state_dict().items():
+            avg[k] += v  # a checkpoint average: no autograd error on the copies
+        a.state_dict()["bias"].mul_(2.0)  # reaches the parameter itself, as torch's
+        assert not any(v.requires_grad for v in a.state_dict().values())
+        assert a.state_dict(keep_vars=True)["weight"].requires_grad
+        got.append((avg["weight"], avg["bias"], a.bias))
+    for ours, theirs in zip(*got):
+        close(ours, theirs)
 
 
 def test_state_dicts_cross_key_for_key_both_ways(tmp_path):
@@ -60,6 +114,24 @@ def test_state_dicts_cross_key_for_key_both_ways(tmp_path):
     fresh = sc.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
     fresh.load_state_dict(ck["model"])
     close(fresh(sx), th(tx), atol=1e-5)
+
+
+def test_save_and_load_through_file_objects_as_torch_does():
+    m = sc.nn.Linear(3, 2)
+    opt = sc.optim.Adam(m.parameters(), lr=0.1)
+    m(sc.randn(4, 3)).sum().backward()
+    opt.step()
+    buf = io.BytesIO()
+    sc.save({"model": m.state_dict(), "opt": opt.state_dict(), "epoch": 3}, buf)
+    buf.seek(0)
+    ck = sc.load(buf)
+    assert ck["epoch"] == 3 and list(ck["model"]) == ["weight", "bias"]
+    close(ck["model"]["weight"], torch.tensor(m.weight.tolist()))
+    assert ck["opt"]["param_groups"][0]["lr"] == 0.1
+    theirs = io.BytesIO()  # an archive torch wrote into memory
+    torch.save({"w": torch.arange(6.0).reshape(2, 3)}, theirs)
+    theirs.seek(0)
+    assert sc.load(theirs)["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
 
 
 def test_torch_save_of_a_tensor_and_lists_loads_as_torch_load_gives_it(tmp_path):

@@ -3,6 +3,8 @@ data utilities, ``testing.assert_close``, ``utils.checkpoint`` and the settings.
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 import torch
@@ -170,6 +172,35 @@ def test_collate_concat_subset_and_batch_sampler_match_torch():
     loader = SD.DataLoader(_Squares(10) + _Squares(3), batch_size=4, shuffle=True, drop_last=True)
     rows = [b["y"].shape[0] for b in loader]
     assert rows == [4, 4, 4] and len(loader) == 3
+
+
+class _Rows(list):
+    """Items of (NumPy row, int label, name, namedtuple of a float) through __getitem__."""
+
+    def __getitem__(self, i):
+        x = np.array([i, i * 0.5], np.float32) + 0.25
+        return x, i % 2, f"r{i}", _Pt(x.sum(), np.float32(i))
+
+
+_Pt = collections.namedtuple("_Pt", "total index")
+
+
+def _shape_of(batch):
+    """Containers and their kinds, tensors as (shape, values): what a script unpacks."""
+    if hasattr(batch, "tolist") and hasattr(batch, "shape"):
+        return ("tensor", tuple(batch.shape), np.round(np.asarray(batch.tolist()), 5).tolist())
+    if isinstance(batch, (list, tuple)):
+        kind = type(batch).__name__ if not hasattr(batch, "_fields") else "namedtuple"
+        return (kind, [_shape_of(b) for b in batch])
+    return batch
+
+
+@pytest.mark.parametrize("batch_size", [3, None])
+def test_batches_and_unbatched_items_have_torchs_containers(batch_size):
+    ours = list(SD.DataLoader(_Rows(range(5)), batch_size=batch_size))
+    theirs = list(TD.DataLoader(_Rows(range(5)), batch_size=batch_size))
+    assert [_shape_of(b) for b in ours] == [_shape_of(b) for b in theirs]
+    assert len(SD.DataLoader(_Rows(range(5)), batch_size=batch_size)) == len(theirs)
 
 
 def test_random_split_samplers_and_iterable_datasets():

@@ -55,6 +55,16 @@ UNARY = {
     "narrow": lambda m, x: m.narrow(x, -1, 1, 3),
     "index_select": lambda m, x: m.index_select(x, 1, m.tensor([2, 0, 2])),
     "unflatten": lambda m, x: x.unflatten(2, (2, 3)),
+    "unfold_overlapping": lambda m, x: x.unfold(2, 4, 1) * x.unfold(2, 4, 1),
+    "unfold_strided": lambda m, x: x.unfold(-2, 2, 3),
+    "unfold_whole_dim": lambda m, x: x.unfold(0, 2, 1).sin(),
+    "repeat_interleave_counts": lambda m, x: x.repeat_interleave(m.tensor([2, 0, 1, 3]), dim=1),
+    "repeat_interleave_flat": lambda m, x: m.repeat_interleave(x, 2),
+    "quantile_dim": lambda m, x: m.quantile(x, m.tensor([0.25, 0.6]), dim=1),
+    "quantile_all_keepdim": lambda m, x: x.quantile(0.4, keepdim=True),
+    "quantile_midpoint": lambda m, x: x.quantile(0.3, dim=-1, interpolation="midpoint"),
+    "fill_diagonal_wrapped": lambda m, x: (x[0].t() * 2).fill_diagonal_(0.5, wrap=True),
+    "fill_diagonal_cube": lambda m, x: (x[:, :2, :2].exp() * 1).fill_diagonal_(-1.0),
     "movedim": lambda m, x: m.movedim(x, 0, -1),
     "diagonal": lambda m, x: m.diagonal(x, 1, 1, 2),
     "diag_of_vector": lambda m, x: m.diag(x[0, 0], -1),
@@ -218,6 +228,12 @@ MORE_FREE = {
     "cummax": lambda m, x: m.cummax(x, 2).values * 1 + m.cummin(x, 1).values,
     "logcumsumexp": lambda m, x: m.logcumsumexp(x, 1),
     "int_exp_sqrt": lambda m, x: m.exp(m.tensor([1, 2])) + m.sqrt(m.tensor([4, 9])),
+    "take_along_sorted": lambda m, x: m.take_along_dim(x, x.argsort(2), 2),
+    "take_along_broadcast": lambda m, x: m.take_along_dim(x, x.argmax(1, keepdim=True), 1),
+    "take_along_flat": lambda m, x: m.take_along_dim(x, m.tensor([5, 0, 47])),
+    "tensor_split_sections": lambda m, x: m.cat(m.tensor_split(x, 4, dim=2)[::-1], 2),
+    "tensor_split_indices": lambda m, x: m.tensor_split(x, [1, 3, 9], dim=1)[1] * 2,
+    "isin": lambda m, x: m.isin((x * 2).round(), m.tensor([0.0, 1.0, -2.0])).float(),
 }
 
 
@@ -282,3 +298,73 @@ def test_norm_of_a_zero_row_has_torch_zero_gradient(p):
     s_out, t_out = sx.norm(p=p, dim=1), tx.norm(p=p, dim=1)
     close(s_out, t_out)
     _grads_match(s_out, t_out, sx, tx)
+
+
+@pytest.mark.parametrize("which", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_over_a_dim_sends_the_gradient_to_its_index_among_ties(which, keepdim):
+    # ties (ReLU zeros, saturated values) are common; torch's amax shares, max(dim) does not
+    a = np.random.default_rng(5).integers(-2, 3, (3, 4, 5)).astype(np.float32)
+    got = []
+    for lib in (sc, torch):
+        x = lib.tensor(a, requires_grad=True)
+        values, indices = getattr(x, which)(dim=-2, keepdim=keepdim)
+        (values * lib.arange(1.0, 6.0)).sum().backward()
+        got.append((values, indices, x.grad))
+    (sv, si, sg), (tv, ti, tg) = got
+    close(sv, tv)
+    assert si.tolist() == ti.tolist()
+    close(sg, tg)
+
+
+PAIRED_WRITES = {
+    "one_hot_rows": lambda m, v: ((m.arange(2), m.tensor([3, 0])), 1.0),
+    "colon_then_index": lambda m, v: ((slice(None), m.tensor([0, 3])), v[:, :2, :] * 10),
+    "int_then_index": lambda m, v: ((1, m.tensor([1, -1])), v[0, :2] * 7),
+    "two_indices_rows": lambda m, v: ((m.tensor([0, 1]), m.tensor([2, 2])), v[0, :2] * 3),
+    "lists": lambda m, v: (([0, 1], [1, 3], [0, 5]), -2.0),
+    "colon_then_pair": lambda m, v: (
+        (slice(None), m.tensor([0, 1]), m.tensor([5, 0])),
+        v[:, 0, :2],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRED_WRITES))
+def test_assignment_through_several_indices_matches_torch(name):
+    got = []
+    for lib in (sc, torch):
+        x, v = pair(2, 4, 6, seed=8, grad=True)[lib is torch], pair(2, 4, 6, seed=9)[lib is torch]
+        y = x * 1.5
+        key, value = PAIRED_WRITES[name](lib, v)
+        y[key] = value
+        (y * y).sum().backward()
+        got.append((y, x.grad))
+    close(got[0][0], got[1][0])
+    close(got[0][1], got[1][1])
+
+
+def test_squeeze_of_a_dim_not_of_size_one_and_formatting_as_torchs():
+    sx, tx = pair(1, 3, 1, seed=2)
+    for dims in [0, 1, -1, (0, 1), (1, 2)]:
+        assert tuple(sx.squeeze(dims).shape) == tuple(tx.squeeze(dims).shape)
+    s, t = sx.sum(), tx.sum()
+    assert f"{s:.4f}" == f"{t:.4f}" and f"{s:>9.2e}" == f"{t:>9.2e}"
+    with pytest.raises(TypeError):
+        f"{sx:.2f}"
+
+
+CATS = {
+    "from_an_empty_accumulator": lambda m: m.cat([m.tensor([]), m.ones(2, 3) * 2]),
+    "empty_float_then_ints": lambda m: m.cat([m.tensor([]), m.tensor([1, 2])]),
+    "ints_and_floats": lambda m: m.cat([m.tensor([1, 2]), m.tensor([0.5])]),
+    "ints_and_bools": lambda m: m.cat([m.tensor([3]), m.tensor([True, False])]),
+    "stack_int_and_float": lambda m: m.stack([m.tensor(1), m.tensor(2.5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATS))
+def test_cat_and_stack_promote_and_skip_empty_as_torch(name):
+    ours, theirs = CATS[name](sc), CATS[name](torch)
+    assert ours.tolist() == theirs.tolist()
+    assert ours.dtype.is_float == theirs.dtype.is_floating_point

@@ -20,6 +20,9 @@ the timed blocks are all replays; ``replayed_steps`` counts them. The loss read 
 the end is the recorded step's loss tensor, whose buffer every replay rewrites, so
 an eager and a replayed call of the same ``steps``/``repeats``/``warmup`` end on
 the same loss (``last_loss``) when replay is bitwise equal to eager.
+
+``bench_split_train`` trains a record on the tab's device twice, once with its binding
+limits lowered, so tensors are split into binding windows in a real browser.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from scellis.catalog.peft.quantize import quantized_bytes
 from scellis.codecs.convert import header_weights
 from scellis.codecs.pretrained import pretrained_model
 from scellis.devices.base import get_device
+from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
+from scellis.run.session import start_run
 from scellis.runtime.replay import StepReplay
 from scellis.webapp import tab_store
 from scellis.webapp.commands import command
@@ -204,6 +209,30 @@ async def bench_quantize(record_text: str, store: str = tab_store.ROOT) -> dict:
            "quantized_bytes": quantized_bytes(model)}  # fmt: skip
     del model
     gc.collect()
+    return out
+
+
+@command(writes_store=False)
+async def bench_split_train(record_text: str, limits: dict, steps: int = 4) -> dict:
+    """``record_text`` trained for ``steps`` replayed steps (not stored) on this tab's
+    WebGPU with ``limits`` lowered (a second backend on the same device), then on the
+    device as it is: each run's losses and its plan's verdict, warnings and split tensors. With low
+    binding limits, tensors wider than a binding are split into windows in the tab."""
+    base = get_device("webgpu")
+    lowered = type(base)(limits=limits)
+    out = {}
+    for name, dev in (("lowered", lowered), ("as_is", base)):
+        options = RunOptions(max_steps=steps, log_every=1, validate=False)
+        s = start_run(record_text.encode(), "split.sml", options=options, device=dev)
+        losses, plan = [], {}
+        async for ev in s.events():
+            if ev.kind == "log":
+                losses.append(ev.loss)
+            elif ev.kind == "plan":
+                plan = ev.to_dict()
+        out[name] = {"losses": losses, "verdict": plan.get("verdict"),
+                     "warnings": plan.get("warnings", []),
+                     "split_tensors": plan.get("split_tensors") or 0}  # fmt: skip
     return out
 
 

@@ -149,8 +149,8 @@ def _vjp(cls, ctx, args, shapes, i, g) -> tuple:
     got = got if isinstance(got, tuple) else (got,)
     if len(got) < len(args) or any(x is not None for x in got[len(args) :]):
         raise AutogradError(
-            f"{cls.__name__}.backward returned {len(got)} gradients; its forward took "
-            f"{len(args)} inputs (give None for each one that has no gradient)"
+            f"{cls.__name__}.backward returned {len(got)} gradients for {len(args)} forward "
+            "arguments (give None for each one that has no gradient)"
         )
     return tuple(gx for a, gx in zip(args, got) if _is_tensor(a))
 

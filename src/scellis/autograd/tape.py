@@ -19,7 +19,6 @@ import weakref
 from typing import Any
 
 from ..base.errors import AutogradError
-from .hooks import leaf_grad
 from .mode import no_grad
 
 
@@ -79,7 +78,7 @@ def _hold(inputs: tuple, reads) -> tuple:
 class Node:
     __slots__ = (
         "op", "inputs", "attrs", "saved", "needs", "out_shape", "out_dtype", "rule", "versions",
-        "out_version",
+        "out_version", "_grad_hooks",
     )  # fmt: skip
 
     def __init__(
@@ -147,6 +146,40 @@ def _walk(root, stop=frozenset()) -> list:
     return order
 
 
+class HookHandle:
+    """What ``register_hook`` returns: ``remove()`` takes the hook off again."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def add_grad_hook(t, hook) -> HookHandle:
+    """``hook(grad)`` called with the gradient reaching ``t`` (its return, if not None,
+    replacing it), as torch's ``Tensor.register_hook``: kept on ``t``'s node, which the
+    walk meets whether the node holds ``t`` or an edge to it, or on ``t`` for a leaf."""
+    if not t.requires_grad:
+        raise AutogradError("register_hook on a tensor that does not require grad")
+    owner = t if t._node is None else t._node
+    hooks = getattr(owner, "_grad_hooks", None)
+    if hooks is None:
+        hooks = owner._grad_hooks = []
+    hooks.append(hook)
+    return HookHandle(hooks, hook)
+
+
+def _hooked(t, g):
+    """``g`` passed through the hooks registered on ``t`` (tensor or edge), in order."""
+    owner = t._node if t._node is not None else _tensor(t)
+    for hook in getattr(owner, "_grad_hooks", None) or ():
+        out = hook(g)
+        g = g if out is None else out
+    return g
+
+
 def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
     """Accumulate d(root)/d(leaf) into every leaf's ``.grad``."""
     if not root.requires_grad:
@@ -170,10 +203,10 @@ def backward(root, grad=None, retain_graph: bool = False, rules=None) -> None:
             if g is None:
                 continue
             node = t._node
+            g = _hooked(t, g)
             if node is None or t._retains_grad:
                 held = _tensor(t)  # an edge's tensor is gone: no one can read its .grad
                 if held is not None:
-                    g = leaf_grad(held, g) if node is None else g  # its hooks, if any
                     held.grad = g if held.grad is None else held.grad + g
             if node is None:
                 continue
@@ -235,6 +268,7 @@ def grads_at(root, grad, targets, rules) -> list:
             g = grads.pop(k, None)
             if g is None:
                 continue
+            g = _hooked(t, g)
             if k in stop:
                 found[k] = g
                 continue

@@ -43,10 +43,10 @@ _KINDS = (
 )
 
 
-def read_file(path, *, limit: int | None = None, head: int | None = None) -> bytes:
-    """The bytes of the regular file at ``path`` (only its first ``head`` bytes when
-    given); a ScellisError naming the path when it cannot be read, is not a regular
-    file, or holds more than ``limit`` bytes."""
+def read_file(path, *, limit: int | None = None, head: int | None = None, offset: int = 0) -> bytes:
+    """The bytes of the regular file at ``path`` from ``offset`` on (only ``head`` of
+    them when given); a ScellisError naming the path when it cannot be read, is not a
+    regular file, or holds more than ``limit`` bytes."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(path, flags)
@@ -59,7 +59,10 @@ def read_file(path, *, limit: int | None = None, head: int | None = None) -> byt
             raise ScellisError(f"{path}: cannot read: it is {kind}, not a regular file")
         if limit is not None and st.st_size > limit:
             raise ScellisError(f"{path}: {st.st_size} bytes is over the {limit} cap")
-        want = st.st_size if head is None else min(head, st.st_size)
+        rest = max(0, st.st_size - offset)
+        want = rest if head is None else min(head, rest)
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
         chunks, got = [], 0
         while got < want:
             chunk = os.read(fd, min(want - got, 1 << 24))
@@ -72,6 +75,12 @@ def read_file(path, *, limit: int | None = None, head: int | None = None) -> byt
         raise ScellisError(f"{path}: cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
+
+
+def file_size(path) -> int:
+    """The size of the regular file at ``path``, refused as ``read_file`` refuses."""
+    read_file(path, head=0)
+    return os.stat(path).st_size
 
 
 def _umask() -> int:

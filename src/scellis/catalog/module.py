@@ -25,6 +25,11 @@ from .module_precision import autocast_applies, call_autocast
 from .module_state import IncompatibleKeys, exported, load_state
 
 
+def _stays_buffer(value) -> bool:
+    """A tensor that is not a parameter: assigned to a buffer's name, it replaces it."""
+    return isinstance(value, Tensor) and not value.requires_grad
+
+
 class ParameterSeq(list):
     """A list that ``next()`` also walks, for torch's ``next(model.parameters())``."""
 
@@ -60,6 +65,12 @@ class Module:
         params, children = self.__dict__.get("_params"), self.__dict__.get("_children")
         if params is None:
             raise RuntimeError("call Module.__init__() before assigning attributes")
+        if name in self._buffers and _stays_buffer(value):
+            # torch keeps a registered buffer a buffer when a tensor is assigned to its
+            # name (``self.count += 1``, ``self.mean = new``): still in state_dict()
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+            return
         params.pop(name, None)
         children.pop(name, None)
         self._buffers.pop(name, None)
@@ -136,6 +147,22 @@ class Module:
             mod = child
         return mod
 
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at dotted path ``target``, as torch's."""
+        owner, _, name = target.rpartition(".")
+        found = self.get_submodule(owner)._params.get(name)
+        if found is None:
+            raise ScellisError(f"{type(self).__name__} has no parameter {target!r}")
+        return found
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target``, as torch's."""
+        owner, _, name = target.rpartition(".")
+        found = self.get_submodule(owner)._buffers.get(name)
+        if found is None:
+            raise ScellisError(f"{type(self).__name__} has no buffer {target!r}")
+        return found
+
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         yield prefix.rstrip("."), self
         for n, c in self._children.items():
@@ -163,8 +190,12 @@ class Module:
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """Parameters and persistent buffers by dotted path, under torch's names where
         a torch-shaped layer packs or names them differently (``export_state``); the
-        live tensors wherever no packing is needed, so copy them to keep a snapshot."""
+        live storage wherever no packing is needed, so copy them to keep a snapshot.
+        Detached, as torch's (an in-place edit of an entry is no autograd error), unless
+        ``keep_vars``."""
         out = exported(self, self.live_state())
+        if not keep_vars:
+            out = {k: v.detach() if v.requires_grad else v for k, v in out.items()}
         if prefix:
             out = {prefix + k: v for k, v in out.items()}
         if destination is not None:

@@ -24,7 +24,7 @@ from .base import Codec, Imported, make, read
 from .pretrained import finetuned_source
 from .raw import RawTensor
 from .record import check, record_text
-from .safetensors.codec import SafetensorsCodec, SafetensorsConfig
+from .safetensors.codec import SafetensorsCodec, SafetensorsConfig, file_tensors
 from .tensor_map import TensorMap
 from .weights import map_names, state_of
 
@@ -102,8 +102,8 @@ def import_file(
         tensors, unused = map_names(tensors, _shapes(rec), name_map, strict=strict)
     elif name_map:
         raise ScellisError("a name map needs a record to map onto (--record)")
-    blob = SafetensorsCodec(SafetensorsConfig()).dumps(tensors, rec)
-    sha = ObjectStore(store).put(blob)
+    # streamed into the store: a tensor still in the user's file is read at its turn
+    sha = ObjectStore(store).put_parts(SafetensorsCodec(SafetensorsConfig()).parts(tensors, rec))
     text = None
     if rec is not None:
         header = (
@@ -134,12 +134,12 @@ def header_weights(text: str, store) -> dict[str, RawTensor] | None:
     tag = WEIGHTS_TAG.search(text)
     if tag is None:
         return None
-    ref = f"sha256:{tag.group(1)}"
-    return (
-        SafetensorsCodec(SafetensorsConfig())
-        .loads(ObjectStore(store).get(tag.group(1)), ref)
-        .tensors
-    )
+    # verified whole, then read tensor by tensor as the model takes them
+    path = ObjectStore(store).checked_path(tag.group(1))
+    try:
+        return file_tensors(path)[0]
+    except ScellisError as e:
+        raise ScellisError(f"sha256:{tag.group(1)}: {e}") from None
 
 
 def record_weights(path, store, weights: str | None = None) -> tuple[dict, dict[str, RawTensor]]:

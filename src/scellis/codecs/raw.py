@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from ..base.files import read_file
 
 # code -> (bytes per element, struct format)
 ITEMSIZE = {
@@ -85,6 +86,35 @@ class RawTensor:
         if self.dtype == "BF16":
             return list(array_of("F32", bf16_to_f32(self.data)))
         return list(array_of(self.dtype, self.data))
+
+
+class FileTensor(RawTensor):
+    """A tensor whose bytes stay in their file until ``data`` is read, and are read from
+    it again at each read: an import holds a checkpoint's names and shapes and the
+    bytes of one tensor at a time, never the whole model (a 1B-parameter folder is
+    gigabytes; in a tab, the worker's address space is 4 GiB)."""
+
+    def __init__(self, dtype: str, shape: tuple, path, begin: int, end: int):
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "_span", (path, begin, end))
+        if dtype not in ITEMSIZE:
+            raise ScellisError(f"unsupported tensor dtype {dtype!r}")
+        if numel(self.shape) * ITEMSIZE[dtype][0] != end - begin:
+            raise ScellisError(f"{path}: a {dtype}{list(self.shape)} tensor cannot span "
+                               f"{end - begin} bytes")  # fmt: skip
+
+    @property
+    def data(self) -> bytes:
+        path, begin, end = self._span
+        got = read_file(path, offset=begin, head=end - begin)
+        if len(got) != end - begin:
+            raise ScellisError(f"{path}: the file was cut short while it was imported")
+        return got
+
+    def __repr__(self) -> str:
+        path, begin, end = self._span
+        return f"FileTensor({self.dtype}, {list(self.shape)}, {path}[{begin}:{end}])"
 
 
 def array_of(code: str, data: bytes):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 
 from ..base.dtypes import as_dtype
@@ -74,7 +75,8 @@ class _Packer:
 
 
 def save(obj, path) -> None:
-    """Write ``obj`` (a state dict, a tensor, or a tree of them) to ``path``."""
+    """Write ``obj`` (a state dict, a tensor, or a tree of them) to ``path``: a file
+    name or a file object opened for writing bytes."""
     packer = _Packer()
     flat = isinstance(obj, dict) and all(
         isinstance(k, str) and isinstance(v, Tensor) for k, v in obj.items()
@@ -84,7 +86,11 @@ def save(obj, path) -> None:
     else:
         tree = packer.pack(obj, [])
     meta = {TREE_KEY: json.dumps(tree, separators=(",", ":"), allow_nan=False)}
-    write_file(os.fspath(path), st.dumps(packer.tensors, meta))  # whole, never via a link
+    data = st.dumps(packer.tensors, meta)
+    if hasattr(path, "write"):  # a file object (io.BytesIO), as torch.save takes
+        path.write(data)
+    else:
+        write_file(os.fspath(path), data)  # whole, never via a link
 
 
 def _torch_saved(data: bytes) -> bool:
@@ -115,6 +121,15 @@ def _from_torch(where: str, device):
     return made(tree)
 
 
+def _torch_bytes(data: bytes, device):
+    """A ``torch.save`` archive held in memory: the torch codec reads files, so through
+    a temporary one."""
+    with tempfile.TemporaryDirectory() as folder:
+        where = os.path.join(folder, "saved.pt")
+        write_file(where, data)
+        return _from_torch(where, device)
+
+
 def _unpack(node, tensors: dict):
     if isinstance(node, list):
         return [_unpack(v, tensors) for v in node]
@@ -134,10 +149,15 @@ def _unpack(node, tensors: dict):
 def load(path, device=None):
     """Read what ``save`` wrote, any safetensors file, or what ``torch.save`` wrote
     (through the restricted unpickler: no code runs) onto ``device``."""
-    where = os.fspath(path)
-    data = read_file(where)
-    if _torch_saved(data):
-        return _from_torch(where, device)
+    if hasattr(path, "read"):  # a file object, as torch.load takes
+        data, where = path.read(), getattr(path, "name", "<file object>")
+        if _torch_saved(data):
+            return _torch_bytes(data, device)
+    else:
+        where = os.fspath(path)
+        data = read_file(where)
+        if _torch_saved(data):
+            return _from_torch(where, device)
     try:
         views, meta = st.loads(data)
     except ScellisError as e:

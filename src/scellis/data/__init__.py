@@ -16,6 +16,7 @@ from .loader import (  # noqa: F401
     TensorDataset,
     WeightedRandomSampler,
     default_collate,
+    default_convert,
     get_worker_info,
     random_split,
 )

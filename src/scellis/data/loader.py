@@ -120,22 +120,45 @@ def random_split(dataset, lengths, generator: Generator | None = None, *,
     return out
 
 
-def default_collate(items: list):
-    """Stack a batch of items field by field (tensors stacked on a new first axis)."""
+def default_collate(items):
+    """Stack a batch of items field by field (tensors stacked on a new first axis), with
+    torch's containers: a list of fields for tuples and lists, strings as they came."""
     first = items[0]
     if isinstance(first, Tensor):
         return stack(items, 0)
     if isinstance(first, (bool, int, float)):
         return tensor(list(items))
     if isinstance(first, (str, bytes)):
-        return list(items)
-    if hasattr(first, "dtype") and hasattr(first, "shape") and hasattr(first, "tolist"):
+        return items
+    if _is_array(first):
         return stack([tensor(a) for a in items], 0)  # NumPy arrays and scalars
     if isinstance(first, Mapping):
         return {k: default_collate([it[k] for it in items]) for k in first}
-    if isinstance(first, (tuple, list)):
-        return type(first)(default_collate(list(f)) for f in zip(*items))
+    fields = zip(*items)
+    if isinstance(first, tuple) and hasattr(first, "_fields"):  # a namedtuple stays one
+        return type(first)(*(default_collate(f) for f in fields))
+    if isinstance(first, (tuple, list)):  # a list, as torch's (a tuple's fields too)
+        return [default_collate(f) for f in fields]
     raise ScellisError(f"cannot collate items of type {type(first).__name__}")
+
+
+def _is_array(x) -> bool:
+    """A NumPy array or scalar (anything array-like that is not already a tensor)."""
+    return not isinstance(x, Tensor) and all(hasattr(x, a) for a in ("dtype", "shape", "tolist"))
+
+
+def default_convert(item):
+    """One unbatched item as torch's ``batch_size=None`` loader gives it: NumPy arrays
+    and scalars made tensors, field by field; everything else as it is."""
+    if _is_array(item):
+        return tensor(item)
+    if isinstance(item, Mapping):
+        return {k: default_convert(v) for k, v in item.items()}
+    if isinstance(item, tuple) and hasattr(item, "_fields"):  # a namedtuple
+        return type(item)(*(default_convert(v) for v in item))
+    if isinstance(item, (tuple, list)):
+        return [default_convert(v) for v in item]
+    return item
 
 
 class DataLoader:
@@ -157,11 +180,13 @@ class DataLoader:
             batch_size = max(1, getattr(batch_sampler, "batch_size", 1))
         if shuffle and sampler is not None:
             raise ScellisError("DataLoader: give shuffle=True or a sampler, not both")
-        if batch_size is None or batch_size < 1:
-            raise ScellisError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_size is not None and batch_size < 1:
+            raise ScellisError(f"batch_size must be >= 1 (or None: one item at a time), "
+                               f"got {batch_size}")  # fmt: skip
         if seed is None:
             seed = (generator or eager_stream("shuffle")).seed
-        self.dataset, self.batch_size = dataset, int(batch_size)
+        # None: no batching, each item converted (collate_fn's default) as torch does
+        self.dataset, self.batch_size = dataset, None if batch_size is None else int(batch_size)
         self.shuffle, self.drop_last, self.seed = bool(shuffle), bool(drop_last), int(seed)
         self.collate_fn = collate_fn
         self.sampler, self.batch_sampler = sampler, batch_sampler
@@ -171,6 +196,8 @@ class DataLoader:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        if self.batch_size is None:
+            return n
         full, rest = divmod(n, self.batch_size)
         return full if self.drop_last or not rest else full + 1
 
@@ -192,11 +219,18 @@ class DataLoader:
             return
         order = list(self.sampler) if self.sampler is not None else self.order(self.epoch)
         self.epoch += 1
+        if self.batch_size is None:
+            for i in order:
+                yield (self.collate_fn or default_convert)(self.dataset[i])
+            return
         for k in range(len(self)):
             yield self._batch(order[k * self.batch_size : (k + 1) * self.batch_size])
 
     def _stream(self):
         """Batches of an iterable dataset, in its own order."""
+        if self.batch_size is None:
+            yield from map(self.collate_fn or default_convert, self.dataset)
+            return
         collate, batch = self.collate_fn or default_collate, []
         for item in self.dataset:
             batch.append(item)

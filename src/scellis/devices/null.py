@@ -90,6 +90,10 @@ class TracingBackend(NullBackend):
     def release(self, buf: Buffer) -> None:
         self.events.append(("release", buf.handle.serial))
 
+    def empty_pool(self) -> None:
+        """What a pooling device does when its free storages are handed back."""
+        self.events.append(("empty_pool",))
+
     def upload(self, buf: Buffer, data: bytes) -> None:
         super().upload(buf, data)
         self.events.append(("upload", buf.handle.serial, bytes(data)))

@@ -13,7 +13,8 @@ working memory from the first op that needs it on, at its largest request.
 The WebGPU pool keeps a released storage for a later buffer of its size class and never
 lends it to another class: what it holds free is device memory as much as what is in
 use. The simulation keeps the same free lists (``Pool``), so the peak counts the
-storages kept free at that instant (``pooled``), not only the live ones.
+storages kept free at that instant (``pooled``), not only the live ones, until the
+device empties its pool (``empty_pool``: after a base is quantised).
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ class Pool:
     def give(self, nbytes: int) -> None:
         self.free[nbytes] = self.free.get(nbytes, 0) + 1
         self.bytes += nbytes
+
+    def clear(self) -> None:
+        self.free.clear()
+        self.bytes = 0
 
     def copy(self) -> Pool:
         return Pool(dict(self.free), self.bytes)
@@ -159,6 +164,10 @@ def profile(
                 class_peaks["pooled"] = max(class_peaks["pooled"], live["pooled"])
             else:
                 total -= nbytes
+        elif e[0] == "empty_pool" and pooling:  # the free storages handed back
+            total -= pool.bytes
+            live["pooled"] -= pool.bytes
+            pool.clear()
         elif e[0] == "run" and device == "webgpu":
             # the backend's scratch storage grows to the largest request and stays
             floats = scratch_floats(e[1], e[2], e[4])

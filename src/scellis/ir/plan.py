@@ -10,12 +10,13 @@ lifetimes through the target's allocator rounding (``ir.memory``), then check
   schedule keeps resident: every buffer of the recorded step in its own storage, with
   an evaluation forward on top;
 - every buffer against ``maxStorageBufferBindingSize`` (a wider one is split into
-  binding windows: a warning) and ``maxStorageBuffersPerShaderStage`` (a tensor or an
-  op needing more bindings than that cannot run: refused), by lowering the step's ops
-  with the backend's own kernel builders.
+  binding windows, which the kernels handle: counted and shown, no warning) and
+  ``maxStorageBuffersPerShaderStage`` (a tensor or an op needing more bindings than that
+  cannot run: refused), by lowering the step's ops with the backend's own kernel
+  builders.
 
-Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom, or tensors
-that must be split); **red** refused. A red or yellow plan lists remediations with an
+Verdict: **green** fits; **yellow** fits with warnings (under 15% headroom); **red**
+refused. A red or yellow plan lists remediations with an
 estimated saving each, measured by re-tracing where that is possible (half the batch,
 mixed f16, the frozen base quantised to NF4 under LoRA adapters) and estimated from
 the classes otherwise (checkpointing, LoRA/PEFT). When parameters, gradients and
@@ -102,6 +103,8 @@ class Plan:
     kernel_problems: list[str] = field(default_factory=list)
     # the frozen base stored as codes and scales (QLoRA): {format, weights, bytes}; {} if not
     quantized: dict = field(default_factory=dict)
+    # tensors wider than one binding: split into windows by the kernels, so no warning
+    split_tensors: int = 0
 
     @property
     def memory_fits(self) -> bool:
@@ -138,6 +141,7 @@ class Plan:
             "remediations": [r.record() for r in self.remediations],
             "kernel_problems": self.kernel_problems,
             "quantized": self.quantized,
+            "split_tensors": self.split_tensors,
         }
 
     def _title(self) -> str:
@@ -189,6 +193,11 @@ class Plan:
                 f"  largest buffer {human(self.largest)}; maxStorageBufferBindingSize "
                 f"{human(t.limits['max_storage_buffer_binding_size'])}, maxBufferSize "
                 f"{human(t.limits['max_buffer_size'])}"
+                + (
+                    f"; {self.split_tensors} tensor(s) split into binding windows"
+                    if self.split_tensors
+                    else ""
+                )
             )
         lines += [f"  refused: {p}" for p in self.problems]
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -200,15 +209,16 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def _binding_checks(tr: Trace, target: Target) -> tuple[list, list, int, int, list]:
-    """Problems, warnings, the largest buffer, the bytes the step's schedule packs its
-    buffers into (0 when it was not lowered), and the problems that are kernels'."""
-    problems, warnings, largest, kernels = [], [], 0, []
+def _binding_checks(tr: Trace, target: Target) -> tuple[list, int, int, int, list]:
+    """Problems, the tensors split into binding windows, the largest buffer, the bytes the
+    step's schedule packs its buffers into (0 when it was not lowered), and the problems
+    that are kernels'."""
+    problems, largest, kernels = [], 0, []
     allocs = tr.allocs()
     for numel, dtype, _, _ in allocs.values():
         largest = max(largest, storage_bytes(numel, dtype))
     if not target.limits:
-        return problems, warnings, largest, 0, kernels
+        return problems, 0, largest, 0, kernels
     lim = target.limits
     window, _ = binding_geometry(lim)
     per_stage = lim["max_storage_buffers_per_shader_stage"]
@@ -225,11 +235,6 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list, list, int, int, li
             )
         elif nbytes > lim["max_storage_buffer_binding_size"]:
             split += 1
-    if split:
-        warnings.append(
-            f"{split} tensor(s) exceed maxStorageBufferBindingSize and are split into binding "
-            "windows (slower kernels)"
-        )
     packed = 0
     if not problems:
         try:
@@ -241,7 +246,7 @@ def _binding_checks(tr: Trace, target: Target) -> tuple[list, list, int, int, li
         except DTypeError as e:  # a kernel that does not run in this dtype here
             problems.append(str(e))
             kernels.append(str(e))
-    return problems, warnings, largest, packed, kernels
+    return problems, split, largest, packed, kernels
 
 
 def _runnable_precision(record: dict, precision: str | None, target: Target):
@@ -292,7 +297,7 @@ def make_plan(
         ev_tr = trace(record, mode="inference", batch=eval_batch, precision=precision, device=dev,
                       with_loss=True)  # fmt: skip
         eval_peak = profile(ev_tr, dev, pool=prof.pool.copy(), built=True).peak + kept
-    problems, warnings, largest, packed, kernels = _binding_checks(tr, target)
+    problems, split, largest, packed, kernels = _binding_checks(tr, target)
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     resident = 0
@@ -320,7 +325,7 @@ def make_plan(
         prof.class_peaks,
         target,
         problems,
-        warnings,
+        [],
         largest=largest,
         n_params=tr.n_params,
         step_peak=prof.peak,
@@ -329,6 +334,7 @@ def make_plan(
         replay_bytes=resident,
     )
     plan.kernel_problems = kernels
+    plan.split_tensors = split
     plan.quantized = quantized_base(record, tr)
     fixed = sum(prof.at_peak.get(c, 0) for c in ("parameters", "gradients", "optimizer_state"))
     if mode == "training" and fixed > target.budget:
@@ -437,6 +443,8 @@ def replay_resident(tr: Trace, device: str, loop_scalars: int) -> tuple[int, Poo
             (own if mine else pool).give(nbytes)
             if not mine:
                 live -= nbytes
+        elif e[0] == "empty_pool":
+            pool.clear()
         if in_step:
             # the pool's free storages are held beside the schedule's
             peak = max(peak, live + pool.bytes)

@@ -66,7 +66,8 @@ class TrainedModel:
 
 def load(ref, device=None, store=".scellis", *, map_location=None, weights_only=None,
          mmap=None, **pickle_load_args):  # fmt: skip
-    """A file saved with ``scellis.save``, or the trained run ``ref`` names in ``store``.
+    """A file (a name or a file object) saved with ``scellis.save``, or the trained run
+    ``ref`` names in ``store``.
 
     torch's ``map_location`` names the device (a name, a ``device``, or ``"cpu"`` for
     the reference device; a function or mapping keeps the default); ``weights_only`` is
@@ -75,6 +76,8 @@ def load(ref, device=None, store=".scellis", *, map_location=None, weights_only=
         device = map_location
     elif device is None and hasattr(map_location, "type") and not callable(map_location):
         device = str(map_location.type)
+    if hasattr(ref, "read"):  # a file object (io.BytesIO), as torch.load takes
+        return state_file.load(ref, device=device)
     path = Path(ref) if isinstance(ref, (str, Path)) else None
     if path is not None and path.is_file():
         return state_file.load(path, device=device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..base.dtypes import promote
 from ..base.errors import ScellisError
 from ..ops import composites as C
 from .creation import generator
@@ -47,12 +48,26 @@ def minimum(a, b):
     return a.minimum(b) if isinstance(a, Tensor) else b.minimum(a)
 
 
+def _one_dtype(xs: list, of: list | None = None) -> list:
+    """``xs`` cast to the common dtype of ``of`` (default ``xs``): torch promotes
+    ``cat([ints, floats])``."""
+    of = of or xs
+    common = of[0].dtype
+    for x in of[1:]:
+        common = promote(common, x.dtype)
+    return [x if x.dtype == common else x.cast(common) for x in xs]
+
+
 def concat(xs, axis=0, *, dim=None) -> Tensor:
-    """Join ``xs`` along ``axis`` (torch's ``cat(tensors, dim)``)."""
+    """Join ``xs`` along ``axis`` (torch's ``cat(tensors, dim)``): dtypes promoted, and
+    an empty 1-d tensor skipped beside others, as torch's (``torch.cat([acc, batch])``
+    from ``acc = torch.tensor([])``)."""
     xs = list(xs)
     if not xs:
         raise ScellisError("concat needs at least one tensor")
-    return xs[0].cat(xs[1:], axis if dim is None else dim)
+    kept = [x for x in xs if tuple(x.shape) != (0,)] or xs[:1]
+    kept = _one_dtype(kept, xs)  # the skipped empty ones' dtypes count, as in torch
+    return kept[0].cat(kept[1:], axis if dim is None else dim)
 
 
 cat = concat
@@ -60,7 +75,8 @@ cat = concat
 
 def stack(xs, axis=0, *, dim=None) -> Tensor:
     """``xs`` along a new axis (torch's ``stack(tensors, dim)``)."""
-    return C.stack(list(xs), axis if dim is None else dim)
+    xs = list(xs)
+    return C.stack(_one_dtype(xs) if xs else xs, axis if dim is None else dim)
 
 
 def embedding(idx: Tensor, weight: Tensor) -> Tensor:

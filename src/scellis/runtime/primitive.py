@@ -193,21 +193,25 @@ def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     return out
 
 
-def apply_with_vjp(name: str, x, forward, rule, attrs: dict):
-    """``forward(x, **attrs)`` as one node on the tape whose VJP is ``rule(node, g)``
-    (``node.saved["out"]`` the result, ``node.attrs`` the attrs): the forward's own ops
-    record nothing, so backward runs the rule's few ops instead of a VJP for each of
-    them. The node reads no input value; a change in place to the result is refused
-    in backward, as for any saved result."""
-    if not (x.requires_grad and is_grad_enabled()):
-        return forward(x, **attrs)
+def apply_with_vjp(name: str, inputs: tuple, forward, rule, attrs: dict, reads=None):
+    """``forward(*inputs, **attrs)`` as one node on the tape whose VJP is ``rule(node,
+    g)`` (``node.saved["out"]`` the result, ``node.attrs`` the attrs): the forward's own
+    ops record nothing, so backward runs the rule's few ops instead of a VJP for each of
+    them. ``reads[i]``: whether the rule reads input i's value (None: none is read, and
+    the node keeps the result instead; a change in place to it is refused in
+    backward, as for any saved result)."""
+    needs = tuple([t is not None and t.requires_grad for t in inputs])
+    if True not in needs or not is_grad_enabled():
+        return forward(*inputs, **attrs)
     with no_grad():
-        out = forward(x, **attrs)
+        out = forward(*inputs, **attrs)
     if out.dtype.is_float:
-        node = Node(name, (x,), attrs, (True,), out.shape, out.dtype, (False,))
+        keep = (False,) * len(inputs) if reads is None else reads
+        node = Node(name, inputs, attrs, needs, out.shape, out.dtype, keep)
         node.rule = rule
-        node.saved["out"] = out.detach()
-        node.out_version = out._version
+        if reads is None:
+            node.saved["out"] = out.detach()
+            node.out_version = out._version
         out._node = node
         out.requires_grad = True
     return out

@@ -12,6 +12,7 @@ import array
 import asyncio
 import struct
 
+from ..autograd.tape import add_grad_hook
 from ..base.dtypes import DType
 from ..base.errors import ScellisError
 from ..base.shapes import is_contiguous, numel
@@ -91,6 +92,7 @@ class Tensor(
         "grad",
         "_node",
         "_retains_grad",
+        "_grad_hooks",  # set by register_hook on a leaf only: read with getattr
         "__weakref__",
     )
 
@@ -159,6 +161,11 @@ class Tensor(
     def retain_grad(self) -> None:
         self._retains_grad = True
 
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when backward reaches this tensor; a tensor it returns
+        replaces the gradient (torch's); ``.remove()`` on the returned handle undoes it."""
+        return add_grad_hook(self, hook)
+
     # -- host values --
     async def read(self):
         """The values as nested Python lists (a float/int/bool for a 0-d tensor)."""
@@ -188,6 +195,13 @@ class Tensor(
         while isinstance(v, list):
             v = v[0]
         return v
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its value (``f"{loss:.4f}"``), as torch's; any other
+        as an object (an empty spec only)."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""

@@ -8,7 +8,6 @@ once over primitives; ``backward`` runs the tape with the VJP rules.
 from __future__ import annotations
 
 from ..autograd import backward as _run_backward
-from ..autograd.hooks import register_hook as register_grad_hook
 from ..autograd.rules import VJP
 from ..base.dtypes import as_dtype, bool_
 from ..base.errors import ShapeError
@@ -151,16 +150,11 @@ class TensorNN:
     def backward(self, gradient=None, retain_graph=False):
         _run_backward(self, gradient, retain_graph=retain_graph, rules=VJP)
 
-    def register_hook(self, hook):
-        """torch's: ``hook(grad)`` on this tensor's gradient; a tensor it returns
-        replaces it. The handle's ``remove()`` takes it away."""
-        return register_grad_hook(self, hook)
-
     def with_vjp(self, name, forward, rule, **attrs):
         """``forward(self, **attrs)`` recorded as one tape node with VJP ``rule``, for
         composites whose gradient has a shorter form than their ops' (``primitive.
         apply_with_vjp``)."""
-        return apply_with_vjp(name, self, forward, rule, attrs)
+        return apply_with_vjp(name, (self,), forward, rule, attrs)
 
     def prim(self, op, *others, **attrs):
         """Any primitive by name, for rules and blocks that use fused ops."""

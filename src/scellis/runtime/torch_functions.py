@@ -47,7 +47,7 @@ _SAME_AS_METHOD = (
     "logical_xor", "bitwise_not",
     # reductions and scans (``torch_reduce``)
     "prod", "cumprod", "norm", "all", "any", "count_nonzero", "nansum", "nanmean",
-    "aminmax", "median",
+    "aminmax", "median", "quantile",
     # movement, selection, scatter (``torch_shape``)
     "roll", "flip", "fliplr", "flipud", "narrow", "select", "unbind", "unflatten",
     "movedim", "moveaxis", "swapaxes", "swapdims", "index_select", "masked_select",

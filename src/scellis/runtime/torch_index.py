@@ -69,6 +69,13 @@ class TorchIndexMethods:
     def _paired(self, keys, tensors):
         """Integer tensors on adjacent dims, the other dims whole: torch's paired
         (broadcast) indices, one flat index into those dims."""
+        a, b, flat = self._flat_index(keys, tensors)
+        rows = self.reshape(self.shape[:a] + (_count(self.shape[a:b]),) + self.shape[b:])
+        return rows.take(flat, a)
+
+    def _flat_index(self, keys, tensors):
+        """(first dim, end dim, one flat i32 index into dims [first, end)) of integer
+        index tensors on adjacent dims, every other key a whole slice."""
         if tensors != list(range(tensors[0], tensors[-1] + 1)) or any(
             not (isinstance(k, slice) and k == slice(None))
             for i, k in enumerate(keys)
@@ -87,16 +94,17 @@ class TorchIndexMethods:
             term = idx * scale if scale != 1 else idx
             flat = term if flat is None else flat + term
             scale *= sizes[d - a]
-        rows = self.reshape(self.shape[:a] + (scale,) + self.shape[b:])
-        return rows.take(flat, a)
+        return a, b, flat
 
     # -- writes --
     def __setitem__(self, key, value):
         keys = tuple(self._as_index(k) for k in (key if isinstance(key, tuple) else (key,)))
         if any(_is_tensor(k) for k in keys):
-            if len(keys) != 1:
-                raise ShapeError("assignment through a tensor index takes it as the whole index")
-            new = self._set_by_tensor(keys[0], value)
+            new = (
+                self._set_by_tensor(keys[0], value)
+                if len(keys) == 1
+                else self._set_by_paired(keys, value)
+            )
         else:
             new = self._set_by_view(keys, value)
         if new is not None:
@@ -127,6 +135,26 @@ class TorchIndexMethods:
         placed = v.pad(lo, hi, gaps, value=0)
         ones = v.ones_like("f32").pad(lo, hi, gaps, value=0.0)
         return placed.where(ones > 0.5, self)
+
+    def _set_by_paired(self, keys, value):
+        """``x[rows, cols] = v``, ``x[:, idx] = v``, ``x[i, idx] = v``: integer indices
+        (ints taken as 0-d ones) on adjacent dims, the others whole, as torch's. The
+        indexed dims become one flat first dim, set as ``x[idx] = v`` is."""
+        keys = tuple(self._tensor_of(k, "i32") if isinstance(k, int) else k for k in keys)
+        tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
+        if any(keys[i].dtype.kind == "b" for i in tensors):
+            raise ShapeError("a bool mask index must be the whole index (x[mask] = v)")
+        a, b, flat = self._flat_index(keys, tensors)
+        lead, tail = self.shape[:a], self.shape[b:]
+        rows = self.reshape(lead + (_count(self.shape[a:b]),) + tail).movedim(a, 0)
+        if _is_tensor(value) and value.ndim:  # the value laid out as x[keys] is, then moved
+            picked = lead + tuple(flat.shape) + tail
+            v = self._value(value, picked)
+            k = len(flat.shape)
+            order = [*range(a, a + k), *range(a), *range(a + k, len(picked))]
+            value = v.permute(order).reshape((-1,) + lead + tail)
+        new = rows._set_by_tensor(flat.reshape((-1,)), value)
+        return new.movedim(0, a).reshape(self.shape)
 
     def _set_by_tensor(self, index, value):
         """A bool mask over leading dims, or an integer tensor over the first dim."""
@@ -196,3 +224,10 @@ def _placement(shape, keys) -> list[tuple[int, int, int]]:
         dim += 1
     out.extend((0, 1, shape[d]) for d in range(dim, len(shape)))
     return out
+
+
+def _count(sizes) -> int:
+    n = 1
+    for d in sizes:
+        n *= d
+    return n

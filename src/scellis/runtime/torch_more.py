@@ -161,7 +161,48 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
     return (C.rand(input.shape, input.device, "f32", generator) < probs).cast(input.dtype)
 
 
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each of ``elements`` is among ``test_elements`` (a tensor, list or number)."""
+    if not isinstance(test_elements, Tensor):
+        values = test_elements if isinstance(test_elements, (list, tuple)) else [test_elements]
+        test_elements = C.tensor(list(values), device=elements.device, dtype=elements.dtype)
+    found = (elements.unsqueeze(-1) == test_elements.reshape((1, -1))).any(-1)
+    return found.logical_not() if invert else found
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """``input`` picked at ``indices`` along ``dim`` (both broadcast on the other dims);
+    without ``dim``, from the flattened tensor."""
+    if dim is None:
+        return input.reshape((-1,)).gather(0, indices.reshape((-1,)))
+    d = dim % input.ndim
+    shape = [max(a, b) for a, b in zip(input.shape, indices.shape)]
+    x = input.expand(tuple(n if i != d else input.shape[d] for i, n in enumerate(shape)))
+    idx = indices.expand(tuple(n if i != d else indices.shape[d] for i, n in enumerate(shape)))
+    return x.gather(d, idx)
+
+
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """Views of ``input`` split along ``dim``: into n near-equal parts (the first
+    ``size % n`` one longer), or at the given indices."""
+    d = dim % input.ndim
+    n = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k < 1:
+            raise ScellisError(f"tensor_split: {k} sections (at least 1)")
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        cuts = [sum(sizes[:i]) for i in range(1, k)]
+    else:
+        cuts = [min(max(int(c), 0), n) for c in indices_or_sections]
+    bounds = [0, *cuts, n]
+    return tuple(input.narrow(d, a, max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
 __all__ = [
     "tensordot", "kron", "block_diag", "triu_indices", "tril_indices", "logspace", "bincount",
-    "histc", "cummax", "cummin", "logcumsumexp", "normal", "bernoulli",
+    "histc", "cummax", "cummin", "logcumsumexp", "normal", "bernoulli", "isin",
+    "take_along_dim", "tensor_split",
 ]  # fmt: skip

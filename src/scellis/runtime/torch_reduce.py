@@ -8,6 +8,8 @@ count. ``dim`` may be an int, a tuple, negative, or None (every dim), as in torc
 
 from __future__ import annotations
 
+import math
+
 from ..base.errors import ScellisError
 from ..base.shapes import norm_axis
 
@@ -127,6 +129,43 @@ class TorchReduceMethods:
             flat = self.reshape((-1,))
             return flat.kthvalue((flat.shape[0] + 1) // 2, 0).values
         return self.kthvalue((self.shape[dim] + 1) // 2, dim, keepdim)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """torch's quantile: ``q`` a number or a 1-d tensor or list in [0, 1] (its axis
+        first in the result), over every element or along ``dim``."""
+        x, d = (self.reshape((-1,)), 0) if dim is None else (self, norm_axis(dim, self.ndim))
+        qs = q.tolist() if hasattr(q, "tolist") else q
+        many = isinstance(qs, (list, tuple))
+        ranked = x.sort(d).values
+        picked = [_ranked_at(ranked, d, float(p), interpolation) for p in (qs if many else [qs])]
+        if keepdim:
+            picked = [p.unsqueeze(d) for p in picked]
+            if dim is None:
+                picked = [p.reshape((1,) * self.ndim) for p in picked]
+        if not many:
+            return picked[0]
+        return picked[0].unsqueeze(0).cat([p.unsqueeze(0) for p in picked[1:]], 0)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _ranked_at(ranked, d: int, q: float, how: str):
+    """The value at fraction ``q`` of the sorted ``ranked`` along ``d``."""
+    if not 0.0 <= q <= 1.0 or how not in _INTERPOLATIONS:
+        raise ScellisError(f"quantile: q {q} must be in [0, 1], interpolation one of "
+                           f"{', '.join(_INTERPOLATIONS)}")  # fmt: skip
+    pos = q * (ranked.shape[d] - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if how == "nearest":  # torch rounds half to even here
+        lo = hi = round(pos)
+    low, high = ranked.select(d, lo), ranked.select(d, hi)
+    if how == "lower" or lo == hi:
+        return low
+    if how == "higher":
+        return high
+    frac = 0.5 if how == "midpoint" else pos - lo
+    return low + (high - low) * frac
 
 
 class _MinMax(tuple):

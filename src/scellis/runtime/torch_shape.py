@@ -1,6 +1,6 @@
 """torch's movement, selection and scatter methods (runtime layer): a mixin of ``Tensor``.
 
-``roll``, ``flip``, ``narrow``, ``unflatten``, ``movedim``, ``select``, ``unbind``,
+``roll``, ``flip``, ``narrow``, ``unfold``, ``unflatten``, ``movedim``, ``select``, ``unbind``,
 ``index_select``, ``diag``/``diagonal``/``trace``, and torch's ``scatter``,
 ``scatter_add`` and ``index_add`` (``dim`` first), each over views, ``take``, ``gather``
 and the ``scatter_add`` primitive, so gradients flow as torch's do. The engine's own
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import ScellisError, ShapeError
-from ..base.shapes import norm_axis
+from ..base.shapes import contiguous_strides, norm_axis
 from ..ops import composites as C
 from .primitive import apply_op
 from .tensor_math import broadcast
@@ -119,6 +119,18 @@ class TorchShapeMethods:
         start = int(start) + (self.shape[d] if int(start) < 0 else 0)
         return self[(slice(None),) * d + (slice(start, start + int(length)),)]
 
+    def unfold(self, dimension, size, step):
+        """Windows of ``size`` every ``step`` along ``dimension``: that axis becomes the
+        window count and the window runs along a new last axis, as torch's. A gather
+        rather than a view, so writes to it do not reach this tensor."""
+        d = norm_axis(dimension, self.ndim)
+        n, size, step = self.shape[d], int(size), int(step)
+        if size < 0 or size > n or step < 1:
+            raise ShapeError(f"unfold: size {size} step {step} on a dimension of {n}")
+        starts = range(0, n - size + 1, step)
+        grid = _tensor_like(self, [[s + k for k in range(size)] for s in starts])
+        return C.take(self, grid, d).movedim(d + 1, -1)
+
     def select(self, dim, index):
         d = norm_axis(dim, self.ndim)
         return self[(slice(None),) * d + (int(index),)]
@@ -181,6 +193,13 @@ class TorchShapeMethods:
     # -- selection by index --
     def index_select(self, dim, index):
         return C.take(self, _i32(index).reshape((-1,)), norm_axis(dim, self.ndim))
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each element (slice along ``dim``) repeated ``repeats`` times in place: the
+        free function's, as a method."""
+        from .torch_free import repeat_interleave  # the free functions sit above Tensor
+
+        return repeat_interleave(self, repeats, dim, output_size=output_size)
 
     def masked_select(self, mask):
         """The elements where ``mask`` (broadcast to this shape) holds, flattened."""
@@ -274,6 +293,20 @@ class TorchShapeMethods:
         idx = _i32(index).reshape([-1 if i == d else 1 for i in range(source.ndim)])
         src = source * alpha if alpha != 1 else source
         return self + _scattered(self, d, idx.expand(source.shape), src)
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """``fill_value`` written on the main diagonal, as torch's: every dim the same
+        size, or a 2-d matrix; ``wrap`` continues a tall matrix's diagonal below it, one
+        row skipped each time round."""
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise ShapeError(f"fill_diagonal_ needs a matrix or equal dims, got {self.shape}")
+        size, step = int(self.numel), sum(contiguous_strides(self.shape))
+        last = size if wrap and self.ndim == 2 else min(self.shape) * step
+        marks = [False] * size
+        for at in range(0, min(last, size), step):
+            marks[at] = True
+        mask = _tensor_like(self, marks).cast("bool").reshape(self.shape)
+        return self._assign(self.masked_fill(mask, fill_value), "fill_diagonal_")
 
     def index_fill(self, dim, index, value):
         d = norm_axis(dim, self.ndim)

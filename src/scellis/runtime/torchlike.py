@@ -11,9 +11,10 @@ on the device.
 
 In-place updates are for tensors autograd does not track: on a tensor that requires
 grad they are refused unless gradients are off (``with scellis.no_grad():``), as in
-torch. A contiguous float tensor is written in its own storage (every view of that
-storage, such as an optimizer's flat buffer, sees the change); any other tensor is
-pointed at new storage, so its other views keep the old values.
+torch. A float tensor is written in its own storage (every view of that storage, such
+as an optimizer's flat buffer, or the matrix a column was taken from, sees the change:
+``view_writes``); an integer tensor is pointed at new storage, so its other views keep
+the old values.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import sys
 from ..autograd.mode import is_grad_enabled
 from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import DeviceError, DTypeError, ScellisError
-from ..base.shapes import contiguous_strides
+from ..base.shapes import contiguous_strides, norm_axes
 from ..devices.base import View, get_device
+from .view_writes import keep_old_value, view_base, write_into_base, write_through_view
 from .write_guard import guard_write
 
 
@@ -258,7 +260,12 @@ class TorchLikeMethods:
         return super().unsqueeze(_axis(dim, axis))
 
     def squeeze(self, dim=None, *, axis=None):
-        return super().squeeze(_axis(dim, axis))
+        """torch's: a named dim whose size is not 1 is left as it is (no error)."""
+        d = _axis(dim, axis)
+        if d is None or self.ndim == 0:
+            return super().squeeze(d if self.ndim else None)
+        dims = [d] if isinstance(d, int) else list(d)
+        return super().squeeze(tuple(a for a in norm_axes(dims, self.ndim) if self.shape[a] == 1))
 
     def flatten(self, start_dim=None, end_dim=None, *, start=None, end=None):
         return super().flatten(_axis(start_dim, start, 0), _axis(end_dim, end, -1))
@@ -283,8 +290,9 @@ class TorchLikeMethods:
         With gradients on, an op on an intermediate (or one whose new value depends
         on a tensor that requires grad) is recorded: ``self`` becomes the result,
         its node included, so backward sees it and a node that saved the old value
-        refuses, as torch's version counter does. Otherwise the values are written
-        where they are (views of a contiguous float storage see them)."""
+        refuses, as torch's version counter does; where ``self`` is a view of an
+        intermediate, that tensor takes the write. Otherwise the values are written
+        where they are (views of the same float storage see them)."""
         if tuple(new.shape) != tuple(self.shape):
             new = new.expand(self.shape)
         if new.device is not self.device:
@@ -293,6 +301,10 @@ class TorchLikeMethods:
         if tracked and not (self.is_leaf and self.requires_grad):
             new = new.cast(self.dtype)
             new = new.prim("copy") if new._buf is self._buf else new
+            base = view_base(self)
+            if base is not None:  # h[:, 0].mul_(2): h takes the write, as torch's
+                return write_into_base(self, base, new, what)
+            keep_old_value(self, new)
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
             self._node, self.requires_grad = new._node, True
             return self
@@ -302,6 +314,8 @@ class TorchLikeMethods:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
+        elif self.dtype.is_float and self.numel and all(s > 0 for s in self.strides):
+            write_through_view(self, new)  # x[:, 0].mul_(2), x.t().add_(1): x sees it
         else:
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self
@@ -359,6 +373,10 @@ def _extreme(x, which: str, dim, keepdim, axis):
     if d is None or isinstance(d, (tuple, list)):
         return values
     where = x.argmax(d, keepdim) if which == "max" else x.argmin(d, keepdim)
+    if x.requires_grad:  # torch's gradient goes to the index only, not shared by ties
+        d = d % x.ndim
+        values = x.gather(d, where if keepdim else where.unsqueeze(d))
+        values = values if keepdim else values.squeeze(d)
     return ValuesIndices(values, where)
 
 

@@ -67,6 +67,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+CHUNK = 1 << 20  # bytes hashed at a time when an object is checked in place
+
+
+def _abandon(fd: int | None, tmp: Path | None) -> None:
+    """Close and remove a temporary file that will not become an object."""
+    if fd is not None:
+        os.close(fd)
+    if tmp is not None:
+        tmp.unlink(missing_ok=True)
+
+
 def _is_hex(h: str) -> bool:
     return len(h) == 64 and all(c in "0123456789abcdef" for c in h)
 
@@ -130,6 +141,36 @@ class ObjectStore:
         _fsync_dir(folder)
         return h
 
+    def put_parts(self, parts) -> str:
+        """Store the bytes of ``parts`` (an iterable of bytes, taken one at a time: the
+        whole object is never in memory) and return their sha256 hex. They are hashed as
+        they go to a temporary file, which is then renamed to the hash's name (over a copy
+        already there: the same bytes, now verified)."""
+        folder = self.base / "incoming"
+        digest, fd, tmp = hashlib.sha256(), None, None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            for part in parts:
+                digest.update(part)
+                self.writer.write(fd, part)
+            os.fsync(fd)
+            os.close(fd)
+            fd = None
+            h = digest.hexdigest()
+            final = self.path(h)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, final)
+        except OSError as e:
+            _abandon(fd, tmp)
+            raise self._error(e, digest.hexdigest()) from None
+        except BaseException:
+            _abandon(fd, tmp)
+            raise
+        _fsync_dir(final.parent)
+        return h
+
     def _error(self, e: OSError, h: str) -> StoreError:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             return StoreFullError(
@@ -144,28 +185,56 @@ class ObjectStore:
         try:
             data = p.read_bytes()
         except FileNotFoundError:
-            aside = self.quarantined(h)
-            if aside:
-                raise StoreError(
-                    f"object {h} is corrupt (moved aside to {aside[-1]}); storing the same "
-                    "content again replaces it"
-                ) from None
-            raise ObjectMissing(f"object {h} is missing from {self.root}") from None
+            raise self._missing(h) from None
         except OSError as e:
             raise StoreError(f"object {h} cannot be read: {e.strerror or e}") from None
         got = sha256(data)
         if got != h:
-            try:
-                where = f"moved aside to {self._quarantine(h, p)}"
-            except FileNotFoundError:  # another reader moved it aside first
-                where = f"moved aside to {(self.quarantined(h) or ['quarantine/'])[-1]}"
-            except OSError as e:
-                where = f"left in place: it could not be moved aside ({e.strerror or e})"
-            raise StoreError(
-                f"object {h} is corrupt (its bytes hash to {got}); {where}; storing the "
-                "same content again replaces it"
-            )
+            self._corrupt(h, p, got)
         return data
+
+    def checked_path(self, h: str) -> Path:
+        """The file of object ``h``, its bytes verified against the hash a chunk at a time
+        (for a reader that then takes only parts of it: a model's weights tensor by
+        tensor)."""
+        p = self.path(h)
+        digest = hashlib.sha256()
+        try:
+            with open(p, "rb", buffering=0) as f:
+                chunk = memoryview(bytearray(CHUNK))
+                while n := f.readinto(chunk):
+                    digest.update(chunk[:n])
+        except FileNotFoundError:
+            raise self._missing(h) from None
+        except OSError as e:
+            raise StoreError(f"object {h} cannot be read: {e.strerror or e}") from None
+        got = digest.hexdigest()
+        if got != h:
+            self._corrupt(h, p, got)
+        return p
+
+    def _missing(self, h: str) -> StoreError:
+        """Why object ``h`` has no file: moved aside as corrupt, or never there."""
+        aside = self.quarantined(h)
+        if aside:
+            return StoreError(
+                f"object {h} is corrupt (moved aside to {aside[-1]}); storing the same "
+                "content again replaces it"
+            )
+        return ObjectMissing(f"object {h} is missing from {self.root}")
+
+    def _corrupt(self, h: str, p: Path, got: str) -> None:
+        """Move object ``h``'s file, whose bytes hash to ``got``, aside, and say so."""
+        try:
+            where = f"moved aside to {self._quarantine(h, p)}"
+        except FileNotFoundError:  # another reader moved it aside first
+            where = f"moved aside to {(self.quarantined(h) or ['quarantine/'])[-1]}"
+        except OSError as e:
+            where = f"left in place: it could not be moved aside ({e.strerror or e})"
+        raise StoreError(
+            f"object {h} is corrupt (its bytes hash to {got}); {where}; storing the "
+            "same content again replaces it"
+        )
 
     def _quarantine(self, h: str, p: Path) -> Path:
         folder = self.root / "quarantine" / "sha256"

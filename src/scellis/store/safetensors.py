@@ -82,22 +82,33 @@ def _json(obj) -> bytes:
 
 def dumps(tensors: dict[str, Tensor], metadata: dict[str, str] | None = None) -> bytes:
     """Serialise ``{name: (dtype, shape, data)}`` (and string metadata) to safetensors bytes."""
-    entries = []
-    for name, item in tensors.items():
-        if not isinstance(name, str):
-            raise SafetensorsError(f"safetensors: tensor name {name!r} is not a string")
-        if name == "__metadata__":
-            raise SafetensorsError("safetensors: '__metadata__' is reserved, not a tensor name")
-        dtype, shape, data = item
-        shape = tuple(shape)
+    prefix, order = layout({k: (d, s) for k, (d, s, _) in tensors.items()}, metadata)
+    datas = []
+    for name in order:
+        dtype, shape, data = tensors[name]
         data = bytes(data)
-        want = _nbytes(name, dtype, shape)
+        want = _nbytes(name, dtype, tuple(shape))
         if len(data) != want:
             raise SafetensorsError(
                 f"safetensors: tensor {name!r} has {len(data)} bytes but {dtype}{list(shape)} "
                 f"needs {want}"
             )
-        entries.append((name, dtype, shape, data))
+        datas.append(data)
+    return b"".join([prefix, *datas])
+
+
+def layout(tensors: dict[str, tuple], metadata: dict[str, str] | None = None):
+    """(the file's first bytes: header length and header, the tensor names in the order
+    their data follows) for ``{name: (dtype, shape)}``: what a writer that streams the
+    tensors' bytes after it needs."""
+    entries = []
+    for name, (dtype, shape) in tensors.items():
+        if not isinstance(name, str):
+            raise SafetensorsError(f"safetensors: tensor name {name!r} is not a string")
+        if name == "__metadata__":
+            raise SafetensorsError("safetensors: '__metadata__' is reserved, not a tensor name")
+        shape = tuple(shape)
+        entries.append((name, dtype, shape, _nbytes(name, dtype, shape)))
     entries.sort(key=lambda e: e[0])
     entries.sort(key=lambda e: _RANK[e[1]], reverse=True)  # stable: name order within a rank
     header: dict = {}
@@ -109,16 +120,13 @@ def dumps(tensors: dict[str, Tensor], metadata: dict[str, str] | None = None) ->
                 )
         header["__metadata__"] = {k: metadata[k] for k in sorted(metadata)}
     offset = 0
-    for name, dtype, shape, data in entries:
-        header[name] = {
-            "dtype": dtype,
-            "shape": list(shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        offset += len(data)
+    for name, dtype, shape, nbytes in entries:
+        header[name] = {"dtype": dtype, "shape": list(shape),
+                        "data_offsets": [offset, offset + nbytes]}  # fmt: skip
+        offset += nbytes
     head = _json(header)
     head += b" " * (-len(head) % 8)
-    return b"".join([struct.pack("<Q", len(head)), head, *(e[3] for e in entries)])
+    return struct.pack("<Q", len(head)) + head, [e[0] for e in entries]
 
 
 def _no_duplicates(pairs):
@@ -192,18 +200,35 @@ def loads(data: bytes) -> tuple[dict[str, View], dict[str, str]]:
 
     The views share ``data``'s memory (zero copy); names come in file order."""
     buf = memoryview(data).cast("B")
-    head, start = _header(buf)
-    meta = head.pop("__metadata__", None)
+    spans, meta = index(buf, len(buf))
+    return {k: (d, s, buf[b:e]) for k, (d, s, b, e) in spans.items()}, meta
+
+
+def header_size(first: bytes) -> int:
+    """The bytes of a safetensors file's header (its length word included), from the
+    file's first 8 bytes."""
+    if len(first) < 8:
+        raise SafetensorsError(f"safetensors: {len(first)} bytes is too short for a header length")
+    return 8 + struct.unpack("<Q", first[:8])[0]
+
+
+def index(head: bytes, size: int) -> tuple[dict[str, tuple], dict[str, str]]:
+    """Parse a safetensors file's header from its first bytes ``head`` (the header at
+    least), for a file of ``size`` bytes: ``({name: (dtype, shape, begin, end)}, metadata)``
+    with ``begin``/``end`` byte positions in the file, names in file order. The tensors'
+    bytes are checked to tile the rest of the file exactly."""
+    head_dict, start = _header(memoryview(head).cast("B"))
+    meta = head_dict.pop("__metadata__", None)
     if meta is None:
         meta = {}
     if not isinstance(meta, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
     ):
         raise SafetensorsError("safetensors: __metadata__ must map strings to strings")
-    infos = sorted(((_info(k, v), k) for k, v in head.items()), key=lambda t: t[0][2:])
-    body = len(buf) - start
+    infos = sorted(((_info(k, v), k) for k, v in head_dict.items()), key=lambda t: t[0][2:])
+    body = size - start
     pos = 0
-    out: dict[str, View] = {}
+    out: dict[str, tuple] = {}
     for (dtype, shape, begin, end), name in infos:
         if begin != pos:
             what = "overlaps the tensor before it" if begin < pos else "leaves a gap before it"
@@ -213,7 +238,7 @@ def loads(data: bytes) -> tuple[dict[str, View], dict[str, str]]:
                 f"safetensors: tensor {name!r} ends at {end}, past the {body}-byte data section"
             )
         pos = end
-        out[name] = (dtype, shape, buf[start + begin : start + end])
+        out[name] = (dtype, shape, start + begin, start + end)
     if pos != body:
         raise SafetensorsError(
             f"safetensors: {body - pos} bytes after the last tensor belong to no tensor"

@@ -206,6 +206,8 @@ class Plan(Event):
     kernel_problems: list  # problems that are a kernel's, not a matter of memory
     # the frozen base as codes and scales (QLoRA): {format, weights, bytes}; {}: not quantised
     quantized: dict | None = optional()
+    # tensors wider than one binding, split into windows by the kernels (not a warning)
+    split_tensors: int | None = optional()
 
 
 @kind("progress")

@@ -17,6 +17,7 @@ from ..data.loader import (  # noqa: F401
     TensorDataset,
     WeightedRandomSampler,
     default_collate,
+    default_convert,
     get_worker_info,
     random_split,
 )

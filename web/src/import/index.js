@@ -77,7 +77,8 @@ export function mount(slot, client, app, dropTargets = []) {
     const label = files.length === 1 ? files[0].path : folder || `${files.length} files`;
     say(`importing ${label} (${size(total)})…`, "busy");
     try {
-      const payload = await Promise.all(files.map(async (f) => ({ path: f.path, bytes: await f.file.arrayBuffer() })));
+      // the File objects themselves: the worker reads each part when the engine asks
+      const payload = files.map((f) => ({ path: f.path, bytes: f.file }));
       const got = await client.call("import_files", { files: payload, record_text: app.record || null });
       state.error = null;
       state.last = got;

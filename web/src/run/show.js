@@ -53,6 +53,13 @@ const applies = (ev, r) => r.verdict ? r.verdict !== "red"
     && (/BindingSize/.test(r.fix) ? ev.peak <= ev.budget : ev.peak - r.saving <= ev.budget);
 
 // a QLoRA run's frozen base, as the planner counted it: codes and scales, not f32
+// tensors wider than one binding: the kernels split them into windows, so it is a fact
+// about the run, not a warning
+function splitNote(ev) {
+  const n = ev.split_tensors || 0;
+  return n ? `; ${n} tensor${n === 1 ? "" : "s"} split into binding windows` : "";
+}
+
 function storedBase(ev) {
   const q = ev.quantized;
   if (!q || !q.bytes) return "";
@@ -101,7 +108,7 @@ export function showPlan(box, ev, onFix = null) {
   else if (over && !buttons.length) advice = " No single change fits it in: make the model or the batch smaller.";
   box.textContent = `memory plan: ${ev.verdict} — peak ${humanBytes(ev.peak)} ` +
     `${over ? "is over the" : "of"} ${humanBytes(ev.budget)} budget (${ev.budget_source}; ` +
-    `largest buffer ${humanBytes(ev.largest_buffer)})` + storedBase(ev) + notes.map((w) => `; ${w}`).join("") +
+    `largest buffer ${humanBytes(ev.largest_buffer)}${splitNote(ev)})` + storedBase(ev) + notes.map((w) => `; ${w}`).join("") +
     (notes.length || advice ? "." : "") + advice;
   if (!buttons.length) return;
   const row = document.createElement("span");

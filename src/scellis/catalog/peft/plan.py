@@ -132,6 +132,7 @@ def apply_finetune(model: Module, section: Mapping | None, *, seed: int = 0) -> 
         params[n].requires_grad = True
     quantized = []
     if section.get("quantize_base") is not None:
+        params = None  # each f32 weight is let go of as it is quantised
         quantized = quantize_base(model, *quantize_options(section["quantize_base"]))
         params = dict(model.named_parameters())
     return FinetunePlan(

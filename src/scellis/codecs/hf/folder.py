@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 
 from ...base.errors import ScellisError, shown
-from ...base.files import inside, read_file
+from ...base.files import file_size, inside, read_file
 from ...base.jsontext import load_json
-from ...store.safetensors import loads
 from ..raw import RawTensor
+from ..safetensors.codec import file_tensors
 
 INDEX = "model.safetensors.index.json"
 MAX_JSON = 16 << 20  # a 400-shard index of a 70B model is ~100 KB; configs are a few KB
@@ -99,25 +99,26 @@ def shard_files(folder: Path) -> list[Path]:
 
 
 def read_weights(folder: Path, max_bytes: int) -> dict[str, RawTensor]:
-    """Every tensor of the folder's shards by name; all shards together at most
-    ``max_bytes`` (each is refused before it is read when it would cross that)."""
+    """Every tensor of the folder's shards by name, its bytes left in its file until read
+    (``codecs.raw.FileTensor``); all shards together at most ``max_bytes`` (each is
+    refused before it is read when it would cross that)."""
     out: dict[str, RawTensor] = {}
     left = max_bytes
     for path in shard_files(folder):
-        if left <= 0:
+        size = file_size(path)  # a FIFO or a device is refused, not opened
+        if size > left:
             raise ScellisError(f"{folder}: weights over the {max_bytes}-byte cap")
-        data = read_file(path, limit=left)  # a FIFO or a device is refused, not opened
-        left -= len(data)
+        left -= size
         try:
-            views, _ = loads(data)
+            tensors, _ = file_tensors(path, size)
         except ScellisError as e:
             raise ScellisError(f"{folder}/{path.name}: {e}") from None
-        for k, (d, s, v) in views.items():
+        for k, t in tensors.items():
             if k in out:
                 raise ScellisError(
                     f"{folder}/{path.name}: tensor {shown(k)!r} is also in another shard"
                 )
-            out[k] = RawTensor(d, tuple(s), bytes(v))
+            out[k] = t
     return out
 
 

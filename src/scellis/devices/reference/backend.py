@@ -23,6 +23,8 @@ QUANT_KERNELS = {
     "dequantize": dequantize_kernel,
 }
 KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS, **_NORM_KERNELS, **QUANT_KERNELS}
+# the kernels ``run_new`` may serve: those that read no target's current value
+_FRESH_KERNELS = {op: k for op, k in KERNELS.items() if not getattr(k, "reads_targets", False)}
 
 NP_DTYPES = {
     "f16": np.float16,
@@ -46,22 +48,16 @@ def _window(base: np.ndarray, shape, strides, offset: int) -> np.ndarray:
     ``as_strided``'s time, which every op pays once per input), and it checks that the
     window lies inside the buffer."""
     item = base.itemsize
-    arr = np.ndarray(shape, base.dtype, base, offset * item, [s * item for s in strides])
+    try:
+        arr = np.ndarray(shape, base.dtype, base, offset * item, [s * item for s in strides])
+    except ValueError:
+        if 0 not in shape:
+            raise
+        # an empty view may sit past its buffer's end (a slice of nothing at an offset):
+        # no element is read, so any empty array of the shape serves
+        arr = np.empty(shape, base.dtype)
     arr.flags.writeable = False
     return arr
-
-
-def _owns_whole(r: np.ndarray, shape, np_dtype) -> bool:
-    """Whether the kernel's result ``r`` can become a new buffer of ``shape`` as it is:
-    the right shape and dtype, C-contiguous, writable memory of its own."""
-    flags = r.flags
-    return (
-        r.shape == shape
-        and r.dtype == np_dtype
-        and flags.owndata
-        and flags.c_contiguous
-        and flags.writeable
-    )
 
 
 def _write(o: View, r, dtype, taken: set) -> None:
@@ -150,23 +146,27 @@ class ReferenceBackend(OneInstance):
         ``shape``, ``strides`` and ``offset`` (the runtime's tensors): no View is built
         for them or for the output, and a result that owns its memory becomes the
         buffer as it is, not copied into one allocated first. The kernel and what it
-        reads are ``run``'s, so the values are bitwise the same."""
-        kernel = KERNELS.get(op)
-        if (
-            kernel is None
-            or not numel
-            or "run" in self.__dict__
-            or getattr(kernel, "reads_targets", False)
-        ):
+        reads are ``run``'s, so the values are bitwise the same. Every eager op of a
+        step comes through here, so it is written for few Python calls."""
+        kernel = _FRESH_KERNELS.get(op)
+        if kernel is None or not numel or "run" in self.__dict__:
             return None
         t0 = None if self.host_times is None else time.perf_counter()
         np_dtype = NP_DTYPES[dtype.name]
-        arrays = [_window(t._buf.handle, t.shape, t.strides, t.offset) for t in inputs]
-        r = kernel(arrays, attrs, [np_dtype])
-        if isinstance(r, (list, tuple)):
-            (r,) = r
-        r = np.asarray(r)
-        if _owns_whole(r, shape, np_dtype):
+        r = kernel([_window(t._buf.handle, t.shape, t.strides, t.offset) for t in inputs],
+                   attrs, [np_dtype])  # fmt: skip
+        if type(r) is not np.ndarray:
+            if isinstance(r, (list, tuple)):
+                (r,) = r
+            r = np.asarray(r)
+        flags = r.flags
+        if (
+            r.dtype == np_dtype
+            and flags.owndata
+            and flags.c_contiguous
+            and flags.writeable
+            and r.shape == shape
+        ):
             handle = r.reshape(-1)
         else:
             handle = np.empty(numel, dtype=np_dtype)
@@ -176,9 +176,9 @@ class ReferenceBackend(OneInstance):
         if t0 is not None:
             self.host_times.append((op, time.perf_counter() - t0))
         self.allocs += 1
-        self.live_bytes += handle.nbytes
-        if self.live_bytes > self.peak_bytes:
-            self.peak_bytes = self.live_bytes
+        live = self.live_bytes = self.live_bytes + handle.nbytes
+        if live > self.peak_bytes:
+            self.peak_bytes = live
         return Buffer(self, handle, numel, dtype)
 
     def _run(self, op: str, inputs: list[View], outputs: list[View], attrs: dict) -> None:

@@ -148,14 +148,37 @@ def _clamp(xs, attrs, out):
     return x
 
 
-def _reduce(fn):
+def _reduce(ufunc):
+    """A reduction as ``ufunc.reduce``: the values ``np.sum``/``np.max`` give, without
+    their Python wrappers. f16 sums accumulate in f32."""
+
     def run(xs, attrs, out):
         x = xs[0]
-        acc = np.float32 if x.dtype == np.float16 else None
-        kw = {"dtype": acc} if acc is not None and fn is np.sum else {}
-        return fn(x, axis=tuple(attrs["axes"]), keepdims=attrs["keepdim"], **kw)
+        axes = tuple(attrs["axes"])
+        if ufunc is not np.add and _short_rows(x, axes):
+            return _row_extremum(ufunc, x, attrs["keepdim"])
+        acc = np.float32 if ufunc is np.add and x.dtype == np.float16 else None
+        return ufunc.reduce(x, axis=axes, dtype=acc, keepdims=attrs["keepdim"])
 
     return run
+
+
+# A max or min over a short last axis (a softmax's rows over a few keys) is several
+# times slower along that axis than over the first axis of its transposed copy: NumPy
+# runs one short inner loop per row. The extremum is the same value whichever order
+# the elements meet in, so the copy changes no result; sums keep NumPy's own order.
+_SHORT_ROW = 32
+
+
+def _short_rows(x, axes) -> bool:
+    return axes == (x.ndim - 1,) and x.ndim > 1 and 1 < x.shape[-1] <= _SHORT_ROW and x.size > 0
+
+
+def _row_extremum(ufunc, x, keepdim: bool):
+    cols = np.ascontiguousarray(x.reshape(-1, x.shape[-1]).T)
+    r = np.empty(x.shape[:-1] + ((1,) if keepdim else ()), x.dtype)
+    ufunc.reduce(cols, axis=0, out=r.reshape(-1))  # into r: a result of its own memory
+    return r
 
 
 def _argmax(xs, attrs, out):
@@ -192,12 +215,21 @@ def _concat(xs, attrs, out):
 
 def _check_index(idx, size: int, what: str) -> None:
     """A user's out-of-range index is a ShapeError naming the first bad entry."""
+    if not idx.size or (np.minimum.reduce(idx, None) >= 0 and np.maximum.reduce(idx, None) < size):
+        return
     bad = (idx < 0) | (idx >= size)
-    if bad.any():
-        k = int(np.flatnonzero(bad.reshape(-1))[0])
-        raise ShapeError(
-            f"{what} index {int(idx.reshape(-1)[k])} is out of range for a dim of size {size}"
-        )
+    k = int(np.flatnonzero(bad.reshape(-1))[0])
+    raise ShapeError(
+        f"{what} index {int(idx.reshape(-1)[k])} is out of range for a dim of size {size}"
+    )
+
+
+def _index_line(idx, axis: int):
+    """The 1-D indices along ``axis`` when ``idx`` repeats them along every other axis
+    (an embedding's rows: the index broadcast over the features), else None."""
+    if idx.ndim < 1 or any(s for i, s in enumerate(idx.strides) if i != axis):
+        return None
+    return idx[tuple(slice(None) if i == axis else 0 for i in range(idx.ndim))]
 
 
 def _gather(xs, attrs, out):
@@ -206,17 +238,26 @@ def _gather(xs, attrs, out):
     _check_index(idx, x.shape[axis], "gather")
     # gather only indexes the leading region of x on off-axis dims
     region = tuple(slice(0, n) if i != axis else slice(None) for i, n in enumerate(idx.shape))
+    line = _index_line(idx, axis)
+    if line is not None:  # whole rows taken: the same elements, one ``take``
+        return np.take(x[region], line, axis=axis)
     return np.take_along_axis(x[region], idx.astype(np.int64), axis=axis)
 
 
 def _scatter_add(xs, attrs, out):
     src, idx = xs
-    axis = attrs["axis"]
-    _check_index(idx, attrs["shape"][axis], "scatter_add")
-    y = np.zeros(attrs["shape"], dtype=src.dtype)
-    grids = list(np.indices(idx.shape, sparse=False))
-    grids[axis] = idx.astype(np.int64)
-    np.add.at(y, tuple(grids), src)
+    axis, shape = attrs["axis"], tuple(attrs["shape"])
+    _check_index(idx, shape[axis], "scatter_add")
+    y = np.zeros(shape, dtype=src.dtype)
+    # flat positions in y of src's elements, in src's C order: ``np.add.at`` adds them in
+    # that order, as it does over a tuple of index grids, at a fraction of the cost
+    strides = [s // y.itemsize for s in y.strides] if y.size else [0] * y.ndim
+    flat = idx.astype(np.intp) * strides[axis]
+    for d, n in enumerate(idx.shape):
+        if d != axis and n > 1 and strides[d]:
+            step = np.arange(n, dtype=np.intp) * strides[d]
+            flat = flat + step.reshape((n,) + (1,) * (idx.ndim - d - 1))
+    np.add.at(y.reshape(-1), flat.reshape(-1), src.reshape(-1))  # src has idx's shape
     return y
 
 
@@ -284,9 +325,9 @@ KERNELS = {
     "clamp": _clamp,
     "where": _where,
     "cast": _cast,
-    "sum": _reduce(np.sum),
-    "max": _reduce(np.max),
-    "min": _reduce(np.min),
+    "sum": _reduce(np.add),
+    "max": _reduce(np.maximum),
+    "min": _reduce(np.minimum),
     "argmax": _argmax,
     "matmul": _matmul,
     "pad": _pad,

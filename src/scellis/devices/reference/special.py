@@ -54,22 +54,28 @@ _Q = (1.0, 2.56852019228982242, 1.87295284992346047, 0.527905102951428412,
       0.0605183413124413191, 2.33520497626869185e-3)  # fmt: skip
 
 
-def _ratio(num, den, t: np.ndarray) -> np.ndarray:
-    """num(t) / den(t) by Horner's rule, coefficients highest power first (``num`` padded
-    with leading zeros to ``den``'s length: exactly the unpadded sums). Both run in one
-    array of two rows, so each step is two NumPy calls rather than four."""
-    coef = np.array([[0.0] * (len(den) - len(num)) + list(num), list(den)]).T[:, :, None]
-    acc = np.empty((2,) + t.shape)
-    acc[...] = coef[0]
-    for c in coef[1:]:
+def _horner(coef, t: np.ndarray) -> np.ndarray:
+    """The polynomial with coefficients ``coef`` (highest power first) at ``t``, by
+    Horner's rule in place: one multiply and one add per coefficient, on ``t``'s shape."""
+    acc = t * coef[0]
+    acc += coef[1]
+    for c in coef[2:]:
         acc *= t
         acc += c
-    return acc[0] / acc[1]
+    return acc
+
+
+def _ratio(num, den, t: np.ndarray) -> np.ndarray:
+    """num(t) / den(t) by Horner's rule, coefficients highest power first (``num`` padded
+    with leading zeros to ``den``'s length: exactly the unpadded sums, each step the
+    same f64 multiply and add as in any other arrangement of the arrays)."""
+    num = (0.0,) * (len(den) - len(num)) + tuple(num)
+    return np.divide(_horner(num, t), _horner(den, t))
 
 
 def _erf_small(x: np.ndarray) -> np.ndarray:
     """erf(x), accurate where |x| <= 0.46875."""
-    x = np.clip(x, -_SMALL, _SMALL)
+    x = np.minimum(np.maximum(x, -_SMALL), _SMALL)  # np.clip's values, without its wrapper
     return x * _ratio(_A, _B, x * x)
 
 
@@ -86,7 +92,8 @@ def _erfc_large(y: np.ndarray, exact: bool) -> np.ndarray:
     """erfc(y) for y > 0.46875; ``y`` is |x|."""
     yc = np.minimum(y, _CLAMP)
     r = _ratio(_C, _D, yc)
-    if yc.size and yc.max() > _MIDDLE:  # the third interval only where some value is in it
+    # the third interval only where some value is in it
+    if yc.size and np.maximum.reduce(yc, None) > _MIDDLE:
         y3 = np.maximum(yc, _MIDDLE)
         inv = 1.0 / (y3 * y3)
         tail = (_RSQRT_PI - inv * _ratio(_P, _Q, inv)) / y3

@@ -195,6 +195,10 @@ class WebGPUBackend(OneInstance):
         free.clear()
 
     def empty_pool(self) -> None:
+        """Destroy the free storages the pool keeps (queued work that binds one is
+        submitted first)."""
+        if self._pool:
+            self.gpu.flush()
         for lst in self._pool.values():
             for st in lst:
                 for c in st.chunks:
