@@ -11,20 +11,24 @@ from ..base.errors import ScellisError
 from ..ops import composites as C
 from ..runtime.creation import generator, rand
 from ..runtime.tensor import Tensor
+from ._inplace import honours_inplace
 
 # torch's SELU constants (Klambauer et al. 2017)
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@honours_inplace
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return x.where(x > 0, (x.exp() - 1.0) * alpha)
 
 
+@honours_inplace
 def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return x.where(x > 0, ((x * (1.0 / alpha)).exp() - 1.0) * alpha)
 
 
+@honours_inplace
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
     return elu(x, SELU_ALPHA) * SELU_SCALE
 
@@ -36,22 +40,27 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return x.where(bx > threshold, soft)
 
 
+@honours_inplace
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
     return x * softplus(x).tanh()
 
 
+@honours_inplace
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace=False) -> Tensor:
     return x.clamp(min_val, max_val)
 
 
+@honours_inplace
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
     return x.clamp(0.0, 6.0)
 
 
+@honours_inplace
 def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
     return (x + 3.0).clamp(0.0, 6.0) * (1.0 / 6.0)
 
 
+@honours_inplace
 def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     return x * hardsigmoid(x)
 
@@ -116,6 +125,7 @@ def log_softmax(x: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
     return C.log_softmax(_cast(x, dtype), _softmax_dim(x.ndim) if dim is None else dim)
 
 
+@honours_inplace
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     return x.where(x > threshold, x * 0.0 + value)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..catalog.module import Module
 from . import _activations as A
 from ._home import constant_param
+from ._inplace import write_back
 
 
 class _Elementwise(Module):
@@ -14,12 +15,14 @@ class _Elementwise(Module):
 
     fn = staticmethod(A.selu)
 
-    def __init__(self, **options):
+    def __init__(self, inplace: bool = False, **options):
         super().__init__()
         object.__setattr__(self, "options", options)
+        object.__setattr__(self, "inplace", bool(inplace))
 
     def forward(self, x):
-        return type(self).fn(x, **self.options)
+        out = type(self).fn(x, **self.options)
+        return write_back(x, out, self.inplace, type(self).__name__.lower())
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.options.items())
@@ -29,21 +32,21 @@ class ELU(_Elementwise):
     fn = staticmethod(A.elu)
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__(alpha=float(alpha))
+        super().__init__(alpha=float(alpha), inplace=inplace)
 
 
 class CELU(_Elementwise):
     fn = staticmethod(A.celu)
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__(alpha=float(alpha))
+        super().__init__(alpha=float(alpha), inplace=inplace)
 
 
 class SELU(_Elementwise):
     fn = staticmethod(A.selu)
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace=inplace)
 
 
 class Softplus(_Elementwise):
@@ -57,35 +60,35 @@ class Mish(_Elementwise):
     fn = staticmethod(A.mish)
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace=inplace)
 
 
 class Hardtanh(_Elementwise):
     fn = staticmethod(A.hardtanh)
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
-        super().__init__(min_val=float(min_val), max_val=float(max_val))
+        super().__init__(min_val=float(min_val), max_val=float(max_val), inplace=inplace)
 
 
 class ReLU6(_Elementwise):
     fn = staticmethod(A.relu6)
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace=inplace)
 
 
 class Hardsigmoid(_Elementwise):
     fn = staticmethod(A.hardsigmoid)
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace=inplace)
 
 
 class Hardswish(_Elementwise):
     fn = staticmethod(A.hardswish)
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace=inplace)
 
 
 class LogSigmoid(_Elementwise):
@@ -162,7 +165,7 @@ class Threshold(_Elementwise):
     fn = staticmethod(A.threshold)
 
     def __init__(self, threshold: float, value: float, inplace: bool = False):
-        super().__init__(threshold=float(threshold), value=float(value))
+        super().__init__(threshold=float(threshold), value=float(value), inplace=inplace)
 
 
 class Softmax2d(_Elementwise):

@@ -74,6 +74,7 @@ from ._losses import (  # noqa: F401
     soft_margin_loss,
     triplet_margin_loss,
 )
+from ._inplace import honours_inplace
 from ._missing import FUNCTIONS, refuse
 from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
 from ._sampling import affine_grid, grid_sample  # noqa: F401
@@ -89,6 +90,7 @@ from .pairwise import bilinear  # noqa: F401
 from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 
 
+@honours_inplace
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
     return x.relu()
 
@@ -97,6 +99,7 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return C.gelu(x, approximate)
 
 
+@honours_inplace
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
     return x.silu()
 
@@ -144,6 +147,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
     return C.layer_norm(flat, n, w, b, eps).reshape(x.shape)
 
 
+@honours_inplace
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     return RF.dropout(x, p, training)
 
@@ -216,6 +220,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     return weighted_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing)
 
 
+@honours_inplace
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     from .layers import LeakyReLU  # one definition: the module's
 

@@ -15,6 +15,7 @@ from ..catalog.module import Module
 from ..runtime.tensor import Tensor
 from . import functional as F
 from ._home import block_args, unsupported
+from ._inplace import write_back
 
 
 class Linear(B.Linear):
@@ -103,13 +104,21 @@ class Dropout(B.Dropout):
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__(B.DropoutConfig(float(p)))
+        object.__setattr__(self, "inplace", bool(inplace))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return write_back(x, super().forward(x), self.inplace, "dropout")
 
 
 class _Activation(Activation):
     function = ""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, inplace: bool = False):  # torch's one argument (ReLU, SiLU)
         super().__init__(ActivationConfig(self.function))
+        object.__setattr__(self, "inplace", bool(inplace))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return write_back(x, super().forward(x), self.inplace, self.function)
 
 
 class ReLU(_Activation):
@@ -170,6 +179,8 @@ class LeakyReLU(Module):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
         self.negative_slope = float(negative_slope)
+        object.__setattr__(self, "inplace", bool(inplace))
 
     def forward(self, x: Tensor) -> Tensor:
-        return x.where(x > 0, x * self.negative_slope)
+        out = x.where(x > 0, x * self.negative_slope)
+        return write_back(x, out, self.inplace, "leaky_relu")

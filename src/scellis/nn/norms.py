@@ -19,6 +19,7 @@ from ..runtime import functional as RF
 from ..runtime.creation import full
 from ..runtime.inplace import write_into
 from ._home import constant_param
+from ._inplace import honours_inplace, write_back
 
 
 def _channel_view(t, ndim: int):
@@ -230,10 +231,12 @@ def channel_dropout(x, p: float, training: bool, spatial: int):
     return x * keep
 
 
+@honours_inplace
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return channel_dropout(input, p, training, 1)
 
 
+@honours_inplace
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return channel_dropout(input, p, training, 2)
 
@@ -244,9 +247,11 @@ class Dropout1d(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         self.p = float(p)
+        object.__setattr__(self, "inplace", bool(inplace))
 
     def forward(self, x):
-        return channel_dropout(x, self.p, self.training, self.spatial)
+        out = channel_dropout(x, self.p, self.training, self.spatial)
+        return write_back(x, out, self.inplace, "dropout")
 
 
 class Dropout2d(Dropout1d):
@@ -257,5 +262,6 @@ class Dropout3d(Dropout1d):
     spatial = 3
 
 
+@honours_inplace
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return channel_dropout(input, p, training, 3)
