@@ -52,6 +52,7 @@ from ._activations import (  # noqa: F401
     tanhshrink,
     threshold,
 )
+from ._inplace import honours_inplace
 from ._losses import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -74,7 +75,6 @@ from ._losses import (  # noqa: F401
     soft_margin_loss,
     triplet_margin_loss,
 )
-from ._inplace import honours_inplace
 from ._missing import FUNCTIONS, refuse
 from ._resample import interpolate, pad_by_index, upsample  # noqa: F401
 from ._sampling import affine_grid, grid_sample  # noqa: F401
