@@ -42,6 +42,7 @@ from ...ops.composites import softmax
 from ...runtime.creation import arange
 from ...runtime.functional import dropout
 from ..registry import field, register
+from .attention_node import packed_self_attention
 from .common import MASKED, Block
 from .decoding import active_cache
 from .linear import Linear, LinearConfig
@@ -230,6 +231,18 @@ class MultiHeadAttention(Block):
             return not blocker and auto_takes_flash(device, heads, t, s, c.causal)
         return c.attention == "flash"
 
+    def _packs(self, x, mask) -> bool:
+        """Whether self-attention takes the one-node path (attention_node): the naive
+        path in f32 without RoPE, grouped heads or dropout on the weights."""
+        c = self.config
+        return (
+            not c.rotary
+            and c.num_kv_heads in (None, c.num_heads)
+            and not (c.dropout > 0 and self.training)
+            and x.dtype.name == self.q.weight.dtype.name == "f32"
+            and not self._flash(mask, x.device, x.shape[0] * c.num_heads, x.shape[1], x.shape[1])
+        )
+
     def forward(self, x, mask=None, kv=None):
         c = self.config
         if x.ndim != 3 or x.shape[2] != c.embed_dim:
@@ -240,6 +253,12 @@ class MultiHeadAttention(Block):
         src = x if kv is None else kv
         B, T, _ = x.shape
         S = src.shape[1]
+        if kv is None and self._packs(x, mask):
+            keep = self._keep(mask, T, S, x.device)
+            scale = 1.0 / math.sqrt(head_size(c))
+            weights = (self.q.weight, self.k.weight, self.v.weight)
+            biases = None if self.q.bias is None else (self.q.bias, self.k.bias, self.v.bias)
+            return self.o(packed_self_attention(x, weights, biases, c.num_heads, scale, keep))
         q, k, v = self.project(x, src)
         k, v = self.share(k, v)
         if self._flash(mask, x.device, B * c.num_heads, T, S):
