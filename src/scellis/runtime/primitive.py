@@ -193,6 +193,13 @@ def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     return out
 
 
+def unrecorded_view(x, shape: tuple, strides: tuple, offset: int):
+    """A view of ``x`` that the tape never sees, for code that runs where nothing is
+    recorded (``apply_with_vjp``'s forward, backward's rules): a recorded view's op
+    lookup and shape check are most of its cost."""
+    return type(x)(x._buf, shape, strides, offset, x.dtype, x.device)
+
+
 def apply_with_vjp(
     name: str, inputs: tuple, forward, rule, attrs: dict, reads=None, saves: bool = False
 ):

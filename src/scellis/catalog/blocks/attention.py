@@ -41,6 +41,7 @@ from ...ops.attention import flash_attention
 from ...ops.composites import softmax
 from ...runtime.creation import arange
 from ...runtime.functional import dropout
+from ..module_precision import autocast_applies
 from ..registry import field, register
 from .attention_node import packed_self_attention
 from .common import MASKED, Block
@@ -201,8 +202,9 @@ class MultiHeadAttention(Block):
         sits at position ``offset + i``."""
         keep = None
         if self.config.causal:
-            i = arange(T, device=device).unsqueeze(-1)
-            j = arange(S, device=device).unsqueeze(0)
+            j = arange(S, device=device)
+            i = (j if T == S else arange(T, device=device)).unsqueeze(-1)
+            j = j.unsqueeze(0)
             at = i + offset if offset else i
             keep = j <= at
             if self.config.window is not None:  # Mistral's: key j is seen while at - j < window
@@ -233,10 +235,15 @@ class MultiHeadAttention(Block):
 
     def _packs(self, x, mask) -> bool:
         """Whether self-attention takes the one-node path (attention_node): the naive
-        path in f32 without RoPE, grouped heads or dropout on the weights."""
+        path in f32 without RoPE, grouped heads or dropout on the weights, with q, k
+        and v plain Linear blocks (no adapters, no hooks) outside autocast."""
         c = self.config
         return (
-            not c.rotary
+            _plain(self.q)
+            and _plain(self.k)
+            and _plain(self.v)
+            and not autocast_applies()
+            and not c.rotary
             and c.num_kv_heads in (None, c.num_heads)
             and not (c.dropout > 0 and self.training)
             and x.dtype.name == self.q.weight.dtype.name == "f32"
@@ -258,7 +265,10 @@ class MultiHeadAttention(Block):
             scale = 1.0 / math.sqrt(head_size(c))
             weights = (self.q.weight, self.k.weight, self.v.weight)
             biases = None if self.q.bias is None else (self.q.bias, self.k.bias, self.v.bias)
-            return self.o(packed_self_attention(x, weights, biases, c.num_heads, scale, keep))
+            y = packed_self_attention(
+                x, weights, biases, c.num_heads, scale, keep, mask is not None
+            )
+            return self.o(y)
         q, k, v = self.project(x, src)
         k, v = self.share(k, v)
         if self._flash(mask, x.device, B * c.num_heads, T, S):
@@ -294,6 +304,12 @@ class MultiHeadAttention(Block):
         q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(None, T, S, x.device, at), 0.0, False)
         return self.o(y)
+
+
+def _plain(layer) -> bool:
+    """A Linear block whose forward is ``dense(x, weight, bias)`` and nothing else."""
+    hooks = layer.__dict__.get("_hooks")
+    return type(layer) is Linear and not (hooks and (hooks["pre"] or hooks["post"]))
 
 
 def _wide_scores(q, k):

@@ -16,31 +16,36 @@ summed input gradient may round differently in the last place.
 from __future__ import annotations
 
 from ...ops.composites import softmax
-from ...runtime.primitive import apply_with_vjp
+from ...runtime.primitive import apply_with_vjp, unrecorded_view
 from .common import MASKED
 
 
 def packed_self_attention(x, weights: tuple, biases: tuple | None, heads: int, scale: float,
-                          keep):  # fmt: skip
+                          keep, guard: bool):  # fmt: skip
     """softmax(q kᵀ scale, masked where ``keep`` is False) v over ``heads`` heads, merged
     back to [B, T, heads * D]; q, k, v = x Wᵢᵀ + bᵢ for x [B, T, E] and the three
-    [heads * D, E] ``weights`` (``biases`` the three biases, or None)."""
+    [heads * D, E] ``weights`` (``biases`` the three biases, or None). ``guard``: the
+    mask may hide every key of some row (a padding mask); where each row keeps a key
+    (a causal mask alone), the masked weights are exactly 0 and so are their
+    gradients, without the mask's op in backward."""
     inputs = (x, *weights) if biases is None else (x, *weights, *biases)
-    attrs = {"heads": heads, "scale": scale, "keep": keep}
+    attrs = {"heads": heads, "scale": scale, "keep": keep, "guard": guard and keep is not None}
     wants_w = any(t.requires_grad for t in weights + (biases or ()))
     reads = (wants_w,) + (False,) * (len(inputs) - 1)  # the weights' packed copy is saved
     return apply_with_vjp("self_attention", inputs, _forward, _vjp, attrs, reads, saves=True)
 
 
-def _forward(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, keep):
+def _forward(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, keep, guard):
     B, T, E = x.shape
     W = wq.cat([wk, wv], 0)  # [3 H D, E]
     y = x.reshape(-1, E) @ W.mT
     if bq is not None:
         y = y + bq.cat([bk, bv], 0)
-    D = wq.shape[0] // heads
-    qkv = y.reshape(B, T, 3, heads, D).permute(2, 0, 3, 1, 4)  # [3, B, H, T, D], views
-    q, k, v = qkv[0], qkv[1], qkv[2]
+    # q, k, v as [B, H, T, D] views of y's rows [B T, 3 H D] (it is fresh, contiguous)
+    n = wq.shape[0]
+    D = n // heads
+    strides = (T * 3 * n, D, 3 * n, 1)
+    q, k, v = [unrecorded_view(y, (B, heads, T, D), strides, y.offset + i * n) for i in range(3)]
     scores = (q @ k.mT) * scale
     if keep is not None:
         scores = scores.where(keep, MASKED)
@@ -57,27 +62,34 @@ def _vjp(node, g):
     gw = gm @ v.mT
     gv = w.mT @ gm
     gs = w * (gw - (gw * w).sum(-1, keepdim=True))  # the softmax's backward
-    if a["keep"] is not None:
+    if a["guard"]:  # a row whose every key is masked has uniform weights, no gradient
         gs = gs.where(a["keep"], 0.0)
     gs = gs * a["scale"]
     gq, gk = gs @ k, gs.mT @ q
     # the three heads' gradients side by side as the packed projection's [B T, 3 H D]
-    parts = [t.permute(0, 2, 1, 3).unsqueeze(2) for t in (gq, gk, gv)]
+    parts = [_as_part(t) for t in (gq, gk, gv)]
     G = parts[0].cat(parts[1:], 2).reshape(B * T, 3 * H * D)
     needs = node.needs
     x = node.inputs[0]
     gx = (G @ W).reshape(x.shape) if needs[0] else None
-    n = H * D
-    grads = [gx]
-    if any(needs[1:4]):
-        gW = G.mT @ x.detach().reshape(B * T, x.shape[-1])
-        grads += [gW[i * n : (i + 1) * n] for i in range(3)]
-    else:
-        grads += [None] * 3
-    if len(needs) > 4:
-        if any(needs[4:]):
-            gb = G.sum(0)
-            grads += [gb[i * n : (i + 1) * n] for i in range(3)]
-        else:
-            grads += [None] * 3
-    return tuple(grads)
+    gW = G.mT @ x.detach().reshape(B * T, x.shape[-1]) if any(needs[1:4]) else None
+    gb = G.sum(0) if any(needs[4:]) else None
+    return (gx, *_thirds(gW), *(_thirds(gb) if len(needs) > 4 else ()))
+
+
+def _as_part(t):
+    """[B, H, T, D] as the [B, T, 1, H, D] view the packed gradient concatenates."""
+    B, H, T, D = t.shape
+    sB, sH, sT, sD = t.strides
+    return unrecorded_view(t, (B, T, 1, H, D), (sB, sT, H * sH, sH, sD), t.offset)
+
+
+def _thirds(g):
+    """The q, k and v rows of a packed (contiguous) gradient, as views."""
+    if g is None:
+        return (None,) * 3
+    n = g.shape[0] // 3
+    rest = g.shape[1:]
+    step = n * (rest[0] if rest else 1)
+    strides = g.strides
+    return tuple(unrecorded_view(g, (n, *rest), strides, g.offset + i * step) for i in range(3))
