@@ -21,36 +21,86 @@ from .common import MASKED
 
 
 def packed_self_attention(x, weights: tuple, biases: tuple | None, heads: int, scale: float,
-                          keep, guard: bool):  # fmt: skip
+                          keep, guard: bool, causal: bool | None = None):  # fmt: skip
     """softmax(q kᵀ scale, masked where ``keep`` is False) v over ``heads`` heads, merged
     back to [B, T, heads * D]; q, k, v = x Wᵢᵀ + bᵢ for x [B, T, E] and the three
     [heads * D, E] ``weights`` (``biases`` the three biases, or None). ``guard``: the
     mask may hide every key of some row (a padding mask); where each row keeps a key
     (a causal mask alone), the masked weights are exactly 0 and so are their
-    gradients, without the mask's op in backward."""
+    gradients, without the mask's op in backward. ``causal`` not None: the core is the
+    ``flash_attention`` primitive (no ``keep``: unmasked or causal), one op each way."""
     inputs = (x, *weights) if biases is None else (x, *weights, *biases)
     attrs = {"heads": heads, "scale": scale, "keep": keep, "guard": guard and keep is not None}
-    wants_w = any(t.requires_grad for t in weights + (biases or ()))
-    reads = (wants_w,) + (False,) * (len(inputs) - 1)  # the weights' packed copy is saved
-    return apply_with_vjp("self_attention", inputs, _forward, _vjp, attrs, reads, saves=True)
+    if causal is not None:
+        attrs = {"heads": heads, "scale": scale, "causal": causal}
+        return apply_with_vjp("self_attention", inputs, _forward_fused, _vjp_fused, attrs,
+                              _reads(inputs), saves=True)  # fmt: skip
+    return apply_with_vjp("self_attention", inputs, _forward, _vjp, attrs, _reads(inputs),
+                          saves=True)  # fmt: skip
 
 
-def _forward(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, keep, guard):
+def _reads(inputs: tuple) -> tuple:
+    # the weights' gradients read x; the input's reads the weights' packed copy, saved
+    wants_w = any(t.requires_grad for t in inputs[1:])
+    return (wants_w,) + (False,) * (len(inputs) - 1)
+
+
+def _project(x, wq, wk, wv, bq, bk, bv, heads):
+    """The packed weights [3 H D, E] and q, k, v [B, H, T, D] as views of x's one
+    projection [B T, 3 H D] (fresh, so contiguous)."""
     B, T, E = x.shape
-    W = wq.cat([wk, wv], 0)  # [3 H D, E]
+    W = wq.cat([wk, wv], 0)
     y = x.reshape(-1, E) @ W.mT
     if bq is not None:
         y = y + bq.cat([bk, bv], 0)
-    # q, k, v as [B, H, T, D] views of y's rows [B T, 3 H D] (it is fresh, contiguous)
     n = wq.shape[0]
     D = n // heads
     strides = (T * 3 * n, D, 3 * n, 1)
-    q, k, v = [unrecorded_view(y, (B, heads, T, D), strides, y.offset + i * n) for i in range(3)]
+    qkv = [unrecorded_view(y, (B, heads, T, D), strides, y.offset + i * n) for i in range(3)]
+    return W, qkv
+
+
+def _weight_grads(node, G, W):
+    """The input's and the q, k, v weights' and biases' gradients from the packed
+    projection's gradient G [B T, 3 H D]."""
+    needs = node.needs
+    x = node.inputs[0]
+    gx = (G @ W).reshape(x.shape) if needs[0] else None
+    gW = G.mT @ x.detach().reshape(-1, x.shape[-1]) if any(needs[1:4]) else None
+    gb = G.sum(0) if any(needs[4:]) else None
+    return (gx, *_thirds(gW), *(_thirds(gb) if len(needs) > 4 else ()))
+
+
+def _forward_fused(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, causal):
+    W, (q, k, v) = _project(x, wq, wk, wv, bq, bk, bv, heads)
+    B, H, T, D = q.shape
+    Y = q.prim("flash_attention", k, v, causal=causal, scale=scale)  # [B, H, T, D + 1]
+    out = unrecorded_view(Y, (B, T, H, D), (Y.strides[0], Y.strides[2], Y.strides[1], 1), 0)
+    out = out.reshape(B, T, H * D)
+    return out, {"W": W, "q": q, "k": k, "v": v, "Y": Y}
+
+
+def _vjp_fused(node, g):
+    s, a = node.saved, node.attrs
+    q, k, v, Y, W = s["q"], s["k"], s["v"], s["Y"], s["W"]
+    B, H, T, D = q.shape
+    gm = g.reshape(B, T, H, D).permute(0, 2, 1, 3)
+    gy = gm.prim("pad", lo=(0, 0, 0, 0), hi=(0, 0, 0, 1), interior=(0, 0, 0, 0), value=0.0)
+    flat = q.prim("flash_attention_backward", k, v, Y, gy, causal=a["causal"], scale=a["scale"])
+    n = H * D
+    # flat is [3, B, H, T, D]: read as [B, T, 3, H, D], the packed projection's layout
+    parts = unrecorded_view(flat, (B, T, 3, H, D), (H * T * D, D, B * n * T, T * D, 1), 0)
+    return _weight_grads(node, parts.reshape(B * T, 3 * n), W)
+
+
+def _forward(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, keep, guard):
+    W, (q, k, v) = _project(x, wq, wk, wv, bq, bk, bv, heads)
+    B, H, T, D = q.shape
     scores = (q @ k.mT) * scale
     if keep is not None:
         scores = scores.where(keep, MASKED)
     w = softmax(scores, -1)
-    out = (w @ v).permute(0, 2, 1, 3).reshape(B, T, heads * D)
+    out = (w @ v).permute(0, 2, 1, 3).reshape(B, T, H * D)
     return out, {"W": W, "q": q, "k": k, "v": v, "w": w}
 
 
@@ -68,13 +118,7 @@ def _vjp(node, g):
     gq, gk = gs @ k, gs.mT @ q
     # the three heads' gradients side by side as the packed projection's [B T, 3 H D]
     parts = [_as_part(t) for t in (gq, gk, gv)]
-    G = parts[0].cat(parts[1:], 2).reshape(B * T, 3 * H * D)
-    needs = node.needs
-    x = node.inputs[0]
-    gx = (G @ W).reshape(x.shape) if needs[0] else None
-    gW = G.mT @ x.detach().reshape(B * T, x.shape[-1]) if any(needs[1:4]) else None
-    gb = G.sum(0) if any(needs[4:]) else None
-    return (gx, *_thirds(gW), *(_thirds(gb) if len(needs) > 4 else ()))
+    return _weight_grads(node, parts[0].cat(parts[1:], 2).reshape(B * T, 3 * H * D), W)
 
 
 def _as_part(t):
