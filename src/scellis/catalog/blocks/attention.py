@@ -21,7 +21,13 @@ and takes the softmax with ordinary ops; ``flash`` is one ``flash_attention``
 primitive that never holds the scores (O(T) memory per head, not O(T^2)). ``auto``
 (the default) takes flash on WebGPU when it applies — no padding mask, no attention
 dropout in training — and the scores are large enough for it to pay
-(``auto_takes_flash``), and naive otherwise.
+(``auto_takes_flash``), and naive otherwise; on the reference device, whose flash
+kernel is the naive maths in one NumPy call, ``auto`` self-attention without a padding
+mask or window runs that kernel inside the one-node path below.
+
+Self-attention in f32 (no RoPE, grouped heads or dropout on the weights, q, k and v
+plain Linear blocks) is one tape node off the flash path (``attention_node``): q, k, v
+from one matmul against the packed weights, the core, and a written-out VJP.
 
 During cached decoding (``decoding.KVCache.run``) causal self-attention projects the
 new positions only, appends their keys and values to the cache's and attends over all
@@ -312,10 +318,15 @@ class MultiHeadAttention(Block):
 
 def _one_kernel_core(device, mask, cfg) -> bool:
     """Whether the one-node path's core is the ``flash_attention`` primitive rather than
-    the naive path's ops: on the reference device, whose flash kernel is the naive
-    maths in one NumPy call (it holds the scores too), without a padding mask or a
-    sliding window (which it does not take). The values agree within f32 rounding."""
-    return device.name == "reference" and mask is None and cfg.window is None
+    the naive path's ops: under ``auto`` on the reference device, whose flash kernel is
+    the naive maths in one NumPy call (it holds the scores too), without a padding mask
+    or a sliding window (which it does not take). The values agree within f32 rounding."""
+    return (
+        cfg.attention == "auto"
+        and device.name == "reference"
+        and mask is None
+        and cfg.window is None
+    )
 
 
 def _plain(layer) -> bool:
