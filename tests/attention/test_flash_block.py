@@ -83,18 +83,22 @@ def test_flash_on_webgpu_matches_naive_f64(gpu):
 
 
 @pytest.mark.webgpu
-def test_auto_takes_flash_on_webgpu_and_naive_on_reference(gpu):
+def test_auto_takes_flash_on_webgpu_and_reference_and_naive_stays_naive(gpu):
+    ref = sc.devices.get_device("reference")
     seen = {}
-    for dev in (gpu, sc.devices.get_device("reference")):
+    for dev, path in ((gpu, "auto"), (ref, "auto"), (ref, "naive")):
         ops, inner = [], dev.run
         dev.run = lambda op, *a, _ops=ops, _inner=inner: (_ops.append(op), _inner(op, *a))[1]
         try:
-            _block("auto", dev, "f32")(sc.tensor(_inputs("auto")[0], device=dev, dtype="f32"))
+            _block(path, dev, "f32")(sc.tensor(_inputs("auto")[0], device=dev, dtype="f32"))
         finally:
             del dev.run
-        seen[dev.name] = ops
-    assert "flash_attention" in seen["webgpu"]
-    assert "flash_attention" not in seen["reference"]
+        seen[dev.name, path] = ops
+    assert "flash_attention" in seen["webgpu", "auto"]
+    # the reference's auto: self-attention's one tape node around the flash kernel,
+    # the naive maths in one NumPy call; an explicit naive keeps the scores' own ops
+    assert "flash_attention" in seen["reference", "auto"]
+    assert "flash_attention" not in seen["reference", "naive"]
     assert "flash_attention" in _transformer_ops(gpu)
 
 

@@ -255,14 +255,26 @@ def _batch_fix(plan, n, p, edits, base, options, fits=True) -> Remediation:
 
 def _combined(record: dict, plan: Plan, replan: Replan, helped: list) -> Remediation | None:
     """Fixes applied together, largest saving first, each kept only if it lowers the
-    peak, then the largest batch that fits on top; None when even that stays red."""
+    peak, then the largest batch that fits on top; where that stays red, every fix
+    together, then the batch (a fix may lower only the floor that a smaller batch
+    comes down to, as quantising the base does, and not the full batch's peak); None
+    when both stay red."""
+    for only_lowering in (True, False):
+        found = _together(record, plan, replan, helped, only_lowering)
+        if found is not None:
+            return found
+    return None
+
+
+def _together(record: dict, plan: Plan, replan: Replan, helped: list,
+              only_lowering: bool) -> Remediation | None:  # fmt: skip
     edits, options, peak, last, kinds = {}, {}, plan.peak, None, []
     for r in sorted((r for r in helped if r.kind != "batch_size"), key=lambda r: -r.saving):
         try:
             p = replan({**edits, **r.set}, {**options, **r.option})
         except ScellisError:
             continue
-        if p.peak < peak and not p.kernel_problems:
+        if (p.peak < peak or not only_lowering) and not p.kernel_problems:
             edits, options, peak, last = {**edits, **r.set}, {**options, **r.option}, p.peak, p
             kinds.append(r.fix)
             if p.verdict != "red":

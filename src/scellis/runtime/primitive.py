@@ -193,22 +193,39 @@ def apply_view(op: str, x, geom_shape, geom_strides, offset, **attrs):
     return out
 
 
-def apply_with_vjp(name: str, inputs: tuple, forward, rule, attrs: dict, reads=None):
+def unrecorded_view(x, shape: tuple, strides: tuple, offset: int):
+    """A view of ``x`` that the tape never sees, for code that runs where nothing is
+    recorded (``apply_with_vjp``'s forward, backward's rules): a recorded view's op
+    lookup and shape check are most of its cost."""
+    return type(x)(x._buf, shape, strides, offset, x.dtype, x.device)
+
+
+def apply_with_vjp(
+    name: str, inputs: tuple, forward, rule, attrs: dict, reads=None, saves: bool = False
+):
     """``forward(*inputs, **attrs)`` as one node on the tape whose VJP is ``rule(node,
     g)`` (``node.saved["out"]`` the result, ``node.attrs`` the attrs): the forward's own
     ops record nothing, so backward runs the rule's few ops instead of a VJP for each of
     them. ``reads[i]``: whether the rule reads input i's value (None: none is read, and
     the node keeps the result instead; a change in place to it is refused in
-    backward, as for any saved result)."""
+    backward, as for any saved result). ``saves``: the forward returns ``(out,
+    extras)``, intermediates of its own (no caller holds them, so none changes in
+    place) that the node keeps in ``saved`` for the rule."""
     needs = tuple([t is not None and t.requires_grad for t in inputs])
     if True not in needs or not is_grad_enabled():
-        return forward(*inputs, **attrs)
+        out = forward(*inputs, **attrs)
+        return out[0] if saves else out
     with no_grad():
         out = forward(*inputs, **attrs)
+    extras = None
+    if saves:
+        out, extras = out
     if out.dtype.is_float:
         keep = (False,) * len(inputs) if reads is None else reads
         node = Node(name, inputs, attrs, needs, out.shape, out.dtype, keep)
         node.rule = rule
+        if extras:
+            node.saved.update(extras)
         if reads is None:
             node.saved["out"] = out.detach()
             node.out_version = out._version

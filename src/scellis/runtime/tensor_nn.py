@@ -150,11 +150,14 @@ class TensorNN:
     def backward(self, gradient=None, retain_graph=False):
         _run_backward(self, gradient, retain_graph=retain_graph, rules=VJP)
 
-    def with_vjp(self, name, forward, rule, **attrs):
+    def with_vjp(self, name, forward, rule, saves=False, **attrs):
         """``forward(self, **attrs)`` recorded as one tape node with VJP ``rule``, for
         composites whose gradient has a shorter form than their ops' (``primitive.
-        apply_with_vjp``)."""
-        return apply_with_vjp(name, (self,), forward, rule, attrs)
+        apply_with_vjp``; ``saves``: the forward returns its result and the
+        intermediates the rule reads, which then reads neither the input nor the
+        result, so neither is kept)."""
+        reads = (False,) if saves else None
+        return apply_with_vjp(name, (self,), forward, rule, attrs, reads, saves)
 
     def prim(self, op, *others, **attrs):
         """Any primitive by name, for rules and blocks that use fused ops."""

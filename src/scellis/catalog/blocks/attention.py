@@ -21,7 +21,13 @@ and takes the softmax with ordinary ops; ``flash`` is one ``flash_attention``
 primitive that never holds the scores (O(T) memory per head, not O(T^2)). ``auto``
 (the default) takes flash on WebGPU when it applies — no padding mask, no attention
 dropout in training — and the scores are large enough for it to pay
-(``auto_takes_flash``), and naive otherwise.
+(``auto_takes_flash``), and naive otherwise; on the reference device, whose flash
+kernel is the naive maths in one NumPy call, ``auto`` self-attention without a padding
+mask or window runs that kernel inside the one-node path below.
+
+Self-attention in f32 (no RoPE, grouped heads or dropout on the weights, q, k and v
+plain Linear blocks) is one tape node off the flash path (``attention_node``): q, k, v
+from one matmul against the packed weights, the core, and a written-out VJP.
 
 During cached decoding (``decoding.KVCache.run``) causal self-attention projects the
 new positions only, appends their keys and values to the cache's and attends over all
@@ -41,7 +47,9 @@ from ...ops.attention import flash_attention
 from ...ops.composites import softmax
 from ...runtime.creation import arange
 from ...runtime.functional import dropout
+from ..module_precision import autocast_applies
 from ..registry import field, register
+from .attention_node import packed_self_attention
 from .common import MASKED, Block
 from .decoding import active_cache
 from .linear import Linear, LinearConfig
@@ -200,8 +208,9 @@ class MultiHeadAttention(Block):
         sits at position ``offset + i``."""
         keep = None
         if self.config.causal:
-            i = arange(T, device=device).unsqueeze(-1)
-            j = arange(S, device=device).unsqueeze(0)
+            j = arange(S, device=device)
+            i = (j if T == S else arange(T, device=device)).unsqueeze(-1)
+            j = j.unsqueeze(0)
             at = i + offset if offset else i
             keep = j <= at
             if self.config.window is not None:  # Mistral's: key j is seen while at - j < window
@@ -230,6 +239,23 @@ class MultiHeadAttention(Block):
             return not blocker and auto_takes_flash(device, heads, t, s, c.causal)
         return c.attention == "flash"
 
+    def _packs(self, x, mask) -> bool:
+        """Whether self-attention takes the one-node path (attention_node): the naive
+        path in f32 without RoPE, grouped heads or dropout on the weights, with q, k
+        and v plain Linear blocks (no adapters, no hooks) outside autocast."""
+        c = self.config
+        return (
+            _plain(self.q)
+            and _plain(self.k)
+            and _plain(self.v)
+            and not autocast_applies()
+            and not c.rotary
+            and c.num_kv_heads in (None, c.num_heads)
+            and not (c.dropout > 0 and self.training)
+            and x.dtype.name == self.q.weight.dtype.name == "f32"
+            and not self._flash(mask, x.device, x.shape[0] * c.num_heads, x.shape[1], x.shape[1])
+        )
+
     def forward(self, x, mask=None, kv=None):
         c = self.config
         if x.ndim != 3 or x.shape[2] != c.embed_dim:
@@ -240,6 +266,19 @@ class MultiHeadAttention(Block):
         src = x if kv is None else kv
         B, T, _ = x.shape
         S = src.shape[1]
+        if kv is None and self._packs(x, mask):
+            scale = 1.0 / math.sqrt(head_size(c))
+            weights = (self.q.weight, self.k.weight, self.v.weight)
+            biases = None if self.q.bias is None else (self.q.bias, self.k.bias, self.v.bias)
+            if _one_kernel_core(x.device, mask, c):  # no mask to make: the kernel's causal
+                y = packed_self_attention(x, weights, biases, c.num_heads, scale, None, False,
+                                          c.causal)  # fmt: skip
+            else:
+                keep = self._keep(mask, T, S, x.device)
+                y = packed_self_attention(
+                    x, weights, biases, c.num_heads, scale, keep, mask is not None
+                )
+            return self.o(y)
         q, k, v = self.project(x, src)
         k, v = self.share(k, v)
         if self._flash(mask, x.device, B * c.num_heads, T, S):
@@ -275,6 +314,25 @@ class MultiHeadAttention(Block):
         q, k = _wide_scores(q, k)
         y = attend(q, k, v, lambda: self._keep(None, T, S, x.device, at), 0.0, False)
         return self.o(y)
+
+
+def _one_kernel_core(device, mask, cfg) -> bool:
+    """Whether the one-node path's core is the ``flash_attention`` primitive rather than
+    the naive path's ops: under ``auto`` on the reference device, whose flash kernel is
+    the naive maths in one NumPy call (it holds the scores too), without a padding mask
+    or a sliding window (which it does not take). The values agree within f32 rounding."""
+    return (
+        cfg.attention == "auto"
+        and device.name == "reference"
+        and mask is None
+        and cfg.window is None
+    )
+
+
+def _plain(layer) -> bool:
+    """A Linear block whose forward is ``dense(x, weight, bias)`` and nothing else."""
+    hooks = layer.__dict__.get("_hooks")
+    return type(layer) is Linear and not (hooks and (hooks["pre"] or hooks["post"]))
 
 
 def _wide_scores(q, k):
