@@ -9,15 +9,18 @@ up to its inputs, so the comparison refuses, with the reason kept in ``reason``:
 - any readback inside the step (the host deciding something from device values);
 - a different count or order of primitives, or other shapes, strides or dtypes
   (data-dependent shapes);
-- attrs that change between steps outside the ops named ``patched`` (a host value
-  baked into a kernel: dropout's Philox step, a Python-side loss scale);
+- attrs that change between steps outside the ops named ``patched`` and the random
+  ops (a host value baked into a kernel: a Python-side loss scale);
+- random ops that do not pair up with the step's draws from the host's Philox
+  streams (runtime.replay_draws), which is how a replay advances those streams;
 - different upload payloads;
 - a buffer that differs between the two steps and is neither made inside the step
   (at the same position in both) nor one of the declared step inputs (``feeds``):
   state the step rebinds to new tensors instead of updating in place.
 
 When the traces agree, the second becomes a prepared ``Schedule``; ``replay`` copies
-the new inputs into the recorded input buffers and runs it. Results are bitwise
+the new inputs into the recorded input buffers, re-encodes the random ops with the
+counters their streams hand out now, and runs it. Results are bitwise
 those of the eager step: the same kernels read the same values in the same order.
 A device without a dispatch list (the NumPy reference) cannot replay; ``reason``
 says so and the caller stays eager.
@@ -27,8 +30,10 @@ from __future__ import annotations
 
 import contextlib
 
+from ..base.errors import DeviceError
 from ..devices.webgpu.replay import Schedule, Trace
 from .dispatch import apply
+from .replay_draws import is_random, next_counter, noting_draws, same_sources, unpaired
 
 
 def can_record(device) -> bool:
@@ -54,6 +59,7 @@ class StepReplay:
         self.traces: list = []
         self.schedule: Schedule | None = None
         self.feed_views: list = []
+        self.draw_sources: list = []  # the stream of each random op, in step order
 
     @property
     def ready(self) -> bool:
@@ -97,39 +103,68 @@ class StepReplay:
         trace = Trace(self.device)
         self.device.recorder = trace
         try:
-            yield
+            with noting_draws() as draws:
+                yield
         except BaseException:
             self.device.disown(trace)  # a step that failed gives its storage back
             raise
         finally:
             self.device.recorder = None
         self.runs += 1
-        self.traces.append((trace, [t.device_view for t in feeds]))
+        self.traces.append((trace, [t.device_view for t in feeds], draws))
         if len(self.traces) == 1:
             # only its entries are compared: the next recorded step may reuse its storage
             self.device.disown(trace)
             return
-        (a, fa), (b, fb) = self.traces
-        why = compare(a, b, fa, fb, self.patched)
+        (a, fa, da), (b, fb, db) = self.traces
+        why = self._compare(a, b, fa, fb, da, db)
         if not why:
             self.traces = []
-            self.schedule = Schedule(self.device, b, self.patched)
+            random = {e.op for e in b.entries if is_random(e.op)}
+            self.schedule = Schedule(self.device, b, self.patched | random)
             self.feed_views = fb
+            self.draw_sources = db.sources
             return
         self.device.disown(b)
         if self.retries > 0:
             self.retries -= 1
-            self.traces = [(b, fb)]
+            self.traces = [(b, fb, db)]
         else:
             self.traces = []
             self.reason = why
 
+    def _compare(self, a, b, fa, fb, da, db) -> str:
+        random = {e.op for e in (*a.entries, *b.entries) if is_random(e.op)}
+        why = compare(a, b, fa, fb, self.patched | random)
+        why = why or unpaired(a.entries, da) or unpaired(b.entries, db)
+        if not why and not same_sources(da, db):
+            why = "the step's random ops draw from other Philox streams each step"
+        return why
+
     def replay(self, feeds, patches: list | None = None) -> None:
-        """Run the recorded step on ``feeds`` (same shapes as recorded; see ``fits``)."""
+        """Run the recorded step on ``feeds`` (same shapes as recorded; see ``fits``);
+        ``patches`` are the new attrs of the ``patched`` ops, in step order."""
         for t, v in zip(feeds, self.feed_views):
             if t._buf is not v.buf:
                 self.device.run("copy", [t.device_view], [v], {})
-        self.schedule.run(patches)
+        self.schedule.run(self._all_patches(patches or []))
+
+    def _all_patches(self, patches: list) -> list:
+        """The caller's patches with each random op's fresh counter put in its place:
+        its stream advances here, as the eager step's ``next_draw`` would."""
+        given, sources = iter(patches), iter(self.draw_sources)
+        out = []
+        for e in self.schedule.patch_slots:
+            if is_random(e.op):
+                out.append(next_counter(next(sources), e.attrs))
+            else:
+                out.append(next(given, None))
+        if None in out or next(given, None) is not None:
+            raise DeviceError(
+                f"this step re-encodes {len(out) - len(self.draw_sources)} ops; "
+                f"{len(patches)} attrs given"
+            )
+        return out
 
     def close(self) -> None:
         if self.schedule is not None:
@@ -180,7 +215,7 @@ def compare(a: Trace, b: Trace, feeds_a, feeds_b, patched) -> str:
             )
             return (
                 f"{where}: attrs {', '.join(keys)} change between steps "
-                "(a host-side value the kernel bakes in, e.g. dropout's Philox step)"
+                "(a host-side value the kernel bakes in, e.g. a Python-side loss scale)"
             )
         if eb.op not in patched and [(x.pipeline, x.grid, x.meta) for x in ea.launches] != [
             (y.pipeline, y.grid, y.meta) for y in eb.launches
