@@ -8,6 +8,8 @@ losses and weights bit for bit, and checks that the schedule did run.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -25,9 +27,11 @@ from scellis.train import Batches, TrainState, run
 pytestmark = pytest.mark.webgpu
 
 
-def _char(dev):
+def _char(dev, remat=False):
     rng = np.random.default_rng(4)
     m = CharTransformer(20, 8, 2, 2, 8, device=dev, gen=Generator(0, "init"), dropout=0.1)
+    # recomputed blocks rewind the dropout stream in backward to redraw their masks
+    m.body.config = replace(m.body.config, activation_checkpointing=remat)
     x, y = rng.integers(0, 20, (24, 8)), rng.integers(0, 20, (24, 8))
     opt = AdamW(m, lr=3e-3, weight_decay=0.01)
     return m, CrossEntropyLoss(), opt, Batches(x.tolist(), y.tolist(), 8, device=dev)
@@ -59,7 +63,13 @@ def _same_weights(a: dict, b: dict) -> None:
         assert np.array_equal(a[k], b[k]), k
 
 
-@pytest.mark.parametrize("make", [_char, _mlp], ids=["char_transformer", "mlp"])
+def _char_remat(dev):
+    return _char(dev, remat=True)
+
+
+@pytest.mark.parametrize(
+    "make", [_char, _char_remat, _mlp], ids=["char_transformer", "recomputed", "mlp"]
+)
 def test_training_with_dropout_replays_bitwise(gpu, make):
     want_losses, want, _ = _fit(make(gpu), False)
     losses, got, end = _fit(make(gpu), True)

@@ -33,7 +33,14 @@ import contextlib
 from ..base.errors import DeviceError
 from ..devices.webgpu.replay import Schedule, Trace
 from .dispatch import apply
-from .replay_draws import is_random, next_counter, noting_draws, same_sources, unpaired
+from .replay_draws import (
+    is_random,
+    noting_draws,
+    replay_counters,
+    same_draws,
+    unpaired,
+    with_counter,
+)
 
 
 def can_record(device) -> bool:
@@ -59,7 +66,7 @@ class StepReplay:
         self.traces: list = []
         self.schedule: Schedule | None = None
         self.feed_views: list = []
-        self.draw_sources: list = []  # the stream of each random op, in step order
+        self.draw_plan: list = []  # where each random op's counter comes from, in step order
 
     @property
     def ready(self) -> bool:
@@ -123,7 +130,7 @@ class StepReplay:
             random = {e.op for e in b.entries if is_random(e.op)}
             self.schedule = Schedule(self.device, b, self.patched | random)
             self.feed_views = fb
-            self.draw_sources = db.sources
+            self.draw_plan = db.plan
             return
         self.device.disown(b)
         if self.retries > 0:
@@ -137,7 +144,7 @@ class StepReplay:
         random = {e.op for e in (*a.entries, *b.entries) if is_random(e.op)}
         why = compare(a, b, fa, fb, self.patched | random)
         why = why or unpaired(a.entries, da) or unpaired(b.entries, db)
-        if not why and not same_sources(da, db):
+        if not why and not same_draws(da, db):
             why = "the step's random ops draw from other Philox streams each step"
         return why
 
@@ -152,16 +159,16 @@ class StepReplay:
     def _all_patches(self, patches: list) -> list:
         """The caller's patches with each random op's fresh counter put in its place:
         its stream advances here, as the eager step's ``next_draw`` would."""
-        given, sources = iter(patches), iter(self.draw_sources)
+        given, counters = iter(patches), iter(replay_counters(self.draw_plan))
         out = []
         for e in self.schedule.patch_slots:
             if is_random(e.op):
-                out.append(next_counter(next(sources), e.attrs))
+                out.append(with_counter(e.attrs, next(counters)))
             else:
                 out.append(next(given, None))
         if None in out or next(given, None) is not None:
             raise DeviceError(
-                f"this step re-encodes {len(out) - len(self.draw_sources)} ops; "
+                f"this step re-encodes {len(out) - len(self.draw_plan)} ops; "
                 f"{len(patches)} attrs given"
             )
         return out

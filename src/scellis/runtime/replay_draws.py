@@ -6,13 +6,14 @@ draw is noted with the stream it came from. A replay calls ``next_draw`` on the 
 streams in the same order and re-encodes each random launch with the counter it got
 (the schedule's patched launches), so the host's stream positions move exactly as an
 eager step's would: a run that switches between eager and replayed steps, or resumes
-from a checkpoint, draws the same masks, bit for bit.
+from a checkpoint, draws the same masks, bit for bit. A draw that repeats a counter
+of the same step (an activation checkpoint's recompute rewinds the stream to redraw
+its forward's masks) takes that draw's counter again.
 
-A step is refused when a named stream is set on the host inside it (a replay runs
-none of the step's Python, so the stream must stand where the step begins), when
-its random ops and its draws do not pair up one to one, or when a stream goes back
-inside the step (an activation checkpoint redrawing its forward's masks): a replay
-only moves streams forward.
+A step is refused when a named stream is set on the host inside it other than by
+such a rewind (a replay runs none of the step's Python, so the stream must stand
+where the step begins), or when its random ops and its draws do not pair up one to
+one.
 """
 
 from __future__ import annotations
@@ -29,29 +30,51 @@ def is_random(op: str) -> bool:
     return d is not None and d.family == "random"
 
 
+def _id(source):
+    return source if isinstance(source, str) else id(source)
+
+
 class Draws:
-    """The draws one recorded step made: (stream, (key, draw, step)) in order. A stream
-    of the runtime's named registry is kept by name, so a registry reloaded between
-    steps (a restored checkpoint) is followed; any other generator is kept itself."""
+    """The draws one recorded step made, in order, as a plan a replay follows: each
+    is ``("next", stream)`` (the stream's next draw) or ``("again", i)`` (the counter
+    of the step's draw ``i`` once more: an activation checkpoint's recompute rewinds
+    the stream to redraw its forward's masks). A stream of the runtime's named
+    registry is kept by name, so a registry reloaded between steps (a restored
+    checkpoint) is followed; any other generator is kept itself."""
 
     def __init__(self):
-        self.log: list = []
-        self.moved = ""  # a named stream the step moved on the host, not by drawing
+        self.counters: list = []  # (key, draw, step) of each draw
+        self.plan: list = []
+        self.why = ""  # why the draws cannot be replayed ('' when they can)
+        self._last: dict = {}  # stream -> (draw, step) of its last fresh draw
+        self._fresh: dict = {}  # (stream, counter) -> the plan index that drew it
         # where the named streams stood as the step began: a replay starts from there
-        self.start = {n: (g.seed, g.step, g.draw) for n, g in _generators.items()}
+        self._start = {n: (g.seed, g.step, g.draw) for n, g in _generators.items()}
 
     def __call__(self, gen, out) -> None:
-        named = _generators.get(gen.name) is gen
-        source = gen.name if named else gen
-        if named and source not in self.sources:
-            was = self.start.get(source, (gen.seed, out[2], 0))
-            if was != (gen.seed, out[2], out[1]):
-                self.moved = self.moved or source
-        self.log.append((source, out))
+        source = gen.name if _generators.get(gen.name) is gen else gen
+        counter = (tuple(out[0]), out[1], out[2])
+        earlier = self._fresh.get((_id(source), counter))
+        self.counters.append(counter)
+        if earlier is not None:
+            self.plan.append(("again", earlier))
+            return
+        self._fresh[(_id(source), counter)] = len(self.plan)
+        self.plan.append(("next", source))
+        prev = self._last.get(_id(source))
+        if prev is None and isinstance(source, str):
+            prev = self._start.get(source, (gen.seed, out[2], 0))
+            if prev != (gen.seed, out[2], out[1]) and not self.why:
+                self.why = (
+                    f"the step sets the Philox stream {source!r} on the host before drawing "
+                    "from it (set it before the step: a replay runs none of the step's Python)"
+                )
+        elif prev is not None and (out[1], out[2]) != (prev[0] + 1, prev[1]) and not self.why:
+            self.why = "a Philox stream is moved on the host between the step's draws"
+        self._last[_id(source)] = (out[1], out[2])
 
-    @property
-    def sources(self) -> list:
-        return [s for s, _ in self.log]
+    def key(self) -> list:
+        return [(kind, _id(s) if kind == "next" else s) for kind, s in self.plan]
 
 
 @contextlib.contextmanager
@@ -69,40 +92,40 @@ def _counter(attrs: dict) -> tuple:
 
 
 def unpaired(entries, draws: Draws) -> str:
-    """'' when each random op of ``entries`` took the next draw, in order, and no
-    stream went back; else why the step's random ops cannot be replayed."""
-    if draws.moved:
-        return (
-            f"the step sets the Philox stream {draws.moved!r} on the host before drawing "
-            "from it (set it before the step: a replay runs none of the step's Python)"
-        )
+    """'' when each random op of ``entries`` took the step's next draw, in order, and
+    the draws can be replayed; else why not."""
+    if draws.why:
+        return draws.why
     ops = [e for e in entries if is_random(e.op)]
-    if len(ops) != len(draws.log):
+    if len(ops) != len(draws.counters):
         return (
-            f"the step ran {len(ops)} random ops but drew {len(draws.log)} times from the "
-            "host's Philox streams"
+            f"the step ran {len(ops)} random ops but drew {len(draws.counters)} times from "
+            "the host's Philox streams"
         )
-    last: dict = {}
-    for e, (source, (key, draw, step)) in zip(ops, draws.log):
-        if _counter(e.attrs) != (tuple(key), draw, step):
+    for e, counter in zip(ops, draws.counters):
+        if _counter(e.attrs) != counter:
             return f"a {e.op} op does not draw at the counter its stream handed out"
-        prev = last.get(id(source) if not isinstance(source, str) else source)
-        if prev is not None and (draw, step) != (prev[0] + 1, prev[1]):
-            return (
-                "a Philox stream is rewound inside the step (an activation checkpoint "
-                "redrawing its masks): a replay only moves streams forward"
-            )
-        last[id(source) if not isinstance(source, str) else source] = (draw, step)
     return ""
 
 
-def same_sources(a: Draws, b: Draws) -> bool:
-    key = [s if isinstance(s, str) else id(s) for s in a.sources]
-    return key == [s if isinstance(s, str) else id(s) for s in b.sources]
+def same_draws(a: Draws, b: Draws) -> bool:
+    return a.key() == b.key()
 
 
-def next_counter(source, attrs: dict) -> dict:
-    """``attrs`` of a recorded random op with the counter its stream hands out now."""
-    gen = generator(source) if isinstance(source, str) else source
-    key, draw, step = gen.next_draw()
+def replay_counters(plan: list) -> list:
+    """Each draw's counter for one replay of ``plan``: fresh draws advance their
+    streams here, as the eager step's ``next_draw`` would."""
+    out: list = []
+    for kind, what in plan:
+        if kind == "again":
+            out.append(out[what])
+            continue
+        gen = generator(what) if isinstance(what, str) else what
+        out.append(gen.next_draw())
+    return out
+
+
+def with_counter(attrs: dict, counter) -> dict:
+    """``attrs`` of a recorded random op with another Philox counter."""
+    key, draw, step = counter
     return {**attrs, "key": key, "draw": draw, "step": step}
