@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import contextlib
 
-from ..base.errors import DeviceError
 from ..devices.webgpu.replay import Schedule, Trace
 from .dispatch import apply
 from .replay_draws import (
-    is_random,
+    fixed_attrs,
+    fixed_meta,
     noting_draws,
     replay_counters,
     same_draws,
     unpaired,
-    with_counter,
 )
 
 
@@ -127,8 +126,7 @@ class StepReplay:
         why = self._compare(a, b, fa, fb, da, db)
         if not why:
             self.traces = []
-            random = {e.op for e in b.entries if is_random(e.op)}
-            self.schedule = Schedule(self.device, b, self.patched | random)
+            self.schedule = Schedule(self.device, b, self.patched)
             self.feed_views = fb
             self.draw_plan = db.plan
             return
@@ -141,8 +139,7 @@ class StepReplay:
             self.reason = why
 
     def _compare(self, a, b, fa, fb, da, db) -> str:
-        random = {e.op for e in (*a.entries, *b.entries) if is_random(e.op)}
-        why = compare(a, b, fa, fb, self.patched | random)
+        why = compare(a, b, fa, fb, self.patched)
         why = why or unpaired(a.entries, da) or unpaired(b.entries, db)
         if not why and not same_draws(da, db):
             why = "the step's random ops draw from other Philox streams each step"
@@ -154,24 +151,8 @@ class StepReplay:
         for t, v in zip(feeds, self.feed_views):
             if t._buf is not v.buf:
                 self.device.run("copy", [t.device_view], [v], {})
-        self.schedule.run(self._all_patches(patches or []))
-
-    def _all_patches(self, patches: list) -> list:
-        """The caller's patches with each random op's fresh counter put in its place:
-        its stream advances here, as the eager step's ``next_draw`` would."""
-        given, counters = iter(patches), iter(replay_counters(self.draw_plan))
-        out = []
-        for e in self.schedule.patch_slots:
-            if is_random(e.op):
-                out.append(with_counter(e.attrs, next(counters)))
-            else:
-                out.append(next(given, None))
-        if None in out or next(given, None) is not None:
-            raise DeviceError(
-                f"this step re-encodes {len(out) - len(self.draw_plan)} ops; "
-                f"{len(patches)} attrs given"
-            )
-        return out
+        # the streams advance here, as the eager step's draws would advance them
+        self.schedule.run(patches, replay_counters(self.draw_plan))
 
     def close(self) -> None:
         if self.schedule is not None:
@@ -196,6 +177,10 @@ def _geometry(e) -> list:
     return [(tuple(v.shape), tuple(v.strides), v.offset, v.dtype.name) for v in e.views]
 
 
+def _launches(e) -> list:
+    return [(x.pipeline, x.grid, fixed_meta(e.op, x.meta)) for x in e.launches]
+
+
 def compare(a: Trace, b: Trace, feeds_a, feeds_b, patched) -> str:
     """'' when trace ``b`` repeats ``a`` up to its inputs; else why it does not."""
     if a.reads or b.reads:
@@ -216,17 +201,14 @@ def compare(a: Trace, b: Trace, feeds_a, feeds_b, patched) -> str:
             return f"{where}: shapes or layouts change between steps"
         if ea.data != eb.data:
             return f"{where}: the host uploads other data each step"
-        if ea.attrs != eb.attrs and eb.op not in patched:
-            keys = sorted(
-                k for k in set(ea.attrs) | set(eb.attrs) if ea.attrs.get(k) != eb.attrs.get(k)
-            )
+        xa, xb = fixed_attrs(ea.op, ea.attrs), fixed_attrs(eb.op, eb.attrs)
+        if xa != xb and eb.op not in patched:
+            keys = sorted(k for k in set(xa) | set(xb) if xa.get(k) != xb.get(k))
             return (
                 f"{where}: attrs {', '.join(keys)} change between steps "
                 "(a host-side value the kernel bakes in, e.g. a Python-side loss scale)"
             )
-        if eb.op not in patched and [(x.pipeline, x.grid, x.meta) for x in ea.launches] != [
-            (y.pipeline, y.grid, y.meta) for y in eb.launches
-        ]:
+        if eb.op not in patched and _launches(ea) != _launches(eb):
             return f"{where}: its launches differ between steps"
         for va, vb in zip(ea.views, eb.views):
             x, y = va.buf, vb.buf

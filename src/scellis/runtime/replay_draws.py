@@ -3,8 +3,9 @@
 A random op's kernel takes its Philox counter (stream key, draw index, step) as meta
 words the host hands out with ``Generator.next_draw``. While a step is recorded, every
 draw is noted with the stream it came from. A replay calls ``next_draw`` on the same
-streams in the same order and re-encodes each random launch with the counter it got
-(the schedule's patched launches), so the host's stream positions move exactly as an
+streams in the same order and writes the counters it got into the schedule's
+counter table, a small device buffer the random launches read their meta words from
+(devices/webgpu/replay.py), so the host's stream positions move exactly as an
 eager step's would: a run that switches between eager and replayed steps, or resumes
 from a checkpoint, draws the same masks, bit for bit. A draw that repeats a counter
 of the same step (an activation checkpoint's recompute rewinds the stream to redraw
@@ -21,13 +22,11 @@ from __future__ import annotations
 import contextlib
 
 from ..base.rng import draw_watchers
-from ..ops.table import OPS
+from ..devices.webgpu.kernels.random import with_counter
+from ..devices.webgpu.replay import is_random
 from .creation import _generators, generator
 
-
-def is_random(op: str) -> bool:
-    d = OPS.get(op)
-    return d is not None and d.family == "random"
+COUNTER_ATTRS = ("key", "draw", "step")
 
 
 def _id(source):
@@ -125,7 +124,11 @@ def replay_counters(plan: list) -> list:
     return out
 
 
-def with_counter(attrs: dict, counter) -> dict:
-    """``attrs`` of a recorded random op with another Philox counter."""
-    key, draw, step = counter
-    return {**attrs, "key": key, "draw": draw, "step": step}
+def fixed_attrs(op: str, attrs: dict) -> dict:
+    """``attrs`` less a random op's counter: what must repeat between recorded steps."""
+    return {k: v for k, v in attrs.items() if k not in COUNTER_ATTRS} if is_random(op) else attrs
+
+
+def fixed_meta(op: str, meta: list) -> list:
+    """A launch's meta words less a random op's counter words."""
+    return with_counter(meta, (0, 0), 0, 0) if is_random(op) else meta

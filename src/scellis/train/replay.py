@@ -7,8 +7,8 @@ constants), the next two run eagerly while recorded, and once their traces agree
 (runtime.replay) every later step is the schedule: the batch is copied into the
 recorded input buffers, the optimizer's host half (``Optimizer.host_step``: step
 counts, the scheduler's lr) re-encodes the update kernels' scalars, the random
-ops (dropout masks) are re-encoded with the counters their Philox streams hand out
-(runtime.replay_draws), and the prepared dispatches run. No model forward, tape or
+ops (dropout masks) get the counters their Philox streams hand out in one small
+device buffer (runtime.replay_draws), and the prepared dispatches run. No model forward, tape or
 VJP runs in Python.
 
 What the loop carries across steps lives in fixed buffers while replaying: the loss
