@@ -49,11 +49,14 @@ CASES = [
     ("lstm_forecaster.sml", ["batch_size=8", "eval.batch_size=16"], True),
     ("char_transformer.sml", ["batch_size=2", "eval.batch_size=4", "data.max_chars=3000"], False),
     ("char_transformer.sml", ["batch_size=2", "eval.batch_size=4", "data.max_chars=3000"], True),
+    ("tcn_forecaster.sml", ["batch_size=8", "eval.batch_size=16"], True),  # dropout replayed
 ]
 
 
 @pytest.mark.parametrize(
-    "name,edits,replay", CASES, ids=["lstm", "lstm-replay", "transformer", "transformer-replay"]
+    "name,edits,replay",
+    CASES,
+    ids=["lstm", "lstm-replay", "transformer", "transformer-replay", "tcn-replay"],
 )
 def test_the_pool_holds_what_the_plan_says(name, edits, replay):
     held, planned, kinds = _held_and_planned(name, edits, replay)

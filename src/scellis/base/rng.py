@@ -88,6 +88,11 @@ def bernoulli(key: tuple[int, int], n: int, keep: float, draw: int, step: int) -
     return [(u >> 8) < t for u in raw_u32(key, n, draw, step)]
 
 
+# callables told of every draw (the Generator and what it handed out): a step being
+# recorded for replay learns which stream each of its random ops drew from
+draw_watchers: list = []
+
+
 @dataclass
 class Generator:
     """A named stream's position: each random op takes the next draw index of the step.
@@ -108,7 +113,10 @@ class Generator:
         """(key, draw, step) for the next random op; advances the draw index."""
         d = self.draw
         self.draw += 1
-        return self.key, d, self.step
+        out = self.key, d, self.step
+        for watch in draw_watchers:
+            watch(self, out)
+        return out
 
     def next_step(self) -> None:
         self.step += 1

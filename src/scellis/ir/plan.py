@@ -34,6 +34,7 @@ from ..base.errors import DTypeError, LimitError, ScellisError
 from ..base.shapes import numel as count_of
 from ..catalog.peft.quant import QUANT_PARAMS
 from ..devices.webgpu.backend import binding_geometry, size_class, storage_bytes
+from ..runtime.replay_draws import is_random
 from .graph import op_graph
 from .kernels import lower
 from .limits import Target, human
@@ -393,17 +394,20 @@ def quantized_base(record: dict, tr: Trace) -> dict:
 
 def steps_repeat(tr: Trace) -> bool:
     """Whether the traced steps' forward, loss and backward repeat op for op with the
-    same attributes, as a step must to replay (dropout's Philox draw, for one, changes
-    each step: such a run takes eager steps). The update is left out (the replay patches
-    the optimizer's per-step values), and so are constants (the first step makes the
-    ones later steps find cached)."""
+    same attributes, as a step must to replay. The update is left out (the replay patches
+    the optimizer's per-step values), and so are a random op's Philox counter (the replay
+    re-encodes it: runtime.replay_draws) and constants (the first step makes the ones
+    later steps find cached)."""
     steps: dict[str, list] = {}
     at = None
     for e in tr.events:
         if e[0] == "mark":
             at = e[1] if e[1].startswith("step ") else None
         elif e[0] == "run" and at is not None and e[5] != "optimizer" and e[1] != "full":
-            steps.setdefault(at, []).append((e[1], e[4]))
+            attrs = e[4]
+            if is_random(e[1]):
+                attrs = {k: v for k, v in attrs.items() if k not in ("key", "draw", "step")}
+            steps.setdefault(at, []).append((e[1], attrs))
     runs = list(steps.values())
     return all(r == runs[0] for r in runs[1:])
 

@@ -9,15 +9,18 @@ up to its inputs, so the comparison refuses, with the reason kept in ``reason``:
 - any readback inside the step (the host deciding something from device values);
 - a different count or order of primitives, or other shapes, strides or dtypes
   (data-dependent shapes);
-- attrs that change between steps outside the ops named ``patched`` (a host value
-  baked into a kernel: dropout's Philox step, a Python-side loss scale);
+- attrs that change between steps outside the ops named ``patched`` and the random
+  ops (a host value baked into a kernel: a Python-side loss scale);
+- random ops that do not pair up with the step's draws from the host's Philox
+  streams (runtime.replay_draws), which is how a replay advances those streams;
 - different upload payloads;
 - a buffer that differs between the two steps and is neither made inside the step
   (at the same position in both) nor one of the declared step inputs (``feeds``):
   state the step rebinds to new tensors instead of updating in place.
 
 When the traces agree, the second becomes a prepared ``Schedule``; ``replay`` copies
-the new inputs into the recorded input buffers and runs it. Results are bitwise
+the new inputs into the recorded input buffers, re-encodes the random ops with the
+counters their streams hand out now, and runs it. Results are bitwise
 those of the eager step: the same kernels read the same values in the same order.
 A device without a dispatch list (the NumPy reference) cannot replay; ``reason``
 says so and the caller stays eager.
@@ -29,6 +32,14 @@ import contextlib
 
 from ..devices.webgpu.replay import Schedule, Trace
 from .dispatch import apply
+from .replay_draws import (
+    fixed_attrs,
+    fixed_meta,
+    noting_draws,
+    replay_counters,
+    same_draws,
+    unpaired,
+)
 
 
 def can_record(device) -> bool:
@@ -54,6 +65,7 @@ class StepReplay:
         self.traces: list = []
         self.schedule: Schedule | None = None
         self.feed_views: list = []
+        self.draw_plan: list = []  # where each random op's counter comes from, in step order
 
     @property
     def ready(self) -> bool:
@@ -97,39 +109,50 @@ class StepReplay:
         trace = Trace(self.device)
         self.device.recorder = trace
         try:
-            yield
+            with noting_draws() as draws:
+                yield
         except BaseException:
             self.device.disown(trace)  # a step that failed gives its storage back
             raise
         finally:
             self.device.recorder = None
         self.runs += 1
-        self.traces.append((trace, [t.device_view for t in feeds]))
+        self.traces.append((trace, [t.device_view for t in feeds], draws))
         if len(self.traces) == 1:
             # only its entries are compared: the next recorded step may reuse its storage
             self.device.disown(trace)
             return
-        (a, fa), (b, fb) = self.traces
-        why = compare(a, b, fa, fb, self.patched)
+        (a, fa, da), (b, fb, db) = self.traces
+        why = self._compare(a, b, fa, fb, da, db)
         if not why:
             self.traces = []
             self.schedule = Schedule(self.device, b, self.patched)
             self.feed_views = fb
+            self.draw_plan = db.plan
             return
         self.device.disown(b)
         if self.retries > 0:
             self.retries -= 1
-            self.traces = [(b, fb)]
+            self.traces = [(b, fb, db)]
         else:
             self.traces = []
             self.reason = why
 
+    def _compare(self, a, b, fa, fb, da, db) -> str:
+        why = compare(a, b, fa, fb, self.patched)
+        why = why or unpaired(a.entries, da) or unpaired(b.entries, db)
+        if not why and not same_draws(da, db):
+            why = "the step's random ops draw from other Philox streams each step"
+        return why
+
     def replay(self, feeds, patches: list | None = None) -> None:
-        """Run the recorded step on ``feeds`` (same shapes as recorded; see ``fits``)."""
+        """Run the recorded step on ``feeds`` (same shapes as recorded; see ``fits``);
+        ``patches`` are the new attrs of the ``patched`` ops, in step order."""
         for t, v in zip(feeds, self.feed_views):
             if t._buf is not v.buf:
                 self.device.run("copy", [t.device_view], [v], {})
-        self.schedule.run(patches)
+        # the streams advance here, as the eager step's draws would advance them
+        self.schedule.run(patches, replay_counters(self.draw_plan))
 
     def close(self) -> None:
         if self.schedule is not None:
@@ -154,6 +177,10 @@ def _geometry(e) -> list:
     return [(tuple(v.shape), tuple(v.strides), v.offset, v.dtype.name) for v in e.views]
 
 
+def _launches(e) -> list:
+    return [(x.pipeline, x.grid, fixed_meta(e.op, x.meta)) for x in e.launches]
+
+
 def compare(a: Trace, b: Trace, feeds_a, feeds_b, patched) -> str:
     """'' when trace ``b`` repeats ``a`` up to its inputs; else why it does not."""
     if a.reads or b.reads:
@@ -174,17 +201,14 @@ def compare(a: Trace, b: Trace, feeds_a, feeds_b, patched) -> str:
             return f"{where}: shapes or layouts change between steps"
         if ea.data != eb.data:
             return f"{where}: the host uploads other data each step"
-        if ea.attrs != eb.attrs and eb.op not in patched:
-            keys = sorted(
-                k for k in set(ea.attrs) | set(eb.attrs) if ea.attrs.get(k) != eb.attrs.get(k)
-            )
+        xa, xb = fixed_attrs(ea.op, ea.attrs), fixed_attrs(eb.op, eb.attrs)
+        if xa != xb and eb.op not in patched:
+            keys = sorted(k for k in set(xa) | set(xb) if xa.get(k) != xb.get(k))
             return (
                 f"{where}: attrs {', '.join(keys)} change between steps "
-                "(a host-side value the kernel bakes in, e.g. dropout's Philox step)"
+                "(a host-side value the kernel bakes in, e.g. a Python-side loss scale)"
             )
-        if eb.op not in patched and [(x.pipeline, x.grid, x.meta) for x in ea.launches] != [
-            (y.pipeline, y.grid, y.meta) for y in eb.launches
-        ]:
+        if eb.op not in patched and _launches(ea) != _launches(eb):
             return f"{where}: its launches differ between steps"
         for va, vb in zip(ea.views, eb.views):
             x, y = va.buf, vb.buf

@@ -6,7 +6,8 @@ optimizer state and gradient buffers), is recorded on its next two, and once tho
 traces agree (``runtime.replay``) every later call with inputs of the same shapes is
 the recorded schedule: the inputs are copied into the recorded buffers, each optimizer
 that stepped re-encodes its update scalars (step counts, the current rate) from the
-host, and the kernels run. Results are those of the eager step, bit for bit: the same
+host, each random op (dropout) takes the next draw of its Philox stream as eagerly, and
+the kernels run. Results are those of the eager step, bit for bit: the same
 kernels read the same values in the same order.
 
 The function's Python runs only while it is recorded, so a call that cannot be the

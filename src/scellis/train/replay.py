@@ -6,8 +6,10 @@ eagerly (it makes the optimizer state, the gradient buffers and the cached
 constants), the next two run eagerly while recorded, and once their traces agree
 (runtime.replay) every later step is the schedule: the batch is copied into the
 recorded input buffers, the optimizer's host half (``Optimizer.host_step``: step
-counts, the scheduler's lr) re-encodes the update kernels' scalars, and the
-prepared dispatches run. No model forward, tape or VJP runs in Python.
+counts, the scheduler's lr) re-encodes the update kernels' scalars, the random
+ops (dropout masks) get the counters their Philox streams hand out in one small
+device buffer (runtime.replay_draws), and the prepared dispatches run. No model forward, tape or
+VJP runs in Python.
 
 What the loop carries across steps lives in fixed buffers while replaying: the loss
 accumulators and the dynamic loss scale (and its clean-step count) are copied back
@@ -19,7 +21,7 @@ device tensor and the update is gated by a device ``where``, so a skipped step i
 replayed like any other (and, as eagerly, the host step counts still advance).
 Steps that cannot replay run eagerly, with the reason in ``notes``: a batch of
 another shape (an epoch's short last batch), or a step the comparison refuses
-(dropout's per-step Philox attrs, a readback inside the step, ...). An eager step
+(a readback inside the step, ...). An eager step
 between replays keeps the schedule valid: everything it rebinds is pinned back. Each
 reason is told once, as an ``info`` event at the step that first ran eagerly for it.
 
@@ -99,6 +101,8 @@ class TrainReplay:
         if any(a is not b for a, b in zip(staged, feeds)):  # traced: on its own input copies
             swap = {id(a): b for a, b in zip(feeds, staged)}
             x, y = _swap(x, swap), _swap(y, swap)
+        # the step's streams are set before the recording begins, as a replay sets them
+        r.host_enter()
         with self.sr.eager(staged):
             r.eager_step(x, y)
             self._pin(r)

@@ -24,7 +24,11 @@ bind-group cache lookup per op. Launches of the ops named ``patched`` (the optim
 updates, whose learning rate and step count are kernel scalars) are re-encoded each
 run from the attrs the host passes: they get fresh meta words (a new small buffer and
 bind group per run), and the re-encoded launch must be the same pipeline and grid,
-or the run is refused.
+or the run is refused. The random ops' launches (dropout masks, any Philox draw)
+read their meta words from one counter table of the schedule, each at its own offset;
+a run writes every launch's words with the counter its stream hands out into that
+table with one queue write before it encodes its dispatches (the write is ordered
+after the previous run's work), so they stay plain prepared dispatches.
 """
 
 from __future__ import annotations
@@ -34,7 +38,19 @@ import weakref
 from dataclasses import dataclass, field
 
 from ...base.errors import DeviceError
+from ...ops.table import OPS
 from ..base import Buffer, View
+from .kernels.random import with_counter
+
+# bytes between two launches' words in the counter table: the largest offset alignment
+# WebGPU lets an adapter ask of a storage binding
+COUNTER_STRIDE = 256
+
+
+def is_random(op: str) -> bool:
+    """Whether ``op`` draws from a Philox stream (its counter is a meta word)."""
+    d = OPS.get(op)
+    return d is not None and d.family == "random"
 
 
 @dataclass
@@ -152,6 +168,10 @@ class Schedule:
         self.items: list = []
         self.patch_slots: list[Entry] = []
         self.meta_buffers: list = []
+        # (random op's index, launch) of each launch reading the counter table, in order
+        self.counted: list[tuple[int, Launch]] = []
+        randoms = [e for e in trace.entries if is_random(e.op)]
+        table = self._counter_table(randoms)
         shared: dict[bytes, object] = {}
         for e in trace.entries:
             if e.op == "<upload>":
@@ -161,6 +181,12 @@ class Schedule:
                 self.items.extend(("p", len(self.patch_slots), j) for j in range(len(e.launches)))
                 self.patch_slots.append(e)
                 continue
+            if is_random(e.op):
+                for ln in e.launches:
+                    at = len(self.counted) * COUNTER_STRIDE
+                    self.counted.append((randoms.index(e), ln))
+                    self.items.append(("d", ln.pipeline, self._group(ln, table, at), ln.grid))
+                continue
             for ln in e.launches:
                 words = array.array("I", ln.meta or [0]).tobytes()
                 mb = shared.get(words)
@@ -168,11 +194,33 @@ class Schedule:
                     mb = shared[words] = self.gpu.create_buffer(len(words), data=words)
                     self.meta_buffers.append(mb)
                 self.items.append(("d", ln.pipeline, self._group(ln, mb), ln.grid))
+        self.counter_table = table
+        self.draws = len(randoms)
         self.dispatches = sum(1 for it in self.items if it[0] != "u")
         self.runs = _runs(self.items)
 
-    def _group(self, ln: Launch, meta_buffer):
-        bindings = list(ln.bindings) + [(meta_buffer, 0, max(4, len(ln.meta) * 4))]
+    def _counter_table(self, randoms: list):
+        """The buffer the random launches read their meta from (None without any), made
+        holding the recorded words."""
+        launches = [ln for e in randoms for ln in e.launches]
+        if not launches:
+            return None
+        table = self.gpu.create_buffer(
+            len(launches) * COUNTER_STRIDE, data=_table_bytes([ln.meta for ln in launches])
+        )
+        self.meta_buffers.append(table)
+        return table
+
+    def _write_counters(self, counters: list) -> None:
+        """This run's counters, one (key, draw, step) per random op in step order, into
+        the table: one queue write, ordered after the work already encoded."""
+        if len(counters) != self.draws:
+            raise DeviceError(f"this schedule draws {self.draws} times; {len(counters)} given")
+        metas = [with_counter(ln.meta, *counters[k]) for k, ln in self.counted]
+        self.gpu.write_buffer(self.counter_table, 0, _table_bytes(metas))
+
+    def _group(self, ln: Launch, meta_buffer, offset: int = 0):
+        bindings = list(ln.bindings) + [(meta_buffer, offset, max(4, len(ln.meta) * 4))]
         bind = getattr(self.gpu, "bind_group", None)
         return bind(ln.pipeline, bindings) if bind is not None else bindings
 
@@ -199,9 +247,12 @@ class Schedule:
             out.append(groups)
         return out
 
-    def run(self, patches: list[dict] | None = None) -> None:
-        """Replay every launch; ``patches`` are the new attrs of the patched ops, in order."""
+    def run(self, patches: list[dict] | None = None, counters: list | None = None) -> None:
+        """Replay every launch; ``patches`` are the new attrs of the patched ops, in order,
+        ``counters`` the Philox counter (key, draw, step) of each random op, in order."""
         fresh = self._patched_groups(patches or [])
+        if self.counter_table is not None:
+            self._write_counters(counters or [])
         direct = getattr(self.gpu, "dispatch_group", None)
         send = direct if direct is not None else self.gpu.dispatch
         batch = getattr(self.gpu, "dispatch_run", None)
@@ -232,5 +283,15 @@ class Schedule:
         for mb in self.meta_buffers:
             self.gpu.destroy_buffer(mb)
         self.meta_buffers, self.items, self.runs, self.patch_slots = [], [], [], []
+        self.counted, self.counter_table = [], None
         self.backend.disown(self.trace)
         self.trace = Trace()
+
+
+def _table_bytes(metas: list) -> bytes:
+    """Meta word lists laid out COUNTER_STRIDE bytes apart."""
+    out = bytearray()
+    for meta in metas:
+        words = array.array("I", meta or [0]).tobytes()
+        out += words + bytes(COUNTER_STRIDE - len(words))
+    return bytes(out)

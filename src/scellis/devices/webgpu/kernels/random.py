@@ -33,6 +33,18 @@ fn philox(ctr: vec4<u32>, key: vec2<u32>) -> vec4<u32> {{
 """
 
 
+# the meta words of a Philox launch that hold its counter: key (2), draw, step (lo, hi)
+COUNTER_WORDS = slice(2, 7)
+
+
+def with_counter(meta: list, key, draw: int, step: int) -> list:
+    """A Philox launch's meta words (``philox_kernel``'s layout) with another counter:
+    what a replayed step writes for each of its random launches."""
+    out = list(meta)
+    out[COUNTER_WORDS] = [key[0], key[1], draw, step & 0xFFFFFFFF, step >> 32]
+    return out
+
+
 def philox_kernel(src: Source, op: str, ins, outs, attrs):
     out = outs[0]
     n = numel(out.shape)
