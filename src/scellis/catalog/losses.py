@@ -124,7 +124,7 @@ def _fused_xent(logits, target, cfg) -> bool:
     """Where the step's kernel choice fuses training kernels (the ``fast`` tier), a mean
     cross-entropy of f32 logits is the fused primitive (ops/xent.py)."""
     return (
-        kernel_choice().fused_training
+        kernel_choice().fuses("xent")
         and cfg.reduction == "mean"
         and logits.dtype == f32
         and not target.dtype.is_float

@@ -30,13 +30,20 @@ class KernelChoice:
     # other summation orders than debug's: K split into parts summed after (matmul), a
     # sum's terms folded in one launch instead of chunks and their sum (reduce)
     reordered: bool = False
-    # fused training kernels: dense + bias + activation with its fused backward, one
-    # optimizer dispatch that reads every parameter's gradient where it lies, and the
-    # optimizer phase's guard, clip and tally fused (ops.fused_step)
-    fused_training: bool = False
+    # the fused training kernels in use, by name (``FUSIONS``); each is a kernel of its
+    # own, so the fast tier can carry the ones that pay and a bench can leave one out
+    fusions: frozenset = frozenset()
     # row reductions may fold their partials through subgroup operations, where the
     # device has them (webgpu/kernels/variants.py): an order the hardware fixes
     subgroups: bool = False
+
+    @property
+    def fused_training(self) -> bool:
+        return bool(self.fusions)
+
+    def fuses(self, name: str) -> bool:
+        """Whether the fused training kernel ``name`` (one of ``FUSIONS``) is chosen."""
+        return name in self.fusions
 
     def for_inference(self) -> KernelChoice:
         """The choice of a validation pass: the same reduction variants, no training
@@ -45,6 +52,13 @@ class KernelChoice:
 
 
 FIXED = KernelChoice()
+
+# the fused training kernels there are: dense + bias + activation with its fused
+# backward; one optimizer dispatch that reads every parameter's gradient where it lies;
+# the optimizer phase's guard, clip and tally in one pass (ops.fused_step); softmax
+# cross-entropy and its gradient in one op; a small recurrent layer's whole sequence in
+# one launch each way
+FUSIONS = frozenset({"dense", "optimizer", "guard", "xent", "recurrent_sequence"})
 
 # ops whose kernel has a reordered form, and the ``_order`` value that asks for it
 REORDERABLE = {"matmul": "split_k", "sum": "one_pass"}

@@ -43,7 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ..base.errors import ScellisError
-from ..devices.kernel_choice import FIXED, KernelChoice
+from ..devices.kernel_choice import FIXED, FUSIONS, KernelChoice
 
 TIERS = ("debug", "prod", "fast")
 
@@ -73,7 +73,7 @@ PROD_TOLERANCE = {
 KERNELS = {
     "debug": FIXED,
     "prod": KernelChoice(reordered=True, subgroups=True),
-    "fast": KernelChoice(reordered=True, fused_training=True, subgroups=True),
+    "fast": KernelChoice(reordered=True, fusions=FUSIONS, subgroups=True),
 }
 
 # the fused inference forward against the eager one, relative to the largest output

@@ -102,7 +102,7 @@ def _fusable(params, optimizer, clip, guard: bool) -> list[Tensor] | None:
     tier that fuses training kernels, with the overflow guard on (the fused update
     skips a non-finite step), a catalog optimizer's fused update, a 2-norm clip or
     none, and f32 gradients on one device."""
-    if not (guard and kernel_choice().fused_training and _fused_step(optimizer)):
+    if not (guard and kernel_choice().fuses("guard") and _fused_step(optimizer)):
         return None
     if clip is not None and not (isinstance(clip, NormClip) and clip.norm_type == 2.0):
         return None

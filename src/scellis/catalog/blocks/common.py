@@ -117,7 +117,7 @@ def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -
     choice fuses training kernels (the ``fast`` tier) and the layer is f32 with a bias,
     it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward that
     keeps the pre-activation, and a fused backward."""
-    fused = kernel_choice().fused_training and bias is not None
+    fused = kernel_choice().fuses("dense") and bias is not None
     if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
         return ACTIVATIONS[activation](dense(x, weight, bias))
     lead = x.shape[:-1]

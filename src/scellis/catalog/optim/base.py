@@ -254,7 +254,7 @@ class Optimizer:
         """What the update of run [i, j) reads: one flat gradient (gathered, or already
         one flat range), or, where the step's kernel choice fuses training kernels
         (the ``fast`` tier), every gradient where it lies, for the multi-tensor update."""
-        if j - i > 1 and kernel_choice().fused_training:
+        if j - i > 1 and kernel_choice().fuses("optimizer"):
             grads = self._checked(grp, i, j)
             if flat_view(grads) is None:
                 return tuple(g if g.is_contiguous() else apply("copy", (g,)) for g in grads)

@@ -234,7 +234,8 @@ def _whole_sequence(src: Source, outputs_per_step: int) -> bool:
     on a GPU. A software adapter runs a workgroup on one CPU thread, so there the
     per-step launches, spread over every core, are faster (lavapipe: the LSTM
     forecaster's fast step took 1.34x prod's CPU time in one launch)."""
-    return kernel_choice().fused_training and not src.software and sequence.fits(outputs_per_step)
+    fused = kernel_choice().fuses("recurrent_sequence")
+    return fused and not src.software and sequence.fits(outputs_per_step)
 
 
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
