@@ -18,9 +18,8 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   it lies (no gather into a flat buffer first), the optimizer phase's overflow
   guard, gradient clipping and the loop's tally fused (``ops.fused_step``, one
   gradient-statistics op the update reads), the mean cross-entropy as one primitive
-  (``ops.xent``), and, on a GPU, a small recurrent layer's sequence in one launch each
-  way (``webgpu/kernels/recurrent_sequence.py``): fewer launches per step, which is
-  what a replayed step's time is on a real GPU; within prod's tolerance of the
+  (``ops.xent``): fewer launches per step, which is what a replayed step's time is on
+  a real GPU; within prod's tolerance of the
   reference. Every
   inference forward of the run (validation passes) and of a trained run (evaluate,
   predict, forecast, generate) is the compiled forward with fused elementwise chains

@@ -33,8 +33,6 @@ from __future__ import annotations
 import os
 
 from ....base.errors import DeviceError
-from ...kernel_choice import current as kernel_choice
-from . import recurrent_sequence as sequence
 from . import recurrent_tiled as tiled
 from .common import Source, grid_1d, main_1d
 from .mathlib import helpers_for
@@ -228,21 +226,7 @@ def variant(limits: dict, gates: int, software: bool = False) -> str:
     return "step"
 
 
-def _whole_sequence(src: Source, outputs_per_step: int) -> bool:
-    """Whether the steps run as one launch (recurrent_sequence.py): on a step whose
-    kernel choice fuses training kernels, for a layer small enough for one workgroup,
-    on a GPU. A software adapter runs a workgroup on one CPU thread, so there the
-    per-step launches, spread over every core, are faster (lavapipe: the LSTM
-    forecaster's fast step took 1.34x prod's CPU time in one launch)."""
-    fused = kernel_choice().fuses("recurrent_sequence")
-    return fused and not src.software and sequence.fits(outputs_per_step)
-
-
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
-    b, h = ins[0].shape[0], ins[0].shape[2] // gates
-    if _whole_sequence(src, b * h):
-        s, _ = per_step(src, ins, out, 0)
-        return [(sequence.sequence(s, steps, reverse=False, carry=None), (1, 1, 1))]
     name = variant(src.limits, gates, src.software)
     if name == "step":
         return [per_step(src, ins, out, t) for t in range(steps)]
@@ -250,15 +234,8 @@ def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tile
     return [tiled_step(src, ins, out, t, tile) for t in range(steps)]
 
 
-def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step, carries: int):
-    """``carries``: the carried values per (b, k) (LSTM: dh and dc; GRU: dh)."""
-    steps, b = ins[1].shape[0], ins[1].shape[1]
-    h = ins[3].shape[-1]  # W_hh [gates * H, H]
-    if _whole_sequence(src, b * h):
-        s, _ = per_step(src, ins, out, steps - 1)
-        first = steps * b * 4 * h  # the carry slots follow the gate gradients
-        carry = (first, carries * b * h)
-        return [(sequence.sequence(s, steps, reverse=True, carry=carry), (1, 1, 1))]
+def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step):
+    steps = ins[1].shape[0]
     name = variant(src.limits, gates, src.software)
     if name == "step":
         return [per_step(src, ins, out, t) for t in range(steps - 1, -1, -1)]
@@ -274,7 +251,7 @@ def lstm_seq(src: Source, op: str, ins, outs, attrs):
 
 def lstm_seq_backward(src: Source, op: str, ins, outs, attrs):
     check_dtypes(src, ins, "LSTM")
-    return _steps_backward(src, ins, outs[0], 4, _backward_step, tiled.lstm_backward, 2)
+    return _steps_backward(src, ins, outs[0], 4, _backward_step, tiled.lstm_backward)
 
 
 def gru_seq(src: Source, op: str, ins, outs, attrs):
@@ -285,7 +262,7 @@ def gru_seq(src: Source, op: str, ins, outs, attrs):
 
 def gru_seq_backward(src: Source, op: str, ins, outs, attrs):
     check_dtypes(src, ins, "GRU")
-    return _steps_backward(src, ins, outs[0], 3, _gru_backward_step, tiled.gru_backward, 1)
+    return _steps_backward(src, ins, outs[0], 3, _gru_backward_step, tiled.gru_backward)
 
 
 KERNELS = {
