@@ -46,7 +46,7 @@ def test_one_node_self_attention_matches_torch(causal, padded):
     sx = scellis.tensor(x, requires_grad=True)
     assert ours._packs(sx, None)  # the one-node path is the one under test
     kpm_s = scellis.tensor(pad) if padded else None
-    sy, _ = ours(sx, sx, sx, key_padding_mask=kpm_s, is_causal=causal)
+    sy, _ = ours(sx, sx, sx, key_padding_mask=kpm_s, need_weights=False, is_causal=causal)
     (sy * scellis.tensor(seed)).sum().backward()
 
     np.testing.assert_allclose(sy.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
@@ -120,3 +120,21 @@ def test_cross_entropy_one_node_backward_matches_torch(shape, reduction, smoothi
     (sl * scellis.tensor(seed)).sum().backward()
     np.testing.assert_allclose(sl.detach().numpy(), tl.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_is_causal_without_a_mask_hides_the_future_on_either_path(need_weights):
+    """torch takes ``is_causal`` as a hint beside the causal mask; given alone, both the
+    one-node path and the general one (weights asked for) must still hide the future."""
+    rng = np.random.default_rng(11)
+    B, T, E, H = 2, 6, 8, 2
+    ref, ours = _torch_mha(E, H, rng)
+    x = rng.standard_normal((B, T, E)).astype(np.float32)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(T)
+    tx = torch.tensor(x)
+    ty, tw = ref(tx, tx, tx, attn_mask=mask, is_causal=True, need_weights=need_weights)
+    sx = scellis.tensor(x)
+    sy, sw = ours(sx, sx, sx, is_causal=True, need_weights=need_weights)
+    np.testing.assert_allclose(sy.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    if need_weights:
+        np.testing.assert_allclose(sw.detach().numpy(), tw.detach().numpy(), atol=1e-6)

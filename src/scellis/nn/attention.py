@@ -122,7 +122,7 @@ class MultiheadAttention(B.MultiHeadAttention):
         general = need_weights or self.bias_k is not None or self.add_zero_attn
         if general or (attn_mask is not None and not is_causal) or key is not value:
             return self._masked(query, key, value, key_padding_mask, attn_mask,
-                                need_weights, average_attn_weights)  # fmt: skip
+                                need_weights, average_attn_weights, is_causal)  # fmt: skip
         q = _batch_major(query, self.batch_first)
         kv = None if key is query else _batch_major(key, self.batch_first)
         if is_causal != self.config.causal:
@@ -130,9 +130,12 @@ class MultiheadAttention(B.MultiHeadAttention):
         y = super().forward(q, _keep_flags(key_padding_mask), kv)
         return _batch_major(y, self.batch_first), None
 
-    def _masked(self, query, key, value, key_padding_mask, attn_mask, need_weights, average):
+    def _masked(self, query, key, value, key_padding_mask, attn_mask, need_weights, average,
+                is_causal=False):  # fmt: skip
         """torch's general path: any ``attn_mask`` ([T, S] or [B*H, T, S]; bool True
-        masks, float is added), distinct keys and values; the weights come back too."""
+        masks, float is added), distinct keys and values; the weights come back too.
+        ``is_causal`` without a mask hides the future (torch asks for the mask with the
+        hint; dropping the hint would silently attend to the future)."""
         q_in, k_in, v_in = (_batch_major(t, self.batch_first) for t in (query, key, value))
         B, T, H = q_in.shape[0], q_in.shape[1], self.config.num_heads
         k, v = self.k(k_in), self.v(v_in)
@@ -146,6 +149,11 @@ class MultiheadAttention(B.MultiHeadAttention):
             k, v, attn_mask, key_padding_mask = O.append_zeros(k, v, attn_mask, key_padding_mask)
             S += 1
         scores = (q @ k.mT) * (1.0 / math.sqrt(q.shape[-1]))  # [B, H, T, S]
+        if attn_mask is None and is_causal:
+            attn_mask = generate_square_subsequent_mask(T, device=scores.device) if T == S else None
+            if attn_mask is None:
+                raise ShapeError(f"MultiheadAttention: is_causal needs as many keys as queries, "
+                                 f"got {S} keys for {T} queries")  # fmt: skip
         if attn_mask is not None:
             if tuple(attn_mask.shape) not in ((T, S), (B * H, T, S)):
                 raise ShapeError(
