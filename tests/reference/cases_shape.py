@@ -192,12 +192,20 @@ CASES += [
     Case("std_axis", lambda x: x.std(-1), lambda x: x.std(-1), [N((3, 7))]),
 ]
 
-# tied extrema share the gradient evenly (torch.amax): torch-only rows
+# tied extrema: amax/amin share the gradient evenly, max(dim) gives it all to the index
+# it returns, as torch's do: torch-only rows
 CASES += [
     Case(
         "max_ties",
-        lambda x: x.max(1).values,
+        lambda x: x.amax(1),
         lambda x: torch.amax(x, 1),
+        [Levels((3, 7), 1)],
+        tags=frozenset({"no_fd"}),
+    ),
+    Case(
+        "max_dim_ties",
+        lambda x: x.max(1).values,
+        lambda x: torch.max(x, 1).values,
         [Levels((3, 7), 1)],
         tags=frozenset({"no_fd"}),
     ),
