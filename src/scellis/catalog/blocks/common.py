@@ -112,12 +112,23 @@ ACTIVATIONS = {
 }
 
 
+def _runs_fused_well(device) -> bool:
+    """Whether the fused dense layer pays on ``device``: on the reference device and
+    CPU-emulated adapters it saves launches; on a real GPU its backward, which reduces
+    each column's rows on a few lanes, keeps the chip far less busy than the unfused
+    activation gradient and column sum (an H100 ran the char Transformer's fast step
+    1.7x slower than prod's with one lane per column, and still 1.2x slower with 16,
+    bench/RESULTS.md), so there the layer stays unfused."""
+    info = getattr(device, "info", None)
+    return info is None or bool(getattr(info, "software", False))
+
+
 def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
     """``ACTIVATIONS[activation](dense(x, weight, bias))``. Where the step's kernel
     choice fuses training kernels (the ``fast`` tier) and the layer is f32 with a bias,
     it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward that
     keeps the pre-activation, and a fused backward."""
-    fused = kernel_choice().fuses("dense") and bias is not None
+    fused = kernel_choice().fuses("dense") and bias is not None and _runs_fused_well(x.device)
     if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
         return ACTIVATIONS[activation](dense(x, weight, bias))
     lead = x.shape[:-1]
