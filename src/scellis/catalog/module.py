@@ -149,18 +149,17 @@ class Module:
 
     def get_parameter(self, target: str) -> Tensor:
         """The parameter at dotted path ``target``, as torch's."""
-        owner, _, name = target.rpartition(".")
-        found = self.get_submodule(owner)._params.get(name)
-        if found is None:
-            raise ScellisError(f"{type(self).__name__} has no parameter {target!r}")
-        return found
+        return self._member(target, "_params", "parameter")
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``, as torch's."""
+        return self._member(target, "_buffers", "buffer")
+
+    def _member(self, target: str, table: str, what: str) -> Tensor:
         owner, _, name = target.rpartition(".")
-        found = self.get_submodule(owner)._buffers.get(name)
+        found = getattr(self.get_submodule(owner), table).get(name)
         if found is None:
-            raise ScellisError(f"{type(self).__name__} has no buffer {target!r}")
+            raise ScellisError(f"{type(self).__name__} has no {what} {target!r}")
         return found
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:

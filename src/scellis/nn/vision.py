@@ -59,8 +59,10 @@ class Conv2d(Module):
 class _ConvTranspose(Module):
     spatial = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding,
-                 groups, bias, dilation, padding_mode, device, dtype, generator):  # fmt: skip
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None, *, generator=None):  # fmt: skip
+        """torch's constructor, the same for 1-d and 2-d (``spatial`` tells them apart)."""
         super().__init__()
         name = type(self).__name__
         if padding_mode != "zeros":
@@ -107,13 +109,6 @@ class ConvTranspose2d(_ConvTranspose):
 
     spatial = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None, *, generator=None):  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding,
-                         output_padding, groups, bias, dilation, padding_mode, device, dtype,
-                         generator)  # fmt: skip
-
     def forward(self, x, output_size=None):
         op = self._output_padding(x, output_size)
         return V.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, op,
@@ -124,13 +119,6 @@ class ConvTranspose1d(_ConvTranspose):
     """torch.nn.ConvTranspose1d on [B, C, T]."""
 
     spatial = 1
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None, *, generator=None):  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding,
-                         output_padding, groups, bias, dilation, padding_mode, device, dtype,
-                         generator)  # fmt: skip
 
     def forward(self, x, output_size=None):
         op = self._output_padding(x, output_size)
