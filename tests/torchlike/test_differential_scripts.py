@@ -60,6 +60,9 @@ CASES = {  # script: (steps, extra keyword arguments)
     "dcgan": (4, {}),
     "denoise_ae": (3, {}),
     "name_rnn": (8, {}),
+    "translate_transformer": (5, {}),
+    "padded_text": (6, {}),
+    "upsample_cnn": (5, {}),
 }
 
 
