@@ -57,6 +57,12 @@ CASES = {  # script: (steps, extra keyword arguments)
     "grad_accum": (4, {}),
     "cifar_cnn": (6, {}),
     "custom_function": (8, {}),
+    "dcgan": (4, {}),
+    "denoise_ae": (3, {}),
+    "name_rnn": (8, {}),
+    "translate_transformer": (5, {}),
+    "padded_text": (6, {}),
+    "upsample_cnn": (5, {}),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.mode import no_grad
 from ..base.errors import ScellisError
 from ..catalog.blocks.common import dense
 from ..catalog.blocks.conv import time_padding
@@ -120,15 +121,29 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False,
               sparse: bool = False) -> Tensor:  # fmt: skip
     """Rows of ``weight``; the ``padding_idx`` row reads its value but passes no gradient
-    back (torch's rule)."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise ScellisError("F.embedding: max_norm, scale_grad_by_freq and sparse are not "
-                           "supported")  # fmt: skip
+    back (torch's rule). With ``max_norm``, the rows looked up are first shrunk in place
+    to that norm, as torch does."""
+    if scale_grad_by_freq or sparse:
+        raise ScellisError("F.embedding: scale_grad_by_freq and sparse are not supported")
+    if max_norm is not None:
+        renorm_rows_(weight, input, max_norm, norm_type)
     out = C.take(weight, input, 0)
     if padding_idx is None:
         return out
     pad = padding_idx % weight.shape[0]
     return out.where((input != pad).unsqueeze(-1), C.take(weight.detach(), input, 0))
+
+
+def renorm_rows_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float = 2.0):
+    """torch's ``embedding_renorm_``: each row of ``weight`` that ``input`` names and whose
+    ``norm_type`` norm exceeds ``max_norm`` is scaled to ``max_norm / (norm + 1e-7)`` of
+    itself, in place and outside autograd (the lookup then reads the new rows)."""
+    idx = input.reshape((-1,))
+    with no_grad():
+        rows = C.take(weight, idx, 0)
+        norms = rows.norm(p=float(norm_type), dim=1, keepdim=True)
+        scale = (float(max_norm) / (norms + 1e-7)).where(norms > float(max_norm), 1.0)
+        weight[idx] = rows * scale
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:

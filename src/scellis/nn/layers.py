@@ -33,12 +33,17 @@ class Embedding(B.Embedding):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, device=None,
                  dtype=None, *, generator=None):  # fmt: skip
-        if max_norm is not None:
-            raise unsupported("max_norm", "Embedding")
         if scale_grad_by_freq or sparse:
             raise unsupported("scale_grad_by_freq and sparse gradients", "Embedding")
         cfg = B.EmbeddingConfig(int(num_embeddings), int(embedding_dim), padding_idx)
         super().__init__(cfg, **block_args(device, dtype, generator))
+        object.__setattr__(self, "max_norm", None if max_norm is None else float(max_norm))
+        object.__setattr__(self, "norm_type", float(norm_type))
+
+    def forward(self, idx):
+        if self.max_norm is not None:  # torch shrinks the looked-up rows first, in place
+            F.renorm_rows_(self.weight, idx, self.max_norm, self.norm_type)
+        return super().forward(idx)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,

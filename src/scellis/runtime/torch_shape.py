@@ -234,13 +234,15 @@ class TorchShapeMethods:
         if not len(rows):
             return x[..., 0, :0]
         flat = x.reshape(x.shape[:-2] + (n * m,))
-        idx = [r * m + r + offset for r in rows]
-        return C.take(flat, _tensor_like(self, idx), flat.ndim - 1)
+        # a strided slice of the flattened matrix, not a gather: torch's diagonal is a
+        # view, and writes into it (``A.diagonal().fill_(1)``) reach the matrix
+        start = rows[0] * (m + 1) + offset
+        return flat[..., start : start + (len(rows) - 1) * (m + 1) + 1 : m + 1]
 
     def diag(self, diagonal=0):
         """Of a vector, the square matrix with it on a diagonal; of a matrix, that diagonal."""
         if self.ndim == 2:
-            return self.diagonal(diagonal)
+            return self.diagonal(diagonal).clone()  # a copy in torch, unlike diagonal
         if self.ndim != 1:
             raise ShapeError(f"diag takes a 1-d or 2-d tensor, got {self.ndim} dims")
         n, k = self.shape[0], abs(int(diagonal))

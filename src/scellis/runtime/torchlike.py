@@ -11,10 +11,10 @@ on the device.
 
 In-place updates are for tensors autograd does not track: on a tensor that requires
 grad they are refused unless gradients are off (``with scellis.no_grad():``), as in
-torch. A float tensor is written in its own storage (every view of that storage, such
-as an optimizer's flat buffer, or the matrix a column was taken from, sees the change:
-``view_writes``); an integer tensor is pointed at new storage, so its other views keep
-the old values.
+torch. A tensor of any dtype is written in its own storage (every view of that
+storage, such as an optimizer's flat buffer, or the matrix a column of ints was taken
+from, sees the change: ``view_writes``); only a view with a zero stride (an expanded
+one) is pointed at new storage instead.
 """
 
 from __future__ import annotations
@@ -277,7 +277,11 @@ class TorchLikeMethods:
         return self.cast("f16")
 
     def int(self):
-        return self.cast("i32")
+        """i32. An integer tensor here mostly stands for torch's int64 (the default of
+        ``tensor`` and ``arange``), whose ``.int()`` is a copy: writes into the result
+        must not reach ``self``, so an i32 tensor gives a fresh copy too."""
+        out = self.cast("i32")
+        return self.clone() if out is self else out
 
     def long(self):
         """i32: the engine's integers are 32-bit (WGSL has no i64); said once."""
@@ -310,13 +314,13 @@ class TorchLikeMethods:
             return self
         guard_write(self, what)  # counts the write: a backward that saved this storage refuses
         new = new.detach().cast(self.dtype).prim("copy")  # fresh storage: never aliases self
-        if self.dtype.is_float and self.is_contiguous() and self.numel:
+        if self.is_contiguous() and self.numel:
             flat = View(new._buf, (self.numel,), (1,), 0, self.dtype)
             dest = View(self._buf, (self.numel,), (1,), self.offset, self.dtype)
             self.device.run("flat_gather", [flat], [dest], {})
-        elif self.dtype.is_float and self.numel and all(s > 0 for s in self.strides):
+        elif self.numel and all(s > 0 for s in self.strides):
             write_through_view(self, new)  # x[:, 0].mul_(2), x.t().add_(1): x sees it
-        else:
+        else:  # empty, or an expanded view (one storage place for many elements)
             self._buf, self.strides, self.offset = new._buf, new.strides, new.offset
         return self
 
