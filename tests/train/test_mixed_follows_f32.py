@@ -5,14 +5,13 @@ step by step, and the mixed run really ran its matmuls on f16 operands."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
+from runspy import spied_run
 from scellis.devices import get_device
 from scellis.run.options import RunOptions
-from scellis.run.session import start_run
 from scellis.train.precision import MIXED_F16_LOSS_TOLERANCE, losses_follow_f32
 
 pytestmark = [pytest.mark.webgpu, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
@@ -29,25 +28,7 @@ def _losses(name: str, precision: str, edits: list[str]):
     input) pairs the device ran."""
     raw = (EXAMPLES / name).read_bytes()
     opts = RunOptions(max_steps=STEPS, validate=False, set=[f"precision={precision}", *edits])
-    dev, seen = get_device("webgpu"), set()
-    inner = dev.run
-
-    def spy(op, inputs, outputs, attrs):
-        seen.add((op, inputs[0].dtype.name if inputs else ""))
-        return inner(op, inputs, outputs, attrs)
-
-    async def drive():
-        session = start_run(raw, name, options=opts, device="webgpu", base_dir=EXAMPLES)
-        return [e.to_dict() async for e in session.events()]
-
-    dev.run = spy
-    try:
-        events = asyncio.run(drive())
-    finally:
-        del dev.run
-    losses = [e["loss"] for e in events if e["kind"] == "log"]
-    assert len(losses) == STEPS, [e for e in events if e["kind"] in ("error", "end")]
-    return losses, seen
+    return spied_run(raw, name, opts, "webgpu", EXAMPLES)
 
 
 @pytest.mark.parametrize(

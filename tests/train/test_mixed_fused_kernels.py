@@ -5,15 +5,14 @@ within the prod tier's mixed tolerance, step by step."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from runspy import spied_run
 from scellis.devices import get_device
 from scellis.run.options import RunOptions
-from scellis.run.session import start_run
 from scellis.train import PROD_TOLERANCE
 
 pytestmark = [pytest.mark.webgpu, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
@@ -26,26 +25,7 @@ def _train(name: str, device: str, edits: list[str], steps: int):
     the (op, first input's dtype) pairs the device ran."""
     raw = (EXAMPLES / name).read_bytes()
     opts = RunOptions(max_steps=steps, validate=False, set=["precision=mixed_f16", *edits])
-    dev, seen = get_device(device), set()
-    inner = dev.run
-
-    def spy(op, inputs, outputs, attrs):
-        seen.add((op, inputs[0].dtype.name if inputs else ""))
-        return inner(op, inputs, outputs, attrs)
-
-    async def drive():
-        session = start_run(raw, name, options=opts, device=device, base_dir=EXAMPLES,
-                            tier="prod")  # fmt: skip
-        return [e.to_dict() async for e in session.events()]
-
-    dev.run = spy
-    try:
-        events = asyncio.run(drive())
-    finally:
-        del dev.run
-    losses = [e["loss"] for e in events if e["kind"] == "log"]
-    assert len(losses) == steps, [e for e in events if e["kind"] in ("error", "end")]
-    return losses, seen
+    return spied_run(raw, name, opts, device, EXAMPLES, tier="prod")
 
 
 @pytest.mark.parametrize(

@@ -2,24 +2,7 @@
 loaders (``TensorDataset``, ``DataLoader``), pure Python."""
 
 from .csvsource import CSVConfig, SeriesDataset, load_csv  # noqa: F401
-from .loader import (  # noqa: F401
-    BatchSampler,
-    ConcatDataset,
-    DataLoader,
-    Dataset,
-    IterableDataset,
-    RandomSampler,
-    Sampler,
-    SequentialSampler,
-    Subset,
-    SubsetRandomSampler,
-    TensorDataset,
-    WeightedRandomSampler,
-    default_collate,
-    default_convert,
-    get_worker_info,
-    random_split,
-)
+from .loader import *  # noqa: F403 (torch.utils.data's names: its __all__)
 from .record import load_data  # noqa: F401
 from .series import Windows, read_csv_column, window_series  # noqa: F401
 from .shuffle import shuffled_order  # noqa: F401

@@ -33,6 +33,15 @@ from .samplers import (  # noqa: F401 (torch.utils.data's names, re-exported)
 )
 from .shuffle import shuffled_order
 
+# torch.utils.data's names, listed once: ``scellis.data`` and ``scellis.utils.data``
+# re-export exactly these
+__all__ = [
+    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
+    "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
+    "TensorDataset", "WeightedRandomSampler", "default_collate", "default_convert",
+    "get_worker_info", "random_split",
+]  # fmt: skip
+
 
 class Dataset:
     """Base for map-style datasets: ``__len__`` and ``__getitem__``."""

@@ -3,23 +3,7 @@ scellis.utils.data import DataLoader, TensorDataset`` reads as the torch line it
 
 import sys
 
-from ..data.loader import (  # noqa: F401
-    BatchSampler,
-    ConcatDataset,
-    DataLoader,
-    Dataset,
-    IterableDataset,
-    RandomSampler,
-    Sampler,
-    SequentialSampler,
-    Subset,
-    SubsetRandomSampler,
-    TensorDataset,
-    WeightedRandomSampler,
-    default_collate,
-    default_convert,
-    get_worker_info,
-    random_split,
-)
+from ..data.loader import *  # noqa: F403 (the names its __all__ lists)
+from ..data.loader import __all__  # noqa: F401
 
 dataloader = sys.modules[__name__]  # torch.utils.data.dataloader.default_collate
