@@ -89,3 +89,23 @@ def test_a_run_reads_the_stored_weights_tensor_by_tensor(tmp_path):
     stored.write_bytes(bytes(body))
     with pytest.raises(ScellisError, match="corrupt"):
         header_weights(res.text, tmp_path / "store")
+
+
+def test_a_file_cut_short_after_its_header_was_read_is_refused(tmp_path):
+    """A weights file that shrinks between the header's reading and a tensor's (another
+    process writing it, a hostile swap) gives one clear error, never a short tensor."""
+    from scellis.codecs.safetensors.codec import file_tensors
+
+    rng = np.random.default_rng(9)
+    path = tmp_path / "w.safetensors"
+    arrays = {n: rng.standard_normal((4, 6)).astype(np.float32) for n in ("a", "b")}
+    safetensors_numpy.save_file(arrays, str(path))
+    tensors, _ = file_tensors(path)
+    assert np.frombuffer(tensors["a"].data, np.float32).tolist() == arrays["a"].ravel().tolist()
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size - 8)
+    last = max(tensors, key=lambda k: tensors[k]._span[1])
+    with pytest.raises(ScellisError, match="cut short"):
+        _ = tensors[last].data
+    with pytest.raises(ScellisError, match="bytes after the last tensor|past the"):
+        file_tensors(path)  # and read afresh, the header no longer tiles the file
