@@ -51,6 +51,7 @@ from tabbench import models as bench_models  # noqa: E402
 from tabbench.models import LSTM, TF  # noqa: E402
 
 import scellis as sc  # noqa: E402
+from scellis.devices.webgpu.kernels import matmul as matmul_kernels  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
 from scellis.train.fit_config import FitConfig  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
@@ -218,8 +219,15 @@ def main(argv=None) -> int:
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--torch-cpu", action="store_true", help="torch on the CPU when no CUDA")
     p.add_argument("--peers", default="eager", help="torch columns: eager,graph,compile")
+    p.add_argument(
+        "--no-f16-math",
+        action="store_true",
+        help="mixed_f16 matmuls multiply in f32 lanes even where the tier allows f16 products",
+    )
     p.add_argument("--out", default="bench/out/step_time.json")
     a = p.parse_args(argv)
+    if a.no_f16_math:
+        matmul_kernels.HALF_MATH = False
     precisions = a.precision.split(",")
     if any(x not in POLICIES for x in precisions) or len(set(precisions)) != len(precisions):
         p.error(f"--precision takes {', '.join(POLICIES)} or both, not {a.precision!r}")

@@ -70,3 +70,62 @@ def test_half_staged_tile_on_offset_views_and_f32_operands(gpu, rng):
     np.testing.assert_array_equal(
         _np(apply("matmul", (fa, fb), _tile="r128h")), _np(apply("matmul", (fa, fb), _tile="r128"))
     )
+
+
+# the tiles that also multiply in f16 and the f32-staged twin whose shapes they share
+HALF_MATH = {"r128hm": "r128", "r128x64hm": "r128x64", "r64hm": "r64"}
+
+
+@pytest.mark.parametrize("sa,sb,ta,tb", SHAPES + [((40, 300), (300, 70), False, False)])
+def test_half_math_tiles_within_their_bound(gpu, rng, sa, sb, ta, tb):
+    """Each K-block of 16 products is summed in f16 (at most 16 f16 roundings of a sum
+    no larger than the block's sum of |a*b|), the blocks in f32: first order,
+    ``|C - A@B| <= (16 u16 + K u32) |A|@|B| + u16 |C|`` with u16 = 2^-11, u32 = 2^-24."""
+    _, a64, da = _f16(rng, sa, ta, gpu)
+    _, b64, db = _f16(rng, sb, tb, gpu)
+    want, mag = a64 @ b64, np.abs(a64) @ np.abs(b64)
+    k = sa[-1]
+    bound = (16 * 2.0**-11 + k * 2.0**-23) * mag + 2.0**-11 * np.abs(want)
+    for tile, twin in HALF_MATH.items():
+        got = _np(apply("matmul", (da, db), _tile=tile)).astype(np.float64)
+        err = np.abs(got - want)
+        assert np.all(err <= bound), f"{tile}: worst err/bound {np.max(err / bound):.3f}"
+        # f16 products round where the twin's f32 ones do not: the mean error is larger
+        twin_err = np.abs(_np(apply("matmul", (da, db), _tile=twin)).astype(np.float64) - want)
+        assert np.mean(err) >= np.mean(twin_err)
+
+
+def test_half_math_tiles_run_f32_operands_as_their_twins(gpu, rng):
+    a = sc.tensor(rng.standard_normal((70, 36)).astype(np.float32), device=gpu)
+    b = sc.tensor(rng.standard_normal((36, 132)).astype(np.float32), device=gpu)
+    for tile, twin in HALF_MATH.items():
+        np.testing.assert_array_equal(
+            _np(apply("matmul", (a, b), _tile=tile)), _np(apply("matmul", (a, b), _tile=twin))
+        )
+
+
+def test_reordered_f16_products_multiply_in_f16_on_hardware_only(gpu, rng, monkeypatch):
+    """The tiers that allow another rounding (``_order``) take the f16-math twin for f16
+    operands on a hardware adapter, and keep f32 math without ``_order`` (debug) and on
+    a software adapter, where f16 arithmetic is emulated."""
+    from scellis.devices.webgpu import WebGPUBackend
+    from scellis.devices.webgpu.kernels.common import Source
+
+    a = rng.standard_normal((512, 512)).astype(np.float16)
+    b = rng.standard_normal((512, 512)).astype(np.float16)
+    da, db = sc.tensor(a, device=gpu), sc.tensor(b, device=gpu)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want, mag = a64 @ b64, np.abs(a64) @ np.abs(b64)
+    fixed = _np(apply("matmul", (da, db)))
+    assert gpu.info.software  # lavapipe: the order alone does not change the kernel
+    np.testing.assert_array_equal(fixed, _np(apply("matmul", (da, db), _order="split_k")))
+    # a backend of its own, built as for a hardware adapter (no launch kept from above)
+    hw = WebGPUBackend(gpu=gpu.gpu)
+    monkeypatch.setattr(hw, "_source", lambda: Source(hw.limits, hw.info.has_f16))
+    da, db = sc.tensor(a, device=hw), sc.tensor(b, device=hw)
+    np.testing.assert_array_equal(fixed, _np(apply("matmul", (da, db))))
+    half = _np(apply("matmul", (da, db), _order="split_k")).astype(np.float64)
+    assert not np.array_equal(half, fixed)
+    bound = (16 * 2.0**-11 + 512 * 2.0**-23) * mag + 2.0**-11 * np.abs(want)
+    assert np.all(np.abs(half - want) <= bound)
+    assert np.mean(np.abs(half - want)) > 1.5 * np.mean(np.abs(fixed - want))

@@ -393,6 +393,10 @@ class Reg:
     # f16 operands stay f16 in registers and workgroup memory, widened to f32 as the
     # inner loop reads them (``ks`` = 1 only); f32 operands run as without it
     half_shared: bool = False
+    # f16 operands also multiply in f16: each K-block's products are summed in f16
+    # registers (packed half FMAs, twice the f32 lanes' rate on GPUs that have them) and
+    # that block sum is then added to the f32 accumulator; implies ``half_shared``
+    half_math: bool = False
 
     @property
     def wgx(self) -> int:
@@ -442,6 +446,22 @@ REGS = {
     "r128h": Reg(128, 128, 8, 8, 16, unroll=8, half_shared=True),
     "r128x64h": Reg(128, 64, 8, 8, 16, unroll=8, half_shared=True),
     "r64h": Reg(64, 64, 8, 8, 16, unroll=4, half_shared=True),
+    # f16 operands multiplied in f16, summed per K-block then in f32 (``half_math``)
+    "r128hm": Reg(128, 128, 8, 8, 16, unroll=8, half_math=True),
+    "r128x64hm": Reg(128, 64, 8, 8, 16, unroll=8, half_math=True),
+    "r64hm": Reg(64, 64, 8, 8, 16, unroll=4, half_math=True),
+}
+# where the step allows another rounding (``_order``: the prod and fast tiers) and the
+# adapter is hardware, a product of f16 operands takes its tile's f16-math twin; a
+# software adapter emulates f16 arithmetic, so there it would only cost time. A bench
+# sets HALF_MATH to False to time the f32-math tiles on the same run.
+HALF_MATH = True
+HALF_MATH_TWINS = {
+    "r128": "r128hm",
+    "r128x64s2": "r128x64hm",
+    "r128x64": "r128x64hm",
+    "r64s4": "r64hm",
+    "r64": "r64hm",
 }
 # products at least this big (M*N*K, with M, N, K >= REG_MIN_DIM) take a REGS tile
 REG_MIN_WORK = 1 << 27
@@ -536,6 +556,8 @@ def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
     flat = src.scratch(parts * m * n)
     part = View(flat.buf, (parts, m, n), (m * n, n, 1), 0, flat.dtype)
     sub = {key: v for key, v in attrs.items() if key not in ("_split", "_order")}
+    if _half_math(src, a, attrs):  # the parts multiply as the whole product would have
+        sub["_half_math"] = True
     grid = matmul_kernel(src, "matmul", [pa, pb], [part], sub)
     red = Source(src.limits, src.has_f16)
     return [(src, grid), (red, reduce_kernel(red, "sum", [part], [out], {"axes": (0,)}))]
@@ -597,13 +619,15 @@ def _rmain(
     """``b_load``: (setup, fetch, stash) of a B operand that is not a plain tensor (a
     quantised weight, decoded as it is fetched); it stashes as ``_rload`` does. ``band``:
     see ``BANDS``."""
-    staged = "f16" if half and r.half_shared and r.ks == 1 and b_load is None else "f32"
+    half_staged = r.half_shared or r.half_math
+    staged = "f16" if half and half_staged and r.ks == 1 and b_load is None else "f32"
+    f16_math = staged == "f16" and r.half_math
     widen = "vec4<f32>" if half and staged == "f32" else ""
     a_setup, a_fetch, a_stash = _rload("a", r, a, widen, staged)
     b_setup, b_fetch, b_stash = b_load or _rload("b", r, b, widen, staged)
 
     def read(e: str) -> str:  # the inner loop widens what an f16 stage holds
-        return f"vec4<f32>({e})" if staged == "f16" else e
+        return f"vec4<f32>({e})" if staged == "f16" and not f16_math else e
 
     qm, qn, bm4, bn4 = r.tm // 4, r.tn // 4, r.bm // 4, r.bn // 4
     accs = "\n".join(f"  var c{i}_{j} = vec4<f32>(0.0);" for i in range(r.tm) for j in range(qn))
@@ -621,7 +645,9 @@ def _rmain(
         for i in range(qm):
             for ii in range(4):
                 for j in range(qn):
-                    c, av, bv = f"c{i * 4 + ii}_{j}", f"vec4<f32>(a{i}_{u}[{ii}])", f"b{j}_{u}"
+                    c, bv = f"c{i * 4 + ii}_{j}", f"b{j}_{u}"
+                    c, lane = (f"p{c[1:]}", "f16") if f16_math else (c, "f32")
+                    av = f"vec4<{lane}>(a{i}_{u}[{ii}])"
                     dot.append(f"      {c} = fma({av}, {bv}, {c});")
     cast = ("vec4<f16>" if out_vec else "f16") if half_out else ""
     store = []
@@ -643,6 +669,11 @@ def _rmain(
                     )
             store.append("  }")
     dot_s, store_s = "\n".join(dot), "\n".join(store)
+    block_start = block_end = ""
+    if f16_math:  # one K-block's products summed in f16, then added to the f32 sum
+        names = [f"{i}_{j}" for i in range(r.tm) for j in range(qn)]
+        block_start = "\n".join(f"    var p{c} = vec4<f16>(0.0);" for c in names)
+        block_end = "\n".join(f"    c{c} += vec4<f32>(p{c});" for c in names)
     if r.ks == 1:
         start, toggle, reduce = "  let li = lid; var kf = K0; var sw = 0u;", f"{r.bk}u - sw", ""
     else:  # group kg stages into rows [kg * 2bk, kg * 2bk + 2bk) of sh_a / sh_b
@@ -678,9 +709,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // the next block's global reads are in flight while this one is multiplied
 {a_fetch}
 {b_fetch}
+{block_start}
     for (var kk = 0u; kk < {r.bk}u; kk += {r.unroll}u) {{
 {dot_s}
     }}
+{block_end}
 {a_stash}
 {b_stash}
     workgroupBarrier();
@@ -689,6 +722,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {store_s}
 }}
 """
+
+
+def _half_math(src: Source, a, attrs: dict) -> bool:
+    """Whether a product of ``a`` (and an operand of its dtype) may multiply in f16."""
+    if a.dtype.name != "f16" or not HALF_MATH or src.software:
+        return False
+    return attrs.get("_half_math", False) or attrs.get("_order") == "split_k"
 
 
 def matmul_kernel(src: Source, op: str, ins, outs, attrs):
@@ -717,6 +757,10 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     reg = want if want in REGS else None
     if want is None:
         reg = choose_reg(m, n, k, batch, src.limits)
+    # a tile a K split chose for its parts (``_half_math`` set) takes its twin too
+    if reg is not None and (want is None or attrs.get("_half_math")):
+        if b.dtype == a.dtype and _half_math(src, a, attrs):
+            reg = HALF_MATH_TWINS.get(reg, reg)
     if reg is not None:
         tile = REGS[reg]
         if not tile.fits(src.limits):
