@@ -296,7 +296,8 @@ def test_reg_f16_widens_and_accumulates_in_f32(gpu, rng):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     want = a64 @ b64
     bound = _bound(a64, b64, 40) + 2.0**-11 * np.abs(want)
-    for tile in sorted(t for t in REGS if REGS[t].fits(gpu.limits)):
+    # (the tiles that multiply in f16, ``half_math``, have their own bound: test_matmul_f16)
+    for tile in sorted(t for t in REGS if REGS[t].fits(gpu.limits) and not REGS[t].half_math):
         _check(_np(apply("matmul", (da, db), _tile=tile)), want, bound, f"f16 {tile}")
 
 

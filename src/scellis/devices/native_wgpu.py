@@ -119,6 +119,32 @@ def for_naga(code: str) -> str:
     return code.replace("enable subgroups;\n", "", 1)
 
 
+def _raw_run(items: list) -> list[tuple]:
+    """(pipeline handle or None where it is the previous one's, bind group handle, x, y,
+    z) per dispatch of a stretch; the stretch's items keep the objects alive."""
+    out, last = [], None
+    for _, pipeline, group, grid in items:
+        x, y, z = (tuple(grid) + (1, 1))[:3]
+        handle = pipeline._internal
+        out.append((None if handle == last else handle, group._internal, x, y, z))
+        last = handle
+    return out
+
+
+def encode_raw_run(pass_handle, prepared: list[tuple]) -> None:
+    """Encode ``prepared`` (``_raw_run``) into the open compute pass. The first entry
+    always names its pipeline, so the pass's earlier state never leaks in."""
+    lib, null = _native.lib, _native.ffi.NULL
+    set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+    set_group = lib.wgpuComputePassEncoderSetBindGroup
+    dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+    for pipeline, group, x, y, z in prepared:
+        if pipeline is not None:
+            set_pipeline(pass_handle, pipeline)
+        set_group(pass_handle, 0, group, 0, null)
+        dispatch(pass_handle, x, y, z)
+
+
 class NativeGPU(BindGroupCache):
     """A device opened on one adapter, with one open command encoder for batching."""
 
@@ -222,12 +248,34 @@ class NativeGPU(BindGroupCache):
             if self._encoder is None:
                 self._encoder = self._device.create_command_encoder()
             self._pass = self._encoder.begin_compute_pass()
-        self._pass.set_pipeline(pipeline)
-        self._pass.set_bind_group(0, group)
-        self._pass.dispatch_workgroups(*grid)
+        # the C calls directly, as dispatch_run does: a pass's command errors surface
+        # when it ends, not at these calls, so wgpu-py's per-call capture adds only time
+        x, y, z = (tuple(grid) + (1, 1))[:3]
+        encode_raw_run(self._pass._internal, [(pipeline._internal, group._internal, x, y, z)])
         if self.timer is not None:
             self._end_pass()
         self.encoded += 1
+        if self.encoded >= 512:  # keep command buffers bounded
+            self.flush()
+
+    def dispatch_run(self, run) -> None:
+        """Encode a replayed schedule's stretch of dispatches (a ``DispatchRun``) straight
+        through wgpu-native's C calls. wgpu-py's methods wrap each call in error capture
+        and build a dynamic-offset array per bind group, several microseconds a dispatch
+        on a step that is only launches; the stretch's commands were validated when the
+        step was recorded, and a pipeline is set only where it changes."""
+        if self.timer is not None:  # profiling stamps each dispatch in a pass of its own
+            for _, pipeline, group, grid in run.items:
+                self.dispatch_group(pipeline, group, grid)
+            return
+        if run.prepared is None:
+            run.prepared = _raw_run(run.items)
+        if self._pass is None:
+            if self._encoder is None:
+                self._encoder = self._device.create_command_encoder()
+            self._pass = self._encoder.begin_compute_pass()
+        encode_raw_run(self._pass._internal, run.prepared)
+        self.encoded += len(run.items)
         if self.encoded >= 512:  # keep command buffers bounded
             self.flush()
 
