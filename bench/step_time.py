@@ -51,8 +51,8 @@ from tabbench import models as bench_models  # noqa: E402
 from tabbench.models import LSTM, TF  # noqa: E402
 
 import scellis as sc  # noqa: E402
-from scellis.devices.webgpu.kernels import matmul as matmul_kernels  # noqa: E402
 from scellis.catalog.optim import Adam  # noqa: E402
+from scellis.devices.webgpu.kernels import matmul as matmul_kernels  # noqa: E402
 from scellis.train.fit_config import FitConfig  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.precision import (  # noqa: E402
