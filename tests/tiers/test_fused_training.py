@@ -10,6 +10,7 @@ import torch
 
 import scellis as sc
 from scellis.base.rng import Generator
+from scellis.catalog.blocks import common
 from scellis.catalog.blocks.common import dense_act
 from scellis.catalog.blocks.linear import MLP, MLPConfig
 from scellis.catalog.losses import MSELoss
@@ -106,7 +107,10 @@ TORCH_ACT = {
 # scalar and vec4 stores; many rows over a partial last block of columns (the backward's
 # row lanes and its 16-column workgroups)
 @pytest.mark.parametrize("m,k,n", [(6, 5, 7), (40, 12, 16), (130, 8, 37)])
-def test_fused_dense_layer_matches_torch(gpu, act, m, k, n):
+# the one-launch backward (software adapters) and the split one (hardware GPUs)
+@pytest.mark.parametrize("fused_backward", [True, False])
+def test_fused_dense_layer_matches_torch(gpu, act, m, k, n, fused_backward, monkeypatch):
+    monkeypatch.setattr(common, "_fused_backward_pays", lambda device: fused_backward)
     rng = np.random.default_rng(11)
     x, w, b, gy = (
         rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,), (m, n))
@@ -119,7 +123,14 @@ def test_fused_dense_layer_matches_torch(gpu, act, m, k, n):
     with choosing(KERNELS["fast"]):
         y = dense_act(X, W, B, act)
     assert gpu.stats["dispatches"] - before == 1  # matmul, bias and activation in one
-    (y * sc.tensor(gy, device=gpu)).sum().backward()
+    ops, real = [], gpu.run
+    gpu.run = lambda op, *rest: ops.append(op) or real(op, *rest)
+    try:
+        (y * sc.tensor(gy, device=gpu)).sum().backward()
+    finally:
+        del gpu.run
+    # split: the activation's own gradient op and the bias's column sum instead
+    assert ("dense_act_backward" in ops) == fused_backward, ops
     for got, want in ((y, ty), (X.grad, tx.grad), (W.grad, tw.grad), (B.grad, tb.grad)):
         want = want.detach().numpy()
         got = np.array(got.tolist(), dtype=np.float64)

@@ -10,10 +10,40 @@ from __future__ import annotations
 DENSE_SAVES = frozenset({"dense_act"})
 
 
+# the activations whose gradient is an elementwise op of (pre-activation, cotangent)
+_GRAD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
+
+
+def _activation_grad(act: str, pre, y, g):
+    """The pre-activation's gradient from the saved pre-activation and activation, in
+    the unfused activation's own gradient op."""
+    if act in ("gelu", "gelu_tanh", "silu"):
+        return pre.prim(
+            {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad"}.get(act, "silu_grad"), g
+        )
+    if act == "relu":
+        return g.where(pre > 0.0, 0.0)
+    return g * (1.0 - y * y)  # tanh
+
+
+def _split_backward(node, g):
+    """The backward as separate launches, where one launch per column reduction leaves a
+    GPU idle (``split_backward``): the activation's gradient, then the tier's column
+    sum for the bias. The forward stays one launch."""
+    y = node.saved["out"]
+    d = _activation_grad(node.attrs["act"], y[1], y[0], g[0].contiguous())
+    return d, (d.sum(0) if node.needs[2] else None)
+
+
 def _dense_act(node, g):
     x, w, _ = node.inputs
     y = node.saved["out"]
     m, n = y.shape[1:]
+    if node.attrs.get("split_backward"):
+        d, db = _split_backward(node, g)
+        dx = d @ w.detach() if node.needs[0] else None
+        dw = d.mT @ x.detach() if node.needs[1] else None
+        return dx, dw, db
     flat = g.contiguous().prim("dense_act_backward", y, act=node.attrs["act"])
     d = flat[0 : m * n].reshape(m, n)
     dx = d @ w.detach() if node.needs[0] else None

@@ -7,7 +7,10 @@ the pre-activation, which the backward reads instead of recomputing it; callers 
 slot 0. ``dense_act_backward(g, y)`` (g: the packed result's cotangent, y: the packed
 result) gives, in one flat buffer, the pre-activation's gradient [M, N] and then the
 bias gradient [N] (its column sums): the activation's derivative and the bias sum in
-one pass, where the unfused backward takes an activation gradient and a sum.
+one pass, where the unfused backward takes an activation gradient and a sum. With
+``split_backward`` set the VJP takes that activation gradient and sum instead (a GPU,
+where one launch per column reduction keeps too few lanes busy); the forward is the
+same one kernel either way.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ register(
         "matmul",
         3,
         _dense_act,
-        attrs=("act",),
+        attrs=("act", "split_backward"),
         diff_inputs=(0, 1, 2),
         doc="act(x @ w^T + b), packed with its pre-activation: [2, M, N]",
     )

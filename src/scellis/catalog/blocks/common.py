@@ -112,13 +112,14 @@ ACTIVATIONS = {
 }
 
 
-def _runs_fused_well(device) -> bool:
-    """Whether the fused dense layer pays on ``device``: on the reference device and
-    CPU-emulated adapters it saves launches; on a real GPU its backward, which reduces
-    each column's rows on a few lanes, keeps the chip far less busy than the unfused
-    activation gradient and column sum (an H100 ran the char Transformer's fast step
-    1.7x slower than prod's with one lane per column, and still 1.2x slower with 16,
-    bench/RESULTS.md), so there the layer stays unfused."""
+def _fused_backward_pays(device) -> bool:
+    """Whether the fused dense layer's one-launch backward pays on ``device``: on the
+    reference device and CPU-emulated adapters it saves launches; on a real GPU it
+    reduces each column's rows on a few lanes, which keeps the chip far less busy than
+    the unfused activation gradient and column sum (an H100 ran the char Transformer's
+    fast step 1.7x slower than prod's with one lane per column, and still 1.2x slower
+    with 16, bench/RESULTS.md). There the layer keeps its one-kernel forward and takes
+    the split backward."""
     info = getattr(device, "info", None)
     return info is None or bool(getattr(info, "software", False))
 
@@ -126,11 +127,15 @@ def _runs_fused_well(device) -> bool:
 def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:
     """``ACTIVATIONS[activation](dense(x, weight, bias))``. Where the step's kernel
     choice fuses training kernels (the ``fast`` tier) and the layer is f32 with a bias,
-    it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward that
-    keeps the pre-activation, and a fused backward."""
-    fused = kernel_choice().fuses("dense") and bias is not None and _runs_fused_well(x.device)
+    it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward (matmul,
+    bias and activation) that keeps the pre-activation, and a fused backward where
+    that pays (``_fused_backward_pays``)."""
+    fused = kernel_choice().fuses("dense") and bias is not None
     if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
         return ACTIVATIONS[activation](dense(x, weight, bias))
+    split = not _fused_backward_pays(x.device)
     lead = x.shape[:-1]
-    packed = x.reshape(-1, x.shape[-1]).prim("dense_act", weight, bias, act=activation)
+    packed = x.reshape(-1, x.shape[-1]).prim(
+        "dense_act", weight, bias, act=activation, split_backward=split
+    )
     return packed[0].reshape(*lead, weight.shape[0])
