@@ -58,6 +58,18 @@ CASES = [
         lambda x, w, b: torch.tanh(TF.linear(x, w, b)),
         [N((9, 3)), N((8, 3)), N((8,))],
     ),
+    Case(
+        "dense_act_none",  # a dense layer alone: the bias added in the matmul's store
+        lambda x, w, b: x.prim("dense_act", w, b, act="none")[0],
+        lambda x, w, b: TF.linear(x, w, b),
+        [N((7, 5)), N((12, 5)), N((12,))],
+    ),
+    Case(
+        "dense_act_split",  # the split backward (a GPU's): activation gradient, column sum
+        lambda x, w, b: x.prim("dense_act", w, b, act="gelu", split_backward=True)[0],
+        lambda x, w, b: TF.gelu(TF.linear(x, w, b)),
+        [N((5, 7)), N((6, 7)), N((6,))],
+    ),
     Case("softmax0", lambda x: x.softmax(0), lambda x: x.softmax(0), [N((129, 3))]),
     Case(
         "log_softmax", lambda x: x.log_softmax(-1), lambda x: x.log_softmax(-1), [N((2, 3, 7), 3.0)]

@@ -31,7 +31,10 @@ def _split_backward(node, g):
     GPU idle (``split_backward``): the activation's gradient, then the tier's column
     sum for the bias. The forward stays one launch."""
     y = node.saved["out"]
-    d = _activation_grad(node.attrs["act"], y[1], y[0], g[0].contiguous())
+    if node.attrs["act"] == "none":
+        d = g[0].contiguous()
+    else:
+        d = _activation_grad(node.attrs["act"], y[1], y[0], g[0].contiguous())
     return d, (d.sum(0) if node.needs[2] else None)
 
 
@@ -39,7 +42,7 @@ def _dense_act(node, g):
     x, w, _ = node.inputs
     y = node.saved["out"]
     m, n = y.shape[1:]
-    if node.attrs.get("split_backward"):
+    if node.attrs.get("split_backward") or node.attrs["act"] == "none":
         d, db = _split_backward(node, g)
         dx = d @ w.detach() if node.needs[0] else None
         dw = d.mT @ x.detach() if node.needs[1] else None

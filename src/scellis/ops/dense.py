@@ -18,8 +18,10 @@ from __future__ import annotations
 from ..base.errors import DTypeError, ShapeError
 from .table import OpDef, Spec, register
 
-# the activations the fused kernel knows (catalog.blocks.common.ACTIVATIONS' names)
-DENSE_ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "tanh")
+# the activations the fused kernel knows (catalog.blocks.common.ACTIVATIONS' names), and
+# "none": a dense layer alone, its bias added in the matmul's store; its result has one
+# slot (no separate pre-activation) and its backward is always the split one
+DENSE_ACTIVATIONS = ("none", "gelu", "gelu_tanh", "relu", "silu", "tanh")
 
 
 def _check_act(attrs) -> None:
@@ -43,7 +45,8 @@ def _dense_act(specs, attrs):
         or b.shape != (w.shape[0],)
     ):
         raise ShapeError(f"dense_act: x {x.shape}, weight {w.shape}, bias {b.shape} do not meet")
-    return [Spec((2, x.shape[0], w.shape[0]), x.dtype)]
+    slots = 1 if attrs["act"] == "none" else 2
+    return [Spec((slots, x.shape[0], w.shape[0]), x.dtype)]
 
 
 def _dense_act_backward(specs, attrs):
@@ -63,7 +66,7 @@ register(
         _dense_act,
         attrs=("act", "split_backward"),
         diff_inputs=(0, 1, 2),
-        doc="act(x @ w^T + b), packed with its pre-activation: [2, M, N]",
+        doc="act(x @ w^T + b), packed with its pre-activation: [2, M, N] ([1, M, N] for none)",
     )
 )
 register(

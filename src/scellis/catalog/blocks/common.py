@@ -76,8 +76,29 @@ def dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     that the forward's ops' own VJPs come to, without the nodes of its reshapes,
     transposed view and broadcast (a Linear layer's backward was six nodes, most of a
     small layer's host time)."""
+    if _fuses_dense(x, weight, bias):  # the bias added in the matmul's store
+        return _fused_dense(x, weight, bias, "none")
     inputs = (x, weight) if bias is None else (x, weight, bias)
     return apply_with_vjp("dense", inputs, _dense, _dense_vjp, {}, _dense_reads(inputs))
+
+
+def _fuses_dense(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
+    """Whether the layer runs as the fused ``dense_act`` primitive: the step's kernel
+    choice fuses dense layers (the ``fast`` tier) and the layer is f32 with a bias."""
+    if bias is None or not kernel_choice().fuses("dense"):
+        return False
+    return x.dtype == weight.dtype == bias.dtype == f32
+
+
+def _fused_dense(x: Tensor, weight: Tensor, bias: Tensor, act: str) -> Tensor:
+    split = not _fused_backward_pays(x.device)
+    packed = x.reshape(-1, x.shape[-1]).prim(
+        "dense_act", weight, bias, act=act, split_backward=split
+    )
+    # one slot (no activation): a reshape, whose cotangent is a view, where taking slot 0
+    # would cost the backward a copy of the cotangent into the packed shape
+    y = packed.reshape(packed.shape[1:]) if act == "none" else packed[0]
+    return y.reshape(*x.shape[:-1], weight.shape[0])
 
 
 def _dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -130,12 +151,6 @@ def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -
     it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward (matmul,
     bias and activation) that keeps the pre-activation, and a fused backward where
     that pays (``_fused_backward_pays``)."""
-    fused = kernel_choice().fuses("dense") and bias is not None
-    if not fused or not x.dtype == weight.dtype == bias.dtype == f32:
+    if not _fuses_dense(x, weight, bias):
         return ACTIVATIONS[activation](dense(x, weight, bias))
-    split = not _fused_backward_pays(x.device)
-    lead = x.shape[:-1]
-    packed = x.reshape(-1, x.shape[-1]).prim(
-        "dense_act", weight, bias, act=activation, split_backward=split
-    )
-    return packed[0].reshape(*lead, weight.shape[0])
+    return _fused_dense(x, weight, bias, activation)

@@ -73,6 +73,20 @@ def dense_act(src: Source, op: str, ins, outs, attrs):
             src.fns[i] = "fn st_mm(" + fn[len("fn st_o(") :]
     src.operand("bias", b)
     bo = src.add_meta(b.offset)
+    if attrs["act"] == "none":  # the bias added in the store, one slot
+        vec = n % 4 == 0 and out.offset % 4 == 0
+        ty, idx = ("vec4<f32>", "e * 4u") if vec else ("f32", "e")
+        lanes = (
+            "vec4<f32>(" + ", ".join(f"ld_bias(mt[{bo}u] + c + {l}u)" for l in range(4)) + ")"
+            if vec
+            else f"ld_bias(mt[{bo}u] + c)"
+        )
+        src.fns.append(
+            f"fn st_o(e: u32, acc: {ty}) {{\n"
+            f"  let c = ({idx} - mt[{_OC}u]) % mt[{_N}u];\n"
+            f"  st_mm(e, acc + {lanes});\n}}"
+        )
+        return grid
     _act_fn(src, attrs["act"])
     col = f"(e - mt[{_OC}u]) % mt[{_N}u]"
     slot = f"mt[{_M}u] * mt[{_N}u]"
