@@ -76,15 +76,12 @@ def dense_act(src: Source, op: str, ins, outs, attrs):
     if attrs["act"] == "none":  # the bias added in the store, one slot
         vec = n % 4 == 0 and out.offset % 4 == 0
         ty, idx = ("vec4<f32>", "e * 4u") if vec else ("f32", "e")
-        lanes = (
-            "vec4<f32>(" + ", ".join(f"ld_bias(mt[{bo}u] + c + {l}u)" for l in range(4)) + ")"
-            if vec
-            else f"ld_bias(mt[{bo}u] + c)"
-        )
+        loads = [f"ld_bias(mt[{bo}u] + c + {lane}u)" for lane in range(4)]
+        bias = f"vec4<f32>({', '.join(loads)})" if vec else f"ld_bias(mt[{bo}u] + c)"
         src.fns.append(
             f"fn st_o(e: u32, acc: {ty}) {{\n"
             f"  let c = ({idx} - mt[{_OC}u]) % mt[{_N}u];\n"
-            f"  st_mm(e, acc + {lanes});\n}}"
+            f"  st_mm(e, acc + {bias});\n}}"
         )
         return grid
     _act_fn(src, attrs["act"])
