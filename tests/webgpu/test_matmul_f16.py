@@ -109,8 +109,10 @@ def test_reordered_f16_products_multiply_in_f16_on_hardware_only(gpu, rng, monke
     operands on a hardware adapter, and keep f32 math without ``_order`` (debug) and on
     a software adapter, where f16 arithmetic is emulated."""
     from scellis.devices.webgpu import WebGPUBackend
+    from scellis.devices.webgpu.kernels import matmul
     from scellis.devices.webgpu.kernels.common import Source
 
+    monkeypatch.setattr(matmul, "HALF_MATH", True)
     a = rng.standard_normal((512, 512)).astype(np.float16)
     b = rng.standard_normal((512, 512)).astype(np.float16)
     da, db = sc.tensor(a, device=gpu), sc.tensor(b, device=gpu)

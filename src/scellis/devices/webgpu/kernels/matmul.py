@@ -40,6 +40,10 @@ models' losses) are unchanged. Where the caller allows another order
 way (``choose_reordered_split``): more, shorter sums in flight, other rounding than
 the one sequential sum ``debug`` keeps.
 
+f16 operands can also multiply in f16 (the ``half_math`` REGS tiles, ``HALF_MATH``):
+each K-block's 16 products are summed in f16 registers, the block sums in f32, so an
+output's error is at most (16 u16 + K u32) |A|@|B| to first order (u16 = 2^-11).
+
 Accuracy (the bound the tests check): each output of the ``TILES`` kernel is one f32 dot
 product accumulated in a fixed order over k = 0..K-1, so with unit roundoff u = 2^-24 and
 exact f32 inputs, ``|C - A@B| <= gamma_K (|A|@|B|)``, gamma_K = K u / (1 - K u). The
@@ -451,11 +455,12 @@ REGS = {
     "r128x64hm": Reg(128, 64, 8, 8, 16, unroll=8, half_math=True),
     "r64hm": Reg(64, 64, 8, 8, 16, unroll=4, half_math=True),
 }
-# where the step allows another rounding (``_order``: the prod and fast tiers) and the
-# adapter is hardware, a product of f16 operands takes its tile's f16-math twin; a
-# software adapter emulates f16 arithmetic, so there it would only cost time. A bench
-# sets HALF_MATH to False to time the f32-math tiles on the same run.
-HALF_MATH = True
+# with HALF_MATH on, where the step allows another rounding (``_order``: the prod and
+# fast tiers) and the adapter is hardware, a product of f16 operands takes its tile's
+# f16-math twin; a software adapter emulates f16 arithmetic, so there it would only
+# cost time. Off until a GPU measures it faster (bench/step_time.py --f16-math turns
+# it on for a run, bench/matmul.py times the twins as tiles).
+HALF_MATH = False
 HALF_MATH_TWINS = {
     "r128": "r128hm",
     "r128x64s2": "r128x64hm",
