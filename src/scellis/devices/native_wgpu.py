@@ -124,11 +124,15 @@ def _raw_run(items: list) -> list[tuple]:
     z) per dispatch of a stretch; the stretch's items keep the objects alive."""
     out, last = [], None
     for _, pipeline, group, grid in items:
-        x, y, z = (tuple(grid) + (1, 1))[:3]
+        x, y, z = _grid3(grid)
         handle = pipeline._internal
         out.append((None if handle == last else handle, group._internal, x, y, z))
         last = handle
     return out
+
+
+def _grid3(grid) -> tuple[int, int, int]:
+    return (tuple(grid) + (1, 1))[:3]
 
 
 def encode_raw_run(pass_handle, prepared: list[tuple]) -> None:
@@ -244,19 +248,14 @@ class NativeGPU(BindGroupCache):
             if self._encoder is None:
                 self._encoder = self._device.create_command_encoder()
             self._pass = self.timer.pass_for(self._encoder, self.label)
-        elif self._pass is None:
-            if self._encoder is None:
-                self._encoder = self._device.create_command_encoder()
-            self._pass = self._encoder.begin_compute_pass()
+        else:
+            self._open_pass()
         # the C calls directly, as dispatch_run does: a pass's command errors surface
         # when it ends, not at these calls, so wgpu-py's per-call capture adds only time
-        x, y, z = (tuple(grid) + (1, 1))[:3]
-        encode_raw_run(self._pass._internal, [(pipeline._internal, group._internal, x, y, z)])
+        encode_raw_run(self._pass._internal, [(pipeline._internal, group._internal, *_grid3(grid))])
         if self.timer is not None:
             self._end_pass()
-        self.encoded += 1
-        if self.encoded >= 512:  # keep command buffers bounded
-            self.flush()
+        self._count(1)
 
     def dispatch_run(self, run) -> None:
         """Encode a replayed schedule's stretch of dispatches (a ``DispatchRun``) straight
@@ -270,12 +269,18 @@ class NativeGPU(BindGroupCache):
             return
         if run.prepared is None:
             run.prepared = _raw_run(run.items)
+        self._open_pass()
+        encode_raw_run(self._pass._internal, run.prepared)
+        self._count(len(run.items))
+
+    def _open_pass(self) -> None:
         if self._pass is None:
             if self._encoder is None:
                 self._encoder = self._device.create_command_encoder()
             self._pass = self._encoder.begin_compute_pass()
-        encode_raw_run(self._pass._internal, run.prepared)
-        self.encoded += len(run.items)
+
+    def _count(self, dispatches: int) -> None:
+        self.encoded += dispatches
         if self.encoded >= 512:  # keep command buffers bounded
             self.flush()
 
