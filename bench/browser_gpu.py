@@ -255,10 +255,19 @@ async function __qlora(client, engineMs) {
   note(`quantised in ${out.quantize_s.toFixed(1)} s (load ${out.load_s.toFixed(1)} s); training`);
   const stamps = [], losses = [];
   if (!steps) return out; // --steps 0: the import and the quantisation only
+  // the tab's GPU memory budget, typed into its box as a user would (kept for the page's
+  // plan too), and passed with train as the Train button passes it
+  const budget = cfg.budget ? {budget: cfg.budget} : {};
+  if (cfg.budget) {
+    out.budget = cfg.budget;
+    const box = document.getElementById("run-budget");
+    if (box) { box.value = cfg.budget; box.dispatchEvent(new Event("change")); }
+  }
   t = tick();
   await client.stream("train", {record_text: text, store: "/scellis/store", max_steps: steps,
-    log_every: 1, validate: false, samples: false, drop_last: true}, (ev) => {
+    log_every: 1, validate: false, samples: false, drop_last: true, ...budget}, (ev) => {
       if (ev.kind === "plan") Object.assign(out, {plan_verdict: ev.verdict, plan_peak: ev.peak,
+        plan_budget: ev.budget, plan_budget_source: ev.budget_source,
         plan_quantized: ev.quantized, plan_parameters: ev.classes.parameters,
         plan_replay_bytes: ev.replay_bytes});
       if (ev.kind === "start") out.to_start_s = (tick() - t) / 1e3;
@@ -362,12 +371,14 @@ QLORA = {
                   "num_hidden_layers": 2, "intermediate_size": 512, "vocab_size": 256},
         "context": 256, "batch": 4, "rank": 4,
     },
-    # TinyLlama's shape (1.1B parameters): the folder is 2.2 GB in float16
+    # TinyLlama's shape (1.1B parameters): the folder is 2.2 GB in float16. Its plan (about
+    # 5.4 GiB) is over the declared 4 GiB a tab assumes, so the run sets the tab's GPU
+    # memory budget, as a user of a lent GPU with far more memory would
     "qlora1b": {
         "llama": {**LLAMA, "hidden_size": 2048, "num_attention_heads": 32,
                   "num_key_value_heads": 4, "num_hidden_layers": 22, "intermediate_size": 5632,
                   "vocab_size": 32000},
-        "context": 256, "batch": 1, "rank": 8,
+        "context": 256, "batch": 1, "rank": 8, "budget": "8GiB",
     },
     "qlora-tiny": {
         "llama": {**LLAMA, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
@@ -746,7 +757,8 @@ def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a
     made = make_llama_folder(root / "hf" / model, w["llama"], w["context"], a.qlora_dtype)
     made_s = round(time.perf_counter() - t0, 1)
     print(f"{model}: folder written by {made} in {made_s} s", flush=True)
-    cfg = json.dumps({k: w[k] for k in ("context", "batch", "rank")}, separators=(",", ":"))
+    keys = ("context", "batch", "rank", "budget")
+    cfg = json.dumps({k: w[k] for k in keys if k in w}, separators=(",", ":"))
     q = f"workload=qlora&model={model}&steps={a.steps}&cfg={cfg}"
     r = b.visit(f"{url}/site/?{q}", flags, a.qlora_timeout, f"{model} qlora")
     r.setdefault("impl", "scellis-webgpu-qlora")

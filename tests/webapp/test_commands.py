@@ -113,6 +113,7 @@ def _script(tmp: Path, store: Path, ctx: dict) -> list[tuple[str, object]]:
         ("load_table", lambda: {"name": "s.csv", "text": CSV}),
         ("load_text", lambda: {"name": "t.txt", "text": "a story, a story"}),
         ("load_extension", lambda: {"name": "nothing_new.py", "text": "X = 1\n"}),
+        ("parse_budget", lambda: {"text": "8 GiB"}),
         ("plan", lambda: {"record_text": SERIES, "device": "reference"}),
         ("check_kernel", lambda: {"code": KERNEL}),
         ("dataset_from", lambda: {"record": SERIES, "name": "s.csv", "text": CSV,

@@ -59,6 +59,23 @@ class Target:
         }
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A memory budget with the words that say where it came from (a plan shows them)."""
+
+    bytes: int
+    source: str
+
+
+def _given(budget: str | int | Budget | None) -> tuple[int, str] | None:
+    """A budget passed in: text (``--budget 8GiB``), bytes, or a ``Budget`` with its source."""
+    if budget is None:
+        return None
+    if isinstance(budget, Budget):
+        return budget.bytes, budget.source
+    return (parse_bytes(budget) if isinstance(budget, str) else int(budget)), "--budget"
+
+
 def parse_bytes(text: str) -> int:
     """``4GiB``, ``512MiB``, ``1.5GB``, ``1000000`` -> bytes."""
     s = str(text).strip().replace(" ", "")
@@ -101,15 +118,14 @@ def _host_memory() -> tuple[int, str] | None:
     return None
 
 
-def resolve(device: str = "webgpu", budget: str | int | None = None, adapters=None) -> Target:
+def resolve(device: str = "webgpu", budget: str | int | Budget | None = None,
+            adapters=None) -> Target:  # fmt: skip
     """The target for ``device`` (webgpu, reference, null, or a profile name).
 
     ``adapters`` is ``devices.adapters.list_adapters`` (or a stand-in); the first
     adapter's limits are used for webgpu. A budget given here wins over detection.
     """
-    given = None
-    if budget is not None:
-        given = (parse_bytes(budget) if isinstance(budget, str) else int(budget), "--budget")
+    given = _given(budget)
     if device in PROFILES:
         what, limits, declared = PROFILES[device]
         b, bsrc = given or (declared, f"declared profile {device!r}: {what}")
@@ -142,13 +158,14 @@ def resolve(device: str = "webgpu", budget: str | int | None = None, adapters=No
     return Target("webgpu", limits, src, given[0], given[1], bool(a.get("shader_f16")), a["name"])
 
 
-def of_backend(backend, budget: str | int | None = None) -> Target:
+def of_backend(backend, budget: str | int | Budget | None = None) -> Target:
     """The target of an opened WebGPU backend: exactly the limits its kernels use."""
     info = backend.info
     limits = {**SPEC_DEFAULTS, **backend.limits}
     src = f"wgpu adapter {info.name!r} ({info.backend}, {info.adapter_type})"
-    if budget is not None:
-        b, bsrc = (parse_bytes(budget) if isinstance(budget, str) else int(budget)), "--budget"
+    given = _given(budget)
+    if given is not None:
+        b, bsrc = given
     else:
         host = _host_memory() if str(info.adapter_type).lower() == "cpu" else None
         b, bsrc = host or (4 * GiB, "declared: 4 GiB (WebGPU does not report memory)")
@@ -156,7 +173,7 @@ def of_backend(backend, budget: str | int | None = None) -> Target:
                   software=bool(getattr(info, "software", False)))  # fmt: skip
 
 
-def target_of_device(backend, budget: str | int | None = None) -> Target:
+def target_of_device(backend, budget: str | int | Budget | None = None) -> Target:
     """The target of an opened device: its own limits (WebGPU) or the host's (reference)."""
     if getattr(backend, "name", "") == "webgpu":
         return of_backend(backend, budget)

@@ -245,9 +245,12 @@ def _plan_or_refuse(record: dict, dev, budget, o: RunOptions) -> tuple[E.Plan, R
     return E.Plan(**plan.record()), replace(o, replay=replay)
 
 
-def plan_event(record: dict, device, replay: bool = True, validate: bool = True) -> E.Plan:
-    """The memory plan of ``record`` on ``device``, whatever its verdict."""
-    plan = plan_steps(record, device=get_device(device), replay=replay, validate=validate)[0]
+def plan_event(record: dict, device, replay: bool = True, validate: bool = True,
+               budget=None) -> E.Plan:  # fmt: skip
+    """The memory plan of ``record`` on ``device`` (under ``budget``, else the device's
+    own or declared one), whatever its verdict."""
+    plan = plan_steps(record, device=get_device(device), budget=budget, replay=replay,
+                      validate=validate)[0]  # fmt: skip
     return E.Plan(**plan.record())
 
 
@@ -340,7 +343,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
                why: str = "", step: int | None = None, tier: str | None = None,
                is_live=_is_running, scratch=None, history: bool = False,
                control: RunControl | None = None, seams: StoreSeams | None = None,
-               surface: str = "resume") -> RunSession:  # fmt: skip
+               surface: str = "resume", budget=None) -> RunSession:  # fmt: skip
     """Continue run ``ref`` of ``store`` from its latest checkpoint that loads (or the
     one at ``step``): its record from the store, its stored options with ``overrides``,
     its kept data files written out under ``scratch`` (default: the store's
@@ -348,7 +351,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
     and its tier (or ``tier``); later metrics and checkpoints are dropped, except from a
     checkpoint older than the last: that starts a new run branching off (``restore``).
     ``is_live`` says whether a runs row is alive elsewhere; ``history`` hands back the
-    stored curves."""
+    stored curves; ``budget`` is the memory its plan is held to (as ``start_run``'s)."""
     root = Path(store)
     if not (root / "records.sqlite").exists():
         raise ScellisError(f"no store at {root} (train with --store {root} first)")
@@ -379,7 +382,7 @@ def resume_run(store, ref: str, *, overrides: dict | None = None, device=None,
                 record, runfiles.local_sources(objects, files, folder)
             )
         dev = get_device(device or row["device"])
-        plan, o = _plan_or_refuse(record, dev, None, o)
+        plan, o = _plan_or_refuse(record, dev, budget, o)
         prep = prepare_run(record, dev, base_dir=base_dir,
                            epochs=legacy_epochs(config), drop_last=o.drop_last,
                            label=config["label"])  # fmt: skip

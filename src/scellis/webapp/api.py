@@ -2,8 +2,8 @@
 
 The worker sends ``{id, cmd, args}``; ``dispatch`` calls the command ``cmd`` of the
 registry (``webapp.commands``: the functions of ``run_api``, ``runs_api``, ``model_api``,
-``import_api``, ``use_api``, ``kept_data``, ``share_api`` and ``extension_api`` registered with
-``@command``) with the JSON arguments as keywords and returns its value or async
+``budget``, ``import_api``, ``use_api``, ``kept_data``, ``share_api`` and ``extension_api``
+registered with ``@command``) with the JSON arguments as keywords and returns its value or async
 generator. A ScellisError is remembered for ``last_error`` so the page gets its message
 and located diagnostics rather than a Python traceback.
 """
@@ -17,8 +17,8 @@ import random
 from ..base.errors import Diagnostic, ScellisError
 from ..devices.base import get_device
 from ..version import __version__
-from . import commands as registry
 from . import (  # noqa: F401 - imported for their @command registrations
+    budget,
     extension_api,
     import_api,
     kept_data,
@@ -29,6 +29,7 @@ from . import (  # noqa: F401 - imported for their @command registrations
     tab_store,
     use_api,
 )
+from . import commands as registry
 from .run_api import control, plan, train  # noqa: F401
 
 _last_error: dict | None = None

@@ -29,6 +29,7 @@ from ..store.query import RunQuery
 from ..store.records import Records
 from ..train import events as E
 from . import tab_store
+from .budget import tab_budget
 from .commands import command
 
 # the session the page's Pause and Stop act on (one run at a time in a tab)
@@ -60,12 +61,13 @@ def event_schema() -> dict:
 
 @command(writes_store=False)
 def plan(record_text: str, device: str = "webgpu", replay: bool = True,
-         validate: bool = True) -> dict:  # fmt: skip
+         validate: bool = True, budget: str | None = None) -> dict:  # fmt: skip
     """The memory plan of ``record_text``'s training step on ``device``'s limits,
     before anything runs (the ir layer's planner, tracing on the null device), with
-    the run's ``replay`` and ``validate`` options as the run would take them."""
+    the run's ``replay`` and ``validate`` options as the run would take them, under the
+    tab's ``budget`` (``webapp.budget``; blank: the declared one)."""
     return plan_event(check_record(record_text), device, replay=replay,
-                      validate=validate).to_dict()  # fmt: skip
+                      validate=validate, budget=tab_budget(budget)).to_dict()  # fmt: skip
 
 
 @command(writes_store=False)
@@ -95,16 +97,19 @@ def _fresh_control() -> RunControl:
 
 @command(writes_store=True)
 async def train(record_text: str, device: str = "webgpu", tier: str | None = None,
-                store: str | None = None, **opts):  # fmt: skip
+                store: str | None = None, budget: str | None = None, **opts):  # fmt: skip
     """Train ``record_text`` in this process, yielding events. ``opts`` are run options
     (``options()``; the tab's defaults for the rest); ``tier`` replaces the record's
-    determinism tier. With ``store`` (a folder: the worker's persistent one is
-    ``tab_store.ROOT``) the run is recorded there exactly like ``scellis train``."""
+    determinism tier; ``budget`` is the tab's memory budget (as ``plan`` takes it).
+    With ``store`` (a folder: the worker's persistent one is ``tab_store.ROOT``) the
+    run is recorded there exactly like ``scellis train``."""
     o = RunOptions.from_mapping(opts, surface=TAB, where="train")
     raw = record_text.encode("utf-8")
+    held = tab_budget(budget)
     try:
         session = start_run(raw, "record.sml", options=o, device=device, store=store,
-                            tier=tier, argv=["(tab)"], control=_fresh_control())  # fmt: skip
+                            budget=held, tier=tier, argv=["(tab)"],
+                            control=_fresh_control())  # fmt: skip
     except PlanRefused as e:
         yield E.Plan(**e.plan.record()).to_dict()  # the page shows the verdict it refused
         raise
@@ -114,17 +119,23 @@ async def train(record_text: str, device: str = "webgpu", tier: str | None = Non
 
 @command(writes_store=True)
 async def resume(run: str, store: str = tab_store.ROOT, device: str = "webgpu",
-                 step: int | None = None, **opts):  # fmt: skip
+                 step: int | None = None, budget: str | None = None, **opts):  # fmt: skip
     """Continue run ``run`` of ``store`` from its latest checkpoint that loads (or the
     one at ``step``), as ``scellis resume`` does, with its stored options (``opts``
-    replace some: ``samples``...); the stored curves come first (``history``)."""
+    replace some: ``samples``...), under the tab's ``budget``; the stored curves come
+    first (``history``)."""
     given = {k: v for k, v in opts.items() if v is not None}
     RunOptions.from_mapping(given, surface=TAB, where="resume")  # one clear message
+    held = tab_budget(budget)
     scratch = Path(tempfile.gettempdir()) / "scellis-run-files" / str(run)
-    session = resume_run(store, run, overrides=given, device=device, step=step,
-                         is_live=lambda row: tab_store.status_of(row) == "running",
-                         scratch=scratch, history=True, control=_fresh_control(),
-                         surface="resume")  # fmt: skip
+    try:
+        session = resume_run(store, run, overrides=given, device=device, step=step,
+                             is_live=lambda row: tab_store.status_of(row) == "running",
+                             scratch=scratch, history=True, control=_fresh_control(),
+                             surface="resume", budget=held)  # fmt: skip
+    except PlanRefused as e:
+        yield E.Plan(**e.plan.record()).to_dict()  # as train's: the page shows the verdict
+        raise
     async for ev in _forward(session):
         yield ev
 

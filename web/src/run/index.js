@@ -17,6 +17,7 @@ import { createDetacher, detachedRun, runDetached } from "./detach.js";
 import { showCutOff } from "./cut_off.js";
 import { showBanner, clearBanner } from "../banner.js";
 import { createDrafts } from "../drafts.js";
+import { BUDGET_HTML, mountBudget } from "./budget.js";
 
 const TEMPLATE = `
   <h2>Run</h2>
@@ -39,6 +40,7 @@ const TEMPLATE = `
     <div id="run-options-fields" class="run-options-fields"></div></details>
   <div id="run-extensions" class="run-extensions"></div>
   <div id="run-share" class="run-share" role="status" aria-live="polite" hidden></div>
+  ${BUDGET_HTML}
   <div id="run-plan" class="plan plan-none" role="status">memory plan: not computed yet</div>
   <div class="progress"><div id="run-progress-bar"></div></div>
   <div id="run-stats" class="stats">
@@ -86,6 +88,8 @@ export function mount(el, client, app) {
   };
   state.log = log;
   mountExtensionLoader($("run-extensions"), { client, app, log });
+  // before anything plans: every plan and run is held to the budget this box says
+  state.budget = mountBudget({ $, client, app, onChange: () => state.plan && state.plan.soon() });
 
   // what the last run showed: gone once another run starts or another example is picked
   function clearRunView() {
@@ -220,6 +224,7 @@ export function mount(el, client, app) {
 
   async function go(cmd, args) {
     if (state.running) return null;
+    args = { ...app.budgetArgs(), ...args }; // the plan the run is held to is the box's
     clearBanner("run-error");
     state.failed = null;
     clearBanner("detach-closed"); // a run closed with its detached window: resumed or not
@@ -279,7 +284,10 @@ export function mount(el, client, app) {
   const plan = watchPlan({
     client, app, state, box: $("run-plan"),
     show: (box, ev) => { showPlan(box, ev, view.applyFix); fixed(ev); },
-    options: () => { const o = panelOptions(); return { replay: o.replay, validate: o.validate }; },
+    options: () => {
+      const o = panelOptions();
+      return { replay: o.replay, validate: o.validate, ...app.budgetArgs() };
+    },
   });
   state.plan = plan;
   view.applyFix = createFixer({ client, app, $, replan: () => plan.soon(), log });
@@ -327,7 +335,8 @@ export function mount(el, client, app) {
     watchVisibility(state, $("run-wakelock"), null, log);
     // a dashboard of the one run: nothing else is trained from here, and the run goes on
     // with the options it was started with, so none are offered
-    const away = ["run-detach", "run-train", "run-example", "run-hint", "run-options-main", "run-options"];
+    const away = ["run-detach", "run-train", "run-example", "run-hint", "run-options-main", "run-options",
+      "run-budget-row"];
     for (const id of away) $(id).hidden = true;
   } else {
     const detacher = createDetacher({ state, client, log, app, runs, setAway, onRemote });

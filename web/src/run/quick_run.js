@@ -135,6 +135,7 @@ export function createQuickRun({ root, client, app, hint }) {
       await client.stream("train", {
         record_text: app.record, max_steps: CALIBRATION_STEPS, log_every: 1, eval_every: CALIBRATION_EVERY,
         samples: false, ...(CADENCE[state.example].val_rows ? { val_rows: CADENCE[state.example].val_rows } : {}),
+        ...(app.budgetArgs ? app.budgetArgs() : {}),
       }, (ev) => marks.push([performance.now(), ev]));
     } finally {
       state.busy = false;

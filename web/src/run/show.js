@@ -90,6 +90,29 @@ function fixButton(r, onFix) {
   return b;
 }
 
+// The budget is the user's declaration, never a measurement (WebGPU reports no memory
+// size), so a peak over it may only mean the declaration is low: raising it is offered
+// as that, beside the fixes, never as one of them. A budget the host measured is not.
+const DECLARED_BUDGET = /^declared|set in this tab/;
+
+function budgetAdvice(ev, over) {
+  if (!over || !DECLARED_BUDGET.test(ev.budget_source || "")) return null;
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "plan-budget";
+  b.textContent = "set the budget";
+  b.title = "the GPU memory budget above: what this GPU holds";
+  b.addEventListener("click", () => {
+    const input = document.getElementById("run-budget");
+    if (input) { input.focus(); input.select(); }
+  });
+  const row = document.createElement("span");
+  row.className = "plan-budget-advice";
+  row.append(` If this GPU has more memory than ${humanBytes(ev.budget)} (this run needs about ` +
+    `${humanBytes(ev.peak)}), `, b, " to what it holds.");
+  return row;
+}
+
 // the plan box: verdict, peak against the budget, what is wrong and what would fix it;
 // each fact once (the summary already says the peak is over the budget). onFix(r): a
 // remediation's button was pressed (without it, every fix is a sentence)
@@ -110,6 +133,8 @@ export function showPlan(box, ev, onFix = null) {
     `${over ? "is over the" : "of"} ${humanBytes(ev.budget)} budget (${ev.budget_source}; ` +
     `largest buffer ${humanBytes(ev.largest_buffer)}${splitNote(ev)})` + storedBase(ev) + notes.map((w) => `; ${w}`).join("") +
     (notes.length || advice ? "." : "") + advice;
+  const raise = budgetAdvice(ev, over);
+  if (raise) box.appendChild(raise);
   if (!buttons.length) return;
   const row = document.createElement("span");
   row.className = "plan-fixes";
