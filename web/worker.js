@@ -184,9 +184,63 @@ function stepsDue() {
   return true;
 }
 
+// Files too large for browser storage (a put of GiB fails "out of memory", and failed the
+// whole write-back, every time): the engine says which to leave out
+// (webapp/session_files.py), and IDBFS's list of local files is filtered by it, so they
+// stay in this tab's memory only while everything else is written back.
+let leftOut = new Set();
+
+function filterWriteBack() {
+  const idbfs = pyodide.FS.filesystems.IDBFS;
+  const whole = idbfs.getLocalSet;
+  idbfs.getLocalSet = (mount, callback) => whole(mount, (err, local) => {
+    if (!err) for (const path of leftOut) delete local.entries[path];
+    callback(err, local);
+  });
+}
+
+// ask the engine which files to leave out; failed: the last write-back failed, so the
+// largest file still written back goes too. Its lines for the user (each said once).
+function leaveOut(failed) {
+  if (!api) return [];
+  try {
+    const got = toJs(api.dispatch("unsaved_files", JSON.stringify({ failed })));
+    leftOut = new Set(got.skip);
+    return [...got.say, ...got.gone];
+  } catch (e) {
+    return []; // the write-back goes on with the last list
+  }
+}
+
+let saveFailed = false; // said in the status line until a write-back succeeds again
+
+async function writeBack() {
+  const said = leaveOut(false);
+  if (said.length) status(said.join(" · "));
+  try {
+    await syncfs(false);
+  } catch (first) {
+    // no path in the error: the likeliest cause is one file too large for a put, so
+    // the largest one is left out from now on and the write-back tried once more
+    const more = leaveOut(true);
+    try {
+      await syncfs(false);
+      if (more.length) status(more.join(" · "));
+    } catch (e) {
+      saveFailed = true;
+      status(`could not save runs to browser storage: ${(e && e.message) || e}`);
+      return;
+    }
+  }
+  if (saveFailed) {
+    saveFailed = false;
+    status("runs saved to browser storage again");
+  }
+}
+
 function flush() {
   if (!persistent) return flushing;
-  flushing = flushing.then(() => syncfs(false)).catch((e) => {
+  flushing = flushing.then(writeBack).catch((e) => {
     status(`could not save runs to browser storage: ${(e && e.message) || e}`);
   });
   return flushing;
@@ -363,6 +417,7 @@ async function boot() {
   // bytecode goes next to the sources it was compiled from
   for (const z of bytecode ? [...wheels, bytecode] : wheels) unpack(z);
   mark("wheels:installed");
+  filterWriteBack();
   await mountStore();
   mark("store:mounted");
   status("opening WebGPU…");
@@ -389,6 +444,8 @@ async function boot() {
   READ_ONLY = new Set(hello.read_only);
   hello.restored_data = restored;
   hello.persistent = persistent;
+  // what an earlier tab kept in memory only and this reload lost, said once
+  hello.storage_notes = persistent ? leaveOut(false) : [];
   hello.boot_ms = performance.now() - t0;
   hello.boot_path = bootPath;
   mark("engine:ready");

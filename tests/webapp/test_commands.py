@@ -24,7 +24,7 @@ from generate.genutil import record_text, write_text
 from scellis.base.errors import ScellisError
 from scellis.cli.main import main
 from scellis.store.records import Records
-from scellis.webapp import api, commands, kept_data
+from scellis.webapp import api, commands, kept_data, session_files
 from webapp.test_use_api import SERIES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,6 +136,7 @@ def _script(tmp: Path, store: Path, ctx: dict) -> list[tuple[str, object]]:
                             "samples": False}),
         ("export_run", lambda: {"run": run(), "store": s}),
         ("import_run", lambda: {"data": ctx["export_run"], "store": str(store) + "2"}),
+        ("unsaved_files", lambda: {"root": str(store.parent)}),
         ("generate", lambda: {"run": _the_run(lm_store), "store": str(lm_store),
                               "prompt": "ab", "max_new": 2, "device": "reference"}),
         ("import_model", lambda: {"folder": str(picked), "store": s}),
@@ -182,6 +183,9 @@ def test_writes_store_is_what_each_command_does_to_a_store(tmp_path, monkeypatch
     monkeypatch.setattr(kept_data.keep, "__defaults__", (str(persistent / "datasets"),))
     monkeypatch.setattr(kept_data.restore_data, "__defaults__", (str(persistent / "datasets"),
                                                                  "datasets"))  # fmt: skip
+    # a limit every run's objects are over: the worker's question of what to leave out of
+    # the write-back then notes them
+    monkeypatch.setattr(session_files, "KEEP_LIMIT", 1024)
     ctx: dict = {}
     script = _script(tmp_path, store, ctx)
     assert sorted(name for name, _ in script) == _shipped()

@@ -5,7 +5,7 @@ import * as runPanel from "./run/index.js";
 import * as modelView from "./model_view/index.js";
 import * as dataPanel from "./data/index.js";
 import * as importer from "./import/index.js";
-import { showBanner } from "./banner.js";
+import { clearBanner, showBanner } from "./banner.js";
 import { watchLabels } from "./data/labels.js";
 import "./app.css";
 
@@ -35,6 +35,10 @@ async function start() {
     const hello = await engine;
     status.textContent = `engine ready: ${hello.device}`;
     document.body.dataset.engine = "ready";
+    // files an earlier tab kept in memory only (too large for browser storage), gone now
+    if (hello.storage_notes && hello.storage_notes.length) {
+      showBanner("warning", hello.storage_notes.join(" · "), "storage", [["dismiss", () => clearBanner("storage")]]);
+    }
     app.emit("engine", hello);
   } catch (e) {
     document.body.dataset.engine = "failed";

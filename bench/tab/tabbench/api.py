@@ -43,7 +43,7 @@ from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
 from scellis.run.session import start_run
 from scellis.runtime.replay import StepReplay
-from scellis.webapp import tab_store
+from scellis.webapp import session_files, tab_store
 from scellis.webapp.commands import command
 
 from . import models as bench_models
@@ -238,3 +238,11 @@ async def bench_split_train(record_text: str, limits: dict, steps: int = 4) -> d
 
 def _stat(dev, key: str) -> int:
     return int(getattr(dev, "stats", {}).get(key, 0))
+
+
+@command(writes_store=False)
+def bench_keep_limit(limit: int) -> dict:
+    """Lower (or raise) the size over which a file is kept in the tab's memory only
+    (``session_files.KEEP_LIMIT``), so a small model takes the path a 2 GiB one takes."""
+    before, session_files.KEEP_LIMIT = session_files.KEEP_LIMIT, int(limit)
+    return {"before": before, "limit": session_files.KEEP_LIMIT}

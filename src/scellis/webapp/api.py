@@ -25,6 +25,7 @@ from . import (  # noqa: F401 - imported for their @command registrations
     model_api,
     run_api,
     runs_api,
+    session_files,
     share_api,
     tab_store,
     use_api,
@@ -37,6 +38,7 @@ _last_error: dict | None = None
 
 def _remember(e: ScellisError) -> None:
     global _last_error
+    e = session_files.explained(e)  # weights a reload lost: why, not a missing object
     problems = getattr(e, "problems", None) or ([e] if isinstance(e, Diagnostic) else [])
     _last_error = {
         "message": str(e),

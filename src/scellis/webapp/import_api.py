@@ -26,7 +26,8 @@ from ..codecs.pretrained import pretrained_model
 from ..devices.base import get_device
 from ..runtime.creation import tensor
 from ..sml import parse
-from . import tab_store
+from ..store.objects import ObjectStore
+from . import session_files, tab_store
 from .commands import command
 
 # the files that make a folder one model: its codec reads the folder, not one file
@@ -95,7 +96,9 @@ def import_model(folder: str, record_text: str | None = None,
                  store: str = tab_store.ROOT) -> dict:  # fmt: skip
     """Import what the worker wrote under ``folder``; ``record_text`` (the record the page
     shows) is what a bare state dict is mapped onto. Returns ``{record, name, codec,
-    tensors, parameters, blocks, added, needs_data}``; refusals are one ScellisError."""
+    tensors, parameters, blocks, added, needs_data, session_only}`` (``session_only``: the
+    line saying the weights are kept until the tab closes, or None); refusals are one
+    ScellisError."""
     root = Path(folder)
     try:
         path = _model_path(root)
@@ -116,6 +119,7 @@ def import_model(folder: str, record_text: str | None = None,
         note = "# added by the tab's import (the file names none): edit them in Model View"
         text = text.rstrip("\n") + "\n\n" + "\n".join([note, *added]) + "\n"
     return {
+        **_kept_where(store, res.weights, path.name),
         "record": text,
         "name": path.name,
         "codec": res.codec,
@@ -125,6 +129,20 @@ def import_model(folder: str, record_text: str | None = None,
         "added": bool(added),
         "needs_data": "data" not in res.record,
     }
+
+
+def _kept_where(store: str, sha: str | None, name: str) -> dict:
+    """``{"session_only": line}`` when the weights object is too large for browser storage
+    (``session_files``): the import's own line tells the user, once; else ``None``."""
+    if sha is None:
+        return {"session_only": None}
+    path = ObjectStore(store).path(sha)
+    if not session_files.too_large(path):
+        return {"session_only": None}
+    # noted beside the store, in the folder the worker writes back (the store's parent)
+    note = session_files.keep_here(path, f"the weights of {name}", f"import {name} again",
+                                   told=True, root=Path(store).parent)  # fmt: skip
+    return {"session_only": session_files.kept_message(note)}
 
 
 def _sample(spec: dict, record: dict, name: str, rng: random.Random) -> list:

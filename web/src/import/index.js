@@ -85,6 +85,7 @@ export function mount(slot, client, app, dropTargets = []) {
       show(got.name, got.record);
       const kind = got.codec.replace("codec/", "").toUpperCase().replace("HF", "Hugging Face").replace("TFJS", "TF.js");
       const parts = [`Imported ${got.name} (${kind}): ${got.blocks.length} blocks, ${got.parameters.toLocaleString()} parameters, shown in Model View`];
+      if (got.session_only) parts.push(got.session_only);
       if (got.added) parts.push("an optimizer and a loss were added (edit them in the Form)");
       parts.push("pick how to fine-tune it below (LoRA, or QLoRA for the least memory)");
       parts.push(got.needs_data ? "then drop a CSV or text file on the Data panel and press Train" : "then press Train");
