@@ -10,7 +10,8 @@ import pytest
 
 import scellis as sc
 from scellis.devices.webgpu import WebGPUBackend
-from scellis.devices.webgpu.kernels.fused_step import ONE_GROUP
+from scellis.devices.webgpu.kernels.common import Source
+from scellis.devices.webgpu.kernels.fused_step import ONE_GROUP, ONE_GROUP_GPU
 from scellis.runtime.dispatch import apply_inplace
 
 pytestmark = pytest.mark.webgpu
@@ -55,6 +56,24 @@ def test_grad_stats_matches_numpy(gpu, shapes, bindings, max_norm):
     ref, _ = _stats("reference", grads, max_norm)
     assert np.allclose(got, ref, rtol=1e-6)
     assert np.array_equal(got, _stats(dev, grads, max_norm)[0])  # a fixed order
+
+
+def test_grad_stats_spreads_a_middling_total_on_a_gpu(gpu):
+    """A total one CPU thread sums best alone (lavapipe: one launch) is spread over
+    several workgroups and folded on a hardware adapter, with the same statistics."""
+    rng = np.random.default_rng(5)
+    grads = [rng.standard_normal(s).astype(np.float32) for s in [(40, 97), (1311,), (33, 29)]]
+    n = sum(g.size for g in grads)
+    assert ONE_GROUP_GPU < n <= ONE_GROUP
+    hw = WebGPUBackend(gpu=gpu.gpu)  # built as for a hardware adapter
+    hw._source = lambda: Source(hw.limits, hw.info.has_f16, software=False)
+    norm, factor, finite = _want(grads, 2.0)
+    for dev, launches in ((gpu, 1), (hw, 2)):
+        got, used = _stats(dev, grads, 2.0)
+        assert used == launches
+        assert abs(got[0] - norm) <= 8 * np.sqrt(n) * 2.0**-24 * norm
+        assert abs(got[1] - factor) <= 1e-6 * factor and got[2] == finite == 1.0
+        assert np.array_equal(got, _stats(dev, grads, 2.0)[0])  # a fixed order
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])

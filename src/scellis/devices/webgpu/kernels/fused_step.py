@@ -4,8 +4,8 @@
 launch as the binding limit allows. Each invocation strides over the gradients of its
 launch, summing squares and noting a non-finite element by its exponent bits (no
 ``x * 0`` a compiler could fold), then the workgroup folds its 256 partials as a fixed
-tree. A small total (at most ``ONE_GROUP`` elements, one launch's worth of bindings)
-is one workgroup and one launch, which also writes the result; otherwise each launch
+tree. A small total (at most ``one_group_limit`` elements, one launch's worth of
+bindings) is one workgroup and one launch, which also writes the result; otherwise each launch
 runs up to ``GROUPS`` workgroups whose partials go to scratch storage, and a last
 one-workgroup launch folds them in order and writes the result: two levels, so a
 large model's gradients keep the whole GPU busy. The order is fixed by the shapes, so
@@ -21,7 +21,13 @@ from ....base.shapes import numel
 from ....ops.fused_step import CLIP_EPS, FACTOR, FINITE, NORM
 from .common import WG, Source, _contiguous, f32_bits, main_1d
 
-ONE_GROUP = 1 << 16  # elements one workgroup sums alone (256 each) before two levels pay
+# elements one workgroup sums alone before two levels pay. A software adapter runs a
+# workgroup on one CPU thread at memory speed, so one launch is best up to 256 elements
+# an invocation; on a GPU one workgroup is one multiprocessor of many, and each of its
+# invocations waits on memory once per element of its serial loop while the rest of
+# the chip idles, so past 16 elements an invocation the work is spread out.
+ONE_GROUP = 1 << 16
+ONE_GROUP_GPU = 16 * WG
 GROUPS = 64  # workgroups of a partial launch: a few per multiprocessor's worth of work
 PER_INVOCATION = 4  # elements per invocation below which fewer workgroups are launched
 
@@ -99,7 +105,7 @@ def grad_stats(src: Source, op: str, ins, outs, attrs):
     out, limit = outs[0], float(attrs.get("max_norm", 0.0))
     packs = _packs(src, ins)
     total = sum(numel(g.shape) for g in ins)
-    if src.scratch is None or (len(packs) == 1 and total <= ONE_GROUP):
+    if src.scratch is None or (len(packs) == 1 and total <= one_group_limit(src)):
         return _one_group(src, packs, out, limit)
     groups = [min(GROUPS, max(1, -(-sum(numel(g.shape) for g in p) // (WG * PER_INVOCATION))))
               for p in packs]  # fmt: skip
@@ -122,6 +128,11 @@ def grad_stats(src: Source, op: str, ins, outs, attrs):
         slot += n
     launches.append((_fold(src, part, slot, out, limit), (1, 1, 1)))
     return launches
+
+
+def one_group_limit(src: Source) -> int:
+    """The most elements this adapter sums in one workgroup, one launch (see above)."""
+    return ONE_GROUP if src.software else ONE_GROUP_GPU
 
 
 def _one_group(src: Source, packs: list, out, limit: float) -> list:
