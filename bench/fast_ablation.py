@@ -5,7 +5,9 @@ fusion, and under ``fast`` with one fusion left out at a time.
     PYTHONPATH=src python3 bench/fast_ablation.py [--models char_tf,tf_d384] [--out F]
 
 A fusion whose removal makes the step faster costs time on this device; the ratio
-column is each variant's step over ``prod``'s (under 1: faster than prod).
+column is each variant's step over ``prod``'s (under 1: faster than prod). The fusions
+kept to software adapters (``kernel_choice.SOFTWARE_ONLY``) are left out on a GPU by
+the tier itself; ``fast+everywhere`` runs them there too, to measure them again.
 """
 
 from __future__ import annotations
@@ -20,27 +22,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import step_time  # noqa: E402  (bench/step_time.py: the models and the timed loop)
 
 import scellis as sc  # noqa: E402
+from scellis.devices import kernel_choice  # noqa: E402
 from scellis.devices.kernel_choice import FUSIONS  # noqa: E402
 from scellis.train import determinism  # noqa: E402
 
 
 def _variants() -> dict[str, frozenset]:
-    out = {"fast": FUSIONS}
+    out = {"fast": FUSIONS, "fast+everywhere": FUSIONS}
     for name in sorted(FUSIONS):
         out[f"fast-{name}"] = FUSIONS - {name}
     return out
 
 
-def _timed(cfg, dev, a, fusions: frozenset | None) -> float:
-    """ms per replayed step under prod (``fusions`` None) or fast with ``fusions``."""
+def _timed(cfg, dev, a, fusions: frozenset | None, everywhere: bool = False) -> float:
+    """ms per replayed step under prod (``fusions`` None) or fast with ``fusions``
+    (``everywhere``: the software-only fusions on this device too)."""
     if fusions is None:
         return step_time.scellis_run(cfg, dev, True, "auto", "f32", a, "prod")["ms"]
-    saved = determinism.KERNELS["fast"]
+    saved, kept = determinism.KERNELS["fast"], kernel_choice.SOFTWARE_ONLY
     determinism.KERNELS["fast"] = dataclasses.replace(saved, fusions=fusions)
+    if everywhere:
+        kernel_choice.SOFTWARE_ONLY = frozenset()
     try:
         return step_time.scellis_run(cfg, dev, True, "auto", "f32", a, "fast")["ms"]
     finally:
-        determinism.KERNELS["fast"] = saved
+        determinism.KERNELS["fast"], kernel_choice.SOFTWARE_ONLY = saved, kept
 
 
 def main(argv=None) -> int:
@@ -61,7 +67,7 @@ def main(argv=None) -> int:
         row = {"prod": prod}
         print(f"{name:>10} {'prod':>24} {prod:9.2f} ms")
         for label, fusions in _variants().items():
-            row[label] = ms = _timed(cfg, dev, a, fusions)
+            row[label] = ms = _timed(cfg, dev, a, fusions, label == "fast+everywhere")
             print(f"{name:>10} {label:>24} {ms:9.2f} ms  / prod {ms / prod:5.2f}")
         results[name] = row
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)

@@ -223,3 +223,26 @@ def test_the_fused_dense_backward_spreads_rows_over_a_workgroup(gpu):
     assert BACK_COLUMNS * BACK_LANES == 256
     for a, c in zip(*runs):
         assert np.array_equal(a, c)
+
+
+def test_the_multi_tensor_update_is_kept_to_software_adapters(gpu, monkeypatch):
+    """On a hardware GPU the fast tier's optimizer gathers the gradients and updates the
+    flat buffer, as prod's does; on lavapipe it reads them where they lie. Each element
+    reads the same gradient value either way, so the trained weights agree bitwise."""
+    from scellis.devices import kernel_choice
+
+    def launched(software: bool):
+        monkeypatch.setattr(kernel_choice, "software_device", lambda device: software)
+        ops, real = [], gpu.run
+        gpu.run = lambda op, *rest: ops.append(op) or real(op, *rest)
+        try:
+            return _trained_mlp(gpu, "fast", replay=False), ops
+        finally:
+            del gpu.run
+
+    (losses_sw, weights_sw, _), ops_sw = launched(True)
+    (losses_hw, weights_hw, _), ops_hw = launched(False)
+    assert "flat_gather" in ops_hw and "flat_gather" not in ops_sw
+    assert losses_sw == losses_hw
+    for k in weights_sw:
+        assert np.array_equal(weights_sw[k], weights_hw[k]), k

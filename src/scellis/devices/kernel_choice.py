@@ -45,6 +45,10 @@ class KernelChoice:
         """Whether the fused training kernel ``name`` (one of ``FUSIONS``) is chosen."""
         return name in self.fusions
 
+    def fuses_on(self, name: str, device) -> bool:
+        """Whether ``name`` is chosen and pays on ``device`` (see ``SOFTWARE_ONLY``)."""
+        return self.fuses(name) and (name not in SOFTWARE_ONLY or software_device(device))
+
     def for_inference(self) -> KernelChoice:
         """The choice of a validation pass: the same reduction variants, no training
         kernels (its forward is the tier's own: eager, or compiled and fused)."""
@@ -60,6 +64,20 @@ FIXED = KernelChoice()
 # one launch each way was tried and left out: on an H100 its one workgroup made a 2x64
 # LSTM step 32x slower than the per-step launches, bench/RESULTS.md.)
 FUSIONS = frozenset({"dense", "optimizer", "guard", "xent"})
+
+# fusions a real GPU's clock says cost time, kept to the reference device and CPU-emulated
+# adapters, where the launches they save are host time: on an H100 the char
+# Transformer's fast step took 1.21x prod's with the multi-tensor optimizer dispatch and
+# 1.08x without it, the 2x64 LSTM's 1.11x and 1.06x (bench/fast_ablation.py,
+# bench/RESULTS.md). On a GPU the update gathers the gradients first, as prod's does.
+SOFTWARE_ONLY = frozenset({"optimizer"})
+
+
+def software_device(device) -> bool:
+    """The reference device (no adapter) or an adapter that emulates a GPU on the CPU."""
+    info = getattr(device, "info", None)
+    return info is None or bool(getattr(info, "software", False))
+
 
 # ops whose kernel has a reordered form, and the ``_order`` value that asks for it
 REORDERABLE = {"matmul": "split_k", "sum": "one_pass"}

@@ -15,8 +15,9 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   matmul, bias and activation in one kernel that keeps the pre-activation, with a
   fused backward where that pays (``catalog.blocks.common.dense_act``), one optimizer
   dispatch reading every gradient where it lies (no gather into a flat buffer
-  first), the optimizer phase's overflow guard, gradient clipping and the loop's
-  tally fused (``ops.fused_step``, one gradient-statistics op the update reads), the
+  first; where that pays, ``devices.kernel_choice.SOFTWARE_ONLY``), the optimizer
+  phase's overflow guard, gradient clipping and the loop's tally fused
+  (``ops.fused_step``, one gradient-statistics op the update reads), the
   mean cross-entropy as one primitive (``ops.xent``): fewer launches per step, which
   is what a replayed step's time is on a real GPU; within prod's tolerance of the
   reference. Every

@@ -14,6 +14,7 @@ from ...base.dtypes import DType, as_dtype, f32
 from ...base.rng import Generator
 from ...devices.base import get_device
 from ...devices.kernel_choice import current as kernel_choice
+from ...devices.kernel_choice import software_device
 from ...runtime.creation import full, generator, rand, randn
 from ...runtime.dispatch import default_device
 from ...runtime.primitive import apply_with_vjp
@@ -141,8 +142,7 @@ def _fused_backward_pays(device) -> bool:
     fast step 1.7x slower than prod's with one lane per column, and still 1.2x slower
     with 16, bench/RESULTS.md). There the layer keeps its one-kernel forward and takes
     the split backward."""
-    info = getattr(device, "info", None)
-    return info is None or bool(getattr(info, "software", False))
+    return software_device(device)
 
 
 def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -> Tensor:

@@ -253,8 +253,9 @@ class Optimizer:
     def _gradients(self, grp: _Group, i: int, j: int) -> tuple[Tensor, ...]:
         """What the update of run [i, j) reads: one flat gradient (gathered, or already
         one flat range), or, where the step's kernel choice fuses training kernels
-        (the ``fast`` tier), every gradient where it lies, for the multi-tensor update."""
-        if j - i > 1 and kernel_choice().fuses("optimizer"):
+        (the ``fast`` tier) and that pays on the device, every gradient where it lies,
+        for the multi-tensor update."""
+        if j - i > 1 and kernel_choice().fuses_on("optimizer", grp.flat.device):
             grads = self._checked(grp, i, j)
             if flat_view(grads) is None:
                 return tuple(g if g.is_contiguous() else apply("copy", (g,)) for g in grads)
