@@ -153,6 +153,15 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+def screenshots_at(page, name: str, widths=(1440, 412), height: int = 900) -> None:
+    """``name_<width>.png`` at each window width, then back to the first width."""
+    for width in widths:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(300)  # let the layout settle at the new width
+        screenshot(page, f"{name}_{width}")
+    page.set_viewport_size({"width": widths[0], "height": height})
+
+
 def start_training(page, options: dict, example: str | None = None) -> None:
     """Make ``example`` the page's record and start ``train`` with ``options`` (no wait)."""
     if example is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import finish_training, open_engine_page, screenshot, start_training, wait_engine
+from .conftest import finish_training, open_engine_page, screenshots_at, start_training, wait_engine
 from .ui import pick_example
 
 pytestmark = pytest.mark.browser
@@ -30,14 +30,6 @@ def _type(page, text: str) -> None:
     page.press("#run-budget", "Enter")
 
 
-def _shots(page, name: str) -> None:
-    for width in (1440, 412):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_timeout(300)
-        screenshot(page, f"{name}_{width}")
-    page.set_viewport_size({"width": 1440, "height": 900})
-
-
 def test_budget_box_plans_and_trains_with_the_users_budget(contexts, site_url):
     ctx, _, page = open_engine_page(contexts, site_url, viewport={"width": 1440, "height": 900})
     assert page.is_visible("#run-budget") and page.input_value("#run-budget") == ""
@@ -49,13 +41,13 @@ def test_budget_box_plans_and_trains_with_the_users_budget(contexts, site_url):
     error = page.inner_text("#run-budget-error")
     assert "cannot read 'lots' as a size" in error and "Traceback" not in error
     assert page.get_attribute("#run-budget", "aria-invalid") == "true"
-    _shots(page, "budget_refused")
+    screenshots_at(page, "budget_refused")
     assert "declared: 4 GiB" in page.inner_text("#run-plan")
 
     _type(page, "256 KiB")  # less than this run needs: red, and the advice leads to the box
     red = _verdict(page, "red", "budget 256 KiB, set in this tab")
     assert "If this GPU has more memory than 256 KiB" in red and page.is_hidden("#run-budget-error")
-    _shots(page, "budget_red")
+    screenshots_at(page, "budget_red")
     page.click("#run-plan .plan-budget")
     assert page.evaluate("document.activeElement.id") == "run-budget"
 
@@ -63,7 +55,7 @@ def test_budget_box_plans_and_trains_with_the_users_budget(contexts, site_url):
     green = _verdict(page, "green", "budget 16 GiB, set in this tab")
     assert "If this GPU" not in green
     assert page.input_value("#run-budget") == "16 GiB"  # as the engine reads it
-    _shots(page, "budget_set")
+    screenshots_at(page, "budget_set")
 
     page.reload()
     wait_engine(page)

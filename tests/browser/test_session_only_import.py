@@ -11,7 +11,7 @@ import pytest
 
 from tinymodels import onnx_file, torch
 
-from .conftest import finish_training, open_engine_page, screenshot, start_training, wait_engine
+from .conftest import finish_training, open_engine_page, screenshots_at, start_training, wait_engine
 from .test_import_tab import _import
 
 pytestmark = pytest.mark.browser
@@ -28,14 +28,6 @@ def _wide(path):
     return onnx_file(net, torch.randn(2, 4), path)
 
 
-def _shots(page, name: str) -> None:
-    for width in (1440, 412):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_timeout(300)
-        screenshot(page, f"{name}_{width}")
-    page.set_viewport_size({"width": 1440, "height": 900})
-
-
 def test_weights_too_large_to_keep_last_the_session_and_the_store_stays_healthy(
     contexts, site_url, tmp_path
 ):
@@ -46,7 +38,7 @@ def test_weights_too_large_to_keep_last_the_session_and_the_store_stays_healthy(
     assert tab["status"].count(SAID) == 1, tab["status"]
     assert "after a reload, import wide.onnx again" in tab["status"]
     record = tab["last"]["record"]
-    _shots(page, "session_only_import")
+    screenshots_at(page, "session_only_import")
 
     start_training(page, dict(max_steps=2, checkpoint_every=1, log_every=1, samples=False,
                               validate=False), "lstm_forecaster")  # fmt: skip
@@ -61,7 +53,7 @@ def test_weights_too_large_to_keep_last_the_session_and_the_store_stays_healthy(
     banner = page.inner_text("#banner")
     assert "the weights of wide.onnx" in banner and "import wide.onnx again" in banner
     assert "could not save" not in page.inner_text("#engine-status")
-    _shots(page, "session_only_reload")
+    screenshots_at(page, "session_only_reload")
     said = page.evaluate(
         "t => window.scellisClient.call('forward', {record_text: t}).then(() => 'ran',"
         " e => e.message)",

@@ -7,20 +7,16 @@ weight's gradients are then d @ w and d^T @ x (the weight's comes out contiguous
 
 from __future__ import annotations
 
+from ..ops.dense import ACTIVATION_GRAD_OPS
+
 DENSE_SAVES = frozenset({"dense_act"})
-
-
-# the activations whose gradient is an elementwise op of (pre-activation, cotangent)
-_GRAD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
 
 
 def _activation_grad(act: str, pre, y, g):
     """The pre-activation's gradient from the saved pre-activation and activation, in
     the unfused activation's own gradient op."""
-    if act in ("gelu", "gelu_tanh", "silu"):
-        return pre.prim(
-            {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad"}.get(act, "silu_grad"), g
-        )
+    if act in ACTIVATION_GRAD_OPS:
+        return pre.prim(ACTIVATION_GRAD_OPS[act], g)
     if act == "relu":
         return g.where(pre > 0.0, 0.0)
     return g * (1.0 - y * y)  # tanh

@@ -22,6 +22,10 @@ from .table import OpDef, Spec, register
 # "none": a dense layer alone, its bias added in the matmul's store; its result has one
 # slot (no separate pre-activation) and its backward is always the split one
 DENSE_ACTIVATIONS = ("none", "gelu", "gelu_tanh", "relu", "silu", "tanh")
+# the activations whose derivative times a cotangent is an elementwise op of (the
+# pre-activation, the cotangent): the split backward launches it, the fused backward
+# inlines its expression (relu and tanh have none: each is one select or product)
+ACTIVATION_GRAD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
 
 
 def _check_act(attrs) -> None:

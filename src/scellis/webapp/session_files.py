@@ -68,14 +68,10 @@ def keep_here(path: str | Path, what: str, again: str, told: bool, root=PERSIST)
     tab session only; ``again`` says how to get it back after a reload ("import … again");
     ``told``: the user has been told already (the import's own line said it)."""
     root, path = Path(root), Path(path)
-    size = path.stat().st_size
     notes = _read_notes(root)
-    notes[str(path.relative_to(root))] = {
-        "bytes": size, "what": what, "again": again, "told": told, "gone_told": False,
-        "sha": _sha_of(path),
-    }  # fmt: skip
+    note = _note(notes, root, path, path.stat().st_size, what, again, told)
     _write_notes(root, notes)
-    return notes[str(path.relative_to(root))]
+    return note
 
 
 def too_large(path: str | Path) -> bool:
@@ -113,13 +109,19 @@ def _may_leave_out(p: Path) -> bool:
     return not p.name.startswith("records.sqlite") and p.name != NOTES
 
 
-def _unnoted(notes: dict, root: Path, p: Path, size: int) -> dict:
-    sha = _sha_of(p)
-    kind = "an object of the run store (model weights or a checkpoint)" if sha else f"{p.name}"
-    note = {"bytes": size, "what": kind, "again": "train or import it again", "told": False,
-            "gone_told": False, "sha": sha}  # fmt: skip
+def _note(notes: dict, root: Path, p: Path, size: int, what: str, again: str,
+          told: bool) -> dict:  # fmt: skip
+    """Add to ``notes`` (and return) the note that ``p`` is kept for this session only."""
+    note = {"bytes": size, "what": what, "again": again, "told": told, "gone_told": False,
+            "sha": _sha_of(p)}  # fmt: skip
     notes[str(p.relative_to(root))] = note
     return note
+
+
+def _unnoted(notes: dict, root: Path, p: Path, size: int) -> dict:
+    """The note of a file no caller named: said by what it is, an object or a file."""
+    what = "an object of the run store (model weights or a checkpoint)" if _sha_of(p) else p.name
+    return _note(notes, root, p, size, what, "train or import it again", told=False)
 
 
 @command(writes_store=True)

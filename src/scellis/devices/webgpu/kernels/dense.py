@@ -19,6 +19,7 @@ repeated runs are bitwise equal.
 from __future__ import annotations
 
 from ....base.dtypes import f32
+from ....ops.dense import ACTIVATION_GRAD_OPS
 from ...base import View
 from .common import Source, grid_1d
 from .elementwise import expression
@@ -34,8 +35,8 @@ _FORWARD = {
     "tanh": "tanh",
 }
 # the derivative times the cotangent, b, at the pre-activation, a: elementwise.py's
-# gradient ops where it has one, else inline (y = the activation)
-_BACKWARD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
+# gradient op where there is one (ops.dense.ACTIVATION_GRAD_OPS), else inline (y = the
+# activation)
 _BACKWARD_INLINE = {
     "relu": "select(0.0, b, a > 0.0)",
     "tanh": "b * (1.0 - y * y)",  # from the activation, as tanh's own VJP takes it
@@ -116,7 +117,9 @@ def dense_act_backward(src: Source, op: str, ins, outs, attrs):
     src.operand("o", out, write=True)
     at = src.add_meta(m, n, g.offset, y.offset, out.offset)
     act = attrs["act"]
-    expr = _BACKWARD_INLINE.get(act) or expression(src, _BACKWARD_OPS[act], [_D(), _D()], _D(), {})
+    expr = _BACKWARD_INLINE.get(act) or expression(
+        src, ACTIVATION_GRAD_OPS[act], [_D(), _D()], _D(), {}
+    )
     src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
     src.fns.append(f"fn sc_dact(a: f32, b: f32, y: f32) -> f32 {{ return {expr}; }}")
     src.decls.append(f"var<workgroup> lane_sums: array<f32, {BACK_COLUMNS * BACK_LANES}>;")
