@@ -90,3 +90,21 @@ def test_after_a_failed_write_back_the_largest_saved_file_is_left_out(tmp_path, 
                            "again"]  # fmt: skip
     again = session_files.unsaved_files(root=str(root))
     assert again["skip"] == left["skip"] and again["say"] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[1, 2]", '{"a.bin": 3}', '{"a.bin": {"bytes": "9", "what": 1}}', '{"a.bin": {', "\x00"],
+)
+def test_a_malformed_notes_file_costs_only_its_entries(tmp_path, text, monkeypatch):
+    """Notes cut short or written by something else never stop a write-back: the files
+    over the limit are still left out, and the bad entries are not trusted."""
+    monkeypatch.setattr(session_files, "KEEP_LIMIT", 64)
+    (tmp_path / session_files.NOTES).write_text(text)
+    big = tmp_path / "store" / "big.bin"
+    big.parent.mkdir()
+    big.write_bytes(bytes(range(256)) * 2)
+    got = session_files.unsaved_files(root=str(tmp_path))
+    assert got["skip"] == [str(big)] and len(got["say"]) == 1 and got["gone"] == []
+    notes = json.loads((tmp_path / session_files.NOTES).read_text())
+    assert list(notes) == ["store/big.bin"]

@@ -41,11 +41,27 @@ def _notes_path(root: Path) -> Path:
     return root / NOTES
 
 
+_NOTE_KEYS = {"bytes": int, "what": str, "again": str, "told": bool, "gone_told": bool}
+
+
 def _read_notes(root: Path) -> dict:
+    """The notes as written; an entry of another shape (a file cut short or written by
+    something else) is dropped rather than trusted, so a bad note costs only its line."""
     try:
-        return json.loads(_notes_path(root).read_text())
+        raw = json.loads(_notes_path(root).read_text())
     except (OSError, ValueError):
         return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {rel: note for rel, note in raw.items() if _well_formed(note)}
+
+
+def _well_formed(note) -> bool:
+    return (
+        isinstance(note, dict)
+        and all(isinstance(note.get(k), t) for k, t in _NOTE_KEYS.items())
+        and (note.get("sha") is None or isinstance(note["sha"], str))
+    )
 
 
 def _write_notes(root: Path, notes: dict) -> None:
