@@ -186,17 +186,21 @@ function stepsDue() {
 
 // Files too large for browser storage (a put of GiB fails "out of memory", and failed the
 // whole write-back, every time): the engine says which to leave out
-// (webapp/session_files.py), and IDBFS's list of local files is filtered by it, so they
-// stay in this tab's memory only while everything else is written back.
+// (webapp/session_files.py), and IDBFS's lists of both sides are filtered by it, so they
+// stay in this tab's memory only while everything else is written back. Filtering the
+// stored side too means a copy written back before a file was left out is neither
+// replaced nor deleted: leaving a file out never loses what was saved.
 let leftOut = new Set();
 
 function filterWriteBack() {
   const idbfs = pyodide.FS.filesystems.IDBFS;
-  const whole = idbfs.getLocalSet;
-  idbfs.getLocalSet = (mount, callback) => whole(mount, (err, local) => {
-    if (!err) for (const path of leftOut) delete local.entries[path];
-    callback(err, local);
-  });
+  for (const name of ["getLocalSet", "getRemoteSet"]) {
+    const whole = idbfs[name];
+    idbfs[name] = (mount, callback) => whole(mount, (err, set) => {
+      if (!err) for (const path of leftOut) delete set.entries[path];
+      callback(err, set);
+    });
+  }
 }
 
 // ask the engine which files to leave out; failed: the last write-back failed, so the
