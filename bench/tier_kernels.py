@@ -1,13 +1,16 @@
-"""Where the GPU time of one training step goes under ``prod`` and under ``fast``, op by
-op, side by side: which of the fast tier's kernels cost more than the ones they replace.
+"""Where the GPU time of one training step goes under two settings, op by op, side by
+side: by default ``prod`` against ``fast`` (which of the fast tier's kernels cost more
+than the ones they replace); ``--pair prod:f32,prod:mixed_f16`` compares precisions the
+same way (which kernels of a mixed step cost more than its halved traffic saves).
 
     PYTHONPATH=src python3 bench/tier_kernels.py [--models char_tf,lstm2x64] [--top 15]
+        [--pair TIER[:PRECISION],TIER[:PRECISION]] [--f16-math]
 
-Each model of bench/step_time.py runs a few eager f32 steps under each tier, then one
+Each model of bench/step_time.py runs a few eager steps under each setting, then one
 step with every dispatch timed by the GPU's timestamp queries (each in a compute pass of
-its own: the totals include that pass's cost, the same for both tiers, so compare them
-as a pair, not with bench/step_time.py's milliseconds). Needs an adapter with
-``timestamp-query`` (a real GPU; lavapipe has none).
+its own: the totals include that pass's cost, the same for both settings, so compare
+them as a pair, not with bench/step_time.py's milliseconds). Needs an adapter with
+``timestamp-query`` (real GPUs and lavapipe have it).
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ from scellis.catalog.optim import Adam  # noqa: E402
 from scellis.train.loop import _Run  # noqa: E402
 from scellis.train.state import TrainState  # noqa: E402
 
-TIERS = ("prod", "fast")
+DEFAULT_PAIR = "prod:f32,fast:f32"
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    """``TIER[:PRECISION]`` -> (tier, precision); precision f32 unless named."""
+    tier, _, precision = text.partition(":")
+    return tier, precision or "f32"
 
 
 def _tensors(cfg, dev) -> list:
@@ -38,12 +47,14 @@ def _tensors(cfg, dev) -> list:
     ]
 
 
-def timed_step(cfg, dev, tier: str, warmup: int) -> dict:
-    """GPU seconds by op of one eager step under ``tier``, after ``warmup`` steps."""
+def timed_step(cfg, dev, setting: tuple[str, str], warmup: int) -> dict:
+    """GPU ms by op of one eager step under ``setting`` (tier, precision), after
+    ``warmup`` steps."""
+    tier, precision = setting
     model, loss = step_time.bench_models.build(cfg, dev, "auto")
     batches = _tensors(cfg, dev)
     run = _Run(TrainState(model, Adam(model, lr=cfg["lr"])), loss, None,
-               step_time._opts(False, "f32", tier))  # fmt: skip
+               step_time._opts(False, precision, tier))  # fmt: skip
     model.train()
     for k in range(warmup):
         run.step(*batches[k % 4])
@@ -59,22 +70,24 @@ def timed_step(cfg, dev, tier: str, warmup: int) -> dict:
     return {op: {"kernels": n, "gpu_ms": s * 1e3} for op, (n, s) in by_op.items()}
 
 
-def _table(name: str, rows: dict, top: int) -> None:
-    prod, fast = rows["prod"], rows["fast"]
-    total = {t: sum(r["gpu_ms"] for r in rows[t].values()) for t in TIERS}
-    count = {t: sum(r["kernels"] for r in rows[t].values()) for t in TIERS}
-    print(f"\n{name}: prod {total['prod']:.3f} ms in {count['prod']} kernels, "
-          f"fast {total['fast']:.3f} ms in {count['fast']} (fast/prod "
-          f"{total['fast'] / total['prod']:.2f})")  # fmt: skip
-    ops = set(prod) | set(fast)
+def _table(name: str, rows: dict, labels: tuple[str, str], top: int) -> None:
+    """Both settings' totals, then the ``top`` ops whose GPU time differs most."""
+    first, second = labels
+    one, two = rows[first], rows[second]
+    total = {t: sum(r["gpu_ms"] for r in rows[t].values()) for t in labels}
+    count = {t: sum(r["kernels"] for r in rows[t].values()) for t in labels}
+    print(f"\n{name}: {first} {total[first]:.3f} ms in {count[first]} kernels, "
+          f"{second} {total[second]:.3f} ms in {count[second]} ({second}/{first} "
+          f"{total[second] / total[first]:.2f})")  # fmt: skip
+    ops = set(one) | set(two)
     zero = {"kernels": 0, "gpu_ms": 0.0}
 
     def gap(op):
-        return fast.get(op, zero)["gpu_ms"] - prod.get(op, zero)["gpu_ms"]
+        return two.get(op, zero)["gpu_ms"] - one.get(op, zero)["gpu_ms"]
 
-    print(f"{'op':>24} {'prod ms':>9} {'n':>4} {'fast ms':>9} {'n':>4} {'fast-prod':>10}")
+    print(f"{'op':>24} {'first ms':>9} {'n':>4} {'second ms':>9} {'n':>4} {'difference':>10}")
     for op in sorted(ops, key=lambda o: -abs(gap(o)))[:top]:
-        p, f = prod.get(op, zero), fast.get(op, zero)
+        p, f = one.get(op, zero), two.get(op, zero)
         print(f"{op:>24} {p['gpu_ms']:9.3f} {p['kernels']:4d} {f['gpu_ms']:9.3f} "
               f"{f['kernels']:4d} {gap(op):+10.3f}")  # fmt: skip
 
@@ -84,8 +97,19 @@ def main(argv=None) -> int:
     p.add_argument("--models", default="char_tf,lstm2x64")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--pair", default=DEFAULT_PAIR, help="two TIER[:PRECISION] settings")
+    p.add_argument("--f16-math", action="store_true",
+                   help="mixed_f16 matmuls multiply f16 in f16 (matmul.HALF_MATH)")  # fmt: skip
     p.add_argument("--out", default="bench/out/tier_kernels.json")
     a = p.parse_args(argv)
+    labels = tuple(a.pair.split(","))
+    if len(labels) != 2 or len(set(labels)) != 2:
+        print(f"--pair takes two different settings, got {a.pair!r}", file=sys.stderr)
+        return 2
+    if a.f16_math:
+        from scellis.devices.webgpu.kernels import matmul as matmul_kernels
+
+        matmul_kernels.HALF_MATH = True
     dev = sc.devices.get_device("webgpu")
     if "timestamp-query" not in dev.gpu.info.features:
         print(f"the adapter {dev.gpu.info.name!r} has no timestamp queries", file=sys.stderr)
@@ -93,11 +117,13 @@ def main(argv=None) -> int:
     print(f"device webgpu ({dev.gpu.info.name})")
     results = {}
     for name in a.models.split(","):
-        rows = {t: timed_step(step_time.CONFIGS[name], dev, t, a.warmup) for t in TIERS}
-        _table(name, rows, a.top)
+        cfg = step_time.CONFIGS[name]
+        rows = {t: timed_step(cfg, dev, parse_setting(t), a.warmup) for t in labels}
+        _table(name, rows, labels, a.top)
         results[name] = rows
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps({"adapter": dev.gpu.info.name, "results": results}))
+    record = {"adapter": dev.gpu.info.name, "pair": labels, "results": results}
+    Path(a.out).write_text(json.dumps(record))
     print("wrote", a.out)
     return 0
 
