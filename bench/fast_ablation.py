@@ -1,6 +1,7 @@
 """Which of the ``fast`` tier's fused training kernels pay on this device: each model of
 bench/step_time.py timed (replayed f32 steps) under ``prod``, under ``fast`` with every
-fusion, and under ``fast`` with one fusion left out at a time.
+fusion, and under ``fast`` with one fusion left out at a time (``fast-native_math``:
+the polynomial exp and log instead of the adapter's own).
 
     PYTHONPATH=src python3 bench/fast_ablation.py [--models char_tf,tf_d384] [--out F]
 
@@ -28,19 +29,24 @@ from scellis.train import determinism  # noqa: E402
 
 
 def _variants() -> dict[str, frozenset]:
-    out = {"fast": FUSIONS, "fast+everywhere": FUSIONS}
+    out = {"fast": FUSIONS, "fast+everywhere": FUSIONS, "fast-native_math": FUSIONS}
     for name in sorted(FUSIONS):
         out[f"fast-{name}"] = FUSIONS - {name}
     return out
 
 
-def _timed(cfg, dev, a, fusions: frozenset | None, everywhere: bool = False) -> float:
+def _timed(
+    cfg, dev, a, fusions: frozenset | None, everywhere: bool = False, native: bool = True
+) -> float:
     """ms per replayed step under prod (``fusions`` None) or fast with ``fusions``
-    (``everywhere``: the software-only fusions on this device too)."""
+    (``everywhere``: the software-only fusions on this device too; ``native``: the
+    adapter's exp and log)."""
     if fusions is None:
         return step_time.scellis_run(cfg, dev, True, "auto", "f32", a, "prod")["ms"]
     saved, kept = determinism.KERNELS["fast"], kernel_choice.SOFTWARE_ONLY
-    determinism.KERNELS["fast"] = dataclasses.replace(saved, fusions=fusions)
+    determinism.KERNELS["fast"] = dataclasses.replace(
+        saved, fusions=fusions, native_math=native and saved.native_math
+    )
     if everywhere:
         kernel_choice.SOFTWARE_ONLY = frozenset()
     try:
@@ -67,7 +73,8 @@ def main(argv=None) -> int:
         row = {"prod": prod}
         print(f"{name:>10} {'prod':>24} {prod:9.2f} ms")
         for label, fusions in _variants().items():
-            row[label] = ms = _timed(cfg, dev, a, fusions, label == "fast+everywhere")
+            everywhere, native = label == "fast+everywhere", label != "fast-native_math"
+            row[label] = ms = _timed(cfg, dev, a, fusions, everywhere, native)
             print(f"{name:>10} {label:>24} {ms:9.2f} ms  / prod {ms / prod:5.2f}")
         results[name] = row
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ kernel reads it (``current``): ``runtime.primitive`` marks the ops that may run 
 reordered form (``REORDERABLE``: a split-K matmul, a one-pass sum) with the ``_order``
 attr, the dense block picks the fused dense + activation op, the optimizer its
 multi-tensor update and the loop its fused optimizer phase (``train.guard``), and the
-WebGPU backend its subgroup reductions (``webgpu/kernels/variants.py``). It sits in
+WebGPU backend its subgroup reductions (``webgpu/kernels/variants.py``) and its
+exp and log (``native_math``). It sits in
 the devices layer, below the runtime, so that a backend reads the same choice the
 ops do: the subgroup variant used to be a second mechanism (a tier attribute set on
 the device), which a step could disagree with. Outside a run's step (and on
@@ -36,6 +37,11 @@ class KernelChoice:
     # row reductions may fold their partials through subgroup operations, where the
     # device has them (webgpu/kernels/variants.py): an order the hardware fixes
     subgroups: bool = False
+    # exp and log from the adapter's own instructions (WGSL's builtins) instead of the
+    # engine's range-reduced polynomials: a few ulp that differ by driver, in exchange
+    # for the transcendental-heavy kernels (attention, softmax, GELU, the recurrent
+    # gates, cross-entropy) running faster (webgpu/kernels/mathlib.py)
+    native_math: bool = False
 
     @property
     def fused_training(self) -> bool:

@@ -19,8 +19,9 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   phase's overflow guard, gradient clipping and the loop's tally fused
   (``ops.fused_step``, one gradient-statistics op the update reads), the
   mean cross-entropy as one primitive (``ops.xent``): fewer launches per step, which
-  is what a replayed step's time is on a real GPU; within prod's tolerance of the
-  reference. Every
+  is what a replayed step's time is on a real GPU; and the adapter's own exp and log
+  in every training kernel (``KernelChoice.native_math``): within prod's tolerance of
+  the reference. Every
   inference forward of the run (validation passes) and of a trained run (evaluate,
   predict, forecast, generate) is the compiled forward with fused elementwise chains
   and matmul epilogues (``ir.compiled``); fused values stay in f32 registers, so they
@@ -72,7 +73,7 @@ PROD_TOLERANCE = {
 KERNELS = {
     "debug": FIXED,
     "prod": KernelChoice(reordered=True, subgroups=True),
-    "fast": KernelChoice(reordered=True, fusions=FUSIONS, subgroups=True),
+    "fast": KernelChoice(reordered=True, fusions=FUSIONS, subgroups=True, native_math=True),
 }
 
 # the fused inference forward against the eager one, relative to the largest output

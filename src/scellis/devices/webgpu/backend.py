@@ -300,7 +300,8 @@ class WebGPUBackend(OneInstance):
         """(the op's kept launches, the slots they bind: the views' storages, then the
         scratch), kept now if missing; or (None, the launches built for this call) where
         the signature is not kept."""
-        key, slots = signature(op, KERNELS.get(op), (*inputs, *outputs), attrs, self.limits)
+        views, native = (*inputs, *outputs), kernel_choice().native_math
+        key, slots = signature(op, KERNELS.get(op), views, attrs, self.limits, native)
         if key is None:
             return None, self._build(op, inputs, outputs, attrs)
         scratch = self._scratch_storage
@@ -332,9 +333,11 @@ class WebGPUBackend(OneInstance):
         return self._source()
 
     def _source(self) -> Source:
+        choice = kernel_choice()
         return Source(
             self.limits, self.info.has_f16, software=self.info.software,
-            subgroups=subgroup_reductions(self.info.subgroups_on, kernel_choice().subgroups),
+            subgroups=subgroup_reductions(self.info.subgroups_on, choice.subgroups),
+            native_math=choice.native_math,
         )  # fmt: skip
 
     def _scratch(self, numel: int) -> View:

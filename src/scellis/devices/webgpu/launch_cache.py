@@ -30,7 +30,8 @@ MAX_ENTRIES = 4096  # signatures kept; the oldest beyond this are built again
 # tiles, scratch budgets) that tuning runs and tests change while a backend is open,
 # which no signature sees; and ops whose attrs change every call (the optimizers' step
 # counts, random draws) would only fill the cache. None of these three reads the
-# Source's ``subgroups`` variant (the kernel choice's), which the key leaves out.
+# Source's ``subgroups`` variant (the kernel choice's), which the key leaves out; the
+# elementwise kernels read its ``native_math``, which the key holds.
 CACHED_BUILDERS = frozenset([elementwise, fill, matmul_kernel])
 _NOT_KEPT = ()  # the entry of a signature whose launches bind a buffer no slot names
 
@@ -84,9 +85,12 @@ def _plain(value):
     return None
 
 
-def signature(op: str, builder, views: tuple, attrs: dict, limits: Limits) -> tuple:
+def signature(
+    op: str, builder, views: tuple, attrs: dict, limits: Limits, native_math: bool = False
+) -> tuple:
     """(the key of an op's launches, the views' storages), or (None, None) where they are
-    not kept (a builder outside CACHED_BUILDERS, an attr that is not a plain value)."""
+    not kept (a builder outside CACHED_BUILDERS, an attr that is not a plain value).
+    ``native_math``: the kernel choice's exp and log, which elementwise kernels read."""
     if builder not in CACHED_BUILDERS:
         return None, None
     # one loop, no comprehension: this runs for every eager op
@@ -102,7 +106,7 @@ def signature(op: str, builder, views: tuple, attrs: dict, limits: Limits) -> tu
         kept_attrs = tuple([(k, _plain(v)) for k, v in attrs.items()])
         if any(part is None for _, part in kept_attrs):
             return None, None
-    return (op, tuple(layout), shared, kept_attrs, limits.version), storages
+    return (op, tuple(layout), shared, kept_attrs, limits.version, native_math), storages
 
 
 def capture(launches: list, slots: list) -> tuple:

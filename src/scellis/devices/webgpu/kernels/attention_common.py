@@ -11,7 +11,6 @@ from __future__ import annotations
 from ....base.errors import DTypeError
 from ....ops.attention import attention_scale
 from .common import Source, f32_bits
-from .mathlib import helpers_for
 
 
 def grid(src: Source, blocks: int, bh: int) -> tuple[int, int, int]:
@@ -27,7 +26,7 @@ def new_source(
     accessors taking and returning whole vectors); returns the meta positions per view
     name."""
     check(base, views["q"].dtype.name, [*views.values(), out])
-    src = Source(base.limits, base.has_f16, subgroups=base.subgroups)
+    src = base.sibling(subgroups=base.subgroups)
     scale = attention_scale(attrs, d)
     src.add_meta(b, h, t, s, 1 if attrs.get("causal") else 0, f32_bits(scale))
     at = {}
@@ -35,7 +34,7 @@ def new_source(
         at[name] = src.add_meta(v.offset, *v.strides)
         src.operand(name, v, widen=True, lanes=4 if name in vec4 else 1)
     src.operand("o", out, write=True, widen=True)
-    src.fns.extend(helpers_for("sc_exp( sc_log("))
+    src.helpers("sc_exp( sc_log(")
     return src, at
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 from ...base import View
 from .attention_common import addr, check, grid
 from .common import Source, f32_bits
-from .mathlib import helpers_for
 from .matmul import REGS, choose_reg, matmul_kernel
 
 SCRATCH_BYTES = 256 << 20  # scores and their gradients of one chunk of heads
@@ -108,7 +107,7 @@ def _tile(base: Source, a: View, b: View) -> str | None:
 
 
 def _matmul(base: Source, a: View, b: View, out: View, band: str | None):
-    src = Source(base.limits, base.has_f16)
+    src = base.sibling()
     attrs = {"_tile": _tile(base, a, b), "_band": band} if band else {}
     return src, matmul_kernel(src, "matmul", [a, b], [out], attrs)
 
@@ -123,7 +122,7 @@ def _rows(base: Source, scores: View, y: View, gy: View, dims, band: int, scale:
     ``band``: 0 without a causal mask; else masked scores are zeroed up to the end of
     the row's block of ``band`` rows."""
     nb, nh, t, s, d, b0, h0 = dims
-    src = Source(base.limits, base.has_f16)
+    src = base.sibling()
     heads = nb * nh
     src.add_meta(t, s, d, 1 if band else 0, f32_bits(scale), nh, b0, h0, heads, band)
     at_y = src.add_meta(y.offset, *y.strides)
@@ -131,7 +130,7 @@ def _rows(base: Source, scores: View, y: View, gy: View, dims, band: int, scale:
     src.operand("sc", scores, write=True)
     src.operand("y", y)
     src.operand("gy", gy)
-    src.fns.extend(helpers_for("sc_exp("))
+    src.helpers("sc_exp(")
     src.decls.append(f"var<workgroup> red: array<f32, {ROW_WG}>;")
     src.body = f"""@compute @workgroup_size({ROW_WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ....base.dtypes import DType
 from ....base.errors import DTypeError, LimitError
+from .mathlib import helpers_for
 
 WG = 256  # default workgroup size of 1-D kernels
 
@@ -83,6 +84,22 @@ class Source:
     kept_text: str | None = None
     # row reductions may fold through subgroup operations (kernels/variants.py decides)
     subgroups: bool = False
+    # exp and log are the adapter's builtins (the kernel choice's ``native_math``)
+    native_math: bool = False
+
+    def helpers(self, expr: str) -> None:
+        """Add the WGSL helper functions ``expr`` calls (mathlib), each once, in this
+        kernel's math (``native_math``)."""
+        for code in helpers_for(expr, self.native_math):
+            if code not in self.fns:
+                self.fns.append(code)
+
+    def sibling(self, subgroups: bool = False) -> Source:
+        """An empty kernel for the same device and math: an op's further launch. Its
+        reductions fold through workgroup trees unless ``subgroups`` (each caller's
+        choice: the launches that fold partials were checked with trees)."""
+        return Source(self.limits, self.has_f16, software=self.software,
+                      subgroups=subgroups, native_math=self.native_math)  # fmt: skip
 
     def _bind(
         self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
@@ -184,7 +201,8 @@ class Source:
         """The same kernel (text, meta) bound to ``bindings``: a kept encoding reused
         (``webgpu/launch_cache.py``). The lists are shared: a built kernel is not changed."""
         return Source(self.limits, self.has_f16, self.decls, self.fns, bindings, self.meta,
-                      self.body, None, self.software, self.text())  # fmt: skip
+                      self.body, None, self.software, self.text(), self.subgroups,
+                      self.native_math)  # fmt: skip
 
     def check_bindings(self) -> None:
         limit = self.limits["max_storage_buffers_per_shader_stage"]

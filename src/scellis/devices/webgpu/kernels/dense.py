@@ -23,7 +23,6 @@ from ....ops.dense import ACTIVATION_GRAD_OPS
 from ...base import View
 from .common import Source, grid_1d
 from .elementwise import expression
-from .mathlib import helpers_for
 from .matmul import matmul_kernel
 
 # the activation's elementwise op (elementwise.py's expression of ``a``)
@@ -56,7 +55,7 @@ class _D:
 
 def _act_fn(src: Source, act: str) -> None:
     expr = expression(src, _FORWARD[act], [_D()], _D(), {})
-    src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
+    src.helpers(expr)
     src.fns.append(f"fn sc_act(a: f32) -> f32 {{ return {expr}; }}")
 
 
@@ -120,7 +119,7 @@ def dense_act_backward(src: Source, op: str, ins, outs, attrs):
     expr = _BACKWARD_INLINE.get(act) or expression(
         src, ACTIVATION_GRAD_OPS[act], [_D(), _D()], _D(), {}
     )
-    src.fns.extend(h for h in helpers_for(expr) if h not in src.fns)
+    src.helpers(expr)
     src.fns.append(f"fn sc_dact(a: f32, b: f32, y: f32) -> f32 {{ return {expr}; }}")
     src.decls.append(f"var<workgroup> lane_sums: array<f32, {BACK_COLUMNS * BACK_LANES}>;")
     src.body = f"""@compute @workgroup_size({BACK_COLUMNS * BACK_LANES})

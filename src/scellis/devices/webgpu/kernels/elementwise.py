@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ....base.shapes import numel
 from .common import Source, f32_bits, grid_1d, main_1d, strided_index
-from .mathlib import helpers_for
 
 _FLOAT = {
     "exp": "sc_exp(a)",
@@ -133,7 +132,7 @@ def elementwise(src: Source, op: str, ins, outs, attrs):
         lines.append(f"  let {name} = {widen}(ld_{name}(e{k}));")
     src.operand("o", out, write=True)
     expr = _expr(src, op, ins, out, attrs)
-    src.fns.extend(helpers_for(expr))
+    src.helpers(expr)
     lines.append(f"  st_o(i, {_store(out, expr)});")
     src.body = main_1d("\n".join(lines))
     return grid_1d(n, src.limits)

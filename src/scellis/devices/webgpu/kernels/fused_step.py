@@ -112,7 +112,7 @@ def grad_stats(src: Source, op: str, ins, outs, attrs):
     part = src.scratch(2 * sum(groups))
     launches, slot = [], 0
     for pack, n in zip(packs, groups):
-        s = src if not launches else Source(src.limits, src.has_f16)
+        s = src if not launches else src.sibling()
         s.add_meta(0)
         body = _sum_pack(s, pack)
         s.operand("part", part, write=True)
@@ -140,7 +140,7 @@ def _one_group(src: Source, packs: list, out, limit: float) -> list:
     result's norm slot (a squared partial) and flag slot until the last finishes."""
     launches = []
     for k, pack in enumerate(packs):
-        s = src if not launches else Source(src.limits, src.has_f16)
+        s = src if not launches else src.sibling()
         s.add_meta(0)
         body = _sum_pack(s, pack)
         s.decls += _DECLS
@@ -167,7 +167,7 @@ def _carry(src: Source, out) -> str:
 
 
 def _fold(src: Source, part, slots: int, out, limit: float) -> Source:
-    s = Source(src.limits, src.has_f16)
+    s = src.sibling()
     s.add_meta(0)
     s.operand("part", part)
     at = s.add_meta(part.offset, slots)

@@ -76,7 +76,7 @@ def concat(src: Source, op: str, ins, outs, attrs):
         k = x.shape[axis]
         n = numel(x.shape)
         if n:
-            s = src if not launches else Source(src.limits, src.has_f16)
+            s = src if not launches else src.sibling()
             s.add_meta(n)
             s.operand("x", x)
             s.operand("o", out, write=True)

@@ -108,6 +108,17 @@ fn sc_exp(x: f32) -> f32 {{
 }}
 """
 
+# the adapter's own exp (``native``: the fast tier). WGSL leaves the builtin's result
+# for huge or infinite arguments to the driver, so the ends keep the polynomial's
+# answers: 0 below the smallest subnormal's log, infinity above the largest float's
+NATIVE_EXP = """
+fn sc_exp(x: f32) -> f32 {
+  if (x > 88.72) { return bitcast<f32>(0x7f800000u | (bitcast<u32>(x) & 0u)); }
+  if (x < -103.9) { return 0.0; }
+  return exp(x);
+}
+"""
+
 # log by frexp: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(f / (2 + f))
 LOG = f"""
 fn sc_log(x: f32) -> f32 {{
@@ -122,6 +133,10 @@ fn sc_log(x: f32) -> f32 {{
   let p = 2.0 * s * ({_horner(_ATANH, "s2")});
   return e * 0.693145751953125 + (p + e * 1.4286068203094173e-06);
 }}
+"""
+
+NATIVE_LOG = """
+fn sc_log(x: f32) -> f32 { return log(x); }
 """
 
 # log(1 + y): near 0 the atanh series on y itself (never forming 1 + y, whose
@@ -207,12 +222,20 @@ HELPERS = {
 }
 
 
-def helpers_for(expr: str) -> list[str]:
-    """WGSL helper functions ``expr`` needs, dependencies first, each once."""
+# the helpers whose body is the adapter's builtin under ``native``; those that call
+# them (tanh, erf, log1p, pow, the activations' derivatives) follow along
+NATIVE = {"sc_exp": NATIVE_EXP, "sc_log": NATIVE_LOG}
+
+
+def helpers_for(expr: str, native: bool = False) -> list[str]:
+    """WGSL helper functions ``expr`` needs, dependencies first, each once; ``native``:
+    exp and log are the adapter's own (``NATIVE``)."""
     out: list[str] = []
 
     def add(name: str) -> None:
         code, deps = HELPERS[name]
+        if native:
+            code = NATIVE.get(name, code)
         for d in deps:
             add(d)
         if code not in out:

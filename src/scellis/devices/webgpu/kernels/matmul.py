@@ -564,7 +564,7 @@ def _split(src: Source, a, b, out, parts: int, attrs: dict) -> list:
     if _half_math(src, a, attrs):  # the parts multiply as the whole product would have
         sub["_half_math"] = True
     grid = matmul_kernel(src, "matmul", [pa, pb], [part], sub)
-    red = Source(src.limits, src.has_f16)
+    red = src.sibling()
     return [(src, grid), (red, reduce_kernel(red, "sum", [part], [out], {"axes": (0,)}))]
 
 

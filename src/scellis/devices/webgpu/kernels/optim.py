@@ -158,7 +158,7 @@ def _flat_update(src: Source, op: str, ins, outs, attrs):
         return grid_1d(n, src.limits)
     launches = []
     for lo, hi in _window_stretches(views, n):
-        s = src if not launches else Source(src.limits, src.has_f16)
+        s = src if not launches else src.sibling()
         _update_launch(s, op, views, attrs, lo, hi, _window_of(views, lo), gate)
         launches.append((s, grid_1d(hi - lo, s.limits)))
     return launches
@@ -264,7 +264,7 @@ def _per_gradient(src: Source, op: str, grads, gate, targets, attrs) -> list:
         n = numel(g.shape)
         flat = View(g.buf, (n,), (1,), g.offset, g.dtype)
         views = [_span(t, at, n) for t in targets]
-        s = src if not launches else Source(src.limits, src.has_f16)
+        s = src if not launches else src.sibling()
         got = _flat_update(s, op, [flat] + ([gate] if gate is not None else []), views, attrs)
         launches += got if isinstance(got, list) else [(s, got)]
         at += n
@@ -274,7 +274,7 @@ def _per_gradient(src: Source, op: str, grads, gate, targets, attrs) -> list:
 def _multi_launch(src: Source, launches, op: str, pack, gate, targets, attrs):
     """One launch over the target elements of the gradients in ``pack`` ((view, start)
     pairs, consecutive); element i reads its gradient from the range it falls in."""
-    s = src if not launches else Source(src.limits, src.has_f16)
+    s = src if not launches else src.sibling()
     start = pack[0][1]
     total = pack[-1][1] + numel(pack[-1][0].shape) - start
     s.add_meta(total)
@@ -325,7 +325,7 @@ def flat_gather(src: Source, op: str, ins, outs, attrs):
 
 
 def _gather_launch(src: Source, launches, pack, out):
-    s = src if not launches else Source(src.limits, src.has_f16)
+    s = src if not launches else src.sibling()
     start = pack[0][1]
     total = pack[-1][1] + numel(pack[-1][0].shape) - start
     s.add_meta(total)

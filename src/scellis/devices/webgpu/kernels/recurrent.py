@@ -35,7 +35,6 @@ import os
 from ....base.errors import DeviceError
 from . import recurrent_tiled as tiled
 from .common import Source, grid_1d, main_1d
-from .mathlib import helpers_for
 from .recurrent_common import check_dtypes, gru_gate_grads, lstm_gate_grads, step_source
 
 VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
@@ -59,7 +58,7 @@ def _forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
         "y",
         out,
     )
-    src.fns.extend(helpers_for("sc_exp( sc_tanh("))
+    src.helpers("sc_exp( sc_tanh(")
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     body = f"""
     let B = mt[1]; let H = mt[2]; let t = mt[3];
@@ -106,7 +105,7 @@ def _backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
         "o",
         out,
     )
-    src.fns.extend(helpers_for("sc_tanh("))
+    src.helpers("sc_tanh(")
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     src.fns.append(lstm_gate_grads(gy_at, c0_at))
     body = f"""
@@ -141,7 +140,7 @@ def _gru_forward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
         "y",
         out,
     )
-    src.fns.extend(helpers_for("sc_exp( sc_tanh("))
+    src.helpers("sc_exp( sc_tanh(")
     m = lambda k: f"mt[{k}u]"  # noqa: E731
     body = f"""
     let B = mt[1]; let H = mt[2]; let t = mt[3];

@@ -15,7 +15,7 @@ def step_source(base: Source, meta, inputs: dict, strided: tuple, out_name: str,
     """One step kernel's Source: the ``meta`` words, then (offset, strides) of each view
     named in ``strided``; every input bound read-only, ``out`` read-write. Returns the
     Source and the meta positions of the strided views, in order."""
-    src = Source(base.limits, base.has_f16)
+    src = base.sibling()
     src.add_meta(*meta)
     ats = [_strided(src, inputs[n]) for n in strided]
     for name, v in inputs.items():

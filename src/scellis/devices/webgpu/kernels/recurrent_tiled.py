@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from .common import Source, grid_1d, main_1d
 from .gate_tile import GateTile, tiled_main
-from .mathlib import helpers_for
 from .recurrent_common import check_dtypes, gru_gate_grads, lstm_gate_grads, step_source
 
 # variant name -> (forward tile, backward product tile)
@@ -86,7 +85,7 @@ def lstm_forward(base: Source, ins, out, t: int, tile: GateTile):
         base, (b * h, b, h, t), {"gx": gx, "h0": h0, "c0": c0, "w": w},
         ("gx", "h0", "c0", "w"), "y", out,
     )  # fmt: skip
-    src.fns.extend(helpers_for("sc_exp( sc_tanh("))
+    src.helpers("sc_exp( sc_tanh(")
     src.fns += [_prev_h(6, h0_at), _w_rows(w_at)]
     m = _m
     epilogue = f"""
@@ -115,7 +114,7 @@ def gru_forward(base: Source, ins, out, t: int, tile: GateTile):
         base, (b * h, b, h, t), {"gx": gx, "h0": h0, "w": w, "bh": bh},
         ("gx", "h0", "w", "bh"), "y", out,
     )  # fmt: skip
-    src.fns.extend(helpers_for("sc_exp( sc_tanh("))
+    src.helpers("sc_exp( sc_tanh(")
     src.fns += [_prev_h(5, h0_at), _w_rows(w_at)]
     m = _m
     epilogue = f"""
@@ -182,7 +181,7 @@ fn tile_a(b: u32, m: u32) -> f32 {{
 def _grads_step(base, ins: dict, strided, fn, carry: str, meta, out, copy):
     """The elementwise dispatch of backward step t: gate gradients once per (b, k)."""
     src, ats = _gate_source(base, meta, ins, strided, out, copy)
-    src.fns.extend(helpers_for("sc_tanh("))
+    src.helpers("sc_tanh(")
     src.fns.append(fn(*ats))
     body = f"""
     let B = mt[1]; let H = mt[2]; let t = mt[3];

@@ -394,7 +394,7 @@ def _split(src: Source, part, out, m: int, r: int, load: str) -> list:
 def _fold_chunks(src: Source, part, out, axis: int) -> tuple:
     """The launch summing ``part``'s per-chunk partials along ``axis`` (chunk order)
     into ``out``: the short path, or the long one past SHORT_R chunks."""
-    fold = Source(src.limits, src.has_f16)
+    fold = src.sibling()
     return fold, reduce_kernel(fold, "sum", [part], [out], {"axes": (axis,)})
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from ....base.errors import ShapeError
 from ....base.shapes import numel
 from .common import WG, Source, _contiguous, f32_bits, grid_1d
-from .mathlib import helpers_for
 
 ROW_WG = 64  # invocations per row
 
@@ -34,7 +33,7 @@ def _rows(src: Source, x, t, out, attrs) -> tuple:
     r, c = x.shape
     if not (_contiguous(x) and _contiguous(t)):
         raise ShapeError("softmax_xent reads contiguous logits and targets")
-    src.fns.extend(h for h in helpers_for("sc_exp( sc_log(") if h not in src.fns)
+    src.helpers("sc_exp( sc_log(")
     src.add_meta(0)
     src.operand("x", x)
     src.operand("t", t)
@@ -89,7 +88,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 
 def _mean(src: Source, rows: int, out) -> Source:
-    s = Source(src.limits, src.has_f16)
+    s = src.sibling()
     s.add_meta(0)
     s.operand("o", out, write=True)
     at = s.add_meta(rows, out.offset, numel(out.shape))
