@@ -220,14 +220,14 @@ def main(argv=None) -> int:
     p.add_argument("--torch-cpu", action="store_true", help="torch on the CPU when no CUDA")
     p.add_argument("--peers", default="eager", help="torch columns: eager,graph,compile")
     p.add_argument(
-        "--f16-math",
+        "--f32-math",
         action="store_true",
-        help="mixed_f16 matmuls on prod/fast multiply f16 in f16 (matmul.HALF_MATH)",
+        help="mixed_f16 matmuls on prod/fast keep f32 products (matmul.HALF_MATH off)",
     )
     p.add_argument("--out", default="bench/out/step_time.json")
     a = p.parse_args(argv)
-    if a.f16_math:
-        matmul_kernels.HALF_MATH = True
+    if a.f32_math:
+        matmul_kernels.HALF_MATH = False
     precisions = a.precision.split(",")
     if any(x not in POLICIES for x in precisions) or len(set(precisions)) != len(precisions):
         p.error(f"--precision takes {', '.join(POLICIES)} or both, not {a.precision!r}")

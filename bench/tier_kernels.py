@@ -4,7 +4,7 @@ than the ones they replace); ``--pair prod:f32,prod:mixed_f16`` compares precisi
 same way (which kernels of a mixed step cost more than its halved traffic saves).
 
     PYTHONPATH=src python3 bench/tier_kernels.py [--models char_tf,lstm2x64] [--top 15]
-        [--pair TIER[:PRECISION],TIER[:PRECISION]] [--f16-math]
+        [--pair TIER[:PRECISION],TIER[:PRECISION]] [--f32-math]
 
 Each model of bench/step_time.py runs a few eager steps under each setting, then one
 step with every dispatch timed by the GPU's timestamp queries (each in a compute pass of
@@ -98,18 +98,18 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--pair", default=DEFAULT_PAIR, help="two TIER[:PRECISION] settings")
-    p.add_argument("--f16-math", action="store_true",
-                   help="mixed_f16 matmuls multiply f16 in f16 (matmul.HALF_MATH)")  # fmt: skip
+    p.add_argument("--f32-math", action="store_true",
+                   help="mixed_f16 matmuls keep f32 products (matmul.HALF_MATH off)")  # fmt: skip
     p.add_argument("--out", default="bench/out/tier_kernels.json")
     a = p.parse_args(argv)
     labels = tuple(a.pair.split(","))
     if len(labels) != 2 or len(set(labels)) != 2:
         print(f"--pair takes two different settings, got {a.pair!r}", file=sys.stderr)
         return 2
-    if a.f16_math:
+    if a.f32_math:
         from scellis.devices.webgpu.kernels import matmul as matmul_kernels
 
-        matmul_kernels.HALF_MATH = True
+        matmul_kernels.HALF_MATH = False
     dev = sc.devices.get_device("webgpu")
     if "timestamp-query" not in dev.gpu.info.features:
         print(f"the adapter {dev.gpu.info.name!r} has no timestamp queries", file=sys.stderr)
