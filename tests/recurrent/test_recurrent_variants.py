@@ -20,7 +20,16 @@ import pytest
 
 import scellis as sc
 from scellis.base.errors import DeviceError
-from scellis.devices.webgpu.kernels.recurrent import VARIANT_ENV, VARIANTS
+from scellis.devices.kernel_choice import choosing
+from scellis.devices.webgpu.kernels.recurrent import (
+    DEFAULT_VARIANT,
+    VARIANT_ENV,
+    VARIANTS,
+)
+from scellis.devices.webgpu.kernels.recurrent import (
+    variant as chosen_variant,
+)
+from scellis.train.determinism import KERNELS
 
 pytestmark = pytest.mark.webgpu
 
@@ -91,8 +100,8 @@ def test_unknown_variant_is_one_clear_error(gpu, monkeypatch):
 
 
 def test_each_variant_builds_its_own_kernels(gpu, monkeypatch):
-    """The knob reaches the kernel builders: each variant's launches differ in text, and
-    the tiled ones take two dispatches per backward step."""
+    """The knob reaches the kernel builders: each variant's launches differ in text, the
+    tiled ones take two dispatches per backward step and seq one launch each way."""
     from scellis.devices.base import View  # noqa: PLC0415
 
     arrays = _inputs("lstm", 2, 3, 8, seed=1)
@@ -109,7 +118,25 @@ def test_each_variant_builds_its_own_kernels(gpu, monkeypatch):
             "lstm_seq_backward", [y.device_view, y.device_view, *views[2:]], [flat], {}
         )
         gpu.release(out)
-        assert len(fwd) == 3
-        assert len(bwd) == (3 if variant == "step" else 6)
+        # seq: one launch each way; step: one per step; tiled: two per backward step
+        assert len(fwd) == (1 if variant == "seq" else 3)
+        assert len(bwd) == {"seq": 1, "step": 3}.get(variant, 6)
         texts[variant] = fwd[0][0].text()
     assert len(set(texts.values())) == len(VARIANTS)
+
+
+def test_the_fast_tier_walks_small_lstm_layers_in_one_launch(gpu, monkeypatch):
+    """Under fast an LSTM layer of up to 64 units takes ``seq``; a wider one, a GRU and
+    the other tiers keep the step kernels; the variant knob still decides when set."""
+    monkeypatch.delenv(VARIANT_ENV, raising=False)
+    limits = gpu.limits
+    with choosing(KERNELS["fast"]):
+        assert chosen_variant(limits, 4, False, 64) == "seq"
+        assert chosen_variant(limits, 4, False, 65) == DEFAULT_VARIANT
+        assert chosen_variant(limits, 3, False, 16) == DEFAULT_VARIANT
+        monkeypatch.setenv(VARIANT_ENV, "tiled")
+        assert chosen_variant(limits, 4, False, 16) == "tiled"
+    monkeypatch.delenv(VARIANT_ENV)
+    for tier in ("debug", "prod"):
+        with choosing(KERNELS[tier]):
+            assert chosen_variant(limits, 4, False, 16) == DEFAULT_VARIANT

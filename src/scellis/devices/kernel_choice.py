@@ -66,10 +66,11 @@ FIXED = KernelChoice()
 # the fused training kernels there are: dense + bias + activation with its fused
 # backward; one optimizer dispatch that reads every parameter's gradient where it lies;
 # the optimizer phase's guard, clip and tally in one pass (ops.fused_step); softmax
-# cross-entropy and its gradient in one op. (A small recurrent layer's whole sequence in
-# one launch each way was tried and left out: on an H100 its one workgroup made a 2x64
-# LSTM step 32x slower than the per-step launches, bench/RESULTS.md.)
-FUSIONS = frozenset({"dense", "optimizer", "guard", "xent"})
+# cross-entropy and its gradient in one op; a small LSTM layer's every step in one
+# launch each way, a workgroup per batch row (webgpu/kernels/recurrent_seq.py; an
+# earlier form with one workgroup for the whole batch made a 2x64 LSTM step 32x slower
+# on an H100, bench/RESULTS.md).
+FUSIONS = frozenset({"dense", "optimizer", "guard", "xent", "recurrent"})
 
 # fusions a real GPU's clock says cost time, kept to the reference device and CPU-emulated
 # adapters, where the launches they save are host time: on an H100 the char

@@ -33,14 +33,18 @@ from __future__ import annotations
 import os
 
 from ....base.errors import DeviceError
+from ...kernel_choice import current as kernel_choice
+from . import recurrent_seq as seq
 from . import recurrent_tiled as tiled
 from .common import Source, grid_1d, main_1d
 from .recurrent_common import check_dtypes, gru_gate_grads, lstm_gate_grads, step_source
 
 VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
 # "step": one invocation per (b, k), dot products from global memory (below);
-# the others: tiled products, two dispatches per backward step (recurrent_tiled.py)
-VARIANTS = ("step", *tiled.TILES)
+# "seq": every step in one launch each way, a workgroup per batch row, small LSTM
+# layers only (recurrent_seq.py); the others: tiled products, two dispatches per
+# backward step (recurrent_tiled.py)
+VARIANTS = ("step", "seq", *tiled.TILES)
 DEFAULT_VARIANT = "split4"
 SOFTWARE_VARIANT = "step"  # a GPU emulated on the CPU (see the module note)
 FALLBACK_VARIANT = "tiled"  # 64 invocations: where the default does not fit
@@ -207,26 +211,36 @@ def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     return src, grid_1d(b * h, src.limits)
 
 
-def variant(limits: dict, gates: int, software: bool = False) -> str:
-    """The step kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build, so a
-    benchmark can compare them in one process), when unset ``DEFAULT_VARIANT`` (on a
-    software adapter ``SOFTWARE_VARIANT``: see the module note); a tiled
-    variant whose tiles do not fit this device's workgroup limits falls back to
-    FALLBACK_VARIANT, then to ``step``."""
-    name = os.environ.get(VARIANT_ENV, "") or (SOFTWARE_VARIANT if software else DEFAULT_VARIANT)
+def variant(limits: dict, gates: int, software: bool = False, hidden: int | None = None) -> str:
+    """The recurrent kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build,
+    so a benchmark can compare them in one process); when unset, ``seq`` where the
+    kernel choice fuses whole sequences (``devices.kernel_choice``: the fast tier) and the
+    layer fits it, else ``DEFAULT_VARIANT`` (on a software adapter ``SOFTWARE_VARIANT``:
+    see the module note). A variant the layer or the device's workgroup limits do not
+    fit falls back to FALLBACK_VARIANT, then to ``step``."""
+    name = os.environ.get(VARIANT_ENV, "")
+    if not name and kernel_choice().fuses("recurrent") and seq.fits(limits, gates, hidden):
+        return "seq"
+    name = name or (SOFTWARE_VARIANT if software else DEFAULT_VARIANT)
     if name not in VARIANTS:
         raise DeviceError(
             f"{VARIANT_ENV}={name!r} is not a recurrent kernel variant; "
             f"choose one of {', '.join(VARIANTS)}"
         )
+    if name == "seq" and seq.fits(limits, gates, hidden):
+        return name
     for candidate in (name, FALLBACK_VARIANT):
-        if candidate == "step" or tiled.fits(candidate, limits, gates):
+        if candidate == "step" or (
+            candidate in tiled.TILES and tiled.fits(candidate, limits, gates)
+        ):
             return candidate
     return "step"
 
 
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
-    name = variant(src.limits, gates, src.software)
+    name = variant(src.limits, gates, src.software, ins[0].shape[2] // gates)
+    if name == "seq":
+        return [seq.lstm_forward(src, ins, out)]
     if name == "step":
         return [per_step(src, ins, out, t) for t in range(steps)]
     tile = tiled.TILES[name][0]
@@ -235,7 +249,10 @@ def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tile
 
 def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step):
     steps = ins[1].shape[0]
-    name = variant(src.limits, gates, src.software)
+    packed = 6 if gates == 4 else 5  # the forward result's values per unit
+    name = variant(src.limits, gates, src.software, ins[1].shape[2] // packed)
+    if name == "seq":
+        return [seq.lstm_backward(src, ins, out)]
     if name == "step":
         return [per_step(src, ins, out, t) for t in range(steps - 1, -1, -1)]
     tile = tiled.TILES[name][1]
