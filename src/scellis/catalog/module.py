@@ -265,6 +265,9 @@ class Module:
     def float(self) -> Module:
         return self.to(dtype="f32")
 
+    def half(self) -> Module:
+        return self.to(dtype="f16")
+
     # -- training mode and gradients --
     def train(self, mode: bool = True) -> Module:
         for _, m in self.named_modules():

@@ -49,6 +49,7 @@ class Conv1d(B.Conv1d):
             raise unsupported(f"padding_mode={padding_mode!r}", "Conv1d")
         if not isinstance(padding, str):
             padding = _one(padding, "padding", "Conv1d")
+        given = padding
         k, d = _one(kernel_size, "kernel_size", "Conv1d"), _one(dilation, "dilation", "Conv1d")
         edges = None
         if padding_mode != "zeros":
@@ -66,6 +67,12 @@ class Conv1d(B.Conv1d):
         )
         super().__init__(cfg, **block_args(device, dtype, generator))
         object.__setattr__(self, "edges", (padding_mode, edges) if edges else None)
+        # torch's attributes are 1-tuples (``conv.kernel_size[0]``); the Config keeps ints
+        c = self.config
+        for name in ("kernel_size", "stride", "dilation"):
+            object.__setattr__(self, name, (getattr(c, name),))
+        object.__setattr__(self, "padding", given if isinstance(given, str) else (given,))
+        object.__setattr__(self, "padding_mode", padding_mode)
 
     def forward(self, x):
         if self.edges:

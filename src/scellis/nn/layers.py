@@ -149,6 +149,7 @@ class GELU(Activation):
         if approximate not in ("none", "tanh"):
             raise unsupported(f"approximate={approximate!r}", "GELU")
         super().__init__(ActivationConfig("gelu" if approximate == "none" else "gelu_tanh"))
+        object.__setattr__(self, "approximate", approximate)
 
 
 class Identity(Module):
@@ -172,9 +173,19 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-def Parameter(data: Tensor, requires_grad: bool = True) -> Tensor:  # noqa: N802 (torch's name)
-    """torch.nn.Parameter: a leaf tensor that a Module registers as a parameter."""
-    return data.detach().requires_grad_(requires_grad)
+class _ParameterType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        # a module registers the leaf tensors that need a gradient as its parameters,
+        # so that is what ``isinstance(t, nn.Parameter)`` asks of a tensor here
+        return isinstance(obj, Tensor) and obj.requires_grad and obj.is_leaf
+
+
+class Parameter(metaclass=_ParameterType):
+    """torch.nn.Parameter: a leaf tensor that a Module registers as a parameter (a plain
+    Tensor: there is no subclass, but ``isinstance(t, nn.Parameter)`` still answers)."""
+
+    def __new__(cls, data: Tensor, requires_grad: bool = True) -> Tensor:
+        return data.detach().requires_grad_(requires_grad)
 
 
 class LeakyReLU(Module):

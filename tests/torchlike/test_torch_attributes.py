@@ -1,0 +1,161 @@
+"""torch habits around modules, losses, schedulers and small tensor functions that the
+tutorial scripts lean on: each compared with torch itself."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tlutil import close, pair
+
+import scellis as sc
+from scellis.base.errors import ScellisError
+
+pytestmark = pytest.mark.torch
+
+ATTRS = {
+    "Linear(6, 4)": ["in_features", "out_features"],
+    "Conv1d(3, 8, 3, stride=2, padding=1)": [
+        "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
+        "groups", "padding_mode",
+    ],
+    "Embedding(10, 4, padding_idx=0)": ["num_embeddings", "embedding_dim", "padding_idx"],
+    "LSTM(4, 6, num_layers=2, batch_first=True, bidirectional=True)": [
+        "input_size", "hidden_size", "num_layers", "batch_first", "bidirectional",
+    ],
+    "GRU(4, 6)": ["input_size", "hidden_size", "num_layers"],
+    "BatchNorm1d(5)": ["num_features", "eps", "momentum", "affine"],
+    "LayerNorm(5)": ["normalized_shape", "eps", "elementwise_affine"],
+    "Dropout(0.3)": ["p"],
+    "MultiheadAttention(8, 2)": ["embed_dim", "num_heads", "head_dim"],
+    "Softmax(dim=1)": ["dim"],
+    "GELU(approximate='tanh')": ["approximate"],
+    "ELU(0.5)": ["alpha"],
+    "Hardtanh(-2.0, 2.0)": ["min_val", "max_val"],
+    "CrossEntropyLoss(label_smoothing=0.1, ignore_index=3)": [
+        "label_smoothing", "ignore_index", "reduction",
+    ],
+    "MSELoss(reduction='sum')": ["reduction"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("ctor", sorted(ATTRS))
+def test_constructor_arguments_are_attributes_as_in_torch(ctor):
+    theirs, ours = eval("torch.nn." + ctor), eval("sc.nn." + ctor)
+    for name in ATTRS[ctor]:
+        assert getattr(ours, name) == getattr(theirs, name), name
+
+
+def test_a_loss_is_a_module_that_moves_and_sits_in_a_model():
+    crit = sc.nn.CrossEntropyLoss(weight=sc.tensor([1.0, 2.0, 0.5])).to("cpu")
+    assert isinstance(crit, sc.nn.Module)
+    s, t = pair(4, 3)
+    want = torch.nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 0.5]))(
+        t, torch.tensor([0, 2, 1, 1])
+    )
+    close(crit(s, sc.tensor([0, 2, 1, 1])), want)
+    model = sc.nn.Sequential(sc.nn.Linear(3, 3))
+    model.criterion = sc.nn.MSELoss()
+    assert [n for n, _ in model.named_children()] == ["0", "criterion"]
+
+
+def _seq(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+
+
+def test_sequential_slices_replaces_and_deletes_as_torch():
+    for width, edit in (
+        (3, lambda m: m[:-1]),
+        (4, lambda m: m[1:]),
+        (3, lambda m: m.__setitem__(2, type(m[0])(4, 5)) or m),
+        (3, lambda m: m.__delitem__(-1) or m),
+        (3, lambda m: m.insert(1, type(m[1])()) or m),
+        (3, lambda m: m.add_module("extra", type(m[1])()) or m),
+    ):
+        theirs, ours = edit(_seq(torch)), edit(_seq(sc))
+        assert type(ours).__name__ == "Sequential"
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        assert [type(c).__name__ for c in ours] == [type(c).__name__ for c in theirs]
+        out_t = theirs(torch.ones(1, width))
+        assert ours(sc.ones(1, width)).shape == tuple(out_t.shape)
+
+
+def test_sequential_of_an_ordered_dict_names_its_children():
+    from collections import OrderedDict
+
+    m = sc.nn.Sequential(OrderedDict([("fc", sc.nn.Linear(3, 4)), ("act", sc.nn.Tanh())]))
+    assert m.fc is m[0] and list(m[1:].state_dict()) == []
+
+
+def test_detach_in_place_cuts_the_tensor_from_the_graph():
+    s, t = pair(3, grad=True)
+    ys, yt = s * 2, t * 2
+    assert ys.detach_() is ys and yt.detach_() is yt
+    assert ys.requires_grad == yt.requires_grad is False
+    assert ys.grad_fn is None
+
+
+def test_take_reads_the_tensor_flat():
+    s, t = pair(3, 4)
+    idx = [[0, 5], [11, 2]]
+    close(s.take(sc.tensor(idx)), t.take(torch.tensor(idx)))
+    close(sc.take(s, sc.tensor([7])), torch.take(t, torch.tensor([7])))
+
+
+@pytest.mark.parametrize("a,b", [(1, -1), (1, 0.5), (True, False), (2.0, 3.0)])
+def test_where_of_two_numbers(a, b):
+    cond = [True, False, True]
+    got = sc.where(sc.tensor(cond), a, b)
+    want = torch.where(torch.tensor(cond), a, b)
+    assert got.tolist() == want.tolist()
+    assert got.dtype.is_float == want.dtype.is_floating_point
+
+
+def test_parameter_isinstance_and_half():
+    m = sc.nn.Linear(3, 2)
+    assert isinstance(m.weight, sc.nn.Parameter) and isinstance(
+        sc.nn.Parameter(sc.ones(2)), sc.nn.Parameter
+    )
+    assert not isinstance(m.weight * 2, sc.nn.Parameter)
+    assert m.half().weight.dtype == sc.float16
+
+
+def test_compile_of_a_module_wraps_it_as_torch_does():
+    lin = sc.nn.Linear(3, 2)
+    fast = sc.compile(lin, mode="reduce-overhead", fullgraph=False)
+    assert fast.weight is lin.weight and fast.in_features == 3
+    assert list(fast.state_dict()) == list(torch.compile(torch.nn.Linear(3, 2)).state_dict())
+    assert fast(sc.ones(1, 3)).tolist() == lin(sc.ones(1, 3)).tolist()
+    assert sc.compile(lin, disable=True) is lin
+    with pytest.raises(ScellisError, match="unknown keyword"):
+        sc.compile(lin, modee="max-autotune")
+
+
+def _rates(lib):
+    opt = lib.optim.SGD(lib.nn.Linear(2, 2).parameters(), lr=0.1)
+    first = lib.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    for _ in range(3):
+        opt.step()
+        first.step()
+    second = lib.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)  # made later
+    out = [opt.param_groups[0]["lr"], *second.get_last_lr()]
+    for _ in range(4):
+        opt.step()
+        first.step()
+        second.step()
+        out += [opt.param_groups[0]["lr"], *first.get_last_lr(), *second.get_last_lr()]
+    return out
+
+
+def test_a_scheduler_made_later_continues_from_the_rate_it_finds():
+    assert _rates(sc) == pytest.approx(_rates(torch), rel=1e-6)
+
+
+def test_linear_algebra_names_say_what_to_use():
+    with pytest.raises(ScellisError, match="np.linalg"):
+        sc.inverse(sc.eye(2))
+
+
+def test_fan_in_and_fan_out_helper():
+    w = sc.empty(4, 3, 5)
+    assert sc.nn.init._calculate_fan_in_and_fan_out(w) == (15, 20)
