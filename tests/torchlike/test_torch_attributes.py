@@ -159,3 +159,35 @@ def test_linear_algebra_names_say_what_to_use():
 def test_fan_in_and_fan_out_helper():
     w = sc.empty(4, 3, 5)
     assert sc.nn.init._calculate_fan_in_and_fan_out(w) == (15, 20)
+
+
+def _restarts(lib):
+    opt = lib.optim.SGD(lib.nn.Linear(2, 2).parameters(), lr=0.1)
+    sched = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2)
+    out = []
+    for epoch in range(3):
+        for i in range(4):
+            opt.step()
+            sched.step(epoch + i / 4)  # the fractional epochs torch's docs show
+            out += [opt.param_groups[0]["lr"], float(sched.last_epoch)]
+    return out
+
+
+def test_scheduler_step_at_a_fractional_epoch():
+    assert _restarts(sc) == pytest.approx(_restarts(torch), rel=1e-6)
+
+
+def test_autograd_backward_of_a_list_sums_into_the_leaves():
+    s, t = pair(3, grad=True)
+    sc.autograd.backward([(s * s).sum(), (s * 3).sum()])
+    torch.autograd.backward([(t * t).sum(), (t * 3).sum()])
+    close(s.grad, t.grad)
+    with pytest.raises(ScellisError, match="higher-order"):
+        (s * s).sum().backward(create_graph=True)
+
+
+def test_batch_norm1d_state_crosses_to_torch_key_for_key():
+    ours, theirs = sc.nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)
+    ours(sc.randn(4, 3))
+    theirs.load_state_dict({k: torch.tensor(v.tolist()) for k, v in ours.state_dict().items()})
+    assert theirs.num_batches_tracked.item() == 1

@@ -11,9 +11,12 @@ unbatched result.
 
 from __future__ import annotations
 
+from ..autograd import no_grad
 from ..catalog import blocks as B
 from ..catalog.blocks.conv import time_padding
 from ..catalog.blocks.image_ops import adaptive_pool
+from ..runtime.creation import full
+from ..runtime.inplace import write_into
 from ._home import block_args, unsupported
 from ._resample import pad_by_index
 from .functional import avg_pool1d, max_pool1d
@@ -171,8 +174,16 @@ class BatchNorm1d(B.BatchNorm1d):
             int(num_features), float(eps), float(momentum), bool(affine), bool(track_running_stats)
         )
         super().__init__(cfg, **block_args(device, dtype))
+        if cfg.track_running_stats:  # torch's count, kept so state dicts match key for key
+            self.register_buffer("num_batches_tracked", full((), 0, "i32", self.ctx["device"]))
+
+    def translate_state(self, state: dict) -> dict:
+        return dict(state)  # torch's count is a buffer here too
 
     def forward(self, x):
+        if self.training and self.config.track_running_stats:
+            with no_grad():
+                write_into(self.num_batches_tracked, self.num_batches_tracked + 1)
         if x.ndim == 2:
             return super().forward(x)
         return super().forward(x.permute(0, 2, 1)).permute(0, 2, 1)

@@ -14,6 +14,7 @@ torch's bit for bit; it keeps a cursor, so stepping forward costs O(1) per step.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 from ...base.errors import ScellisError
@@ -68,15 +69,24 @@ class Scheduler:
     def lrs_at(self, step: int) -> list[float]:
         return [self.lr_at(step, b) for b in self.base_lrs]
 
-    def step(self) -> None:
-        """Advance one step (call after ``optimizer.step()``, as in torch)."""
+    def step(self, epoch=None) -> None:
+        """Advance one step (call after ``optimizer.step()``, as in torch). torch's older
+        ``step(epoch)`` sets the step instead, and the rate is the schedule's at it
+        (``CosineAnnealingWarmRestarts`` documents fractional epochs,
+        ``step(epoch + i / iters)``)."""
         # tell the optimizer (a compiled step must not replay past a scheduler's step);
         # through the optimizer, so this class's text runs unchanged beside torch's
         told = getattr(self.optimizer, "rate_stepped", None)
         if told is not None:
             told(self)
-        self.last_epoch += 1
+        if epoch is None:
+            self.last_epoch += 1
+            self._apply()
+            return
+        self.last_epoch = epoch
+        self.__dict__.pop("_own_lr", None)  # a rate set at an epoch, never composed
         self._apply()
+        self.last_epoch = math.floor(epoch)  # torch keeps the whole epochs
 
     def get_last_lr(self) -> list[float]:
         """The groups' rates as this scheduler's last step left them (torch's): where
