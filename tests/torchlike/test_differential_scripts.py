@@ -70,6 +70,8 @@ CASES = {  # script: (steps, extra keyword arguments)
     "packed_bilstm": (4, {}),
     "dict_batches": (5, {}),
     "phases_loop": (3, {}),
+    "mnist_example": (2, {}),
+    "mha_classifier": (5, {}),
 }
 
 

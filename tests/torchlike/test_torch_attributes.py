@@ -191,3 +191,18 @@ def test_batch_norm1d_state_crosses_to_torch_key_for_key():
     ours(sc.randn(4, 3))
     theirs.load_state_dict({k: torch.tensor(v.tolist()) for k, v in ours.state_dict().items()})
     assert theirs.num_batches_tracked.item() == 1
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        lambda m3, m4: (slice(None), m3),
+        lambda m3, m4: (slice(None), slice(None), m4),
+        lambda m3, m4: (Ellipsis, m4),
+        lambda m3, m4: (slice(None), m3[:, None].expand(3, 4)),
+    ],
+)
+def test_a_bool_mask_after_whole_slices(key):
+    s, t = pair(2, 3, 4)
+    m3, m4 = [True, False, True], [False, True, True, False]
+    close(s[key(sc.tensor(m3), sc.tensor(m4))], t[key(torch.tensor(m3), torch.tensor(m4))])

@@ -49,9 +49,9 @@ class TorchIndexMethods:
         keys = tuple(self._as_index(k) for k in (key if isinstance(key, tuple) else (key,)))
         tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
         if any(keys[i].dtype.kind == "b" for i in tensors):
-            if len(keys) != 1:
-                raise ShapeError("a bool mask index must be the whole index (x[mask])")
-            return self._masked_select(keys[0])
+            if len(keys) == 1:
+                return self._masked_select(keys[0])
+            return self[self._mask_as_indices(keys, tensors)]
         if len(tensors) > 1:
             return self._paired(keys, tensors)
         return super().__getitem__(keys if isinstance(key, tuple) else keys[0])
@@ -65,6 +65,15 @@ class TorchIndexMethods:
         picks = self._tensor_of([i for i, m in enumerate(flat) if m], "i32")
         rows = self.reshape((len(flat),) + tuple(self.shape[len(lead) :]))
         return rows.take(picks, 0)
+
+    def _mask_as_indices(self, keys, tensors) -> tuple:
+        """``x[:, mask]``: a bool mask among whole slices stands for its nonzero
+        positions, one index tensor per dim it covers (torch's rule; read back, as
+        torch synchronises there too)."""
+        if len(tensors) != 1:
+            raise ShapeError("a bool mask index takes no other tensor index beside it")
+        j = tensors[0]
+        return keys[:j] + tuple(keys[j].nonzero(as_tuple=True)) + keys[j + 1 :]
 
     def _paired(self, keys, tensors):
         """Integer tensors on adjacent dims, the other dims whole: torch's paired
