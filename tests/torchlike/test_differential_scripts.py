@@ -72,6 +72,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "phases_loop": (3, {}),
     "mnist_example": (2, {}),
     "mha_classifier": (5, {}),
+    "curve_fit_lbfgs": (3, {}),
 }
 
 

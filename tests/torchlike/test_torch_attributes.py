@@ -206,3 +206,25 @@ def test_a_bool_mask_after_whole_slices(key):
     s, t = pair(2, 3, 4)
     m3, m4 = [True, False, True], [False, True, True, False]
     close(s[key(sc.tensor(m3), sc.tensor(m4))], t[key(torch.tensor(m3), torch.tensor(m4))])
+
+
+def test_clip_grad_norm_takes_torchs_keywords_and_refuses_a_nonfinite_norm():
+    lin = sc.nn.Linear(2, 2)
+    lin(sc.ones(1, 2)).sum().backward()
+    n = sc.nn.utils.clip_grad_norm_(lin.parameters(), 1.0, error_if_nonfinite=True, foreach=None)
+    assert n.item() == pytest.approx(6**0.5, rel=1e-6)
+    lin.weight.grad = lin.weight.grad * float("inf")
+    with pytest.raises(ScellisError, match="not finite"):
+        sc.nn.utils.clip_grad_norm_(lin.parameters(), 1.0, error_if_nonfinite=True)
+
+
+def test_numpy_arrays_of_a_tensor_hold_its_values():
+    np = pytest.importorskip("numpy")
+    s, t = pair(2, 3)
+    np.testing.assert_array_equal(np.array(s), np.array(t))
+    assert np.asarray(s, dtype=np.float64).dtype == np.float64
+
+
+def test_lbfgs_refuses_a_line_search_by_name():
+    with pytest.raises(ScellisError, match="line_search_fn"):
+        sc.optim.LBFGS(sc.nn.Linear(2, 2).parameters(), line_search_fn="strong_wolfe")

@@ -100,6 +100,13 @@ class TorchLikeMethods:
             raise ScellisError("numpy() needs NumPy, which this host lacks; use tolist()") from None
         return ref.host_array(self._host_bytes(), self.shape, self.dtype)
 
+    def __array__(self, dtype=None, copy=None):
+        """``np.array(t)`` / ``np.asarray(t)`` (and so scikit-learn's metrics on a
+        tensor): the values, as ``numpy()`` gives them, rather than an array of 0-d
+        tensors."""
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
     # -- copies and small views --
     def clone(self):
         """A copy in new storage; gradients flow back through it, as in torch."""
