@@ -73,6 +73,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "mnist_example": (2, {}),
     "mha_classifier": (5, {}),
     "curve_fit_lbfgs": (3, {}),
+    "tied_lm": (5, {}),
 }
 
 

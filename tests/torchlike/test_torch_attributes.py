@@ -228,3 +228,57 @@ def test_numpy_arrays_of_a_tensor_hold_its_values():
 def test_lbfgs_refuses_a_line_search_by_name():
     with pytest.raises(ScellisError, match="line_search_fn"):
         sc.optim.LBFGS(sc.nn.Linear(2, 2).parameters(), line_search_fn="strong_wolfe")
+
+
+def _tied(lib):
+    nn = lib.nn
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Embedding(5, 4)
+            self.dec = nn.Linear(4, 5)
+            self.dec.weight = self.enc.weight  # reassigned: keeps its place
+
+    return Tied()
+
+
+def test_tied_and_shared_are_listed_once_and_saved_under_every_name():
+    ours, theirs = _tied(sc), _tied(torch)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert len(ours.parameters()) == 2
+    lin = sc.nn.Linear(2, 2)
+    seq = sc.nn.Sequential(lin, sc.nn.ReLU(), lin)
+    assert len(seq.parameters()) == 2 and [n for n, _ in seq.named_modules()] == ["", "0", "1"]
+    assert list(seq.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert [n for n, _ in seq.named_modules(prefix="m")] == ["m", "m.0", "m.1"]
+
+
+def test_an_optimizer_steps_a_tied_weight_once():
+    def run(lib, m):
+        opt = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(2):
+            opt.zero_grad()
+            m.dec(m.enc(lib.tensor([1, 2]))).pow(2).mean().backward()
+            opt.step()
+        return m.enc.weight
+
+    theirs = _tied(torch)
+    ours = _tied(sc)
+    ours.load_state_dict(theirs.state_dict())
+    close(run(sc, ours), run(torch, theirs))
+
+
+def test_deleting_a_child_leaves_the_state():
+    m = sc.nn.Sequential(sc.nn.Linear(2, 2))
+    m.extra = sc.nn.Linear(2, 2)
+    del m.extra
+    assert list(m.state_dict()) == ["0.weight", "0.bias"]
+
+
+def test_view_splits_the_last_dim_of_a_split_piece_as_torch():
+    s, t = pair(2, 3, 8)
+    close(s.split(4, dim=2)[1].view(2, 3, 2, 2), t.split(4, dim=2)[1].view(2, 3, 2, 2))
+    with pytest.raises(ScellisError, match="reshape"):
+        s.transpose(0, 1).view(3, 16)

@@ -87,7 +87,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
         projected outputs, and ``weight_hr`` [proj_size, hidden_size] is added."""
         c, P = self.config, self.proj_size
         H, D = c.hidden_size, self.directions
-        old = dict(self.named_parameters())  # each set again below, so in torch's order
+        old = dict(self.named_parameters())
+        self._params.clear()  # each set again below, so in torch's order
         draw = dict(bound=1.0 / math.sqrt(H), device=device, dtype=dtype, generator=generator)
         for k in range(c.num_layers):
             fan_in = c.input_size if k == 0 else P * D
