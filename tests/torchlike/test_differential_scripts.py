@@ -74,6 +74,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "mha_classifier": (5, {}),
     "curve_fit_lbfgs": (3, {}),
     "tied_lm": (5, {}),
+    "autoencoder_rows": (4, {}),
 }
 
 

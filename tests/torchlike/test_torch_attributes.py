@@ -282,3 +282,18 @@ def test_view_splits_the_last_dim_of_a_split_piece_as_torch():
     close(s.split(4, dim=2)[1].view(2, 3, 2, 2), t.split(4, dim=2)[1].view(2, 3, 2, 2))
     with pytest.raises(ScellisError, match="reshape"):
         s.transpose(0, 1).view(3, 16)
+
+
+def test_a_one_tensor_dataset_batches_as_a_list():
+    x = sc.arange(10.0).reshape(5, 2)
+    batches = list(sc.data.DataLoader(sc.data.TensorDataset(x), batch_size=2))
+    assert all(isinstance(b, list) and len(b) == 1 for b in batches)
+    assert batches[0][0].shape == (2, 2)
+
+
+def test_private_tables_and_cuda_housekeeping():
+    m = sc.nn.Sequential(sc.nn.Linear(2, 2))
+    assert list(m._modules) == ["0"] and list(m[0]._parameters) == ["weight", "bias"]
+    sc.cuda.empty_cache()
+    sc.cuda.synchronize()
+    assert sc.cuda.memory_allocated() == 0

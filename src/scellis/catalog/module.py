@@ -95,6 +95,15 @@ class Module:
             value = children[name]
         object.__setattr__(self, name, value)
 
+    # torch's private tables, which scripts read (``model._modules.items()``)
+    @property
+    def _modules(self) -> dict:
+        return self._children
+
+    @property
+    def _parameters(self) -> dict:
+        return self._params
+
     def __delattr__(self, name: str) -> None:
         for table in (self._params, self._buffers, self._children):
             table.pop(name, None)
