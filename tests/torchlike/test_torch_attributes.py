@@ -297,3 +297,23 @@ def test_private_tables_and_cuda_housekeeping():
     sc.cuda.empty_cache()
     sc.cuda.synchronize()
     assert sc.cuda.memory_allocated() == 0
+
+
+def test_numpy_operands_indices_and_rows_as_torch_takes_them():
+    np = pytest.importorskip("numpy")
+    s, t = pair(3, 4)
+    idx, mask = np.array([2, 0]), np.array([True, False, True, False])
+    close(s[idx], t[idx])
+    close(s[:, mask], t[:, mask])
+    close(s[np.int64(1)], t[np.int64(1)])
+    for ours, theirs in (
+        (np.float64(2.0) * s, np.float64(2.0) * t),
+        (np.float32(0.5) * s, np.float32(0.5) * t),
+        (s + np.ones(4, dtype=np.float32), t + np.ones(4, dtype=np.float32)),
+    ):
+        assert isinstance(ours, sc.Tensor)
+        close(ours, theirs)
+    rows = [np.array([1.0, 2.0]), np.array([3.0, 4.0])]
+    assert sc.tensor(rows).tolist() == torch.tensor(np.stack(rows)).tolist()
+    assert sc.tensor([sc.tensor(1.5), sc.tensor(2.5)]).tolist() == [1.5, 2.5]
+    assert sc.float32.is_floating_point and not sc.int32.is_floating_point

@@ -34,11 +34,23 @@ class TorchIndexMethods:
     __slots__ = ()
 
     def _as_index(self, k):
-        """A list key as a tensor on this device (bool or i32); others unchanged."""
+        """A list key (or a NumPy array of indices or a mask) as a tensor on this
+        device (bool or i32), a NumPy integer as an int; others unchanged."""
+        if hasattr(k, "__array_interface__") and not _is_tensor(k):
+            k = k.tolist()  # np.int64(3) -> 3, an index array -> a list
         if isinstance(k, list):
             dt = "bool" if _is_bool_list(k) else "i32"
             return self._tensor_of(k, dt)
         return k
+
+    def _array_operand(self, a):
+        """A NumPy operand of arithmetic (``x + arr``): a 0-d one as its number, else a
+        tensor of its values and dtype, as torch takes it."""
+        if getattr(a, "ndim", 0) == 0:
+            return a.item()
+        from .creation import tensor  # creation sits above the tensor class
+
+        return tensor(a, device=self.device)
 
     def _tensor_of(self, values, dtype):
         from .creation import tensor  # creation sits above the tensor class

@@ -101,6 +101,10 @@ class TorchLikeMethods:
             raise ScellisError("numpy() needs NumPy, which this host lacks; use tolist()") from None
         return ref.host_array(self._host_bytes(), self.shape, self.dtype)
 
+    # NumPy defers to a tensor's own reflected operators (``np.float64(2) * t`` is a
+    # tensor, as in torch) rather than turning the tensor into an array first
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
         """``np.array(t)`` / ``np.asarray(t)`` (and so scikit-learn's metrics on a
         tensor): the values, as ``numpy()`` gives them, rather than an array of 0-d
