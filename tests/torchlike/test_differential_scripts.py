@@ -75,6 +75,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "curve_fit_lbfgs": (3, {}),
     "tied_lm": (5, {}),
     "autoencoder_rows": (4, {}),
+    "numpy_split_metrics": (3, {}),
 }
 
 

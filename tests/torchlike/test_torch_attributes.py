@@ -317,3 +317,14 @@ def test_numpy_operands_indices_and_rows_as_torch_takes_them():
     assert sc.tensor(rows).tolist() == torch.tensor(np.stack(rows)).tolist()
     assert sc.tensor([sc.tensor(1.5), sc.tensor(2.5)]).tolist() == [1.5, 2.5]
     assert sc.float32.is_floating_point and not sc.int32.is_floating_point
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_of_label_pairs(accumulate):
+    true, pred = [0, 1, 1, 2, 1], [0, 1, 2, 1, 2]
+    ours, theirs = sc.zeros(3, 3), torch.zeros(3, 3)
+    ours.index_put_((sc.tensor(true), sc.tensor(pred)), sc.ones(5), accumulate=accumulate)
+    theirs.index_put_(
+        (torch.tensor(true), torch.tensor(pred)), torch.ones(5), accumulate=accumulate
+    )
+    close(ours, theirs)

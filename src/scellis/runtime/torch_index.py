@@ -87,6 +87,21 @@ class TorchIndexMethods:
         j = tensors[0]
         return keys[:j] + tuple(keys[j].nonzero(as_tuple=True)) + keys[j + 1 :]
 
+    def index_put(self, indices, values, accumulate=False):
+        """torch's ``index_put``: ``self`` with ``values`` at the places the index
+        tensors name (paired, on the leading dims); ``accumulate`` adds them instead,
+        repeated places summed (a confusion matrix from label pairs)."""
+        keys = tuple(self._as_index(k) for k in indices)
+        if not accumulate:
+            out = self.clone()
+            out[keys] = values
+            return out
+        _, end, flat = self._flat_index(keys, list(range(len(keys))))
+        rest = tuple(self.shape[end:])
+        rows = self.reshape((_count(self.shape[:end]),) + rest)
+        vals = values.expand(tuple(flat.shape) + rest).reshape((-1,) + rest)
+        return rows.index_add(0, flat.reshape((-1,)), vals).reshape(self.shape)
+
     def _paired(self, keys, tensors):
         """Integer tensors on adjacent dims, the other dims whole: torch's paired
         (broadcast) indices, one flat index into those dims."""
