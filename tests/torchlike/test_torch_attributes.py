@@ -328,3 +328,24 @@ def test_index_put_of_label_pairs(accumulate):
         (torch.tensor(true), torch.tensor(pred)), torch.ones(5), accumulate=accumulate
     )
     close(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "ctor",
+    ["Linear(3, 2)", "Conv1d(2, 3, 3)", "Conv2d(2, 3, 3)", "ConvTranspose2d(2, 3, 3)",
+     "Embedding(4, 3, padding_idx=1)", "LayerNorm(3)", "BatchNorm1d(3)", "BatchNorm2d(3)",
+     "GroupNorm(1, 3)", "LSTM(3, 4)", "GRU(3, 4)"],
+)  # fmt: skip
+def test_reset_parameters_redraws_into_the_same_tensors_within_torchs_bounds(ctor):
+    ours, theirs = eval("sc.nn." + ctor), eval("torch.nn." + ctor)
+    before = {n: p for n, p in ours.named_parameters()}
+    with sc.no_grad():
+        for p in ours.parameters():
+            p.fill_(7.0)
+    ours.reset_parameters()
+    theirs.reset_parameters()
+    for (n, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert p is before[n]
+        bound = float(q.detach().abs().max())
+        assert abs(p).max().item() <= max(bound * 1.5, 1.0) + 5.0 * ("Embedding" in ctor)
+        assert p.max().item() != 7.0

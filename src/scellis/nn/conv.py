@@ -17,6 +17,7 @@ from ..catalog.blocks.conv import time_padding
 from ..catalog.blocks.image_ops import adaptive_pool
 from ..runtime.creation import full
 from ..runtime.inplace import write_into
+from . import _reset
 from ._home import block_args, unsupported
 from ._resample import pad_by_index
 from .functional import avg_pool1d, max_pool1d
@@ -44,6 +45,8 @@ class Conv1d(B.Conv1d):
     dilation=1, groups=1, bias=True, padding_mode='zeros') on [B, C, T]; ``padding``
     may also be 'valid', 'same' or (not in torch) 'causal'. Reflect, replicate and
     circular padding are added before the block, which then pads no more."""
+
+    reset_parameters = _reset.dense
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None, *,
@@ -166,6 +169,8 @@ class BatchNorm1d(B.BatchNorm1d):
     """torch.nn.BatchNorm1d(num_features, eps=1e-5, momentum=0.1, affine=True,
     track_running_stats=True) on [B, C] or [B, C, L]."""
 
+    reset_parameters = _reset.affine
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):  # fmt: skip
         if momentum is None:
@@ -179,6 +184,13 @@ class BatchNorm1d(B.BatchNorm1d):
 
     def translate_state(self, state: dict) -> dict:
         return dict(state)  # torch's count is a buffer here too
+
+    def reset_running_stats(self) -> None:
+        if self.config.track_running_stats:
+            with no_grad():
+                for name, value in (("running_mean", 0), ("running_var", 1),
+                                    ("num_batches_tracked", 0)):  # fmt: skip
+                    getattr(self, name).fill_(value)
 
     def forward(self, x):
         if self.training and self.config.track_running_stats:

@@ -13,6 +13,7 @@ from ..catalog import blocks as B
 from ..catalog.blocks.activation import Activation, ActivationConfig
 from ..catalog.module import Module
 from ..runtime.tensor import Tensor
+from . import _reset
 from . import functional as F
 from ._home import block_args, unsupported
 from ._inplace import write_back
@@ -20,6 +21,8 @@ from ._inplace import write_back
 
 class Linear(B.Linear):
     """torch.nn.Linear(in_features, out_features, bias=True)."""
+
+    reset_parameters = _reset.dense
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
                  generator=None):  # fmt: skip
@@ -29,6 +32,8 @@ class Linear(B.Linear):
 
 class Embedding(B.Embedding):
     """torch.nn.Embedding(num_embeddings, embedding_dim, padding_idx=None)."""
+
+    reset_parameters = _reset.embedding
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, device=None,
@@ -66,6 +71,8 @@ class LayerNorm(B.LayerNorm):
     """torch.nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
     over the trailing axes ``normalized_shape`` names (an int or a tuple). Over several
     axes, ``weight`` and ``bias`` keep torch's shape and the block sees the axes as one."""
+
+    reset_parameters = _reset.affine
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):  # fmt: skip

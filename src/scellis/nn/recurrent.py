@@ -16,6 +16,7 @@ import math
 
 from ..base.errors import ScellisError
 from ..catalog import blocks as B
+from . import _reset
 from ._home import block_args, uniform_param
 from .cells import run_torch_style
 from .utils.rnn import PackedSequence
@@ -67,6 +68,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
     batch_first=False, dropout=0.0): ``forward(x, (h0, c0)=None)`` returns
     ``(output, (h_n, c_n))``."""
 
+    reset_parameters = _reset.recurrent
+
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None, *,
                  generator=None):  # fmt: skip
@@ -107,6 +110,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
 class GRU(_TorchRecurrent, B.GRU):
     """torch.nn.GRU(input_size, hidden_size, num_layers=1, bias=True,
     batch_first=False, dropout=0.0): ``forward(x, h0=None)`` returns ``(output, h_n)``."""
+
+    reset_parameters = _reset.recurrent
 
     kind = "gru"
 
