@@ -76,6 +76,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "tied_lm": (5, {}),
     "autoencoder_rows": (4, {}),
     "numpy_split_metrics": (3, {}),
+    "distill": (4, {}),
 }
 
 
