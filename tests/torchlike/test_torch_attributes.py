@@ -349,3 +349,14 @@ def test_reset_parameters_redraws_into_the_same_tensors_within_torchs_bounds(cto
         bound = float(q.detach().abs().max())
         assert abs(p).max().item() <= max(bound * 1.5, 1.0) + 5.0 * ("Embedding" in ctor)
         assert p.max().item() != 7.0
+
+
+def test_mask_assignment_after_slices_size_keyword_and_unique_method():
+    ours, theirs = sc.zeros(2, 3), torch.zeros(2, 3)
+    ours[:, sc.tensor([True, False, True])] = 2.0
+    theirs[:, torch.tensor([True, False, True])] = 2.0
+    close(ours, theirs)
+    assert sc.ones(size=(2, 3)).shape == sc.zeros(size=[2, 3]).shape == (2, 3)
+    with pytest.raises(ScellisError, match="once"):
+        sc.zeros(2, size=(2, 3))
+    assert sc.tensor([3.0, 1.0, 3.0]).unique().tolist() == [1.0, 3.0]

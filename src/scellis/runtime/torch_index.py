@@ -178,8 +178,9 @@ class TorchIndexMethods:
         indexed dims become one flat first dim, set as ``x[idx] = v`` is."""
         keys = tuple(self._tensor_of(k, "i32") if isinstance(k, int) else k for k in keys)
         tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
-        if any(keys[i].dtype.kind == "b" for i in tensors):
-            raise ShapeError("a bool mask index must be the whole index (x[mask] = v)")
+        if any(keys[i].dtype.kind == "b" for i in tensors):  # x[:, mask] = v
+            keys = self._mask_as_indices(keys, tensors)
+            tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
         a, b, flat = self._flat_index(keys, tensors)
         lead, tail = self.shape[:a], self.shape[b:]
         rows = self.reshape(lead + (_count(self.shape[a:b]),) + tail).movedim(a, 0)
