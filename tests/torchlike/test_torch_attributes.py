@@ -360,3 +360,21 @@ def test_mask_assignment_after_slices_size_keyword_and_unique_method():
     with pytest.raises(ScellisError, match="once"):
         sc.zeros(2, size=(2, 3))
     assert sc.tensor([3.0, 1.0, 3.0]).unique().tolist() == [1.0, 3.0]
+
+
+def test_module_list_and_dict_edits_as_torch():
+    def edit(lib):
+        nn = lib.nn
+        ml = nn.ModuleList([nn.Linear(2, 2), nn.ReLU()])
+        ml.insert(1, nn.Tanh())
+        ml[0] = nn.Linear(2, 3)
+        del ml[-1]
+        md = nn.ModuleDict([("a", nn.Linear(2, 2))])
+        md.update({"b": nn.Linear(2, 1)})
+        popped = md.pop("a")
+        return [type(m).__name__ for m in ml], list(ml.state_dict()), list(md.state_dict()), popped
+
+    ours, theirs = edit(sc), edit(torch)
+    assert ours[:3] == theirs[:3] and type(ours[3]).__name__ == "Linear"
+    with pytest.raises(ScellisError, match="BatchNorm"):
+        sc.nn.modules  # noqa: B018

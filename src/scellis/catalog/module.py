@@ -419,3 +419,26 @@ class ModuleList(Module):
         if isinstance(i, slice):
             return ModuleList(self._list[i])
         return self._list[i]
+
+    # torch's list edits: the children are renumbered 0..n-1 after each, as torch does
+    def _renumber(self, mods: list) -> None:
+        for k in list(self._children):
+            self.__dict__.pop(k, None)
+        self._children.clear()
+        self._list.clear()
+        self.extend(mods)
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        mods = list(self._list)
+        mods[i] = module
+        self._renumber(mods)
+
+    def __delitem__(self, i) -> None:
+        mods = list(self._list)
+        del mods[i]
+        self._renumber(mods)
+
+    def insert(self, index: int, module: Module) -> None:
+        mods = list(self._list)
+        mods.insert(index, module)
+        self._renumber(mods)

@@ -96,8 +96,24 @@ class ModuleDict(Module):
 
     def __init__(self, modules: Mapping | None = None):
         super().__init__()
-        for name, m in dict(modules or {}).items():
+        self.update(modules or {})
+
+    def update(self, modules) -> None:
+        """Children from a mapping or (name, module) pairs, as torch's."""
+        for name, m in dict(modules).items():
             self[name] = m
+
+    def pop(self, name: str) -> Module:
+        module = self[name]
+        delattr(self, name)
+        return module
+
+    def clear(self) -> None:
+        for name in list(self._children):
+            delattr(self, name)
+
+    def __delitem__(self, name: str) -> None:
+        delattr(self, name)
 
     def __setitem__(self, name: str, module: Module) -> None:
         setattr(self, name, module)
