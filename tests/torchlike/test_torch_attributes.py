@@ -378,3 +378,15 @@ def test_module_list_and_dict_edits_as_torch():
     assert ours[:3] == theirs[:3] and type(ours[3]).__name__ == "Linear"
     with pytest.raises(ScellisError, match="BatchNorm"):
         sc.nn.modules  # noqa: B018
+
+
+def test_a_checkpoint_with_numpy_numbers_and_the_rng_state_saves_and_resumes(tmp_path):
+    np = pytest.importorskip("numpy")
+    sc.manual_seed(3)
+    path = tmp_path / "ck.pt"
+    sc.save({"acc": np.float32(0.5), "epoch": np.int64(3), "rng": sc.get_rng_state()}, path)
+    first = sc.rand(3).tolist()
+    ck = sc.load(path)
+    assert (ck["acc"], ck["epoch"]) == (0.5, 3)
+    sc.set_rng_state(ck["rng"])
+    assert sc.rand(3).tolist() == first
