@@ -36,6 +36,7 @@ def _typed(dtype: str):
         return C.zeros(tuple(data), dtype)
 
     make.__doc__ = f"torch's legacy constructor: a list gives its values, ints a {dtype} shape."
+    make.legacy_dtype = dtype  # what t.type(torch.FloatTensor) casts to
     return make
 
 

@@ -390,3 +390,12 @@ def test_a_checkpoint_with_numpy_numbers_and_the_rng_state_saves_and_resumes(tmp
     assert (ck["acc"], ck["epoch"]) == (0.5, 3)
     sc.set_rng_state(ck["rng"])
     assert sc.rand(3).tolist() == first
+
+
+def test_legacy_variable_and_type_of_a_legacy_constructor():
+    from scellis.autograd import Variable
+
+    x = Variable(sc.ones(2), requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert sc.arange(3).type(sc.FloatTensor).dtype == sc.float32

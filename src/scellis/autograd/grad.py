@@ -63,3 +63,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             "one of the inputs was not used to compute the outputs (allow_unused=True)"
         )
     return found
+
+
+def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa: N802
+    """torch's old ``autograd.Variable``, which is a tensor now: ``data`` itself, or a
+    new leaf on the same values that requires grad."""
+    return data.detach().requires_grad_(True) if requires_grad else data
