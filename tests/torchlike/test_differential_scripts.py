@@ -77,6 +77,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "autoencoder_rows": (4, {}),
     "numpy_split_metrics": (3, {}),
     "distill": (4, {}),
+    "legacy_style": (4, {}),
 }
 
 
