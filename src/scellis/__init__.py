@@ -68,6 +68,8 @@ _LAZY = {
         "Size", "FloatTensor", "DoubleTensor", "HalfTensor", "IntTensor", "LongTensor",
         "BoolTensor", "initial_seed", "seed", "get_rng_state", "set_rng_state", "jit")},
     "iinfo": (".dtype_info", "iinfo"),
+    # torch's top-level twins of nn.functional's
+    **{name: (".nn.functional", name) for name in ("cosine_similarity", "pairwise_distance")},
 }  # fmt: skip
 
 # torch's integer dtypes the engine lacks: each is i32 here (said once, as for int64)
@@ -81,6 +83,9 @@ _MISSING_DTYPES = {
     "fft": "no FFT kernels: a real matmul by a DFT matrix, or NumPy on t.numpy()",
     "sparse": "dense tensors (no sparse layouts here)",
     "complex": "two real tensors (no complex dtypes here)",
+    **dict.fromkeys(("inverse", "det", "logdet", "slogdet", "pinverse", "svd", "cholesky",
+                     "qr", "lu", "eig", "matrix_exp", "lstsq", "triangular_solve"),
+                    "NumPy's np.linalg on t.numpy() (no matrix decompositions here)"),
 }  # fmt: skip
 
 # torch's free functions (``scellis.exp(x)``...): the names that module exports

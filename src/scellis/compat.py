@@ -13,6 +13,7 @@ import time
 from types import SimpleNamespace
 
 from .base.errors import ScellisError
+from .base.rng import Generator
 from .runtime import creation as C
 
 
@@ -35,6 +36,7 @@ def _typed(dtype: str):
         return C.zeros(tuple(data), dtype)
 
     make.__doc__ = f"torch's legacy constructor: a list gives its values, ints a {dtype} shape."
+    make.legacy_dtype = dtype  # what t.type(torch.FloatTensor) casts to
     return make
 
 
@@ -53,13 +55,16 @@ def seed() -> int:
     return s
 
 
-def get_rng_state():
-    """The eager streams' state (seeds and positions), for ``set_rng_state``."""
-    return C.stream_state()
+def get_rng_state() -> dict:
+    """The eager streams' state (seeds and positions), for ``set_rng_state``: plain
+    numbers and strings, so a checkpoint dict holding it saves (torch's is a tensor)."""
+    return {k: g.state() for k, g in C.stream_state().items()}
 
 
 def set_rng_state(state) -> None:
-    C.set_stream_state(state)
+    C.set_stream_state(
+        {k: g if isinstance(g, Generator) else Generator.from_state(g) for k, g in state.items()}
+    )
 
 
 def _same(obj, *args, **kwargs):

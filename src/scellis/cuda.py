@@ -26,3 +26,18 @@ def manual_seed(seed: int) -> None:
 
 
 manual_seed_all = manual_seed
+
+
+def empty_cache() -> None:
+    """Nothing cached to free: there is no CUDA allocator here."""
+
+
+def synchronize(device=None) -> None:
+    """Nothing to wait for: no CUDA stream runs here (readbacks wait for their own work)."""
+
+
+def memory_allocated(device=None) -> int:
+    return 0
+
+
+max_memory_allocated = memory_reserved = memory_allocated

@@ -20,7 +20,7 @@ sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
 x = sc.zeros((6, 3, 1))
 loader = DataLoader(TensorDataset(x), batch_size=4, shuffle=True, seed=1)
 shapes = []
-for xb in loader:
+for (xb,) in loader:
     out, (h, c) = rnn(xb)
     loss = nn.functional.mse_loss(model(out[:, :, :1]), xb)
     loss.backward()

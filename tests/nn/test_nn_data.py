@@ -35,19 +35,19 @@ def test_generator_seed_drop_last_and_plain_order():
     x, _ = rows(7)
     a = DataLoader(TensorDataset(x), batch_size=3, shuffle=True, generator=Generator(3))
     b = DataLoader(TensorDataset(x), batch_size=3, shuffle=True, seed=3)
-    assert [t.tolist() for t in a] == [t.tolist() for t in b]
+    assert [t.tolist() for (t,) in a] == [t.tolist() for (t,) in b]
     plain = DataLoader(TensorDataset(x), batch_size=3, drop_last=True)
     assert len(plain) == 2
-    assert [t.shape for t in plain] == [(3, 2), (3, 2)]
-    assert [t.tolist()[0][0] for t in plain] == [0.0, 3.0]
+    assert [t.shape for (t,) in plain] == [(3, 2), (3, 2)]
+    assert [t.tolist()[0][0] for (t,) in plain] == [0.0, 3.0]
 
 
 def test_manual_seed_sets_the_default_order():
     x, _ = rows(9)
     sc.manual_seed(11)
-    a = [t.tolist() for t in DataLoader(TensorDataset(x), 4, shuffle=True)]
+    a = [t.tolist() for (t,) in DataLoader(TensorDataset(x), 4, shuffle=True)]
     sc.manual_seed(11)
-    b = [t.tolist() for t in DataLoader(TensorDataset(x), 4, shuffle=True)]
+    b = [t.tolist() for (t,) in DataLoader(TensorDataset(x), 4, shuffle=True)]
     assert a == b
     sc.manual_seed(0)
 

@@ -63,6 +63,21 @@ CASES = {  # script: (steps, extra keyword arguments)
     "translate_transformer": (5, {}),
     "padded_text": (6, {}),
     "upsample_cnn": (5, {}),
+    "init_containers": (5, {}),
+    "freeze_resume": (4, {}),
+    "masked_tagger": (4, {}),
+    "contrastive_embed": (4, {}),
+    "packed_bilstm": (4, {}),
+    "dict_batches": (5, {}),
+    "phases_loop": (3, {}),
+    "mnist_example": (2, {}),
+    "mha_classifier": (5, {}),
+    "curve_fit_lbfgs": (3, {}),
+    "tied_lm": (5, {}),
+    "autoencoder_rows": (4, {}),
+    "numpy_split_metrics": (3, {}),
+    "distill": (4, {}),
+    "legacy_style": (4, {}),
 }
 
 

@@ -288,7 +288,7 @@ def test_process_level_names():
         with pytest.raises(sc.ScellisError, match="use"):
             getattr(sc, name)
     with pytest.raises(sc.ScellisError, match="Adam"):
-        sc.optim.LBFGS  # noqa: B018
+        sc.optim.SparseAdam  # noqa: B018
 
 
 @pytest.mark.parametrize("p", [2, 3, "fro"])

@@ -18,6 +18,10 @@ class DType:
     def is_float(self) -> bool:
         return self.kind == "f"
 
+    @property
+    def is_floating_point(self) -> bool:  # torch's name
+        return self.kind == "f"
+
     # every op compares dtypes and keys caches by them: the same object is the common
     # case, and the name alone decides the rest (the other fields follow from it)
     def __eq__(self, other):

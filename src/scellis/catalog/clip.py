@@ -84,9 +84,12 @@ def reduce_gradients(grads: list[Tensor], per_run, combine: str = "sum") -> Tens
 
 
 @no_grad()
-def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tensor:
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:  # fmt: skip
     """Scale the gradients so their joint ``norm_type``-norm is at most ``max_norm``;
-    returns the norm before clipping as a 0-d device tensor."""
+    returns the norm before clipping as a 0-d device tensor. ``error_if_nonfinite``
+    reads the norm back to refuse a NaN or infinite one, as torch does; ``foreach``
+    (torch's kernel choice) changes nothing here."""
     params = _params(parameters)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
@@ -101,6 +104,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tens
         total = total ** (1.0 / norm_type)
     else:
         raise ScellisError(f"norm_type must be > 0 or inf, got {norm_type}")
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise ScellisError(
+            f"the total norm of order {norm_type} of the gradients is not finite, so it "
+            "cannot be clipped (error_if_nonfinite=False clips it anyway)"
+        )
     coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
     scale_gradients(params, coef)
     return total
@@ -125,7 +133,7 @@ def scale_gradients(params, factor: Tensor) -> None:
 
 
 @no_grad()
-def clip_grad_value_(parameters, clip_value: float) -> None:
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element to [-clip_value, clip_value] (torch clip_grad_value_)."""
     v = float(clip_value)
     for p in _params(parameters):

@@ -14,6 +14,7 @@ from ..base.dtypes import f32
 from ..devices.kernel_choice import current as kernel_choice
 from ..ops.xent import LOSS
 from ..runtime import functional as F
+from .module import Module
 from .registry import check_config, field, register
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -64,17 +65,28 @@ class BCEWithLogitsConfig:
     reduction: str = _reduction()
 
 
-class Loss:
-    """A configured loss: ``Loss(config=None, **options)(prediction, target)``."""
+class Loss(Module):
+    """A configured loss: ``Loss(config=None, **options)(prediction, target)``.
+
+    A module, as torch's losses are: ``criterion.to(device)`` and ``criterion.cuda()``
+    in a user's script work, and a loss kept on a model is one of its children."""
 
     config: type = type(None)
 
     def __init__(self, config=None, **options):
+        super().__init__()
         if config is None:
             self.cfg = self.config(**options)
         else:
             self.cfg = dataclasses.replace(config, **options) if options else config
         check_config(self.cfg)
+
+    def __getattr__(self, name: str):
+        # torch keeps a loss's options as attributes (``criterion.reduction``)
+        cfg = self.__dict__.get("cfg")
+        if cfg is not None and name in {f.name for f in dataclasses.fields(cfg)}:
+            return getattr(cfg, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, pred, target):
         return self.forward(pred, target)

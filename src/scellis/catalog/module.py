@@ -71,6 +71,16 @@ class Module:
             self._buffers[name] = value
             object.__setattr__(self, name, value)
             return
+        # a parameter or child reassigned keeps its place, as in torch's dicts, so the
+        # parameter order (an optimizer's state indices) and state_dict order match
+        if isinstance(value, Tensor) and value.requires_grad and name in params:
+            params[name] = value
+            object.__setattr__(self, name, value)
+            return
+        if isinstance(value, Module) and name in children:
+            children[name] = value
+            object.__setattr__(self, name, value)
+            return
         params.pop(name, None)
         children.pop(name, None)
         self._buffers.pop(name, None)
@@ -84,6 +94,20 @@ class Module:
             children[name] = ModuleList(value)
             value = children[name]
         object.__setattr__(self, name, value)
+
+    # torch's private tables, which scripts read (``model._modules.items()``)
+    @property
+    def _modules(self) -> dict:
+        return self._children
+
+    @property
+    def _parameters(self) -> dict:
+        return self._params
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._params, self._buffers, self._children):
+            table.pop(name, None)
+        object.__delattr__(self, name)
 
     def register_buffer(self, name: str, t: Tensor | None, persistent: bool = True) -> None:
         """A tensor the module keeps but does not train; ``persistent=False`` leaves it
@@ -106,23 +130,31 @@ class Module:
     register_module = add_module
 
     # -- the tree --
-    def named_parameters(self, prefix: str = "", recurse: bool = True):
-        """(dotted name, parameter) pairs; ``prefix`` is joined with a dot, as torch's."""
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True):  # fmt: skip
+        """(dotted name, parameter) pairs; ``prefix`` is joined with a dot, as torch's.
+        A parameter reached twice (tied weights, a module used in two places) is listed
+        once, under its first name, as torch lists it: an optimizer must update it once."""
         head = f"{prefix}." if prefix and not prefix.endswith(".") else prefix
-        for n, p in self._params.items():
-            yield head + n, p
-        if recurse:
-            for n, c in self._children.items():
-                yield from c.named_parameters(f"{head}{n}.")
+        mods = self.named_modules(remove_duplicate=remove_duplicate) if recurse else [("", self)]
+        seen: set[int] = set()
+        for mname, m in mods:
+            for n, p in m._params.items():
+                if remove_duplicate:
+                    if id(p) in seen:
+                        continue
+                    seen.add(id(p))
+                yield head + (f"{mname}.{n}" if mname else n), p
 
     def parameters(self, recurse: bool = True) -> list[Tensor]:
         """A list (not a generator): it can be passed to an optimizer and read again;
         ``next(m.parameters())`` still gives the first, as torch's generator does."""
         return ParameterSeq(p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self, prefix: str = "", persistent_only: bool = False):
+    def named_buffers(self, prefix: str = "", persistent_only: bool = False,
+                      remove_duplicate: bool = True):  # fmt: skip
         head = f"{prefix}." if prefix and not prefix.endswith(".") else prefix
-        for mname, m in self.named_modules():
+        for mname, m in self.named_modules(remove_duplicate=remove_duplicate):
             skip = m.__dict__.get("_transient", ()) if persistent_only else ()
             for b, t in m._buffers.items():
                 if b not in skip:
@@ -162,10 +194,18 @@ class Module:
             raise ScellisError(f"{type(self).__name__} has no {what} {target!r}")
         return found
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        yield prefix.rstrip("."), self
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:  # fmt: skip
+        """This module and every one below it, depth first, by dotted path; a module
+        reached twice is listed once (torch's ``remove_duplicate``)."""
+        memo = set() if memo is None else memo
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
         for n, c in self._children.items():
-            yield from c.named_modules(f"{prefix}{n}.")
+            yield from c.named_modules(memo, f"{prefix}.{n}" if prefix else n, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
@@ -182,8 +222,9 @@ class Module:
     def live_state(self) -> dict[str, Tensor]:
         """Parameters and persistent buffers by their dotted paths in this tree: the
         live tensors themselves, what loading writes into."""
-        out = dict(self.named_parameters())
-        out.update(self.named_buffers(persistent_only=True))
+        # every path, tied ones too: torch's state_dict() keeps each name
+        out = dict(self.named_parameters(remove_duplicate=False))
+        out.update(self.named_buffers(persistent_only=True, remove_duplicate=False))
         return out
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
@@ -264,6 +305,9 @@ class Module:
 
     def float(self) -> Module:
         return self.to(dtype="f32")
+
+    def half(self) -> Module:
+        return self.to(dtype="f16")
 
     # -- training mode and gradients --
     def train(self, mode: bool = True) -> Module:
@@ -375,3 +419,26 @@ class ModuleList(Module):
         if isinstance(i, slice):
             return ModuleList(self._list[i])
         return self._list[i]
+
+    # torch's list edits: the children are renumbered 0..n-1 after each, as torch does
+    def _renumber(self, mods: list) -> None:
+        for k in list(self._children):
+            self.__dict__.pop(k, None)
+        self._children.clear()
+        self._list.clear()
+        self.extend(mods)
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        mods = list(self._list)
+        mods[i] = module
+        self._renumber(mods)
+
+    def __delitem__(self, i) -> None:
+        mods = list(self._list)
+        del mods[i]
+        self._renumber(mods)
+
+    def insert(self, index: int, module: Module) -> None:
+        mods = list(self._list)
+        mods.insert(index, module)
+        self._renumber(mods)

@@ -23,7 +23,7 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 def translated(module, state: dict) -> dict:
     """``state`` with every module's ``translate_state`` applied, parents first."""
     cur = dict(state)
-    for name, m in module.named_modules():
+    for name, m in module.named_modules(remove_duplicate=False):
         prefix = f"{name}." if name else ""
         mine = {k[len(prefix) :]: v for k, v in cur.items() if k.startswith(prefix)}
         rest = {k: v for k, v in cur.items() if not k.startswith(prefix)}
@@ -36,11 +36,11 @@ def exported(module, state: dict) -> dict:
     buffers, then its children) with every module's ``export_state`` applied, parents
     first: torch's names for the torch-shaped layers of the tree, in their places."""
     order = []
-    for name, m in module.named_modules():
+    for name, m in module.named_modules(remove_duplicate=False):
         prefix = f"{name}." if name else ""
         order += [prefix + k for k in (*m._params, *m._buffers) if prefix + k in state]
     cur = {k: state[k] for k in order}
-    for name, m in module.named_modules():
+    for name, m in module.named_modules(remove_duplicate=False):
         if not m.exports_torch_names:
             continue
         prefix = f"{name}." if name else ""

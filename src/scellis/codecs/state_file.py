@@ -54,6 +54,8 @@ class _Packer:
             name = self.name(path)
             self.tensors[name] = (code, tuple(obj.shape), host_bytes(obj))
             return {"__tensor__": name}
+        if hasattr(obj, "__array_interface__") and getattr(obj, "ndim", None) == 0:
+            obj = obj.item()  # a NumPy scalar (a best accuracy, an epoch): its number
         if isinstance(obj, float) and not math.isfinite(obj):
             return {"__float__": repr(obj)}
         if obj is None or isinstance(obj, (bool, int, float, str)):

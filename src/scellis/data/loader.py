@@ -251,7 +251,8 @@ class DataLoader:
 
     def _batch(self, rows: list[int]):
         if self.collate_fn is None and isinstance(self.dataset, TensorDataset):
-            out = self.dataset.rows(rows)
-            return out[0] if len(out) == 1 else list(out)
+            # a list even of one tensor, as torch's collate gives: ``for (x,) in loader``
+            # and ``batch[0]`` are the batch, never its first row
+            return list(self.dataset.rows(rows))
         collate = self.collate_fn or default_collate
         return collate([self.dataset[i] for i in rows])

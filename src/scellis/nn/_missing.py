@@ -37,6 +37,8 @@ LAYERS = {
     "LPPool2d": "use AvgPool2d on x.pow(p), then .pow(1 / p)",
     "FractionalMaxPool2d": "use MaxPool2d or AdaptiveMaxPool2d",
     "ChannelShuffle": "reshape to [B, g, C/g, H, W], transpose(1, 2), reshape back",
+    "modules": "the classes on scellis.nn itself (isinstance(m, (nn.BatchNorm1d, "
+    "nn.BatchNorm2d))); torch's private bases (_BatchNorm, _ConvNd) have no counterpart",
 }  # fmt: skip
 
 FUNCTIONS = {

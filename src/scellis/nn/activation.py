@@ -17,15 +17,17 @@ class _Elementwise(Module):
 
     def __init__(self, inplace: bool = False, **options):
         super().__init__()
-        object.__setattr__(self, "options", options)
+        object.__setattr__(self, "options", tuple(options))
         object.__setattr__(self, "inplace", bool(inplace))
+        for name, value in options.items():  # torch's attributes: ``softmax.dim``
+            object.__setattr__(self, name, value)
 
     def forward(self, x):
-        out = type(self).fn(x, **self.options)
+        out = type(self).fn(x, **{k: getattr(self, k) for k in self.options})
         return write_back(x, out, self.inplace, type(self).__name__.lower())
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.options.items())
+        return ", ".join(f"{k}={getattr(self, k)}" for k in self.options)
 
 
 class ELU(_Elementwise):

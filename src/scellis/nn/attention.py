@@ -101,6 +101,7 @@ class MultiheadAttention(B.MultiHeadAttention):
             self.bias_k = self.bias_v = None
         object.__setattr__(self, "batch_first", bool(batch_first))
         object.__setattr__(self, "add_zero_attn", bool(add_zero_attn))
+        object.__setattr__(self, "head_dim", cfg.embed_dim // cfg.num_heads)
         object.__setattr__(self, "_qkv_same_embed_dim", not separate)
         object.__setattr__(self, "kdim", kdim)
         object.__setattr__(self, "vdim", vdim)

@@ -11,9 +11,13 @@ unbatched result.
 
 from __future__ import annotations
 
+from ..autograd import no_grad
 from ..catalog import blocks as B
 from ..catalog.blocks.conv import time_padding
 from ..catalog.blocks.image_ops import adaptive_pool
+from ..runtime.creation import full
+from ..runtime.inplace import write_into
+from . import _reset
 from ._home import block_args, unsupported
 from ._resample import pad_by_index
 from .functional import avg_pool1d, max_pool1d
@@ -42,6 +46,8 @@ class Conv1d(B.Conv1d):
     may also be 'valid', 'same' or (not in torch) 'causal'. Reflect, replicate and
     circular padding are added before the block, which then pads no more."""
 
+    reset_parameters = _reset.dense
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None, *,
                  generator=None):  # fmt: skip
@@ -49,6 +55,7 @@ class Conv1d(B.Conv1d):
             raise unsupported(f"padding_mode={padding_mode!r}", "Conv1d")
         if not isinstance(padding, str):
             padding = _one(padding, "padding", "Conv1d")
+        given = padding
         k, d = _one(kernel_size, "kernel_size", "Conv1d"), _one(dilation, "dilation", "Conv1d")
         edges = None
         if padding_mode != "zeros":
@@ -66,6 +73,12 @@ class Conv1d(B.Conv1d):
         )
         super().__init__(cfg, **block_args(device, dtype, generator))
         object.__setattr__(self, "edges", (padding_mode, edges) if edges else None)
+        # torch's attributes are 1-tuples (``conv.kernel_size[0]``); the Config keeps ints
+        c = self.config
+        for name in ("kernel_size", "stride", "dilation"):
+            object.__setattr__(self, name, (getattr(c, name),))
+        object.__setattr__(self, "padding", given if isinstance(given, str) else (given,))
+        object.__setattr__(self, "padding_mode", padding_mode)
 
     def forward(self, x):
         if self.edges:
@@ -156,6 +169,8 @@ class BatchNorm1d(B.BatchNorm1d):
     """torch.nn.BatchNorm1d(num_features, eps=1e-5, momentum=0.1, affine=True,
     track_running_stats=True) on [B, C] or [B, C, L]."""
 
+    reset_parameters = _reset.affine
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):  # fmt: skip
         if momentum is None:
@@ -164,8 +179,23 @@ class BatchNorm1d(B.BatchNorm1d):
             int(num_features), float(eps), float(momentum), bool(affine), bool(track_running_stats)
         )
         super().__init__(cfg, **block_args(device, dtype))
+        if cfg.track_running_stats:  # torch's count, kept so state dicts match key for key
+            self.register_buffer("num_batches_tracked", full((), 0, "i32", self.ctx["device"]))
+
+    def translate_state(self, state: dict) -> dict:
+        return dict(state)  # torch's count is a buffer here too
+
+    def reset_running_stats(self) -> None:
+        if self.config.track_running_stats:
+            with no_grad():
+                for name, value in (("running_mean", 0), ("running_var", 1),
+                                    ("num_batches_tracked", 0)):  # fmt: skip
+                    getattr(self, name).fill_(value)
 
     def forward(self, x):
+        if self.training and self.config.track_running_stats:
+            with no_grad():
+                write_into(self.num_batches_tracked, self.num_batches_tracked + 1)
         if x.ndim == 2:
             return super().forward(x)
         return super().forward(x.permute(0, 2, 1)).permute(0, 2, 1)

@@ -40,6 +40,12 @@ def _fans(t: Tensor) -> tuple[int, int]:
     return t.shape[1] * field, t.shape[0] * field
 
 
+def _calculate_fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
+    """torch's private helper, which tutorials call to redo a layer's default init
+    (``bound = 1 / math.sqrt(fan_in)`` for a bias)."""
+    return _fans(t)
+
+
 @no_grad()
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     u = rand(t.shape, t.device, "f32", generator or eager_stream("init"))

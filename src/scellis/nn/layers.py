@@ -13,6 +13,7 @@ from ..catalog import blocks as B
 from ..catalog.blocks.activation import Activation, ActivationConfig
 from ..catalog.module import Module
 from ..runtime.tensor import Tensor
+from . import _reset
 from . import functional as F
 from ._home import block_args, unsupported
 from ._inplace import write_back
@@ -20,6 +21,8 @@ from ._inplace import write_back
 
 class Linear(B.Linear):
     """torch.nn.Linear(in_features, out_features, bias=True)."""
+
+    reset_parameters = _reset.dense
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
                  generator=None):  # fmt: skip
@@ -29,6 +32,8 @@ class Linear(B.Linear):
 
 class Embedding(B.Embedding):
     """torch.nn.Embedding(num_embeddings, embedding_dim, padding_idx=None)."""
+
+    reset_parameters = _reset.embedding
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, device=None,
@@ -66,6 +71,8 @@ class LayerNorm(B.LayerNorm):
     """torch.nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
     over the trailing axes ``normalized_shape`` names (an int or a tuple). Over several
     axes, ``weight`` and ``bias`` keep torch's shape and the block sees the axes as one."""
+
+    reset_parameters = _reset.affine
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):  # fmt: skip
@@ -149,6 +156,7 @@ class GELU(Activation):
         if approximate not in ("none", "tanh"):
             raise unsupported(f"approximate={approximate!r}", "GELU")
         super().__init__(ActivationConfig("gelu" if approximate == "none" else "gelu_tanh"))
+        object.__setattr__(self, "approximate", approximate)
 
 
 class Identity(Module):
@@ -172,9 +180,19 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-def Parameter(data: Tensor, requires_grad: bool = True) -> Tensor:  # noqa: N802 (torch's name)
-    """torch.nn.Parameter: a leaf tensor that a Module registers as a parameter."""
-    return data.detach().requires_grad_(requires_grad)
+class _ParameterType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        # a module registers the leaf tensors that need a gradient as its parameters,
+        # so that is what ``isinstance(t, nn.Parameter)`` asks of a tensor here
+        return isinstance(obj, Tensor) and obj.requires_grad and obj.is_leaf
+
+
+class Parameter(metaclass=_ParameterType):
+    """torch.nn.Parameter: a leaf tensor that a Module registers as a parameter (a plain
+    Tensor: there is no subclass, but ``isinstance(t, nn.Parameter)`` still answers)."""
+
+    def __new__(cls, data: Tensor, requires_grad: bool = True) -> Tensor:
+        return data.detach().requires_grad_(requires_grad)
 
 
 class LeakyReLU(Module):

@@ -18,6 +18,7 @@ from ..ops import composites as C
 from ..runtime import functional as RF
 from ..runtime.creation import full
 from ..runtime.inplace import write_into
+from . import _reset
 from ._home import constant_param
 from ._inplace import honours_inplace, write_back
 
@@ -61,6 +62,7 @@ def _update(running_mean, running_var, mu, var, n: int, momentum: float) -> None
 
 class _BatchNorm(Module):
     dims = (4,)
+    reset_parameters = _reset.affine
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):  # fmt: skip
@@ -133,6 +135,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
 class GroupNorm(Module):
     """torch.nn.GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)."""
 
+    reset_parameters = _reset.affine
+
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
                  dtype=None):  # fmt: skip
         super().__init__()
@@ -180,6 +184,7 @@ def _update_per_instance(x, running_mean, running_var, momentum: float) -> None:
 
 class _InstanceNorm(Module):
     dims = 3
+    reset_parameters = _reset.affine
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None):  # fmt: skip

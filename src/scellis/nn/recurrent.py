@@ -16,6 +16,7 @@ import math
 
 from ..base.errors import ScellisError
 from ..catalog import blocks as B
+from . import _reset
 from ._home import block_args, uniform_param
 from .cells import run_torch_style
 from .utils.rnn import PackedSequence
@@ -67,6 +68,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
     batch_first=False, dropout=0.0): ``forward(x, (h0, c0)=None)`` returns
     ``(output, (h_n, c_n))``."""
 
+    reset_parameters = _reset.recurrent
+
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None, *,
                  generator=None):  # fmt: skip
@@ -87,7 +90,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
         projected outputs, and ``weight_hr`` [proj_size, hidden_size] is added."""
         c, P = self.config, self.proj_size
         H, D = c.hidden_size, self.directions
-        old = dict(self.named_parameters())  # each set again below, so in torch's order
+        old = dict(self.named_parameters())
+        self._params.clear()  # each set again below, so in torch's order
         draw = dict(bound=1.0 / math.sqrt(H), device=device, dtype=dtype, generator=generator)
         for k in range(c.num_layers):
             fan_in = c.input_size if k == 0 else P * D
@@ -106,6 +110,8 @@ class LSTM(_TorchRecurrent, B.LSTM):
 class GRU(_TorchRecurrent, B.GRU):
     """torch.nn.GRU(input_size, hidden_size, num_layers=1, bias=True,
     batch_first=False, dropout=0.0): ``forward(x, h0=None)`` returns ``(output, h_n)``."""
+
+    reset_parameters = _reset.recurrent
 
     kind = "gru"
 

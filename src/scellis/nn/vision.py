@@ -15,6 +15,7 @@ import math
 from ..base.errors import ScellisError
 from ..catalog.blocks import image_ops as V
 from ..catalog.module import Module
+from . import _reset
 from ._home import uniform_param
 from ._resample import interpolate, pad_by_index
 
@@ -24,6 +25,8 @@ PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 class Conv2d(Module):
     """torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0,
     dilation=1, groups=1, bias=True, padding_mode='zeros')."""
+
+    reset_parameters = _reset.dense
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None, *,
@@ -58,6 +61,7 @@ class Conv2d(Module):
 
 class _ConvTranspose(Module):
     spatial = 2
+    reset_parameters = _reset.dense
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",

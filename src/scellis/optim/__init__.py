@@ -7,6 +7,7 @@ for SML runs and Python code). Browser-safe: pure Python, no NumPy.
 from ..settings import UnsupportedName
 from . import lr_scheduler, swa_utils  # noqa: F401
 from .elementwise import Adadelta, Adamax, Rprop  # noqa: F401
+from .lbfgs import LBFGS  # noqa: F401
 from .optimizers import (  # noqa: F401
     SGD,
     Adagrad,
@@ -20,7 +21,6 @@ from .optimizers import (  # noqa: F401
 
 # torch optimizers with no counterpart here, and what to use instead
 _MISSING = {
-    "LBFGS": "Adam or SGD (line-search optimizers are not supported)",
     "ASGD": "SGD with a scheduler, or an average of the weights kept by hand",
     "SparseAdam": "Adam (there are no sparse gradients here)",
 }

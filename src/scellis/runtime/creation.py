@@ -29,6 +29,8 @@ _ARRAY_DTYPES = {
 
 
 def _flatten(data, shape: list, depth: int, out: list) -> None:
+    if isinstance(data, Tensor) or hasattr(data, "__array_interface__"):
+        data = data.tolist()  # rows that are arrays or tensors: torch.tensor([a, b])
     if isinstance(data, (list, tuple)):
         if len(shape) <= depth:
             shape.append(len(data))

@@ -17,7 +17,11 @@ from . import creation as C
 from .tensor import Tensor
 
 
-def _size(size) -> tuple[int, ...]:
+def _size(size, keyword=None) -> tuple[int, ...]:
+    if keyword is not None:  # torch's size= keyword: zeros(size=(2, 3))
+        if size:
+            raise ScellisError("give the size once: as arguments or as size=")
+        size = (keyword,)
     if len(size) == 1 and not isinstance(size[0], int):
         size = tuple(size[0])
     if not all(isinstance(d, int) and d >= 0 for d in size):
@@ -29,17 +33,28 @@ def _grad(t: Tensor, requires_grad: bool) -> Tensor:
     return t.requires_grad_() if requires_grad else t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return C.full(_size(size), 0, dtype, device, requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    return C.full(_size(size, _size_kw(kw)), 0, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return C.full(_size(size), 1, dtype, device, requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    return C.full(_size(size, _size_kw(kw)), 1, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """Zeros: storage is always initialised here."""
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad, **kw)
+
+
+def _size_kw(kw: dict):
+    """torch's ``size=`` keyword, and its ``out=``/``layout=``/``pin_memory=`` refused
+    or ignored as they mean nothing here."""
+    size = kw.pop("size", None)
+    kw.pop("pin_memory", None)
+    kw.pop("layout", None)
+    if kw:
+        raise ScellisError(f"unexpected keyword(s) {sorted(kw)}")
+    return size
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:

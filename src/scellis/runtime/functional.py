@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..base.dtypes import promote
 from ..base.errors import ScellisError
 from ..ops import composites as C
-from .creation import generator
+from .creation import full, generator
 from .dispatch import apply
 from .tensor import Tensor
 
@@ -37,7 +37,12 @@ def where(cond: Tensor, a=None, b=None) -> Tensor:
         return a.where(cond, b)
     if isinstance(b, Tensor):
         return b.where(cond.logical_not(), a)
-    raise ScellisError("where needs at least one tensor branch")
+    if not all(isinstance(v, (bool, int, float)) for v in (a, b)):
+        raise ScellisError("where takes tensors or Python numbers as its branches")
+    # two numbers (``torch.where(mask, 1, -1)``): a tensor of cond's shape in the dtype
+    # torch gives them, float if either is, else integer, else bool
+    kind = "f32" if float in (type(a), type(b)) else "bool" if bool is type(a) is type(b) else "i32"
+    return full(cond.shape, a, kind, cond.device).where(cond, b)
 
 
 def maximum(a, b):

@@ -152,6 +152,13 @@ class Tensor(
     def detach(self) -> Tensor:
         return Tensor(self._buf, self.shape, self.strides, self.offset, self.dtype, self.device)
 
+    def detach_(self) -> Tensor:
+        """torch's in-place detach: this very tensor leaves the tape and becomes a leaf
+        that needs no gradient (a hidden state cut between truncated-BPTT chunks)."""
+        self._node = None
+        self.requires_grad = False
+        return self
+
     def requires_grad_(self, flag: bool = True) -> Tensor:
         if flag and not self.dtype.is_float:
             raise ScellisError(f"only float tensors can require grad, not {self.dtype}")

@@ -49,11 +49,18 @@ def _scalar_dtype(value, like: DType) -> DType:
 
 
 def pair(a, b):
-    """Two tensors of one dtype from tensor/scalar operands."""
+    """Two tensors of one dtype from tensor/scalar operands (a NumPy operand taken as
+    torch takes it: its number, or a tensor of its values)."""
     if not isinstance(a, TensorMath):
-        a = _const(a, _scalar_dtype(a, b.dtype), b)
+        if hasattr(a, "__array_interface__"):
+            a = b._array_operand(a)
+        if not isinstance(a, TensorMath):
+            a = _const(a, _scalar_dtype(a, b.dtype), b)
     if not isinstance(b, TensorMath):
-        b = _const(b, _scalar_dtype(b, a.dtype), a)
+        if hasattr(b, "__array_interface__"):
+            b = a._array_operand(b)
+        if not isinstance(b, TensorMath):
+            b = _const(b, _scalar_dtype(b, a.dtype), a)
     if a.dtype is not b.dtype and a.dtype != b.dtype:  # one object: the common case, no call
         dt = promote(a.dtype, b.dtype)
         a, b = a.cast(dt), b.cast(dt)

@@ -7,10 +7,10 @@ once over primitives; ``backward`` runs the tape with the VJP rules.
 
 from __future__ import annotations
 
-from ..autograd import backward as _run_backward
 from ..autograd.rules import VJP
+from ..autograd.tape import backward as _run_backward
 from ..base.dtypes import as_dtype, bool_
-from ..base.errors import ShapeError
+from ..base.errors import AutogradError, ShapeError
 from ..base.shapes import broadcast_shapes, norm_axes, reduction_axes
 from ..ops import composites as C
 from .primitive import apply_op, apply_with_vjp, run_primitive
@@ -147,8 +147,13 @@ class TensorNN:
         return run_primitive(type(self), "arange", (), self.device, attrs)
 
     # -- autograd and raw primitives --
-    def backward(self, gradient=None, retain_graph=False):
-        _run_backward(self, gradient, retain_graph=retain_graph, rules=VJP)
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if create_graph or inputs is not None:
+            raise AutogradError(
+                "backward(create_graph=, inputs=) are not supported (no higher-order "
+                "gradients here): use autograd.grad(outputs, inputs) for chosen inputs"
+            )
+        _run_backward(self, gradient, retain_graph=bool(retain_graph), rules=VJP)
 
     def with_vjp(self, name, forward, rule, saves=False, **attrs):
         """``forward(self, **attrs)`` recorded as one tape node with VJP ``rule``, for

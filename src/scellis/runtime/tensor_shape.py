@@ -238,5 +238,9 @@ class TensorShape:
             "scatter_add", (self, idx), axis=norm_axis(axis, len(shape)), shape=tuple(shape)
         )
 
-    def take(self, idx, axis=0):
+    def take(self, idx, axis=None):
+        """Rows ``idx`` along ``axis``; without an axis, torch's ``take``: the elements at
+        ``idx`` of the tensor read flat, in ``idx``'s shape."""
+        if axis is None:
+            return C.take(self.reshape((-1,)), idx, 0)
         return C.take(self, idx, axis)

@@ -53,6 +53,7 @@ _SAME_AS_METHOD = (
     "movedim", "moveaxis", "swapaxes", "swapdims", "index_select", "masked_select",
     "nonzero", "argwhere", "diagonal", "diag", "trace", "scatter", "scatter_add",
     "index_add", "index_fill", "ravel", "t", "split", "chunk", "repeat", "is_floating_point",
+    "take",
 )  # fmt: skip
 globals().update({n: _method(n) for n in _SAME_AS_METHOD})
 greater, less = _method("gt"), _method("lt")

@@ -34,11 +34,23 @@ class TorchIndexMethods:
     __slots__ = ()
 
     def _as_index(self, k):
-        """A list key as a tensor on this device (bool or i32); others unchanged."""
+        """A list key (or a NumPy array of indices or a mask) as a tensor on this
+        device (bool or i32), a NumPy integer as an int; others unchanged."""
+        if hasattr(k, "__array_interface__") and not _is_tensor(k):
+            k = k.tolist()  # np.int64(3) -> 3, an index array -> a list
         if isinstance(k, list):
             dt = "bool" if _is_bool_list(k) else "i32"
             return self._tensor_of(k, dt)
         return k
+
+    def _array_operand(self, a):
+        """A NumPy operand of arithmetic (``x + arr``): a 0-d one as its number, else a
+        tensor of its values and dtype, as torch takes it."""
+        if getattr(a, "ndim", 0) == 0:
+            return a.item()
+        from .creation import tensor  # creation sits above the tensor class
+
+        return tensor(a, device=self.device)
 
     def _tensor_of(self, values, dtype):
         from .creation import tensor  # creation sits above the tensor class
@@ -49,9 +61,9 @@ class TorchIndexMethods:
         keys = tuple(self._as_index(k) for k in (key if isinstance(key, tuple) else (key,)))
         tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
         if any(keys[i].dtype.kind == "b" for i in tensors):
-            if len(keys) != 1:
-                raise ShapeError("a bool mask index must be the whole index (x[mask])")
-            return self._masked_select(keys[0])
+            if len(keys) == 1:
+                return self._masked_select(keys[0])
+            return self[self._mask_as_indices(keys, tensors)]
         if len(tensors) > 1:
             return self._paired(keys, tensors)
         return super().__getitem__(keys if isinstance(key, tuple) else keys[0])
@@ -65,6 +77,30 @@ class TorchIndexMethods:
         picks = self._tensor_of([i for i, m in enumerate(flat) if m], "i32")
         rows = self.reshape((len(flat),) + tuple(self.shape[len(lead) :]))
         return rows.take(picks, 0)
+
+    def _mask_as_indices(self, keys, tensors) -> tuple:
+        """``x[:, mask]``: a bool mask among whole slices stands for its nonzero
+        positions, one index tensor per dim it covers (torch's rule; read back, as
+        torch synchronises there too)."""
+        if len(tensors) != 1:
+            raise ShapeError("a bool mask index takes no other tensor index beside it")
+        j = tensors[0]
+        return keys[:j] + tuple(keys[j].nonzero(as_tuple=True)) + keys[j + 1 :]
+
+    def index_put(self, indices, values, accumulate=False):
+        """torch's ``index_put``: ``self`` with ``values`` at the places the index
+        tensors name (paired, on the leading dims); ``accumulate`` adds them instead,
+        repeated places summed (a confusion matrix from label pairs)."""
+        keys = tuple(self._as_index(k) for k in indices)
+        if not accumulate:
+            out = self.clone()
+            out[keys] = values
+            return out
+        _, end, flat = self._flat_index(keys, list(range(len(keys))))
+        rest = tuple(self.shape[end:])
+        rows = self.reshape((_count(self.shape[:end]),) + rest)
+        vals = values.expand(tuple(flat.shape) + rest).reshape((-1,) + rest)
+        return rows.index_add(0, flat.reshape((-1,)), vals).reshape(self.shape)
 
     def _paired(self, keys, tensors):
         """Integer tensors on adjacent dims, the other dims whole: torch's paired
@@ -142,8 +178,9 @@ class TorchIndexMethods:
         indexed dims become one flat first dim, set as ``x[idx] = v`` is."""
         keys = tuple(self._tensor_of(k, "i32") if isinstance(k, int) else k for k in keys)
         tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
-        if any(keys[i].dtype.kind == "b" for i in tensors):
-            raise ShapeError("a bool mask index must be the whole index (x[mask] = v)")
+        if any(keys[i].dtype.kind == "b" for i in tensors):  # x[:, mask] = v
+            keys = self._mask_as_indices(keys, tensors)
+            tensors = [i for i, k in enumerate(keys) if _is_tensor(k)]
         a, b, flat = self._flat_index(keys, tensors)
         lead, tail = self.shape[:a], self.shape[b:]
         rows = self.reshape(lead + (_count(self.shape[a:b]),) + tail).movedim(a, 0)

@@ -15,7 +15,7 @@ _WRITE_BACK = (
     "abs", "neg", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "floor", "ceil",
     "round", "trunc", "frac", "clamp_min", "clamp_max", "clip", "pow", "square", "sign",
     "reciprocal", "nan_to_num", "lerp", "addcmul", "addcdiv", "scatter", "scatter_add",
-    "index_add", "index_fill", "log1p", "expm1", "sin", "cos", "remainder", "fmod",
+    "index_add", "index_fill", "index_put", "log1p", "expm1", "sin", "cos", "remainder", "fmod",
     "maximum", "minimum", "logical_not", "t", "transpose", "unsqueeze", "squeeze",
 )  # fmt: skip
 

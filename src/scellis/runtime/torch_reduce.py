@@ -63,6 +63,12 @@ class TorchReduceMethods:
 
     __slots__ = ()
 
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """torch's ``Tensor.unique``: ``torch.unique(self, ...)``."""
+        from .torch_free import unique  # torch_free sits above the tensor class
+
+        return unique(self, sorted, return_inverse, return_counts, dim)
+
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         x = _bool_as_int(self.cast(dtype) if dtype is not None else self)
         if dim is None:

@@ -52,6 +52,7 @@ class TorchShapeMethods:
         """Without a dtype, torch's type name (``'torch.FloatTensor'``); else the cast."""
         if dtype is None:
             return _NAME_OF[self.dtype.name]
+        dtype = getattr(dtype, "legacy_dtype", dtype)  # t.type(torch.FloatTensor)
         name = _TYPE_NAMES.get(dtype, dtype) if isinstance(dtype, str) else dtype
         return self.cast(as_dtype(name))
 

@@ -28,6 +28,7 @@ from ..base.dtypes import as_dtype, narrowed_int
 from ..base.errors import DeviceError, DTypeError, ScellisError
 from ..base.shapes import contiguous_strides, norm_axes
 from ..devices.base import View, get_device
+from .tensor_shape import _reshaped
 from .view_writes import keep_old_value, view_base, write_into_base, write_through_view
 from .write_guard import guard_write
 
@@ -100,6 +101,17 @@ class TorchLikeMethods:
             raise ScellisError("numpy() needs NumPy, which this host lacks; use tolist()") from None
         return ref.host_array(self._host_bytes(), self.shape, self.dtype)
 
+    # NumPy defers to a tensor's own reflected operators (``np.float64(2) * t`` is a
+    # tensor, as in torch) rather than turning the tensor into an array first
+    __array_priority__ = 1000
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.array(t)`` / ``np.asarray(t)`` (and so scikit-learn's metrics on a
+        tensor): the values, as ``numpy()`` gives them, rather than an array of 0-d
+        tensors."""
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
     # -- copies and small views --
     def clone(self):
         """A copy in new storage; gradients flow back through it, as in torch."""
@@ -107,13 +119,15 @@ class TorchLikeMethods:
 
     def view(self, *shape):
         """torch's ``view``: the same storage in another shape; only where no copy is
-        needed (a contiguous tensor), else the advice to ``reshape``."""
+        needed, else the advice to ``reshape``. As in torch, a strided tensor views
+        where the new dims split or join only dims laid out one after another (a
+        ``split`` piece's last dim into heads: ``q.view(B, T, H, C // H)``)."""
         dims = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         if any(not isinstance(d, int) or isinstance(d, bool) for d in dims):
             raise ScellisError(
                 f"view takes a shape (ints), got {shape!r}; dtype views are not supported"
             )
-        if not self.is_contiguous():
+        if not self.is_contiguous() and _reshaped(self.shape, self.strides, dims)[1] is None:
             raise ScellisError(
                 f"view of a non-contiguous tensor (shape {self.shape}, strides {self.strides}) "
                 "needs a copy; use .reshape(...) (or .contiguous().view(...))"

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import warnings
 
+from ..base.errors import ScellisError
 from ..catalog.host_steps import watching
+from ..catalog.module import Module
 from ..catalog.optim.base import Optimizer
 from ..runtime.dispatch import default_device
 from ..runtime.replay import StepReplay
@@ -114,9 +116,44 @@ def _rates(optimizers) -> list:
             for o in optimizers]  # fmt: skip
 
 
-def compile(fn=None, *, warmup: int = 1):  # noqa: A001 (torch's name)
+class OptimizedModule(Module):
+    """What ``torch.compile(model)`` returns: the model as the child ``_orig_mod``
+    (so ``state_dict()`` keys start ``_orig_mod.``, as torch's do), every other
+    attribute read from it. Its calls run the model eagerly: a forward alone is no
+    step to replay (its backward and update happen outside it), and a replayed output
+    would be rewritten by the next call where torch's stays."""
+
+    def __init__(self, mod: Module):
+        super().__init__()
+        self._orig_mod = mod
+
+    def forward(self, *args, **kwargs):
+        return self._orig_mod(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        mod = self.__dict__.get("_orig_mod")
+        if mod is None:
+            raise AttributeError(name)
+        return getattr(mod, name)
+
+
+# torch.compile's keywords: how much to compile and with what; hints to Scellis
+_TORCH_HINTS = ("fullgraph", "dynamic", "backend", "mode", "options", "disable")
+
+
+def compile(fn=None, *, warmup: int = 1, **hints):  # noqa: A001 (torch's name)
     """``scellis.compile(step)`` or ``@scellis.compile``: the step replayed once its
-    recorded calls agree (see the module's text)."""
+    recorded calls agree (see the module's text). ``compile(model)`` wraps a module as
+    torch's does (``OptimizedModule``). torch's keywords (``mode=``, ``backend=``...)
+    are accepted and change nothing; ``disable=True`` returns ``fn`` itself."""
+    unknown = sorted(set(hints) - set(_TORCH_HINTS))
+    if unknown:
+        raise ScellisError(f"scellis.compile: unknown keyword(s) {unknown}; it takes warmup= "
+                           f"and torch.compile's {', '.join(_TORCH_HINTS)}")  # fmt: skip
     if fn is None:
-        return lambda f: CompiledStep(f, warmup)
+        return lambda f: compile(f, warmup=warmup, **hints)
+    if hints.get("disable"):
+        return fn
+    if isinstance(fn, Module):
+        return OptimizedModule(fn)
     return CompiledStep(fn, warmup)

@@ -7,6 +7,7 @@ every device. The distributions are torch's defaults, block by block.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ...autograd import no_grad
@@ -38,6 +39,16 @@ class Block(Module):
         ctx = {"device": dev, "dtype": as_dtype(dtype, f32), "gen": gen or generator("init")}
         object.__setattr__(self, "ctx", ctx)
 
+    def __getattr__(self, name: str):
+        # torch keeps a layer's constructor arguments as attributes
+        # (``linear.in_features``, ``lstm.hidden_size``, ``dropout.p``); a block keeps
+        # them in its Config, under torch's names. Only reached when the instance has
+        # no such attribute of its own.
+        cfg = self.__dict__.get("config")
+        if cfg is not None and not name.startswith("_") and name in _field_names(cfg):
+            return getattr(cfg, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     @property
     def dtype(self) -> DType:
         return self.ctx["dtype"]
@@ -68,6 +79,14 @@ class Block(Module):
         bound = 1.0 / math.sqrt(fan_in)
         self.weight = self.uniform((fan_out, fan_in), bound)
         self.bias = self.uniform((fan_out,), bound) if bias else None
+
+
+def _field_names(cfg) -> frozenset[str]:
+    return (
+        frozenset(f.name for f in dataclasses.fields(cfg))
+        if dataclasses.is_dataclass(cfg)
+        else frozenset()
+    )
 
 
 def dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -14,6 +14,7 @@ torch's bit for bit; it keeps a cursor, so stepping forward costs O(1) per step.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 from ...base.errors import ScellisError
@@ -53,7 +54,7 @@ class Scheduler:
         else:
             raise ScellisError("a scheduler needs an optimizer or a base_lr")
         self.last_epoch = 0
-        self._apply()
+        self._apply(start=True)
 
     def validate(self, cfg) -> None:
         """Cross-field checks a subclass adds (ranges are checked from the Config)."""
@@ -68,25 +69,42 @@ class Scheduler:
     def lrs_at(self, step: int) -> list[float]:
         return [self.lr_at(step, b) for b in self.base_lrs]
 
-    def step(self) -> None:
-        """Advance one step (call after ``optimizer.step()``, as in torch)."""
+    def step(self, epoch=None) -> None:
+        """Advance one step (call after ``optimizer.step()``, as in torch). torch's older
+        ``step(epoch)`` sets the step instead, and the rate is the schedule's at it
+        (``CosineAnnealingWarmRestarts`` documents fractional epochs,
+        ``step(epoch + i / iters)``)."""
         # tell the optimizer (a compiled step must not replay past a scheduler's step);
         # through the optimizer, so this class's text runs unchanged beside torch's
         told = getattr(self.optimizer, "rate_stepped", None)
         if told is not None:
             told(self)
-        self.last_epoch += 1
+        if epoch is None:
+            self.last_epoch += 1
+            self._apply()
+            return
+        self.last_epoch = epoch
+        self.__dict__.pop("_own_lr", None)  # a rate set at an epoch, never composed
         self._apply()
+        self.last_epoch = math.floor(epoch)  # torch keeps the whole epochs
 
     def get_last_lr(self) -> list[float]:
+        """The groups' rates as this scheduler's last step left them (torch's): where
+        schedulers compose, the rate found after this one's step, not its own."""
         return list(self._last_lr)
 
-    def _apply(self) -> None:
-        before = getattr(self, "_last_lr", None)
-        self._last_lr = self.lrs_at(self.last_epoch)
+    def _apply(self, start: bool = False) -> None:
+        before = self.__dict__.get("_own_lr")
+        if start and self.multiplicative:
+            # torch's step 0 of a multiplicative schedule scales the rate it finds: made
+            # on an optimizer whose rate an earlier scheduler moved from ``initial_lr``,
+            # it continues from that rate rather than going back to the base
+            before = self.base_lrs
+        own = self._own_lr = self.lrs_at(self.last_epoch)
+        self._last_lr = list(own)
         if self.optimizer is None:
             return
-        for k, (g, lr) in enumerate(zip(self.optimizer.param_groups, self._last_lr)):
+        for k, (g, lr) in enumerate(zip(self.optimizer.param_groups, own)):
             g["lr"] = self._next_rate(g["lr"], lr, before[k] if before else None)
             m = self.momentum_at(self.last_epoch, k)
             if m is not None:
@@ -94,6 +112,7 @@ class Scheduler:
                     g["betas"] = (m, *tuple(g["betas"])[1:])
                 else:
                     g["momentum"] = m
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def _next_rate(self, current: float, mine: float, my_last: float | None) -> float:
         """The group's new rate. Alone, this schedule's own rate. When something else
@@ -111,7 +130,7 @@ class Scheduler:
     def load_state_dict(self, sd: dict) -> None:
         self.last_epoch = int(sd["last_epoch"])
         self.base_lrs = list(sd["base_lrs"])
-        self.__dict__.pop("_last_lr", None)  # a restored rate is set, never composed
+        self.__dict__.pop("_own_lr", None)  # a restored rate is set, never composed
         self._apply()
 
     # -- torch's recursive rates, replayed --
