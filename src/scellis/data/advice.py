@@ -25,14 +25,14 @@ depends on the level the series has reached.
 from __future__ import annotations
 
 import csv
-import io
 import math
 
 from ..base.errors import ScellisError
 from .csvsource import split_point
 from .frequency import calendar_season, frequency
 from .season import detect_season, naive_mae, seasonal_strength
-from .table import MISSING, parse_time, read_table
+from .sniff import delimiter_of, holds_data, is_number, rows_of, time_format
+from .table import MISSING, read_table
 from .text import read_text
 
 VAL_FRACTION = 0.2
@@ -49,46 +49,80 @@ def _numeric(cells: list[str]) -> bool:
     for c in cells:
         if c.strip().lower() in MISSING:
             continue
-        try:
-            seen = math.isfinite(float(c)) or seen
-        except ValueError:
+        if not is_number(c):
             return False
+        seen = True
     return seen
 
 
-def _time_format(cells: list[str]) -> str | None:
-    """``iso`` or ``year`` when every cell reads as increasing times of that kind."""
-    for fmt in ("iso", "year"):
-        try:
-            times = [parse_time(c, fmt) for c in cells]
-        except (ValueError, OverflowError):
-            continue
-        if times and all(a < b for a, b in zip(times, times[1:])):
-            return fmt
-    return None
-
-
-def columns_of(path, column: str | None = None) -> tuple[str, str | None, str | None]:
-    """(value column, datetime column or None, its format) of a CSV with a header: the
-    value is ``column`` or the first numeric column that is not a time."""
+def columns_of(path, column: str | None = None) -> tuple[str, str | None, str | None, str]:
+    """(value column, datetime column or None, its format, the delimiter) of a CSV with
+    a header (``sniff``): the value is ``column`` or the first numeric column that is
+    neither a time nor a row index."""
     text = read_text(path)
+    delimiter = delimiter_of(text)
     try:
-        rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
+        rows = rows_of(text, delimiter)
     except csv.Error as e:
         raise ScellisError(f"{path}: bad CSV: {e}") from None
     if len(rows) < 2:
         raise ScellisError(f"{path}: expected a header row and data rows")
     header = [h.strip() for h in rows[0]]
+    if holds_data(header):
+        raise ScellisError(
+            f"{path}:1: the first row ({delimiter.join(header)[:80]}) holds values, not column "
+            "names: add a header row naming the columns (e.g. date,value)"
+        )
     cols = {h: [r[i] if i < len(r) else "" for r in rows[1:]] for i, h in enumerate(header)}
-    dated = next(((h, f) for h, c in cols.items() if (f := _time_format(c))), (None, None))
+    dated = _time_axis(path, cols)
     numeric = [h for h, c in cols.items() if h != dated[0] and _numeric(c)]
     if column is None:
         if not numeric:
-            raise ScellisError(f"{path}: no numeric column to forecast (columns: {header})")
-        column = numeric[0]
+            raise ScellisError(_no_number(path, cols, dated[0], header))
+        column = next((h for h in numeric if not _counter(cols[h])), numeric[0])
     elif column not in numeric:
         raise ScellisError(f"{path}: column {column!r} is not numeric (numeric: {numeric})")
-    return column, dated[0], dated[1]
+    return column, dated[0], dated[1], delimiter
+
+
+def _time_axis(path, cols: dict) -> tuple[str | None, str | None]:
+    """(the first column that reads as increasing times, its format), or (None, None).
+    A column of whole numbers counting up in ones is years only beside another number
+    column (alone it is the value); one that reads as times only backwards is refused."""
+    numbers = {h for h, c in cols.items() if _numeric(c)}
+    for h, cells in cols.items():
+        fmt = time_format(cells)
+        if fmt and not (fmt == "year" and numbers <= {h}):
+            return h, fmt
+    for h, cells in cols.items():
+        fmt = time_format(cells[::-1])
+        if fmt and not (fmt == "year" and numbers <= {h}):
+            # read as it stands, the series would be learned backwards in time
+            raise ScellisError(f"{path}: {h!r} lists the newest first: sort the file oldest first")
+    return None, None
+
+
+def _counter(cells: list[str]) -> bool:
+    """Whether a column counts rows (0, 1, 2, ... or any whole numbers in even steps):
+    a spreadsheet's or a data frame's row index, which says nothing to forecast."""
+    try:
+        values = [float(c) for c in cells]
+    except ValueError:
+        return False  # a gap: no index has one
+    steps = {b - a for a, b in zip(values, values[1:])}
+    return len(values) > 2 and len(steps) == 1 and all(v.is_integer() for v in values)
+
+
+def _no_number(path, cols: dict, dated: str | None, header: list[str]) -> str:
+    """Why no column reads as numbers, at the first cell that is not one."""
+    for line, cells in enumerate(zip(*cols.values()), start=2):
+        for name, cell in zip(cols, cells):
+            if name != dated and cell.strip().lower() not in MISSING and not is_number(cell):
+                # a spreadsheet's "1,234.5" or "12,5": numbers are read as Python writes them
+                hint = " (write numbers without thousands separators or decimal commas)"
+                return (f"{path}:{line}: no numeric column to forecast: {name!r} is {cell!r}"
+                        f"{hint if ',' in cell else ''} (columns: {header})")  # fmt: skip
+    return f"{path}: no numeric column to forecast (columns: {header})"
 
 
 def drift(values: list[float], val_fraction: float = VAL_FRACTION) -> tuple[float, float]:
@@ -111,14 +145,20 @@ def advise(path, column: str | None = None, horizon: int = 1, window: int | None
     """The data options for the CSV at ``path``: ``{data: {...}, why: {key: reason},
     rows, frequency, season}`` (see the module note); ``window`` is the input length a
     record already has (the seasonal difference needs one that holds a season)."""
-    column, dt, fmt = columns_of(path, column)
-    table = read_table(path, [column], dt, fmt or "iso")
+    column, dt, fmt, delimiter = columns_of(path, column)
+    table = read_table(path, [column], dt, fmt or "iso", delimiter)
     values = [v for v in table.columns[column] if v is not None]
     rows = len(table)
     if len(values) < 8:
         raise ScellisError(f"{path}: {len(values)} values in {column!r} are too few to forecast")
     data: dict = {"column": column}
-    why: dict = {"column": "the first numeric column" + (f" after the dates ({dt})" if dt else "")}
+    why: dict = {
+        "column": "the first numeric column that is no row index"
+        + (f", after the dates ({dt})" if dt else "")
+    }
+    if delimiter != ",":
+        data["delimiter"] = delimiter
+        why["delimiter"] = f"fields are separated by {delimiter!r}"
     if dt:
         data.update(datetime=dt, datetime_format=fmt)
     if len(values) < rows:
