@@ -5,7 +5,7 @@ it cannot read as a series (no header, decimal commas, newest first)."""
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -16,7 +16,8 @@ from scellis.data.record import load_data
 
 def _init(tmp_path, capsys, text: str) -> tuple[int, dict | str]:
     (tmp_path / "s.csv").write_text(text)
-    code = main(["init", str(tmp_path / "m.sml"), "--data", str(tmp_path / "s.csv"), "--json"])
+    code = main(["init", str(tmp_path / "m.sml"), "--data", str(tmp_path / "s.csv"), "--json",
+                 "--force"])  # fmt: skip
     out = capsys.readouterr()
     return code, json.loads(out.out) if code == 0 else out.err
 
@@ -88,3 +89,30 @@ def test_a_file_it_cannot_read_as_a_series_is_refused_in_one_line(tmp_path, caps
     assert code == 2 and len(lines) == 1 and lines[0].startswith("scellis: error:"), err
     assert words in lines[0]
     assert not (tmp_path / "m.sml").exists()
+
+
+@pytest.mark.parametrize("step, season", [("week", 52), ("day", 7), ("hour", 24)])
+def test_the_calendar_season_is_taken_only_where_the_series_shows_it(
+    tmp_path, capsys, step, season
+):  # fmt: skip
+    """Weekly, daily and hourly rows with their calendar's cycle (and a few outliers)
+    keep it; drifting walks on the same dates mostly have none (the check errs, as a
+    test at 5% does, on a few), and get the window of a series without one instead of
+    two calendar cycles."""
+    rng = np.random.default_rng()
+    n, t = 8 * season + 40, np.arange(8 * season + 40)
+    gap = {"week": timedelta(weeks=1), "day": timedelta(days=1), "hour": timedelta(hours=1)}
+    when = [(datetime(2011, 1, 3) + i * gap[step]).isoformat() for i in range(n)]
+
+    def advice(values):
+        code, got = _init(tmp_path, capsys, "when,value\n" + "".join(
+            f"{w},{v:.4f}\n" for w, v in zip(when, values)))  # fmt: skip
+        assert code == 0, got
+        return got
+
+    cycle = 50 + 0.05 * t + 6 * np.sin(2 * np.pi * t / season) + rng.normal(0, 1, n)
+    cycle[rng.choice(n, 4, replace=False)] += rng.uniform(50, 100)
+    assert "a cycle of" in advice(cycle)["why"]["season"]
+    walks = [advice(50 + np.cumsum(rng.normal(0.2, 1, n))) for _ in range(10)]
+    plain = [w for w in walks if "no season" in w["why"]["season"]]
+    assert len(plain) >= 5 and all(w["data"]["window"] <= 16 for w in plain)

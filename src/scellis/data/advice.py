@@ -176,7 +176,7 @@ def advise(path, column: str | None = None, horizon: int = 1, window: int | None
     why["val_fraction"] = "the most recent 20% validates, never shuffled into training"
     r2, outside = drift(values)
     seasonal = season_test(values[:cut], season, window or data["window"])
-    noisy = noise_test(values[:cut], window or data["window"])
+    noisy = noise_test(values[:cut], window or data["window"], season)
     if seasonal:
         data["normalise"], data["season"] = "season", season
         why["normalise"], why["season"] = seasonal, why["season"] + " (differenced by it)"
@@ -219,10 +219,14 @@ def season_test(train: list[float], season: int | None, window: int) -> str | No
     )
 
 
-def noise_test(train: list[float], window: int) -> str | None:
+def noise_test(train: list[float], window: int, season: int | None = None) -> str | None:
     """Why the training rows ``train`` are a noisy level, in one line (see the module
     note); None when the last row forecasts the next at least as well as the mean of the
-    ``window`` rows before it."""
+    ``window`` rows before it, or when a strong ``season`` moves the rows: the last row
+    is then far from the next by the cycle, not by noise, and the window's mean wins
+    for that reason alone."""
+    if season is not None and seasonal_strength(train, season) >= SEASON_STRENGTH:
+        return None
     pairs = [(train[t], train[t - 1], math.fsum(train[t - window : t]) / window)
              for t in range(window, len(train))]  # fmt: skip
     if not pairs:

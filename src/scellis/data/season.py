@@ -1,8 +1,12 @@
 """The season of a series (data layer): from its dates, else from its autocorrelation.
 
 A dated series has the calendar's cycle one level above its spacing (``frequency``:
-52 weeks, 12 months, 4 quarters, 7 days, 24 hours). Without dates, or for a spacing
-that has none (yearly), the season is the cycle the autocorrelation shows: first of
+52 weeks, 12 months, 4 quarters, 7 days, 24 hours), when the series shows it
+(``season_shows``: weekly sales may have no yearly cycle, a quarterly series may be
+seasonally adjusted already; a season that is not there would only set a window
+longer than the series needs and a seasonal-naive baseline of no meaning). Without
+dates, or for a spacing that has none (yearly), the season is the cycle the
+autocorrelation shows: first of
 the values, then of their one-row changes (a trend keeps the values' autocorrelation
 positive at every lag and so hides a cycle that the changes still show).
 
@@ -16,6 +20,7 @@ back against that of repeating the last row, ``naive_mae``).
 from __future__ import annotations
 
 import math
+import statistics
 
 from .frequency import calendar_season
 
@@ -24,10 +29,39 @@ def detect_season(train: list[float], times=None) -> int | None:
     """The season of a series whose training rows are ``train`` (see the module note);
     None when none shows or the training rows do not hold one whole season."""
     season = calendar_season(times)
-    if season is None:
-        steps = [b - a for a, b in zip(train, train[1:])]
-        season = infer_season(train) or infer_season(steps, least=0.3)
+    if season is not None:
+        # rows on the calendar have its cycle or none: another one the autocorrelation
+        # picks out of a short series is more often chance than a cycle
+        return season if season_shows(train, season) is not False and season < len(train) else None
+    steps = [b - a for a, b in zip(train, train[1:])]
+    season = infer_season(train) or infer_season(steps, least=0.3)
     return season if season is not None and 1 < season < len(train) else None
+
+
+def season_shows(values: list[float], season: int) -> bool | None:
+    """Whether the cycle of ``season`` rows is in ``values`` (Darts' seasonality check,
+    made robust): with the trend taken out by a running median over one season, the
+    autocorrelation of the ranks at that lag is over the 95% bound of white noise
+    (1.96 / sqrt(n)) and over that at half the lag (a cycle is a peak there; what a
+    wandering level leaves decays smoothly instead). Medians and ranks, so that a few
+    outliers (a holiday's sales) neither hide a cycle nor fake one. None when the rows
+    are too few to tell (the calendar's cycle is then kept)."""
+    half = season // 2
+    rest = [values[t] - statistics.median(values[t - half : t + half + 1])
+            for t in range(half, len(values) - half)]  # fmt: skip
+    n = len(rest)
+    if n <= season + 2:
+        return None
+    ranks = [0.0] * n
+    for rank, i in enumerate(sorted(range(n), key=rest.__getitem__)):
+        ranks[i] = rank - (n - 1) / 2
+    var = math.fsum(r * r for r in ranks)
+
+    def acf(lag: int) -> float:
+        return math.fsum(a * b for a, b in zip(ranks, ranks[lag:])) / var
+
+    at = acf(season)
+    return at > 1.96 / math.sqrt(n) and at > acf(half)
 
 
 def infer_season(values: list[float], longest: int = 400, least: float = 0.1) -> int | None:
@@ -67,19 +101,24 @@ def seasonal_strength(values: list[float], season: int) -> float:
     n = len(values)
     if n < 2 * season + 1:
         return 0.0
-    # a centred average over one season (an even season: half weights at both ends)
-    weights = [1.0] * season if season % 2 else [0.5] + [1.0] * (season - 1) + [0.5]
-    span = len(weights) // 2
-    detrended = {
-        t: values[t] - math.fsum(w * values[t - span + i] for i, w in enumerate(weights)) / season
-        for t in range(span, n - span)
-    }
+    detrended = _detrended(values, season)
     phase = [[d for t, d in detrended.items() if t % season == p] for p in range(season)]
     means = [math.fsum(ph) / len(ph) for ph in phase]
     level = math.fsum(means) / season
     rest = [d - (means[t % season] - level) for t, d in detrended.items()]
     var_rest, var_all = _variance(rest), _variance(list(detrended.values()))
     return max(0.0, 1.0 - var_rest / var_all) if var_all > 0 else 0.0
+
+
+def _detrended(values: list[float], season: int) -> dict[int, float]:
+    """``{row: value less the centred average of one season around it}``, the rows
+    half a season from either end left out (an even season: half weights at the ends)."""
+    weights = [1.0] * season if season % 2 else [0.5] + [1.0] * (season - 1) + [0.5]
+    span = len(weights) // 2
+    return {
+        t: values[t] - math.fsum(w * values[t - span + i] for i, w in enumerate(weights)) / season
+        for t in range(span, len(values) - span)
+    }
 
 
 def _variance(values: list[float]) -> float:
