@@ -52,10 +52,10 @@ def season_shows(values: list[float], season: int) -> bool | None:
     n = len(rest)
     if n <= season + 2:
         return None
-    ranks = [0.0] * n
-    for rank, i in enumerate(sorted(range(n), key=rest.__getitem__)):
-        ranks[i] = rank - (n - 1) / 2
+    ranks = _centred_ranks(rest)
     var = math.fsum(r * r for r in ranks)
+    if var == 0:
+        return False  # a flat series has no cycle
 
     def acf(lag: int) -> float:
         return math.fsum(a * b for a, b in zip(ranks, ranks[lag:])) / var
@@ -108,6 +108,22 @@ def seasonal_strength(values: list[float], season: int) -> float:
     rest = [d - (means[t % season] - level) for t, d in detrended.items()]
     var_rest, var_all = _variance(rest), _variance(list(detrended.values()))
     return max(0.0, 1.0 - var_rest / var_all) if var_all > 0 else 0.0
+
+
+def _centred_ranks(values: list[float]) -> list[float]:
+    """Each value's rank less the middle one; tied values share their mean rank (the
+    zeros of a count series would otherwise rank in time order: a trend of ranks)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = (start + end) / 2 - (len(values) - 1) / 2
+        start = end + 1
+    return ranks
 
 
 def _detrended(values: list[float], season: int) -> dict[int, float]:
