@@ -40,15 +40,13 @@ def detect_season(train: list[float], times=None) -> int | None:
 
 def season_shows(values: list[float], season: int) -> bool | None:
     """Whether the cycle of ``season`` rows is in ``values`` (Darts' seasonality check,
-    made robust): with the trend taken out by a running median over one season, the
-    autocorrelation of the ranks at that lag is over the 95% bound of white noise
-    (1.96 / sqrt(n)) and over that at half the lag (a cycle is a peak there; what a
-    wandering level leaves decays smoothly instead). Medians and ranks, so that a few
-    outliers (a holiday's sales) neither hide a cycle nor fake one. None when the rows
-    are too few to tell (the calendar's cycle is then kept)."""
-    half = season // 2
-    rest = [values[t] - statistics.median(values[t - half : t + half + 1])
-            for t in range(half, len(values) - half)]  # fmt: skip
+    made robust): with the trend taken out (``_detrended``, of the values with their
+    outliers clipped), the autocorrelation of the ranks at that lag is over the 95%
+    bound of white noise (1.96 / sqrt(n)) and over that at half the lag (a cycle peaks
+    there; what a wandering level leaves decays smoothly instead). Clipped and ranked,
+    so that a few outliers (a holiday's sales) neither hide a cycle nor fake one. None
+    when the rows are too few to tell (the calendar's cycle is then kept)."""
+    rest = list(_detrended(_clipped(values, season), season).values())
     n = len(rest)
     if n <= season + 2:
         return None
@@ -61,7 +59,23 @@ def season_shows(values: list[float], season: int) -> bool | None:
         return math.fsum(a * b for a, b in zip(ranks, ranks[lag:])) / var
 
     at = acf(season)
-    return at > 1.96 / math.sqrt(n) and at > acf(half)
+    return at > 1.96 / math.sqrt(n) and at > acf(season // 2)
+
+
+def _clipped(values: list[float], season: int, k: float = 5.0) -> list[float]:
+    """``values`` held within ``k`` typical steps of the running median over one season
+    around each (a Hampel filter whose scale, the median one-row change, a trend does
+    not inflate), so that an outlier is not smeared over a season by the average."""
+    steps = sorted(abs(b - a) for a, b in zip(values, values[1:]))
+    if not steps:
+        return list(values)
+    reach = k * steps[len(steps) // 2]
+    half, n = season // 2, len(values)
+    out = []
+    for t, v in enumerate(values):
+        mid = statistics.median(values[max(t - half, 0) : min(t + half + 1, n)])
+        out.append(min(max(v, mid - reach), mid + reach))
+    return out
 
 
 def infer_season(values: list[float], longest: int = 400, least: float = 0.1) -> int | None:
