@@ -45,6 +45,11 @@ def starter_text(template: str, namespace: str, name: str, file: str) -> str:
 
 
 MIN_STEPS = 300  # updates a forecaster of the starter's size needs on a short series
+# and the most a long series gets: past a thousand updates the starter's 32 units have
+# learned what they can, while each epoch of a long series costs as many updates as a
+# short one's whole run (NeuralForecast likewise trains a fixed 1,000 steps by default,
+# whatever the series' length)
+MAX_STEPS = 1000
 _DATA_SECTION = re.compile(r"^# -- what it trains on.*?(?=^eval:)", re.M | re.S)
 
 
@@ -76,6 +81,7 @@ def fitted_text(text: str, data_file: str, record_file: str, column=None, horizo
     batches = math.ceil(windows / 32)
     # a short series has few batches an epoch: enough epochs for MIN_STEPS updates
     epochs = min(max(20, math.ceil(MIN_STEPS / batches)), 500)
+    epochs = min(epochs, max(MAX_STEPS // batches, 1))
     text = text.replace("epochs: 20\n", f"epochs: {epochs:<18}# {epochs * batches} steps over "
                         f"{windows} training windows\n")  # fmt: skip
     return text.replace("t_max: 140", f"t_max: {epochs * batches}"), got
