@@ -48,7 +48,8 @@ def test_a_weekly_profile_on_daily_rows_is_framed_by_its_window_not_its_last_val
 
 
 def test_a_long_series_trains_a_bounded_number_of_steps(tmp_path, capsys):
-    """20,000 hourly rows: a few passes, not 20 of 500 batches each."""
+    """20,000 hourly rows: a few passes, not 20 of 500 batches each (and a validation
+    pass after each of those 10,000 steps: over an hour on the reference device)."""
     rng = np.random.default_rng()
     t = np.arange(20_000)
     values = 50 + 10 * np.sin(2 * np.pi * t / 24) + np.cumsum(rng.normal(0, 0.1, t.size))
@@ -57,3 +58,5 @@ def test_a_long_series_trains_a_bounded_number_of_steps(tmp_path, capsys):
     windows = 16_000 - 48
     steps = record["epochs"] * -(-windows // record["batch_size"])
     assert 500 <= steps <= 1_000 and record["scheduler"]["t_max"] == steps
+    # and validates its 4,000 windows once an epoch, not after every step
+    assert record["eval"]["every"] == steps // record["epochs"]
