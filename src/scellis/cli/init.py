@@ -4,9 +4,9 @@ The starter validates and trains as written (on a bundled dataset), so a new use
 from nothing to a running experiment in two commands. With ``--data FILE`` (a CSV) the
 forecaster's data section is written for that file instead: the value column, the
 dates, a window and the normalisation chosen from the series (``data.advice``), each
-with its reason as a comment, and the inputs, the epochs (a short series gets more) and
-the schedule sized to match. An
-existing file is never overwritten unless ``--force`` says so.
+with its reason as a comment, and the inputs, the epochs (a short series gets more, a
+long one fewer), the schedule and the validation spacing (once an epoch) sized to
+match. An existing file is never overwritten unless ``--force`` says so.
 """
 
 from __future__ import annotations

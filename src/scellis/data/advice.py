@@ -1,25 +1,26 @@
 """Data options chosen from a series (data layer): what ``scellis init --data`` writes.
 
-A CSV's value column, its dates and their spacing, the season, an input window, and
-the normalisation, each with the reason in one line (the record's comment). A strong
-season that moves (``season_test`` on the training rows) is seasonally differenced
-(``season``): the network predicts the change from one season back, so it starts
-from the seasonal-naive forecast. A season moves when the value one season back
-forecasts at least as well as the mean of the last two seasons' values: its level
-drifts or its shape evolves, so the latest season is the one to start from. A season
-that holds still is left to ``window``: there the network averages the noise of
-several seasons away, which differencing would double. Otherwise the normalisation
-comes from a trend test on the whole file: a series whose level drifts (a straight
-line explains much of its variance, or its last part leaves the range of the earlier
-rows) is framed by each window's last value (``change``), which carries a trend on.
-So is a noisy level (``noise_test``: on the training rows, a window's mean forecasts
-the next row better than its last row does): framed by its mean and spread, such a
-window's targets are the noise itself, which a network can only memorise (a yearly
-river flow of 80 training rows: validation error falling for 20 epochs, then doubling),
-while framed by its last value they hold the pull back to the level, which its inputs
-show. Any other series, a level that holds and moves smoothly, is framed by each
-window's mean and spread (``window``). All are scale-free: nothing the network sees
-depends on the level the series has reached.
+A CSV's layout (``sniff``: delimiter, header, date pattern), value column, dates and
+their spacing, the season, an input window, and the normalisation, each with the
+reason in one line (the record's comment). A strong season that moves
+(``season_test`` on the training rows) is seasonally differenced (``season``): the
+network predicts the change from one season back, so it starts from the
+seasonal-naive forecast. A season moves when the value one season back forecasts at
+least as well as the mean of the last two seasons' values: its level drifts or its
+shape evolves, so the latest season is the one to start from. A season that holds
+still is left to ``window``: there the network averages the noise of several seasons
+away, which differencing would double. Otherwise the normalisation comes from a trend
+test on the whole file: a series whose level drifts (a straight line explains much of
+its variance, or its last part leaves the range of the earlier rows) is framed by each
+window's last value (``change``), which carries a trend on. So is a noisy level
+(``noise_test``: on the training rows, a window's mean forecasts the next row better
+than its last row does, with no strong season to explain why): framed by its mean and
+spread, such a window's targets are the noise itself, which a network can only
+memorise (a yearly river flow of 80 training rows: validation error falling for 20
+epochs, then doubling), while framed by its last value they hold the pull back to the
+level, which its inputs show. Any other series, a level that holds and moves smoothly,
+is framed by each window's mean and spread (``window``). All are scale-free: nothing
+the network sees depends on the level the series has reached.
 """
 
 from __future__ import annotations
