@@ -65,6 +65,12 @@ def test_a_row_index_and_a_running_total_are_not_taken_for_the_series_or_years(
         f"{i},{c},{x:.3f}\n" for i, (c, x) in enumerate(zip(total, v))))  # fmt: skip
     assert code == 0, got
     assert got["data"]["column"] == "total" and "datetime" not in got["data"]
+    # an index from 1 could be years, but the dates beside it are the time axis
+    days = [date(2021, 1, 1) + timedelta(days=i) for i in range(100)]
+    code, got = _init(tmp_path, capsys, "n,day,sales\n" + "".join(
+        f"{i + 1},{d},{x:.3f}\n" for i, (d, x) in enumerate(zip(days, v))))  # fmt: skip
+    assert code == 0, got
+    assert (got["data"]["column"], got["data"]["datetime"]) == ("sales", "day")
 
 
 @pytest.mark.parametrize("case, words", [

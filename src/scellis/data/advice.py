@@ -91,9 +91,11 @@ def _time_axis(path, cols: dict) -> tuple[str | None, str | None]:
     A column of whole numbers counting up in ones is years only beside another number
     column (alone it is the value); one that reads as times only backwards is refused."""
     numbers = {h for h, c in cols.items() if _numeric(c)}
-    for h, cells in cols.items():
-        fmt = time_format(cells)
-        if fmt and not (fmt == "year" and numbers <= {h}):
+    found = [(h, f) for h, cells in cols.items() if (f := time_format(cells))]
+    # a column of dates over one of whole numbers that could be years: a data frame's
+    # row index (1, 2, 3...) reads as years too
+    for h, fmt in sorted(found, key=lambda hf: hf[1] == "year"):
+        if not (fmt == "year" and numbers <= {h}):
             return h, fmt
     for h, cells in cols.items():
         fmt = time_format(cells[::-1])
