@@ -4,9 +4,9 @@ The starter validates and trains as written (on a bundled dataset), so a new use
 from nothing to a running experiment in two commands. With ``--data FILE`` (a CSV) the
 forecaster's data section is written for that file instead: the value column, the
 dates, a window and the normalisation chosen from the series (``data.advice``), each
-with its reason as a comment, and the inputs, the epochs (a short series gets more) and
-the schedule sized to match. An
-existing file is never overwritten unless ``--force`` says so.
+with its reason as a comment, and the inputs, the epochs (a short series gets more, a
+long one fewer), the schedule and the validation spacing (once an epoch) sized to
+match. An existing file is never overwritten unless ``--force`` says so.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ def starter_text(template: str, namespace: str, name: str, file: str) -> str:
 
 
 MIN_STEPS = 300  # updates a forecaster of the starter's size needs on a short series
+# and the most a long series gets: past a thousand updates the starter's 32 units have
+# learned what they can, while each epoch of a long series costs as many updates as a
+# short one's whole run (NeuralForecast likewise trains a fixed 1,000 steps by default,
+# whatever the series' length)
+MAX_STEPS = 1000
 _DATA_SECTION = re.compile(r"^# -- what it trains on.*?(?=^eval:)", re.M | re.S)
 
 
@@ -76,9 +81,17 @@ def fitted_text(text: str, data_file: str, record_file: str, column=None, horizo
     batches = math.ceil(windows / 32)
     # a short series has few batches an epoch: enough epochs for MIN_STEPS updates
     epochs = min(max(20, math.ceil(MIN_STEPS / batches)), 500)
+    epochs = min(epochs, max(MAX_STEPS // batches, 1))
     text = text.replace("epochs: 20\n", f"epochs: {epochs:<18}# {epochs * batches} steps over "
                         f"{windows} training windows\n")  # fmt: skip
-    return text.replace("t_max: 140", f"t_max: {epochs * batches}"), got
+    text = text.replace("t_max: 140", f"t_max: {epochs * batches}")
+    # a validation pass over a long series' validation fifth costs many training steps:
+    # once an epoch (as Keras and Lightning validate), not after every step; the run's
+    # last state is validated whatever the spacing, so its verdict is the same
+    every = f"eval: {{ every: {batches}, batch_size: 64, metrics: [mae] }}"
+    text = text.replace("eval: { every: 1, batch_size: 64, metrics: [mae] }",
+                        f"{every:52}# once an epoch")  # fmt: skip
+    return text, got
 
 
 def run(file: str, template: str, namespace: str, force: bool, as_json: bool,
