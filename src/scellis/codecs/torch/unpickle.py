@@ -107,6 +107,17 @@ class View(_Frozen):
             n *= s
         return n
 
+    @property
+    def rows(self) -> int:
+        """The slices ``gather`` takes one at a time to copy the view out: its time."""
+        size, stride = _squeezed(self.size, self.stride)
+        if 0 in size or _contiguous(size, stride):
+            return 1
+        n = 1
+        for s in size[:-1]:
+            n *= s
+        return n
+
     def materialise(self) -> RawTensor:
         st = self.storage
         return RawTensor(st.dtype, self.size, gather(st, self.offset, self.size, self.stride))
@@ -141,15 +152,11 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
     if n == 0:
         return b""
     _inside(st, offset, size, stride)
+    size, stride = _squeezed(size, stride)
     mv = memoryview(st.data)
     if not size:
         return bytes(mv[offset * isz : (offset + 1) * isz])
-    # contiguous C order: one slice
-    want, acc = [], 1
-    for s in reversed(size):
-        want.append(acc)
-        acc *= s
-    if all(s == 1 or t == w for s, t, w in zip(size, stride, reversed(want))):
+    if _contiguous(size, stride):  # C order: one slice
         return bytes(mv[offset * isz : (offset + n) * isz])
     # a strided view: one strided slice of a typed view per innermost row
     flat = mv.cast({1: "B", 2: "H", 4: "I", 8: "Q"}[isz])
@@ -170,6 +177,22 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
 
     walk(0, offset)
     return bytes(out)
+
+
+def _squeezed(size: tuple, stride: tuple) -> tuple[tuple, tuple]:
+    """``size`` and ``stride`` without their length-1 dimensions, which address nothing:
+    a column ``(n, 1)`` is then copied as one strided slice, not ``n`` slices."""
+    kept = [(s, t) for s, t in zip(size, stride) if s != 1]
+    return tuple(s for s, _ in kept), tuple(t for _, t in kept)
+
+
+def _contiguous(size: tuple, stride: tuple) -> bool:
+    want = 1
+    for s, t in zip(reversed(size), reversed(stride)):
+        if s != 1 and t != want:
+            return False
+        want *= s
+    return True
 
 
 def _inside(st: Storage, offset: int, size: tuple, stride: tuple) -> None:
