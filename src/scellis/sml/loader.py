@@ -25,6 +25,11 @@ MAX_LINE = 10_000
 MAX_NODES = 100_000
 MAX_ALIASES = 100
 MAX_DEPTH = 64
+# An integer literal longer than this is refused where it is read: a hex or binary literal
+# of a few thousand digits makes an int that cannot even be printed (past 4,300 decimal
+# digits), so no later message could name it. Shorter ones reach the field's own range
+# check ("must fit in 63 bits").
+MAX_INT_DIGITS = 1000
 
 _CORE = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
@@ -224,6 +229,8 @@ class _Walker:
             return None
         if tag == _CORE + "bool":
             return v.lower() == "true"
+        if tag == _CORE + "int" and len(v.replace("_", "").lstrip("+-")) > MAX_INT_DIGITS + 2:
+            raise at(node, self.file, f"an integer of more than {MAX_INT_DIGITS} digits")
         try:
             if tag == _CORE + "int":
                 s = v.replace("_", "")
