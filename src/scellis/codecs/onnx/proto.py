@@ -10,6 +10,7 @@ checksum (the ``checksum`` entry) differs.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import stat
@@ -69,6 +70,23 @@ class Model:
 class _Ctx:
     def __init__(self, folder: Path | None, where: str):
         self.folder, self.where = folder, where
+        # the byte ranges of each external file that tensors have read so far
+        self.claimed: dict[Path, list[tuple[int, int]]] = {}
+
+    def claim(self, target: Path, begin: int, end: int, loc: str, name: str) -> None:
+        """Refuse a tensor whose external bytes overlap another's: exporters give each
+        tensor its own range, and a small model naming one large file over and over
+        would otherwise read it once per name (gigabytes from a kilobyte)."""
+        if begin == end:
+            return
+        spans = self.claimed.setdefault(target, [])
+        i = bisect.bisect(spans, (begin, end))
+        if (i > 0 and spans[i - 1][1] > begin) or (i < len(spans) and spans[i][0] < end):
+            raise ScellisError(
+                f"{self.where}: tensor {name!r} reads bytes of {loc!r} that another tensor "
+                "reads too"
+            )
+        spans.insert(i, (begin, end))
 
 
 def _count(entries: dict, key: str, ctx: _Ctx, name: str) -> int | None:
@@ -122,6 +140,7 @@ def _external(entries: dict, ctx: _Ctx, name: str, nbytes: int) -> bytes:
                 f"{ctx.where}: external data {loc!r} holds {st.st_size} bytes; tensor {name!r} "
                 f"needs bytes {offset}..{end}"
             )
+        ctx.claim(target, offset, end, loc, name)
         os.lseek(fd, offset, os.SEEK_SET)
         chunks, left = [], nbytes
         while left:
