@@ -23,7 +23,7 @@ from ...catalog.registry import field, register
 from ..base import Codec, Imported
 from ..raw import RawTensor
 from .safezip import DEFAULT_CAP, SafeZip
-from .unpickle import RestrictedUnpickler, View
+from .unpickle import RestrictedUnpickler, View, brief
 
 _PKL_CAP = 256 << 20  # data.pkl holds structure only; 256 MiB of it is already absurd
 
@@ -72,7 +72,7 @@ class _Walk:
             return key
         if type(key) is int and abs(key) < 1 << 63:
             return str(key)
-        raise ScellisError(f"{self.where}: a dict key of type {type(key).__name__} ({key!r:.40})")
+        raise ScellisError(f"{self.where}: a dict key of type {type(key).__name__} ({brief(key)})")
 
     def _add(self, table: dict, name: str, value) -> None:
         if len(self.tensors) + len(self.meta) >= MAX_NAMES:
@@ -181,7 +181,7 @@ class TorchCodec(Codec):
 
         def storage(key: str) -> bytes:
             if not key or "/" in key or key in (".", ".."):
-                raise ScellisError(f"{where}: storage key {key!r} is not a plain name")
+                raise ScellisError(f"{where}: storage key {brief(key)} is not a plain name")
             return z.read(f"{root}data/{key}")
 
         pkl = z.read(pkls[0])
