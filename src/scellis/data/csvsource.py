@@ -225,7 +225,8 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
 
     framed = cfg.normalise in WINDOW_NORMALISERS
     count = window_count(cut, need, cfg.stride) + window_count(rows - cut, need, cfg.stride)
-    check_window_values(count, cfg.length * len(cfg.features) + cfg.horizon, cfg.path)
+    each = cfg.length * len(cfg.features) + cfg.horizon
+    check_window_values(count, each, rows * len(names), cfg.path)
 
     def part(lo: int, hi: int):
         starts = [lo + s for s in windows(hi - lo, cfg.length, cfg.horizon, cfg.stride)]

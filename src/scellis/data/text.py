@@ -157,7 +157,7 @@ def text_dataset(
     count = window_count(cut, context + 1, stride) + window_count(
         len(ids) - cut, context + 1, stride
     )
-    check_window_values(count, 2 * context, "the text")
+    check_window_values(count, 2 * context, len(ids), "the text")
     xt, yt = next_char_windows(ids[:cut], context, stride)
     xv, yv = next_char_windows(ids[cut:], context, stride)
     return TextDataset(vocab, xt, yt, xv, yv, cut, h.hexdigest())
