@@ -46,3 +46,27 @@ def test_a_huge_integer_in_an_imported_files_record_is_refused(tmp_path, capsys)
     p = tmp_path / "w.safetensors"
     p.write_bytes(dumps({"w": ("F32", (4,), data)}, meta))
     refuse(capsys, ["import", p, "--store", tmp_path / "s"], "more than 1000 digits")
+
+
+ESC = "\\e]0;pwned\\a\\e[2J"  # YAML escapes: retitle the terminal, clear the screen
+
+
+def test_an_escape_sequence_in_a_records_text_is_refused_at_its_place(tmp_path, capsys):
+    p = tmp_path / "m.sml"
+    p.write_text(RECORD.replace("bundled:python_help_topics.txt", f'"x{ESC}.txt"'))
+    line = refuse(capsys, ["train", p, "--device", "reference"], r"m\.sml:\d+:\d+: .*control")
+    assert "\x1b" not in line
+
+
+def test_an_escape_sequence_in_an_imported_files_record_is_refused(tmp_path, capsys):
+    meta = {"scellis.record": RECORD.replace("examples/char_transformer@1", f'"x/y{ESC}@1"', 1)}
+    p = tmp_path / "w.safetensors"
+    p.write_bytes(dumps({"w": ("F32", (4,), os.urandom(16))}, meta))
+    line = refuse(capsys, ["import", p, "--store", tmp_path / "s"], "control characters")
+    assert "\x1b" not in line
+
+
+def test_control_characters_in_a_refusal_are_shown_escaped(tmp_path, capsys):
+    p = tmp_path / "a\x1b]0;pwned\x07\x1b[2J.sml"  # a name from an archive, say
+    line = refuse(capsys, ["train", p])
+    assert "\x1b" not in line and "\\x1b]0;pwned\\x07" in line

@@ -34,6 +34,10 @@ MAX_INT_DIGITS = 1000
 _CORE = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 _INT = re.compile(r"[-+]?[0-9]+$")
+# YAML's double-quoted escapes (\e, \a, \x1b...) put control characters in a string;
+# a record that arrives from elsewhere is shown in listings and messages, where one
+# would reach the user's terminal as an escape sequence. Tabs and line breaks stay.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass
@@ -208,6 +212,7 @@ class _Walker:
             if not isinstance(k, ScalarNode) or k.tag not in _ALLOWED_TAGS:
                 raise at(k, self.file, "a key must be a plain name")
             key = k.value
+            self.plain_text(k, key)
             if key in first:
                 m = first[key].start_mark
                 raise at(
@@ -221,9 +226,14 @@ class _Walker:
             out[key] = self.walk(v, path + (key,), depth + 1)
         return out
 
+    def plain_text(self, node: ScalarNode, text: str) -> None:
+        if _CONTROL.search(text):
+            raise at(node, self.file, "text holds control characters", "remove the escapes")
+
     def scalar(self, node: ScalarNode, tag: str):
         v = node.value
         if tag == _CORE + "str" or node.style is not None:
+            self.plain_text(node, v)
             return v
         if tag == _CORE + "null":
             return None
