@@ -15,7 +15,17 @@ from hostile import refuse
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
+from scellis.cli.main import main  # noqa: E402
+
 N = 4096  # floats per tensor
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _loaded(tmp_path_factory):
+    """The import command's modules loaded before any refusal is timed."""
+    d = tmp_path_factory.mktemp("warm")
+    (d / "w.bin").write_bytes(os.urandom(4 * N))
+    main(["import", str(_model(d, [0])), "--store", str(d / "s")])
 
 
 def _model(folder, spans):
@@ -50,3 +60,15 @@ def test_tensors_at_their_own_ranges_of_one_file_are_read(tmp_path):
     (tmp_path / "w.bin").write_bytes(data)
     got = model(_model(tmp_path, [4 * N, 0]).read_bytes(), tmp_path).graph.initializers
     assert got["w0"].data == data[4 * N :] and got["w1"].data == data[: 4 * N]
+
+
+def test_megabytes_of_typed_values_are_refused_before_decoding(tmp_path, capsys):
+    # int64_data decodes one Python int per byte or so: a 20 MB field took over a minute
+    n = 3_000_000
+    t = TensorProto(name="w", data_type=TensorProto.INT64, dims=[n])
+    t.int64_data.extend([7] * n)
+    io = [helper.make_tensor_value_info(k, TensorProto.INT64, [n]) for k in ("x", "y")]
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", io[:1], io[1:], [t])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(helper.make_model(g).SerializeToString())
+    refuse(capsys, ["import", path, "--store", tmp_path / "s"], "outside raw_data", seconds=2.0)

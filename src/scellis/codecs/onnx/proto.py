@@ -67,9 +67,17 @@ class Model:
     graph: Graph = field(default_factory=Graph)
 
 
+# Bytes of values a model may keep in TensorProto's typed repeated fields (float_data,
+# int64_data...) rather than raw_data. They decode one Python value at a time (a 20 MB
+# field of int64_data took over a minute and 450 MB); exporters put weights in
+# raw_data and keep the typed fields for small constants (shapes, axes, scalars).
+MAX_TYPED_BYTES = 2 << 20
+
+
 class _Ctx:
     def __init__(self, folder: Path | None, where: str):
         self.folder, self.where = folder, where
+        self.typed = 0  # bytes of typed-field values read so far
         # the byte ranges of each external file that tensors have read so far
         self.claimed: dict[Path, list[tuple[int, int]]] = {}
 
@@ -164,11 +172,23 @@ def _external(entries: dict, ctx: _Ctx, name: str, nbytes: int) -> bytes:
     return data
 
 
+def _typed_budget(ctx: _Ctx, v, name: str) -> None:
+    """Count a typed field's bytes before they are decoded (see ``MAX_TYPED_BYTES``)."""
+    ctx.typed += len(v) if isinstance(v, memoryview | bytes) else 8
+    if ctx.typed > MAX_TYPED_BYTES:
+        raise ScellisError(
+            f"{ctx.where}: tensor {shown(name)!r} and those before it keep over "
+            f"{MAX_TYPED_BYTES} bytes of values outside raw_data; export weights as raw_data"
+        )
+
+
 def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
     dims, dtype, name, raw = [], 0, "", None
     typed: dict[int, list] = {}
     external, location = {}, 0
     for fno, wt, v in fields(buf):
+        if fno in (4, 5, 7, 10, 11):
+            _typed_budget(ctx, v, name)
         if fno == 1:
             dims.extend(packed_varints(v, wt))
         elif fno == 2:
