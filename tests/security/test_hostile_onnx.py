@@ -72,3 +72,13 @@ def test_megabytes_of_typed_values_are_refused_before_decoding(tmp_path, capsys)
     path = tmp_path / "m.onnx"
     path.write_bytes(helper.make_model(g).SerializeToString())
     refuse(capsys, ["import", path, "--store", tmp_path / "s"], "outside raw_data", seconds=2.0)
+
+
+def test_megabytes_of_attribute_values_are_refused_before_decoding(tmp_path, capsys):
+    n = 3_000_000
+    node = helper.make_node("Transpose", ["x"], ["y"], perm=[0] * n)
+    io = [helper.make_tensor_value_info(k, TensorProto.FLOAT, [2, 2]) for k in ("x", "y")]
+    path = tmp_path / "m.onnx"
+    g = helper.make_graph([node], "g", io[:1], io[1:])
+    path.write_bytes(helper.make_model(g).SerializeToString())
+    refuse(capsys, ["import", path, "--store", tmp_path / "s"], "outside raw_data", seconds=2.0)

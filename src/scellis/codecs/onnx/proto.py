@@ -173,11 +173,12 @@ def _external(entries: dict, ctx: _Ctx, name: str, nbytes: int) -> bytes:
 
 
 def _typed_budget(ctx: _Ctx, v, name: str) -> None:
-    """Count a typed field's bytes before they are decoded (see ``MAX_TYPED_BYTES``)."""
-    ctx.typed += len(v) if isinstance(v, memoryview | bytes) else 8
+    """Count a typed field's bytes before they are decoded (see ``MAX_TYPED_BYTES``). An
+    unpacked value is a field of its own, which costs a step of the field loop too."""
+    ctx.typed += len(v) if isinstance(v, memoryview | bytes) else 32
     if ctx.typed > MAX_TYPED_BYTES:
         raise ScellisError(
-            f"{ctx.where}: tensor {shown(name)!r} and those before it keep over "
+            f"{ctx.where}: {shown(name)!r} and the tensors and attributes before it keep over "
             f"{MAX_TYPED_BYTES} bytes of values outside raw_data; export weights as raw_data"
         )
 
@@ -187,7 +188,7 @@ def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
     typed: dict[int, list] = {}
     external, location = {}, 0
     for fno, wt, v in fields(buf):
-        if fno in (4, 5, 7, 10, 11):
+        if fno in (1, 4, 5, 7, 10, 11):  # dims and the typed values
             _typed_budget(ctx, v, name)
         if fno == 1:
             dims.extend(packed_varints(v, wt))
@@ -250,8 +251,10 @@ def attribute(buf, ctx: _Ctx) -> tuple[str, object]:
         elif fno == 6:
             got[6] = [v]  # a subgraph: kept as bytes; no supported op takes one
         elif fno == 7:
+            _typed_budget(ctx, v, name)
             got.setdefault(7, []).extend(packed_fixed(v, wt, "f"))
         elif fno == 8:
+            _typed_budget(ctx, v, name)
             got.setdefault(8, []).extend(packed_varints(v, wt))
         elif fno == 9:
             got.setdefault(9, []).append(blob(v))
