@@ -209,6 +209,16 @@ def _with_manifest(members, change):
     return out
 
 
+ESC = "\x1b]0;pwned\x07\x1b[2J"
+
+
+def _with_rows(members, change):
+    """The bundle with its run.json rows changed in place by ``change``."""
+    rows = json.loads(members["run.json"])
+    change(rows)
+    return {**members, "run.json": json.dumps(rows).encode()}
+
+
 BUNDLE_CASES = {
     "deep run.json": lambda m: {**m, "run.json": b"[" * 100_000 + b"]" * 100_000},
     "5000-digit number": lambda m: {**m, "run.json": m["run.json"].replace(
@@ -225,6 +235,15 @@ BUNDLE_CASES = {
         {**d, "optimizer": [1]}).encode()),
     "manifest rng text": lambda m: _with_manifest(m, lambda d: json.dumps(
         {**d, "rng_state": "x"}).encode()),
+    # text the listings print as it is: a terminal escape (retitle, clear the screen)
+    "escape in a metric name": lambda m: _with_rows(m, lambda r: r["metrics"][0].update(
+        name="loss" + ESC)),
+    "escape in the device": lambda m: _with_rows(m, lambda r: r["run"].update(
+        device="reference" + ESC)),
+    "escape in argv": lambda m: _with_rows(m, lambda r: r["run"].update(
+        argv=json.dumps(["scellis", "train", ESC]))),
+    "escape in the config": lambda m: _with_rows(m, lambda r: r["run"].update(
+        config=json.dumps({**json.loads(r["run"]["config"]), "note" + ESC: 1}))),
 }  # fmt: skip
 
 

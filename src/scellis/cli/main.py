@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 import signal
 import sys
 import traceback
@@ -96,10 +97,21 @@ LINE_CHARS = 300  # a message line longer than this is cut: inputs are never ech
 LINES = 24  # a listing of problems longer than this says how many more there are
 
 
+# control characters other than the line breaks a listing is made of: a message may
+# quote text from a file or a record, and an escape sequence in it would reach the
+# user's terminal (retitle it, clear it, write the clipboard) rather than be shown
+_CONTROL = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def short(message: str) -> str:
     """``message`` cut to at most ``LINES`` lines of at most ``LINE_CHARS`` characters,
-    each long line in its middle, so both what and where stay readable."""
-    lines = str(message).splitlines() or [""]
+    each long line in its middle, so both what and where stay readable; control
+    characters in it are shown as escapes."""
+    lines = _visible(str(message).replace("\r\n", "\n")).splitlines() or [""]
     cut = [x if len(x) <= LINE_CHARS else f"{x[: LINE_CHARS - 80]} ... {x[-70:]}"
            for x in lines[:LINES]]  # fmt: skip
     if len(lines) > LINES:

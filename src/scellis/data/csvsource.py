@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 from ..base.errors import ScellisError
+from .bounds import check_window_values, window_count
 from .frames import WINDOW_NORMALISERS, frame_shift, framed_window, spread_floor
 from .shuffle import shuffled_order
 from .table import Table, read_table
@@ -223,6 +224,9 @@ def load_csv(cfg: CSVConfig, stats: dict | None = None) -> SeriesDataset:
     feats = [list(row) for row in zip(*(z[k] for k in cfg.features))]
 
     framed = cfg.normalise in WINDOW_NORMALISERS
+    count = window_count(cut, need, cfg.stride) + window_count(rows - cut, need, cfg.stride)
+    each = cfg.length * len(cfg.features) + cfg.horizon
+    check_window_values(count, each, rows * len(names), cfg.path)
 
     def part(lo: int, hi: int):
         starts = [lo + s for s in windows(hi - lo, cfg.length, cfg.horizon, cfg.stride)]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..base.errors import ScellisError
 from ..base.files import read_file
+from .bounds import check_window_values, window_count
 from .shuffle import shuffled_order
 
 
@@ -152,6 +153,11 @@ def text_dataset(
         head["tokenizer"] = vocab.digest
     h = hashlib.sha256(json.dumps(head, sort_keys=True, separators=(",", ":")).encode())
     h.update(b"\n" + text.encode("utf-8"))
+    # a window and its target: context + 1 ids apart from the split's edge
+    count = window_count(cut, context + 1, stride) + window_count(
+        len(ids) - cut, context + 1, stride
+    )
+    check_window_values(count, 2 * context, len(ids), "the text")
     xt, yt = next_char_windows(ids[:cut], context, stride)
     xv, yv = next_char_windows(ids[cut:], context, stride)
     return TextDataset(vocab, xt, yt, xv, yv, cut, h.hexdigest())

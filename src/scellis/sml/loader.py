@@ -25,10 +25,19 @@ MAX_LINE = 10_000
 MAX_NODES = 100_000
 MAX_ALIASES = 100
 MAX_DEPTH = 64
+# An integer literal longer than this is refused where it is read: a hex or binary literal
+# of a few thousand digits makes an int that cannot even be printed (past 4,300 decimal
+# digits), so no later message could name it. Shorter ones reach the field's own range
+# check ("must fit in 63 bits").
+MAX_INT_DIGITS = 1000
 
 _CORE = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 _INT = re.compile(r"[-+]?[0-9]+$")
+# YAML's double-quoted escapes (\e, \a, \x1b...) put control characters in a string;
+# a record that arrives from elsewhere is shown in listings and messages, where one
+# would reach the user's terminal as an escape sequence. Tabs and line breaks stay.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass
@@ -203,6 +212,7 @@ class _Walker:
             if not isinstance(k, ScalarNode) or k.tag not in _ALLOWED_TAGS:
                 raise at(k, self.file, "a key must be a plain name")
             key = k.value
+            self.plain_text(k, key)
             if key in first:
                 m = first[key].start_mark
                 raise at(
@@ -216,14 +226,21 @@ class _Walker:
             out[key] = self.walk(v, path + (key,), depth + 1)
         return out
 
+    def plain_text(self, node: ScalarNode, text: str) -> None:
+        if _CONTROL.search(text):
+            raise at(node, self.file, "text holds control characters", "remove the escapes")
+
     def scalar(self, node: ScalarNode, tag: str):
         v = node.value
         if tag == _CORE + "str" or node.style is not None:
+            self.plain_text(node, v)
             return v
         if tag == _CORE + "null":
             return None
         if tag == _CORE + "bool":
             return v.lower() == "true"
+        if tag == _CORE + "int" and len(v.replace("_", "").lstrip("+-")) > MAX_INT_DIGITS + 2:
+            raise at(node, self.file, f"an integer of more than {MAX_INT_DIGITS} digits")
         try:
             if tag == _CORE + "int":
                 s = v.replace("_", "")

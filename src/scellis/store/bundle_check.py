@@ -74,10 +74,28 @@ def _json_text(v, want: type, what: str):
     return got
 
 
+def _printable(v, where: str) -> None:
+    """Refuse text holding control characters anywhere in ``v`` (JSON: keys too). The
+    store's listings print a run's text as it is: an escape sequence from a stranger's
+    bundle would reach the user's terminal (retitle it, clear it, write the clipboard)."""
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str) and not x.isprintable():
+            raise BundleError(f"{where} {x!r:.80} holds control characters")
+        if isinstance(x, dict):
+            todo.extend(x)
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+
+
 def _cell(table: str, col: str, kind: str, v) -> None:
     where = f"{table}.{col}"
     if kind in ("text", "id", "status", "hash") and not isinstance(v, str):
         raise BundleError(f"{where} is {type(v).__name__} {v!r:.40}, not text")
+    if kind == "text":
+        _printable(v, where)
     if kind == "id" and not RUN_ID.match(v):
         raise BundleError(f"{where} {v!r:.80} is not a run id")
     if kind == "hash" and not HEX.match(v):
@@ -97,8 +115,9 @@ def _cell(table: str, col: str, kind: str, v) -> None:
         argv = _json_text(v, list, "argv")
         if not all(isinstance(a, str) for a in argv):
             raise BundleError("the run's argv holds something other than text")
+        _printable(argv, "the run's argv")
     if kind == "config":
-        _json_text(v, dict, "config")
+        _printable(_json_text(v, dict, "config"), "the run's config")
 
 
 def _rows(rows, table: str) -> list:

@@ -10,6 +10,7 @@ checksum (the ``checksum`` entry) differs.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import stat
@@ -66,9 +67,34 @@ class Model:
     graph: Graph = field(default_factory=Graph)
 
 
+# Bytes of values a model may keep in TensorProto's typed repeated fields (float_data,
+# int64_data...) rather than raw_data. They decode one Python value at a time (a 20 MB
+# field of int64_data took over a minute and 450 MB); exporters put weights in
+# raw_data and keep the typed fields for small constants (shapes, axes, scalars).
+MAX_TYPED_BYTES = 2 << 20
+
+
 class _Ctx:
     def __init__(self, folder: Path | None, where: str):
         self.folder, self.where = folder, where
+        self.typed = 0  # bytes of typed-field values read so far
+        # the byte ranges of each external file that tensors have read so far
+        self.claimed: dict[Path, list[tuple[int, int]]] = {}
+
+    def claim(self, target: Path, begin: int, end: int, loc: str, name: str) -> None:
+        """Refuse a tensor whose external bytes overlap another's: exporters give each
+        tensor its own range, and a small model naming one large file over and over
+        would otherwise read it once per name (gigabytes from a kilobyte)."""
+        if begin == end:
+            return
+        spans = self.claimed.setdefault(target, [])
+        i = bisect.bisect(spans, (begin, end))
+        if (i > 0 and spans[i - 1][1] > begin) or (i < len(spans) and spans[i][0] < end):
+            raise ScellisError(
+                f"{self.where}: tensor {name!r} reads bytes of {loc!r} that another tensor "
+                "reads too"
+            )
+        spans.insert(i, (begin, end))
 
 
 def _count(entries: dict, key: str, ctx: _Ctx, name: str) -> int | None:
@@ -122,6 +148,7 @@ def _external(entries: dict, ctx: _Ctx, name: str, nbytes: int) -> bytes:
                 f"{ctx.where}: external data {loc!r} holds {st.st_size} bytes; tensor {name!r} "
                 f"needs bytes {offset}..{end}"
             )
+        ctx.claim(target, offset, end, loc, name)
         os.lseek(fd, offset, os.SEEK_SET)
         chunks, left = [], nbytes
         while left:
@@ -145,11 +172,24 @@ def _external(entries: dict, ctx: _Ctx, name: str, nbytes: int) -> bytes:
     return data
 
 
+def _typed_budget(ctx: _Ctx, v, name: str) -> None:
+    """Count a typed field's bytes before they are decoded (see ``MAX_TYPED_BYTES``). An
+    unpacked value is a field of its own, which costs a step of the field loop too."""
+    ctx.typed += len(v) if isinstance(v, memoryview | bytes) else 32
+    if ctx.typed > MAX_TYPED_BYTES:
+        raise ScellisError(
+            f"{ctx.where}: {shown(name)!r} and the tensors and attributes before it keep over "
+            f"{MAX_TYPED_BYTES} bytes of values outside raw_data; export weights as raw_data"
+        )
+
+
 def tensor(buf, ctx: _Ctx) -> tuple[str, RawTensor]:
     dims, dtype, name, raw = [], 0, "", None
     typed: dict[int, list] = {}
     external, location = {}, 0
     for fno, wt, v in fields(buf):
+        if fno in (1, 4, 5, 7, 10, 11):  # dims and the typed values
+            _typed_budget(ctx, v, name)
         if fno == 1:
             dims.extend(packed_varints(v, wt))
         elif fno == 2:
@@ -211,8 +251,10 @@ def attribute(buf, ctx: _Ctx) -> tuple[str, object]:
         elif fno == 6:
             got[6] = [v]  # a subgraph: kept as bytes; no supported op takes one
         elif fno == 7:
+            _typed_budget(ctx, v, name)
             got.setdefault(7, []).extend(packed_fixed(v, wt, "f"))
         elif fno == 8:
+            _typed_budget(ctx, v, name)
             got.setdefault(8, []).extend(packed_varints(v, wt))
         elif fno == 9:
             got.setdefault(9, []).append(blob(v))

@@ -11,7 +11,9 @@ would be read again for each listing).
 
 from __future__ import annotations
 
-import struct
+import array
+import math
+import sys
 from pathlib import Path
 
 from ...base.errors import ScellisError, shown
@@ -21,6 +23,7 @@ from ..raw import ITEMSIZE, RawTensor, array_of, numel
 # quantisation dtype -> the raw code its values are stored in
 _QUANTISED = {"uint8": "U8", "uint16": "U16", "float16": "F16"}
 _PLAIN = {"float32": "F32"}
+_F32_MAX = 3.4028234663852886e38
 
 
 def _shard(folder: Path, name, where: str) -> Path:
@@ -52,12 +55,29 @@ def _decode(spec: dict, data: bytes, shape: tuple, where: str) -> RawTensor:
         )
     if q is None:
         return RawTensor("F32", shape, data)
-    code = _QUANTISED[q["dtype"]]
-    values = array_of(code, data)
-    if code != "F16":
-        scale, low = float(q["scale"]), float(q["min"])
-        values = [v * scale + low for v in values]
-    return RawTensor("F32", shape, struct.pack(f"<{len(values)}f", *values))
+    return RawTensor("F32", shape, _widened(_QUANTISED[q["dtype"]], q, data, name, where))
+
+
+_CHUNK = 1 << 16  # values widened at a time
+
+
+def _widened(code: str, q: dict, data: bytes, name: str, where: str) -> bytes:
+    """The float32 bytes of quantised ``data``, built a chunk at a time: as one list of
+    Python floats they would take 32 bytes for each byte of a uint8 shard."""
+    out, size = array.array("f"), ITEMSIZE[code][0]
+    scale, low = (1.0, 0.0) if code == "F16" else (float(q["scale"]), float(q["min"]))
+    top = 1.0 if code == "F16" else float((1 << 8 * size) - 1)
+    # every value lies between low and top * scale + low: both must be float32 numbers
+    if not all(math.isfinite(v) and abs(v) <= _F32_MAX for v in (low, top * scale + low)):
+        raise ScellisError(
+            f"{where}: weight {shown(name)!r}: scale and min put values outside float32"
+        )
+    for i in range(0, len(data), _CHUNK * size):
+        values = array_of(code, data[i : i + _CHUNK * size])
+        out.extend(values if code == "F16" else [v * scale + low for v in values])
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out.tobytes()
 
 
 def _spec_code(spec: dict, where: str) -> str:

@@ -23,7 +23,7 @@ from ...catalog.registry import field, register
 from ..base import Codec, Imported
 from ..raw import RawTensor
 from .safezip import DEFAULT_CAP, SafeZip
-from .unpickle import RestrictedUnpickler, View
+from .unpickle import RestrictedUnpickler, View, brief
 
 _PKL_CAP = 256 << 20  # data.pkl holds structure only; 256 MiB of it is already absurd
 
@@ -38,6 +38,13 @@ class TorchConfig:
 _MAX_DEPTH = 64  # nesting of dicts/lists around the tensors
 MAX_NAMES = 1 << 17  # tensors and metadata entries a state dict may name
 MAX_NODES = 1 << 18  # values a walk of the state dict may visit, references included
+# Copying a view out takes one Python step per row: a transposed matrix has a row per
+# column, but a tiny view of shape (n, n, 1) over one stride-0 element would have n*n.
+MAX_ROWS = 1 << 21
+# A view copied out may be larger than its storage only by being expanded (stride 0) or
+# named again (tied weights): the tensors may take a few times the archive, never more.
+# So a 600-byte file cannot ask for gigabytes under the size cap.
+_GROWTH, _SLACK = 4, 64 << 20
 
 
 class _Walk:
@@ -45,11 +52,12 @@ class _Walk:
     visited (a memo reference is as big as what it names), so names, nodes and the bytes
     the tensors will take are bounded before anything is copied."""
 
-    def __init__(self, where: str, max_bytes: int):
-        self.where, self.max_bytes = where, max_bytes
+    def __init__(self, where: str, max_bytes: int, archive_bytes: int):
+        self.where = where
+        self.max_bytes = min(max_bytes, _GROWTH * archive_bytes + _SLACK)
         self.tensors: dict[str, View] = {}
         self.meta: dict = {}
-        self.nodes = self.nbytes = 0
+        self.nodes = self.nbytes = self.rows = 0
 
     def _visit(self) -> None:
         self.nodes += 1
@@ -64,7 +72,7 @@ class _Walk:
             return key
         if type(key) is int and abs(key) < 1 << 63:
             return str(key)
-        raise ScellisError(f"{self.where}: a dict key of type {type(key).__name__} ({key!r:.40})")
+        raise ScellisError(f"{self.where}: a dict key of type {type(key).__name__} ({brief(key)})")
 
     def _add(self, table: dict, name: str, value) -> None:
         if len(self.tensors) + len(self.meta) >= MAX_NAMES:
@@ -86,7 +94,13 @@ class _Walk:
             if self.nbytes > self.max_bytes:
                 raise ScellisError(
                     f"{self.where}: the tensors would take more memory than the size cap "
-                    f"allows ({self.max_bytes} bytes)"
+                    f"allows ({self.max_bytes} bytes, from a file of this size)"
+                )
+            self.rows += obj.rows
+            if self.rows > MAX_ROWS:
+                raise ScellisError(
+                    f"{self.where}: the tensors' strides scatter them over more than "
+                    f"{MAX_ROWS} pieces; save them contiguous (tensor.contiguous())"
                 )
             self._add(self.tensors, prefix, obj)
         elif isinstance(obj, dict):
@@ -167,12 +181,12 @@ class TorchCodec(Codec):
 
         def storage(key: str) -> bytes:
             if not key or "/" in key or key in (".", ".."):
-                raise ScellisError(f"{where}: storage key {key!r} is not a plain name")
+                raise ScellisError(f"{where}: storage key {brief(key)} is not a plain name")
             return z.read(f"{root}data/{key}")
 
         pkl = z.read(pkls[0])
         obj = RestrictedUnpickler(pkl, storage, where).run()
-        return obj, _Walk(where, self.config.max_bytes)
+        return obj, _Walk(where, self.config.max_bytes, len(data))
 
     def write(self, path: Path, tensors: dict[str, RawTensor], record: dict | None) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)

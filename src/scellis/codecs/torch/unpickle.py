@@ -24,12 +24,18 @@ from __future__ import annotations
 
 import io
 import pickle
+import reprlib
 from collections import OrderedDict
 
 from ...base.errors import ScellisError, shown
 from ..raw import ITEMSIZE, RawTensor
 
 MAX_DIMS = 64
+# A dict key or set item a pickle builds is hashed, and hashing a tuple visits all of it
+# in C, without a depth guard: a key of tuples nested 200,000 deep overflows the C stack
+# (a crash), and one of 60 tuples each naming the one before twice (memo references) is
+# 2**60 elements to hash. Keys may be tuples of at most this many elements in all.
+MAX_KEY_ITEMS = 64
 
 # torch storage class names -> dtype codes
 _STORAGES = {
@@ -44,6 +50,31 @@ _STORAGES = {
     "ByteStorage": "U8",
     "BoolStorage": "BOOL",
 }
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 60, 40, 40
+_REPR.maxtuple = _REPR.maxlist = _REPR.maxdict = _REPR.maxset = 6
+
+
+def brief(v) -> str:
+    """A short repr of a value a pickle built: a few levels and items of it, so that a
+    message never walks a structure that shares itself exponentially (or a huge text)."""
+    return _REPR.repr(v)
+
+
+def _check_key(k, where: str) -> None:
+    """Refuse a dict key or set item whose hash would not end (see ``MAX_KEY_ITEMS``)."""
+    todo, seen = [k], 0
+    while todo:
+        v = todo.pop()
+        if type(v) is tuple:
+            seen += len(v)
+            if seen > MAX_KEY_ITEMS:
+                raise ScellisError(
+                    f"{where}: a dict key or set item nests more than {MAX_KEY_ITEMS} values"
+                )
+            todo.extend(v)
 
 
 class _Frozen:
@@ -107,6 +138,17 @@ class View(_Frozen):
             n *= s
         return n
 
+    @property
+    def rows(self) -> int:
+        """The slices ``gather`` takes one at a time to copy the view out: its time."""
+        size, stride = _squeezed(self.size, self.stride)
+        if 0 in size or _contiguous(size, stride):
+            return 1
+        n = 1
+        for s in size[:-1]:
+            n *= s
+        return n
+
     def materialise(self) -> RawTensor:
         st = self.storage
         return RawTensor(st.dtype, self.size, gather(st, self.offset, self.size, self.stride))
@@ -128,7 +170,7 @@ class _Global(_Frozen):
 
 def _ints(v, what: str) -> tuple:
     if not isinstance(v, tuple) or not all(type(x) is int for x in v):
-        raise ScellisError(f"_rebuild_tensor_v2: {what} must be a tuple of ints, got {v!r:.80}")
+        raise ScellisError(f"_rebuild_tensor_v2: {what} must be a tuple of ints, got {brief(v)}")
     return v
 
 
@@ -141,15 +183,11 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
     if n == 0:
         return b""
     _inside(st, offset, size, stride)
+    size, stride = _squeezed(size, stride)
     mv = memoryview(st.data)
     if not size:
         return bytes(mv[offset * isz : (offset + 1) * isz])
-    # contiguous C order: one slice
-    want, acc = [], 1
-    for s in reversed(size):
-        want.append(acc)
-        acc *= s
-    if all(s == 1 or t == w for s, t, w in zip(size, stride, reversed(want))):
+    if _contiguous(size, stride):  # C order: one slice
         return bytes(mv[offset * isz : (offset + n) * isz])
     # a strided view: one strided slice of a typed view per innermost row
     flat = mv.cast({1: "B", 2: "H", 4: "I", 8: "Q"}[isz])
@@ -172,12 +210,28 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
     return bytes(out)
 
 
+def _squeezed(size: tuple, stride: tuple) -> tuple[tuple, tuple]:
+    """``size`` and ``stride`` without their length-1 dimensions, which address nothing:
+    a column ``(n, 1)`` is then copied as one strided slice, not ``n`` slices."""
+    kept = [(s, t) for s, t in zip(size, stride) if s != 1]
+    return tuple(s for s, _ in kept), tuple(t for _, t in kept)
+
+
+def _contiguous(size: tuple, stride: tuple) -> bool:
+    want = 1
+    for s, t in zip(reversed(size), reversed(stride)):
+        if s != 1 and t != want:
+            return False
+        want *= s
+    return True
+
+
 def _inside(st: Storage, offset: int, size: tuple, stride: tuple) -> None:
     last = offset + sum((s - 1) * t for s, t in zip(size, stride))
     if offset < 0 or last >= st.numel:
         raise ScellisError(
             f"a tensor view (offset {offset}, size {list(size)}, stride {list(stride)}) "
-            f"reaches element {last} of storage {st.key!r}, which holds {st.numel}"
+            f"reaches element {last} of storage {brief(st.key)}, which holds {st.numel}"
         )
 
 
@@ -194,7 +248,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
         raise ScellisError("_rebuild_tensor_v2: the storage offset must be an int")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
     if len(size) != len(stride) or any(s < 0 for s in size) or any(t < 0 for t in stride):
-        raise ScellisError(f"_rebuild_tensor_v2: bad size {size!r:.80} / stride {stride!r:.80}")
+        raise ScellisError(f"_rebuild_tensor_v2: bad size {brief(size)} / stride {brief(stride)}")
     if len(size) > MAX_DIMS:
         raise ScellisError(f"_rebuild_tensor_v2: {len(size)} dimensions (at most {MAX_DIMS})")
     if not isinstance(requires_grad, bool):
@@ -223,6 +277,8 @@ def _ordered_dict(*args):
         raise ScellisError("OrderedDict was called with unexpected arguments")
     if args and not all(isinstance(p, tuple) and len(p) == 2 for p in args[0]):
         raise ScellisError("OrderedDict was called with something other than pairs")
+    for p in args[0] if args else ():
+        _check_key(p[0], "OrderedDict")
     return OrderedDict(*args)
 
 
@@ -281,15 +337,46 @@ class RestrictedUnpickler(pickle._Unpickler):
         )
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    # Every opcode that hashes what the pickle built checks it first (``_check_key``).
+    # After a MARK the items since it are ``self.stack``: keys at even places.
+    def load_setitem(self):
+        _check_key(self.stack[-2], self._where)
+        super().load_setitem()
+
+    def load_setitems(self):
+        for k in self.stack[0::2]:
+            _check_key(k, self._where)
+        super().load_setitems()
+
+    def load_dict(self):
+        for k in self.stack[0::2]:
+            _check_key(k, self._where)
+        super().load_dict()
+
+    def load_additems(self):
+        for k in self.stack:
+            _check_key(k, self._where)
+        super().load_additems()
+
+    def load_frozenset(self):
+        for k in self.stack:
+            _check_key(k, self._where)
+        super().load_frozenset()
+
+    for _op, _fn in ((pickle.SETITEM, load_setitem), (pickle.SETITEMS, load_setitems),
+                     (pickle.DICT, load_dict), (pickle.ADDITEMS, load_additems),
+                     (pickle.FROZENSET, load_frozenset)):  # fmt: skip
+        dispatch[_op[0]] = _fn
     for _op in (pickle.EXT1, pickle.EXT2, pickle.EXT4):
         dispatch[_op[0]] = _refuse_extension
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise ScellisError(f"{self._where}: unknown persistent id {pid!r:.80}")
+            raise ScellisError(f"{self._where}: unknown persistent id {brief(pid)}")
         _, kind, key, _location, count = pid
         if not isinstance(kind, StorageType) or not isinstance(key, str) or type(count) is not int:
-            raise ScellisError(f"{self._where}: malformed storage reference {pid!r:.80}")
+            raise ScellisError(f"{self._where}: malformed storage reference {brief(pid)}")
         st = self._storages.get(key)
         if st is None:
             data = self._load_storage(key)
@@ -297,12 +384,12 @@ class RestrictedUnpickler(pickle._Unpickler):
             # typed storages count elements, untyped ones bytes: both must cover the member
             if count < 0 or count * ITEMSIZE[kind.dtype][0] != len(data):
                 raise ScellisError(
-                    f"{self._where}: storage {key!r} claims {count} {kind.dtype} elements "
+                    f"{self._where}: storage {brief(key)} claims {count} {kind.dtype} elements "
                     f"but its member holds {len(data)} bytes"
                 )
             self._storages[key] = st
         elif st.dtype != kind.dtype:
-            raise ScellisError(f"{self._where}: storage {key!r} is read as two dtypes")
+            raise ScellisError(f"{self._where}: storage {brief(key)} is read as two dtypes")
         return st
 
     def run(self):
