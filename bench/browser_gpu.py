@@ -272,6 +272,8 @@ async function __qlora(client, engineMs) {
         plan_replay_bytes: ev.replay_bytes});
       if (ev.kind === "start") out.to_start_s = (tick() - t) / 1e3;
       if (ev.kind === "log") { stamps.push(tick()); losses.push(ev.loss); }
+      // whether the steps replayed, and how many ran eagerly first (the run's end event)
+      if (ev.kind === "end") out.replay = ev.replay || null;
     });
   out.first_step_s = stamps.length ? (stamps[0] - t) / 1e3 : null;
   const gaps = stamps.slice(3).map((s, i) => s - stamps[i + 2]).sort((a, b) => a - b);
