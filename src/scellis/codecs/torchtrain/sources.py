@@ -18,7 +18,7 @@ import textwrap
 from ...base import files, rng
 from ...catalog.sched import base as sched_base
 from ...catalog.sched import one_cycle, plateau, schedules
-from ...data import csvsource, frames, record, shuffle, table, text
+from ...data import bounds, csvsource, frames, record, shuffle, table, text
 from ...ops import optim as optim_ops
 from ...ops import optim_adaptive
 
@@ -84,6 +84,8 @@ def pipeline_source() -> str:
         _const(table, "MISSING"),
         _assignment(files, "_KINDS"),
         _src(files.read_file),
+        _const(bounds, "MAX_WINDOW_VALUES", "MAX_GROWTH"),
+        _src(bounds.window_count, bounds.check_window_values),
         _src(text.read_text, table.Table, table.parse_time, table._number, table._header),
         _src(table.read_table, table._time),
         _const(csvsource, "MISSING_POLICIES", "NORMALISERS"),
