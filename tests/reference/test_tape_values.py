@@ -95,22 +95,6 @@ def test_a_lora_stack_frees_what_no_vjp_reads_and_gives_torchs_gradients():
         assert mod.weight.grad is None  # the frozen base gets none
 
 
-_RENAMES = {"self_attn.out_proj": "attn.o", "linear1": "mlp.fc1", "linear2": "mlp.fc2",
-            "norm1": "ln1", "norm2": "ln2"}  # fmt: skip
-
-
-def _our_grad(named: dict, torch_name: str) -> np.ndarray:
-    """Our gradient under torch's parameter name (q, k and v packed as torch packs them)."""
-    stem, _, leaf = torch_name.rpartition(".")
-    if leaf.startswith("in_proj_"):
-        kind = leaf.removeprefix("in_proj_")
-        stem = stem.removesuffix("self_attn") + "attn"
-        return np.concatenate([arr(named[f"{stem}.{p}.{kind}"].grad) for p in "qkv"])
-    for theirs, ours in _RENAMES.items():
-        stem = stem.replace(theirs, ours)
-    return arr(named[f"{stem}.{leaf}"].grad)
-
-
 @pytest.mark.filterwarnings("ignore::UserWarning")  # torch's note on its nested-tensor path
 def test_a_transformer_drops_its_residual_terms_and_gives_torchs_gradients():
     def build(lib):
@@ -149,7 +133,7 @@ def test_a_transformer_drops_its_residual_terms_and_gives_torchs_gradients():
     np.testing.assert_allclose(arr(x.grad), tx.grad.numpy(), **tol)
     named = dict(ours.named_parameters())
     for name, p in theirs.named_parameters():
-        np.testing.assert_allclose(_our_grad(named, name), p.grad.numpy(), **tol)
+        np.testing.assert_allclose(arr(named[name].grad), p.grad.numpy(), **tol)
 
 
 def test_retain_grad_reaches_an_intermediate_held_only_as_an_edge_and_both_ways():

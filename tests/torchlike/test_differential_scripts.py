@@ -78,6 +78,7 @@ CASES = {  # script: (steps, extra keyword arguments)
     "numpy_split_metrics": (3, {}),
     "distill": (4, {}),
     "legacy_style": (4, {}),
+    "attention_names": (6, {}),
 }
 
 

@@ -1,8 +1,8 @@
 """Loading a state dict into a module tree in place (catalog layer).
 
 Keys are dotted paths; each module of the tree may first rename or unpack the
-incoming entries under its prefix (a torch ``MultiheadAttention`` packs q, k and v in
-one ``in_proj_weight``). Values are written into the live tensors, never swapped in,
+incoming entries under its prefix (torch's BatchNorm keeps a ``num_batches_tracked``
+the catalog block has no use for). Values are written into the live tensors, never swapped in,
 so optimizers keep the parameters they hold. Missing and unexpected keys are reported
 as torch reports them.
 """

@@ -1,12 +1,9 @@
 """torch-shaped MultiheadAttention and TransformerEncoderLayer (nn layer).
 
-Built on the catalog's ``nn/attention`` and ``nn/transformer_block``. torch packs the
-q, k and v projections into ``in_proj_weight`` / ``in_proj_bias`` and names the rest
-``out_proj``, ``linear1``, ``norm1`` ...; ``translate_state`` unpacks and renames
-those keys, so ``load_state_dict(torch_layer.state_dict())`` works.
-
-``state_dict()`` gives torch's names back (``export_state``), so checkpoints cross
-key for key in either direction.
+Both hold torch's parameters under torch's names (``in_proj_weight``, ``out_proj``,
+``self_attn``, ``linear1``, ``norm1`` ...), so ``named_parameters()``, ``state_dict()``
+and attribute access read as torch's, and compute with the catalog's ``nn/attention``
+block (drawn and run as it is): the packed projections reach it as row slices.
 
 ``MultiheadAttention`` called with ``need_weights=False`` and no mask, or the causal one
 (``is_causal=True``, with or without torch's ``attn_mask`` from
@@ -26,47 +23,15 @@ from ..autograd import no_grad
 from ..base.errors import ShapeError
 from ..base.rng import Generator
 from ..catalog import blocks as B
+from ..catalog.blocks.common import ACTIVATIONS
+from ..catalog.blocks.linear import activated
 from ..catalog.module import Module, ModuleList
 from ..ops.composites import softmax
 from ..runtime.factories import arange, full
 from ..runtime.functional import cat, dropout
 from . import attention_options as O
 from ._home import block_args, unsupported
-
-
-def unpack_in_proj(state: dict, prefix: str = "") -> dict:
-    """torch's packed ``in_proj_*`` and ``out_proj.*`` as the catalog's q/k/v/o keys."""
-    out = {}
-    for key, value in state.items():
-        if not key.startswith(prefix):
-            out[key] = value
-            continue
-        rest = key[len(prefix) :]
-        if rest in ("in_proj_weight", "in_proj_bias"):
-            third = value.shape[0] // 3
-            kind = "weight" if rest.endswith("weight") else "bias"
-            for i, name in enumerate("qkv"):
-                out[f"{prefix}{name}.{kind}"] = value[i * third : (i + 1) * third]
-        elif rest.startswith("out_proj."):
-            out[f"{prefix}o.{rest[len('out_proj.') :]}"] = value
-        else:
-            out[key] = value
-    return out
-
-
-def pack_in_proj(state: dict, prefix: str = "") -> dict:
-    """The catalog's q/k/v/o keys under ``prefix`` as torch's packed ``in_proj_*`` and
-    ``out_proj.*`` (the inverse of ``unpack_in_proj``; the packed tensors are copies)."""
-    out = {k: v for k, v in state.items() if not k.startswith(prefix)}
-    with no_grad():
-        for kind in ("weight", "bias"):
-            parts = [state.get(f"{prefix}{n}.{kind}") for n in "qkv"]
-            if all(p is not None for p in parts):
-                out[f"{prefix}in_proj_{kind}"] = cat([p.detach() for p in parts], 0)
-    for kind in ("weight", "bias"):
-        if f"{prefix}o.{kind}" in state:
-            out[f"{prefix}out_proj.{kind}"] = state[f"{prefix}o.{kind}"]
-    return out
+from .layers import Dropout, LayerNorm, Linear
 
 
 def _keep_flags(key_padding_mask):
@@ -80,72 +45,127 @@ def _batch_major(x, batch_first: bool):
     return x if batch_first else x.permute(1, 0, 2)
 
 
-class MultiheadAttention(B.MultiHeadAttention):
+def _torch_fields(E, heads, p, batch_first, add_zero_attn, same, kdim, vdim) -> dict:
+    """The plain attributes torch's MultiheadAttention keeps."""
+    return {"embed_dim": E, "num_heads": heads, "dropout": p, "batch_first": bool(batch_first),
+            "add_zero_attn": bool(add_zero_attn), "head_dim": E // heads,
+            "_qkv_same_embed_dim": same, "kdim": kdim, "vdim": vdim}  # fmt: skip
+
+
+def _adopt_linear(block: B.Linear, device, dtype) -> Linear:
+    """``block``'s tensors as a torch-shaped Linear: torch's ``out_proj``, drawn the way
+    the attention block draws its output projection (no second draw)."""
+    out = Linear.__new__(Linear)
+    B.Block.__init__(out, block.config, device, dtype)
+    out.weight, out.bias = block.weight, block.bias
+    return out
+
+
+def _packed(parts):
+    """One trainable tensor of ``parts`` stacked along rows (torch's ``in_proj_*``)."""
+    with no_grad():
+        return cat([p.detach() for p in parts], 0).requires_grad_()
+
+
+class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True,
     add_bias_kv=False, add_zero_attn=False, kdim=None, vdim=None, batch_first=False):
     ``forward(query, key, value, key_padding_mask=None, need_weights=True,
-    attn_mask=None, average_attn_weights=True, is_causal=False)``."""
+    attn_mask=None, average_attn_weights=True, is_causal=False)``.
+
+    The parameters are torch's (``in_proj_weight`` [3E, E] or the three
+    ``*_proj_weight``, ``in_proj_bias``, ``bias_k``/``bias_v``, ``out_proj``), so
+    ``named_parameters()`` and ``state_dict()`` read as torch's. The maths is the
+    catalog block's, kept out of the tree (``_block``): each call gives its q, k and v
+    projections row slices of the packed tensors, so gradients reach them."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None, *, generator=None):  # fmt: skip
-        cfg = B.AttentionConfig(int(embed_dim), int(num_heads), bool(bias), False, float(dropout))
-        super().__init__(cfg, **block_args(device, dtype, generator))
-        kdim, vdim = int(kdim or embed_dim), int(vdim or embed_dim)
-        separate = (kdim, vdim) != (cfg.embed_dim, cfg.embed_dim)
-        if separate:
-            O.widen_kv(self, kdim, vdim)
+        super().__init__()
+        E = int(embed_dim)
+        cfg = B.AttentionConfig(E, int(num_heads), bool(bias), False, float(dropout))
+        # drawn in the block's order (q, k, v, o), then kdim/vdim's own draws
+        block = B.MultiHeadAttention(cfg, **block_args(device, dtype, generator))
+        kdim, vdim = int(kdim or E), int(vdim or E)
+        same = (kdim, vdim) == (E, E)
+        if not same:
+            O.widen_kv(block, kdim, vdim)
+        for name, value in _torch_fields(E, cfg.num_heads, float(dropout), batch_first,
+                                         add_zero_attn, same, kdim, vdim).items():  # fmt: skip
+            object.__setattr__(self, name, value)
+        self._own_projections(block, same)
         if add_bias_kv:
             O.add_bias_kv(self, device, dtype)
         else:
             self.bias_k = self.bias_v = None
-        object.__setattr__(self, "batch_first", bool(batch_first))
-        object.__setattr__(self, "add_zero_attn", bool(add_zero_attn))
-        object.__setattr__(self, "head_dim", cfg.embed_dim // cfg.num_heads)
-        object.__setattr__(self, "_qkv_same_embed_dim", not separate)
-        object.__setattr__(self, "kdim", kdim)
-        object.__setattr__(self, "vdim", vdim)
+        self.out_proj = _adopt_linear(block.o, device, dtype)
+        object.__setattr__(self, "_block", block)
+        object.__setattr__(block, "o", self.out_proj)  # hooks on out_proj see the calls
+        with no_grad():  # the block lets go of its own drawn q, k and v tensors
+            self._bound()
 
-    exports_torch_names = True
+    def _own_projections(self, block, same: bool) -> None:
+        """torch's parameters in torch's order: the packed weight (or the three apart),
+        then the packed bias."""
+        weights = [block.q.weight, block.k.weight, block.v.weight]
+        if same:
+            self.in_proj_weight = _packed(weights)
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        else:
+            self.in_proj_weight = None
+            self.q_proj_weight, self.k_proj_weight, self.v_proj_weight = weights
+        biased = block.q.bias is not None
+        self.in_proj_bias = _packed([block.q.bias, block.k.bias, block.v.bias]) if biased else None
 
-    def translate_state(self, state: dict) -> dict:
-        return unpack_in_proj(O.unpack_separate(state))
-
-    def export_state(self, state: dict) -> dict:
-        packed = pack_in_proj(state) if self._qkv_same_embed_dim else O.pack_separate(state)
-        return O.torch_order(packed, state)
+    def _bound(self):
+        """The catalog block with this call's views of the projections and training flag."""
+        b, E = self._block, self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            weights = [w[i * E : (i + 1) * E] for i in range(3)]
+        else:
+            weights = [self.q_proj_weight, self.k_proj_weight, self.v_proj_weight]
+        bias = self.in_proj_bias
+        biases = [None] * 3 if bias is None else [bias[i * E : (i + 1) * E] for i in range(3)]
+        for lin, w, bi in zip((b.q, b.k, b.v), weights, biases, strict=True):
+            object.__setattr__(lin, "weight", w)
+            object.__setattr__(lin, "bias", bi)
+        object.__setattr__(b, "training", self.training)
+        return b
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
         """torch's: (output, weights); the weights (averaged over heads unless
         ``average_attn_weights=False``) where ``need_weights``, else None. Without
         them, self-attention with no mask but the causal one runs the catalog block."""
+        b = self._bound()
         general = need_weights or self.bias_k is not None or self.add_zero_attn
         if general or (attn_mask is not None and not is_causal) or key is not value:
-            return self._masked(query, key, value, key_padding_mask, attn_mask,
+            return self._masked(b, query, key, value, key_padding_mask, attn_mask,
                                 need_weights, average_attn_weights, is_causal)  # fmt: skip
         q = _batch_major(query, self.batch_first)
         kv = None if key is query else _batch_major(key, self.batch_first)
-        if is_causal != self.config.causal:
-            object.__setattr__(self, "config", _with_causal(self.config, is_causal))
-        y = super().forward(q, _keep_flags(key_padding_mask), kv)
+        if is_causal != b.config.causal:
+            object.__setattr__(b, "config", _with_causal(b.config, is_causal))
+        y = b(q, _keep_flags(key_padding_mask), kv)
         return _batch_major(y, self.batch_first), None
 
-    def _masked(self, query, key, value, key_padding_mask, attn_mask, need_weights, average,
+    def _masked(self, b, query, key, value, key_padding_mask, attn_mask, need_weights, average,
                 is_causal=False):  # fmt: skip
         """torch's general path: any ``attn_mask`` ([T, S] or [B*H, T, S]; bool True
         masks, float is added), distinct keys and values; the weights come back too.
         ``is_causal`` without a mask hides the future (torch asks for the mask with the
         hint; dropping the hint would silently attend to the future)."""
         q_in, k_in, v_in = (_batch_major(t, self.batch_first) for t in (query, key, value))
-        B, T, H = q_in.shape[0], q_in.shape[1], self.config.num_heads
-        k, v = self.k(k_in), self.v(v_in)
+        B, T, H = q_in.shape[0], q_in.shape[1], self.num_heads
+        k, v = b.k(k_in), b.v(v_in)
         if self.bias_k is not None:
             k, v, attn_mask, key_padding_mask = O.append_bias(
                 k, v, self.bias_k, self.bias_v, attn_mask, key_padding_mask
             )
         S = k.shape[1]
-        q, k, v = self._heads(self.q(q_in), B, T), self._heads(k, B, S), self._heads(v, B, S)
+        q, k, v = b._heads(b.q(q_in), B, T), b._heads(k, B, S), b._heads(v, B, S)
         if self.add_zero_attn:
             k, v, attn_mask, key_padding_mask = O.append_zeros(k, v, attn_mask, key_padding_mask)
             S += 1
@@ -169,8 +189,8 @@ class MultiheadAttention(B.MultiHeadAttention):
                 scores.masked_fill(pad, float("-inf")) if pad.dtype.kind == "b" else scores + pad
             )
         w = softmax(scores, -1)
-        y = dropout(w, self.config.dropout, self.training) @ v
-        y = self.o(y.permute(0, 2, 1, 3).reshape(B, T, q_in.shape[2]))
+        y = dropout(w, self.dropout, self.training) @ v
+        y = self.out_proj(y.permute(0, 2, 1, 3).reshape(B, T, q_in.shape[2]))
         weights = (w.mean(1) if average else w) if need_weights else None
         return _batch_major(y, self.batch_first), weights
 
@@ -217,65 +237,64 @@ def _with_causal(cfg, causal: bool):
     return dataclasses.replace(cfg, causal=bool(causal))
 
 
-class TransformerEncoderLayer(B.TransformerBlock):
+class TransformerEncoderLayer(Module):
     """torch.nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048,
     dropout=0.1, activation='relu', layer_norm_eps=1e-5, batch_first=False,
     norm_first=False, bias=True): ``forward(src, src_mask=None,
-    src_key_padding_mask=None, is_causal=False)``."""
+    src_key_padding_mask=None, is_causal=False)``.
 
-    _TORCH_NAMES = {"norm1.": "ln1.", "norm2.": "ln2.", "linear1.": "mlp.fc1.",
-                    "linear2.": "mlp.fc2.", "self_attn.": "attn."}  # fmt: skip
+    torch's children in torch's order (``self_attn``, ``linear1``, ``dropout``,
+    ``linear2``, ``norm1``, ``norm2``, ``dropout1``, ``dropout2``), drawn and computed
+    as the catalog's ``nn/transformer_block`` (attention, then the MLP, dropout in the
+    same places), so the two train alike."""
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None, *, generator=None):  # fmt: skip
-        if not isinstance(activation, str):
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
             raise unsupported(
                 "an activation given as a function (name it)", "TransformerEncoderLayer"
             )
-        cfg = B.TransformerBlockConfig(
-            int(d_model), int(nhead), int(dim_feedforward), "encoder", float(dropout),
-            activation, float(layer_norm_eps), bool(bias), norm_first=bool(norm_first),
-        )  # fmt: skip
-        super().__init__(cfg, **block_args(device, dtype, generator))
-        object.__setattr__(self, "batch_first", bool(batch_first))
+        super().__init__()
         args = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward,
                     dropout=dropout, activation=activation, layer_norm_eps=layer_norm_eps,
                     norm_first=norm_first, bias=bias, device=device, dtype=dtype)  # fmt: skip
         object.__setattr__(self, "torch_args", args)
-
-    def translate_state(self, state: dict) -> dict:
-        renamed = {}
-        for key, value in state.items():
-            for theirs, ours in self._TORCH_NAMES.items():
-                if key.startswith(theirs):
-                    key = ours + key[len(theirs) :]
-                    break
-            renamed[key] = value
-        return unpack_in_proj(renamed, "attn.")
-
-    exports_torch_names = True
-
-    def export_state(self, state: dict) -> dict:
-        """torch's names and order: ``self_attn.*`` packed, ``linear1/2``, ``norm1/2``."""
-        ours = {v: k for k, v in self._TORCH_NAMES.items()}
-        renamed = {}
-        for key, value in pack_in_proj(state, "attn.").items():
-            for mine, theirs in ours.items():
-                if key.startswith(mine):
-                    key = theirs + key[len(mine) :]
-                    break
-            renamed[key] = value
-        order = ("self_attn.", "linear1.", "linear2.", "norm1.", "norm2.")
-        rank = {k: next((i for i, p in enumerate(order) if k.startswith(p)), 9) for k in renamed}
-        return dict(sorted(renamed.items(), key=lambda kv: rank[kv[0]]))
+        where = dict(device=device, dtype=dtype)
+        draw = dict(where, generator=generator)
+        d, p = int(d_model), float(dropout)
+        self.self_attn = MultiheadAttention(d, nhead, p, bias, batch_first=True, **draw)
+        self.linear1 = Linear(d, dim_feedforward, bias, **draw)
+        self.dropout = Dropout(p)
+        self.linear2 = Linear(dim_feedforward, d, bias, **draw)
+        self.norm1 = LayerNorm(d, layer_norm_eps, bias=bias, **where)
+        self.norm2 = LayerNorm(d, layer_norm_eps, bias=bias, **where)
+        self.dropout1, self.dropout2 = Dropout(p), Dropout(p)
+        object.__setattr__(self, "norm_first", bool(norm_first))
+        object.__setattr__(self, "batch_first", bool(batch_first))
+        object.__setattr__(self, "activation", activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         causal = causal_hint(src_mask, is_causal, "TransformerEncoderLayer")
-        if causal != self.attn.config.causal:
-            object.__setattr__(self.attn, "config", _with_causal(self.attn.config, causal))
-        y = super().forward(_batch_major(src, self.batch_first), _keep_flags(src_key_padding_mask))
-        return _batch_major(y, self.batch_first)
+        x = _batch_major(src, self.batch_first)
+        sa = lambda h: self._sa_block(h, src_key_padding_mask, causal)  # noqa: E731
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + sa(x))
+            x = self.norm2(x + self._ff_block(x))
+        return _batch_major(x, self.batch_first)
+
+    def _sa_block(self, x, padding, causal: bool):
+        y = self.self_attn(x, x, x, key_padding_mask=padding, need_weights=False,
+                           is_causal=causal)  # fmt: skip
+        return self.dropout1(y[0])
+
+    def _ff_block(self, x):
+        # the catalog MLP's call: fused with its activation where the tier fuses
+        h = activated(self.linear1, x, self.activation)
+        return self.dropout2(self.linear2(self.dropout(h)))
 
 
 _COPIES = Generator(0, "layer-copies")

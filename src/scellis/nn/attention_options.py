@@ -2,9 +2,7 @@
 of other widths (``kdim``/``vdim``), a learned key/value appended to every sequence
 (``add_bias_kv``) and a zero one per head (``add_zero_attn``).
 
-With ``kdim``/``vdim`` torch keeps three projection weights apart (``q_proj_weight``,
-``k_proj_weight``, ``v_proj_weight``) beside the packed ``in_proj_bias``; the appended
-key/value are ``bias_k``/``bias_v`` [1, 1, E]. Each appended position adds a column to
+The appended key/value are ``bias_k``/``bias_v`` [1, 1, E]. Each appended position adds a column to
 the masks that attends, as in torch.
 """
 
@@ -17,8 +15,6 @@ from ..catalog import blocks as B
 from ..runtime.functional import cat
 from . import init
 from ._home import constant_param
-
-SEPARATE = ("q_proj_weight", "k_proj_weight", "v_proj_weight")
 
 
 def widen_kv(mha, kdim: int, vdim: int) -> None:
@@ -34,7 +30,7 @@ def widen_kv(mha, kdim: int, vdim: int) -> None:
 
 
 def add_bias_kv(mha, device=None, dtype=None) -> None:
-    E = mha.config.embed_dim
+    E = mha.embed_dim
     for name in ("bias_k", "bias_v"):
         t = constant_param((1, 1, E), 0.0, device, dtype)
         with no_grad():
@@ -62,30 +58,3 @@ def append_zeros(k, v, attn_mask, padding):
     B, H, _, D = k.shape
     zero = k.new_zeros(B, H, 1, D)
     return cat([k, zero], 2), cat([v, zero], 2), _pad_column(attn_mask), _pad_column(padding)
-
-
-def unpack_separate(state: dict) -> dict:
-    """torch's ``*_proj_weight`` keys as the catalog's ``q/k/v.weight``."""
-    return {(f"{k[0]}.weight" if k in SEPARATE else k): v for k, v in state.items()}
-
-
-def pack_separate(state: dict) -> dict:
-    """The catalog's ``q/k/v.weight`` as torch's ``*_proj_weight``, biases packed."""
-    out = {name: state[f"{name[0]}.weight"] for name in SEPARATE}
-    parts = [state.get(f"{n}.bias") for n in "qkv"]
-    if all(p is not None for p in parts):
-        with no_grad():
-            out["in_proj_bias"] = cat([p.detach() for p in parts], 0)
-    for kind in ("weight", "bias"):
-        if f"o.{kind}" in state:
-            out[f"out_proj.{kind}"] = state[f"o.{kind}"]
-    return out
-
-
-def torch_order(packed: dict, state: dict) -> dict:
-    """torch's key order: own parameters (the projections, then ``bias_k``/``bias_v``),
-    then ``out_proj``'s."""
-    own = {k: v for k, v in packed.items() if not k.startswith("out_proj.")}
-    extra = {k: state[k] for k in ("bias_k", "bias_v") if k in state}
-    rest = {k: v for k, v in packed.items() if k.startswith("out_proj.")}
-    return {**own, **extra, **rest}

@@ -69,7 +69,9 @@ def activated(layer, x, activation: str):
     ``fast`` tier) where ``layer`` is a plain Linear: an adapter's subclass, a hook or
     autocast keeps the layer's own call."""
     hooks = layer.__dict__.get("_hooks") or {}
-    plain = type(layer) is Linear and not any(hooks.values()) and not autocast_applies()
+    # a subclass that keeps Linear's forward (torch's nn.Linear) computes the same
+    plain = type(layer).forward is Linear.forward and not any(hooks.values())
+    plain = plain and not autocast_applies()
     if plain:
         return dense_act(x, layer.weight, layer.bias, activation)
     return ACTIVATIONS[activation](layer(x))
