@@ -131,6 +131,8 @@ class MultiheadAttention(Module):
         for lin, w, bi in zip((b.q, b.k, b.v), weights, biases, strict=True):
             object.__setattr__(lin, "weight", w)
             object.__setattr__(lin, "bias", bi)
+        packed = (self.in_proj_weight, bias) if self._qkv_same_embed_dim else None
+        object.__setattr__(b, "packed_qkv", packed)
         object.__setattr__(b, "training", self.training)
         return b
 

@@ -148,6 +148,11 @@ class MultiHeadAttention(Block):
     ``mask`` is [B, S] of bool keep-flags over the keys (True: attend, False: padding).
     """
 
+    # (weight, bias or None) packed as torch's ``in_proj_*`` where an owner holds the
+    # q, k and v projections that way (``nn.MultiheadAttention``, which hands q, k and v
+    # row slices of them too): the one-node path then takes the packed tensors whole
+    packed_qkv = None
+
     @property
     def incremental(self) -> bool:  # a bidirectional block reads positions to come
         return self.config.causal
@@ -270,6 +275,9 @@ class MultiHeadAttention(Block):
             scale = 1.0 / math.sqrt(head_size(c))
             weights = (self.q.weight, self.k.weight, self.v.weight)
             biases = None if self.q.bias is None else (self.q.bias, self.k.bias, self.v.bias)
+            if self.packed_qkv is not None:
+                w, bias = self.packed_qkv
+                weights, biases = (w,), None if bias is None else (bias,)
             if _one_kernel_core(x.device, mask, c):  # no mask to make: the kernel's causal
                 y = packed_self_attention(x, weights, biases, c.num_heads, scale, None, False,
                                           c.causal)  # fmt: skip

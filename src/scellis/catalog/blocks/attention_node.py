@@ -24,15 +24,20 @@ def packed_self_attention(x, weights: tuple, biases: tuple | None, heads: int, s
                           keep, guard: bool, causal: bool | None = None):  # fmt: skip
     """softmax(q kᵀ scale, masked where ``keep`` is False) v over ``heads`` heads, merged
     back to [B, T, heads * D]; q, k, v = x Wᵢᵀ + bᵢ for x [B, T, E] and the three
-    [heads * D, E] ``weights`` (``biases`` the three biases, or None). ``guard``: the
+    [heads * D, E] ``weights`` (``biases`` the three biases, or None), or one packed
+    [3 heads * D, E] weight (and one packed bias) as torch's ``in_proj_weight`` holds
+    them: it enters the node as it is, so its gradient is one matmul, not three row
+    slices' each padded to the whole. ``guard``: the
     mask may hide every key of some row (a padding mask); where each row keeps a key
     (a causal mask alone), the masked weights are exactly 0 and so are their
     gradients, without the mask's op in backward. ``causal`` not None: the core is the
     ``flash_attention`` primitive (no ``keep``: unmasked or causal), one op each way."""
     inputs = (x, *weights) if biases is None else (x, *weights, *biases)
-    attrs = {"heads": heads, "scale": scale, "keep": keep, "guard": guard and keep is not None}
+    parts = len(weights)
+    attrs = {"heads": heads, "scale": scale, "keep": keep, "guard": guard and keep is not None,
+             "parts": parts}  # fmt: skip
     if causal is not None:
-        attrs = {"heads": heads, "scale": scale, "causal": causal}
+        attrs = {"heads": heads, "scale": scale, "causal": causal, "parts": parts}
         return apply_with_vjp("self_attention", inputs, _forward_fused, _vjp_fused, attrs,
                               _reads(inputs), saves=True)  # fmt: skip
     return apply_with_vjp("self_attention", inputs, _forward, _vjp, attrs, _reads(inputs),
@@ -45,15 +50,21 @@ def _reads(inputs: tuple) -> tuple:
     return (wants_w,) + (False,) * (len(inputs) - 1)
 
 
-def _project(x, wq, wk, wv, bq, bk, bv, heads):
+def _packed(ts):
+    """One tensor of the q, k and v rows: the packed one itself, or the three joined."""
+    return ts[0] if len(ts) == 1 else ts[0].cat(list(ts[1:]), 0)
+
+
+def _project(x, wb: tuple, parts: int, heads: int):
     """The packed weights [3 H D, E] and q, k, v [B, H, T, D] as views of x's one
-    projection [B T, 3 H D] (fresh, so contiguous)."""
+    projection [B T, 3 H D] (fresh, so contiguous). ``wb``: the node's weights (``parts``
+    of them: 3, or 1 packed), then its biases, if any, alike."""
     B, T, E = x.shape
-    W = wq.cat([wk, wv], 0)
+    W = _packed(wb[:parts])
     y = x.reshape(-1, E) @ W.mT
-    if bq is not None:
-        y = y + bq.cat([bk, bv], 0)
-    n = wq.shape[0]
+    if len(wb) > parts:
+        y = y + _packed(wb[parts:])
+    n = W.shape[0] // 3
     D = n // heads
     strides = (T * 3 * n, D, 3 * n, 1)
     qkv = [unrecorded_view(y, (B, heads, T, D), strides, y.offset + i * n) for i in range(3)]
@@ -61,18 +72,19 @@ def _project(x, wq, wk, wv, bq, bk, bv, heads):
 
 
 def _weight_grads(node, G, W):
-    """The input's and the q, k, v weights' and biases' gradients from the packed
-    projection's gradient G [B T, 3 H D]."""
-    needs = node.needs
+    """The input's and the q, k, v weights' and biases' gradients (or the packed ones')
+    from the packed projection's gradient G [B T, 3 H D]."""
+    needs, parts = node.needs, node.attrs["parts"]
     x = node.inputs[0]
+    split = (lambda g: (g,)) if parts == 1 else _thirds
     gx = (G @ W).reshape(x.shape) if needs[0] else None
-    gW = G.mT @ x.detach().reshape(-1, x.shape[-1]) if any(needs[1:4]) else None
-    gb = G.sum(0) if any(needs[4:]) else None
-    return (gx, *_thirds(gW), *(_thirds(gb) if len(needs) > 4 else ()))
+    gW = G.mT @ x.detach().reshape(-1, x.shape[-1]) if any(needs[1 : 1 + parts]) else None
+    gb = G.sum(0) if any(needs[1 + parts :]) else None
+    return (gx, *split(gW), *(split(gb) if len(needs) > 1 + parts else ()))
 
 
-def _forward_fused(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, causal):
-    W, (q, k, v) = _project(x, wq, wk, wv, bq, bk, bv, heads)
+def _forward_fused(x, *wb, heads, scale, causal, parts):
+    W, (q, k, v) = _project(x, wb, parts, heads)
     B, H, T, D = q.shape
     Y = q.prim("flash_attention", k, v, causal=causal, scale=scale)  # [B, H, T, D + 1]
     out = unrecorded_view(Y, (B, T, H, D), (Y.strides[0], Y.strides[2], Y.strides[1], 1), 0)
@@ -93,8 +105,8 @@ def _vjp_fused(node, g):
     return _weight_grads(node, parts.reshape(B * T, 3 * n), W)
 
 
-def _forward(x, wq, wk, wv, bq=None, bk=None, bv=None, *, heads, scale, keep, guard):
-    W, (q, k, v) = _project(x, wq, wk, wv, bq, bk, bv, heads)
+def _forward(x, *wb, heads, scale, keep, guard, parts):
+    W, (q, k, v) = _project(x, wb, parts, heads)
     B, H, T, D = q.shape
     scores = (q @ k.mT) * scale
     if keep is not None:
