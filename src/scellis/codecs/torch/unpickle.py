@@ -28,6 +28,7 @@ import reprlib
 from collections import OrderedDict
 
 from ...base.errors import ScellisError, shown
+from ...base.shapes import is_contiguous
 from ..raw import ITEMSIZE, RawTensor
 
 MAX_DIMS = 64
@@ -142,7 +143,7 @@ class View(_Frozen):
     def rows(self) -> int:
         """The slices ``gather`` takes one at a time to copy the view out: its time."""
         size, stride = _squeezed(self.size, self.stride)
-        if 0 in size or _contiguous(size, stride):
+        if 0 in size or is_contiguous(size, stride):
             return 1
         n = 1
         for s in size[:-1]:
@@ -187,7 +188,7 @@ def gather(st: Storage, offset: int, size: tuple, stride: tuple) -> bytes:
     mv = memoryview(st.data)
     if not size:
         return bytes(mv[offset * isz : (offset + 1) * isz])
-    if _contiguous(size, stride):  # C order: one slice
+    if is_contiguous(size, stride):  # C order: one slice
         return bytes(mv[offset * isz : (offset + n) * isz])
     # a strided view: one strided slice of a typed view per innermost row
     flat = mv.cast({1: "B", 2: "H", 4: "I", 8: "Q"}[isz])
@@ -215,15 +216,6 @@ def _squeezed(size: tuple, stride: tuple) -> tuple[tuple, tuple]:
     a column ``(n, 1)`` is then copied as one strided slice, not ``n`` slices."""
     kept = [(s, t) for s, t in zip(size, stride) if s != 1]
     return tuple(s for s, _ in kept), tuple(t for _, t in kept)
-
-
-def _contiguous(size: tuple, stride: tuple) -> bool:
-    want = 1
-    for s, t in zip(reversed(size), reversed(stride)):
-        if s != 1 and t != want:
-            return False
-        want *= s
-    return True
 
 
 def _inside(st: Storage, offset: int, size: tuple, stride: tuple) -> None:
