@@ -44,22 +44,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from matmul import time_samples, torch_cuda_f32  # noqa: E402
 
 import scellis as sc  # noqa: E402
+from scellis.base.dtypes import as_dtype  # noqa: E402
 from scellis.devices.base import View  # noqa: E402
 from scellis.devices.webgpu import WebGPUBackend  # noqa: E402
 from scellis.devices.webgpu.kernels.recurrent import VARIANT_ENV, VARIANTS  # noqa: E402
 from scellis.runtime.tensor import run_sync  # noqa: E402
 
 GATES = {"lstm": 4, "gru": 3}
-MAX_ERR = 1e-3
+MAX_ERR = {"f32": 1e-3, "f16": 2e-2}  # f16: each stored value rounds to 11 bits
 
 
 class Layer:
     """One layer's tensors on ``dev``: weights, input, initial state, loss weights."""
 
-    def __init__(self, dev, kind: str, batch: int, steps: int, hidden: int, seed: int = 0):
+    def __init__(
+        self, dev, kind: str, batch: int, steps: int, hidden: int, dtype="f32", seed: int = 0
+    ):
         rng = np.random.default_rng(seed)
         g, s = GATES[kind], 1.0 / np.sqrt(hidden)
-        self.kind, self.dev, self.hidden = kind, dev, hidden
+        self.kind, self.dev, self.hidden, self.dtype = kind, dev, hidden, dtype
         self.host = {
             "x": rng.standard_normal((batch, steps, hidden)),
             "wih": rng.uniform(-s, s, (g * hidden, hidden)),
@@ -71,7 +74,10 @@ class Layer:
             "r": rng.standard_normal((batch, steps, hidden)),
         }
         self.host = {k: v.astype(np.float32) for k, v in self.host.items()}
-        self.t = {k: sc.tensor(v, device=dev, requires_grad=k != "r") for k, v in self.host.items()}
+        self.t = {
+            k: sc.tensor(v, device=dev, dtype=dtype, requires_grad=k != "r")
+            for k, v in self.host.items()
+        }
 
     def forward_backward(self):
         """The layer's loss (seq * r).sum() and its backward; returns W_hh's gradient."""
@@ -115,14 +121,16 @@ class Kernels:
         b, steps, _ = layer.host["x"].shape
         g = GATES[k]
         rng = np.random.default_rng(1)
-        gx = sc.tensor(rng.standard_normal((b, steps, g * h)).astype(np.float32), device=dev)
+        dt = layer.dtype
+        gx = sc.tensor(rng.standard_normal((b, steps, g * h)), device=dev, dtype=dt)
         state = [t["h0"]] + ([t["c0"]] if k == "lstm" else [])
         extra = [t["whh"]] + ([t["bhh"]] if k == "gru" else [])
         fwd_in = [gx, *state, *extra]
         self.y = gx.prim(f"{k}_seq", *[v.detach() for v in fwd_in[1:]])
-        self.gy = sc.tensor(rng.standard_normal(self.y.shape).astype(np.float32), device=dev)
-        flat = dev.alloc(steps * b * 4 * h + (4 if k == "lstm" else 2) * b * h, sc.f32)
-        self.flat = View(flat, (flat.numel,), (1,), 0, sc.f32)
+        self.gy = sc.tensor(rng.standard_normal(self.y.shape), device=dev, dtype=dt)
+        flat = dev.alloc(steps * b * 4 * h + (4 if k == "lstm" else 2) * b * h, as_dtype(dt))
+        self.flat = View(flat, (flat.numel,), (1,), 0, as_dtype(dt))
+        self.np_dtype = np.float16 if dt == "f16" else np.float32
         self.keep = (gx, flat)
         self.dev, self.kind = dev, k
         self.fwd = ([v.device_view for v in fwd_in], [self.y.device_view])
@@ -136,9 +144,9 @@ class Kernels:
         return f + b
 
     def results(self) -> np.ndarray:
-        y = np.frombuffer(run_sync(self.dev.read(self.y.device_view.buf)), np.float32)
-        o = np.frombuffer(run_sync(self.dev.read(self.flat.buf)), np.float32)
-        return np.concatenate([y[: self.y.numel], o[: self.flat.shape[0]]])
+        y = np.frombuffer(run_sync(self.dev.read(self.y.device_view.buf)), self.np_dtype)
+        o = np.frombuffer(run_sync(self.dev.read(self.flat.buf)), self.np_dtype)
+        return np.concatenate([y[: self.y.numel], o[: self.flat.shape[0]]]).astype(np.float64)
 
     def bench(self, args) -> tuple[dict, np.ndarray]:
         launches = self.launches()
@@ -180,9 +188,10 @@ def bench_torch(kind: str, host: dict, args) -> dict | None:
 
 
 def run_row(dev, kind: str, hidden: int, args) -> dict:
-    layer = Layer(dev, kind, args.batch, args.steps, hidden)
+    layer = Layer(dev, kind, args.batch, args.steps, hidden, args.dtype)
     kernels = Kernels(dev, layer)
-    row = {"kind": kind, "hidden": hidden, "batch": args.batch, "steps": args.steps}
+    row = {"kind": kind, "hidden": hidden, "batch": args.batch, "steps": args.steps,
+           "dtype": args.dtype}  # fmt: skip
     row["layer_ms"], row["kernels_ms"], row["err"] = {}, {}, {}
     before = os.environ.get(VARIANT_ENV)
     base = None
@@ -232,6 +241,12 @@ def parse(argv):
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--min-sample-ms", type=float, default=50.0)
+    p.add_argument(
+        "--dtype",
+        default="f32",
+        choices=("f32", "f16"),
+        help="Scellis's storage dtype (f16: mixed precision's kernels; torch stays f32)",
+    )
     p.add_argument("--out", default="bench/out/recurrent.json")
     args = p.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -254,7 +269,7 @@ def main(argv=None) -> int:
     args = parse(argv)
     dev = WebGPUBackend(adapter=args.adapter)
     print(f"adapter: {dev.info.name} ({dev.info.backend}, {dev.info.adapter_type})")
-    print(f"batch {args.batch}, {args.steps} steps, f32; median ms per forward + backward")
+    print(f"batch {args.batch}, {args.steps} steps, {args.dtype}; median ms per forward + backward")
     print(
         f"{'kind':>5} {'hidden':>6} {'variant':>10} {'layer':>10} {'kernels':>10} "
         f"{'torch':>9} {'ratio':>8} {'err':>9}"
@@ -277,7 +292,7 @@ def main(argv=None) -> int:
     out.write_text(json.dumps(report, indent=2))
     print(f"wrote {out}")
     worst = max(e for r in rows for e in r["err"].values())
-    return 0 if worst <= MAX_ERR else 1
+    return 0 if worst <= MAX_ERR[args.dtype] else 1
 
 
 if __name__ == "__main__":

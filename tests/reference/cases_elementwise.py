@@ -120,6 +120,19 @@ CASES += [
         torch.where,
         [Mask((3, 1)), N((3, 7)), N((7,))],
     ),
+    # inverted dropout's apply in one pass (the fast tier's form), both orders of products
+    Case(
+        "masked_scale",
+        lambda x, m: x.prim("masked_scale", m, scale=1.25),
+        lambda x, m: x * m * 1.25,
+        [N((3, 7)), Mask((3, 7))],
+    ),
+    Case(
+        "masked_scale_grad_order",
+        lambda x, m: x.prim("masked_scale", m, scale=0.75, grad_order=True),
+        lambda x, m: x * 0.75 * m,
+        [N((5, 4)), Mask((5, 4))],
+    ),
     Case(
         "where_scalar",
         lambda c, a: a.where(c, 0.5),

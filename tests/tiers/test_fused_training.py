@@ -21,6 +21,7 @@ from scellis.devices.kernel_choice import choosing
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.ops.dense import DENSE_ACTIVATIONS
 from scellis.ops.optim import state_names
+from scellis.runtime import functional as sc_functional
 from scellis.runtime.dispatch import apply_inplace
 from scellis.train import Batches, run
 from scellis.train.determinism import KERNELS
@@ -253,3 +254,35 @@ def test_the_multi_tensor_update_is_kept_to_software_adapters(gpu, monkeypatch):
     assert losses_sw == losses_hw
     for k in weights_sw:
         assert np.array_equal(weights_sw[k], weights_hw[k]), k
+
+
+def _dropped(device, x, gy, dtype, tier):
+    """(y, dx, dispatches) of inverted dropout over ``x`` under ``tier``'s kernels, the
+    mask drawn from a fixed stream so both tiers draw the same one."""
+    X = sc.tensor(x, device=device, dtype=dtype, requires_grad=True)
+    stats = getattr(device, "stats", {"dispatches": 0})
+    before = stats["dispatches"]
+    with choosing(KERNELS[tier]):
+        y = sc_functional.dropout(X, 0.3, True, gen=Generator(5, "fused-dropout"))
+        (y * sc.tensor(gy, device=device, dtype=dtype)).sum().backward()
+    launches = stats["dispatches"] - before
+    return np.array(y.tolist()), np.array(X.grad.tolist()), launches
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("where", ["reference", "gpu"])
+def test_fused_dropout_gives_the_unfused_bits_in_fewer_launches(gpu, dtype, where):
+    device = gpu if where == "gpu" else "reference"
+    rng = np.random.default_rng(21)
+    # a wide range of magnitudes, so products that round differently would show
+    x = rng.standard_normal((37, 9)) * np.exp(rng.uniform(-6, 6, (37, 9)))
+    gy = rng.standard_normal((37, 9)) * 100.0
+    y, dx, fused = _dropped(device, x, gy, dtype, "fast")
+    y0, dx0, unfused = _dropped(device, x, gy, dtype, "prod")
+    assert np.array_equal(y, y0) and np.array_equal(dx, dx0)
+    kept = y != 0
+    assert 0.5 < kept.mean() < 0.9  # about 70% kept
+    want = np.where(kept, x / 0.7, 0.0)
+    assert np.abs(y - want).max() <= (1e-3 if dtype == "f16" else 1e-6) * np.abs(want).max()
+    if where == "gpu":
+        assert fused < unfused  # mask, cast and two products: mask and one pass

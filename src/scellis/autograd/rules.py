@@ -245,6 +245,11 @@ VJP = {
         g.where(_x(n, 0), 0.0) if n.needs[1] else None,
         g.masked_fill(_x(n, 0), 0.0) if n.needs[2] else None,  # one select, no negation
     ),
+    # the unfused dropout's VJP takes the scale first, then the mask
+    "masked_scale": lambda n, g: (
+        g.prim("masked_scale", _x(n, 1).detach(), scale=n.attrs["scale"], grad_order=True),
+        None,
+    ),
     "sum": _sum,
     "max": _max_reduce,
     "min": _max_reduce,
@@ -288,6 +293,7 @@ READS = {
     "div": lambda needs, attrs: (needs[1], True),  # g / b; -g a / b^2
     "pow": lambda needs, attrs: (True, needs[0]),  # g b a^(b-1); g a^b log a
     "where": _only(0),  # the condition picks; the branches' values are not read
+    "masked_scale": _only(1),
     # the codes and scales are read; the input is not (its gradient is g times the weight)
     "qmatmul": lambda needs, attrs: (False,) + (True,) * (len(needs) - 1),
     "gather": _only(1),  # the indices

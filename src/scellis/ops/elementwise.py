@@ -91,6 +91,14 @@ def _cast(specs, attrs):
     return [Spec(specs[0].shape, as_dtype(attrs["dtype"]))]
 
 
+def _masked_scale(specs, attrs):
+    x, mask = specs
+    if not x.dtype.is_float or mask.dtype != bool_:
+        raise DTypeError(f"masked_scale takes a float tensor and a bool mask, got {x.dtype}, "
+                         f"{mask.dtype}")  # fmt: skip
+    return [Spec(_same(specs), x.dtype)]
+
+
 def _clamp(specs, attrs):
     if specs[0].dtype == bool_:
         raise DTypeError("clamp does not take bool tensors")
@@ -111,6 +119,18 @@ for _n in LOGICAL:
     register(OpDef(_n, "compare", 2, _logical))
 register(OpDef("logical_not", "unary", 1, lambda s, a: [Spec(s[0].shape, bool_)]))
 register(OpDef("where", "where", 3, _where, diff_inputs=(1, 2)))
+register(
+    OpDef(
+        "masked_scale",
+        "where",
+        2,
+        _masked_scale,
+        attrs=("scale", "grad_order"),
+        diff_inputs=(0,),
+        doc="x * mask * scale (inverted dropout's apply in one pass); with grad_order the "
+        "product is (x * scale) * mask, the order the unfused dropout's VJP takes",
+    )
+)
 register(OpDef("cast", "unary", 1, _cast, attrs=("dtype",), diff_inputs=(0,)))
 register(
     OpDef(

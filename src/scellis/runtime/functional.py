@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import struct
+
 from ..base.dtypes import promote
 from ..base.errors import ScellisError
+from ..devices.kernel_choice import current as kernel_choice
 from ..ops import composites as C
 from .creation import full, generator
 from .dispatch import apply
@@ -119,7 +122,15 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, gen=None) -> Tenso
     mask = apply(
         "bernoulli", (), device=x.device, shape=x.shape, key=key, draw=draw, step=step, keep=1.0 - p
     )
+    if kernel_choice().fuses("dropout") and x.dtype.is_float:
+        return x.prim("masked_scale", mask, scale=_stored(1.0 / (1.0 - p), x.dtype))
     return C.dropout(x, p, mask)
+
+
+def _stored(value: float, dtype) -> float:
+    """``value`` rounded to ``dtype``, as the unfused dropout's scalar operand stores it:
+    the fused kernel then multiplies by the same number."""
+    return struct.unpack(dtype.code, struct.pack(dtype.code, value))[0]
 
 
 def pad(x: Tensor, lo, hi, value=0.0) -> Tensor:

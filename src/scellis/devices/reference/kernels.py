@@ -309,6 +309,18 @@ def _bernoulli(xs, attrs, out):
     return ((u >> np.uint32(8)) < t).reshape(attrs["shape"])
 
 
+def _masked_scale(xs, attrs, out):
+    """x * mask * scale in the unfused dropout's order of products (see the op), each
+    product rounded in x's dtype, as the two elementwise multiplies it replaces round."""
+    x, mask = xs
+    m, s = mask.astype(x.dtype), x.dtype.type(attrs["scale"])
+    if x.dtype == np.float16:  # f16 computes in f32 and rounds once a product
+        mul = lambda a, b: (a.astype(np.float32) * np.asarray(b, np.float32)).astype(np.float16)  # noqa: E731
+    else:
+        mul = np.multiply
+    return mul(mul(x, s), m) if attrs.get("grad_order") else mul(mul(x, m), s)
+
+
 def _where(xs, attrs, out):
     return np.where(*xs)
 
@@ -324,6 +336,7 @@ KERNELS = {
     "div": _div,
     "clamp": _clamp,
     "where": _where,
+    "masked_scale": _masked_scale,
     "cast": _cast,
     "sum": _reduce(np.add),
     "max": _reduce(np.maximum),

@@ -94,6 +94,12 @@ def _expr(src: Source, op: str, ins, out, attrs) -> str:
         return _POW_F if ct == "f32" else f"{ct}(round(pow(f32(a), f32(b))))"
     if op == "where":
         return "select(c, b, a != 0u)"
+    if op == "masked_scale":  # the products in the unfused dropout's order (see the op)
+        scale = _bits_to("f32", f"mt[{src.add_meta(f32_bits(attrs['scale']))}u]")
+        # the first product rounds to the stored dtype, as the unfused multiply's store did
+        first = (f"(a * {scale})", "f32(b)") if attrs.get("grad_order") else ("(a * f32(b))", scale)
+        rounded = f"f32(f16{first[0]})" if out.dtype.name == "f16" else first[0]
+        return f"{rounded} * {first[1]}"
     if op == "clamp":
         e = "a"
         for key, fn in (("lo", "max"), ("hi", "min")):
@@ -163,7 +169,7 @@ KERNELS = {
     op: elementwise
     for op in (*_FLOAT, *_ANY, *_BINARY, *_COMPARE, "div", "pow", "where", "clamp", "cast")
 }
-KERNELS.update({"full": fill, "arange": fill})
+KERNELS.update({"full": fill, "arange": fill, "masked_scale": elementwise})
 
 # the IR's fusion pass composes these same expressions into one kernel
 ELEMENTWISE = frozenset(op for op, builder in KERNELS.items() if builder is elementwise)
