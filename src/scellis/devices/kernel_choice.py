@@ -69,8 +69,9 @@ FIXED = KernelChoice()
 # cross-entropy and its gradient in one op; a small LSTM layer's every step in one
 # launch each way, a workgroup per batch row (webgpu/kernels/recurrent_seq.py; an
 # earlier form with one workgroup for the whole batch made a 2x64 LSTM step 32x slower
-# on an H100, bench/RESULTS.md).
-FUSIONS = frozenset({"dense", "optimizer", "guard", "xent", "recurrent"})
+# on an H100, bench/RESULTS.md); a conv of one group as one unfold of its taps and a
+# fused dense layer (catalog/blocks/conv.py), where pad and concat took a launch a tap.
+FUSIONS = frozenset({"dense", "optimizer", "guard", "xent", "recurrent", "conv"})
 
 # fusions a real GPU's clock says cost time, kept to the reference device and CPU-emulated
 # adapters, where the launches they save are host time: on an H100 the char
