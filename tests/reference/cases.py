@@ -16,6 +16,7 @@ import cases_norm
 import cases_quant
 import cases_recurrent
 import cases_shape
+import cases_unfold
 import torch
 
 import scellis as sc
@@ -30,6 +31,7 @@ DIFF_CASES = (
     + cases_recurrent.CASES
     + cases_attention.CASES
     + cases_quant.CASES
+    + cases_unfold.CASES
 )
 # rows tagged no_fd say why in their comment; the coverage test holds the rest to every op
 GRADCHECK_CASES = [c for c in DIFF_CASES if "no_fd" not in c.tags]

@@ -1,9 +1,9 @@
 """The prod tier's declared tolerance, checked: the same records trained a few steps on
 the reference device and on WebGPU (lavapipe) under prod and fast (their reordered and
-fused kernels: one-pass sums, the fused dense layer, the multi-tensor update) agree
-within their op family's bound, and a kernel that computes slightly wrong (a matmul
-whose sums start at 1e-5, a one-pass sum, the fused dense backward or the multi-tensor
-update off by as little) is caught."""
+fused kernels: one-pass sums, the fused dense layer, the unfolded conv, the multi-tensor
+update) agree within their op family's bound, and a kernel that computes slightly wrong
+(a matmul whose sums start at 1e-5, a one-pass sum, the fused dense backward, the conv
+taps' fold or the multi-tensor update off by as little) is caught."""
 
 from __future__ import annotations
 
@@ -58,6 +58,8 @@ def test_families_of_the_examples():
         ("lstm_forecaster", "fast"),
         ("char_transformer", "prod"),
         ("char_transformer", "fast"),
+        ("tcn_forecaster", "prod"),
+        ("tcn_forecaster", "fast"),
     ],
 )
 def test_webgpu_within_the_declared_bound(gpu, name, tier):

@@ -25,9 +25,10 @@ device dispatched in that phase (``u = 2**-24``, the f32 unit roundoff):
   normwise: ``max|got - want| <= C * n * u * max|want|`` with ``C = 4`` and ``n`` the
   accumulation length of the phase: the sum over its dispatched rounding primitives of
   1 per elementwise op, the reduced count of a ``sum``, the contracted length K of a
-  ``matmul``, the extent along the scattered axis of a ``scatter_add``, for the
-  fused recurrent ops, steps x (gate width + 10) and, for the row norm, the sums of D
-  terms it takes per row (2 forward, 4 backward) plus its elementwise steps. It grows
+  ``matmul``, the extent along the scattered axis of a ``scatter_add``, the taps of a
+  ``time_fold``, for the fused recurrent ops, steps x (gate width + 10) and, for the
+  row norm, the sums of D terms it takes per row (2 forward, 4 backward) plus its
+  elementwise steps. It grows
   with the reduction length as the summation error bound gamma_n does; non-finite
   entries must match in place.
 
@@ -75,7 +76,7 @@ EXACT_OPS = frozenset(
         *("copy", "cast", "gather", "pad", "concat", "where", "clamp", "full", "arange"),
         *("neg", "abs", "relu", "sign", "maximum", "minimum", "max", "min", "argmax"),
         *("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"),
-        *("rand_uniform", "bernoulli", "flat_gather"),
+        *("rand_uniform", "bernoulli", "flat_gather", "time_unfold"),
     }
 )
 ELEMENTWISE_FAMILIES = ("unary", "binary")
@@ -127,6 +128,8 @@ def accumulation_length(call: Call) -> int:
         return call.ins[0][-1] + 10
     if op == "dense_act_backward":  # y [2, M, N]: M rows summed per column
         return call.ins[1][1] + 10
+    if op == "time_fold":  # each step sums at most one column per tap
+        return call.attrs["size"]
     if op == "softmax_xent":  # x [R, C]: C terms per row's sums, then R rows' mean
         return call.ins[0][1] + call.ins[0][0] + 10
     if op in ("row_norm", "row_norm_backward"):  # x [..., D]: 2 (4) row sums, then products

@@ -29,6 +29,8 @@ from .rules_norm import NORM_VJP as _NORM_VJP
 from .rules_recurrent import RECURRENT_READS as _RECURRENT_READS
 from .rules_recurrent import RECURRENT_SAVES as _RECURRENT_SAVES
 from .rules_recurrent import RECURRENT_VJP as _RECURRENT_VJP
+from .rules_unfold import UNFOLD_READS as _UNFOLD_READS
+from .rules_unfold import UNFOLD_VJP as _UNFOLD_VJP
 
 # ops whose rule reads the forward result: the runtime saves it as node.saved["out"]
 SAVES_OUTPUT = frozenset({"exp", "sqrt", "rsqrt", "tanh", "sigmoid", "pow", "max", "min"})
@@ -307,15 +309,18 @@ def reads(op: str, needs: tuple[bool, ...], attrs: dict) -> tuple[bool, ...]:
     return (True,) * len(needs) if rule is None else tuple(rule(needs, attrs))
 
 
-# fused recurrent layers, attention and norms live in their own files; one table all the same
+# fused recurrent layers, attention, norms and windows over time live in their own files;
+# one table all the same
 VJP.update(_RECURRENT_VJP)
 VJP.update(_ATTENTION_VJP)
 VJP.update(_NORM_VJP)
 VJP.update(_DENSE_VJP)
 VJP.update(_LOSS_VJP)
+VJP.update(_UNFOLD_VJP)
 READS.update(_RECURRENT_READS)
 READS.update(_ATTENTION_READS)
 READS.update(_NORM_READS)
 READS.update(_DENSE_READS)
 READS.update(_LOSS_READS)
+READS.update(_UNFOLD_READS)
 SAVES_OUTPUT = SAVES_OUTPUT | _RECURRENT_SAVES | _ATTENTION_SAVES | _DENSE_SAVES | _LOSS_SAVES

@@ -69,10 +69,11 @@ FIXED = KernelChoice()
 # cross-entropy and its gradient in one op; a small LSTM layer's every step in one
 # launch each way, a workgroup per batch row (webgpu/kernels/recurrent_seq.py; an
 # earlier form with one workgroup for the whole batch made a 2x64 LSTM step 32x slower
-# on an H100, bench/RESULTS.md); inverted dropout's mask cast and two multiplies in one
-# elementwise pass each way (ops ``masked_scale``, the same products in the same order,
-# so the same bits as the unfused form).
-FUSIONS = frozenset({"dense", "optimizer", "guard", "xent", "recurrent", "dropout"})
+# on an H100, bench/RESULTS.md); a conv of one group as one unfold of its taps and a
+# fused dense layer (catalog/blocks/conv.py), where pad and concat took a launch a tap;
+# inverted dropout's mask cast and two multiplies in one elementwise pass each way (ops
+# ``masked_scale``, the same products in the same order, so the same bits as unfused).
+FUSIONS = frozenset({"dense", "optimizer", "guard", "xent", "recurrent", "conv", "dropout"})
 
 # fusions a real GPU's clock says cost time, kept to the reference device and CPU-emulated
 # adapters, where the launches they save are host time: on an H100 the char

@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (register)
     random,
     recurrent,
     reduce,
+    unfold,
     xent,
 )
 from .table import OPS, OpDef, Spec, get_op  # noqa: F401

@@ -13,9 +13,11 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   ``bench/conformance.py``.
 * ``fast``: prod's reordered kernels plus fused training kernels: a dense layer's
   matmul, bias and activation in one kernel that keeps the pre-activation, with a
-  fused backward where that pays (``catalog.blocks.common.dense_act``), one optimizer
-  dispatch reading every gradient where it lies (no gather into a flat buffer
-  first; where that pays, ``devices.kernel_choice.SOFTWARE_ONLY``), the optimizer
+  fused backward where that pays (``catalog.blocks.common.dense_act``), a conv's taps
+  unfolded in one launch and the conv run as that dense layer (``ops.unfold``,
+  ``catalog.blocks.conv``), one optimizer dispatch reading every gradient where it
+  lies (no gather into a flat buffer first; where that pays,
+  ``devices.kernel_choice.SOFTWARE_ONLY``), the optimizer
   phase's overflow guard, gradient clipping and the loop's tally fused
   (``ops.fused_step``, one gradient-statistics op the update reads), the
   mean cross-entropy as one primitive (``ops.xent``): fewer launches per step, which

@@ -4,7 +4,11 @@ Sequences are [B, T, C] (batch, time, channels), as the recurrent and dense bloc
 them, so a conv can follow an embedding or feed an LSTM without a transpose. Parameters
 are torch's (``weight`` [C_out, C_in/groups, k], ``bias`` [C_out]) and start as torch
 draws them, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = C_in/groups * k. The forward
-is the ``conv1d`` composite: the k taps unfolded side by side and one matmul.
+is the ``conv1d`` composite: the k taps unfolded side by side and one matmul. Where the
+step's kernel choice fuses convs (the ``fast`` tier), an f32 conv of one group is one
+``time_unfold`` launch and a dense layer over its columns (``conv1d_columns``), which
+that tier runs as its fused ``dense_act`` (the bias, and a following ReLU, in the
+matmul's store).
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...base.dtypes import f32
 from ...base.errors import ScellisError
+from ...devices.kernel_choice import current as kernel_choice
 from ...ops.composites import conv1d
 from ...runtime.functional import dropout
+from ..module_precision import autocast_applies
 from ..registry import field, register
-from .common import Block
+from .common import ACTIVATIONS, Block, dense, dense_act
 
 PADDINGS = ("valid", "same", "causal")
 
@@ -79,9 +86,48 @@ class Conv1d(Block):
         self.bias = self.uniform((cfg.out_channels,), bound) if cfg.bias else None
 
     def forward(self, x):
+        return self.activated(x, None)
+
+    def activated(self, x, activation: str | None):
+        """``ACTIVATIONS[activation](self(x))`` (the conv alone for None), fused with the
+        conv's matmul where the kernel choice fuses convs and the layer allows it."""
         c = self.config
         lo, hi = self.pads
-        return conv1d(x, self.weight, self.bias, c.stride, lo, hi, c.dilation, c.groups)
+        if _fuses_conv(x, self.weight, c.groups):
+            return conv1d_columns(x, self.weight, self.bias, c.stride, lo, hi, c.dilation,
+                                  activation)  # fmt: skip
+        y = conv1d(x, self.weight, self.bias, c.stride, lo, hi, c.dilation, c.groups)
+        return y if activation is None else ACTIVATIONS[activation](y)
+
+
+def _fuses_conv(x, weight, groups: int) -> bool:
+    """Whether the conv runs as unfolded columns and a dense layer: the step's kernel
+    choice fuses convs (the ``fast`` tier), one group, f32."""
+    return kernel_choice().fuses("conv") and groups == 1 and x.dtype == weight.dtype == f32
+
+
+def conv1d_columns(x, weight, bias, stride, lo, hi, dilation, activation=None):
+    """A conv of one group as a dense layer over the unfolded taps: ``time_unfold``'s
+    columns are channel-major, so torch's weight [C_out, C_in, k] is the dense weight
+    [C_out, C_in*k] as a free view (no permuted copy of it, nor of its gradient)."""
+    c_out, c_in, k = weight.shape
+    if k == 1 and stride == 1 and not lo and not hi:
+        cols = x  # every window is one step: the columns are the input itself
+    else:
+        cols = x.prim("time_unfold", size=k, stride=stride, dilation=dilation, lo=lo, hi=hi)
+    w = weight.reshape(c_out, c_in * k)
+    return dense(cols, w, bias) if activation is None else dense_act(cols, w, bias, activation)
+
+
+def activated_conv(layer: Conv1d, x, activation: str):
+    """``ACTIVATIONS[activation](layer(x))``, the activation fused with the conv where
+    ``layer`` is a plain Conv1d: a subclass's forward, a hook or autocast keeps the
+    layer's own call (as ``linear.activated`` does for a Linear)."""
+    hooks = layer.__dict__.get("_hooks") or {}
+    plain = type(layer).forward is Conv1d.forward and not any(hooks.values())
+    if plain and not autocast_applies():
+        return layer.activated(x, activation)
+    return ACTIVATIONS[activation](layer(x))
 
 
 @dataclass(frozen=True)
@@ -113,8 +159,8 @@ class TemporalBlock(Block):
 
     def forward(self, x):
         p = self.config.dropout
-        h = dropout(self.conv1(x).relu(), p, self.training)
-        h = dropout(self.conv2(h).relu(), p, self.training)
+        h = dropout(activated_conv(self.conv1, x, "relu"), p, self.training)
+        h = dropout(activated_conv(self.conv2, h, "relu"), p, self.training)
         skip = self.down(x) if self.down is not None else x
         return (h + skip).relu()
 

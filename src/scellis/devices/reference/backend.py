@@ -15,6 +15,7 @@ from .kernels import KERNELS as _BASE_KERNELS
 from .norm import KERNELS as _NORM_KERNELS
 from .quant import dequantize_kernel, qmatmul, quant_absmax, quant_codes
 from .recurrent import KERNELS as _RNN_KERNELS
+from .unfold import KERNELS as _UNFOLD_KERNELS
 
 QUANT_KERNELS = {
     "qmatmul": qmatmul,
@@ -22,7 +23,14 @@ QUANT_KERNELS = {
     "quant_codes": quant_codes,
     "dequantize": dequantize_kernel,
 }
-KERNELS = {**_BASE_KERNELS, **_RNN_KERNELS, **_ATTN_KERNELS, **_NORM_KERNELS, **QUANT_KERNELS}
+KERNELS = {
+    **_BASE_KERNELS,
+    **_RNN_KERNELS,
+    **_ATTN_KERNELS,
+    **_NORM_KERNELS,
+    **_UNFOLD_KERNELS,
+    **QUANT_KERNELS,
+}
 # the kernels ``run_new`` may serve: those that read no target's current value
 _FRESH_KERNELS = {op: k for op, k in KERNELS.items() if not getattr(k, "reads_targets", False)}
 

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     random,
     recurrent,
     reduce,
+    unfold,
     xent,
 )
 
@@ -34,6 +35,7 @@ for _mod in (
     optim,
     recurrent,
     norm,
+    unfold,
     xent,
 ):
     KERNELS.update(_mod.KERNELS)
