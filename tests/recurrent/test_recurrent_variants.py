@@ -29,6 +29,7 @@ from scellis.devices.webgpu.kernels.recurrent import (
 from scellis.devices.webgpu.kernels.recurrent import (
     variant as chosen_variant,
 )
+from scellis.devices.webgpu.kernels.recurrent_stream import ROWS as STREAM_ROWS
 from scellis.train.determinism import KERNELS
 
 pytestmark = pytest.mark.webgpu
@@ -92,6 +93,18 @@ def test_variant_matches_reference_f16(gpu, monkeypatch, variant, kind):
     _check(got, want, t * 2.0**-8)
 
 
+@pytest.mark.parametrize("variant", ["stream1", "stream4"])
+def test_stream_variants_give_each_invocation_several_units(gpu, monkeypatch, variant):
+    """A layer wider than a workgroup's invocations: each owns two units (one of them
+    past the layer's edge for some), and a batch that leaves the last workgroup's rows
+    part empty."""
+    monkeypatch.setenv(VARIANT_ENV, variant)
+    arrays = _inputs("lstm", 5, 3, 300, seed=8)
+    want = _run("lstm", arrays, "reference", "f64")
+    got = _run("lstm", arrays, "webgpu", "f32")
+    _check(got, want, 4 * 3 * (4 * 300 + 10) * 2.0**-24)
+
+
 def test_unknown_variant_is_one_clear_error(gpu, monkeypatch):
     monkeypatch.setenv(VARIANT_ENV, "fastest")
     arrays = _inputs("lstm", 1, 2, 3, seed=0)
@@ -118,10 +131,12 @@ def test_each_variant_builds_its_own_kernels(gpu, monkeypatch):
             "lstm_seq_backward", [y.device_view, y.device_view, *views[2:]], [flat], {}
         )
         gpu.release(out)
-        # seq: one launch each way; step: one per step; tiled: two per backward step
-        assert len(fwd) == (1 if variant == "seq" else 3)
-        assert len(bwd) == {"seq": 1, "step": 3}.get(variant, 6)
-        texts[variant] = fwd[0][0].text()
+        # seq: one launch each way; stream: W_hh^T's copy, then one launch each way;
+        # step: one per step; tiled: two per backward step
+        whole = variant == "seq" or variant in STREAM_ROWS
+        assert len(fwd) == {"seq": 1}.get(variant, 2 if whole else 3)
+        assert len(bwd) == (1 if whole else {"step": 3}.get(variant, 6))
+        texts[variant] = fwd[-1][0].text()
     assert len(set(texts.values())) == len(VARIANTS)
 
 

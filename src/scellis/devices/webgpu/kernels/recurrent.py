@@ -35,6 +35,7 @@ import os
 from ....base.errors import DeviceError
 from ...kernel_choice import current as kernel_choice
 from . import recurrent_seq as seq
+from . import recurrent_stream as stream
 from . import recurrent_tiled as tiled
 from .common import Source, grid_1d, main_1d
 from .recurrent_common import check_dtypes, gru_gate_grads, lstm_gate_grads, step_source
@@ -42,9 +43,11 @@ from .recurrent_common import check_dtypes, gru_gate_grads, lstm_gate_grads, ste
 VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
 # "step": one invocation per (b, k), dot products from global memory (below);
 # "seq": every step in one launch each way, a workgroup per batch row, small LSTM
-# layers only (recurrent_seq.py); the others: tiled products, two dispatches per
-# backward step (recurrent_tiled.py)
-VARIANTS = ("step", "seq", *tiled.TILES)
+# layers only (recurrent_seq.py); "stream1/2/4": every step in one launch each way,
+# W_hh read from memory each step, 1/2/4 batch rows a workgroup, LSTM layers of any
+# width (recurrent_stream.py); the others: tiled products, two dispatches per backward
+# step (recurrent_tiled.py)
+VARIANTS = ("step", "seq", *stream.ROWS, *tiled.TILES)
 DEFAULT_VARIANT = "split4"
 SOFTWARE_VARIANT = "step"  # a GPU emulated on the CPU (see the module note)
 FALLBACK_VARIANT = "tiled"  # 64 invocations: where the default does not fit
@@ -229,6 +232,8 @@ def variant(limits: dict, gates: int, software: bool = False, hidden: int | None
         )
     if name == "seq" and seq.fits(limits, gates, hidden):
         return name
+    if name in stream.ROWS and stream.fits(name, limits, gates, hidden):
+        return name
     for candidate in (name, FALLBACK_VARIANT):
         if candidate == "step" or (
             candidate in tiled.TILES and tiled.fits(candidate, limits, gates)
@@ -237,10 +242,21 @@ def variant(limits: dict, gates: int, software: bool = False, hidden: int | None
     return "step"
 
 
+def _with_scratch(src: Source, name: str) -> str:
+    """``name``, or the fallback where it needs scratch storage the build lacks (the
+    ``stream`` forward copies W_hh^T there; kernels built outside the backend's encode
+    have none)."""
+    if name in stream.ROWS and src.scratch is None:
+        return FALLBACK_VARIANT
+    return name
+
+
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
-    name = variant(src.limits, gates, src.software, ins[0].shape[2] // gates)
+    name = _with_scratch(src, variant(src.limits, gates, src.software, ins[0].shape[2] // gates))
     if name == "seq":
         return [seq.lstm_forward(src, ins, out)]
+    if name in stream.ROWS:
+        return stream.lstm_forward(src, ins, out, name)
     if name == "step":
         return [per_step(src, ins, out, t) for t in range(steps)]
     tile = tiled.TILES[name][0]
@@ -250,9 +266,11 @@ def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tile
 def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step):
     steps = ins[1].shape[0]
     packed = 6 if gates == 4 else 5  # the forward result's values per unit
-    name = variant(src.limits, gates, src.software, ins[1].shape[2] // packed)
+    name = _with_scratch(src, variant(src.limits, gates, src.software, ins[1].shape[2] // packed))
     if name == "seq":
         return [seq.lstm_backward(src, ins, out)]
+    if name in stream.ROWS:
+        return stream.lstm_backward(src, ins, out, name)
     if name == "step":
         return [per_step(src, ins, out, t) for t in range(steps - 1, -1, -1)]
     tile = tiled.TILES[name][1]
