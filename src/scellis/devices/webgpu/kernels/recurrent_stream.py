@@ -85,7 +85,8 @@ def _units(n: int, h: int, units: int) -> str:
 
 def _rows(rows: int) -> str:
     """Each row's batch index b_r and bc_r (clamped into the batch, for loads)."""
-    return "\n".join(f"  let b{r} = row0 + {r}u; let bc{r} = min(b{r}, B - 1u);" for r in range(rows))
+    lines = [f"  let b{r} = row0 + {r}u; let bc{r} = min(b{r}, B - 1u);" for r in range(rows)]
+    return "\n".join(lines)
 
 
 def _unrolled(length: int, body) -> str:
