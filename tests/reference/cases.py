@@ -87,6 +87,7 @@ NOT_IN_TABLE = {
     "gelu_erf_grad": "gelu_erf's VJP; checked by the gelu_erf rows' backward",
     "gelu_tanh_grad": "gelu_tanh's VJP; checked by the gelu_tanh rows' backward",
     "silu_grad": "silu's VJP; checked by the silu rows' backward",
+    "relu_grad": "relu's VJP; checked by the relu rows' backward",
     # integer results, no torch twin: bitwise against the pure-Python base.quant.quantize
     "quant_absmax": "test_qlora_quantize.py and test_qlora_webgpu.py vs base.quant.quantize",
     "quant_codes": "test_qlora_quantize.py and test_qlora_webgpu.py vs base.quant.quantize",

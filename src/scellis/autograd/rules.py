@@ -229,7 +229,7 @@ VJP = {
     "sqrt": lambda n, g: (g * 0.5 / _out(n),),
     "rsqrt": _rsqrt,
     "abs": lambda n, g: (g * _x(n).detach().sign(),),
-    "relu": lambda n, g: (g.where(_x(n).detach() > 0.0, 0.0),),
+    "relu": lambda n, g: (_x(n).detach().prim("relu_grad", g),),
     "tanh": lambda n, g: (g * (1.0 - _out(n) * _out(n)),),
     "sigmoid": lambda n, g: (g * _out(n) * (1.0 - _out(n)),),
     "gelu_tanh": _gelu_tanh,

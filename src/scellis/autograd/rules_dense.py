@@ -17,8 +17,6 @@ def _activation_grad(act: str, pre, y, g):
     the unfused activation's own gradient op."""
     if act in ACTIVATION_GRAD_OPS:
         return pre.prim(ACTIVATION_GRAD_OPS[act], g)
-    if act == "relu":
-        return g.where(pre > 0.0, 0.0)
     return g * (1.0 - y * y)  # tanh
 
 
@@ -48,6 +46,19 @@ def _dense_act(node, g):
     dx = d @ w.detach() if node.needs[0] else None
     dw = d.mT @ x.detach() if node.needs[1] else None
     db = flat[m * n : m * n + n] if node.needs[2] else None
+    return dx, dw, db
+
+
+def split_activation_vjp(node, g):
+    """The VJP of a fused dense layer taken as one node with its activation's result
+    (``catalog.blocks.common``, a GPU's split backward): ``g`` is that result's
+    cotangent as it is, where the packed result's would be it padded with a zero slot
+    (a launch a layer); the saved pre-activation ``node.saved["pre"]``."""
+    x, w, _ = node.inputs
+    d = node.saved["pre"].prim(ACTIVATION_GRAD_OPS[node.attrs["act"]], g.contiguous())
+    dx = d @ w.detach() if node.needs[0] else None
+    dw = d.mT @ x.detach() if node.needs[1] else None
+    db = d.sum(0) if node.needs[2] else None
     return dx, dw, db
 
 

@@ -24,8 +24,13 @@ from .table import OpDef, Spec, register
 DENSE_ACTIVATIONS = ("none", "gelu", "gelu_tanh", "relu", "silu", "tanh")
 # the activations whose derivative times a cotangent is an elementwise op of (the
 # pre-activation, the cotangent): the split backward launches it, the fused backward
-# inlines its expression (relu and tanh have none: each is one select or product)
-ACTIVATION_GRAD_OPS = {"gelu": "gelu_erf_grad", "gelu_tanh": "gelu_tanh_grad", "silu": "silu_grad"}
+# inlines its expression (tanh has none: its derivative reads the activation)
+ACTIVATION_GRAD_OPS = {
+    "gelu": "gelu_erf_grad",
+    "gelu_tanh": "gelu_tanh_grad",
+    "silu": "silu_grad",
+    "relu": "relu_grad",
+}
 
 
 def _check_act(attrs) -> None:

@@ -27,8 +27,8 @@ UNARY_FLOAT = (
 )
 UNARY_ANY = ("neg", "abs", "relu", "sign")
 # an activation's VJP in one op: (x, g) -> g * f'(x), one pass over two tensors where the
-# derivative spelled out in ops takes eight to eleven
-ACTIVATION_GRAD = ("gelu_erf_grad", "gelu_tanh_grad", "silu_grad")
+# derivative spelled out in ops takes eight to eleven (relu's: a compare and a select)
+ACTIVATION_GRAD = ("gelu_erf_grad", "gelu_tanh_grad", "silu_grad", "relu_grad")
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL = ("logical_and", "logical_or")

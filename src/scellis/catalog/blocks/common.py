@@ -11,11 +11,13 @@ import dataclasses
 import math
 
 from ...autograd import no_grad
+from ...autograd.rules_dense import split_activation_vjp
 from ...base.dtypes import DType, as_dtype, f32
 from ...base.rng import Generator
 from ...devices.base import get_device
 from ...devices.kernel_choice import current as kernel_choice
 from ...devices.kernel_choice import software_device
+from ...ops.dense import ACTIVATION_GRAD_OPS
 from ...runtime.creation import full, generator, rand, randn
 from ...runtime.dispatch import default_device
 from ...runtime.primitive import apply_with_vjp
@@ -112,13 +114,31 @@ def _fuses_dense(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
 
 def _fused_dense(x: Tensor, weight: Tensor, bias: Tensor, act: str) -> Tensor:
     split = not _fused_backward_pays(x.device)
-    packed = x.reshape(-1, x.shape[-1]).prim(
-        "dense_act", weight, bias, act=act, split_backward=split
-    )
-    # one slot (no activation): a reshape, whose cotangent is a view, where taking slot 0
-    # would cost the backward a copy of the cotangent into the packed shape
-    y = packed.reshape(packed.shape[1:]) if act == "none" else packed[0]
+    flat = x.reshape(-1, x.shape[-1])
+    if split and act in ACTIVATION_GRAD_OPS:
+        y = _split_dense(flat, weight, bias, act)
+    else:
+        packed = flat.prim("dense_act", weight, bias, act=act, split_backward=split)
+        # one slot (no activation): a reshape, whose cotangent is a view, where taking
+        # slot 0 would cost the backward a copy of the cotangent into the packed shape
+        y = packed.reshape(packed.shape[1:]) if act == "none" else packed[0]
     return y.reshape(*x.shape[:-1], weight.shape[0])
+
+
+def _split_dense(x: Tensor, weight: Tensor, bias: Tensor, act: str) -> Tensor:
+    """The fused layer as one node whose result is the activation alone (the split
+    backward's form): its VJP takes that result's cotangent as it is and the saved
+    pre-activation (``autograd.rules_dense.split_activation_vjp``)."""
+    reads = (weight.requires_grad, x.requires_grad, False)
+    return apply_with_vjp(
+        "dense_act", (x, weight, bias), _split_forward, split_activation_vjp, {"act": act},
+        reads, saves=True,
+    )  # fmt: skip
+
+
+def _split_forward(x: Tensor, weight: Tensor, bias: Tensor, act: str):
+    packed = x.prim("dense_act", weight, bias, act=act, split_backward=True)
+    return packed[0], {"pre": packed[1]}
 
 
 def _dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

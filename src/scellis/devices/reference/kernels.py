@@ -127,6 +127,7 @@ BINARY = {
     "gelu_erf_grad": _gelu_erf_grad,
     "gelu_tanh_grad": _gelu_tanh_grad,
     "silu_grad": _silu_grad,
+    "relu_grad": lambda x, g: np.where(x > 0, g, g.dtype.type(0.0)),
 }
 
 

@@ -37,7 +37,6 @@ _FORWARD = {
 # gradient op where there is one (ops.dense.ACTIVATION_GRAD_OPS), else inline (y = the
 # activation)
 _BACKWARD_INLINE = {
-    "relu": "select(0.0, b, a > 0.0)",
     "tanh": "b * (1.0 - y * y)",  # from the activation, as tanh's own VJP takes it
 }
 # the backward's workgroup: adjacent columns (consecutive addresses in a row), and the

@@ -46,6 +46,7 @@ _BINARY = {
     "gelu_erf_grad": "b * sc_gelu_erf_d(a)",
     "gelu_tanh_grad": "b * sc_gelu_tanh_d(a)",
     "silu_grad": "b * sc_silu_d(a)",
+    "relu_grad": "select(0.0, b, a > 0.0)",  # where(x > 0, g, 0): the same +0.0 elsewhere
 }
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
