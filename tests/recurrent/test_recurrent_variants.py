@@ -23,6 +23,9 @@ from scellis.base.errors import DeviceError
 from scellis.devices.kernel_choice import choosing
 from scellis.devices.webgpu.kernels.recurrent import (
     DEFAULT_VARIANT,
+    NARROW_MAX_H,
+    NARROW_VARIANT,
+    SOFTWARE_VARIANT,
     VARIANT_ENV,
     VARIANTS,
 )
@@ -141,17 +144,23 @@ def test_each_variant_builds_its_own_kernels(gpu, monkeypatch):
 
 
 def test_the_fast_tier_walks_small_lstm_layers_in_one_launch(gpu, monkeypatch):
-    """Under fast an LSTM layer of up to 64 units takes ``seq``; a wider one, a GRU and
-    the other tiers keep the step kernels; the variant knob still decides when set."""
+    """Under fast an LSTM layer of up to 64 units takes ``seq``; on a GPU every tier
+    walks an LSTM layer of up to 128 units in one launch each way (``stream1``), a
+    wider one and a GRU keep the tiled step kernels, and a software adapter the plain
+    ones; the variant knob still decides when set."""
     monkeypatch.delenv(VARIANT_ENV, raising=False)
     limits = gpu.limits
     with choosing(KERNELS["fast"]):
         assert chosen_variant(limits, 4, False, 64) == "seq"
-        assert chosen_variant(limits, 4, False, 65) == DEFAULT_VARIANT
+        assert chosen_variant(limits, 4, True, 64) == "seq"
+        assert chosen_variant(limits, 4, False, 65) == NARROW_VARIANT
+        assert chosen_variant(limits, 4, False, NARROW_MAX_H + 1) == DEFAULT_VARIANT
         assert chosen_variant(limits, 3, False, 16) == DEFAULT_VARIANT
         monkeypatch.setenv(VARIANT_ENV, "tiled")
         assert chosen_variant(limits, 4, False, 16) == "tiled"
     monkeypatch.delenv(VARIANT_ENV)
     for tier in ("debug", "prod"):
         with choosing(KERNELS[tier]):
-            assert chosen_variant(limits, 4, False, 16) == DEFAULT_VARIANT
+            assert chosen_variant(limits, 4, False, 16) == NARROW_VARIANT
+            assert chosen_variant(limits, 4, False, 256) == DEFAULT_VARIANT
+            assert chosen_variant(limits, 4, True, 16) == SOFTWARE_VARIANT

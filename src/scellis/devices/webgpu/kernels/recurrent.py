@@ -1,15 +1,23 @@
-"""Fused LSTM and GRU kernels (devices layer): step kernels launched once per time step.
+"""Fused LSTM and GRU kernels (devices layer): the recurrent kernel variants, and the choice.
 
-Two families of step kernels, picked by ``SCELLIS_RECURRENT_VARIANT`` when the kernels
-are built: ``step`` (below) and the tiled variants of ``recurrent_tiled.py``
-(``tiled``, ``tiled256``, ``tiled2x2`` and ``split4``, whose workgroups split each
-step's contraction among four groups of invocations; ``split4`` is the default, the
-fastest on an H200, bench/RESULTS.md): workgroup-tiled products, the backward in two
-dispatches per step. On a software adapter ``step`` is the default: its plain loops
-suit a CPU better than workgroup barriers (lavapipe: predictions over 8,918 windows
-3.0 s against split4's 9.1 s, a training step of the seed LSTM 4.1 ms against 6.9).
-All compute the same results to rounding and share the ops' layouts, so a recorded run
-may use any of them.
+The variants, picked by ``SCELLIS_RECURRENT_VARIANT`` when the kernels are built, or
+by ``variant`` when it is unset:
+
+- ``step`` (below), one launch per time step each way;
+- the tiled step kernels of ``recurrent_tiled.py`` (``tiled``, ``tiled256``,
+  ``tiled2x2`` and ``split4``, whose workgroups split each step's contraction among
+  four groups of invocations; ``split4`` is the default for wide layers on a GPU, the
+  fastest on an H200, bench/RESULTS.md), the backward in two launches per step;
+- ``stream1`` / ``stream2`` / ``stream4`` (``recurrent_stream.py``), every step of an
+  LSTM layer in one launch each way, W_hh read from L2 at each step: on a GPU the
+  default for LSTM layers of up to ``NARROW_MAX_H`` units;
+- ``seq`` (``recurrent_seq.py``), the same for layers of up to 64 units with W_hh in
+  registers: the fast tier's.
+
+On a software adapter ``step`` is the default: its plain loops suit a CPU better than
+workgroup barriers (lavapipe: predictions over 8,918 windows 3.0 s against split4's
+9.1 s, a training step of the seed LSTM 4.1 ms against 6.9). All compute the same
+results to rounding and share the ops' layouts, so a recorded run may use any of them.
 
 The ``step`` kernels, one dispatch per step each way. Forward step t, one invocation
 per (b, k): the four gate pre-activations at k are gx[b, t, gate*H + k] plus the dot
@@ -49,6 +57,12 @@ VARIANT_ENV = "SCELLIS_RECURRENT_VARIANT"
 # step (recurrent_tiled.py)
 VARIANTS = ("step", "seq", *stream.ROWS, *tiled.TILES)
 DEFAULT_VARIANT = "split4"
+# narrow LSTM layers on a GPU: one launch each way beats a launch per step there (an
+# H100, one layer of batch 128 over 64 steps, forward + backward replayed: 0.18 / 0.48
+# / 1.93 ms at hidden 32 / 64 / 128 against split4's 2.17 / 2.38 / 3.60); past 128 units
+# every step's read of W_hh from L2 costs more than the launches save (256: 3.84 against
+# 3.27), bench/RESULTS.md
+NARROW_VARIANT, NARROW_MAX_H = "stream1", 128
 SOFTWARE_VARIANT = "step"  # a GPU emulated on the CPU (see the module note)
 FALLBACK_VARIANT = "tiled"  # 64 invocations: where the default does not fit
 
@@ -218,12 +232,15 @@ def variant(limits: dict, gates: int, software: bool = False, hidden: int | None
     """The recurrent kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build,
     so a benchmark can compare them in one process); when unset, ``seq`` where the
     kernel choice fuses whole sequences (``devices.kernel_choice``: the fast tier) and the
-    layer fits it, else ``DEFAULT_VARIANT`` (on a software adapter ``SOFTWARE_VARIANT``:
-    see the module note). A variant the layer or the device's workgroup limits do not
-    fit falls back to FALLBACK_VARIANT, then to ``step``."""
+    layer fits it, else on a GPU ``NARROW_VARIANT`` for an LSTM layer of up to
+    ``NARROW_MAX_H`` units, else ``DEFAULT_VARIANT`` (on a software adapter
+    ``SOFTWARE_VARIANT``: see the module note). A variant the layer or the device's
+    workgroup limits do not fit falls back to FALLBACK_VARIANT, then to ``step``."""
     name = os.environ.get(VARIANT_ENV, "")
     if not name and kernel_choice().fuses("recurrent") and seq.fits(limits, gates, hidden):
         return "seq"
+    if not name and not software and _narrow(limits, gates, hidden):
+        return NARROW_VARIANT
     name = name or (SOFTWARE_VARIANT if software else DEFAULT_VARIANT)
     if name not in VARIANTS:
         raise DeviceError(
@@ -240,6 +257,14 @@ def variant(limits: dict, gates: int, software: bool = False, hidden: int | None
         ):
             return candidate
     return "step"
+
+
+def _narrow(limits: dict, gates: int, hidden: int | None) -> bool:
+    return (
+        hidden is not None
+        and hidden <= NARROW_MAX_H
+        and stream.fits(NARROW_VARIANT, limits, gates, hidden)
+    )
 
 
 def _with_scratch(src: Source, name: str) -> str:

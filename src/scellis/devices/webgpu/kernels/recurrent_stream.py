@@ -36,6 +36,7 @@ from .recurrent_common import step_source
 ROWS = {"stream1": 1, "stream2": 2, "stream4": 4}
 INVOCATIONS = 256  # per workgroup, at most (fewer for a narrow layer)
 MAX_UNITS = 8  # units per invocation: past that the accumulators spill
+UNROLL = 16  # products per turn of the inner loops (see _unrolled)
 
 
 def _invocations(hidden: int, limits: dict) -> int:
@@ -90,11 +91,13 @@ def _rows(rows: int) -> str:
 
 
 def _unrolled(length: int, body) -> str:
-    """``body(j)`` for j = 0 .. length-1: a loop of four bodies a turn, then the rest."""
-    main, lines = length - length % 4, []
+    """``body(j)`` for j = 0 .. length-1: a loop of ``UNROLL`` bodies a turn, then the
+    rest. Each body's loads are independent of the others' sums, so a long turn keeps
+    many L2 reads in flight at once: the step's latency is theirs."""
+    main, lines = length - length % UNROLL, []
     if main:
-        lines.append(f"    for (var j0 = 0u; j0 < {main}u; j0 += 4u) {{")
-        lines += [body(f"j0 + {q}u") for q in range(4)]
+        lines.append(f"    for (var j0 = 0u; j0 < {main}u; j0 += {UNROLL}u) {{")
+        lines += [body(f"j0 + {q}u") for q in range(UNROLL)]
         lines.append("    }")
     lines += [body(f"{j}u") for j in range(main, length)]
     return "\n".join(lines)
