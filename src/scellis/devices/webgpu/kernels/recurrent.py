@@ -272,7 +272,7 @@ def _with_scratch(src: Source, name: str) -> str:
     ``stream`` forward copies W_hh^T there; kernels built outside the backend's encode
     have none)."""
     if name in stream.ROWS and src.scratch is None:
-        return FALLBACK_VARIANT
+        return DEFAULT_VARIANT if tiled.fits(DEFAULT_VARIANT, src.limits, 4) else FALLBACK_VARIANT
     return name
 
 
