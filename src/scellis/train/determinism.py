@@ -20,7 +20,9 @@ Every run names its tier; a missing or unknown tier is refused, never defaulted.
   ``devices.kernel_choice.SOFTWARE_ONLY``), the optimizer
   phase's overflow guard, gradient clipping and the loop's tally fused
   (``ops.fused_step``, one gradient-statistics op the update reads), the
-  mean cross-entropy as one primitive (``ops.xent``): fewer launches per step, which
+  mean cross-entropy as one primitive (``ops.xent``), a small LSTM layer's every step
+  in one launch each way (``webgpu/kernels/recurrent_seq.py``), inverted dropout's
+  mask applied in one pass each way (``masked_scale``): fewer launches per step, which
   is what a replayed step's time is on a real GPU; and the adapter's own exp and log
   in every training kernel (``KernelChoice.native_math``): within prod's tolerance of
   the reference. Every
