@@ -24,6 +24,7 @@ from scellis.devices.kernel_choice import choosing
 from scellis.devices.webgpu.kernels.recurrent import (
     DEFAULT_VARIANT,
     NARROW_MAX_H,
+    NARROW_MAX_ROWS,
     NARROW_VARIANT,
     SOFTWARE_VARIANT,
     VARIANT_ENV,
@@ -145,9 +146,10 @@ def test_each_variant_builds_its_own_kernels(gpu, monkeypatch):
 
 def test_the_fast_tier_walks_small_lstm_layers_in_one_launch(gpu, monkeypatch):
     """Under fast an LSTM layer of up to 64 units takes ``seq``; on a GPU every tier
-    walks an LSTM layer of up to 128 units in one launch each way (``stream1``), a
-    wider one and a GRU keep the tiled step kernels, and a software adapter the plain
-    ones; the variant knob still decides when set."""
+    walks an LSTM layer of up to 128 units over a training-sized batch in one launch
+    each way (``stream1``), a wider layer, a larger batch and a GRU keep the tiled step
+    kernels, and a software adapter the plain ones; the variant knob still decides when
+    set."""
     monkeypatch.delenv(VARIANT_ENV, raising=False)
     limits = gpu.limits
     with choosing(KERNELS["fast"]):
@@ -162,5 +164,7 @@ def test_the_fast_tier_walks_small_lstm_layers_in_one_launch(gpu, monkeypatch):
     for tier in ("debug", "prod"):
         with choosing(KERNELS[tier]):
             assert chosen_variant(limits, 4, False, 16) == NARROW_VARIANT
+            assert chosen_variant(limits, 4, False, 16, NARROW_MAX_ROWS) == NARROW_VARIANT
+            assert chosen_variant(limits, 4, False, 16, NARROW_MAX_ROWS + 1) == DEFAULT_VARIANT
             assert chosen_variant(limits, 4, False, 256) == DEFAULT_VARIANT
             assert chosen_variant(limits, 4, True, 16) == SOFTWARE_VARIANT

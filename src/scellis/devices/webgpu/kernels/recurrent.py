@@ -63,6 +63,10 @@ DEFAULT_VARIANT = "split4"
 # every step's read of W_hh from L2 costs more than the launches save (256: 3.84 against
 # 3.27), bench/RESULTS.md
 NARROW_VARIANT, NARROW_MAX_H = "stream1", 128
+# ...at the batch sizes of training (measured at 128 rows): each row's workgroup rereads
+# W_hh from L2 at every step, so a large batch (a forecast over thousands of windows)
+# keeps the tiled kernels, which read it once per tile of rows
+NARROW_MAX_ROWS = 256
 SOFTWARE_VARIANT = "step"  # a GPU emulated on the CPU (see the module note)
 FALLBACK_VARIANT = "tiled"  # 64 invocations: where the default does not fit
 
@@ -228,18 +232,25 @@ def _gru_backward_step(base: Source, ins, out, t: int) -> tuple[Source, tuple]:
     return src, grid_1d(b * h, src.limits)
 
 
-def variant(limits: dict, gates: int, software: bool = False, hidden: int | None = None) -> str:
+def variant(
+    limits: dict,
+    gates: int,
+    software: bool = False,
+    hidden: int | None = None,
+    batch: int | None = None,
+) -> str:
     """The recurrent kernels to build: ``SCELLIS_RECURRENT_VARIANT`` (read at each build,
     so a benchmark can compare them in one process); when unset, ``seq`` where the
     kernel choice fuses whole sequences (``devices.kernel_choice``: the fast tier) and the
     layer fits it, else on a GPU ``NARROW_VARIANT`` for an LSTM layer of up to
-    ``NARROW_MAX_H`` units, else ``DEFAULT_VARIANT`` (on a software adapter
-    ``SOFTWARE_VARIANT``: see the module note). A variant the layer or the device's
-    workgroup limits do not fit falls back to FALLBACK_VARIANT, then to ``step``."""
+    ``NARROW_MAX_H`` units over up to ``NARROW_MAX_ROWS`` rows, else ``DEFAULT_VARIANT``
+    (on a software adapter ``SOFTWARE_VARIANT``: see the module note). A variant the
+    layer or the device's workgroup limits do not fit falls back to FALLBACK_VARIANT,
+    then to ``step``."""
     name = os.environ.get(VARIANT_ENV, "")
     if not name and kernel_choice().fuses("recurrent") and seq.fits(limits, gates, hidden):
         return "seq"
-    if not name and not software and _narrow(limits, gates, hidden):
+    if not name and not software and _narrow(limits, gates, hidden, batch):
         return NARROW_VARIANT
     name = name or (SOFTWARE_VARIANT if software else DEFAULT_VARIANT)
     if name not in VARIANTS:
@@ -259,10 +270,11 @@ def variant(limits: dict, gates: int, software: bool = False, hidden: int | None
     return "step"
 
 
-def _narrow(limits: dict, gates: int, hidden: int | None) -> bool:
+def _narrow(limits: dict, gates: int, hidden: int | None, batch: int | None) -> bool:
     return (
         hidden is not None
         and hidden <= NARROW_MAX_H
+        and (batch is None or batch <= NARROW_MAX_ROWS)
         and stream.fits(NARROW_VARIANT, limits, gates, hidden)
     )
 
@@ -277,7 +289,8 @@ def _with_scratch(src: Source, name: str) -> str:
 
 
 def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tiled_step):
-    name = _with_scratch(src, variant(src.limits, gates, src.software, ins[0].shape[2] // gates))
+    b, _, width = ins[0].shape
+    name = _with_scratch(src, variant(src.limits, gates, src.software, width // gates, b))
     if name == "seq":
         return [seq.lstm_forward(src, ins, out)]
     if name in stream.ROWS:
@@ -291,7 +304,8 @@ def _steps_forward(src: Source, ins, out, steps: int, gates: int, per_step, tile
 def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step):
     steps = ins[1].shape[0]
     packed = 6 if gates == 4 else 5  # the forward result's values per unit
-    name = _with_scratch(src, variant(src.limits, gates, src.software, ins[1].shape[2] // packed))
+    _, b, width = ins[1].shape
+    name = _with_scratch(src, variant(src.limits, gates, src.software, width // packed, b))
     if name == "seq":
         return [seq.lstm_backward(src, ins, out)]
     if name in stream.ROWS:
