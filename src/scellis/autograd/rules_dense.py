@@ -32,21 +32,23 @@ def _split_backward(node, g):
     return d, (d.sum(0) if node.needs[2] else None)
 
 
-def _dense_act(node, g):
+def _with_matmul_grads(node, d, db) -> tuple:
+    """(dx, dw, db) from the pre-activation's gradient d: d @ w and d^T @ x."""
     x, w, _ = node.inputs
+    dx = d @ w.detach() if node.needs[0] else None
+    dw = d.mT @ x.detach() if node.needs[1] else None
+    return dx, dw, db
+
+
+def _dense_act(node, g):
     y = node.saved["out"]
     m, n = y.shape[1:]
     if node.attrs.get("split_backward") or node.attrs["act"] == "none":
-        d, db = _split_backward(node, g)
-        dx = d @ w.detach() if node.needs[0] else None
-        dw = d.mT @ x.detach() if node.needs[1] else None
-        return dx, dw, db
+        return _with_matmul_grads(node, *_split_backward(node, g))
     flat = g.contiguous().prim("dense_act_backward", y, act=node.attrs["act"])
     d = flat[0 : m * n].reshape(m, n)
-    dx = d @ w.detach() if node.needs[0] else None
-    dw = d.mT @ x.detach() if node.needs[1] else None
     db = flat[m * n : m * n + n] if node.needs[2] else None
-    return dx, dw, db
+    return _with_matmul_grads(node, d, db)
 
 
 def split_activation_vjp(node, g):
@@ -54,12 +56,8 @@ def split_activation_vjp(node, g):
     (``catalog.blocks.common``, a GPU's split backward): ``g`` is that result's
     cotangent as it is, where the packed result's would be it padded with a zero slot
     (a launch a layer); the saved pre-activation ``node.saved["pre"]``."""
-    x, w, _ = node.inputs
     d = node.saved["pre"].prim(ACTIVATION_GRAD_OPS[node.attrs["act"]], g.contiguous())
-    dx = d @ w.detach() if node.needs[0] else None
-    dw = d.mT @ x.detach() if node.needs[1] else None
-    db = d.sum(0) if node.needs[2] else None
-    return dx, dw, db
+    return _with_matmul_grads(node, d, d.sum(0) if node.needs[2] else None)
 
 
 DENSE_VJP = {"dense_act": _dense_act}
