@@ -280,9 +280,10 @@ def _narrow(limits: dict, gates: int, hidden: int | None, batch: int | None) -> 
 
 
 def _with_scratch(src: Source, name: str) -> str:
-    """The forward's ``name``, or the fallback where it needs scratch storage the build
-    lacks (the ``stream`` forward copies W_hh^T there; kernels built outside the
-    backend's encode have none; the backward reads W_hh as stored)."""
+    """``name``, or the fallback where it needs scratch storage the build lacks (the
+    ``stream`` forward copies W_hh^T there; kernels built outside the backend's encode
+    have none). The backward, which needs none, falls back too, so a layer's two
+    directions stay one family of kernels."""
     if name in stream.ROWS and src.scratch is None:
         return DEFAULT_VARIANT if tiled.fits(DEFAULT_VARIANT, src.limits, 4) else FALLBACK_VARIANT
     return name
@@ -305,7 +306,7 @@ def _steps_backward(src: Source, ins, out, gates: int, per_step, tiled_step):
     steps = ins[1].shape[0]
     packed = 6 if gates == 4 else 5  # the forward result's values per unit
     _, b, width = ins[1].shape
-    name = variant(src.limits, gates, src.software, width // packed, b)
+    name = _with_scratch(src, variant(src.limits, gates, src.software, width // packed, b))
     if name == "seq":
         return [seq.lstm_backward(src, ins, out)]
     if name in stream.ROWS:
