@@ -4,13 +4,15 @@ than the ones they replace); ``--pair prod:f32,prod:mixed_f16`` compares precisi
 same way (which kernels of a mixed step cost more than its halved traffic saves).
 
     PYTHONPATH=src python3 bench/tier_kernels.py [--models char_tf,lstm2x64] [--top 15]
-        [--pair TIER[:PRECISION],TIER[:PRECISION]] [--f32-math]
+        [--pair TIER[:PRECISION],TIER[:PRECISION]] [--f32-math] [--shapes]
 
 Each model of bench/step_time.py runs a few eager steps under each setting, then one
 step with every dispatch timed by the GPU's timestamp queries (each in a compute pass of
 its own: the totals include that pass's cost, the same for both settings, so compare
-them as a pair, not with bench/step_time.py's milliseconds). Needs an adapter with
-``timestamp-query`` (real GPUs and lavapipe have it).
+them as a pair, not with bench/step_time.py's milliseconds). ``--shapes`` keys the rows
+by op and operand shapes (a transposed view marked T), so one layer's products show
+apart from another's. Needs an adapter with ``timestamp-query`` (real GPUs and lavapipe
+have it).
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def timed_step(cfg, dev, setting: tuple[str, str], warmup: int) -> dict:
     return {op: {"kernels": n, "gpu_ms": s * 1e3} for op, (n, s) in by_op.items()}
 
 
-def _table(name: str, rows: dict, labels: tuple[str, str], top: int) -> None:
-    """Both settings' totals, then the ``top`` ops whose GPU time differs most."""
+def _table(name: str, rows: dict, labels: tuple[str, str], top: int, by_time=False) -> None:
+    """Both settings' totals, then the ``top`` ops whose GPU time differs most (``by_time``:
+    the ``top`` that take the most under either setting)."""
     first, second = labels
     one, two = rows[first], rows[second]
     total = {t: sum(r["gpu_ms"] for r in rows[t].values()) for t in labels}
@@ -85,10 +88,15 @@ def _table(name: str, rows: dict, labels: tuple[str, str], top: int) -> None:
     def gap(op):
         return two.get(op, zero)["gpu_ms"] - one.get(op, zero)["gpu_ms"]
 
-    print(f"{'op':>24} {'first ms':>9} {'n':>4} {'second ms':>9} {'n':>4} {'difference':>10}")
-    for op in sorted(ops, key=lambda o: -abs(gap(o)))[:top]:
+    width = max(24, *(len(op) for op in set(one) | set(two)))
+    print(f"{'op':<{width}} {'first ms':>9} {'n':>4} {'second ms':>9} {'n':>4} {'difference':>10}")
+
+    def most(op):
+        return max(one.get(op, zero)["gpu_ms"], two.get(op, zero)["gpu_ms"])
+
+    for op in sorted(ops, key=lambda o: -most(o) if by_time else -abs(gap(o)))[:top]:
         p, f = one.get(op, zero), two.get(op, zero)
-        print(f"{op:>24} {p['gpu_ms']:9.3f} {p['kernels']:4d} {f['gpu_ms']:9.3f} "
+        print(f"{op:<{width}} {p['gpu_ms']:9.3f} {p['kernels']:4d} {f['gpu_ms']:9.3f} "
               f"{f['kernels']:4d} {gap(op):+10.3f}")  # fmt: skip
 
 
@@ -100,6 +108,7 @@ def main(argv=None) -> int:
     p.add_argument("--pair", default=DEFAULT_PAIR, help="two TIER[:PRECISION] settings")
     p.add_argument("--f32-math", action="store_true",
                    help="mixed_f16 matmuls keep f32 products (matmul.HALF_MATH off)")  # fmt: skip
+    p.add_argument("--shapes", action="store_true", help="rows by op and operand shapes")
     p.add_argument("--out", default="bench/out/tier_kernels.json")
     a = p.parse_args(argv)
     labels = tuple(a.pair.split(","))
@@ -115,11 +124,12 @@ def main(argv=None) -> int:
         print(f"the adapter {dev.gpu.info.name!r} has no timestamp queries", file=sys.stderr)
         return 2
     print(f"device webgpu ({dev.gpu.info.name})")
+    dev.label_shapes = a.shapes
     results = {}
     for name in a.models.split(","):
         cfg = step_time.CONFIGS[name]
         rows = {t: timed_step(cfg, dev, parse_setting(t), a.warmup) for t in labels}
-        _table(name, rows, labels, a.top)
+        _table(name, rows, labels, a.top, by_time=a.shapes)
         results[name] = rows
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     record = {"adapter": dev.gpu.info.name, "pair": labels, "results": results}

@@ -14,6 +14,7 @@ import pytest
 import scellis as sc
 from scellis.devices.kernel_choice import FIXED, choosing, current, with_order
 from scellis.devices.webgpu import WebGPUBackend
+from scellis.devices.webgpu.kernels import reduce as reduce_kernels
 from scellis.devices.webgpu.kernels.matmul import choose_reordered_split
 from scellis.devices.webgpu.kernels.reduce import sum_error_bound
 from scellis.ir.record import load_record
@@ -93,6 +94,23 @@ def test_split_k_on_a_hardware_adapter_stays_in_the_matmul_bound(gpu):
     bound = 960 * EPS32 * (np.abs(a32.T).astype(np.float64) @ np.abs(b32))
     assert (np.abs(got - want) <= bound).all() and (np.abs(fixed - want) <= bound).all()
     assert not np.array_equal(got, fixed)  # another order of the same sums
+
+
+def test_one_pass_keeps_chunks_for_a_large_column_sum_of_few_outputs(gpu):
+    """A bias gradient over many tokens (here 8200 x 136: few outputs, over a million
+    terms) would leave a handful of workgroups folding thousands of rows each as one
+    chunk: the one-pass order keeps the chunked path's two launches for it."""
+    x32 = np.random.default_rng(4).standard_normal((8200, 136)).astype(np.float32)
+    assert not reduce_kernels.column_one_pass(136, 8200)
+    assert reduce_kernels.column_one_pass(136, 2048)  # small: one launch saved
+    assert reduce_kernels.column_one_pass(32 * 128, 8200)  # outputs enough to fill a GPU
+    x = sc.tensor(x32, device=gpu)
+    before = gpu.stats["dispatches"]
+    got = _np(apply("sum", (x,), axes=(0,), keepdim=False, _order="one_pass"))
+    assert gpu.stats["dispatches"] - before == 2
+    want = x32.astype(np.float64).sum(axis=0)
+    bound = sum_error_bound(8200) * np.abs(x32).astype(np.float64).sum(axis=0)
+    assert (np.abs(got - want) <= bound).all()
 
 
 @pytest.mark.parametrize("shape,axes", [((960, 16), (0,)), ((3, 700), (1,)), ((20000,), (0,))])

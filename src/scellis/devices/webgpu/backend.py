@@ -95,6 +95,8 @@ class WebGPUBackend(OneInstance):
         self.recorder = None
         # (op, host seconds to encode and launch it) while a profile collects them
         self.host_times: list | None = None
+        # a dispatch timer's labels carry the operands' shapes (bench/tier_kernels.py)
+        self.label_shapes = False
 
     # -- the Backend protocol --
     def supports(self, dtype: DType) -> bool:
@@ -265,6 +267,8 @@ class WebGPUBackend(OneInstance):
                 return
         t0 = time.perf_counter() if self.host_times is not None else 0.0
         self.gpu.label = op  # what a dispatch timer calls the next launches
+        if self.label_shapes:
+            self.gpu.label = shape_label(op, inputs)
         if self.recorder is None:
             kept, got = self._kept(op, inputs, outputs, attrs)
         else:  # a recorded step keeps its launches as Sources: built by ``encode``
@@ -428,3 +432,20 @@ def _check_workgroup_memory(code: str, limits: dict, op: str | None) -> None:
             f"a kernel{f' of {op!r}' if op else ''} needs {need} bytes of workgroup memory, "
             f"over this device's maxComputeWorkgroupStorageSize of {limit}"
         )
+
+
+def shape_label(op: str, inputs: list[View]) -> str:
+    """``op`` with its operands' shapes, a transposed view marked ``T`` (``matmul
+    384x8192T 8192x1152``), for a profile that tells one layer's products from another's."""
+    shown = [_shape_text(v) for v in inputs[:LABEL_OPERANDS]]
+    more = len(inputs) - LABEL_OPERANDS
+    return " ".join([op, *shown, *([f"+{more} more"] if more > 0 else [])])
+
+
+LABEL_OPERANDS = 4  # an update over every parameter would otherwise name them all
+
+
+def _shape_text(v: View) -> str:
+    text = "x".join(map(str, v.shape)) or "()"
+    transposed = len(v.shape) >= 2 and v.strides[-2] == 1 and v.strides[-1] != 1
+    return text + "T" if transposed else text

@@ -27,7 +27,11 @@ The one-pass order (``attrs["_order"] == "one_pass"``: the prod and fast tiers' 
 steps, ``devices.kernel_choice``), for a float sum of at most ONE_PASS_MAX_R terms per
 output: the column path in a single chunk (each lane folds every COL_Y-th row, then the
 lane tree: no partials, no second launch), and the long path where the split path would
-take two launches. One dispatch instead of two, in another order than debug's.
+take two launches. One dispatch instead of two, in another order than debug's. A column
+sum of more than ONE_PASS_COLUMN_TERMS terms in all keeps its chunks unless its outputs
+alone give ONE_PASS_BUSY workgroups: one chunk is m / COL_X workgroups, and a bias
+gradient over 8192 tokens (12 to 48 workgroups of 1,024-row folds) took 60 us a sum
+on an H100 where the chunked path's two launches are far shorter.
 
 All orders depend only on R and the shape, never on timing: no atomics, so the
 ``debug`` tier's bitwise repeatability holds. Floats accumulate in f32 (f16 widens
@@ -83,6 +87,16 @@ def column_chunks(r: int) -> tuple[int, int]:
 
 
 ONE_PASS_MAX_R = 1 << 16  # past this, one pass leaves too few workgroups busy
+ONE_PASS_COLUMN_TERMS = 1 << 20  # a column sum past this many terms keeps its chunks...
+ONE_PASS_BUSY = 128  # ...unless one chunk alone has this many workgroups
+
+
+def column_one_pass(m: int, r: int) -> bool:
+    """Whether the one-pass order's column sum of ``m`` outputs over ``r`` rows runs as a
+    single chunk: small sums (one launch saved where a step is mostly launches), or
+    outputs enough to fill the GPU by themselves."""
+    return m * r <= ONE_PASS_COLUMN_TERMS or -(-m // COL_X) >= ONE_PASS_BUSY
+
 
 SPLIT_OUTPUTS = 128  # at most this many outputs: one workgroup each would idle the GPU
 SPLIT_PER_THREAD = 16  # elements each thread of a chunk folds, at least
@@ -308,6 +322,7 @@ def reduce_kernel(src: Source, op: str, ins, outs, attrs):
     src.operand("x", x)
     one_pass = attrs.get("_order") == "one_pass" and r <= ONE_PASS_MAX_R
     column = r > SHORT_R and _column_fits(src, op, x, kept, m, r)
+    one_pass = one_pass and (not column or column_one_pass(m, r))
     split = r > SHORT_R and not column and not one_pass and _split_fits(src, op, x, m, r)
     part = out
     if column:
