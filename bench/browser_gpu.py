@@ -281,6 +281,8 @@ async function __qlora(client, engineMs) {
   out.first_loss = losses[0];
   out.last_loss = losses[losses.length - 1];
   out.losses = losses;
+  // the engine's own count of device memory, beside what the card reports (CardMemory)
+  out.backend_memory = await client.call("bench_device_memory", {});
   return out;
 }
 """
@@ -753,6 +755,67 @@ def _numpy_llama(folder: Path, config: dict) -> None:
     (folder / "config.json").write_text(json.dumps(config, indent=1))
 
 
+class CardMemory:
+    """The card's memory in use, sampled by ``nvidia-smi`` every half second in a thread
+    while a page runs: the browser's GPU process ends with the page, so its device
+    memory can only be read while it lives. Reported against the reading before the
+    page opened (other processes on the card are in both); None where there is no
+    ``nvidia-smi``."""
+
+    def __init__(self):
+        self.base = self.peak = _card_mib()
+        self.samples: list[tuple[float, int]] = []  # (seconds since the page opened, MiB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._t0 = time.perf_counter()
+
+    def _sample(self):
+        while not self._stop.wait(0.5):
+            used = _card_mib()
+            if used is not None:
+                self.peak = max(self.peak or 0, used)
+                self.samples.append((round(time.perf_counter() - self._t0, 1), used))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def report(self) -> dict:
+        if self.base is None:
+            return {}
+        return {"card_mib_before": self.base, "card_mib_peak": self.peak,
+                "card_mib_used_by_page": self.peak - self.base,
+                "card_mib_timeline": _changes(self.samples)}  # fmt: skip
+
+
+def _changes(samples: list[tuple[float, int]], step_mib: int = 64) -> list:
+    """The samples where the reading moved by at least ``step_mib`` since the last kept
+    one, and the last: the shape of the page's memory over time, in a few dozen rows."""
+    kept: list[tuple[float, int]] = []
+    for t, mib in samples:
+        if not kept or abs(mib - kept[-1][1]) >= step_mib:
+            kept.append((t, mib))
+    if samples and kept[-1] != samples[-1]:
+        kept.append(samples[-1])
+    return kept
+
+
+def _card_mib() -> int | None:
+    """MiB in use on the first GPU, or None without nvidia-smi."""
+    try:
+        text = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout  # fmt: skip
+        return int(text.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
 def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a) -> dict:
     w = QLORA[model]
     t0 = time.perf_counter()
@@ -762,9 +825,11 @@ def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a
     keys = ("context", "batch", "rank", "budget")
     cfg = json.dumps({k: w[k] for k in keys if k in w}, separators=(",", ":"))
     q = f"workload=qlora&model={model}&steps={a.steps}&cfg={cfg}"
-    r = b.visit(f"{url}/site/?{q}", flags, a.qlora_timeout, f"{model} qlora")
+    with CardMemory() as card:
+        r = b.visit(f"{url}/site/?{q}", flags, a.qlora_timeout, f"{model} qlora")
     r.setdefault("impl", "scellis-webgpu-qlora")
-    return {"folder_written_by": made, "folder_dtype": a.qlora_dtype, "folder_s": made_s, **r}
+    return {"folder_written_by": made, "folder_dtype": a.qlora_dtype, "folder_s": made_s,
+            **card.report(), **r}  # fmt: skip
 
 
 def _bisect(b: Browser, url: str, root: Path, a, report: dict, out: Path) -> str | None:
@@ -873,10 +938,13 @@ def run(a) -> int:
             print(f"{r['model']:<10} import {r['import_s']:.1f} s, load {r['load_s']:.1f} s,",
                   f"quantise {r['quantize_s']:.2f} s")  # fmt: skip
         elif r["model"] in QLORA and "error" not in r:
+            held = (r.get("backend_memory") or {}).get("held_peak_bytes", 0) / 2**20
             print(
                 f"{r['model']:<10} import {r['import_s']:.1f} s, quantise {r['quantize_s']:.2f} s, "
                 f"{r['ms_per_step']} ms/step, loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, "
-                f"plan peak {r['plan_peak'] / 2**20:.1f} MiB"
+                f"plan peak {r['plan_peak'] / 2**20:.1f} MiB, replay {r.get('replay')}, "
+                f"card memory used by the page {r.get('card_mib_used_by_page')} MiB, "
+                f"engine's held peak {held:.0f} MiB"
             )
         elif "error" in r:
             print(f"{r['model']:<10} {r['impl']:<15} {r['error']}")

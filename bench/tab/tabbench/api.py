@@ -246,3 +246,14 @@ def bench_keep_limit(limit: int) -> dict:
     (``session_files.KEEP_LIMIT``), so a small model takes the path a 2 GiB one takes."""
     before, session_files.KEEP_LIMIT = session_files.KEEP_LIMIT, int(limit)
     return {"before": before, "limit": session_files.KEEP_LIMIT}
+
+
+@command(writes_store=False)
+def bench_device_memory() -> dict:
+    """The tab's WebGPU backend's own count of device memory, in bytes: held now (live
+    tensors and the pool's free storages) and the peaks since the worker started
+    (``peak_bytes``: live tensors; ``held_peak_bytes``: with the pool), to set beside
+    what the card itself reports for the browser's GPU process."""
+    dev = get_device("webgpu")
+    keys = ("live_bytes", "pooled_bytes", "peak_bytes", "held_peak_bytes")
+    return {k: int(getattr(dev, k, 0)) for k in keys}
