@@ -32,7 +32,13 @@ from pyodide.ffi import JsException, to_js
 from ..base.errors import DeviceError
 from .base import register_device
 from .webgpu.backend import WebGPUBackend
-from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache, subgroup_features
+from .webgpu.gpu import (
+    LIMIT_NAMES,
+    AdapterInfo,
+    BindGroupCache,
+    UploadPacer,
+    subgroup_features,
+)
 
 NO_WEBGPU = (
     "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). "
@@ -102,6 +108,7 @@ class BrowserGPU(BindGroupCache):
         self._encoder = None
         self._pass = None
         self.encoded = 0
+        self._uploads = UploadPacer(lambda: self._queue.submit(self._no_work))
         self._init_groups()
         self._pending: list = []  # (error-scope promise, what it guards, WGSL source)
         self._lost = None
@@ -228,6 +235,7 @@ class BrowserGPU(BindGroupCache):
         )
         js.Uint8Array.new(buf.getMappedRange()).set(_bytes_js(data, size))
         buf.unmap()
+        self._uploads.wrote(size)  # staged and copied as a queued write is
         return buf
 
     def destroy_buffer(self, buf) -> None:
@@ -246,6 +254,7 @@ class BrowserGPU(BindGroupCache):
         # queue writes run before commands not yet submitted: submit those first
         self.flush()
         self._queue.writeBuffer(buf, offset, _bytes_js(data, size))
+        self._uploads.wrote(size)
 
     async def read_buffer(self, buf, offset: int, size: int) -> bytes:
         await self._settle()
@@ -258,6 +267,7 @@ class BrowserGPU(BindGroupCache):
         self._encoder = None
         self.encoded = 0
         self._release()
+        self._uploads.submitted()
         await self.check()
         await staging.mapAsync(js.GPUMapMode.READ)
         data = js.Uint8Array.new(staging.getMappedRange()).to_bytes()[:size]
@@ -280,6 +290,7 @@ class BrowserGPU(BindGroupCache):
         # compiles would only start once it ends. An empty submit sends them now, and the
         # GPU process compiles while the step's Python goes on.
         self._queue.submit(self._no_work)
+        self._uploads.submitted()
         return p
 
     def now_ms(self) -> float:
@@ -377,6 +388,7 @@ class BrowserGPU(BindGroupCache):
         if self._encoder is not None:
             self._queue.submit(to_js([self._encoder.finish()]))
             self._encoder = None
+            self._uploads.submitted()
         self.encoded = 0
         if not self._deferred and not self._replaying_kept:
             self._release()

@@ -14,7 +14,13 @@ from wgpu.backends.wgpu_native import _api as _native
 
 from ..base.errors import DeviceError
 from .gpu_timing import DispatchTimer
-from .webgpu.gpu import LIMIT_NAMES, AdapterInfo, BindGroupCache, subgroup_features
+from .webgpu.gpu import (
+    LIMIT_NAMES,
+    AdapterInfo,
+    BindGroupCache,
+    UploadPacer,
+    subgroup_features,
+)
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -169,6 +175,7 @@ class NativeGPU(BindGroupCache):
         self._encoder = None
         self._pass = None
         self.encoded = 0  # dispatches encoded since the last flush
+        self._uploads = UploadPacer(lambda: self._queue.submit([]))
         self.timer: DispatchTimer | None = None  # per-dispatch GPU times, while profiling
         self.label = ""  # what the next dispatch is (the op), for the timer
         self.trusted_shaders = _want_trusted(self.info.backend)
@@ -182,6 +189,7 @@ class NativeGPU(BindGroupCache):
         if data is not None:
             if len(data) < size:
                 data = bytes(data) + bytes(size - len(data))
+            self._uploads.wrote(size)  # staged and copied as a queued write is
             return self._device.create_buffer_with_data(data=data, usage=_STORAGE)
         return self._device.create_buffer(size=size, usage=_STORAGE)
 
@@ -194,6 +202,7 @@ class NativeGPU(BindGroupCache):
         self.flush()
         pad = (-len(data)) % 4
         self._queue.write_buffer(buf, offset, bytes(data) + bytes(pad) if pad else data)
+        self._uploads.wrote(len(data) + pad)
 
     async def read_buffer(self, buf, offset: int, size: int) -> bytes:
         size4 = max(4, (size + 3) // 4 * 4)
@@ -204,6 +213,7 @@ class NativeGPU(BindGroupCache):
         self._queue.submit([enc.finish()])
         self._encoder = None
         self.encoded = 0
+        self._uploads.submitted()
         promise = staging.map_async(wgpu.MapMode.READ)
         if hasattr(promise, "__await__"):
             await promise
@@ -307,4 +317,5 @@ class NativeGPU(BindGroupCache):
         if self._encoder is not None:
             self._queue.submit([self._encoder.finish()])
             self._encoder = None
+            self._uploads.submitted()
         self.encoded = 0
