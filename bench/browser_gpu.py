@@ -251,8 +251,12 @@ async function __qlora(client, engineMs) {
   const text = ft.text + `\\nbatch_size: ${cfg.batch}\\ndata:\\n` +
     "  source: bundled:python_help_topics.txt\\n  format: text\\n  tokenizer: char\\n" +
     `  context: ${cfg.context}\\n  max_chars: 200000\\n  val_fraction: 0.05\\n`;
-  Object.assign(out, await client.call("bench_quantize", {record_text: text}));
-  note(`quantised in ${out.quantize_s.toFixed(1)} s (load ${out.load_s.toFixed(1)} s); training`);
+  // the load and quantisation timed on their own first, in a model dropped before the
+  // run (train_only: straight to the run, as the Train button goes)
+  if (!cfg.train_only) {
+    Object.assign(out, await client.call("bench_quantize", {record_text: text}));
+    note(`quantised in ${out.quantize_s.toFixed(1)} s (load ${out.load_s.toFixed(1)} s); training`);
+  }
   const stamps = [], losses = [];
   if (!steps) return out; // --steps 0: the import and the quantisation only
   // the tab's GPU memory budget, typed into its box as a user would (kept for the page's
@@ -823,7 +827,10 @@ def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a
     made_s = round(time.perf_counter() - t0, 1)
     print(f"{model}: folder written by {made} in {made_s} s", flush=True)
     keys = ("context", "batch", "rank", "budget")
-    cfg = json.dumps({k: w[k] for k in keys if k in w}, separators=(",", ":"))
+    cfg = {k: w[k] for k in keys if k in w}
+    if a.qlora_train_only:
+        cfg["train_only"] = True
+    cfg = json.dumps(cfg, separators=(",", ":"))
     q = f"workload=qlora&model={model}&steps={a.steps}&cfg={cfg}"
     with CardMemory() as card:
         r = b.visit(f"{url}/site/?{q}", flags, a.qlora_timeout, f"{model} qlora")
@@ -940,7 +947,8 @@ def run(a) -> int:
         elif r["model"] in QLORA and "error" not in r:
             held = (r.get("backend_memory") or {}).get("held_peak_bytes", 0) / 2**20
             print(
-                f"{r['model']:<10} import {r['import_s']:.1f} s, quantise {r['quantize_s']:.2f} s, "
+                f"{r['model']:<10} import {r['import_s']:.1f} s, "
+                f"quantise {r.get('quantize_s', 0):.2f} s, "
                 f"{r['ms_per_step']} ms/step, loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, "
                 f"plan peak {r['plan_peak'] / 2**20:.1f} MiB, replay {r.get('replay')}, "
                 f"card memory used by the page {r.get('card_mib_used_by_page')} MiB, "
@@ -987,6 +995,8 @@ def main() -> int:
     r.add_argument("--qlora-timeout", type=float, default=480, help="seconds for a QLoRA page")
     r.add_argument("--qlora-dtype", choices=("float16", "float32"), default="float16",
                    help="the dtype the Hugging Face folder is saved in")  # fmt: skip
+    r.add_argument("--qlora-train-only", action="store_true",
+                   help="no separate load and quantisation timing before the run")  # fmt: skip
     r.add_argument("--tiny", action="store_true", help="every model at its smoke-check size")
     r.add_argument("--bisect-flag-sets", default="",
                    help="first load seed_lstm on every site build (site_<rev>/ too) and on the "
