@@ -253,6 +253,12 @@ async function __qlora(client, engineMs) {
     `  context: ${cfg.context}\\n  max_chars: 200000\\n  val_fraction: 0.05\\n`;
   // the load and quantisation timed on their own first, in a model dropped before the
   // run (train_only: straight to the run, as the Train button goes)
+  if (cfg.load_pause_mib !== undefined) {  // the load alone, giving the browser turns
+    Object.assign(out, await client.call("bench_load_paced", {record_text: text,
+      pause_mib: cfg.load_pause_mib}));
+    note(`loaded in ${out.load_s.toFixed(1)} s, ${out.pauses} pauses`);
+    return out;
+  }
   if (!cfg.train_only) {
     Object.assign(out, await client.call("bench_quantize", {record_text: text}));
     note(`quantised in ${out.quantize_s.toFixed(1)} s (load ${out.load_s.toFixed(1)} s); training`);
@@ -830,6 +836,8 @@ def _qlora_row(b: Browser, url: str, root: Path, model: str, flags: list[str], a
     cfg = {k: w[k] for k in keys if k in w}
     if a.qlora_train_only:
         cfg["train_only"] = True
+    if a.qlora_load_pause_mib is not None:
+        cfg["load_pause_mib"] = a.qlora_load_pause_mib
     cfg = json.dumps(cfg, separators=(",", ":"))
     q = f"workload=qlora&model={model}&steps={a.steps}&cfg={cfg}"
     with CardMemory() as card:
@@ -943,7 +951,7 @@ def run(a) -> int:
     for r in report["rows"]:
         if r["model"] in QLORA and "error" not in r and "ms_per_step" not in r:
             print(f"{r['model']:<10} import {r['import_s']:.1f} s, load {r['load_s']:.1f} s,",
-                  f"quantise {r['quantize_s']:.2f} s")  # fmt: skip
+                  f"quantise {r.get('quantize_s', 0):.2f} s")  # fmt: skip
         elif r["model"] in QLORA and "error" not in r:
             held = (r.get("backend_memory") or {}).get("held_peak_bytes", 0) / 2**20
             print(
@@ -995,6 +1003,12 @@ def main() -> int:
     r.add_argument("--qlora-timeout", type=float, default=480, help="seconds for a QLoRA page")
     r.add_argument("--qlora-dtype", choices=("float16", "float32"), default="float16",
                    help="the dtype the Hugging Face folder is saved in")  # fmt: skip
+    r.add_argument(
+        "--qlora-load-pause-mib",
+        type=int,
+        default=None,
+        help="only load the weights, letting the browser run every N MiB (0: never)",
+    )
     r.add_argument("--qlora-train-only", action="store_true",
                    help="no separate load and quantisation timing before the run")  # fmt: skip
     r.add_argument("--tiny", action="store_true", help="every model at its smoke-check size")

@@ -27,21 +27,26 @@ limits lowered, so tensors are split into binding windows in a real browser.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import statistics
 import time
 from pathlib import Path
 
+from scellis.base.dtypes import as_dtype
 from scellis.base.errors import ScellisError
 from scellis.catalog.optim import Adam
 from scellis.catalog.peft import apply_finetune
 from scellis.catalog.peft.quantize import quantized_bytes
 from scellis.codecs.convert import header_weights
 from scellis.codecs.pretrained import pretrained_model
+from scellis.codecs.raw import f16_to_f32, widen
+from scellis.codecs.weights import map_names
 from scellis.devices.base import get_device
 from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
 from scellis.run.session import start_run
+from scellis.runtime.creation import from_bytes
 from scellis.runtime.replay import StepReplay
 from scellis.webapp import session_files, tab_store
 from scellis.webapp.commands import command
@@ -257,3 +262,36 @@ def bench_device_memory() -> dict:
     dev = get_device("webgpu")
     keys = ("live_bytes", "pooled_bytes", "peak_bytes", "held_peak_bytes")
     return {k: int(getattr(dev, k, 0)) for k in keys}
+
+
+@command(writes_store=False)
+async def bench_load_paced(record_text: str, pause_mib: int = 0,
+                           store: str = tab_store.ROOT) -> dict:  # fmt: skip
+    """``record_text``'s model built and its header's weights loaded tensor by tensor, the
+    worker's command giving the browser a turn (``await``) after every ``pause_mib`` MiB
+    of weights (0: never, as a run's synchronous load does); then dropped. For telling
+    whether the browser frees a load's staging memory only when the worker yields."""
+    record = check_record(record_text)
+    dev = get_device("webgpu")
+    t0 = time.perf_counter()
+    weights = header_weights(record_text, Path(store))
+    model = pretrained_model({k: v for k, v in record.items() if k != "finetune"}, None,
+                             device=dev)  # fmt: skip
+    params = dict(model.named_parameters())
+    mapped, _ = map_names(weights, {k: tuple(p.shape) for k, p in params.items()})
+    since, pauses = 0, 0
+    for path, raw in mapped.items():  # load_into's steps, one tensor at a time
+        dt, data = widen(raw)
+        if not dev.supports(as_dtype(dt)) and dt == "f16":
+            dt, data = "f32", f16_to_f32(data)
+        v = from_bytes(data, params[path].shape, as_dtype(dt), dev)
+        model.set_parameter(path, v.cast(params[path].dtype).detach())
+        since += len(data)
+        if pause_mib and since >= pause_mib << 20:
+            since, pauses = 0, pauses + 1
+            await asyncio.sleep(0.005)
+    await _settle(model)
+    out = {"load_s": time.perf_counter() - t0, "pauses": pauses}
+    del model
+    gc.collect()
+    return out
