@@ -105,13 +105,14 @@ UPLOAD_SUBMIT_BYTES = 64 << 20  # queued writes between empty submissions, at mo
 
 
 class UploadPacer:
-    """Bounds the staging memory of a run of queue writes with nothing submitted between
-    them, as when a model's weights are uploaded. Both WebGPU implementations copy each
-    written range into staging memory at once and free it only after a submission that
-    carries the copy has finished, so loading a 1.1B-parameter model in f32 held a
-    second copy of its weights (native: 10.6 GiB of the card at the peak, where the engine
-    itself held 4.4). Every UPLOAD_SUBMIT_BYTES of writes, an empty submission sends the
-    queued copies on; the next one frees the staging of those that are done."""
+    """Sends a run of queue writes with nothing submitted between them (a model's weights
+    going up) on to the GPU every UPLOAD_SUBMIT_BYTES, by an empty submission. wgpu copies
+    each written range into staging memory at once and frees it only after a submission
+    that carries the copy has finished: loading a 1.1B-parameter model held a second copy
+    of its weights until the first step (10.6 GB of the card at the peak, where the engine
+    held 4.4 GiB; 6.1 GB paced). In Chromium the writes then reach the GPU during the load
+    instead of after it, but the browser still keeps their staging until the load is
+    over (bench/RESULTS.md): pacing does not bound the tab's peak."""
 
     def __init__(self, submit_empty):
         self._submit_empty = submit_empty
