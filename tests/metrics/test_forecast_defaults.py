@@ -289,7 +289,9 @@ def test_a_csv_dropped_in_the_tab_gets_the_normalisation_its_trend_picks(tmp_pat
     from scellis.webapp import dataset_api  # noqa: PLC0415  (the tab's entry point)
 
     monkeypatch.chdir(tmp_path)
-    rng = np.random.default_rng()
+    # seeded: about 1 noise draw in 150 lifts 3 of the flat series' last 24 rows past the
+    # earlier range, which the trend test reads as a drift (bench/RESULTS.md)
+    rng = np.random.default_rng(2026)
     t = np.arange(120)
     starter = starter_text("forecaster", "user/me", "m", "m.sml")
     record = re.sub(r"  normalise: change.*\n(?: {20,}#.*\n)*", "", starter)  # names none
