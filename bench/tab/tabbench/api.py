@@ -33,20 +33,17 @@ import statistics
 import time
 from pathlib import Path
 
-from scellis.base.dtypes import as_dtype
 from scellis.base.errors import ScellisError
 from scellis.catalog.optim import Adam
 from scellis.catalog.peft import apply_finetune
 from scellis.catalog.peft.quantize import quantized_bytes
 from scellis.codecs.convert import header_weights
 from scellis.codecs.pretrained import pretrained_model
-from scellis.codecs.raw import f16_to_f32, widen
-from scellis.codecs.weights import map_names
+from scellis.codecs.weights import load_one, map_names
 from scellis.devices.base import get_device
 from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
 from scellis.run.session import start_run
-from scellis.runtime.creation import from_bytes
 from scellis.runtime.replay import StepReplay
 from scellis.webapp import session_files, tab_store
 from scellis.webapp.commands import command
@@ -280,13 +277,8 @@ async def bench_load_paced(record_text: str, pause_mib: int = 0,
     params = dict(model.named_parameters())
     mapped, _ = map_names(weights, {k: tuple(p.shape) for k, p in params.items()})
     since, pauses = 0, 0
-    for path, raw in mapped.items():  # load_into's steps, one tensor at a time
-        dt, data = widen(raw)
-        if not dev.supports(as_dtype(dt)) and dt == "f16":
-            dt, data = "f32", f16_to_f32(data)
-        v = from_bytes(data, params[path].shape, as_dtype(dt), dev)
-        model.set_parameter(path, v.cast(params[path].dtype).detach())
-        since += len(data)
+    for path, raw in mapped.items():  # load_into, one tensor at a time
+        since += load_one(model, path, params[path], raw)
         if pause_mib and since >= pause_mib << 20:
             since, pauses = 0, pauses + 1
             await asyncio.sleep(0.005)

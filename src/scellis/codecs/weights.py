@@ -87,15 +87,21 @@ def load_into(
         tensors, {k: tuple(p.shape) for k, p in params.items()}, name_map, strict=strict
     )
     for path, t in mapped.items():
-        p = params[path]
-        dt, data = widen(t)
-        if not p.device.supports(as_dtype(dt)) and dt == "f16":  # e.g. no shader-f16
-            dt, data = "f32", f16_to_f32(data)
-        v = from_bytes(data, p.shape, as_dtype(dt), p.device)
-        if v.dtype != p.dtype:
-            v = v.cast(p.dtype)
-        model.set_parameter(path, v.detach())
+        load_one(model, path, params[path], t)
     return unused
+
+
+def load_one(model, path: str, p, t: RawTensor) -> int:
+    """Set ``model``'s parameter ``path`` (now ``p``) from ``t``, on ``p``'s device and in
+    its dtype; returns the bytes uploaded."""
+    dt, data = widen(t)
+    if not p.device.supports(as_dtype(dt)) and dt == "f16":  # e.g. no shader-f16
+        dt, data = "f32", f16_to_f32(data)
+    v = from_bytes(data, p.shape, as_dtype(dt), p.device)
+    if v.dtype != p.dtype:
+        v = v.cast(p.dtype)
+    model.set_parameter(path, v.detach())
+    return len(data)
 
 
 def raw_of(t) -> RawTensor:

@@ -266,9 +266,8 @@ class WebGPUBackend(OneInstance):
             if o.buf.numel == 0:
                 return
         t0 = time.perf_counter() if self.host_times is not None else 0.0
-        self.gpu.label = op  # what a dispatch timer calls the next launches
-        if self.label_shapes:
-            self.gpu.label = shape_label(op, inputs)
+        # what a dispatch timer calls the next launches
+        self.gpu.label = shape_label(op, inputs) if self.label_shapes else op
         if self.recorder is None:
             kept, got = self._kept(op, inputs, outputs, attrs)
         else:  # a recorded step keeps its launches as Sources: built by ``encode``
@@ -434,15 +433,15 @@ def _check_workgroup_memory(code: str, limits: dict, op: str | None) -> None:
         )
 
 
+LABEL_OPERANDS = 4  # an update over every parameter would otherwise name them all
+
+
 def shape_label(op: str, inputs: list[View]) -> str:
     """``op`` with its operands' shapes, a transposed view marked ``T`` (``matmul
     384x8192T 8192x1152``), for a profile that tells one layer's products from another's."""
     shown = [_shape_text(v) for v in inputs[:LABEL_OPERANDS]]
     more = len(inputs) - LABEL_OPERANDS
     return " ".join([op, *shown, *([f"+{more} more"] if more > 0 else [])])
-
-
-LABEL_OPERANDS = 4  # an update over every parameter would otherwise name them all
 
 
 def _shape_text(v: View) -> str:
