@@ -37,7 +37,8 @@ its files, imports them through the worker's ``import_files`` (Import model's
 command), picks QLoRA (Model View's ``finetune`` edit: NF4, LoRA rank 8 on every dense
 block), pins text data, times the load and the on-device quantisation
 (``bench_quantize``) and trains ``--steps`` steps through ``train`` (the Train button's
-command). Reported: import_s, load_s, quantize_s, ms_per_step (median of the steps
+command). Reported: import_s, build_s (the load, each weight quantised as it arrives),
+ms_per_step (median of the steps
 after the first two, each ending on its loss readback), first/last loss, the plan's
 peak and quantised bytes.
 
@@ -261,7 +262,7 @@ async function __qlora(client, engineMs) {
   }
   if (!cfg.train_only) {
     Object.assign(out, await client.call("bench_quantize", {record_text: text}));
-    note(`quantised in ${out.quantize_s.toFixed(1)} s (load ${out.load_s.toFixed(1)} s); training`);
+    note(`loaded and quantised in ${out.build_s.toFixed(1)} s; training`);
   }
   const stamps = [], losses = [];
   if (!steps) return out; // --steps 0: the import and the quantisation only
@@ -950,13 +951,14 @@ def run(a) -> int:
         (out / "results.json").write_text(json.dumps(report, indent=1))
     for r in report["rows"]:
         if r["model"] in QLORA and "error" not in r and "ms_per_step" not in r:
-            print(f"{r['model']:<10} import {r['import_s']:.1f} s, load {r['load_s']:.1f} s,",
-                  f"quantise {r.get('quantize_s', 0):.2f} s")  # fmt: skip
+            built = r.get("build_s", r.get("load_s", 0))
+            print(f"{r['model']:<10} import {r['import_s']:.1f} s, load (and quantise)",
+                  f"{built:.1f} s")  # fmt: skip
         elif r["model"] in QLORA and "error" not in r:
             held = (r.get("backend_memory") or {}).get("held_peak_bytes", 0) / 2**20
             print(
                 f"{r['model']:<10} import {r['import_s']:.1f} s, "
-                f"quantise {r.get('quantize_s', 0):.2f} s, "
+                f"load and quantise {r.get('build_s', 0):.2f} s, "
                 f"{r['ms_per_step']} ms/step, loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, "
                 f"plan peak {r['plan_peak'] / 2**20:.1f} MiB, replay {r.get('replay')}, "
                 f"card memory used by the page {r.get('card_mib_used_by_page')} MiB, "

@@ -90,9 +90,7 @@ def test_the_pool_keeps_no_replaced_weight(gpu, tmp_path):
     specs = [m.quant for _, m in model.named_modules() if getattr(m, "quant", None)]
     assert len(specs) == 8  # seven dense blocks and the head
     stored = sum(p.numel for n, p in model.named_parameters() if not n.endswith(QUANT_PARAMS))
-    f32_model = 4 * (stored + sum(q.numel for q in specs))  # what the build held
     mem = dev.memory()
-    assert mem["held_peak_bytes"] > f32_model
     assert mem["pooled_bytes"] == 0
     # what stays: the f32 tensors kept (the embedding, norms, adapters) and the codes,
     # well under half the bytes of the weights they replaced

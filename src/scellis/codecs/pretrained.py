@@ -13,24 +13,27 @@ merged into their dense weights, and what comes out is a plain record and its we
 from __future__ import annotations
 
 from ..base.errors import ScellisError
-from ..base.rng import Generator
 from ..catalog.peft import adapters_of, apply_finetune, merge_lora
+from ..devices.base import get_device
 from ..model.build import RecordModel
-from ..model.finetune import finetuned_record
+from ..model.finetune import build_model, finetuned_record
+from ..runtime.dispatch import default_device
 from .raw import RawTensor
-from .weights import load_into, state_of
+from .weights import load_into, map_names, state_of, value_of
 
 
 def pretrained_model(record: dict, tensors=None, *, device=None) -> RecordModel:
     """The record's model: ``tensors`` (pre-trained weights, e.g. ``header_weights``)
-    loaded when given, then its ``finetune`` section applied."""
-    seed = int(record.get("seed", 0) or 0)
-    model = RecordModel(record, device=device, gen=Generator(seed, "init"))
-    if tensors is not None:
-        load_into(model, tensors)
-    if record.get("finetune"):
-        apply_finetune(model, record["finetune"], seed=seed)
-    return model
+    loaded when given, then its ``finetune`` section applied (``model.finetune.
+    build_model``: a quantised base never sits on the device at full precision). The
+    file's names are matched against the record's parameters on the null device first,
+    so weights that do not fit are refused before anything is allocated."""
+    if tensors is None:
+        return build_model(record, device=device)[0]
+    dry = RecordModel(record, device="null")
+    mapped, _ = map_names(tensors, {k: tuple(p.shape) for k, p in dry.named_parameters()})
+    dev = get_device(device) if device is not None else default_device()
+    return build_model(record, device=dev, values=lambda path, p: value_of(mapped[path], p, dev))[0]
 
 
 def finetuned_source(record: dict, tensors: dict[str, RawTensor]):

@@ -138,14 +138,6 @@ def bf16_to_f32(data: bytes) -> bytes:
     return bytes(out)
 
 
-def f16_to_f32(data: bytes) -> bytes:
-    """f16 widened to f32 on the host (exact), for a device whose shaders read no f16."""
-    out = array.array("f", struct.unpack(f"<{len(data) // 2}e", data))
-    if sys.byteorder != "little":
-        out.byteswap()
-    return out.tobytes()
-
-
 def f32_to_bf16(data: bytes) -> bytes:
     """Round-to-nearest-even f32 -> bf16 (NaN stays NaN), as torch's .bfloat16() does."""
     words = array_of("U32", data)

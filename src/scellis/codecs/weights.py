@@ -12,10 +12,12 @@ ints -> i32) and cast to the parameter's dtype on its device.
 
 from __future__ import annotations
 
-from ..base.dtypes import as_dtype
+from ..base.dtypes import as_dtype, f16, u32
 from ..base.errors import ScellisError
+from ..base.shapes import contiguous_strides
 from ..runtime.creation import from_bytes
-from .raw import CODE_OF, RawTensor, f16_to_f32, from_values, widen
+from ..runtime.dispatch import apply
+from .raw import CODE_OF, RawTensor, from_values, widen
 
 
 def _rename(name: str, name_map: dict[str, str]) -> str:
@@ -95,13 +97,38 @@ def load_one(model, path: str, p, t: RawTensor) -> int:
     """Set ``model``'s parameter ``path`` (now ``p``) from ``t``, on ``p``'s device and in
     its dtype; returns the bytes uploaded."""
     dt, data = widen(t)
-    if not p.device.supports(as_dtype(dt)) and dt == "f16":  # e.g. no shader-f16
-        dt, data = "f32", f16_to_f32(data)
-    v = from_bytes(data, p.shape, as_dtype(dt), p.device)
-    if v.dtype != p.dtype:
-        v = v.cast(p.dtype)
-    model.set_parameter(path, v.detach())
+    if as_dtype(dt) == p.dtype and _sole_storage(p):
+        # written over the freshly drawn values: a second buffer per weight would hold
+        # two copies of a layer at once
+        p.device.upload(p._buf, data)
+        p.requires_grad = True
+    else:
+        model.set_parameter(path, value_of(t, p, p.device).detach())
     return len(data)
+
+
+def value_of(t: RawTensor, like, device):
+    """``t`` as a new tensor of ``like``'s dtype on ``device``. Half-precision values go
+    up as they are stored even where the device's shaders read no f16 (a browser's WebGPU
+    without shader-f16): packed two to a word and widened there (``widen_f16``), which
+    moves half the bytes of widening them on the host."""
+    dt, data = widen(t)
+    if dt == "f16" and not device.supports(f16) and data:
+        n = len(data) // 2
+        words = from_bytes(data + b"\0\0" * (n % 2), ((n + 1) // 2,), u32, device)
+        v = apply("widen_f16", (words,), n=n).reshape(like.shape)
+    else:
+        v = from_bytes(data, like.shape, as_dtype(dt), device)
+    return v if v.dtype == like.dtype else v.cast(like.dtype)
+
+
+def _sole_storage(p) -> bool:
+    """Whether ``p`` is its whole storage, in order (no view, nothing around it)."""
+    return (
+        p.offset == 0
+        and p._buf.numel == p.numel
+        and tuple(p.strides) == contiguous_strides(p.shape)
+    )
 
 
 def raw_of(t) -> RawTensor:

@@ -84,6 +84,9 @@ class MemoryProfile:
     # the peak once the model is built (its construction's temporaries, such as the f32
     # weights a quantised base replaces, are gone before anything runs on it)
     run_peak: int = 0
+    # the peak while the model is built (its ``params`` phase): for a quantised base,
+    # what a block-at-a-time load holds before the first step
+    build_peak: int = 0
     pool: Pool = field(default_factory=Pool)  # the free storages kept at the end
 
 
@@ -136,7 +139,7 @@ def profile(
     at_peak = dict(live)
     class_peaks = dict(live)
     phase = peak_phase = ""
-    run_peak = 0
+    run_peak = build_peak = 0
     scratch = 0  # bytes of the backend's scratch storage (kernels' temporaries)
     for e in tr.events:
         if e[0] == "alloc":
@@ -155,6 +158,8 @@ def profile(
                 peak, at_peak, peak_phase = total, dict(live), phase
             if phase != "params":
                 run_peak = max(run_peak, total)
+            else:
+                build_peak = max(build_peak, total)
         elif e[0] == "release" and e[1] in sizes:
             nbytes, c = sizes.pop(e[1])
             live[c] -= nbytes
@@ -187,7 +192,7 @@ def profile(
         reverse=True,
     )[:5]
     return MemoryProfile(peak, at_peak, class_peaks, peak_phase, at_end, largest,
-                         run_peak=run_peak, pool=pool)  # fmt: skip
+                         run_peak=run_peak, build_peak=build_peak, pool=pool)  # fmt: skip
 
 
 def scratch_bytes(tr: Trace, device: str = "webgpu") -> int:

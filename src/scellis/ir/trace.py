@@ -25,12 +25,11 @@ from ..autograd.tape import Edge
 from ..autograd.tape import key as tape_key
 from ..base.dtypes import DType, f16, f32, i32
 from ..base.errors import ScellisError
-from ..base.rng import Generator
 from ..base.shapes import contiguous_strides, numel
 from ..catalog.clip import clipper
-from ..catalog.peft import apply_finetune
 from ..devices.null import TracingBackend
 from ..model.build import RecordModel, entry_object
+from ..model.finetune import build_model
 from ..model.param_groups import optimizer_of
 from ..runtime.tensor import Tensor
 from ..train.step import plain_update, to_compute, train_step, working_copies
@@ -216,10 +215,10 @@ def _compute_dtype(record: dict, precision: str | None) -> DType:
 def _build_model(record: dict, dev) -> RecordModel:
     """``record``'s model on ``dev``, fine-tune adapters applied (the caller opens the
     ``params`` phase around it)."""
-    model = RecordModel(record, device=dev, gen=Generator(int(record.get("seed", 0)), "init"))
-    if record.get("finetune"):  # frozen tensors get no gradient and no optimizer state
-        apply_finetune(model, record["finetune"], seed=int(record.get("seed", 0)))
-    return model
+    # as a real run builds it: a quantised base is encoded a block at a time, so the
+    # trace's construction holds what the device will (frozen tensors get no gradient
+    # and no optimizer state)
+    return build_model(record, device=dev)[0]
 
 
 def _note_model(tr: Trace | None, model) -> None:

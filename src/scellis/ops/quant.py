@@ -8,6 +8,11 @@ words and scales the pure-Python ``base.quant.quantize`` writes, without reading
 ``dequantize`` is the way back: W [rows, cols] in f32, each element its code times its
 scale (one rounding), as the qmatmul kernels decode it; it decodes double-quantised
 block scales at each forward and a weight for an export.
+
+``widen_f16`` reads half-precision values packed two to a u32 word (little-endian: the
+first value in the low half) and writes them in f32, exactly: a float16 checkpoint goes
+up to a device whose shaders read no f16 (a browser's WebGPU without shader-f16) at half
+the bytes, and is widened there rather than on the host.
 """
 
 from __future__ import annotations
@@ -81,5 +86,23 @@ register(
     OpDef(
         "dequantize", "reduce", 2, _dequantize, attrs=ATTRS,
         doc="W in f32 from its int8 or NF4 codes and scales",
+    )
+)  # fmt: skip
+
+
+def _widen(specs, attrs):
+    (words,) = specs
+    n = attrs["n"]
+    if words.dtype != u32 or tuple(words.shape) != ((n + 1) // 2,):
+        raise ShapeError(
+            f"widen_f16 takes {(n + 1) // 2} u32 words for {n} values, got {words.shape}"
+        )
+    return [Spec((n,), f32)]
+
+
+register(
+    OpDef(
+        "widen_f16", "reduce", 1, _widen, attrs=("n",),
+        doc="n f16 values packed two to a u32 word (the first in the low half), as f32",
     )
 )  # fmt: skip

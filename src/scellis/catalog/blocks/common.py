@@ -7,8 +7,10 @@ every device. The distributions are torch's defaults, block by block.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+from contextvars import ContextVar
 
 from ...autograd import no_grad
 from ...autograd.rules_dense import split_activation_vjp
@@ -57,30 +59,66 @@ class Block(Module):
 
     def uniform(self, shape, bound: float) -> Tensor:
         """U(-bound, bound) parameter of ``shape``."""
-        c = self.ctx
-        with no_grad():
-            # the draws are let go as soon as they are scaled: two tensors of ``shape``
-            # are alive at once, not three (a large layer's construction peak)
-            t = rand(shape, c["device"], c["dtype"], c["gen"]) * (2.0 * bound) - bound
-        return t.requires_grad_()
+        dtype = self.ctx["dtype"]
+        # the draws are let go as soon as they are scaled: two tensors of ``shape`` are
+        # alive at once, not three (a large layer's construction peak)
+        return self._param(lambda dev, gen: rand(shape, dev, dtype, gen) * (2.0 * bound) - bound)
 
     def normal(self, shape, std: float = 1.0) -> Tensor:
-        c = self.ctx
-        with no_grad():
-            t = randn(shape, c["device"], c["dtype"], c["gen"])
-            if std != 1.0:
-                t = t * std
-        return t.requires_grad_()
+        dtype = self.ctx["dtype"]
+
+        def make(dev, gen):
+            t = randn(shape, dev, dtype, gen)
+            return t * std if std != 1.0 else t
+
+        return self._param(make)
 
     def constant(self, shape, value: float) -> Tensor:
+        dtype = self.ctx["dtype"]
+        return self._param(lambda dev, gen: full(shape, value, dtype, dev))
+
+    def _param(self, make) -> Tensor:
+        """A parameter from ``make(device, stream)``: on this block's device, or, while
+        ``deferred_params`` is on, shape-only on the null device (the stream advances as
+        if drawn), with a way to make the real one later from the same draws."""
         c = self.ctx
-        return full(shape, value, c["dtype"], c["device"], requires_grad=True)
+        later = _DEFERRED.get()
+        start = dataclasses.replace(c["gen"]) if later is not None else None
+        with no_grad():
+            t = make(c["device"] if later is None else get_device("null"), c["gen"])
+        t.requires_grad_()
+        if later is not None:
+            later[id(t)] = (t, lambda: _made(make, c["device"], dataclasses.replace(start)))
+        return t
 
     def dense_params(self, fan_in: int, fan_out: int, bias: bool) -> None:
         """``weight`` [fan_out, fan_in] and ``bias`` as torch.nn.Linear draws them."""
         bound = 1.0 / math.sqrt(fan_in)
         self.weight = self.uniform((fan_out, fan_in), bound)
         self.bias = self.uniform((fan_out,), bound) if bias else None
+
+
+_DEFERRED: ContextVar[dict | None] = ContextVar("deferred_params", default=None)
+
+
+@contextlib.contextmanager
+def deferred_params():
+    """While on, blocks make their drawn parameters shape-only (nothing on a device) and
+    note in the yielded {id(tensor): (tensor, make)} how to make each for real:
+    ``make()`` draws the same values as an eager construction would have, on the block's
+    device. A loader that replaces most of them with pre-trained values, or quantises
+    them, then never holds the whole model's freshly drawn weights at once."""
+    made: dict = {}
+    token = _DEFERRED.set(made)
+    try:
+        yield made
+    finally:
+        _DEFERRED.reset(token)
+
+
+def _made(make, device, gen) -> Tensor:
+    with no_grad():
+        return make(device, gen)
 
 
 def _field_names(cfg) -> frozenset[str]:

@@ -100,8 +100,12 @@ def apply_adapter(model: Module, spec, gen: Generator | None = None) -> list[str
     return entry.impl(model, cfg, gen=gen)
 
 
-def apply_finetune(model: Module, section: Mapping | None, *, seed: int = 0) -> FinetunePlan:
-    """Apply a ``finetune:`` section to ``model`` in place (see the module doc)."""
+def apply_finetune(
+    model: Module, section: Mapping | None, *, seed: int = 0, encoded: dict | None = None
+) -> FinetunePlan:
+    """Apply a ``finetune:`` section to ``model`` in place (see the module doc).
+    ``encoded``: base weights already quantised while the model was built (see
+    ``quantize_base``)."""
     section = dict(section or {})
     unknown = sorted(set(section) - set(KEYS))
     if unknown:
@@ -133,7 +137,9 @@ def apply_finetune(model: Module, section: Mapping | None, *, seed: int = 0) -> 
     quantized = []
     if section.get("quantize_base") is not None:
         params = None  # each f32 weight is let go of as it is quantised
-        quantized = quantize_base(model, *quantize_options(section["quantize_base"]))
+        quantized = quantize_base(
+            model, *quantize_options(section["quantize_base"]), encoded=encoded
+        )
         params = dict(model.named_parameters())
     return FinetunePlan(
         adapters=done,

@@ -67,9 +67,13 @@ def quantized(weight, fmt: str, block: int = DEFAULT_BLOCK, double_quant: bool =
     return spec, _encode(weight, spec)
 
 
-def store_quantized(mod: Module, fmt: str, block: int, double_quant: bool = False) -> None:
-    """Replace ``mod.weight`` by its codes and scales, frozen, and note the spec."""
-    spec, params = quantized(mod.weight, fmt, block, double_quant)
+def store_quantized(
+    mod: Module, fmt: str, block: int, double_quant: bool = False, encoded=None
+) -> None:
+    """Replace ``mod.weight`` by its codes and scales, frozen, and note the spec.
+    ``encoded``: ``quantized``'s answer for this weight, computed earlier (while the
+    model was built, before the f32 weight was let go)."""
+    spec, params = encoded or quantized(mod.weight, fmt, block, double_quant)
     # the wrapped block kept outside the tree (an adapter's base) must let go of the f32
     # weight too, or its memory is never given back
     for owner in (mod, getattr(mod, "base", None)):
@@ -124,7 +128,10 @@ class QuantLinear(Block):
     kind = "peft/quant"
     incremental = True  # acts on each position alone (see blocks.decoding)
 
-    def __init__(self, base: Linear | LMHead, fmt: str, block: int, double_quant: bool = False):
+    def __init__(
+        self, base: Linear | LMHead, fmt: str, block: int, double_quant: bool = False,
+        encoded=None,
+    ):  # fmt: skip
         c = base.ctx
         super().__init__(base.config, c["device"], c["dtype"], c["gen"])
         object.__setattr__(self, "base", base)  # outside the tree; an export gets it back
@@ -133,7 +140,7 @@ class QuantLinear(Block):
             put_param(self, "bias", base.bias)
         else:
             object.__setattr__(self, "bias", None)
-        store_quantized(self, fmt, block, double_quant)
+        store_quantized(self, fmt, block, double_quant, encoded)
 
     def forward(self, x):
         return frozen_dense(self, x)

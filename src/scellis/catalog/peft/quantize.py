@@ -19,16 +19,24 @@ from .select import replace_child
 
 
 def quantize_base(
-    model: Module, fmt: str, block: int = DEFAULT_BLOCK, double_quant: bool = False
-) -> list[str]:
+    model: Module, fmt: str, block: int = DEFAULT_BLOCK, double_quant: bool = False,
+    encoded: dict | None = None,
+) -> list[str]:  # fmt: skip
     """Store every frozen dense weight of ``model`` quantised; their block paths.
     ``double_quant`` (NF4): the block scales too, as int8 (``base.quant``).
+    ``encoded``: {block path: ``quant.quantized``'s answer} for weights already encoded
+    while the model was built (``model.finetune.build_model``); each is used up here.
 
     Run it after the adapters are attached and the model frozen: a weight that still
     trains keeps f32 (it needs its gradient), and DoRA, which normalises the adapted
     weight's rows, needs the dense weight itself."""
     check_format(fmt, block, double_quant)
-    done, device = _quantize_each(model, fmt, block, double_quant)
+    encoded = dict(encoded or {})
+    done, device = _quantize_each(model, fmt, block, double_quant, encoded)
+    if encoded:  # the build's guess of what this pass quantises was wrong
+        raise ScellisError(
+            f"internal: weights encoded while building were not quantised: {sorted(encoded)[:4]}"
+        )
     if not done:
         raise ScellisError(
             "quantize_base found no frozen dense weight to quantise (freeze the base, e.g. "
@@ -39,7 +47,9 @@ def quantize_base(
     return done
 
 
-def _quantize_each(model: Module, fmt: str, block: int, double_quant: bool) -> tuple[list, object]:
+def _quantize_each(
+    model: Module, fmt: str, block: int, double_quant: bool, encoded: dict
+) -> tuple[list, object]:  # fmt: skip
     """Quantise every frozen dense weight of ``model``: (their block paths, their device)."""
     done, device = [], None
     for path, mod in list(model.named_modules()):
@@ -56,11 +66,12 @@ def _quantize_each(model: Module, fmt: str, block: int, double_quant: bool) -> t
                 f"quantize_base cannot quantise {path!r}: DoRA normalises the adapted weight's "
                 "rows, so it needs the dense weight (use peft/lora with a quantised base)"
             )
-        device = w.device
+        ready = encoded.pop(path, None)
+        device = ready[1]["weight_codes"].device if ready else w.device
         if isinstance(mod, LoRALinear):
-            store_quantized(mod, fmt, block, double_quant)
+            store_quantized(mod, fmt, block, double_quant, ready)
         else:
-            new = QuantLinear(mod, fmt, block, double_quant)
+            new = QuantLinear(mod, fmt, block, double_quant, ready)
             new.train(mod.training)
             replace_child(model, path, new)
         done.append(path)

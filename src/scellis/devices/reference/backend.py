@@ -13,7 +13,7 @@ from ..base import Buffer, OneInstance, View
 from .attention import KERNELS as _ATTN_KERNELS
 from .kernels import KERNELS as _BASE_KERNELS
 from .norm import KERNELS as _NORM_KERNELS
-from .quant import dequantize_kernel, qmatmul, quant_absmax, quant_codes
+from .quant import dequantize_kernel, qmatmul, quant_absmax, quant_codes, widen_f16
 from .recurrent import KERNELS as _RNN_KERNELS
 from .unfold import KERNELS as _UNFOLD_KERNELS
 
@@ -22,6 +22,7 @@ QUANT_KERNELS = {
     "quant_absmax": quant_absmax,
     "quant_codes": quant_codes,
     "dequantize": dequantize_kernel,
+    "widen_f16": widen_f16,
 }
 KERNELS = {
     **_BASE_KERNELS,

@@ -99,3 +99,8 @@ def qmatmul(xs, attrs, out):
     if x.dtype == np.float16:
         return np.matmul(x.astype(np.float32), w)
     return np.matmul(x, w.astype(x.dtype))
+
+
+def widen_f16(xs, attrs, out):
+    words = np.ascontiguousarray(xs[0], dtype=np.uint32)
+    return words.view(np.float16)[: attrs["n"]].astype(np.float32)

@@ -193,7 +193,38 @@ def dequantize_kernel(src: Source, op: str, ins, outs, attrs):
     return grid_1d(spec.numel, src.limits)
 
 
+# an f16's bits to the f32 of the same value, by hand: unpack2x16float may flush
+# subnormal halves to zero, and every half is exactly an f32
+WIDEN = """
+fn widen_half(h: u32) -> f32 {
+  let sign = (h >> 15u) << 31u; let e = (h >> 10u) & 31u; let m = h & 1023u;
+  if (e == 0u) {  // zero or subnormal: m * 2^-24, exact (a normal f32 or zero)
+    let v = f32(m) * 5.9604644775390625e-8;
+    return select(v, -v, sign != 0u);
+  }
+  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }  // inf, NaN
+  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}"""
+
+
+def widen_kernel(src: Source, op: str, ins, outs, attrs):
+    """One invocation per value: its half of a word, widened."""
+    for v in ins:
+        if not _contiguous(v):
+            raise DeviceError("widen_f16 on WebGPU takes contiguous words")
+    src.add_meta(attrs["n"], ins[0].offset, outs[0].offset)
+    src.operand("w", ins[0])
+    src.operand("o", outs[0], write=True)
+    src.fns.append(WIDEN)
+    src.body = main_1d(
+        "  let word = ld_w(mt[1u] + i / 2u);\n"
+        "  st_o(mt[2u] + i, widen_half((word >> ((i % 2u) * 16u)) & 0xffffu));"
+    )
+    return grid_1d(attrs["n"], src.limits)
+
+
 KERNELS = {
+    "widen_f16": widen_kernel,
     "quant_absmax": absmax_kernel,
     "quant_codes": codes_kernel,
     "dequantize": dequantize_kernel,
