@@ -771,10 +771,13 @@ class CardMemory:
     while a page runs: the browser's GPU process ends with the page, so its device
     memory can only be read while it lives. Reported against the reading before the
     page opened (other processes on the card are in both); None where there is no
-    ``nvidia-smi``."""
+    ``nvidia-smi``. Beside it, the browser's GPU process's resident host memory at its
+    largest (``gpu_process_mib_peak``): where WebGPU runs on the CPU (SwiftShader), that
+    is the device memory, and on a GPU it holds the uploads' host-side staging."""
 
     def __init__(self):
         self.base = self.peak = _card_mib()
+        self.gpu_process_peak = 0
         self.samples: list[tuple[float, int]] = []  # (seconds since the page opened, MiB)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -782,6 +785,7 @@ class CardMemory:
 
     def _sample(self):
         while not self._stop.wait(0.5):
+            self.gpu_process_peak = max(self.gpu_process_peak, _gpu_process_mib())
             used = _card_mib()
             if used is not None:
                 self.peak = max(self.peak or 0, used)
@@ -796,9 +800,10 @@ class CardMemory:
         self._thread.join()
 
     def report(self) -> dict:
+        host = {"gpu_process_mib_peak": self.gpu_process_peak} if self.gpu_process_peak else {}
         if self.base is None:
-            return {}
-        return {"card_mib_before": self.base, "card_mib_peak": self.peak,
+            return host
+        return {**host, "card_mib_before": self.base, "card_mib_peak": self.peak,
                 "card_mib_used_by_page": self.peak - self.base,
                 "card_mib_timeline": _changes(self.samples)}  # fmt: skip
 
@@ -813,6 +818,20 @@ def _changes(samples: list[tuple[float, int]], step_mib: int = 64) -> list:
     if samples and kept[-1] != samples[-1]:
         kept.append(samples[-1])
     return kept
+
+
+def _gpu_process_mib() -> int:
+    """Resident MiB of the browser's GPU process (0 when there is none), read from /proc."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"--type=gpu-process" not in (proc / "cmdline").read_bytes():
+                continue
+            for line in (proc / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+        except (OSError, ValueError, IndexError):
+            continue
+    return 0
 
 
 def _card_mib() -> int | None:
@@ -958,11 +977,13 @@ def run(a) -> int:
             held = (r.get("backend_memory") or {}).get("held_peak_bytes", 0) / 2**20
             print(
                 f"{r['model']:<10} import {r['import_s']:.1f} s, "
-                f"load and quantise {r.get('build_s', 0):.2f} s, "
-                f"{r['ms_per_step']} ms/step, loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, "
+                + (f"load and quantise {r['build_s']:.1f} s, " if "build_s" in r else "")
+                + f"{r['ms_per_step']} ms/step, "
+                f"loss {r['first_loss']:.4f} -> {r['last_loss']:.4f}, "
                 f"plan peak {r['plan_peak'] / 2**20:.1f} MiB, replay {r.get('replay')}, "
                 f"card memory used by the page {r.get('card_mib_used_by_page')} MiB, "
-                f"engine's held peak {held:.0f} MiB"
+                f"engine's held peak {held:.0f} MiB, "
+                f"GPU process {r.get('gpu_process_mib_peak')} MiB"
             )
         elif "error" in r:
             print(f"{r['model']:<10} {r['impl']:<15} {r['error']}")
