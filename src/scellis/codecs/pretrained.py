@@ -33,7 +33,11 @@ def pretrained_model(record: dict, tensors=None, *, device=None) -> RecordModel:
     dry = RecordModel(record, device="null")
     mapped, _ = map_names(tensors, {k: tuple(p.shape) for k, p in dry.named_parameters()})
     dev = get_device(device) if device is not None else default_device()
-    return build_model(record, device=dev, values=lambda path, p: value_of(mapped[path], p, dev))[0]
+
+    def value(path: str, t):  # parameters only: buffers keep what the record makes
+        return value_of(mapped[path], t, dev) if path in mapped else None
+
+    return build_model(record, device=dev, values=value)[0]
 
 
 def finetuned_source(record: dict, tensors: dict[str, RawTensor]):

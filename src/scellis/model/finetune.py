@@ -51,15 +51,7 @@ def load_weights(model: Module, weights: Mapping, *, strict: bool = True) -> lis
         if name not in live:
             continue
         old = live.pop(name)  # freed once replaced: one weight more than the model, not two
-        if isinstance(value, Tensor) and value.device is old.device:
-            new = apply("copy", (value.cast(old.dtype),))
-        else:
-            data = value.tolist() if isinstance(value, Tensor) else value
-            new = tensor(data, device=old.device, dtype=old.dtype)
-        if tuple(new.shape) != tuple(old.shape):
-            raise ScellisError(
-                f"{name}: weights of shape {list(new.shape)}, the model has {list(old.shape)}"
-            )
+        new = _as_value(value, old, old.device, name)
         owner, _, attr = name.rpartition(".")
         mod = owners[owner]
         if attr in mod._params:
@@ -83,16 +75,13 @@ def finetune_model(
     if missing or extra:
         raise ScellisError(f"the weights do not fit: missing {missing}, unexpected {extra}")
 
-    def value(path: str, p: Tensor) -> Tensor:
-        return _as_value(weights[path], p, device)
+    def value(path: str, t: Tensor) -> Tensor | None:
+        return _as_value(weights[path], t, device, path) if path in weights else None
 
-    model, plan = build_model(record, device=device, dtype=dtype, values=value)
-    params = dict(model.named_parameters())
-    load_weights(model, {k: v for k, v in weights.items() if k not in params}, strict=False)
-    return model, plan
+    return build_model(record, device=device, dtype=dtype, values=value)
 
 
-def _as_value(value, like: Tensor, device) -> Tensor:
+def _as_value(value, like: Tensor, device, name: str) -> Tensor:
     """``value`` (a tensor, nested lists, an array) as a tensor of ``like``'s shape and
     dtype on ``device``."""
     dev = get_device(device) if device is not None else default_device()
@@ -102,7 +91,9 @@ def _as_value(value, like: Tensor, device) -> Tensor:
         new = tensor(value.tolist() if isinstance(value, Tensor) else value, device=dev,
                      dtype=like.dtype)  # fmt: skip
     if tuple(new.shape) != tuple(like.shape):
-        raise ScellisError(f"weights of shape {list(new.shape)}, the model has {list(like.shape)}")
+        raise ScellisError(
+            f"{name}: weights of shape {list(new.shape)}, the model has {list(like.shape)}"
+        )
     return new
 
 
@@ -110,25 +101,30 @@ def build_model(
     record: dict, *, device=None, dtype=None, values=None
 ) -> tuple[RecordModel, FinetunePlan]:
     """(the record's model, what its ``finetune`` section did, if it has one).
-    ``values(path, parameter)``: a parameter's pre-trained value on the device, or None
-    to keep its drawn one (see the module doc for the order things happen in)."""
+    ``values(path, tensor)``: a parameter's or persistent buffer's pre-trained value on
+    the device, or None to keep its drawn one (the module doc says in what order)."""
     seed = int(record.get("seed", 0) or 0)
     section = record.get("finetune") or {}
     targets = quantised_while_building(record)
     gen = Generator(seed, "init")
+    encoded: dict = {}
     if not targets:
         model = RecordModel(record, device=device, dtype=dtype, gen=gen)
         for path, p in model.named_parameters() if values is not None else ():
             v = values(path, p)
             if v is not None:
                 rebind(p, v.detach())
-        return model, apply_finetune(model, section, seed=seed)
-    with deferred_params() as later:
-        model = RecordModel(record, device=device, dtype=dtype, gen=gen)
-    options = quantize_options(section["quantize_base"])
-    encoded = {}
-    for path, p in model.named_parameters():
-        _made_real(path, p, later.get(id(p), (None, None))[1], values, targets, options, encoded)
+    else:
+        with deferred_params() as later:
+            model = RecordModel(record, device=device, dtype=dtype, gen=gen)
+        options = quantize_options(section["quantize_base"])
+        for path, p in model.named_parameters():
+            make = later.get(id(p), (None, None))[1]
+            _made_real(path, p, make, values, targets, options, encoded)
+    for path, b in model.named_buffers(persistent_only=True) if values is not None else ():
+        v = values(path, b)
+        if v is not None:
+            rebind(b, v.detach())
     return model, apply_finetune(model, section, seed=seed, encoded=encoded)
 
 
