@@ -302,8 +302,11 @@ def make_plan(
     problems = _dedupe(problems)[:5]
     peak = max(prof.peak, eval_peak)
     resident = 0
-    if replay and mode == "training" and dev == "webgpu" and steps_repeat(tr):
-        resident, pool = replay_resident(tr, dev, loop_scalars)
+    steady = None
+    if replay and mode == "training" and dev == "webgpu":
+        steady = _steady_trace(tr, record, batch=batch, precision=precision, update=update)
+    if steady is not None:
+        resident, pool = replay_resident(steady, dev, loop_scalars)
         peak = max(peak, resident)
         if ev_tr is not None:
             # an evaluation forward runs beside the schedule's buffers, drawing on the
@@ -392,12 +395,24 @@ def quantized_base(record: dict, tr: Trace) -> dict:
     return {"format": fmt, "weights": weights, "bytes": size}
 
 
-def steps_repeat(tr: Trace) -> bool:
-    """Whether the traced steps' forward, loss and backward repeat op for op with the
-    same attributes, as a step must to replay. The update is left out (the replay patches
-    the optimizer's per-step values), and so are a random op's Philox counter (the replay
-    re-encodes it: runtime.replay_draws) and constants (the first step makes the ones
-    later steps find cached)."""
+def _steady_trace(tr: Trace, record: dict, **kw) -> Trace | None:
+    """A trace whose last steps repeat, as a replayed run's do, or None when the steps
+    never settle. The first step may make what later ones find cached (rotary position
+    tables, say), so when the two traced steps differ, a third is traced and the last two
+    compared (a run records its steps after eager ones, so its replay sees the settled
+    step)."""
+    if steps_repeat(tr):
+        return tr
+    longer = trace(record, mode="training", device="webgpu", steps=3, **kw)
+    return longer if steps_repeat(longer, skip=1) else None
+
+
+def steps_repeat(tr: Trace, skip: int = 0) -> bool:
+    """Whether the traced steps (after the first ``skip``) repeat op for op in their
+    forward, loss and backward with the same attributes, as a step must to replay. The
+    update is left out (the replay patches the optimizer's per-step values), and so are
+    a random op's Philox counter (the replay re-encodes it: runtime.replay_draws) and
+    constants (the first step makes the ones later steps find cached)."""
     steps: dict[str, list] = {}
     at = None
     for e in tr.events:
@@ -408,7 +423,7 @@ def steps_repeat(tr: Trace) -> bool:
             if is_random(e[1]):
                 attrs = {k: v for k, v in attrs.items() if k not in ("key", "draw", "step")}
             steps.setdefault(at, []).append((e[1], attrs))
-    runs = list(steps.values())
+    runs = list(steps.values())[skip:]
     return all(r == runs[0] for r in runs[1:])
 
 
