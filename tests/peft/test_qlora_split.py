@@ -9,15 +9,13 @@ holds none of the f32 weights it replaced."""
 from __future__ import annotations
 
 import asyncio
-import random
 
 import numpy as np
 import pytest
 
+from qlorarecords import llama_config, qlora_record
 from scellis.catalog.peft.quant import QUANT_PARAMS
-from scellis.codecs.hf import llama
 from scellis.codecs.pretrained import pretrained_model
-from scellis.codecs.record import record_text
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
@@ -28,30 +26,12 @@ pytestmark = pytest.mark.webgpu
 # head weight before it is quantised (512 KiB each) and the logits (2 x 32 x 2048 f32)
 # take two windows each, as a 1.1B model's embedding and head do under the spec's 128 MiB
 LOW = {"max_storage_buffer_binding_size": 256 << 10, "max_storage_buffers_per_shader_stage": 8}
-CONFIG = {
-    "model_type": "llama", "hidden_size": 64, "num_attention_heads": 2,
-    "num_key_value_heads": 1, "num_hidden_layers": 1, "intermediate_size": 128,
-    "vocab_size": 2048, "max_position_embeddings": 32, "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False, "hidden_act": "silu",
-}  # fmt: skip
+CONFIG = llama_config(64, 2048, 32, 128)
 STEPS = 5
 
 
 def _record(folder) -> bytes:
-    rnd = random.Random(7)
-    words = ["".join(rnd.choice("abcdefghij") for _ in range(rnd.randint(2, 6))) for _ in range(40)]
-    (folder / "text.txt").write_text(" ".join(rnd.choices(words, k=1500)))
-    rec = llama.record(CONFIG, "test/split@1", 32)
-    rec.update({
-        "optimizer": {"block_id": "training/optimizer/adamw", "lr": 1e-2, "weight_decay": 0.0},
-        "loss": {"block_id": "training/loss/cross_entropy"},
-        "epochs": 1, "batch_size": 2, "precision": "f32", "seed": 3, "determinism_tier": "debug",
-        "data": {"source": "text.txt", "format": "text", "tokenizer": "char", "context": 32,
-                 "stride": 32, "val_fraction": 0.1},
-        "finetune": {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 4,
-                                   "alpha": 8.0}], "quantize_base": "nf4"},
-    })  # fmt: skip
-    return record_text(rec).encode()
+    return qlora_record(folder, CONFIG, "test/split@1", rank=4, seed=7).encode()
 
 
 def _run(raw: bytes, folder, device) -> tuple[list[float], dict]:

@@ -6,12 +6,10 @@ and the plan says so in its replay bytes."""
 from __future__ import annotations
 
 import asyncio
-import random
 
 import pytest
 
-from scellis.codecs.hf import llama
-from scellis.codecs.record import record_text
+from qlorarecords import llama_config, qlora_record
 from scellis.ir.limits import resolve
 from scellis.ir.plan import make_plan, steps_repeat
 from scellis.ir.trace import trace
@@ -19,28 +17,9 @@ from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
 from scellis.run.session import start_run
 
-CONFIG = {
-    "model_type": "llama", "hidden_size": 32, "num_attention_heads": 2,
-    "num_key_value_heads": 1, "num_hidden_layers": 1, "intermediate_size": 64,
-    "vocab_size": 64, "max_position_embeddings": 16, "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False, "hidden_act": "silu",
-}  # fmt: skip
-
 
 def _record(folder) -> str:
-    rnd = random.Random(5)
-    (folder / "text.txt").write_text("".join(rnd.choice("abcdefgh ") for _ in range(3000)))
-    rec = llama.record(CONFIG, "test/rope@1", 16)
-    rec.update({
-        "optimizer": {"block_id": "training/optimizer/adamw", "lr": 1e-2, "weight_decay": 0.0},
-        "loss": {"block_id": "training/loss/cross_entropy"},
-        "epochs": 1, "batch_size": 2, "precision": "f32", "seed": 3, "determinism_tier": "debug",
-        "data": {"source": "text.txt", "format": "text", "tokenizer": "char", "context": 16,
-                 "stride": 16, "val_fraction": 0.1},
-        "finetune": {"adapters": [{"block_id": "peft/lora", "target_modules": "*", "rank": 2}],
-                     "quantize_base": "nf4"},
-    })  # fmt: skip
-    return record_text(rec)
+    return qlora_record(folder, llama_config(32, 64, 16), "test/rope@1", rank=2, seed=5)
 
 
 @pytest.mark.webgpu
