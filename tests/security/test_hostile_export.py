@@ -254,8 +254,14 @@ def test_ctrl_c_during_an_hf_export_leaves_the_earlier_whole(work, capsys):
     before = _snapshot(dest)
     argv = [str(a) for a in _argv(records, dest, "hf", "--force")]
     script = SLOW_WRITER.format(src=str(SRC))
+
+    # as from a terminal: Ctrl-C's signal at its default, whatever the test process has
+    # set (a child inherits an ignored SIGINT, and Python then never raises on it)
+    def as_typed():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_typed)  # fmt: skip
     try:
         assert proc.stdout.readline().strip() == "WRITING"
         os.kill(proc.pid, signal.SIGINT)
