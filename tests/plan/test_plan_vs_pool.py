@@ -1,11 +1,13 @@
 """A run's plan against what the WebGPU pool held: the device's memory within the bound.
 
 A real run (``start_run``: the data, the loop's guarded steps, a validation pass at the
-end) of an example record on a fresh lavapipe backend, eager and replayed. What the
+end, the checkpoint a stored run writes as it ends) of an example record on a fresh
+lavapipe backend, eager and replayed, and of a Llama-shaped QLoRA record. What the
 pool held at its high-water mark (storages in use plus the free ones it keeps for their
 size class, and the scratch storage) must lie within ``BOUND`` of the plan's peak: never
 more than 1% over it, never more than 10% under. A plan that left out a category (the
-pool's free storages, the validation batch's loss, the schedule's residency) falls
+pool's free storages, the validation batch's loss, the schedule's residency), or a
+checkpoint that copied the weights and optimizer state before reading them, falls
 outside.
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from qlorarecords import llama_config, qlora_record
 from scellis.devices.webgpu import WebGPUBackend
 from scellis.run.options import RunOptions
 from scellis.run.session import start_run
@@ -26,22 +29,25 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BOUND = (0.90, 1.01)  # held / planned
 
 
-def _held_and_planned(name: str, edits: list[str], replay: bool) -> tuple[int, int, dict]:
+def _held_and_planned(rec: Path, opts: RunOptions, store: Path) -> tuple[int, int, dict]:
     dev = WebGPUBackend()
-    rec = EXAMPLES / name
-    eval_batch = next(int(e.split("=")[1]) for e in edits if e.startswith("eval.batch_size="))
-    opts = RunOptions(max_steps=6, set=edits, replay=replay, val_rows=eval_batch, log_every=6)
 
     async def drive():
-        s = start_run(rec.read_bytes(), str(rec), options=opts, device=dev, base_dir=EXAMPLES)
+        s = start_run(rec.read_bytes(), str(rec), options=opts, device=dev, base_dir=rec.parent,
+                      store=str(store))  # fmt: skip
         return [e.to_dict() async for e in s.events()]
 
     events = asyncio.run(drive())
     kinds = {e["kind"]: e for e in events}
     assert "end" in kinds, kinds.get("error")
-    assert any(e["kind"] == "eval" for e in events)  # the forward the plan puts beside
+    assert "checkpoint" in kinds  # read back as the run ends, beside everything it keeps
     mem = dev.memory()
     return mem["held_peak_bytes"] + mem["scratch_bytes"], kinds["plan"]["peak"], kinds
+
+
+def _within_bound(held: int, planned: int, what) -> None:
+    low, high = BOUND
+    assert low * planned <= held <= high * planned, (what, held, planned)
 
 
 CASES = [
@@ -58,12 +64,27 @@ CASES = [
     CASES,
     ids=["lstm", "lstm-replay", "transformer", "transformer-replay", "tcn-replay"],
 )
-def test_the_pool_holds_what_the_plan_says(name, edits, replay):
-    held, planned, kinds = _held_and_planned(name, edits, replay)
+def test_the_pool_holds_what_the_plan_says(name, edits, replay, tmp_path):
+    eval_batch = next(int(e.split("=")[1]) for e in edits if e.startswith("eval.batch_size="))
+    opts = RunOptions(max_steps=6, set=edits, replay=replay, val_rows=eval_batch, log_every=6)
+    held, planned, kinds = _held_and_planned(EXAMPLES / name, opts, tmp_path / "store")
+    assert "eval" in kinds  # the forward the plan puts beside
     if replay:
         assert kinds["end"]["replay"]["replayed_steps"] > 0
         assert kinds["plan"]["replay_bytes"] > 0
-    low, high = BOUND
-    assert low * planned <= held <= high * planned, (name, replay, held, planned)
+    _within_bound(held, planned, (name, replay))
     # the pool's free storages are a category of their own in the plan
     assert kinds["plan"]["class_peaks"]["pooled"] > 0
+
+
+def test_a_qlora_run_holds_what_its_plan_says(tmp_path):
+    # the frozen base's codes and scales are most of what the run keeps: a checkpoint
+    # that copied them before reading held half as much again
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rec = folder / "qlora.sml"
+    rec.write_text(qlora_record(folder, llama_config(64, 128, 16), "test/q@1", rank=2, seed=8))
+    opts = RunOptions(max_steps=6, log_every=1, validate=False)
+    held, planned, kinds = _held_and_planned(rec, opts, tmp_path / "store")
+    assert kinds["end"]["replay"]["replayed_steps"] > 0
+    _within_bound(held, planned, "qlora")

@@ -97,8 +97,10 @@ async def save(
     extra: dict | None = None,
     fault=None,
 ) -> tuple[str, dict]:
-    """Write a checkpoint of ``ts``; returns (manifest hash, manifest)."""
-    sd = ts.state_dict()
+    """Write a checkpoint of ``ts``; returns (manifest hash, manifest). The live tensors
+    are read one at a time, in place (nothing trains while a checkpoint is written), so
+    the device holds no second copy of the model and its optimizer state meanwhile."""
+    sd = ts.state_dict(snapshot=False)
     weights: dict = {}
     model = await _pack(sd["model"], "", weights)
     opt: dict = {}

@@ -217,9 +217,11 @@ class LossScaler:
         self.scale = self.scale * factor
         self.good = good * (1.0 - grow)
 
-    def state_dict(self) -> dict:
+    def state_dict(self, snapshot: bool = True) -> dict:
         if self.scale is None:
             return {"scale": None, "good": None}
+        if not snapshot:
+            return {"scale": self.scale, "good": self.good}
         return {"scale": apply("copy", (self.scale,)), "good": apply("copy", (self.good,))}
 
     def load_state_dict(self, sd: dict, device) -> None:

@@ -4,6 +4,9 @@
 the counters (epoch, step, batch within the epoch), the seed and the named Philox
 streams. ``state_dict()`` is nested dicts, lists and numbers whose tensor leaves are
 device copies (no readback: a checkpoint reads them when it writes);
+``state_dict(snapshot=False)`` hands the live tensors instead, for a reader that is done
+with them before the next step (a checkpoint: copies of every weight and optimizer
+buffer at once would double the run's device memory for its duration);
 ``load_state_dict`` takes that back, with tensors or nested lists as leaves.
 """
 
@@ -20,6 +23,14 @@ from .precision import LossScaler
 
 STREAMS = ("shuffle", "dropout", "augment")
 VERSION = 1
+
+
+def _copy(t: Tensor) -> Tensor:
+    return apply("copy", (t,))
+
+
+def _same(t: Tensor) -> Tensor:
+    return t
 
 
 class TrainState:
@@ -54,17 +65,18 @@ class TrainState:
 
     # -- plain data --
     @no_grad()
-    def state_dict(self) -> dict:
+    def state_dict(self, snapshot: bool = True) -> dict:
+        keep = _copy if snapshot else _same
         return {
             "version": VERSION,
             "seed": self.seed,
             "epoch": self.epoch,
             "step": self.step,
             "batch": self.batch,
-            "model": {k: apply("copy", (v,)) for k, v in self.model.live_state().items()},
-            "optimizer": self.optimizer.state_dict(),
+            "model": {k: keep(v) for k, v in self.model.live_state().items()},
+            "optimizer": self.optimizer.state_dict(snapshot),
             "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
-            "loss_scale": self.scaler.state_dict(),
+            "loss_scale": self.scaler.state_dict(snapshot),
             "rng": {k: g.state() for k, g in self.streams.items()},
             "early_stopping": dict(self.early),
             "metrics": dict(self.metrics),

@@ -310,9 +310,10 @@ class Optimizer:
                     return out
         raise KeyError("not a parameter of this optimizer")
 
-    def state_dict(self) -> dict:
+    def state_dict(self, snapshot: bool = True) -> dict:
         """Options, per-parameter step counts and copies of the flat state buffers (on the
-        device: no readback), keyed by group; parameter names say what they cover."""
+        device: no readback), keyed by group; parameter names say what they cover.
+        ``snapshot=False``: the live buffers, for a reader done before the next step."""
         groups = []
         with no_grad():
             for opts, grp in zip(self.param_groups, self._groups):
@@ -324,7 +325,9 @@ class Optimizer:
                 g["names"] = list(grp.names)
                 g["shapes"] = [list(p.shape) for p in grp.params]
                 g["steps"] = list(grp.steps)
-                g["state"] = {k: apply("copy", (v,)) for k, v in grp.state.items()}
+                g["state"] = {
+                    k: apply("copy", (v,)) if snapshot else v for k, v in grp.state.items()
+                }
                 groups.append(g)
         return {"step_count": self.step_count, "param_groups": groups}
 
