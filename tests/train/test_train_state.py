@@ -96,3 +96,46 @@ def test_state_is_complete_plain_data():
     }
     with pytest.raises(sc.ScellisError, match="version"):
         ts.load_state_dict({**sd, "version": 0})
+
+
+def _values(tree):
+    """``tree`` with every tensor leaf read back, lists included."""
+    if isinstance(tree, list):
+        return [_values(v) for v in tree]
+    if isinstance(tree, dict):
+        return {k: _values(v) for k, v in tree.items()}
+    return _plain(tree)
+
+
+def _tensors(tree) -> list:
+    if isinstance(tree, Tensor):
+        return [tree]
+    if isinstance(tree, dict):
+        return [t for v in tree.values() for t in _tensors(v)]
+    if isinstance(tree, list):
+        return [t for v in tree for t in _tensors(v)]
+    return []
+
+
+def test_a_snapshot_keeps_its_values_and_the_live_form_allocates_nothing():
+    # a checkpoint reads the live form (nothing trains while it writes); anyone holding
+    # state_dict() keeps the values of the moment it was taken
+    model, opt, sched = _parts(1)
+    ts = TrainState(model, opt, sched, seed=5)
+    _fit(model, opt, sched, state=ts, max_steps=2)
+    dev = model.parameters()[0].device
+    live = ts.state_dict(snapshot=False)
+    snap = ts.state_dict()
+    before = _values(snap)
+    assert _values(live) == before
+    owned = {id(p) for p in model.parameters()}
+    assert {id(t) for t in _tensors(live["model"])} == owned
+    assert not {id(t) for t in _tensors(snap["model"])} & owned
+    allocs = dev.memory()["allocs"]
+    ts.state_dict(snapshot=False)
+    assert dev.memory()["allocs"] == allocs  # the live form makes no buffer
+    ts.state_dict()
+    assert dev.memory()["allocs"] > allocs
+    _fit(model, opt, sched, state=ts, max_steps=4)
+    assert _values(snap) == before
+    assert _values(ts.state_dict(snapshot=False))["model"] != before["model"]
