@@ -68,11 +68,14 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 from scellis.catalog.peft.lora import lora_modules  # noqa: E402
+from scellis.catalog.peft.quant import QuantLinear, dequantized_weight  # noqa: E402
 from scellis.data.record import load_data  # noqa: E402
 from scellis.devices.base import get_device  # noqa: E402
 from scellis.ir.limits import human  # noqa: E402
@@ -280,6 +283,7 @@ def train(path: Path, store: str, mode: str, a, backend=None) -> dict:
                 end = ev
 
     asyncio.run(drive())
+    base = decoded_base(model) if getattr(a, "collect_base", False) else None
     mem = backend.memory() if hasattr(backend, "memory") else {}
     per_step = [b - c for b, c in zip(stamps[1:], stamps[:-1], strict=False)]
     timed = per_step[a.warmup - 1 :] if a.warmup >= 1 else per_step
@@ -302,6 +306,25 @@ def train(path: Path, store: str, mode: str, a, backend=None) -> dict:
         "run_wall_s": round(time.perf_counter() - clock, 2),
         "notes": notes,
     }
+    if base is not None:
+        out["base_values"] = base
+    return out
+
+
+def decoded_base(model) -> dict:
+    """{transformers module path: f32 array} of every weight the run holds as codes: the
+    values the quantised base stands for, decoded on the device one weight at a time (a
+    peer given them computes what the run computes, up to float rounding)."""
+    out = {}
+    for path, m in model.named_modules():
+        if getattr(m, "quant", None) is None and not isinstance(m, QuantLinear):
+            continue
+        name = hf_path(path)
+        if name is None:
+            raise RuntimeError(f"no transformers name for the quantised block {path!r}")
+        w = dequantized_weight(m)
+        out[name] = np.frombuffer(w._host_bytes(), np.float32).reshape(w.shape).copy()
+        del w
     return out
 
 
@@ -324,7 +347,9 @@ def torch_batches(record: Path, a) -> list:
     return out
 
 
-def torch_run(folder: Path, batches: list, kind: str, a) -> dict:
+def torch_run(folder: Path, batches: list, kind: str, a, base_values: dict | None = None) -> dict:
+    """``base_values``: {module path: weight} put over the folder's (a quantised base's
+    decoded values), before the adapters are added."""
     import torch
     import transformers
 
@@ -332,6 +357,10 @@ def torch_run(folder: Path, batches: list, kind: str, a) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     model = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32).to(dev)
+    for name, w in (base_values or {}).items():
+        mod = model.get_submodule(name if name == "lm_head" else f"model.{name}")
+        with torch.no_grad():
+            mod.weight.copy_(torch.from_numpy(w))
     if kind == "lora":
         import peft
 
