@@ -68,14 +68,12 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
 from scellis.catalog.peft.lora import lora_modules  # noqa: E402
-from scellis.catalog.peft.quant import QuantLinear, dequantized_weight  # noqa: E402
+from scellis.catalog.peft.quant import dequantized_weight  # noqa: E402
 from scellis.data.record import load_data  # noqa: E402
 from scellis.devices.base import get_device  # noqa: E402
 from scellis.ir.limits import human  # noqa: E402
@@ -317,14 +315,12 @@ def decoded_base(model) -> dict:
     peer given them computes what the run computes, up to float rounding)."""
     out = {}
     for path, m in model.named_modules():
-        if getattr(m, "quant", None) is None and not isinstance(m, QuantLinear):
+        if getattr(m, "quant", None) is None:
             continue
         name = hf_path(path)
         if name is None:
             raise RuntimeError(f"no transformers name for the quantised block {path!r}")
-        w = dequantized_weight(m)
-        out[name] = np.frombuffer(w._host_bytes(), np.float32).reshape(w.shape).copy()
-        del w
+        out[name] = dequantized_weight(m).numpy()
     return out
 
 
