@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from genutil import ALPHABET, tiny_lm, torch_choose
 
+from generate.genutil import ALPHABET, tiny_lm, torch_choose
 from scellis.autograd import no_grad
 from scellis.base.errors import ScellisError
 from scellis.base.rng import Generator, stream_key, uniform

@@ -7,9 +7,9 @@ import asyncio
 import json
 
 import pytest
-from genutil import ALPHABET, torch_choose, write_lm
 
 import scellis
+from generate.genutil import ALPHABET, torch_choose, write_lm
 from scellis.autograd import no_grad
 from scellis.base.errors import ScellisError
 from scellis.cli.main import main

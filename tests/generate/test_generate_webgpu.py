@@ -9,7 +9,8 @@ import tempfile
 
 import numpy as np
 import pytest
-from genutil import tiny_lm
+
+from generate.genutil import tiny_lm
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
 
