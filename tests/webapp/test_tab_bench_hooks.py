@@ -45,8 +45,9 @@ def test_importing_the_hooks_makes_them_read_only_worker_commands():
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
     )
     added, read_only = json.loads(out.stdout.strip().splitlines()[-1])
-    assert added == ["bench_device_memory", "bench_keep_limit", "bench_load_paced",
-                     "bench_quantize", "bench_split_train", "bench_train_step"]  # fmt: skip
+    assert added == ["bench_device_memory", "bench_keep_limit", "bench_kept_uploads",
+                     "bench_load_paced", "bench_quantize", "bench_split_train",
+                     "bench_train_step"]  # fmt: skip
     assert set(added) <= set(read_only)
 
 

@@ -27,12 +27,15 @@ limits lowered, so tensors are split into binding windows in a real browser.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import gc
+import random
 import statistics
 import time
 from pathlib import Path
 
+from scellis.base.dtypes import f32
 from scellis.base.errors import ScellisError
 from scellis.catalog.optim import Adam
 from scellis.catalog.peft.quantize import quantized_bytes
@@ -43,6 +46,7 @@ from scellis.devices.base import get_device
 from scellis.run.options import RunOptions
 from scellis.run.prepare import check_record
 from scellis.run.session import start_run
+from scellis.runtime.creation import from_bytes
 from scellis.runtime.replay import StepReplay
 from scellis.webapp import session_files, tab_store
 from scellis.webapp.commands import command
@@ -283,3 +287,43 @@ async def bench_load_paced(record_text: str, pause_mib: int = 0,
     del model
     gc.collect()
     return out
+
+
+_DOUBLE_FIRST = """// a kernel no other command compiles ({nonce})
+@group(0) @binding(0) var<storage, read_write> b: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
+    b[id.x] = 2.0 * b[id.x];
+}}
+"""
+
+
+@command(writes_store=False)
+async def bench_kept_uploads(count: int = 16, numel: int = 65536, kept_max: int = 1 << 20,
+                             seed: int = 0) -> dict:  # fmt: skip
+    """Upload ``count`` tensors of ``numel`` random f32 values right after a dispatch of a
+    pipeline this worker has never compiled, as a model's load meets a new kernel: every
+    write after it is kept in a staging buffer of its own. The kept work may hold
+    ``kept_max`` bytes for the command (``BrowserGPU.kept_bytes_max``). Returns the most
+    it held (``kept_bytes_peak``), the values read back and the values sent, the first 64
+    of the first tensor doubled by the new kernel."""
+    dev = get_device("webgpu")
+    gpu = dev.gpu
+    rng = random.Random(seed)
+    sent = [[rng.uniform(-4.0, 4.0) for _ in range(numel)] for _ in range(count)]
+    before, gpu.kept_bytes_max, gpu.kept_bytes_peak = gpu.kept_bytes_max, kept_max, 0
+    try:
+        first = from_bytes(array.array("f", sent[0]).tobytes(), (numel,), f32, device=dev)
+        kernel = gpu.create_pipeline(_DOUBLE_FIRST.format(nonce=time.time_ns()))
+        gpu.dispatch(kernel, [(first._buf.handle.chunks[0], 0, 256)], (1, 1, 1))
+        held = [first] + [
+            from_bytes(array.array("f", v).tobytes(), (numel,), f32, device=dev)
+            for v in sent[1:]
+        ]
+        peak = gpu.kept_bytes_peak
+        got = [array.array("f", await t.read_bytes()).tolist() for t in held]
+    finally:
+        gpu.kept_bytes_max = before
+    expected = [array.array("f", v).tolist() for v in sent]  # as f32 holds them
+    expected[0][:64] = [2.0 * x for x in expected[0][:64]]
+    return {"kept_bytes_peak": peak, "tensor_bytes": 4 * numel, "equal": got == expected}

@@ -34,6 +34,7 @@ from .base import register_device
 from .webgpu.backend import WebGPUBackend
 from .webgpu.gpu import (
     LIMIT_NAMES,
+    UPLOAD_SUBMIT_BYTES,
     AdapterInfo,
     BindGroupCache,
     UploadPacer,
@@ -77,10 +78,11 @@ class _Pipeline:
     """A compute pipeline being compiled: ``gpu`` is the GPUComputePipeline once the host
     has awaited ``promise``."""
 
-    __slots__ = ("gpu", "promise", "code", "error")
+    __slots__ = ("gpu", "promise", "code", "error", "desc")
 
-    def __init__(self, promise, code: str):
+    def __init__(self, promise, code: str, desc):
         self.gpu, self.promise, self.code, self.error = None, promise, code, None
+        self.desc = desc  # what the compile was asked for: see BrowserGPU._send_kept_now
 
     def failed(self) -> DeviceError:
         return DeviceError(
@@ -122,6 +124,11 @@ class BrowserGPU(BindGroupCache):
         # kept work, in order: ("d", pipeline, group, grid) | ("w", staging, buf, offset, size)
         self._deferred: list = []
         self._released: list = []  # buffers to destroy once the kept work is submitted
+        # bytes the kept work holds on the GPU (write staging, released buffers), its
+        # high-water mark, and the most it may hold before it is sent on regardless
+        self.kept_bytes = 0
+        self.kept_bytes_peak = 0
+        self.kept_bytes_max = UPLOAD_SUBMIT_BYTES
         self._replaying_kept = False
         self._open_scopes()
 
@@ -151,7 +158,10 @@ class BrowserGPU(BindGroupCache):
             failed = None
             for p in waiting:  # in the order the work first met them
                 try:
-                    p.gpu = await p.promise
+                    compiled = await p.promise
+                    # one compiled early (_send_kept_now) stays: bind groups made from
+                    # its "auto" layout fit no other pipeline
+                    p.gpu = compiled if p.gpu is None else p.gpu
                 except JsException as e:
                     p.error = str(e)
                     failed = failed or p
@@ -198,6 +208,31 @@ class BrowserGPU(BindGroupCache):
         released, self._released = self._released, []
         for buf in released:
             buf.destroy()
+        self.kept_bytes = 0  # the last kept write's staging is among them
+
+    def _kept(self, nbytes: int) -> None:
+        """Count ``nbytes`` more held by the kept work; past ``kept_bytes_max``, send it on."""
+        self.kept_bytes += nbytes
+        self.kept_bytes_peak = max(self.kept_bytes_peak, self.kept_bytes)
+        if self.kept_bytes >= self.kept_bytes_max:
+            self._send_kept_now()
+
+    def _send_kept_now(self) -> None:
+        """Encode and submit all the kept work now, compiling the pipelines it still waits
+        for synchronously, so that its staging and released buffers go back to the GPU.
+
+        A model's load is one synchronous stretch of Python: its first dispatch of a new
+        kernel (a widening, a quantiser) is kept until the next readback, and so is every
+        upload after it, each in a staging buffer of its own. Left alone, a 1.1B model's
+        load held its whole float16 folder a second time, 2.3 GB of the card. The
+        asynchronous compiles go on and still report their errors at the next readback."""
+        for item in self._deferred:
+            p = item[1]
+            if item[0] == "d" and p.gpu is None:
+                if p.error is not None:
+                    return  # it failed to compile: the next readback says so
+                p.gpu = self._device.createComputePipeline(p.desc)
+        self._encode_deferred()
 
     async def _check_scopes(self) -> None:
         self._close_scopes()
@@ -242,6 +277,7 @@ class BrowserGPU(BindGroupCache):
         self._groups.clear()  # a cached bind group may hold this buffer
         if self._deferred:  # work not encoded yet may use it
             self._released.append(buf)
+            self._kept(int(buf.size))
         else:
             buf.destroy()
 
@@ -250,6 +286,7 @@ class BrowserGPU(BindGroupCache):
         if self._deferred:  # in order with the work kept: a copy from a staging buffer
             staging = self.create_buffer(size, data=data)
             self._deferred.append(("w", staging, buf, offset, size))
+            self._kept(size)
             return
         # queue writes run before commands not yet submitted: submit those first
         self.flush()
@@ -281,9 +318,10 @@ class BrowserGPU(BindGroupCache):
         module = self._device.createShaderModule(_obj({"code": code}))
         self._pending.append((self._device.popErrorScope(), "pipeline", code))
         desc = {"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})}
-        compile = _stamped()(self._device.createComputePipelineAsync(_obj(desc)))
+        desc = _obj(desc)
+        compile = _stamped()(self._device.createComputePipelineAsync(desc))
         self._compiles.append((compile, code))
-        p = _Pipeline(compile.promise, code)
+        p = _Pipeline(compile.promise, code, desc)
         self._compiling.append(p)
         # The browser sends WebGPU calls to its GPU process in batches, at the end of the
         # worker's current task or on a submit; a step's Python is one long task, so its

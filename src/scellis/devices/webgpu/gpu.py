@@ -110,9 +110,8 @@ class UploadPacer:
     each written range into staging memory at once and frees it only after a submission
     that carries the copy has finished: loading a 1.1B-parameter model held a second copy
     of its weights until the first step (10.6 GB of the card at the peak, where the engine
-    held 4.4 GiB; 6.1 GB paced). In Chromium the writes then reach the GPU during the load
-    instead of after it, but the browser still keeps their staging until the load is
-    over (bench/RESULTS.md): pacing does not bound the tab's peak."""
+    held 4.4 GiB; 6.1 GB paced). In a tab, writes kept behind a compiling pipeline have
+    staging buffers of their own, bounded by the same figure (``BrowserGPU.kept_bytes``)."""
 
     def __init__(self, submit_empty):
         self._submit_empty = submit_empty
