@@ -317,8 +317,7 @@ async def bench_kept_uploads(count: int = 16, numel: int = 65536, kept_max: int 
         kernel = gpu.create_pipeline(_DOUBLE_FIRST.format(nonce=time.time_ns()))
         gpu.dispatch(kernel, [(first._buf.handle.chunks[0], 0, 256)], (1, 1, 1))
         held = [first] + [
-            from_bytes(array.array("f", v).tobytes(), (numel,), f32, device=dev)
-            for v in sent[1:]
+            from_bytes(array.array("f", v).tobytes(), (numel,), f32, device=dev) for v in sent[1:]
         ]
         peak = gpu.kept_bytes_peak
         got = [array.array("f", await t.read_bytes()).tolist() for t in held]
