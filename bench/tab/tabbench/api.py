@@ -255,10 +255,14 @@ def bench_device_memory() -> dict:
     """The tab's WebGPU backend's own count of device memory, in bytes: held now (live
     tensors and the pool's free storages) and the peaks since the worker started
     (``peak_bytes``: live tensors; ``held_peak_bytes``: with the pool), to set beside
-    what the card itself reports for the browser's GPU process."""
+    what the card itself reports for the browser's GPU process; ``kept_peak_bytes``: the
+    most the work kept behind compiling pipelines held, which the backend does not count."""
     dev = get_device("webgpu")
     keys = ("live_bytes", "pooled_bytes", "peak_bytes", "held_peak_bytes")
-    return {k: int(getattr(dev, k, 0)) for k in keys}
+    out = {k: int(getattr(dev, k, 0)) for k in keys}
+    # the most the work kept behind compiling pipelines held (uploads' staging included)
+    out["kept_peak_bytes"] = int(getattr(dev.gpu, "kept_bytes_peak", 0))
+    return out
 
 
 @command(writes_store=False)

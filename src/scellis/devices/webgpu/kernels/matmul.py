@@ -461,10 +461,12 @@ REGS = {
 # cost time. On an H100 the mixed_f16 prod step ran 2.8-4.3% faster with it (2x256
 # LSTM 7.73 against 8.08 ms, d384 Transformer 31.55 against 32.46), first losses 6e-6
 # and 1.1e-5 from f32's against the declared 5e-3 (bench/RESULTS.md). Set it False to
-# keep f32 products for f16 operands on every tier.
+# keep f32 products for f16 operands on every tier. A 128 x 128 tile's twin is the
+# 128 x 64 one: forced on an H100, r128x64hm ran 40.7 / 35.5 / 28.2 TFLOP/s on 4096^3,
+# 8192x384x1152 and 8192x384x384 where r128hm ran 33.3 / 30.0 / 22.3 (bench/matmul.py).
 HALF_MATH = True
 HALF_MATH_TWINS = {
-    "r128": "r128hm",
+    "r128": "r128x64hm",
     "r128x64s2": "r128x64hm",
     "r128x64": "r128x64hm",
     "r64s4": "r64hm",
