@@ -260,7 +260,6 @@ def bench_device_memory() -> dict:
     dev = get_device("webgpu")
     keys = ("live_bytes", "pooled_bytes", "peak_bytes", "held_peak_bytes")
     out = {k: int(getattr(dev, k, 0)) for k in keys}
-    # the most the work kept behind compiling pipelines held (uploads' staging included)
     out["kept_peak_bytes"] = int(getattr(dev.gpu, "kept_bytes_peak", 0))
     return out
 
@@ -309,8 +308,8 @@ async def bench_kept_uploads(count: int = 16, numel: int = 65536, kept_max: int 
     pipeline this worker has never compiled, as a model's load meets a new kernel: every
     write after it is kept in a staging buffer of its own. The kept work may hold
     ``kept_max`` bytes for the command (``BrowserGPU.kept_bytes_max``). Returns the most
-    it held (``kept_bytes_peak``), the values read back and the values sent, the first 64
-    of the first tensor doubled by the new kernel."""
+    it held (``kept_bytes_peak``), one tensor's bytes and whether every value read back as
+    sent (the first 64 of the first tensor doubled by the new kernel)."""
     dev = get_device("webgpu")
     gpu = dev.gpu
     rng = random.Random(seed)

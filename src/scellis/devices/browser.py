@@ -317,8 +317,7 @@ class BrowserGPU(BindGroupCache):
         self._device.pushErrorScope("validation")
         module = self._device.createShaderModule(_obj({"code": code}))
         self._pending.append((self._device.popErrorScope(), "pipeline", code))
-        desc = {"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})}
-        desc = _obj(desc)
+        desc = _obj({"layout": "auto", "compute": _obj({"module": module, "entryPoint": entry})})
         compile = _stamped()(self._device.createComputePipelineAsync(desc))
         self._compiles.append((compile, code))
         p = _Pipeline(compile.promise, code, desc)
