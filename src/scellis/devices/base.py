@@ -30,8 +30,9 @@ class Buffer:
         self.version = 0
 
     def __del__(self):
-        release = getattr(self.backend, "release", None)
-        if release is not None and self.handle is not None:
+        # a Ctrl-C can land inside __init__, leaving the slots unset
+        release = getattr(getattr(self, "backend", None), "release", None)
+        if release is not None and getattr(self, "handle", None) is not None:
             try:
                 release(self)
             except Exception:  # interpreter shutdown: the device may be gone already
