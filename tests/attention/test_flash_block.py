@@ -83,6 +83,33 @@ def test_flash_on_webgpu_matches_naive_f64(gpu):
 
 
 @pytest.mark.webgpu
+def test_flash_self_attention_projects_q_k_v_in_one_matmul_and_matches_the_layer_path(gpu):
+    """On WebGPU, f32 self-attention on the flash path is one tape node whose q, k and
+    v come from one matmul against the packed weights (two matmuls with the output's);
+    a hook on q sends it down the layer-by-layer path (four). Both give the f64 naive
+    result."""
+    x, g = _inputs("packed")
+    x32, g32 = x.astype(np.float32), g.astype(np.float32)
+    want = _run(_block("naive", "reference", "f64"), x32, g32, "reference", "f64")
+    for hooked, matmuls in ((False, 2), (True, 4)):
+        block = _block("flash", gpu, "f32")
+        if hooked:
+            block.q.register_forward_hook(lambda m, a, out: out)
+        ops, inner = [], gpu.run
+        gpu.run = lambda op, *a, _ops=ops, _inner=inner: (_ops.append(op), _inner(op, *a))[1]
+        try:
+            block(sc.tensor(x32, device=gpu))
+        finally:
+            del gpu.run
+        assert ops.count("matmul") == matmuls and "flash_attention" in ops
+        got = _run(block, x32, g32, gpu, "f32")
+        for a, b in zip(got[:2], want[:2]):
+            _close(a, b, 2e-5)
+        for name in want[2]:
+            _close(got[2][name], want[2][name], 2e-5)
+
+
+@pytest.mark.webgpu
 def test_auto_takes_flash_on_webgpu_and_reference_and_naive_stays_naive(gpu):
     ref = sc.devices.get_device("reference")
     seen = {}

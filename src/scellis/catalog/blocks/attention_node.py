@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ...ops.composites import softmax
 from ...runtime.primitive import apply_with_vjp, unrecorded_view
-from .common import MASKED
+from .common import MASKED, fuses_dense
 
 
 def packed_self_attention(x, weights: tuple, biases: tuple | None, heads: int, scale: float,
@@ -61,9 +61,14 @@ def _project(x, wb: tuple, parts: int, heads: int):
     of them: 3, or 1 packed), then its biases, if any, alike."""
     B, T, E = x.shape
     W = _packed(wb[:parts])
-    y = x.reshape(-1, E) @ W.mT
-    if len(wb) > parts:
-        y = y + _packed(wb[parts:])
+    bias = _packed(wb[parts:]) if len(wb) > parts else None
+    flat = x.reshape(-1, E)
+    if fuses_dense(flat, W, bias):  # the bias added in the matmul's store
+        y = flat.prim("dense_act", W, bias, act="none", split_backward=True)
+        y = y.reshape(y.shape[1:])
+    else:
+        y = flat @ W.mT
+        y = y if bias is None else y + bias
     n = W.shape[0] // 3
     D = n // heads
     strides = (T * 3 * n, D, 3 * n, 1)

@@ -136,13 +136,13 @@ def dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     that the forward's ops' own VJPs come to, without the nodes of its reshapes,
     transposed view and broadcast (a Linear layer's backward was six nodes, most of a
     small layer's host time)."""
-    if _fuses_dense(x, weight, bias):  # the bias added in the matmul's store
+    if fuses_dense(x, weight, bias):  # the bias added in the matmul's store
         return _fused_dense(x, weight, bias, "none")
     inputs = (x, weight) if bias is None else (x, weight, bias)
     return apply_with_vjp("dense", inputs, _dense, _dense_vjp, {}, _dense_reads(inputs))
 
 
-def _fuses_dense(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
+def fuses_dense(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
     """Whether the layer runs as the fused ``dense_act`` primitive: the step's kernel
     choice fuses dense layers (the ``fast`` tier) and the layer is f32 with a bias."""
     if bias is None or not kernel_choice().fuses("dense"):
@@ -228,6 +228,6 @@ def dense_act(x: Tensor, weight: Tensor, bias: Tensor | None, activation: str) -
     it is the fused ``dense_act`` primitive (ops/dense.py): one kernel forward (matmul,
     bias and activation) that keeps the pre-activation, and a fused backward where
     that pays (``_fused_backward_pays``)."""
-    if not _fuses_dense(x, weight, bias):
+    if not fuses_dense(x, weight, bias):
         return ACTIVATIONS[activation](dense(x, weight, bias))
     return _fused_dense(x, weight, bias, activation)
