@@ -110,6 +110,7 @@ class BrowserGPU(BindGroupCache):
         self._encoder = None
         self._pass = None
         self.encoded = 0
+        self.submissions = 0
         self._uploads = UploadPacer(lambda: self._queue.submit(self._no_work))
         self._init_groups()
         self._pending: list = []  # (error-scope promise, what it guards, WGSL source)
@@ -293,6 +294,14 @@ class BrowserGPU(BindGroupCache):
         self._queue.writeBuffer(buf, offset, _bytes_js(data, size))
         self._uploads.wrote(size)
 
+    def write_unread(self, buf, offset: int, data: bytes) -> None:
+        if self._deferred:  # the kept work is not submitted: stay in order with it
+            self.write_buffer(buf, offset, data)
+            return
+        size = (len(data) + 3) // 4 * 4
+        self._queue.writeBuffer(buf, offset, _bytes_js(data, size))
+        self._uploads.wrote(size)
+
     async def read_buffer(self, buf, offset: int, size: int) -> bytes:
         await self._settle()
         size4 = max(4, (size + 3) // 4 * 4)
@@ -305,6 +314,7 @@ class BrowserGPU(BindGroupCache):
         self.encoded = 0
         self._release()
         self._uploads.submitted()
+        self.submissions += 1
         await self.check()
         await staging.mapAsync(js.GPUMapMode.READ)
         data = js.Uint8Array.new(staging.getMappedRange()).to_bytes()[:size]
@@ -426,6 +436,8 @@ class BrowserGPU(BindGroupCache):
             self._queue.submit(to_js([self._encoder.finish()]))
             self._encoder = None
             self._uploads.submitted()
+            # the kept work, not encoded yet, is not in this submission
+            self.submissions += not self._deferred
         self.encoded = 0
         if not self._deferred and not self._replaying_kept:
             self._release()

@@ -175,6 +175,7 @@ class NativeGPU(BindGroupCache):
         self._encoder = None
         self._pass = None
         self.encoded = 0  # dispatches encoded since the last flush
+        self.submissions = 0
         self._uploads = UploadPacer(lambda: self._queue.submit([]))
         self.timer: DispatchTimer | None = None  # per-dispatch GPU times, while profiling
         self.label = ""  # what the next dispatch is (the op), for the timer
@@ -200,6 +201,9 @@ class NativeGPU(BindGroupCache):
     def write_buffer(self, buf, offset: int, data: bytes) -> None:
         # queue writes run before unsubmitted commands: submit those first
         self.flush()
+        self.write_unread(buf, offset, data)
+
+    def write_unread(self, buf, offset: int, data: bytes) -> None:
         pad = (-len(data)) % 4
         self._queue.write_buffer(buf, offset, bytes(data) + bytes(pad) if pad else data)
         self._uploads.wrote(len(data) + pad)
@@ -214,6 +218,7 @@ class NativeGPU(BindGroupCache):
         self._encoder = None
         self.encoded = 0
         self._uploads.submitted()
+        self.submissions += 1
         promise = staging.map_async(wgpu.MapMode.READ)
         if hasattr(promise, "__await__"):
             await promise
@@ -318,4 +323,5 @@ class NativeGPU(BindGroupCache):
             self._queue.submit([self._encoder.finish()])
             self._encoder = None
             self._uploads.submitted()
+            self.submissions += 1
         self.encoded = 0

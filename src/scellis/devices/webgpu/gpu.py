@@ -86,6 +86,15 @@ class GPU(Protocol):
     def write_buffer(self, buf: Any, offset: int, data: bytes) -> None:
         """Queue a write; ordered after all work already submitted or encoded."""
 
+    def write_unread(self, buf: Any, offset: int, data: bytes) -> None:
+        """Queue a write into bytes that no encoded, unsubmitted command reads: it needs
+        no submission first (a queue write runs before the next submission's commands,
+        so it is write_buffer's only where nothing still encoded reads the range)."""
+
+    # how many times everything encoded was submitted: work encoded while this reads n
+    # has been submitted once it reads more
+    submissions: int
+
     async def read_buffer(self, buf: Any, offset: int, size: int) -> bytes:
         """Bytes of ``buf`` after all encoded work has run."""
 

@@ -22,9 +22,14 @@ meta buffer and a bind group made once, and ``run`` encodes set-pipeline /
 set-bind-group / dispatch for each, with no kernel builder, no meta lookup and no
 bind-group cache lookup per op. Launches of the ops named ``patched`` (the optimizer
 updates, whose learning rate and step count are kernel scalars) are re-encoded each
-run from the attrs the host passes: they get fresh meta words (a new small buffer and
-bind group per run), and the re-encoded launch must be the same pipeline and grid,
-or the run is refused. The random ops' launches (dropout masks, any Philox draw)
+run from the attrs the host passes, and the re-encoded launch must be the same
+pipeline and grid, or the run is refused. Their meta words go to a ring of
+PATCH_RING slots, each with its bind groups made once: a run writes its words into the
+next slot with a queue write. A queue write runs before the commands of the next
+submission, so it must not land in a slot that work still encoded (not submitted)
+reads: that slot is written only once the GPU's submission count has moved past the
+run that last used it, or after a submission forced then (a step of few dispatches,
+many steps to an encoder). The random ops' launches (dropout masks, any Philox draw)
 read their meta words from one counter table of the schedule, each at its own offset;
 a run writes every launch's words with the counter its stream hands out into that
 table with one queue write before it encodes its dispatches (the write is ordered
@@ -40,11 +45,16 @@ from dataclasses import dataclass, field
 from ...base.errors import DeviceError
 from ...ops.table import OPS
 from ..base import Buffer, View
+from .kernels.optim import rescalable, rescaled_meta
 from .kernels.random import with_counter
 
-# bytes between two launches' words in the counter table: the largest offset alignment
-# WebGPU lets an adapter ask of a storage binding
+# bytes between two launches' words in the counter table and the patch ring: the
+# largest offset alignment WebGPU lets an adapter ask of a storage binding
 COUNTER_STRIDE = 256
+# runs' meta words of the patched launches that can be queued at once: a slot is reused
+# after this many runs, with a submission first where the last run to read it is still
+# encoded (at most 512 dispatches are encoded between submissions)
+PATCH_RING = 8
 
 
 def is_random(op: str) -> bool:
@@ -195,6 +205,7 @@ class Schedule:
                     self.meta_buffers.append(mb)
                 self.items.append(("d", ln.pipeline, self._group(ln, mb), ln.grid))
         self.counter_table = table
+        self._init_patch_ring()
         self.draws = len(randoms)
         self.dispatches = sum(1 for it in self.items if it[0] != "u")
         self.runs = _runs(self.items)
@@ -224,28 +235,69 @@ class Schedule:
         bind = getattr(self.gpu, "bind_group", None)
         return bind(ln.pipeline, bindings) if bind is not None else bindings
 
+    def _init_patch_ring(self) -> None:
+        """The ring the patched launches read their meta words from: PATCH_RING slots of
+        one COUNTER_STRIDE-spaced word list per launch, each slot with its bind groups."""
+        launches = [ln for e in self.patch_slots for ln in e.launches]
+        self.patch_ring, self.ring_groups = None, []
+        self._ring_next, self._ring_used = 0, [-1] * PATCH_RING
+        if not launches:
+            return
+        slot = _packed_words([ln.meta for ln in launches])
+        self.patch_ring = self.gpu.create_buffer(PATCH_RING * len(slot), data=slot * PATCH_RING)
+        self.meta_buffers.append(self.patch_ring)
+        self._slot_bytes = len(slot)
+        starts = _word_offsets([ln.meta for ln in launches])
+        for r in range(PATCH_RING):
+            at, groups = iter(starts), []
+            for e in self.patch_slots:
+                base = r * len(slot)
+                groups.append(
+                    [self._group(ln, self.patch_ring, base + next(at)) for ln in e.launches]
+                )
+            self.ring_groups.append(groups)
+
+    def _patched_meta(self, e: Entry, attrs: dict) -> list[list]:
+        """The meta words of ``e``'s launches under ``attrs``: the recorded ones with the
+        scalars rewritten where only scalar attrs differ from the recording's (an
+        optimizer's learning rate and step), else re-encoded and checked."""
+        if rescalable(e.op, e.attrs, attrs):
+            return [rescaled_meta(e.op, attrs, ln.meta) for ln in e.launches]
+        launches = self.backend.encode(e.op, e.ins, e.outs, attrs)
+        if len(launches) != len(e.launches):
+            raise DeviceError(f"{e.op}: re-encoded with other attrs, it launches differently")
+        metas = []
+        for (src, grid), old in zip(launches, e.launches):
+            same = self.backend.pipeline(src.text()) is old.pipeline
+            if not same or tuple(grid) != old.grid or len(src.meta) != len(old.meta):
+                raise DeviceError(f"{e.op}: the new attrs change its kernel, not only scalars")
+            metas.append(src.meta)
+        return metas
+
+    def _ring_writer(self, r: int):
+        """The queue write for slot ``r``: one that submits the encoded work first where
+        the last run to read the slot is still among it."""
+        if self._ring_used[r] == self.gpu.submissions:
+            return self.gpu.write_buffer
+        return self.gpu.write_unread
+
     def _patched_groups(self, patches: list[dict]) -> list[list]:
-        """Bind groups of the patched launches for this run's attrs. Each run gets fresh
-        meta buffers (created holding their words): rewriting one in place would have
-        to wait for the previous run's queued dispatches, i.e. force a submission."""
+        """Bind groups of the patched launches for this run's attrs: their re-encoded
+        meta words written into the ring's next slot."""
         if len(patches) != len(self.patch_slots):
             raise DeviceError(
                 f"this schedule re-encodes {len(self.patch_slots)} ops; {len(patches)} attrs given"
             )
-        out = []
+        if self.patch_ring is None:
+            return []
+        metas = []
         for e, attrs in zip(self.patch_slots, patches):
-            launches = self.backend.encode(e.op, e.ins, e.outs, attrs)
-            if len(launches) != len(e.launches):
-                raise DeviceError(f"{e.op}: re-encoded with other attrs, it launches differently")
-            groups = []
-            for (src, grid), old in zip(launches, e.launches):
-                same = self.backend.pipeline(src.text()) is old.pipeline
-                if not same or tuple(grid) != old.grid or len(src.meta) != len(old.meta):
-                    raise DeviceError(f"{e.op}: the new attrs change its kernel, not only scalars")
-                words = array.array("I", src.meta or [0]).tobytes()
-                groups.append(self._group(old, self.gpu.create_buffer(len(words), data=words)))
-            out.append(groups)
-        return out
+            metas += self._patched_meta(e, attrs)
+        r = self._ring_next
+        self._ring_next = (r + 1) % PATCH_RING
+        self._ring_writer(r)(self.patch_ring, r * self._slot_bytes, _packed_words(metas))
+        self._ring_used[r] = self.gpu.submissions
+        return self.ring_groups[r]
 
     def run(self, patches: list[dict] | None = None, counters: list | None = None) -> None:
         """Replay every launch; ``patches`` are the new attrs of the patched ops, in order,
@@ -286,6 +338,25 @@ class Schedule:
         self.counted, self.counter_table = [], None
         self.backend.disown(self.trace)
         self.trace = Trace()
+
+
+def _word_offsets(metas: list) -> list[int]:
+    """Byte offsets of word lists laid end to end, each at a multiple of COUNTER_STRIDE."""
+    out, at = [], 0
+    for meta in metas:
+        out.append(at)
+        at += -(-max(4, len(meta) * 4) // COUNTER_STRIDE) * COUNTER_STRIDE
+    return out + [at]
+
+
+def _packed_words(metas: list) -> bytes:
+    """Word lists at their ``_word_offsets``, padded to the last one's end."""
+    ends = _word_offsets(metas)
+    out = bytearray(ends[-1])
+    for meta, at in zip(metas, ends):
+        words = array.array("I", meta or [0]).tobytes()
+        out[at : at + len(words)] = words
+    return bytes(out)
 
 
 def _table_bytes(metas: list) -> bytes:

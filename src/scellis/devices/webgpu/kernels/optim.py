@@ -215,6 +215,27 @@ def _update_launch(src: Source, op: str, views, attrs, lo: int, hi: int, windows
     _update_tail(src, op, attrs, lines, f"(ld_g(eg){factor})" if factor else "ld_g(eg)")
 
 
+# the attrs that reach an update kernel only as scalar meta words, never in its text or
+# launches: a replayed step's update with other values of these alone keeps its
+# recorded launches, with the scalar words rewritten (``rescaled_meta``)
+SCALAR_ONLY_ATTRS = frozenset({"lr", "step"})
+
+
+def rescalable(op: str, recorded: dict, attrs: dict) -> bool:
+    """Whether ``op`` launched with ``recorded`` attrs serves ``attrs`` by its scalar
+    words alone: an update whose attrs differ only in SCALAR_ONLY_ATTRS."""
+    keys = recorded.keys() | attrs.keys()
+    changed = {k for k in keys if recorded.get(k) != attrs.get(k)}
+    return op in _BODIES and changed <= SCALAR_ONLY_ATTRS
+
+
+def rescaled_meta(op: str, attrs: dict, meta: list) -> list:
+    """An update launch's meta words with ``attrs``'s scalars: every launch's words end
+    with them (``_update_tail`` adds them last)."""
+    words = [f32_bits(v) for v in scalars(op, attrs).values()]
+    return list(meta[: len(meta) - len(words)]) + words
+
+
 def _update_tail(src, op: str, attrs: dict, lines: list, grad: str) -> None:
     """The update's scalars as meta words, the parameter, the gradient ``grad`` (maximize
     flips it; L2 weight decay adds wd * p, 0 for the decoupled forms), then the op's body:
