@@ -9,7 +9,9 @@ import scellis as sc
 from scellis.devices.webgpu import replay as webgpu_replay
 
 
-def _loop(device, compiled, steps=7, sched_inside=False, odd_at=None):
+def _model_and_step(device, sched_inside=False):
+    """A small classifier, its AdamW, a StepLR and the user's training step (which may
+    step the scheduler itself)."""
     sc.manual_seed(0)
     model = sc.nn.Sequential(sc.nn.Linear(6, 16), sc.nn.GELU(), sc.nn.Linear(16, 3)).to(device)
     opt = sc.optim.AdamW(model.parameters(), lr=1e-2)
@@ -25,6 +27,11 @@ def _loop(device, compiled, steps=7, sched_inside=False, odd_at=None):
             sched.step()
         return loss
 
+    return model, sched, step
+
+
+def _loop(device, compiled, steps=7, sched_inside=False, odd_at=None):
+    model, sched, step = _model_and_step(device, sched_inside)
     fn = sc.compile(step) if compiled else step
     rng = np.random.default_rng(1)
     losses = []
@@ -63,18 +70,7 @@ def test_the_reference_device_runs_eagerly_and_says_so():
 def _quiet_loop(device, compiled, steps=24):
     """Batches uploaded first, then steps with no readback between them: many replayed
     steps reach the GPU in one submission."""
-    sc.manual_seed(0)
-    model = sc.nn.Sequential(sc.nn.Linear(6, 16), sc.nn.GELU(), sc.nn.Linear(16, 3)).to(device)
-    opt = sc.optim.AdamW(model.parameters(), lr=1e-2)
-    loss_fn = sc.nn.CrossEntropyLoss()
-
-    def step(x, y):
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
+    model, _, step = _model_and_step(device)
     fn = sc.compile(step) if compiled else step
     rng = np.random.default_rng(2)
     batches = [
