@@ -29,7 +29,8 @@ Large products (M, N, K >= 64 and M*N*K >= 2^27; ``choose_reg``) take the ``REGS
 kernel instead (``_rmain``, ``Reg``): 8x8 outputs per invocation, A and B both staged
 [k][m] / [k][n], two workgroup buffers so one barrier per K-block, the inner K loop
 unrolled, ``fma``; 128 x 128 tiles where that gives REG_WORKGROUPS workgroups, else
-128 x 64 with two K groups per workgroup (``ks``), else 64 x 64 with four. A 2-D product
+128 x 64: with a K of at least DEEP_K, 8 x 4 outputs per invocation (256 of them), else
+8 x 8 with two K groups per workgroup (``ks``); else 64 x 64 with four K groups. A 2-D product
 whose output has too few tiles for its K (a weight gradient: 384 x 8192 x 1152) is split
 along K (``choose_split``): the parts run as one batched product of views of A and B into
 scratch storage, on smaller tiles (``SPLIT_TILES``), then a second launch sums the parts
@@ -439,6 +440,11 @@ REGS = {
     "r64s4": Reg(64, 64, 8, 8, 8, unroll=4, ks=4),
     "r64": Reg(64, 64, 8, 8, 16, unroll=4),
     "r128x64": Reg(128, 64, 8, 8, 16, unroll=8),  # a K split's parts (SPLIT_TILES)
+    # 8 x 4 outputs per invocation: 256 invocations on a 128 x 64 tile without the K
+    # groups' final sum through workgroup memory. On an H100, for deep products (K of
+    # 1152-1536, N 384) 1.05-1.07x r128x64s2's TFLOP/s; for K = 384, 0.87-0.93x
+    # (bench/matmul.py, bench/RESULTS.md): so taken from DEEP_K on
+    "r128x64t4": Reg(128, 64, 8, 4, 16, unroll=8),
     # the whole K-block unrolled: tried in benchmarks only until it proves faster
     "r128u16": Reg(128, 128, 8, 8, 16, unroll=16),
     # 4 x 8 outputs per invocation: twice the invocations per tile, for a K split's parts
@@ -468,6 +474,7 @@ HALF_MATH = True
 HALF_MATH_TWINS = {
     "r128": "r128x64hm",
     "r128x64s2": "r128x64hm",
+    "r128x64t4": "r128x64hm",
     "r128x64": "r128x64hm",
     "r64s4": "r64hm",
     "r64": "r64hm",
@@ -477,6 +484,7 @@ REG_MIN_WORK = 1 << 27
 REG_MIN_DIM = 64
 # the tile size that fills the adapter: enough workgroups of 128 x 128 (or 128 x 64)
 REG_WORKGROUPS = 256
+DEEP_K = 1024  # from this K on, a 128 x 64 tile takes r128x64t4 (see REGS)
 SPLIT_WORKGROUPS = 1024  # workgroups over all parts of a K split
 SPLIT_MIN_K = 256  # each K-split part sums at least this many products
 SPLIT_MAX = 32
@@ -488,15 +496,16 @@ SPLIT_TILES = ("r128x64", "r64")
 
 def choose_reg(m: int, n: int, k: int, batch: int, limits: dict) -> str | None:
     """The REGS tile for a large product, or None (the ``TILES`` kernel then runs):
-    128 x 128 where N > 64 and that makes REG_WORKGROUPS workgroups, else 128 x 64 (two
-    K groups), else 64 x 64 (four K groups); the first of those that fits the limits."""
+    128 x 128 where N > 64 and that makes REG_WORKGROUPS workgroups, else 128 x 64 (8 x 4
+    outputs per invocation from DEEP_K on, else two K groups), else 64 x 64 (four K
+    groups); the first of those that fits the limits."""
     if min(m, n, k) < REG_MIN_DIM or m * n * k * batch < REG_MIN_WORK:
         return None
     # an output of at most 64 columns would leave half of every 128-column tile idle
     wide = n > 64 and _cdiv(m, 128) * _cdiv(n, 128) * batch >= REG_WORKGROUPS
     order = ["r128", "r128k8"] if wide else []
     if _cdiv(m, 128) * _cdiv(n, 64) * batch >= REG_WORKGROUPS:
-        order.append("r128x64s2")
+        order += ["r128x64t4", "r128x64s2"] if k >= DEEP_K else ["r128x64s2"]
     for name in order + ["r64s4", "r64"]:
         if REGS[name].fits(limits):
             return name
