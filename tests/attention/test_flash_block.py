@@ -86,8 +86,8 @@ def test_flash_on_webgpu_matches_naive_f64(gpu):
 def test_flash_self_attention_projects_q_k_v_in_one_matmul_and_matches_the_layer_path(gpu):
     """On WebGPU, f32 self-attention on the flash path is one tape node whose q, k and
     v come from one matmul against the packed weights (two matmuls with the output's);
-    a hook on q sends it down the layer-by-layer path (four). Both give the f64 naive
-    result."""
+    a hook on q sends it down the layer-by-layer path (four), and so does a forward
+    with nothing to record. Both paths give the f64 naive result."""
     x, g = _inputs("packed")
     x32, g32 = x.astype(np.float32), g.astype(np.float32)
     want = _run(_block("naive", "reference", "f64"), x32, g32, "reference", "f64")
@@ -102,6 +102,14 @@ def test_flash_self_attention_projects_q_k_v_in_one_matmul_and_matches_the_layer
         finally:
             del gpu.run
         assert ops.count("matmul") == matmuls and "flash_attention" in ops
+        ops.clear()
+        gpu.run = lambda op, *a, _ops=ops, _inner=inner: (_ops.append(op), _inner(op, *a))[1]
+        try:
+            with sc.no_grad():  # nothing to record: the three projections, no packing copy
+                block(sc.tensor(x32, device=gpu))
+        finally:
+            del gpu.run
+        assert ops.count("matmul") == 4 and "concat" not in ops
         got = _run(block, x32, g32, gpu, "f32")
         for a, b in zip(got[:2], want[:2]):
             _close(a, b, 2e-5)

@@ -53,15 +53,22 @@ def refuse(capsys, argv, match: str | None = None, *, seconds: float = SECONDS,
     return lines[0]
 
 
+# what the sentinel holds, and the size of its binary file: seven-digit numbers, which no
+# run id (a date, a time of day, six hex digits) or common size contains, so that finding
+# one in a message means the message read the sentinel
+SECRET = 9183746
+SECRET_SIZE = 1_048_583
+
+
 class Sentinel:
     """A folder outside every path a command is given: its state before and after."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "secret.txt").write_text("the sentinel's secret: 4242 hunter2\n")
-        (self.root / "model.safetensors").write_bytes(os.urandom(4096))
-        (self.root / "config.json").write_text('{"secret": 4242}')
+        (self.root / "secret.txt").write_text(f"the sentinel's secret: {SECRET} hunter2\n")
+        (self.root / "model.safetensors").write_bytes(os.urandom(SECRET_SIZE))
+        (self.root / "config.json").write_text(f'{{"secret": {SECRET}}}')
         self.before = self.snapshot()
 
     def snapshot(self) -> dict:
@@ -77,7 +84,7 @@ class Sentinel:
 
     def secret_leaked(self, text: str) -> bool:
         """Whether ``text`` shows the sentinel's content or a size read from it."""
-        return "hunter2" in text or "4242" in text or "4096" in text
+        return "hunter2" in text or str(SECRET) in text or str(SECRET_SIZE) in text
 
 
 def evil_extension(folder: Path, name: str = "evil.py") -> Path:

@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hostile import Sentinel, evil_extension, refuse
+from hostile import SECRET, Sentinel, evil_extension, refuse
 
 from scellis.catalog import extensions
 from scellis.cli.main import main
@@ -259,7 +259,7 @@ def test_a_stored_run_without_its_data_reads_no_path_it_names(trained, tmp_path,
         config["base_dir"] = str(sentinel.root)
 
     copy = _with_config(store, rid, tmp_path / "s", keep_nothing)
-    (sentinel.root / "series.csv").write_text("value\n4242\n")
+    (sentinel.root / "series.csv").write_text(f"value\n{SECRET}\n")
     sentinel.before = sentinel.snapshot()
     for argv in (["evaluate", rid], ["predict", rid], ["resume", rid, "--to-step", "5"]):
         line = refuse(capsys, [*argv, "--store", copy, "--device", "reference"], memory=None)

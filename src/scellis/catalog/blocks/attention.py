@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...autograd.mode import is_grad_enabled
 from ...base.errors import ScellisError, ShapeError
 from ...ops.attention import flash_attention
 from ...ops.composites import softmax
@@ -250,7 +251,8 @@ class MultiHeadAttention(Block):
     def _packs(self, x, mask) -> bool:
         """Whether self-attention takes the one-node path (attention_node): f32
         without RoPE, grouped heads or dropout on the weights, with q, k and v plain
-        Linear blocks (no adapters, no hooks) outside autocast."""
+        Linear blocks (no adapters, no hooks) outside autocast; on the flash path only
+        where the forward is recorded (``_records``)."""
         c = self.config
         return (
             _plain(self.q)
@@ -261,7 +263,19 @@ class MultiHeadAttention(Block):
             and c.num_kv_heads in (None, c.num_heads)
             and not (c.dropout > 0 and self.training)
             and x.dtype.name == self.q.weight.dtype.name == "f32"
+            and (self._records(x) or not self._flash(mask, x.device, *_scores(x, c)))
         )
+
+    def _records(self, x) -> bool:
+        """Whether this call's forward is recorded for a backward. On the flash path the
+        packing pays in training (one product of width 3E, one input-gradient product);
+        a forward with nothing to record keeps the three projections, which the
+        compiled forward fuses with their biases, where packing would copy the
+        weights on every call."""
+        if not is_grad_enabled():
+            return False
+        layers = (self.q, self.k, self.v)
+        return x.requires_grad or any(p.requires_grad for m in layers for p in m.parameters())
 
     def forward(self, x, mask=None, kv=None):
         c = self.config
@@ -338,6 +352,11 @@ def _one_kernel_core(device, mask, cfg) -> bool:
         and mask is None
         and cfg.window is None
     )
+
+
+def _scores(x, cfg) -> tuple[int, int, int]:
+    """(B x H, T, T): the heads and score block of self-attention over ``x``."""
+    return x.shape[0] * cfg.num_heads, x.shape[1], x.shape[1]
 
 
 def _plain(layer) -> bool:
