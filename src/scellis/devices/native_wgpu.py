@@ -1,16 +1,20 @@
-"""Native GPU adapter (devices layer) on wgpu-py: the only module that imports wgpu.
+"""Native GPU adapter (devices layer) on wgpu-py's API: the only module that imports wgpu.
 
 Adapter choice: high-performance by default; ``SCELLIS_ADAPTER`` (or the ``adapter``
 argument) picks by a case-insensitive substring of the adapter's name, vendor or
 backend, e.g. ``llvmpipe`` or ``vulkan``.
+
+Implementation: wgpu-native (the ``wgpu`` package, naga compiling WGSL) by default;
+``SCELLIS_NATIVE=dawn`` runs the same API on Dawn (the ``wgpudawn`` package: Chrome's
+WebGPU, Tint compiling WGSL, the browser tab's own stack). Dawn can open a device with its
+experimental features, the GPU's matrix units among them (``SUBGROUP_MATRIX``), which
+wgpu-native's C API cannot ask for. Dawn needs a driver with Vulkan 1.1's descriptor
+indexing: Mesa 22's lavapipe is refused.
 """
 
 from __future__ import annotations
 
 import os
-
-import wgpu
-from wgpu.backends.wgpu_native import _api as _native
 
 from ..base.errors import DeviceError
 from .gpu_timing import DispatchTimer
@@ -21,6 +25,19 @@ from .webgpu.gpu import (
     UploadPacer,
     subgroup_features,
 )
+
+DAWN = os.environ.get("SCELLIS_NATIVE", "").lower() == "dawn"
+if DAWN:
+    import wgpudawn as wgpu
+    from wgpudawn.backends.dawn import _api as _native
+    from wgpudawn.backends.dawn import extras as _dawn
+
+    # experimental features (subgroup matrices) are listed only on an unsafe-API instance
+    _dawn.set_instance_extras(enable_toggles=["allow_unsafe_apis"])
+else:
+    import wgpu
+    from wgpu.backends.wgpu_native import _api as _native
+
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -38,7 +55,20 @@ def _info(adapter) -> AdapterInfo:
         description=i.get("description", ""),
         limits={k: limits[k] for k in LIMIT_NAMES if k in limits},
         features=sorted(str(f) for f in adapter.features),
+        extra=_extra(adapter),
     )
+
+
+def _extra(adapter) -> dict:
+    """What Dawn says beyond WebGPU's adapter info: the matrix units' configurations."""
+    if not DAWN or SUBGROUP_MATRIX not in adapter.features:
+        return {}
+    configs = _dawn.get_adapter_properties(adapter).get("subgroup_matrix_configs", [])
+    return {"subgroup_matrix_configs": [_config(c) for c in configs]}
+
+
+def _config(c: dict) -> dict:
+    return {**c, "m": int(c["m"]), "n": int(c["n"]), "k": int(c["k"])}
 
 
 def list_adapters() -> list[AdapterInfo]:
@@ -75,7 +105,7 @@ def choose_adapter(want: str | None = None):
 def _want_trusted(backend: str) -> bool:
     """Whether kernels compile without naga's inserted index clamps (see _trusted_module):
     on Vulkan where this wgpu build offers it, off with ``SCELLIS_SHADER_CHECKS=1``."""
-    if os.environ.get("SCELLIS_SHADER_CHECKS", "") not in ("", "0"):
+    if not _want_unchecked() or DAWN:
         return False
     return "vulkan" in backend.lower() and hasattr(
         _native.lib, "wgpuDeviceCreateShaderModuleTrusted"
@@ -114,14 +144,20 @@ def device_features(info: AdapterInfo) -> list[str]:
     adapter has it: shader-f16 (f16 tensors), subgroups (the prod and fast tiers'
     reductions) and timestamp queries (they only serve `scellis profile` and change no
     result)."""
-    wanted = ("shader-f16", *subgroup_features(info.features), "timestamp-query")
+    wanted = ("shader-f16", *subgroup_features(info.features), "timestamp-query", SUBGROUP_MATRIX)
     return [f for f in wanted if f in info.features]
+
+
+SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"
 
 
 def for_naga(code: str) -> str:
     """WGSL as this wgpu's shader compiler takes it: naga accepts the subgroup builtins
     once the device has the feature, but refuses the standard ``enable subgroups;``
-    that WebGPU (the browser) requires, so the directive is dropped here."""
+    that WebGPU (the browser) requires, so the directive is dropped here. Dawn's Tint
+    wants the WGSL as the tab does."""
+    if DAWN:
+        return code
     return code.replace("enable subgroups;\n", "", 1)
 
 
@@ -155,20 +191,33 @@ def encode_raw_run(pass_handle, prepared: list[tuple]) -> None:
         dispatch(pass_handle, x, y, z)
 
 
+def _open_device(adapter, info: AdapterInfo):
+    features = device_features(info)
+    limits = {
+        k.replace("_", "-"): v
+        for k, v in info.limits.items()
+        if k != "min_storage_buffer_offset_alignment"
+    }
+    if not DAWN:
+        return adapter.request_device_sync(required_features=features, required_limits=limits)
+    # Dawn's counterpart of the trusted modules below: no inserted bounds checks
+    toggles = [] if not _want_unchecked() else ["disable_robustness"]
+    return _dawn.request_device_sync(
+        adapter, required_features=features, required_limits=limits, enable_toggles=toggles
+    )
+
+
+def _want_unchecked() -> bool:
+    return os.environ.get("SCELLIS_SHADER_CHECKS", "") in ("", "0")
+
+
 class NativeGPU(BindGroupCache):
     """A device opened on one adapter, with one open command encoder for batching."""
 
     def __init__(self, adapter: str | None = None):
         self._adapter = choose_adapter(adapter)
         self.info = _info(self._adapter)
-        self._device = self._adapter.request_device_sync(
-            required_features=device_features(self.info),
-            required_limits={
-                k.replace("_", "-"): v
-                for k, v in self.info.limits.items()
-                if k != "min_storage_buffer_offset_alignment"
-            },
-        )
+        self._device = _open_device(self._adapter, self.info)
         self.info.device_features = sorted(str(f) for f in self._device.features)
         self.limits = dict(self.info.limits)
         self._queue = self._device.queue

@@ -20,7 +20,7 @@ from ..kernel_choice import current as kernel_choice
 from .gpu import GPU
 from .kernels import KERNELS
 from .kernels.common import Source, Storage, storage_itemsize
-from .kernels.variants import subgroup_reductions
+from .kernels.variants import matrix_unit, subgroup_reductions
 from .kernels.workgroup_memory import workgroup_bytes
 from .launch_cache import LaunchCache, Limits, bind, signature
 
@@ -67,6 +67,8 @@ class WebGPUBackend(OneInstance):
             gpu = from_native(adapter)
         self.gpu = gpu
         self.info = gpu.info
+        configs = self.info.extra.get("subgroup_matrix_configs", [])
+        self.matrix = matrix_unit(self.info.device_features, configs)
         self.limits = Limits(gpu.limits)
         for k, v in (limits or {}).items():
             if k not in self.limits:
@@ -340,7 +342,7 @@ class WebGPUBackend(OneInstance):
         return Source(
             self.limits, self.info.has_f16, software=self.info.software,
             subgroups=subgroup_reductions(self.info.subgroups_on, choice.subgroups),
-            native_math=choice.native_math,
+            native_math=choice.native_math, matrix=self.matrix,
         )  # fmt: skip
 
     def _scratch(self, numel: int) -> View:

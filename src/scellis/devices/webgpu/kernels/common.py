@@ -86,6 +86,8 @@ class Source:
     subgroups: bool = False
     # exp and log are the adapter's builtins (the kernel choice's ``native_math``)
     native_math: bool = False
+    # the matrix unit f16 products may run on (``matmul_units.MatrixUnit``), or None
+    matrix: object = None
 
     def helpers(self, expr: str) -> None:
         """Add the WGSL helper functions ``expr`` calls (mathlib), each once, in this
@@ -99,7 +101,8 @@ class Source:
         reductions fold through workgroup trees unless ``subgroups`` (each caller's
         choice: the launches that fold partials were checked with trees)."""
         return Source(self.limits, self.has_f16, software=self.software,
-                      subgroups=subgroups, native_math=self.native_math)  # fmt: skip
+                      subgroups=subgroups, native_math=self.native_math,
+                      matrix=self.matrix)  # fmt: skip
 
     def _bind(
         self, storage: Storage, name: str, ty: str, access: str, first: int = 0, count=None
@@ -187,6 +190,8 @@ class Source:
         enable = "enable f16;\n" if self.has_f16 and any("f16" in d for d in self.decls) else ""
         if self.subgroups and "subgroup" in self.body + "".join(self.fns):
             enable += "enable subgroups;\n"
+        if "subgroupMatrix" in self.body:
+            enable += "enable chromium_experimental_subgroup_matrix;\n"
         meta_b = len(self.bindings)
         return (
             enable
@@ -202,7 +207,7 @@ class Source:
         (``webgpu/launch_cache.py``). The lists are shared: a built kernel is not changed."""
         return Source(self.limits, self.has_f16, self.decls, self.fns, bindings, self.meta,
                       self.body, None, self.software, self.text(), self.subgroups,
-                      self.native_math)  # fmt: skip
+                      self.native_math, self.matrix)  # fmt: skip
 
     def check_bindings(self) -> None:
         limit = self.limits["max_storage_buffers_per_shader_stage"]

@@ -64,6 +64,8 @@ from functools import lru_cache
 from ....base.errors import LimitError
 from ...base import View
 from .common import Source
+from .matmul_units import TILE_NAME as UNITS
+from .matmul_units import takes_units, units_main
 from .reduce import reduce_kernel
 
 
@@ -749,6 +751,44 @@ def _half_math(src: Source, a, attrs: dict) -> bool:
     return attrs.get("_half_math", False) or attrs.get("_order") == "split_k"
 
 
+def _on_units(src: Source, a, b, m: int, n: int, k: int, attrs: dict) -> bool:
+    """Whether a product runs on the matrix units (kernels/matmul_units.py): f16 operands
+    where the order may change (as ``_half_math``), or forced by ``_tile``."""
+    want = attrs.get("_tile")
+    if want not in (None, UNITS) or attrs.get("_band") or b.dtype != a.dtype:
+        return False
+    if src.matrix is None or not src.matrix.fits(src.limits) or a.dtype.name != "f16":
+        return False
+    if want == UNITS:  # any shape runs; the rule below keeps small ones off the units
+        return True
+    return takes_units(src.matrix, m, n, k) and _half_math(src, a, attrs)
+
+
+def _units(src: Source, a, b, out, mnk, batch_dims, sides):
+    m, n, k = mnk
+    unit = src.matrix
+    tn, tm = _cdiv(n, unit.bn), _cdiv(m, unit.bm)
+    batch = 1
+    for size, _, _ in batch_dims:
+        batch *= size
+    groups = tn * tm * batch
+    sa_m, sa_k = a.strides[-2:]
+    sb_k, sb_n = b.strides[-2:]
+    src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k, out.offset)
+    src.add_meta(len(batch_dims))
+    for dim in batch_dims:
+        src.add_meta(*dim)
+    src.operand("a", a)
+    src.operand("b", b)
+    src.operand("o", out, write=True)
+    words = {"sa_m": f"mt[{_SA_T}u]", "sa_k": f"mt[{_SA_K}u]", "sb_n": f"mt[{_SB_T}u]",
+             "sb_k": f"mt[{_SB_K}u]"}  # fmt: skip
+    side_a, side_b = sides
+    src.body = units_main(unit, _header(unit.bm, unit.bn), words, side_a.along == "t",
+                          side_b.along == "k", out.dtype.name == "f16")  # fmt: skip
+    return fold_grid(groups, src.limits)
+
+
 def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     a, b = ins
     out = outs[0]
@@ -772,6 +812,8 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
     side_a = choose_side(m, k, sa_m, sa_k, a.offset, [d[1] for d in batch_dims])
     side_b = choose_side(n, k, sb_n, sb_k, b.offset, [d[2] for d in batch_dims])
     want = attrs.get("_tile")
+    if _on_units(src, a, b, m, n, k, attrs):
+        return _units(src, a, b, out, (m, n, k), batch_dims, (side_a, side_b))
     reg = want if want in REGS else None
     if want is None:
         reg = choose_reg(m, n, k, batch, src.limits)

@@ -1,5 +1,9 @@
 """Which kernel variant a launch takes (devices layer): the one place that decides.
 
+Matrix units: a device opened with subgroup matrices (Dawn's experimental feature) runs
+f16 products on the unit configuration ``matrix_unit`` picks, where the matmul's own rule
+allows another order (kernels/matmul.py ``_on_units``).
+
 Subgroup reductions: where the device was opened with subgroup operations, the row
 reductions (sums, maxima and minima of ``reduce``, layer and RMS norm statistics) fold
 their per-invocation partials through subgroup operations when the step's kernel
@@ -12,8 +16,17 @@ work outside any run's step, run the trees too, bit for bit as before.
 
 from __future__ import annotations
 
+from .matmul_units import FEATURE as MATRIX_FEATURE
+from .matmul_units import MatrixUnit, choose_unit
+
 
 def subgroup_reductions(device_has_subgroups: bool, chosen: bool) -> bool:
     """Whether reductions fold through subgroup operations on such a device, where the
     kernel choice allows them."""
     return device_has_subgroups and chosen
+
+
+def matrix_unit(features: list[str], configs: list[dict]) -> MatrixUnit | None:
+    """The matrix unit f16 products may use on a device opened with ``features`` on an
+    adapter that lists ``configs``; None where there is none."""
+    return choose_unit(configs) if MATRIX_FEATURE in features else None

@@ -1,0 +1,225 @@
+"""Matmul on the GPU's matrix units (devices layer): WGSL subgroup matrices.
+
+Where the device was opened with ``chromium-experimental-subgroup-matrix`` (Dawn: the
+tab, or the native host with ``SCELLIS_NATIVE=dawn``) and the adapter lists an f16 x f16
+-> f32 configuration (``MatrixUnit``), a product of two f16 operands that may take
+another summation order (the prod and fast tiers, as ``HALF_MATH``) runs here: a
+workgroup of ``SY`` x ``SX`` subgroups computes a ``bm`` x ``bn`` tile, each subgroup
+``FM`` x ``FN`` result fragments of the unit's M x N. Every K-block of ``BK`` is staged
+through workgroup memory by the whole workgroup, read through the operands' strides
+(transposed views cost no copy) with zeros past the edges, so any shape and any
+strides run; the fragments multiply from there. The f32 accumulators go back through
+workgroup memory so that the store can guard the edges and round to an f16 result.
+
+Accuracy: the f16 products are exact in f32 and each output sums its K products in f32
+on the unit, so the bound of the f32 kernels holds, ``|C - A@B| <= K eps_f32 |A|@|B|``
+(plus ``eps_f16 / 2 |C|`` for an f16 result); the unit's order within a fragment is the
+hardware's, which is why ``debug`` never takes this path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FEATURE = "chromium-experimental-subgroup-matrix"
+BK = 32  # the K-block staged per step
+FM = FN = 2  # fragments per subgroup
+SY = SX = 2  # subgroups per workgroup
+MIN_DIM = 32  # products with a smaller M, N or K keep the f32 kernels
+TILE_NAME = "units"  # ``attrs["_tile"]`` that forces this path (benchmarks, tests)
+
+
+@dataclass(frozen=True)
+class MatrixUnit:
+    """One f16 x f16 -> f32 configuration the adapter lists (fragment M x N x K) and the
+    device's fixed subgroup size."""
+
+    m: int
+    n: int
+    k: int
+    subgroup: int
+    # the fragments and their builtins written out in plain WGSL, every invocation holding
+    # whole fragments (``_EMULATED``): the same staging, tiling and stores on an adapter
+    # without matrix units, which is how the suite checks them against NumPy
+    emulated: bool = False
+
+    @property
+    def bm(self) -> int:
+        return SY * FM * self.m
+
+    @property
+    def bn(self) -> int:
+        return SX * FN * self.n
+
+    @property
+    def threads(self) -> int:
+        return self.subgroup * SX * SY
+
+    def shared_bytes(self) -> int:
+        return 2 * BK * (self.bm + self.bn) + 4 * self.bm * self.bn
+
+    def fits(self, limits: dict) -> bool:
+        return (
+            self.threads <= limits["max_compute_invocations_per_workgroup"]
+            and self.subgroup * SX <= limits.get("max_compute_workgroup_size_x", 256)
+            and self.shared_bytes() <= limits["max_compute_workgroup_storage_size"]
+            and BK % self.k == 0
+        )
+
+
+def choose_unit(configs: list[dict]) -> MatrixUnit | None:
+    """The configuration used, from the adapter's list (dicts with ``m``, ``n``, ``k``,
+    ``component_type``, ``result_component_type``, ``min_subgroup_size``,
+    ``max_subgroup_size``): f16 operands, an f32 result, fragments that divide the staged
+    block, the largest such. Only at a fixed subgroup size: the kernel maps invocations to
+    subgroups by their index."""
+    for c in sorted(configs, key=lambda c: -(c["m"] * c["n"] * c["k"])):
+        sizes = c.get("min_subgroup_size"), c.get("max_subgroup_size")
+        if (c["component_type"], c["result_component_type"]) != ("f16", "f32"):
+            continue
+        if sizes[0] and sizes[0] == sizes[1] and BK % c["k"] == 0 and max(c["m"], c["n"]) <= 32:
+            return MatrixUnit(c["m"], c["n"], c["k"], sizes[1])
+    return None
+
+
+def takes_units(unit: MatrixUnit, m: int, n: int, k: int) -> bool:
+    """Whether a product is large enough for the units to pay."""
+    return min(m, n, k) >= MIN_DIM
+
+
+def _stage(
+    arr: str,
+    name: str,
+    rows: int,
+    cols: int,
+    row0: str,
+    col0: str,
+    rows_n: str,
+    cols_n: str,
+    s_row: str,
+    s_col: str,
+    base: str,
+    row_fast: bool,
+    threads: int,
+) -> str:
+    """Copy a rows x cols block (origin row0, col0) of operand ``name`` into ``arr``
+    (row-major), zeros past rows_n / cols_n; consecutive invocations walk the operand's
+    stride-1 dim (``row_fast``: its rows)."""
+    if row_fast:
+        r, c = f"e % {rows}u", f"e / {rows}u"
+    else:
+        r, c = f"e / {cols}u", f"e % {cols}u"
+    return f"""    for (var e = li; e < {rows * cols}u; e += {threads}u) {{
+      let r = {r}; let c = {c}; let gr = {row0} + r; let gc = {col0} + c;
+      var v = f16(0.0);
+      if (gr < {rows_n} && gc < {cols_n}) {{ v = ld_{name}({base} + gr * {s_row} + gc * {s_col}); }}
+      {arr}[r * {cols}u + c] = v;
+    }}"""  # noqa: E501
+
+
+def units_main(unit: MatrixUnit, header: str, meta: dict, a_rows_fast: bool,
+               b_rows_fast: bool, half_out: bool) -> str:  # fmt: skip
+    """The kernel body. ``header`` sets m0, n0, oa, ob, oc, M, N, K, K0 (matmul's
+    ``_header``); ``meta`` names the stride words: sa_m, sa_k, sb_k, sb_n.
+    ``a_rows_fast`` / ``b_rows_fast``: the rows of the operand's block (A: M, B: K) are
+    its stride-1 dim, so the staging walks them first."""
+    u, t = unit, unit.threads
+    bm, bn = u.bm, u.bn
+    ops = _EMULATED_OPS if u.emulated else _BUILTIN_OPS
+    pairs = [(i, j) for i in range(FM) for j in range(FN)]
+    stage_a = _stage("sa", "a", bm, BK, "m0", "k0", "M", "K", meta["sa_m"], meta["sa_k"],
+                     "oa", a_rows_fast, t)  # fmt: skip
+    stage_b = _stage("sb", "b", BK, bn, "k0", "n0", "K", "N", meta["sb_k"], meta["sb_n"],
+                     "ob", b_rows_fast, t)  # fmt: skip
+    sa, sb, so = (ops["arg"].format(x) for x in ("sa", "sb", "so"))
+    loads = [
+        f"      let l{i} = {ops['ld_l']}({sa}, (sr + {i * u.m}u) * {BK}u + kk, false, {BK}u);"
+        for i in range(FM)
+    ] + [
+        f"      let r{j} = {ops['ld_r']}({sb}, kk * {bn}u + sc + {j * u.n}u, false, {bn}u);"
+        for j in range(FN)
+    ]
+    mma = [f"      c{i}_{j} = {ops['mma']}(l{i}, r{j}, c{i}_{j});" for i, j in pairs]
+    keep = [
+        f"  {ops['st']}({so}, (sr + {i * u.m}u) * {bn}u + sc + {j * u.n}u, c{i}_{j}, false, {bn}u);"
+        for i, j in pairs
+    ]
+    accs = "\n".join(f"  var c{i}_{j} = UC();" for i, j in pairs)
+    cast = "f16" if half_out else ""
+    nl = "\n"
+    return f"""{_emulated(u) if u.emulated else _types(u)}
+var<workgroup> sa: array<f16, {bm * BK}>;
+var<workgroup> sb: array<f16, {BK * bn}>;
+var<workgroup> so: array<f32, {bm * bn}>;
+@compute @workgroup_size({u.subgroup * SX}, {SY}, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) l3: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {{
+{header}
+  // this subgroup's fragments: rows sr.., columns sc.. of the tile
+  let sr = l3.y * {FM * u.m}u; let sc = (l3.x / {u.subgroup}u) * {FN * u.n}u;
+{accs}
+  for (var k0 = K0; k0 < K; k0 += {BK}u) {{
+{stage_a}
+{stage_b}
+    workgroupBarrier();
+    for (var kk = 0u; kk < {BK}u; kk += {u.k}u) {{
+{nl.join(loads)}
+{nl.join(mma)}
+    }}
+    workgroupBarrier();
+  }}
+{nl.join(keep)}
+  workgroupBarrier();
+  for (var e = li; e < {bm * bn}u; e += {t}u) {{
+    let r = m0 + e / {bn}u; let c = n0 + e % {bn}u;
+    if (r < M && c < N) {{ st_o(oc + r * N + c, {cast}(so[e])); }}
+  }}
+}}
+"""
+
+
+# each call's first argument is the workgroup array (``arg``): the builtins take a pointer;
+# WGSL functions may not, so the emulated ones name their array themselves and take a
+# dummy in its place
+_BUILTIN_OPS = {"ld_l": "subgroupMatrixLoad<UL>", "ld_r": "subgroupMatrixLoad<UR>", "arg": "&{}",
+                "mma": "subgroupMatrixMultiplyAccumulate", "st": "subgroupMatrixStore"}  # fmt: skip
+_EMULATED_OPS = {"ld_l": "u_ld_l", "ld_r": "u_ld_r", "mma": "u_mma", "st": "u_st", "arg": "0u"}
+
+
+def _types(u: MatrixUnit) -> str:
+    return f"""alias UL = subgroup_matrix_left<f16, {u.k}, {u.m}>;
+alias UR = subgroup_matrix_right<f16, {u.n}, {u.k}>;
+alias UC = subgroup_matrix_result<f32, {u.n}, {u.m}>;"""
+
+
+def _emulated(u: MatrixUnit) -> str:
+    """The fragment types and builtins as plain WGSL: a fragment is a row-major array in
+    each invocation (the builtins' row-major forms, ``col_major`` false)."""
+    return f"""alias UL = array<f32, {u.m * u.k}>;
+alias UR = array<f32, {u.k * u.n}>;
+alias UC = array<f32, {u.m * u.n}>;
+fn u_ld_l(arr: u32, at: u32, cm: bool, stride: u32) -> UL {{
+  var v: UL;
+  for (var r = 0u; r < {u.m}u; r++) {{ for (var c = 0u; c < {u.k}u; c++) {{
+    v[r * {u.k}u + c] = f32(sa[at + r * stride + c]); }} }}
+  return v;
+}}
+fn u_ld_r(arr: u32, at: u32, cm: bool, stride: u32) -> UR {{
+  var v: UR;
+  for (var r = 0u; r < {u.k}u; r++) {{ for (var c = 0u; c < {u.n}u; c++) {{
+    v[r * {u.n}u + c] = f32(sb[at + r * stride + c]); }} }}
+  return v;
+}}
+fn u_mma(l: UL, r: UR, acc: UC) -> UC {{
+  var v = acc;
+  for (var i = 0u; i < {u.m}u; i++) {{ for (var j = 0u; j < {u.n}u; j++) {{
+    var s = v[i * {u.n}u + j];
+    for (var q = 0u; q < {u.k}u; q++) {{ s += l[i * {u.k}u + q] * r[q * {u.n}u + j]; }}
+    v[i * {u.n}u + j] = s; }} }}
+  return v;
+}}
+fn u_st(arr: u32, at: u32, v: UC, cm: bool, stride: u32) {{
+  for (var r = 0u; r < {u.m}u; r++) {{ for (var c = 0u; c < {u.n}u; c++) {{
+    so[at + r * stride + c] = v[r * {u.n}u + c]; }} }}
+}}"""
