@@ -40,6 +40,7 @@ from .webgpu.gpu import (
     UploadPacer,
     subgroup_features,
 )
+from .webgpu.kernels.matmul_units import FEATURE as SUBGROUP_MATRIX
 
 NO_WEBGPU = (
     "This browser gives the page no WebGPU (navigator.gpu is missing in a Web Worker). "
@@ -501,15 +502,32 @@ def _adapter_info(adapter) -> AdapterInfo:
         description=get("description"),
         limits=limits,
         features=features,
-        extra={"architecture": get("architecture")},
+        extra={"architecture": get("architecture"), **_matrix_configs(info)},
     )
+
+
+def _matrix_configs(info) -> dict:
+    """The adapter's subgroup-matrix configurations (Chromium's experimental feature), in
+    native_wgpu's form; the tab states one subgroup size range for all of them."""
+    listed = getattr(info, "subgroupMatrixConfigs", None) if info is not None else None
+    if _absent(listed):
+        return {}
+    lo, hi = (int(getattr(info, k, 0) or 0) for k in ("subgroupMinSize", "subgroupMaxSize"))
+    configs = [
+        {"component_type": str(c.componentType), "m": int(c.M), "n": int(c.N),
+         "result_component_type": str(c.resultComponentType), "k": int(c.K),
+         "min_subgroup_size": lo, "max_subgroup_size": hi}
+        for c in js.Array.from_(listed)
+    ]  # fmt: skip
+    return {"subgroup_matrix_configs": configs}
 
 
 def device_descriptor(info: AdapterInfo):
     """What the device is asked for: shader-f16 and subgroups where the adapter has them,
     and the adapter's limits (the worker asks for the same before Python starts, see
     web/worker.js)."""
-    feats = [f for f in ("shader-f16", *subgroup_features(info.features)) if f in info.features]
+    wanted = ("shader-f16", *subgroup_features(info.features), SUBGROUP_MATRIX)
+    feats = [f for f in wanted if f in info.features]
     limits = {
         _camel(k): v for k, v in info.limits.items() if k != "min_storage_buffer_offset_alignment"
     }

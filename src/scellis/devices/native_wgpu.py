@@ -25,6 +25,7 @@ from .webgpu.gpu import (
     UploadPacer,
     subgroup_features,
 )
+from .webgpu.kernels.matmul_units import FEATURE as SUBGROUP_MATRIX
 
 DAWN = os.environ.get("SCELLIS_NATIVE", "").lower() == "dawn"
 if DAWN:
@@ -146,9 +147,6 @@ def device_features(info: AdapterInfo) -> list[str]:
     result)."""
     wanted = ("shader-f16", *subgroup_features(info.features), "timestamp-query", SUBGROUP_MATRIX)
     return [f for f in wanted if f in info.features]
-
-
-SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix"
 
 
 def for_naga(code: str) -> str:

@@ -778,14 +778,14 @@ def _units(src: Source, a, b, out, mnk, batch_dims, sides):
     src.add_meta(len(batch_dims))
     for dim in batch_dims:
         src.add_meta(*dim)
-    src.operand("a", a)
-    src.operand("b", b)
+    side_a, side_b = sides
+    src.operand("a", a, lanes=4 if side_a.vec else 1)
+    src.operand("b", b, lanes=4 if side_b.vec else 1)
     src.operand("o", out, write=True)
     words = {"sa_m": f"mt[{_SA_T}u]", "sa_k": f"mt[{_SA_K}u]", "sb_n": f"mt[{_SB_T}u]",
              "sb_k": f"mt[{_SB_K}u]"}  # fmt: skip
-    side_a, side_b = sides
-    src.body = units_main(unit, _header(unit.bm, unit.bn), words, side_a.along == "t",
-                          side_b.along == "k", out.dtype.name == "f16")  # fmt: skip
+    half_out = out.dtype.name == "f16"
+    src.body = units_main(unit, _header(unit.bm, unit.bn), words, sides, half_out)
     return fold_grid(groups, src.limits)
 
 

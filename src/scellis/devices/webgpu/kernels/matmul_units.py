@@ -87,24 +87,27 @@ def takes_units(unit: MatrixUnit, m: int, n: int, k: int) -> bool:
     return min(m, n, k) >= MIN_DIM
 
 
-def _stage(
-    arr: str,
-    name: str,
-    rows: int,
-    cols: int,
-    row0: str,
-    col0: str,
-    rows_n: str,
-    cols_n: str,
-    s_row: str,
-    s_col: str,
-    base: str,
-    row_fast: bool,
-    threads: int,
-) -> str:
-    """Copy a rows x cols block (origin row0, col0) of operand ``name`` into ``arr``
-    (row-major), zeros past rows_n / cols_n; consecutive invocations walk the operand's
-    stride-1 dim (``row_fast``: its rows)."""
+def _stage(arr: str, name: str, block: tuple[int, int], origin: tuple[str, str],
+           sizes: tuple[str, str], strides: tuple[str, str], base: str, row_fast: bool,
+           vec: bool, threads: int) -> str:  # fmt: skip
+    """Copy a rows x cols ``block`` (at ``origin``) of operand ``name`` into ``arr``
+    (row-major), zeros past ``sizes``; consecutive invocations walk the operand's stride-1
+    dim (``row_fast``: its rows), four elements at a time where it is bound as vec4."""
+    (rows, cols), (row0, col0), (rows_n, cols_n), (s_row, s_col) = block, origin, sizes, strides
+    if vec:  # the stride-1 dim has stride 1 and a size that is a multiple of 4
+        fast = rows if row_fast else cols
+        if row_fast:
+            r, c, at = f"(e % {fast // 4}u) * 4u", f"e / {fast // 4}u", f"gr + gc * {s_col}"
+            put = [f"{arr}[(r + {q}u) * {cols}u + c] = v[{q}];" for q in range(4)]
+        else:
+            r, c, at = f"e / {fast // 4}u", f"(e % {fast // 4}u) * 4u", f"gr * {s_row} + gc"
+            put = [f"{arr}[r * {cols}u + c + {q}u] = v[{q}];" for q in range(4)]
+        return f"""    for (var e = li; e < {rows * cols // 4}u; e += {threads}u) {{
+      let r = {r}; let c = {c}; let gr = {row0} + r; let gc = {col0} + c;
+      var v = vec4<f16>(0.0);
+      if (gr < {rows_n} && gc < {cols_n}) {{ v = ld_{name}(({base} + {at}) / 4u); }}
+      {" ".join(put)}
+    }}"""
     if row_fast:
         r, c = f"e % {rows}u", f"e / {rows}u"
     else:
@@ -117,20 +120,40 @@ def _stage(
     }}"""  # noqa: E501
 
 
-def units_main(unit: MatrixUnit, header: str, meta: dict, a_rows_fast: bool,
-               b_rows_fast: bool, half_out: bool) -> str:  # fmt: skip
+def units_main(unit: MatrixUnit, header: str, meta: dict, sides, half_out: bool) -> str:
     """The kernel body. ``header`` sets m0, n0, oa, ob, oc, M, N, K, K0 (matmul's
-    ``_header``); ``meta`` names the stride words: sa_m, sa_k, sb_k, sb_n.
-    ``a_rows_fast`` / ``b_rows_fast``: the rows of the operand's block (A: M, B: K) are
-    its stride-1 dim, so the staging walks them first."""
+    ``_header``); ``meta`` names the stride words: sa_m, sa_k, sb_k, sb_n. ``sides``: how
+    A and B are read (matmul's ``Side``: the stride-1 dim, "t" for M / N or "k", and
+    whether that is read as vec4, the operand then bound so)."""
     u, t = unit, unit.threads
     bm, bn = u.bm, u.bn
     ops = _EMULATED_OPS if u.emulated else _BUILTIN_OPS
     pairs = [(i, j) for i in range(FM) for j in range(FN)]
-    stage_a = _stage("sa", "a", bm, BK, "m0", "k0", "M", "K", meta["sa_m"], meta["sa_k"],
-                     "oa", a_rows_fast, t)  # fmt: skip
-    stage_b = _stage("sb", "b", BK, bn, "k0", "n0", "K", "N", meta["sb_k"], meta["sb_n"],
-                     "ob", b_rows_fast, t)  # fmt: skip
+    sa_, sb_ = sides
+    stage_a = _stage(
+        "sa",
+        "a",
+        (bm, BK),
+        ("m0", "k0"),
+        ("M", "K"),
+        (meta["sa_m"], meta["sa_k"]),
+        "oa",
+        sa_.along == "t",
+        sa_.vec,
+        t,
+    )
+    stage_b = _stage(
+        "sb",
+        "b",
+        (BK, bn),
+        ("k0", "n0"),
+        ("K", "N"),
+        (meta["sb_k"], meta["sb_n"]),
+        "ob",
+        sb_.along == "k",
+        sb_.vec,
+        t,
+    )
     sa, sb, so = (ops["arg"].format(x) for x in ("sa", "sb", "so"))
     loads = [
         f"      let l{i} = {ops['ld_l']}({sa}, (sr + {i * u.m}u) * {BK}u + kk, false, {BK}u);"
