@@ -32,11 +32,11 @@ SHAPES = [
 
 
 @contextmanager
-def _emulated_unit(gpu, m=4, n=4, k=4):
+def _emulated_unit(gpu, m=4, n=4, k=4, **layout):
     """Small fragments: an emulated fragment lives whole in every invocation, and
     lavapipe's compile time (and, at 16 x 16, its private arrays) grow with it."""
     kept = gpu.matrix
-    gpu.matrix = MatrixUnit(m, n, k, subgroup=8, emulated=True)
+    gpu.matrix = MatrixUnit(m, n, k, subgroup=8, emulated=True, **layout)
     try:
         yield
     finally:
@@ -69,12 +69,12 @@ def test_units_kernel_within_the_f32_bound(gpu, rng, sa, sb, ta, tb):
     assert np.all(err <= bound), f"worst err/bound {np.max(err / bound):.3f}"
 
 
-def test_units_kernel_on_offset_views_with_another_fragment_shape(gpu, rng):
+def test_units_kernel_on_offset_views_with_another_fragment_shape_and_layout(gpu, rng):
     x = rng.standard_normal((90, 70)).astype(np.float16)
     y = rng.standard_normal((75, 81)).astype(np.float16)
     da, db = sc.tensor(x, device=gpu)[1:, 2:67], sc.tensor(y, device=gpu)[3:68, 1:]
     want = x[1:, 2:67].astype(np.float64) @ y[3:68, 1:].astype(np.float64)
-    with _emulated_unit(gpu, m=8, n=4, k=8):
+    with _emulated_unit(gpu, m=8, n=4, k=8, fm=1, fn=3, sy=2, sx=1, bk=16):
         got = apply("matmul", (da, db), _tile="units").numpy().astype(np.float64)
     bound = _bound(x[1:, 2:67].astype(np.float64), y[3:68, 1:].astype(np.float64), want, 2.0**-11)
     assert np.all(np.abs(got - want) <= bound)

@@ -4,12 +4,13 @@ Where the device was opened with ``chromium-experimental-subgroup-matrix`` (Dawn
 tab, or the native host with ``SCELLIS_NATIVE=dawn``) and the adapter lists an f16 x f16
 -> f32 configuration (``MatrixUnit``), a product of two f16 operands that may take
 another summation order (the prod and fast tiers, as ``HALF_MATH``) runs here: a
-workgroup of ``SY`` x ``SX`` subgroups computes a ``bm`` x ``bn`` tile, each subgroup
-``FM`` x ``FN`` result fragments of the unit's M x N. Every K-block of ``BK`` is staged
+workgroup of ``sy`` x ``sx`` subgroups computes a ``bm`` x ``bn`` tile, each subgroup
+``fm`` x ``fn`` result fragments of the unit's M x N. Every K-block of ``bk`` is staged
 through workgroup memory by the whole workgroup, read through the operands' strides
-(transposed views cost no copy) with zeros past the edges, so any shape and any
-strides run; the fragments multiply from there. The f32 accumulators go back through
-workgroup memory so that the store can guard the edges and round to an f16 result.
+(transposed views cost no copy; four f16 at a time along a contiguous dim) with zeros
+past the edges, so any shape and any strides run; the fragments multiply from there. At
+the end each subgroup parks one f32 fragment at a time in workgroup memory, and its
+lanes store it with the edges guarded, rounded to an f16 result where that is the type.
 
 Accuracy: the f16 products are exact in f32 and each output sums its K products in f32
 on the unit, so the bound of the f32 kernels holds, ``|C - A@B| <= K eps_f32 |A|@|B|``
@@ -22,9 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FEATURE = "chromium-experimental-subgroup-matrix"
-BK = 32  # the K-block staged per step
-FM = FN = 2  # fragments per subgroup
-SY = SX = 2  # subgroups per workgroup
 MIN_DIM = 32  # products with a smaller M, N or K keep the f32 kernels
 TILE_NAME = "units"  # ``attrs["_tile"]`` that forces this path (benchmarks, tests)
 
@@ -42,28 +40,39 @@ class MatrixUnit:
     # whole fragments (``_EMULATED``): the same staging, tiling and stores on an adapter
     # without matrix units, which is how the suite checks them against NumPy
     emulated: bool = False
+    # the tile: sy x sx subgroups, each fm x fn fragments; K staged bk at a time
+    fm: int = 2
+    fn: int = 2
+    sy: int = 2
+    sx: int = 2
+    bk: int = 32
 
     @property
     def bm(self) -> int:
-        return SY * FM * self.m
+        return self.sy * self.fm * self.m
 
     @property
     def bn(self) -> int:
-        return SX * FN * self.n
+        return self.sx * self.fn * self.n
+
+    @property
+    def subgroups(self) -> int:
+        return self.sx * self.sy
 
     @property
     def threads(self) -> int:
-        return self.subgroup * SX * SY
+        return self.subgroup * self.subgroups
 
     def shared_bytes(self) -> int:
-        return 2 * BK * (self.bm + self.bn) + 4 * self.bm * self.bn
+        # the staged f16 blocks, and one f32 fragment per subgroup for the store
+        return 2 * self.bk * (self.bm + self.bn) + 4 * self.subgroups * self.m * self.n
 
     def fits(self, limits: dict) -> bool:
         return (
             self.threads <= limits["max_compute_invocations_per_workgroup"]
-            and self.subgroup * SX <= limits.get("max_compute_workgroup_size_x", 256)
+            and self.subgroup * self.sx <= limits.get("max_compute_workgroup_size_x", 256)
             and self.shared_bytes() <= limits["max_compute_workgroup_storage_size"]
-            and BK % self.k == 0
+            and self.bk % self.k == 0
         )
 
 
@@ -77,7 +86,7 @@ def choose_unit(configs: list[dict]) -> MatrixUnit | None:
         sizes = c.get("min_subgroup_size"), c.get("max_subgroup_size")
         if (c["component_type"], c["result_component_type"]) != ("f16", "f32"):
             continue
-        if sizes[0] and sizes[0] == sizes[1] and BK % c["k"] == 0 and max(c["m"], c["n"]) <= 32:
+        if sizes[0] and sizes[0] == sizes[1] and 32 % c["k"] == 0 and max(c["m"], c["n"]) <= 32:
             return MatrixUnit(c["m"], c["n"], c["k"], sizes[1])
     return None
 
@@ -126,85 +135,69 @@ def units_main(unit: MatrixUnit, header: str, meta: dict, sides, half_out: bool)
     A and B are read (matmul's ``Side``: the stride-1 dim, "t" for M / N or "k", and
     whether that is read as vec4, the operand then bound so)."""
     u, t = unit, unit.threads
-    bm, bn = u.bm, u.bn
+    bm, bn, bk, frag = u.bm, u.bn, u.bk, u.m * u.n
     ops = _EMULATED_OPS if u.emulated else _BUILTIN_OPS
-    pairs = [(i, j) for i in range(FM) for j in range(FN)]
-    sa_, sb_ = sides
-    stage_a = _stage(
-        "sa",
-        "a",
-        (bm, BK),
-        ("m0", "k0"),
-        ("M", "K"),
-        (meta["sa_m"], meta["sa_k"]),
-        "oa",
-        sa_.along == "t",
-        sa_.vec,
-        t,
-    )
-    stage_b = _stage(
-        "sb",
-        "b",
-        (BK, bn),
-        ("k0", "n0"),
-        ("K", "N"),
-        (meta["sb_k"], meta["sb_n"]),
-        "ob",
-        sb_.along == "k",
-        sb_.vec,
-        t,
-    )
+    pairs = [(i, j) for i in range(u.fm) for j in range(u.fn)]
+    side_a, side_b = sides
+    stage_a = _stage("sa", "a", (bm, bk), ("m0", "k0"), ("M", "K"), (meta["sa_m"], meta["sa_k"]),
+                     "oa", side_a.along == "t", side_a.vec, t)  # fmt: skip
+    stage_b = _stage("sb", "b", (bk, bn), ("k0", "n0"), ("K", "N"), (meta["sb_k"], meta["sb_n"]),
+                     "ob", side_b.along == "k", side_b.vec, t)  # fmt: skip
     sa, sb, so = (ops["arg"].format(x) for x in ("sa", "sb", "so"))
     loads = [
-        f"      let l{i} = {ops['ld_l']}({sa}, (sr + {i * u.m}u) * {BK}u + kk, false, {BK}u);"
-        for i in range(FM)
+        f"      let l{i} = {ops['ld_l']}({sa}, (sr + {i * u.m}u) * {bk}u + kk, false, {bk}u);"
+        for i in range(u.fm)
     ] + [
         f"      let r{j} = {ops['ld_r']}({sb}, kk * {bn}u + sc + {j * u.n}u, false, {bn}u);"
-        for j in range(FN)
+        for j in range(u.fn)
     ]
     mma = [f"      c{i}_{j} = {ops['mma']}(l{i}, r{j}, c{i}_{j});" for i, j in pairs]
-    keep = [
-        f"  {ops['st']}({so}, (sr + {i * u.m}u) * {bn}u + sc + {j * u.n}u, c{i}_{j}, false, {bn}u);"
-        for i, j in pairs
-    ]
-    accs = "\n".join(f"  var c{i}_{j} = UC();" for i, j in pairs)
+    # each fragment in turn: the subgroup parks it in its slot of ``so``, then its lanes
+    # store it, guarded and rounded (the barriers make the slot's values visible)
     cast = "f16" if half_out else ""
+    store = []
+    for i, j in pairs:
+        store += [
+            f"  {ops['st']}({so}, slot, c{i}_{j}, false, {u.n}u);",
+            "  workgroupBarrier();",
+            f"  for (var e = lane; e < {frag}u; e += {u.subgroup}u) {{",
+            f"    let r = m0 + sr + {i * u.m}u + e / {u.n}u; "
+            f"let c = n0 + sc + {j * u.n}u + e % {u.n}u;",
+            f"    if (r < M && c < N) {{ st_o(oc + r * N + c, {cast}(so[slot + e])); }}",
+            "  }",
+            "  workgroupBarrier();",
+        ]
+    accs = "\n".join(f"  var c{i}_{j} = UC();" for i, j in pairs)
     nl = "\n"
     return f"""{_emulated(u) if u.emulated else _types(u)}
-var<workgroup> sa: array<f16, {bm * BK}>;
-var<workgroup> sb: array<f16, {BK * bn}>;
-var<workgroup> so: array<f32, {bm * bn}>;
-@compute @workgroup_size({u.subgroup * SX}, {SY}, 1)
+var<workgroup> sa: array<f16, {bm * bk}>;
+var<workgroup> sb: array<f16, {bk * bn}>;
+var<workgroup> so: array<f32, {u.subgroups * frag}>;
+@compute @workgroup_size({u.subgroup * u.sx}, {u.sy}, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) l3: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {{
 {header}
   // this subgroup's fragments: rows sr.., columns sc.. of the tile
-  let sr = l3.y * {FM * u.m}u; let sc = (l3.x / {u.subgroup}u) * {FN * u.n}u;
+  let sg = l3.x / {u.subgroup}u; let lane = l3.x % {u.subgroup}u;
+  let sr = l3.y * {u.fm * u.m}u; let sc = sg * {u.fn * u.n}u;
+  let slot = (l3.y * {u.sx}u + sg) * {frag}u;
 {accs}
-  for (var k0 = K0; k0 < K; k0 += {BK}u) {{
+  for (var k0 = K0; k0 < K; k0 += {bk}u) {{
 {stage_a}
 {stage_b}
     workgroupBarrier();
-    for (var kk = 0u; kk < {BK}u; kk += {u.k}u) {{
+    for (var kk = 0u; kk < {bk}u; kk += {u.k}u) {{
 {nl.join(loads)}
 {nl.join(mma)}
     }}
     workgroupBarrier();
   }}
-{nl.join(keep)}
-  workgroupBarrier();
-  for (var e = li; e < {bm * bn}u; e += {t}u) {{
-    let r = m0 + e / {bn}u; let c = n0 + e % {bn}u;
-    if (r < M && c < N) {{ st_o(oc + r * N + c, {cast}(so[e])); }}
-  }}
+{nl.join(store)}
 }}
 """
 
 
-# each call's first argument is the workgroup array (``arg``): the builtins take a pointer;
-# WGSL functions may not, so the emulated ones name their array themselves and take a
-# dummy in its place
 _BUILTIN_OPS = {"ld_l": "subgroupMatrixLoad<UL>", "ld_r": "subgroupMatrixLoad<UR>", "arg": "&{}",
                 "mma": "subgroupMatrixMultiplyAccumulate", "st": "subgroupMatrixStore"}  # fmt: skip
 _EMULATED_OPS = {"ld_l": "u_ld_l", "ld_r": "u_ld_r", "mma": "u_mma", "st": "u_st", "arg": "0u"}
