@@ -186,9 +186,9 @@ def _matmul_and_attention(backend) -> tuple[list, list]:
 def test_kernels_without_runtime_checks_give_the_same_bits(gpu, monkeypatch):
     # natively on Vulkan, kernels compile without naga's index clamps; turning the clamps
     # back on (SCELLIS_SHADER_CHECKS=1) must change no result, only the speed
-    from scellis.devices.native_wgpu import NativeGPU  # noqa: PLC0415
+    from scellis.devices.native_wgpu import DAWN, NativeGPU  # noqa: PLC0415
 
-    assert gpu.gpu.trusted_shaders == ("vulkan" in gpu.gpu.info.backend.lower())
+    assert gpu.gpu.trusted_shaders == (DAWN or "vulkan" in gpu.gpu.info.backend.lower())
     monkeypatch.setenv("SCELLIS_SHADER_CHECKS", "1")
     checked = WebGPUBackend(gpu=NativeGPU())
     assert not checked.gpu.trusted_shaders

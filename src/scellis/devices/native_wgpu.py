@@ -104,10 +104,13 @@ def choose_adapter(want: str | None = None):
 
 
 def _want_trusted(backend: str) -> bool:
-    """Whether kernels compile without naga's inserted index clamps (see _trusted_module):
-    on Vulkan where this wgpu build offers it, off with ``SCELLIS_SHADER_CHECKS=1``."""
-    if not _want_unchecked() or DAWN:
+    """Whether kernels compile without inserted index clamps (see _trusted_module; Dawn's
+    ``disable_robustness`` toggle, ``_open_device``): on Vulkan, where this wgpu build
+    offers it, and on Dawn; off with ``SCELLIS_SHADER_CHECKS=1``."""
+    if not _want_unchecked():
         return False
+    if DAWN:
+        return True
     return "vulkan" in backend.lower() and hasattr(
         _native.lib, "wgpuDeviceCreateShaderModuleTrusted"
     )
@@ -282,7 +285,7 @@ class NativeGPU(BindGroupCache):
         try:
             module = (
                 _trusted_module(self._device, code)
-                if self.trusted_shaders
+                if self.trusted_shaders and not DAWN
                 else self._device.create_shader_module(code=code)
             )
             return self._device.create_compute_pipeline(
