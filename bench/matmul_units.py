@@ -25,10 +25,12 @@ from matmul import bench_webgpu, check_rows, operands, torch_cuda_f32
 
 from scellis.devices import get_device
 
-# (fm, fn, sy, sx, bk): fragments per subgroup, subgroups per workgroup, staged K
-LAYOUTS = [(2, 2, 2, 2, 32), (4, 2, 2, 2, 32), (2, 4, 2, 2, 32), (4, 4, 2, 2, 32),
-           (2, 2, 4, 2, 32), (4, 2, 2, 4, 32), (4, 4, 2, 2, 64), (2, 2, 2, 2, 64)]  # fmt: skip
-SIZES = "4096x4096x4096,8192x384x1536,8192x1536x384,384x8192x1152:ta,1152x8192x384:ta:tb"
+# (fm, fn, bk): fragments per workgroup (one subgroup), K staged where not direct
+LAYOUTS = [(4, 2, 32), (2, 2, 32), (2, 4, 32), (4, 4, 32), (8, 2, 32), (8, 4, 32), (4, 2, 64)]
+SIZES = (
+    "4096x4096x4096,8192x384x1536,8192x1536x384,384x8192x1152:ta,1152x8192x384:ta:tb,"
+    "8200x384x1000"
+)  # the last one: edges, staged
 
 
 def parse(size: str):
@@ -85,8 +87,8 @@ def main(argv=None) -> int:
         tiles += [(f"units {lay}", lay) for lay in picks]
         for name, lay in tiles:
             if lay is not None:
-                fm, fn, sy, sx, bk = lay
-                dev.matrix = dataclasses.replace(base, fm=fm, fn=fn, sy=sy, sx=sx, bk=bk)
+                fm, fn, bk = lay
+                dev.matrix = dataclasses.replace(base, fm=fm, fn=fn, bk=bk)
                 if not dev.matrix.fits(dev.limits):
                     continue
             tile = "units" if lay else name.split()[1]

@@ -22,12 +22,15 @@ from scellis.runtime.dispatch import apply
 pytestmark = [pytest.mark.webgpu]
 
 SHAPES = [
-    # (A shape, B shape, A transposed, B transposed): edges in M, N and K (K not a
-    # multiple of the staged block), each operand read along either dim, a batch
+    # (A shape, B shape, A transposed, B transposed). Staged: edges in M, N and K (K not
+    # a multiple of the staged block), each operand read along either dim, a batch.
     ((70, 36), (36, 132), False, False),
     ((33, 50), (50, 41), True, False),
-    ((64, 96), (96, 64), False, True),
     ((2, 3, 40, 36), (2, 3, 36, 70), True, True),
+    # direct (whole tiles, aligned): row- and column-major fragments, a batch
+    ((64, 96), (96, 64), False, True),
+    ((48, 64), (64, 32), True, False),
+    ((2, 32, 48), (2, 48, 40), False, False),
 ]
 
 
@@ -74,10 +77,21 @@ def test_units_kernel_on_offset_views_with_another_fragment_shape_and_layout(gpu
     y = rng.standard_normal((75, 81)).astype(np.float16)
     da, db = sc.tensor(x, device=gpu)[1:, 2:67], sc.tensor(y, device=gpu)[3:68, 1:]
     want = x[1:, 2:67].astype(np.float64) @ y[3:68, 1:].astype(np.float64)
-    with _emulated_unit(gpu, m=8, n=4, k=8, fm=1, fn=3, sy=2, sx=1, bk=16):
+    with _emulated_unit(gpu, m=8, n=4, k=8, fm=1, fn=3, bk=16):
         got = apply("matmul", (da, db), _tile="units").numpy().astype(np.float64)
     bound = _bound(x[1:, 2:67].astype(np.float64), y[3:68, 1:].astype(np.float64), want, 2.0**-11)
     assert np.all(np.abs(got - want) <= bound)
+
+
+def test_units_kernel_as_the_parts_of_a_k_split(gpu, rng):
+    # the parts write f32 scratch (a direct product's fragments stored by the builtin),
+    # then a second launch sums them into the f16 result
+    a64, da = _operand(rng, (32, 128), False, gpu)
+    b64, db = _operand(rng, (128, 16), False, gpu)
+    want = a64 @ b64
+    with _emulated_unit(gpu):
+        got = apply("matmul", (da, db), _tile="units", _split=2).numpy().astype(np.float64)
+    assert np.all(np.abs(got - want) <= _bound(a64, b64, want, 2.0**-11))
 
 
 def _views(dtype, order="split_k"):

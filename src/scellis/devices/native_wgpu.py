@@ -33,8 +33,10 @@ if DAWN:
     from wgpudawn.backends.dawn import _api as _native
     from wgpudawn.backends.dawn import extras as _dawn
 
-    # experimental features (subgroup matrices) are listed only on an unsafe-API instance
-    _dawn.set_instance_extras(enable_toggles=["allow_unsafe_apis"])
+    # experimental features (subgroup matrices) are listed only on an unsafe-API instance;
+    # Dawn keeps f16 (and with it the f16 matrix configurations) off on NVIDIA's Vulkan
+    # driver unless asked
+    _dawn.set_instance_extras(enable_toggles=["allow_unsafe_apis", "vulkan_enable_f16_on_nvidia"])
 else:
     import wgpu
     from wgpu.backends.wgpu_native import _api as _native

@@ -64,8 +64,8 @@ from functools import lru_cache
 from ....base.errors import LimitError
 from ...base import View
 from .common import Source
+from .matmul_units import ALIGN, takes_units, units_main
 from .matmul_units import TILE_NAME as UNITS
-from .matmul_units import takes_units, units_main
 from .reduce import reduce_kernel
 
 
@@ -778,15 +778,34 @@ def _units(src: Source, a, b, out, mnk, batch_dims, sides):
     src.add_meta(len(batch_dims))
     for dim in batch_dims:
         src.add_meta(*dim)
+    direct = _direct_units(unit, a, b, out, mnk, batch_dims)
     side_a, side_b = sides
-    src.operand("a", a, lanes=4 if side_a.vec else 1)
-    src.operand("b", b, lanes=4 if side_b.vec else 1)
+    src.operand("a", a, lanes=4 if side_a.vec and not direct else 1)
+    src.operand("b", b, lanes=4 if side_b.vec and not direct else 1)
     src.operand("o", out, write=True)
     words = {"sa_m": f"mt[{_SA_T}u]", "sa_k": f"mt[{_SA_K}u]", "sb_n": f"mt[{_SB_T}u]",
              "sb_k": f"mt[{_SB_K}u]"}  # fmt: skip
     half_out = out.dtype.name == "f16"
-    src.body = units_main(unit, _header(unit.bm, unit.bn), words, sides, half_out)
+    header = _header(unit.bm, unit.bn)
+    src.body = units_main(unit, header, words, sides, half_out, direct)
     return fold_grid(groups, src.limits)
+
+
+def _direct_units(unit, a, b, out, mnk, batch_dims) -> bool:
+    """Whether the unit's fragments may load straight from the operands' buffers: whole
+    tiles, each operand in one binding window, contiguous along one of its two dims, and
+    every offset and stride aligned (kernels/matmul_units.py ``ALIGN``)."""
+    m, n, k = mnk
+    if m % unit.bm or n % unit.bn or k % unit.k:
+        return False
+    views = (a, b, out)
+    if any(len(v.buf.handle.windows()) != 1 for v in views):
+        return False
+    if 1 not in a.strides[-2:] or 1 not in b.strides[-2:]:
+        return False
+    words = [v.offset for v in views] + [s for v in (a, b) for s in v.strides[-2:] if s != 1]
+    words += [s for _, sa, sb in batch_dims for s in (sa, sb)] + [n]
+    return all(w % ALIGN == 0 for w in words)
 
 
 def matmul_kernel(src: Source, op: str, ins, outs, attrs):
