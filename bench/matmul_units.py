@@ -68,10 +68,11 @@ def main(argv=None) -> int:
     args.gpu_time = False
     dev = get_device("webgpu")
     base = dev.matrix
+    configs = dev.info.extra.get("subgroup_matrix_configs")
     print("adapter:", dev.info.name, "| unit:", base)
+    print("listed configurations:", configs)
     if base is None:
-        configs = dev.info.extra.get("subgroup_matrix_configs")
-        print("no matrix unit: device features", dev.info.device_features, "configs", configs)
+        print("no matrix unit: device features", dev.info.device_features)
         Path(args.out).write_text(json.dumps({"unit": None, "configs": configs}))
         return 0
     picks = LAYOUTS if args.layouts == "all" else [LAYOUTS[int(i)] for i in args.layouts.split(",")]
@@ -111,7 +112,8 @@ def main(argv=None) -> int:
             f"  worst err/bound {worst:.3f}",
             {k: round(v, 3) for k, v in row["err_over_bound"].items()},
         )
-    Path(args.out).write_text(json.dumps({"unit": str(base), "rows": rows}, indent=1))
+    report = {"unit": str(base), "configs": configs, "rows": rows}
+    Path(args.out).write_text(json.dumps(report, indent=1))
     return 0
 
 
