@@ -266,10 +266,7 @@ async function openGpu() {
   const requiredLimits = {};
   for (const k of DEVICE_LIMITS) if (adapter.limits[k] !== undefined) requiredLimits[k] = adapter.limits[k];
   // each feature only where the adapter has it: asking for an absent one fails the request
-  // (the subgroup matrices, Chromium's experimental matrix units, where offered: the f16
-  // products of mixed-precision steps run on them)
-  const wanted = ["shader-f16", "subgroups", "chromium-experimental-subgroup-matrix"];
-  const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
+  const requiredFeatures = ["shader-f16", "subgroups"].filter((f) => adapter.features.has(f));
   try {
     const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
     mark("gpu:device");
