@@ -5,7 +5,7 @@ off), in one run on one GPU.
 
 Usage (a GPU whose Dawn adapter lists subgroup matrices)::
 
-    SCELLIS_NATIVE=dawn python3 bench/matmul_units.py --out DIR/units.json
+    SCELLIS_MATRIX_UNITS=1 SCELLIS_NATIVE=dawn python3 bench/matmul_units.py --out DIR/units.json
 
 Timing is bench/matmul.py's: the kernel relaunched with its encoded bindings (``kernel``
 columns, wall clock per call with ``--calls-per-submit`` calls a submission) and torch's

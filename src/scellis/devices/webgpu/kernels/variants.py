@@ -1,8 +1,10 @@
 """Which kernel variant a launch takes (devices layer): the one place that decides.
 
-Matrix units: a device opened with subgroup matrices (Dawn's experimental feature) runs
-f16 products on the unit configuration ``matrix_unit`` picks, where the matmul's own rule
-allows another order (kernels/matmul.py ``_on_units``).
+Matrix units: with ``SCELLIS_MATRIX_UNITS=1``, a device opened with subgroup matrices
+(Dawn's experimental feature) runs f16 products on the unit configuration ``matrix_unit``
+picks, where the matmul's own rule allows another order (kernels/matmul.py
+``_on_units``). Opt-in until the kernel has been checked and timed on a GPU's units:
+so far it has run only with its builtins emulated.
 
 Subgroup reductions: where the device was opened with subgroup operations, the row
 reductions (sums, maxima and minima of ``reduce``, layer and RMS norm statistics) fold
@@ -15,6 +17,8 @@ work outside any run's step, run the trees too, bit for bit as before.
 """
 
 from __future__ import annotations
+
+import os
 
 from .matmul_units import FEATURE as MATRIX_FEATURE
 from .matmul_units import MatrixUnit, choose_unit
@@ -29,4 +33,6 @@ def subgroup_reductions(device_has_subgroups: bool, chosen: bool) -> bool:
 def matrix_unit(features: list[str], configs: list[dict]) -> MatrixUnit | None:
     """The matrix unit f16 products may use on a device opened with ``features`` on an
     adapter that lists ``configs``; None where there is none."""
+    if os.environ.get("SCELLIS_MATRIX_UNITS", "") in ("", "0"):
+        return None
     return choose_unit(configs) if MATRIX_FEATURE in features else None
