@@ -147,3 +147,16 @@ def test_builtin_kernel_text_enables_the_extension(gpu, rng):
     for builtin in ("subgroupMatrixLoad<UL>", "subgroupMatrixMultiplyAccumulate(",
                     "subgroupMatrixStore(", "subgroup_matrix_result<f32, 16, 16>"):  # fmt: skip
         assert builtin in text
+
+
+def test_the_units_are_opt_in(monkeypatch):
+    from scellis.devices.webgpu.kernels.variants import MATRIX_FEATURE, matrix_unit
+
+    listed = [{"component_type": "f16", "result_component_type": "f32", "m": 16, "n": 16,
+               "k": 16, "min_subgroup_size": 32, "max_subgroup_size": 32}]  # fmt: skip
+    features = ["shader-f16", MATRIX_FEATURE]
+    monkeypatch.delenv("SCELLIS_MATRIX_UNITS", raising=False)
+    assert matrix_unit(features, listed) is None
+    monkeypatch.setenv("SCELLIS_MATRIX_UNITS", "1")
+    assert matrix_unit(features, listed) == MatrixUnit(16, 16, 16, 32)
+    assert matrix_unit(["shader-f16"], listed) is None  # the device was not opened with them
