@@ -67,11 +67,7 @@ def _extra(adapter) -> dict:
     if not DAWN or SUBGROUP_MATRIX not in adapter.features:
         return {}
     configs = _dawn.get_adapter_properties(adapter).get("subgroup_matrix_configs", [])
-    return {"subgroup_matrix_configs": [_config(c) for c in configs]}
-
-
-def _config(c: dict) -> dict:
-    return {**c, "m": int(c["m"]), "n": int(c["n"]), "k": int(c["k"])}
+    return {"subgroup_matrix_configs": configs}
 
 
 def list_adapters() -> list[AdapterInfo]:

@@ -761,23 +761,29 @@ def _on_units(src: Source, a, b, m: int, n: int, k: int, attrs: dict) -> bool:
         return False
     if want == UNITS:  # any shape runs; the rule below keeps small ones off the units
         return True
-    return takes_units(src.matrix, m, n, k) and _half_math(src, a, attrs)
+    return takes_units(m, n, k) and _half_math(src, a, attrs)
 
 
-def _units(src: Source, a, b, out, mnk, batch_dims, sides):
+def _product_meta(src: Source, a, b, out, mnk, tile: tuple[int, int], batch_dims) -> int:
+    """Write a product's meta words (the ``_header`` layout) for ``tile`` (bm, bn) output
+    tiles; returns the workgroup count."""
     m, n, k = mnk
-    unit = src.matrix
-    tn, tm = _cdiv(n, unit.bn), _cdiv(m, unit.bm)
-    batch = 1
+    tn, tm = _cdiv(n, tile[1]), _cdiv(m, tile[0])
+    groups = tn * tm
     for size, _, _ in batch_dims:
-        batch *= size
-    groups = tn * tm * batch
+        groups *= size
     sa_m, sa_k = a.strides[-2:]
     sb_k, sb_n = b.strides[-2:]
     src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k, out.offset)
     src.add_meta(len(batch_dims))
     for dim in batch_dims:
         src.add_meta(*dim)
+    return groups
+
+
+def _units(src: Source, a, b, out, mnk, batch_dims, sides):
+    unit = src.matrix
+    groups = _product_meta(src, a, b, out, mnk, (unit.bm, unit.bn), batch_dims)
     direct = _direct_units(unit, a, b, out, mnk, batch_dims)
     side_a, side_b = sides
     src.operand("a", a, lanes=4 if side_a.vec and not direct else 1)
@@ -849,12 +855,7 @@ def matmul_kernel(src: Source, op: str, ins, outs, attrs):
         tile = TILES[choose_tile(m, n, batch, src.limits, want)]
         bm = bn = tile.bm
     out_vec = n % 4 == 0 and out.offset % 4 == 0
-    tn, tm = _cdiv(n, bn), _cdiv(m, bm)
-    groups = tn * tm * batch
-    src.add_meta(m, n, k, tn, tm, groups, a.offset, b.offset, sa_m, sa_k, sb_n, sb_k, out.offset)
-    src.add_meta(len(batch_dims))
-    for dim in batch_dims:
-        src.add_meta(*dim)
+    groups = _product_meta(src, a, b, out, (m, n, k), (bm, bn), batch_dims)
     src.operand("a", a, lanes=4 if side_a.vec else 1)
     src.operand("b", b, lanes=4 if side_b.vec else 1)
     src.operand("o", out, write=True, lanes=4 if out_vec else 1)

@@ -81,8 +81,8 @@ def choose_unit(configs: list[dict]) -> MatrixUnit | None:
     """The configuration used, from the adapter's list (dicts with ``m``, ``n``, ``k``,
     ``component_type``, ``result_component_type``, ``min_subgroup_size``,
     ``max_subgroup_size``): f16 operands, an f32 result, fragments that divide the staged
-    block, the largest such. Only at a fixed subgroup size: the kernel maps invocations to
-    invocations by their index."""
+    block, the largest such. Only at a fixed subgroup size: a workgroup of that many
+    invocations must be exactly one subgroup."""
     for c in sorted(configs, key=lambda c: -(c["m"] * c["n"] * c["k"])):
         sizes = c.get("min_subgroup_size"), c.get("max_subgroup_size")
         if (c["component_type"], c["result_component_type"]) != ("f16", "f32"):
@@ -92,7 +92,7 @@ def choose_unit(configs: list[dict]) -> MatrixUnit | None:
     return None
 
 
-def takes_units(unit: MatrixUnit, m: int, n: int, k: int) -> bool:
+def takes_units(m: int, n: int, k: int) -> bool:
     """Whether a product is large enough for the units to pay."""
     return min(m, n, k) >= MIN_DIM
 
